@@ -1,0 +1,405 @@
+#include "common/cfg.h"
+
+#include <errno.h>
+#include <libconfig.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+
+enum cfg_type { CFG_STR, CFG_INT, CFG_BOOL, CFG_STRLIST };
+
+struct cfg_param {
+    const char *name; /* dotted path in the file, also the flag's setting name */
+    enum cfg_type type;
+    size_t offset;
+    const char *def; /* default, as a string */
+    long min, max;   /* bounds for CFG_INT */
+    int secret;      /* masked by cfg_dump */
+};
+
+#define S(field) offsetof(struct og_config, field)
+
+/* The one table of settings. Keep deploy/ordergate.conf in step with it. */
+static const struct cfg_param cfg_params[] = {
+    {"log_level", CFG_STR, S(log_level), "info", 0, 0, 0},
+    {"database.conninfo", CFG_STR, S(db_conninfo), "", 0, 0, 1},
+    {"database.password_file", CFG_STR, S(db_password_file), "", 0, 0, 0},
+    {"database.retry_max", CFG_INT, S(db_retry_max), "8", 1, 1000, 0},
+    {"database.retry_base_ms", CFG_INT, S(db_retry_base_ms), "50", 1, 60000, 0},
+    {"database.retry_cap_ms", CFG_INT, S(db_retry_cap_ms), "5000", 1, 600000, 0},
+    {"kafka.brokers", CFG_STR, S(brokers), "localhost:9092", 0, 0, 0},
+    {"kafka.topics", CFG_STR, S(topics), "ordergate.cancel.15m,ordergate.cancel.30m", 0, 0, 0},
+    {"kafka.group", CFG_STR, S(group), "ordergate-consumer", 0, 0, 0},
+    {"kafka.dead_letter_topic", CFG_STR, S(dead_letter_topic), "ordergate.cancel.dlq", 0, 0, 0},
+    {"kafka.payments_topic", CFG_STR, S(payments_topic), "", 0, 0, 0},
+    {"kafka.properties", CFG_STRLIST, S(kafka_props), "", 0, 0, 1},
+    {"kafka.queued_max_kbytes", CFG_INT, S(queued_max_kbytes), "1024", 16, 2097151, 0},
+    {"consumer.batch_size", CFG_INT, S(batch_size), "500", 1, 10000, 0},
+    {"consumer.linger_ms", CFG_INT, S(linger_ms), "20", 0, 60000, 0},
+    {"consumer.poll_ms", CFG_INT, S(poll_ms), "50", 1, 10000, 0},
+    {"consumer.metrics_listen", CFG_STR, S(metrics_listen), "127.0.0.1:9464", 0, 0, 0},
+    {"outbox.enabled", CFG_BOOL, S(outbox_enabled), "true", 0, 1, 0},
+    {"outbox.topic", CFG_STR, S(outbox_topic), "ordergate.events", 0, 0, 0},
+    {"outbox.refund_topic", CFG_STR, S(outbox_refund_topic), "ordergate.refunds", 0, 0, 0},
+    {"outbox.alert_topic", CFG_STR, S(outbox_alert_topic), "ordergate.alerts", 0, 0, 0},
+    {"outbox.batch", CFG_INT, S(outbox_batch), "500", 1, 10000, 0},
+    {"outbox.interval_ms", CFG_INT, S(outbox_interval_ms), "200", 1, 600000, 0},
+    {"scanner.grace_s", CFG_INT, S(grace_s), "60", 0, 86400, 0},
+    {"scanner.batch_size", CFG_INT, S(scan_batch_size), "500", 1, 10000, 0},
+    {"scanner.pause_ms", CFG_INT, S(scan_pause_ms), "50", 0, 600000, 0},
+    {"scanner.max_orders", CFG_INT, S(scan_max_orders), "0", 0, INT_MAX, 0},
+    {"scanner.max_seconds", CFG_INT, S(scan_max_seconds), "0", 0, 86400, 0},
+    {"scanner.every_s", CFG_INT, S(scan_every_s), "0", 0, 86400, 0},
+    {"scanner.textfile_path", CFG_STR, S(textfile_path), "", 0, 0, 0},
+};
+
+#undef S
+
+#define CFG_NPARAMS (sizeof(cfg_params) / sizeof(cfg_params[0]))
+
+static const struct cfg_param *cfg_find(const char *name)
+{
+    for (size_t i = 0; i < CFG_NPARAMS; i++)
+        if (strcmp(cfg_params[i].name, name) == 0)
+            return &cfg_params[i];
+    return NULL;
+}
+
+static void cfg_strlist_free(char ***list, size_t *n)
+{
+    for (size_t i = 0; *list != NULL && i < *n; i++)
+        free((*list)[i]);
+    free(*list);
+    *list = NULL;
+    *n = 0;
+}
+
+static enum og_status cfg_set_str(char **slot, const char *value, struct og_error *err)
+{
+    char *copy = strdup(value);
+
+    if (copy == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    free(*slot);
+    *slot = copy;
+    return OG_OK;
+}
+
+static enum og_status cfg_parse_int(const struct cfg_param *p, const char *value, long *out,
+                                    struct og_error *err)
+{
+    char *end = NULL;
+    long v;
+
+    errno = 0;
+    v = strtol(value, &end, 10);
+    if (errno != 0 || end == value || *end != '\0')
+        return og_error_set(err, OG_ERR_CONFIG, false, "%s: '%s' is not an integer", p->name,
+                            value);
+    if (v < p->min || v > p->max)
+        return og_error_set(err, OG_ERR_CONFIG, false, "%s: %ld is out of range [%ld, %ld]",
+                            p->name, v, p->min, p->max);
+    *out = v;
+    return OG_OK;
+}
+
+static enum og_status cfg_validate_str(const struct cfg_param *p, const char *value,
+                                       struct og_error *err)
+{
+    if (strcmp(p->name, "log_level") == 0 && log_level_parse(value) < 0)
+        return og_error_set(err, OG_ERR_CONFIG, false,
+                            "log_level: '%s' is not one of debug, info, warn, error", value);
+    if (strcmp(p->name, "kafka.properties") == 0 && strchr(value, '=') == NULL)
+        return og_error_set(err, OG_ERR_CONFIG, false,
+                            "kafka.properties: '%s' is not of the form name=value", value);
+    return OG_OK;
+}
+
+/* Applies a string value to one parameter (defaults, flags and file strings
+ * all pass through here, so they are validated alike). */
+static enum og_status cfg_apply(struct og_config *cfg, const struct cfg_param *p,
+                                const char *value, struct og_error *err)
+{
+    char *base = (char *)cfg;
+    enum og_status st;
+    long v = 0;
+
+    switch (p->type) {
+    case CFG_STR:
+        st = cfg_validate_str(p, value, err);
+        if (st != OG_OK)
+            return st;
+        return cfg_set_str((char **)(base + p->offset), value, err);
+    case CFG_INT:
+        st = cfg_parse_int(p, value, &v, err);
+        if (st != OG_OK)
+            return st;
+        *(int *)(base + p->offset) = (int)v;
+        return OG_OK;
+    case CFG_BOOL:
+        if (strcmp(value, "true") == 0 || strcmp(value, "1") == 0 || strcmp(value, "yes") == 0)
+            *(int *)(base + p->offset) = 1;
+        else if (strcmp(value, "false") == 0 || strcmp(value, "0") == 0 ||
+                 strcmp(value, "no") == 0)
+            *(int *)(base + p->offset) = 0;
+        else
+            return og_error_set(err, OG_ERR_CONFIG, false, "%s: '%s' is not true or false",
+                                p->name, value);
+        return OG_OK;
+    case CFG_STRLIST: {
+        char ***list = (char ***)(base + p->offset);
+        size_t *n = &cfg->kafka_props_n;
+        char **grown;
+
+        if (*value == '\0')
+            return OG_OK;
+        st = cfg_validate_str(p, value, err);
+        if (st != OG_OK)
+            return st;
+        grown = realloc(*list, (*n + 1) * sizeof(**list));
+        if (grown == NULL)
+            return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        *list = grown;
+        grown[*n] = strdup(value);
+        if (grown[*n] == NULL)
+            return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        (*n)++;
+        return OG_OK;
+    }
+    }
+    return og_error_set(err, OG_ERR_INTERNAL, false, "%s: unknown setting type", p->name);
+}
+
+enum og_status cfg_init(struct og_config *cfg, struct og_error *err)
+{
+    enum og_status st = OG_OK;
+
+    memset(cfg, 0, sizeof(*cfg));
+    for (size_t i = 0; i < CFG_NPARAMS && st == OG_OK; i++)
+        st = cfg_apply(cfg, &cfg_params[i], cfg_params[i].def, err);
+    return st;
+}
+
+enum og_status cfg_set(struct og_config *cfg, const char *name, const char *value,
+                       struct og_error *err)
+{
+    const struct cfg_param *p = cfg_find(name);
+
+    if (p == NULL)
+        return og_error_set(err, OG_ERR_CONFIG, false, "unknown setting '%s'", name);
+    if (value == NULL)
+        return og_error_set(err, OG_ERR_CONFIG, false, "%s: missing value", name);
+    return cfg_apply(cfg, p, value, err);
+}
+
+/* Every group and setting in the file must be known: a typo such as
+ * "batchsize" would otherwise be silently ignored and the default used. */
+static enum og_status cfg_check_unknown(config_setting_t *group, const char *prefix,
+                                        const char *path, struct og_error *err)
+{
+    int n = config_setting_length(group);
+
+    for (int i = 0; i < n; i++) {
+        config_setting_t *s = config_setting_get_elem(group, (unsigned)i);
+        char full[256];
+
+        snprintf(full, sizeof(full), "%s%s%s", prefix, *prefix ? "." : "",
+                 config_setting_name(s));
+        if (config_setting_is_group(s)) {
+            enum og_status st = cfg_check_unknown(s, full, path, err);
+            if (st != OG_OK)
+                return st;
+        } else if (cfg_find(full) == NULL) {
+            return og_error_set(err, OG_ERR_CONFIG, false, "%s:%d: unknown setting '%s'", path,
+                                config_setting_source_line(s), full);
+        }
+    }
+    return OG_OK;
+}
+
+/* Reads one setting from the file into text form and applies it. */
+static enum og_status cfg_load_param(struct og_config *cfg, const struct cfg_param *p,
+                                     config_setting_t *s, const char *path, struct og_error *err)
+{
+    char num[32];
+    int line = config_setting_source_line(s);
+    int type = config_setting_type(s);
+    enum og_status st = OG_OK;
+
+    if (p->type == CFG_STRLIST || (p->type == CFG_STR && strcmp(p->name, "kafka.topics") == 0 &&
+                                   (type == CONFIG_TYPE_ARRAY || type == CONFIG_TYPE_LIST))) {
+        /* kafka.properties is a list of "name=value"; kafka.topics may be a
+         * list too, stored joined with commas. */
+        char joined[4096] = "";
+        int n;
+
+        if (type != CONFIG_TYPE_ARRAY && type != CONFIG_TYPE_LIST)
+            return og_error_set(err, OG_ERR_CONFIG, false, "%s:%d: %s must be a list of strings",
+                                path, line, p->name);
+        if (p->type == CFG_STRLIST)
+            cfg_strlist_free(&cfg->kafka_props, &cfg->kafka_props_n);
+        n = config_setting_length(s);
+        for (int i = 0; i < n && st == OG_OK; i++) {
+            const char *v = config_setting_get_string_elem(s, i);
+            if (v == NULL)
+                return og_error_set(err, OG_ERR_CONFIG, false,
+                                    "%s:%d: %s must be a list of strings", path, line, p->name);
+            if (p->type == CFG_STRLIST) {
+                st = cfg_apply(cfg, p, v, err);
+            } else {
+                size_t used = strlen(joined);
+                snprintf(joined + used, sizeof(joined) - used, "%s%s", used ? "," : "", v);
+            }
+        }
+        if (st == OG_OK && p->type == CFG_STR)
+            st = cfg_apply(cfg, p, joined, err);
+    } else if (p->type == CFG_STR) {
+        if (type != CONFIG_TYPE_STRING)
+            return og_error_set(err, OG_ERR_CONFIG, false, "%s:%d: %s must be a string", path,
+                                line, p->name);
+        st = cfg_apply(cfg, p, config_setting_get_string(s), err);
+    } else if (p->type == CFG_INT) {
+        if (type != CONFIG_TYPE_INT && type != CONFIG_TYPE_INT64)
+            return og_error_set(err, OG_ERR_CONFIG, false, "%s:%d: %s must be an integer", path,
+                                line, p->name);
+        snprintf(num, sizeof(num), "%lld", config_setting_get_int64(s));
+        st = cfg_apply(cfg, p, num, err);
+    } else {
+        if (type != CONFIG_TYPE_BOOL)
+            return og_error_set(err, OG_ERR_CONFIG, false, "%s:%d: %s must be true or false",
+                                path, line, p->name);
+        st = cfg_apply(cfg, p, config_setting_get_bool(s) ? "true" : "false", err);
+    }
+    if (st != OG_OK && err != NULL) {
+        /* Prefix the location so the operator can jump to it. */
+        char msg[sizeof(err->msg)];
+        snprintf(msg, sizeof(msg), "%s:%d: %s", path, line, err->msg);
+        snprintf(err->msg, sizeof(err->msg), "%s", msg);
+    }
+    return st;
+}
+
+enum og_status cfg_load(struct og_config *cfg, const char *path, struct og_error *err)
+{
+    config_t lc;
+    enum og_status st = OG_OK;
+    FILE *f;
+
+    config_init(&lc);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        st = og_error_set(err, OG_ERR_CONFIG, false, "%s: cannot open: %s", path, strerror(errno));
+        goto out;
+    }
+    fclose(f);
+    if (config_read_file(&lc, path) != CONFIG_TRUE) {
+        st = og_error_set(err, OG_ERR_CONFIG, false, "%s:%d: %s",
+                          config_error_file(&lc) ? config_error_file(&lc) : path,
+                          config_error_line(&lc), config_error_text(&lc));
+        goto out;
+    }
+    st = cfg_check_unknown(config_root_setting(&lc), "", path, err);
+    for (size_t i = 0; i < CFG_NPARAMS && st == OG_OK; i++) {
+        config_setting_t *s = config_lookup(&lc, cfg_params[i].name);
+        if (s != NULL)
+            st = cfg_load_param(cfg, &cfg_params[i], s, path, err);
+    }
+out:
+    config_destroy(&lc);
+    return st;
+}
+
+enum og_status cfg_apply_env(struct og_config *cfg, struct og_error *err)
+{
+    const char *brokers = getenv("ORDERGATE_BROKERS");
+    const char *db = getenv("ORDERGATE_DB");
+    const char *pwfile = getenv("ORDERGATE_DB_PASSWORD_FILE");
+    enum og_status st = OG_OK;
+
+    if (brokers != NULL && *brokers && strcmp(cfg->brokers, "localhost:9092") == 0)
+        st = cfg_set_str(&cfg->brokers, brokers, err);
+    if (st == OG_OK && db != NULL && *db && *cfg->db_conninfo == '\0')
+        st = cfg_set_str(&cfg->db_conninfo, db, err);
+    if (st == OG_OK && pwfile != NULL && *pwfile && *cfg->db_password_file == '\0')
+        st = cfg_set_str(&cfg->db_password_file, pwfile, err);
+    return st;
+}
+
+enum og_status cfg_db_password(const struct og_config *cfg, char **password,
+                               struct og_error *err)
+{
+    char buf[1024];
+    size_t n;
+    FILE *f;
+
+    *password = NULL;
+    if (cfg->db_password_file == NULL || *cfg->db_password_file == '\0')
+        return OG_OK;
+    f = fopen(cfg->db_password_file, "r");
+    if (f == NULL)
+        return og_error_set(err, OG_ERR_CONFIG, false, "database.password_file %s: %s",
+                            cfg->db_password_file, strerror(errno));
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* Files written by editors or Kubernetes secrets often end in a newline. */
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+        buf[--n] = '\0';
+    *password = strdup(buf);
+    memset(buf, 0, sizeof(buf));
+    if (*password == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    return OG_OK;
+}
+
+void cfg_dump(const struct og_config *cfg, FILE *out)
+{
+    const char *base = (const char *)cfg;
+
+    for (size_t i = 0; i < CFG_NPARAMS; i++) {
+        const struct cfg_param *p = &cfg_params[i];
+        switch (p->type) {
+        case CFG_STR: {
+            const char *v = *(char *const *)(base + p->offset);
+            fprintf(out, "%s = \"%s\"\n", p->name, p->secret && *v ? "********" : v);
+            break;
+        }
+        case CFG_INT:
+            fprintf(out, "%s = %d\n", p->name, *(const int *)(base + p->offset));
+            break;
+        case CFG_BOOL:
+            fprintf(out, "%s = %s\n", p->name,
+                    *(const int *)(base + p->offset) ? "true" : "false");
+            break;
+        case CFG_STRLIST:
+            /* Property values may carry SASL passwords: print names only. */
+            fprintf(out, "%s = [", p->name);
+            for (size_t j = 0; j < cfg->kafka_props_n; j++) {
+                const char *eq = strchr(cfg->kafka_props[j], '=');
+                fprintf(out, "%s\"%.*s=...\"", j ? ", " : "", (int)(eq - cfg->kafka_props[j]),
+                        cfg->kafka_props[j]);
+            }
+            fprintf(out, "]\n");
+            break;
+        }
+    }
+}
+
+void cfg_free(struct og_config *cfg)
+{
+    char *base = (char *)cfg;
+
+    if (cfg == NULL)
+        return;
+    for (size_t i = 0; i < CFG_NPARAMS; i++) {
+        if (cfg_params[i].type == CFG_STR) {
+            char **slot = (char **)(base + cfg_params[i].offset);
+            free(*slot);
+            *slot = NULL;
+        }
+    }
+    cfg_strlist_free(&cfg->kafka_props, &cfg->kafka_props_n);
+}

@@ -1,0 +1,79 @@
+/* Configuration shared by every ordergate binary.
+ *
+ * One libconfig file (all settings optional, each has a default), then
+ * command-line flags that override it. The table in cfg.c is the single
+ * source of names, types, defaults and bounds; deploy/ordergate.conf documents
+ * the same names. Strings are owned by struct og_config and freed by
+ * cfg_free(). */
+#ifndef OG_COMMON_CFG_H
+#define OG_COMMON_CFG_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "common/error.h"
+
+struct og_config {
+    char *log_level;
+
+    /* database */
+    char *db_conninfo;      /* "" = libpq's environment (PGHOST, PGPORT, ...) */
+    char *db_password_file; /* read once; never logged */
+    int db_retry_max;       /* attempts for a transient failure before giving up */
+    int db_retry_base_ms;   /* first backoff; doubles up to db_retry_cap_ms */
+    int db_retry_cap_ms;
+
+    /* kafka */
+    char *brokers; /* bootstrap.servers */
+    char *topics;  /* comma-separated delay topics */
+    char *group;
+    char *dead_letter_topic;
+    char *payments_topic; /* "" = not consumed */
+    char **kafka_props;   /* "name=value", passed verbatim to rd_kafka_conf_set */
+    size_t kafka_props_n;
+    int queued_max_kbytes; /* prefetch bound per partition: keeps memory flat */
+
+    /* consumer */
+    int batch_size;
+    int linger_ms;
+    int poll_ms;
+    char *metrics_listen; /* "ADDR:PORT"; "" disables the HTTP endpoint */
+
+    /* outbox relay */
+    int outbox_enabled;
+    char *outbox_topic;        /* order_paid / order_cancelled events */
+    char *outbox_refund_topic; /* refund_requested */
+    char *outbox_alert_topic;  /* reconciliation_alert */
+    int outbox_batch;
+    int outbox_interval_ms;
+
+    /* scanner */
+    int grace_s;
+    int scan_batch_size;
+    int scan_pause_ms;
+    int scan_max_orders;  /* per run; 0 = no cap */
+    int scan_max_seconds; /* per run; 0 = no cap */
+    int scan_every_s;     /* 0 = one run per invocation */
+    char *textfile_path;  /* Prometheus textfile for node_exporter; "" = none */
+};
+
+/* Fills every field with its default. */
+enum og_status cfg_init(struct og_config *cfg, struct og_error *err);
+/* Reads a libconfig file over the current values. Errors name file:line. */
+enum og_status cfg_load(struct og_config *cfg, const char *path, struct og_error *err);
+/* Applies the environment defaults that only apply when the file left them
+ * unset: ORDERGATE_BROKERS, ORDERGATE_DB, ORDERGATE_DB_PASSWORD_FILE. */
+enum og_status cfg_apply_env(struct og_config *cfg, struct og_error *err);
+/* Sets one setting by its dotted name (e.g. "consumer.batch_size") from a
+ * string, with the same validation as the file; used for flags. */
+enum og_status cfg_set(struct og_config *cfg, const char *name, const char *value,
+                       struct og_error *err);
+/* Prints every setting as "name = value" (secrets masked). */
+void cfg_dump(const struct og_config *cfg, FILE *out);
+/* Reads database.password_file when set: *password is NULL when no file is
+ * configured (libpq then uses PGPASSWORD or ~/.pgpass). Caller frees. */
+enum og_status cfg_db_password(const struct og_config *cfg, char **password,
+                               struct og_error *err);
+void cfg_free(struct og_config *cfg);
+
+#endif

@@ -1,0 +1,277 @@
+#include "common/db.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+
+#define DB_MAX_PREPARED 64
+
+struct db {
+    char *conninfo;
+    char *password;
+    char *app_name;
+    struct db_retry retry;
+    volatile sig_atomic_t *stop;
+    PGconn *conn;
+    const struct db_stmt *prepared[DB_MAX_PREPARED];
+    int nprepared;
+    double last_ms;
+};
+
+static char *db_strdup_or_null(const char *s)
+{
+    return s != NULL ? strdup(s) : NULL;
+}
+
+struct db *db_new(const char *conninfo, const char *password, const char *app_name,
+                  const struct db_retry *retry, volatile sig_atomic_t *stop)
+{
+    struct db *db = calloc(1, sizeof(*db));
+
+    if (db == NULL)
+        return NULL;
+    db->conninfo = strdup(conninfo != NULL ? conninfo : "");
+    db->password = db_strdup_or_null(password);
+    db->app_name = strdup(app_name != NULL ? app_name : "ordergate");
+    if (db->conninfo == NULL || db->app_name == NULL || (password != NULL && !db->password)) {
+        db_free(db);
+        return NULL;
+    }
+    if (retry != NULL)
+        db->retry = *retry;
+    else
+        db->retry = (struct db_retry){.max_attempts = 8, .base_ms = 50, .cap_ms = 5000};
+    db->stop = stop;
+    return db;
+}
+
+void db_free(struct db *db)
+{
+    if (db == NULL)
+        return;
+    if (db->conn != NULL)
+        PQfinish(db->conn);
+    free(db->conninfo);
+    if (db->password != NULL) {
+        memset(db->password, 0, strlen(db->password));
+        free(db->password);
+    }
+    free(db->app_name);
+    free(db);
+}
+
+bool db_sqlstate_retriable(const char *sqlstate)
+{
+    static const char *const transient[] = {
+        "40001", /* serialization_failure */
+        "40P01", /* deadlock_detected */
+        "55P03", /* lock_not_available */
+        "57P01", /* admin_shutdown */
+        "57P02", /* crash_shutdown */
+        "57P03", /* cannot_connect_now */
+        "53300", /* too_many_connections */
+        "25P03", /* idle_in_transaction_session_timeout */
+    };
+
+    if (sqlstate == NULL || *sqlstate == '\0')
+        return false;
+    if (strncmp(sqlstate, "08", 2) == 0) /* connection_exception class */
+        return true;
+    for (size_t i = 0; i < sizeof(transient) / sizeof(transient[0]); i++)
+        if (strcmp(sqlstate, transient[i]) == 0)
+            return true;
+    return false;
+}
+
+static void db_disconnect(struct db *db)
+{
+    if (db->conn != NULL)
+        PQfinish(db->conn);
+    db->conn = NULL;
+    db->nprepared = 0;
+}
+
+enum og_status db_connect(struct db *db, struct og_error *err)
+{
+    const char *keys[] = {"dbname", "password", "application_name", "connect_timeout", NULL};
+    const char *vals[] = {db->conninfo, db->password, db->app_name, "10", NULL};
+    enum og_status st = OG_OK;
+
+    if (db->conn != NULL && PQstatus(db->conn) == CONNECTION_OK)
+        return OG_OK;
+    db_disconnect(db);
+    if (db->password == NULL) {
+        /* Leave the password to libpq's own sources (PGPASSWORD, .pgpass). */
+        keys[1] = "application_name";
+        vals[1] = db->app_name;
+        keys[2] = "connect_timeout";
+        vals[2] = "10";
+        keys[3] = NULL;
+        vals[3] = NULL;
+    }
+    db->conn = PQconnectdbParams(keys, vals, 1);
+    if (db->conn == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    if (PQstatus(db->conn) != CONNECTION_OK) {
+        char *msg = PQerrorMessage(db->conn);
+        size_t len = strlen(msg);
+        while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
+            msg[--len] = '\0';
+        /* A refused or dropped connection may come back: the caller retries. */
+        st = og_error_set(err, OG_ERR_DB, true, "cannot connect to PostgreSQL: %s", msg);
+        if (err != NULL)
+            memcpy(err->sqlstate, "08001", 6);
+        db_disconnect(db);
+    }
+    return st;
+}
+
+/* Fills err from a failed result or a broken connection. */
+static enum og_status db_result_error(struct db *db, PGresult *res, struct og_error *err)
+{
+    const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    const char *msg = res != NULL ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    bool lost = PQstatus(db->conn) != CONNECTION_OK;
+    bool retriable = lost || db_sqlstate_retriable(state);
+    enum og_status st;
+
+    if (msg == NULL)
+        msg = PQerrorMessage(db->conn);
+    st = og_error_set(err, retriable ? OG_ERR_DB : (state && strcmp(state, "22023") == 0
+                                                        ? OG_ERR_ARG
+                                                        : OG_ERR_DB),
+                      retriable, "%s", msg);
+    if (err != NULL) {
+        snprintf(err->sqlstate, sizeof(err->sqlstate), "%s",
+                 state != NULL ? state : (lost ? "08006" : ""));
+        /* Trim the newline libpq appends to connection messages. */
+        size_t len = strlen(err->msg);
+        while (len > 0 && err->msg[len - 1] == '\n')
+            err->msg[--len] = '\0';
+    }
+    if (lost)
+        db_disconnect(db);
+    return st;
+}
+
+static enum og_status db_prepare(struct db *db, const struct db_stmt *stmt, struct og_error *err)
+{
+    PGresult *res;
+    enum og_status st = OG_OK;
+
+    for (int i = 0; i < db->nprepared; i++)
+        if (db->prepared[i] == stmt)
+            return OG_OK;
+    if (db->nprepared == DB_MAX_PREPARED)
+        return og_error_set(err, OG_ERR_INTERNAL, false, "too many prepared statements");
+    res = PQprepare(db->conn, stmt->name, stmt->sql, stmt->nparams, NULL);
+    if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
+        st = db_result_error(db, res, err);
+    else
+        db->prepared[db->nprepared++] = stmt;
+    PQclear(res);
+    return st;
+}
+
+enum og_status db_run(struct db *db, const struct db_stmt *stmt, const char *const *params,
+                      PGresult **res, struct og_error *err)
+{
+    PGresult *r = NULL;
+    enum og_status st;
+    ExecStatusType rs;
+    int64_t t0;
+
+    if (res != NULL)
+        *res = NULL;
+    st = db_connect(db, err);
+    if (st != OG_OK)
+        return st;
+    st = db_prepare(db, stmt, err);
+    if (st != OG_OK)
+        return st;
+    t0 = clock_mono_us();
+    r = PQexecPrepared(db->conn, stmt->name, stmt->nparams, params, NULL, NULL, 0);
+    db->last_ms = (double)(clock_mono_us() - t0) / 1000.0;
+    rs = r != NULL ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (rs != PGRES_TUPLES_OK && rs != PGRES_COMMAND_OK) {
+        st = db_result_error(db, r, err);
+        PQclear(r);
+        return st;
+    }
+    if (res != NULL)
+        *res = r;
+    else
+        PQclear(r);
+    return OG_OK;
+}
+
+enum og_status db_exec(struct db *db, const char *sql, struct og_error *err)
+{
+    PGresult *r;
+    enum og_status st = OG_OK;
+
+    st = db_connect(db, err);
+    if (st != OG_OK)
+        return st;
+    r = PQexec(db->conn, sql);
+    if (r == NULL || (PQresultStatus(r) != PGRES_COMMAND_OK &&
+                      PQresultStatus(r) != PGRES_TUPLES_OK))
+        st = db_result_error(db, r, err);
+    PQclear(r);
+    return st;
+}
+
+void db_backoff(const struct db_retry *retry, int attempt, volatile sig_atomic_t *stop)
+{
+    long ms = retry->base_ms;
+    struct timespec ts;
+
+    for (int i = 0; i < attempt && ms < retry->cap_ms; i++)
+        ms *= 2;
+    if (ms > retry->cap_ms)
+        ms = retry->cap_ms;
+    /* Jitter keeps several consumers from retrying in lockstep. */
+    ms = ms / 2 + rand() % (ms / 2 + 1);
+    /* Sleep in slices so a shutdown request is honoured promptly. */
+    while (ms > 0 && !(stop != NULL && *stop)) {
+        long slice = ms > 100 ? 100 : ms;
+        ts.tv_sec = 0;
+        ts.tv_nsec = slice * 1000000L;
+        nanosleep(&ts, NULL);
+        ms -= slice;
+    }
+}
+
+enum og_status db_call(struct db *db, const struct db_stmt *stmt, const char *const *params,
+                       PGresult **res, struct og_error *err)
+{
+    enum og_status st = OG_OK;
+
+    for (int attempt = 0; attempt < db->retry.max_attempts; attempt++) {
+        st = db_run(db, stmt, params, res, err);
+        if (st == OG_OK || err == NULL || !err->retriable)
+            return st;
+        char q[600];
+        log_warn("db_retry", "stmt=%s attempt=%d sqlstate=%s error=%s", stmt->name, attempt + 1,
+                 err->sqlstate, log_quote(q, sizeof(q), err->msg));
+        if (db->stop != NULL && *db->stop)
+            return og_error_set(err, OG_ERR_STOPPED, true, "stopped while retrying %s",
+                                stmt->name);
+        if (attempt + 1 < db->retry.max_attempts)
+            db_backoff(&db->retry, attempt, db->stop);
+    }
+    return st;
+}
+
+double db_last_ms(const struct db *db)
+{
+    return db->last_ms;
+}
+
+PGconn *db_conn(struct db *db)
+{
+    return db->conn;
+}

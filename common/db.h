@@ -1,0 +1,69 @@
+/* PostgreSQL access with one retry policy.
+ *
+ * Every statement ordergate sends is a constant in a struct db_stmt (calls of
+ * the functions in schema/); values travel only as parameters. Statements are
+ * prepared once per connection, lazily, and prepared again after a reconnect.
+ *
+ * Transient failures (serialization failure 40001, deadlock 40P01, lost or
+ * refused connection, server shutting down) are retried here and nowhere
+ * else: db_call() reconnects and repeats the statement with exponential
+ * backoff up to the configured bound. Because each gate function is one
+ * idempotent round trip, repeating it after an unknown commit outcome is safe:
+ * the gate answers "already_cancelled" or "duplicate" instead of acting twice. */
+#ifndef OG_COMMON_DB_H
+#define OG_COMMON_DB_H
+
+#include <libpq-fe.h>
+#include <signal.h>
+#include <stdbool.h>
+
+#include "common/error.h"
+
+struct db_stmt {
+    const char *name; /* prepared statement name, unique per program */
+    const char *sql;  /* constant text: never built from input */
+    int nparams;
+};
+
+struct db_retry {
+    int max_attempts;
+    int base_ms;
+    int cap_ms;
+};
+
+struct db;
+
+/* conninfo: libpq conninfo string or URI; NULL or "" uses libpq's environment.
+ * password: NULL unless read from a secret file. app_name is recorded by the
+ * gate as the actor of every transition. stop: optional flag that aborts
+ * retries when shutdown is requested. Returns NULL only when out of memory. */
+struct db *db_new(const char *conninfo, const char *password, const char *app_name,
+                  const struct db_retry *retry, volatile sig_atomic_t *stop);
+void db_free(struct db *db);
+
+/* Connects now (db_call connects on demand too). */
+enum og_status db_connect(struct db *db, struct og_error *err);
+
+/* Runs a statement once, preparing it first if needed. On OG_OK *res holds
+ * the result (caller PQclear()s it; res may be NULL to discard). */
+enum og_status db_run(struct db *db, const struct db_stmt *stmt, const char *const *params,
+                      PGresult **res, struct og_error *err);
+
+/* db_run() with the retry policy; must not be used inside an explicit
+ * transaction (the retry would repeat only part of it). */
+enum og_status db_call(struct db *db, const struct db_stmt *stmt, const char *const *params,
+                       PGresult **res, struct og_error *err);
+
+/* Simple commands without parameters for transaction control. */
+enum og_status db_exec(struct db *db, const char *sql, struct og_error *err);
+
+/* Milliseconds the last db_call/db_run spent waiting for the server. */
+double db_last_ms(const struct db *db);
+/* The connection, for diagnostics and tests; may be NULL. */
+PGconn *db_conn(struct db *db);
+/* True for SQLSTATEs that are worth repeating. */
+bool db_sqlstate_retriable(const char *sqlstate);
+/* Sleeps for the backoff of attempt n (0-based) unless stop is raised. */
+void db_backoff(const struct db_retry *retry, int attempt, volatile sig_atomic_t *stop);
+
+#endif

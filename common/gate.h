@@ -1,0 +1,103 @@
+/* The gate client: the C face of the gate functions in schema/.
+ *
+ * Each call is one round trip to one SQL function; the database decides who
+ * wins (one conditional update) and does the side effects in the same
+ * transaction. The client validates arguments before sending them (a clear
+ * OG_ERR_ARG, nothing sent), maps outcome words to an enum, and lets db_call()
+ * retry transient failures. Outcome words are the contract of SPEC section 3. */
+#ifndef OG_COMMON_GATE_H
+#define OG_COMMON_GATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/db.h"
+#include "common/error.h"
+
+#define GATE_ORDER_NO_MAX 64
+#define GATE_TXN_NO_MAX   128
+#define GATE_BATCH_MAX    10000
+
+enum gate_outcome {
+    GATE_UNKNOWN = 0,
+    /* claim_cancel / close_order */
+    GATE_CANCELLED,
+    GATE_ALREADY_CANCELLED,
+    GATE_ALREADY_PAID,
+    GATE_NOT_DUE,
+    GATE_NOT_FOUND,
+    /* claim_payment */
+    GATE_PAID,
+    GATE_DUPLICATE,
+    GATE_LATE_PAYMENT,
+    GATE_DOUBLE_PAYMENT,
+    GATE_AMOUNT_MISMATCH,
+    /* hold_for_payment */
+    GATE_HELD,
+    GATE_NOT_PENDING,
+    /* place_order */
+    GATE_PLACED,
+    GATE_OUT_OF_STOCK,
+    GATE_COUPON_UNAVAILABLE,
+    GATE_OUTCOME_COUNT
+};
+
+enum gate_source {
+    GATE_SRC_TIMEOUT_CONSUMER,
+    GATE_SRC_TIMEOUT_SCANNER,
+    GATE_SRC_PAYMENT_CALLBACK,
+    GATE_SRC_MANUAL,
+};
+
+enum order_status { ORDER_STATUS_NONE = 0, ORDER_PENDING, ORDER_PAID, ORDER_CANCELLED };
+
+struct gate_cancel_row {
+    char order_no[GATE_ORDER_NO_MAX + 1];
+    enum gate_outcome outcome;
+    enum order_status status;
+};
+
+struct gate_payment_result {
+    enum gate_outcome outcome;
+    enum gate_outcome first_outcome; /* set when outcome is GATE_DUPLICATE */
+    enum order_status status;
+};
+
+const char *gate_outcome_str(enum gate_outcome outcome);
+enum gate_outcome gate_outcome_parse(const char *word);
+const char *gate_source_str(enum gate_source source);
+const char *order_status_str(enum order_status status);
+enum order_status order_status_parse(const char *word);
+
+/* True when s is a valid order number: 1..64 of [A-Za-z0-9._:-]. */
+int gate_order_no_valid(const char *s, size_t len);
+/* True when s is a valid channel transaction number: 1..128 of the same set. */
+int gate_txn_no_valid(const char *s, size_t len);
+
+/* Cancels every due, still pending order of the list in one statement.
+ * rows must have room for n entries; *nrows receives one row per distinct
+ * order number, in no particular order. source: consumer or scanner only. */
+enum og_status gate_claim_cancel(struct db *db, const char *const *order_nos, size_t n,
+                                 enum gate_source source, struct gate_cancel_row *rows,
+                                 size_t *nrows, struct og_error *err);
+
+enum og_status gate_claim_payment(struct db *db, const char *order_no, const char *txn_no,
+                                  int64_t amount_cents, const char *channel,
+                                  struct gate_payment_result *out, struct og_error *err);
+
+/* expire_at receives the new due time as text (may be NULL). */
+enum og_status gate_hold(struct db *db, const char *order_no, int seconds,
+                         enum gate_outcome *outcome, char *expire_at, size_t expire_at_size,
+                         struct og_error *err);
+
+enum og_status gate_close(struct db *db, const char *order_no, const char *operator_name,
+                          const char *reason, enum gate_outcome *outcome,
+                          enum order_status *status, struct og_error *err);
+
+/* items_json: [{"sku":"...","qty":N},...]; coupon_id may be NULL;
+ * expire_at: a timestamptz literal such as "2026-11-30T16:00:00Z". */
+enum og_status gate_place(struct db *db, const char *order_no, int64_t amount_cents,
+                          const char *items_json, const char *coupon_id, const char *expire_at,
+                          enum gate_outcome *outcome, struct og_error *err);
+
+#endif

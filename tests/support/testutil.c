@@ -1,0 +1,41 @@
+#include "support/testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+const char *testutil_brokers(void)
+{
+    const char *b = getenv("ORDERGATE_BROKERS");
+
+    if (b == NULL || *b == '\0')
+        fail_msg("ORDERGATE_BROKERS is not set; start Kafka with deploy/local/services.sh up");
+    return b;
+}
+
+void testutil_binary(char *buf, size_t size, const char *relpath)
+{
+    snprintf(buf, size, "%s/%s", OG_BINARY_DIR, relpath);
+    if (access(buf, X_OK) != 0)
+        fail_msg("program %s was not built", buf);
+}
+
+void testutil_unique(char *buf, size_t size, const char *prefix)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(buf, size, "%s.%d.%ld", prefix, (int)getpid(), (long)(ts.tv_nsec / 1000));
+}
+
+void testutil_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}

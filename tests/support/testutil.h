@@ -1,0 +1,15 @@
+/* Small helpers shared by the tests. */
+#ifndef OG_TESTS_TESTUTIL_H
+#define OG_TESTS_TESTUTIL_H
+
+#include <stddef.h>
+
+/* The broker list from ORDERGATE_BROKERS; fails the test when unset. */
+const char *testutil_brokers(void);
+/* Path of a built program (e.g. "consumer/ordergate-consumer"). */
+void testutil_binary(char *buf, size_t size, const char *relpath);
+/* A name unique to this process, e.g. for topics and groups. */
+void testutil_unique(char *buf, size_t size, const char *prefix);
+void testutil_sleep_ms(long ms);
+
+#endif

@@ -1,0 +1,155 @@
+/* The configuration table: defaults, file, flags, and errors that name file:line. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/cfg.h"
+
+static char *write_tmp(const char *text)
+{
+    static char path[64];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/tmp/og_cfg_test_%d.conf", (int)getpid());
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static void test_defaults(void **state)
+{
+    struct og_config cfg;
+    struct og_error err = {0};
+
+    (void)state;
+    assert_int_equal(cfg_init(&cfg, &err), OG_OK);
+    assert_int_equal(cfg.batch_size, 500);
+    assert_int_equal(cfg.grace_s, 60);
+    assert_string_equal(cfg.group, "ordergate-consumer");
+    assert_string_equal(cfg.db_conninfo, "");
+    assert_int_equal(cfg.outbox_enabled, 1);
+    assert_int_equal((int)cfg.kafka_props_n, 0);
+    cfg_free(&cfg);
+}
+
+static void test_file_and_flags(void **state)
+{
+    struct og_config cfg;
+    struct og_error err = {0};
+    char *path = write_tmp("log_level = \"debug\";\n"
+                           "database: { conninfo = \"dbname=shop\"; };\n"
+                           "kafka: {\n"
+                           "  topics = [\"a.15m\", \"b.30m\"];\n"
+                           "  properties = [\"fetch.wait.max.ms=100\", \"client.id=x\"];\n"
+                           "};\n"
+                           "consumer: { batch_size = 250; };\n"
+                           "outbox: { enabled = false; };\n");
+
+    (void)state;
+    assert_int_equal(cfg_init(&cfg, &err), OG_OK);
+    assert_int_equal(cfg_load(&cfg, path, &err), OG_OK);
+    assert_string_equal(cfg.log_level, "debug");
+    assert_string_equal(cfg.db_conninfo, "dbname=shop");
+    assert_string_equal(cfg.topics, "a.15m,b.30m");
+    assert_int_equal((int)cfg.kafka_props_n, 2);
+    assert_string_equal(cfg.kafka_props[0], "fetch.wait.max.ms=100");
+    assert_int_equal(cfg.batch_size, 250);
+    assert_int_equal(cfg.outbox_enabled, 0);
+    /* A flag overrides the file. */
+    assert_int_equal(cfg_set(&cfg, "consumer.batch_size", "100", &err), OG_OK);
+    assert_int_equal(cfg.batch_size, 100);
+    cfg_free(&cfg);
+    unlink(path);
+}
+
+static void expect_file_error(const char *text, const char *needle)
+{
+    struct og_config cfg;
+    struct og_error err = {0};
+    char *path = write_tmp(text);
+
+    assert_int_equal(cfg_init(&cfg, &err), OG_OK);
+    assert_int_equal(cfg_load(&cfg, path, &err), OG_ERR_CONFIG);
+    if (strstr(err.msg, needle) == NULL)
+        fail_msg("error '%s' does not contain '%s'", err.msg, needle);
+    if (strstr(err.msg, path) == NULL)
+        fail_msg("error '%s' does not name the file", err.msg);
+    cfg_free(&cfg);
+    unlink(path);
+}
+
+static void test_file_errors(void **state)
+{
+    (void)state;
+    expect_file_error("consumer: {\n batch_size = \"many\";\n};\n", ":2: consumer.batch_size");
+    expect_file_error("consumer: {\n\n batch_size = -5;\n};\n", ":3: consumer.batch_size: -5");
+    expect_file_error("consumer: { batchsize = 5; };\n", "unknown setting 'consumer.batchsize'");
+    expect_file_error("log_level = \"loud\";\n", "log_level");
+    expect_file_error("kafka: { properties = [\"novalue\"]; };\n", "name=value");
+    expect_file_error("consumer: { batch_size = 5 \n", ":2:");
+}
+
+static void test_flag_errors(void **state)
+{
+    struct og_config cfg;
+    struct og_error err = {0};
+
+    (void)state;
+    assert_int_equal(cfg_init(&cfg, &err), OG_OK);
+    assert_int_equal(cfg_set(&cfg, "scanner.batch_size", "-5", &err), OG_ERR_CONFIG);
+    assert_non_null(strstr(err.msg, "out of range"));
+    assert_int_equal(cfg.scan_batch_size, 500); /* unchanged */
+    assert_int_equal(cfg_set(&cfg, "scanner.batch_size", "12abc", &err), OG_ERR_CONFIG);
+    assert_int_equal(cfg_set(&cfg, "no.such", "1", &err), OG_ERR_CONFIG);
+    assert_int_equal(cfg_set(&cfg, "outbox.enabled", "maybe", &err), OG_ERR_CONFIG);
+    cfg_free(&cfg);
+}
+
+static void test_missing_file(void **state)
+{
+    struct og_config cfg;
+    struct og_error err = {0};
+
+    (void)state;
+    assert_int_equal(cfg_init(&cfg, &err), OG_OK);
+    assert_int_equal(cfg_load(&cfg, "/nonexistent/og.conf", &err), OG_ERR_CONFIG);
+    assert_non_null(strstr(err.msg, "/nonexistent/og.conf"));
+    cfg_free(&cfg);
+}
+
+static void test_password_file(void **state)
+{
+    struct og_config cfg;
+    struct og_error err = {0};
+    char *pw = NULL;
+    char *path = write_tmp("s3cret\n");
+
+    (void)state;
+    assert_int_equal(cfg_init(&cfg, &err), OG_OK);
+    assert_int_equal(cfg_db_password(&cfg, &pw, &err), OG_OK);
+    assert_null(pw);
+    assert_int_equal(cfg_set(&cfg, "database.password_file", path, &err), OG_OK);
+    assert_int_equal(cfg_db_password(&cfg, &pw, &err), OG_OK);
+    assert_string_equal(pw, "s3cret");
+    free(pw);
+    cfg_free(&cfg);
+    unlink(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),     cmocka_unit_test(test_file_and_flags),
+        cmocka_unit_test(test_file_errors),  cmocka_unit_test(test_flag_errors),
+        cmocka_unit_test(test_missing_file), cmocka_unit_test(test_password_file),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

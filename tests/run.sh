@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, fetches the Kafka jars, checks the
+# formatting, builds twice (normal and AddressSanitizer+UBSan), starts a
+# throwaway PostgreSQL 15 and a single-node Kafka, runs every test in both
+# builds, and stops the services again, also on failure or Ctrl-C.
+#
+#   tests/run.sh                 everything
+#   tests/run.sh -R consumer     only tests whose name matches (passed to ctest)
+#   tests/run.sh -L unit         only a label (unit, db, kafka, isolation, fuzz)
+#
+# Environment:
+#   ORDERGATE_USE_EXISTING=1     use the PostgreSQL (PGHOST, PGPORT, PGUSER; a superuser
+#                                that may create databases) and Kafka (ORDERGATE_BROKERS)
+#                                already in the environment instead of starting new ones
+#   ORDERGATE_NO_ASAN=1          skip the sanitizer build
+#   ORDERGATE_JOBS=N             parallel build jobs and ctest jobs (default: nproc)
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+cd "$repo"
+jobs=${ORDERGATE_JOBS:-$(nproc)}
+t_start=$(date +%s)
+step() { printf '\n==> %s (%ss)\n' "$*" "$(($(date +%s) - t_start))"; }
+
+# ------------------------------------------------------------------------------------------
+# 1. Dependencies (Debian packages)
+# ------------------------------------------------------------------------------------------
+debs=(build-essential cmake ninja-build pkg-config git
+      librdkafka-dev libpq-dev libconfig-dev libcmocka-dev libjansson-dev libmicrohttpd-dev
+      postgresql-15 postgresql-client-15 kcat clang clang-format libclang-rt-14-dev
+      openjdk-17-jre-headless maven python3 python3-yaml systemd)
+missing=()
+for p in "${debs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+# A JDK or Maven installed outside Debian's packages serves as well.
+if command -v java >/dev/null; then missing=("${missing[@]/openjdk-17-jre-headless}"); fi
+if command -v mvn >/dev/null; then missing=("${missing[@]/maven}"); fi
+read -r -a missing <<<"${missing[*]:-}"
+if [ ${#missing[@]} -gt 0 ]; then
+    step "installing ${missing[*]}"
+    if [ "$(id -u)" -eq 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            "${missing[@]}" >/dev/null
+    else
+        echo "missing packages; run: sudo apt-get install -y ${missing[*]}" >&2
+        exit 1
+    fi
+fi
+
+# ------------------------------------------------------------------------------------------
+# 2. Formatting (the committed .clang-format)
+# ------------------------------------------------------------------------------------------
+step "checking formatting"
+mapfile -t sources < <(git ls-files '*.c' '*.h')
+if [ ${#sources[@]} -gt 0 ]; then
+    clang-format --dry-run --Werror "${sources[@]}"
+fi
+
+# ------------------------------------------------------------------------------------------
+# 3. Kafka jars, builds
+# ------------------------------------------------------------------------------------------
+if [ "${ORDERGATE_USE_EXISTING:-0}" != 1 ]; then
+    step "fetching Kafka jars (cached)"
+    deploy/local/services.sh fetch
+fi
+
+builds=(build)
+[ "${ORDERGATE_NO_ASAN:-0}" = 1 ] || builds+=(build-asan)
+for b in "${builds[@]}"; do
+    step "building $b"
+    extra=()
+    [ "$b" = build-asan ] && extra=(-DOG_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug)
+    cmake -S . -B "$b" -G Ninja "${extra[@]}" >/dev/null
+    cmake --build "$b" -j "$jobs"
+done
+
+# ------------------------------------------------------------------------------------------
+# 4. Services: stopped again whatever happens next
+# ------------------------------------------------------------------------------------------
+if [ "${ORDERGATE_USE_EXISTING:-0}" != 1 ]; then
+    export ORDERGATE_STATE_DIR=${ORDERGATE_TEST_STATE_DIR:-${TMPDIR:-/tmp}/ordergate-test.$$}
+    cleanup() {
+        local rc=$?
+        trap - EXIT INT TERM
+        step "stopping services"
+        deploy/local/services.sh down || true
+        exit "$rc"
+    }
+    trap cleanup EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+    step "starting PostgreSQL and Kafka in $ORDERGATE_STATE_DIR"
+    eval "$(deploy/local/services.sh up)"
+fi
+echo "PGHOST=${PGHOST:-} PGPORT=${PGPORT:-} ORDERGATE_BROKERS=${ORDERGATE_BROKERS:-}"
+
+# ------------------------------------------------------------------------------------------
+# 5. Tests, in each build
+# ------------------------------------------------------------------------------------------
+# Leaks, ASan and UBSan findings all fail the test that hit them.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+status=0
+for b in "${builds[@]}"; do
+    step "ctest in $b"
+    if ! (cd "$b" && ctest --output-on-failure -j "$jobs" "$@"); then
+        status=1
+    fi
+done
+step "done: $([ $status -eq 0 ] && echo passed || echo FAILED)"
+exit $status

@@ -722,11 +722,13 @@ enum og_status metrics_http_start(const char *listen, struct og_error *err)
         goto out;
     }
     /* Bounded: a few concurrent scrapers, and a stuck client is dropped. */
+    /* The logger goes first so MHD's complaints about later options reach
+     * our log too. */
     metrics_daemon =
-        MHD_start_daemon(flags, 0, NULL, NULL, metrics_http_handle, NULL, MHD_OPTION_SOCK_ADDR,
+        MHD_start_daemon(flags, 0, NULL, NULL, metrics_http_handle, NULL,
+                         MHD_OPTION_EXTERNAL_LOGGER, metrics_http_log, NULL, MHD_OPTION_SOCK_ADDR,
                          (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)32,
-                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10,
-                         MHD_OPTION_EXTERNAL_LOGGER, metrics_http_log, NULL, MHD_OPTION_END);
+                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10, MHD_OPTION_END);
     if (metrics_daemon == NULL) {
         /* A busy or forbidden port may free up: the caller may retry. */
         st = og_error_set(err, OG_ERR_IO, true, "metrics HTTP server cannot listen on %s", listen);

@@ -1,0 +1,15 @@
+# The drill in small size: the real consumers, the real scanner, the real broker and database.
+set(OG_DRILL ${CMAKE_CURRENT_LIST_DIR}/run_drill.sh)
+add_test(NAME drill_small
+         COMMAND ${OG_DRILL} ${PROJECT_BINARY_DIR} expect-clean --
+                 --orders 2000 --consumers 2 --kill-every 4 --seed 42)
+add_test(NAME drill_scanner_only
+         COMMAND ${OG_DRILL} ${PROJECT_BINARY_DIR} expect-clean --
+                 --orders 300 --no-kafka --jitter-ms 1000 --lead-ms 3000 --seed 7)
+add_test(NAME drill_planted_bug
+         COMMAND ${OG_DRILL} ${PROJECT_BINARY_DIR} expect-violations --planted-bug --
+                 --orders 400 --consumers 1 --pay-ratio 0.5 --lead-ms 3000 --seed 9)
+set_tests_properties(drill_small drill_planted_bug PROPERTIES
+                     FIXTURES_REQUIRED "db;kafka" LABELS "kafka;drill" TIMEOUT 600)
+set_tests_properties(drill_scanner_only PROPERTIES
+                     FIXTURES_REQUIRED db LABELS "db;drill" TIMEOUT 300)

@@ -1,0 +1,1413 @@
+/* ordergatectl drill: the seed's acceptance test as a product feature.
+ *
+ * Timeline of one drill:
+ *   1. place N pending orders on a few hot SKUs (coupons on a share), due at
+ *      one instant T (or spread over a window);
+ *   2. start K consumers (child processes) on a drill topic and produce one
+ *      delayed cancel message per order, some twice (duplicates), some never
+ *      (lost), plus a few undecodable ones (dead letters);
+ *   3. around T +- jitter fire payment callbacks through claim_payment for a
+ *      share of the orders: duplicates, timeout-then-retry with the same
+ *      txn_no, a second transaction for some; payment holds and manual closes
+ *      for a few; optionally SIGKILL a consumer now and then and restart it;
+ *   4. wait until every order whose message was not lost has left pending,
+ *      stop the consumers, run the scanner once for the lost ones;
+ *   5. reconcile: the database's invariants (ordergate.reconcile) and the
+ *      drill's own ledger of every callback it sent.
+ * Without Kafka (--no-kafka) the scanner, repeating every second, is the
+ * only trigger: the seed's first tier.
+ *
+ * The drill's rows carry a unique prefix and the reconciliation is limited to
+ * orders created since the drill began, so it can run on a shared database;
+ * stock and coupon invariants are always checked whole. */
+#include "tools/ctl/drill.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <librdkafka/rdkafka.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/db.h"
+#include "common/gate.h"
+#include "common/log.h"
+#include "common/signals.h"
+
+#define DRILL_MAX_CONSUMERS 16
+
+struct drill_opts {
+    long orders;
+    int consumers;
+    double pay_ratio;
+    double dup_ratio;
+    double loss_ratio;
+    double hold_ratio;
+    double close_ratio;
+    double coupon_ratio;
+    double double_pay_ratio;
+    int kill_every_s;
+    int lead_ms;
+    int jitter_ms;
+    int spread_ms;
+    int skus;
+    int garbage;
+    int payers;
+    int settle_s;
+    int json;
+    int no_kafka;
+    uint64_t seed;
+    const char *bin_dir;
+};
+
+/* What the drill planned for one order and what the gate answered. */
+struct drill_order {
+    char order_no[48];
+    char coupon[48];
+    int64_t amount;
+    int qty;
+    int sku;
+    int64_t due_ms;
+    unsigned lost : 1, dup_msg : 1, pay : 1, dup_cb : 1, retry_cb : 1, second_txn : 1, hold : 1,
+        close : 1;
+    int64_t pay_at_ms;
+    int64_t close_at_ms;
+    enum gate_outcome pay1, pay_retry, pay_dup, pay_retry_first, pay_dup_first, pay2, hold_out,
+        close_out;
+    int errors;
+};
+
+enum drill_action_kind { ACT_HOLD, ACT_PAY, ACT_CLOSE };
+
+struct drill_action {
+    int64_t at_ms;
+    long order;
+    enum drill_action_kind kind;
+};
+
+struct drill {
+    struct drill_opts o;
+    struct og_config *cfg;
+    char prefix[32];
+    char topic[96];
+    char dlq_topic[96];
+    char group[96];
+    char conf_path[256];
+    char consumer_bin[PATH_MAX];
+    char scanner_bin[PATH_MAX];
+    struct drill_order *orders;
+    struct drill_action *actions;
+    long nactions;
+    int64_t t_ms;     /* the instant T */
+    int64_t start_ms; /* wall clock at the start, for the reconciliation window */
+    char start_iso[32];
+    pid_t consumers[DRILL_MAX_CONSUMERS];
+    pid_t scanner_pid;
+    int restarts;
+    long messages, dup_messages, lost_messages;
+    int64_t dlq_count;
+    int scanner_status;
+    long violations;
+    long ledger_violations;
+    json_t *reconcile;
+};
+
+struct drill_worker {
+    struct drill *d;
+    int index;
+    long done;
+    long errors;
+};
+
+/* ---------------------------------------------------------------------------------------- */
+
+static uint64_t drill_rng_next(uint64_t *s)
+{
+    /* xorshift64*: plenty for sampling, reproducible from --seed. */
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * UINT64_C(2685821657736338717);
+}
+
+static double drill_rng_unit(uint64_t *s)
+{
+    return (double)(drill_rng_next(s) >> 11) / 9007199254740992.0;
+}
+
+static long drill_rng_range(uint64_t *s, long lo, long hi)
+{
+    return hi <= lo ? lo : lo + (long)(drill_rng_next(s) % (uint64_t)(hi - lo + 1));
+}
+
+static void drill_sleep_until(int64_t wall_ms)
+{
+    while (!signals_stop) {
+        int64_t left = wall_ms - clock_wall_ms();
+        struct timespec ts;
+        if (left <= 0)
+            return;
+        if (left > 100)
+            left = 100;
+        ts.tv_sec = 0;
+        ts.tv_nsec = left * 1000000L;
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void drill_progress(const struct drill *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void drill_progress(const struct drill *d, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "drill %s [%+.1fs] ", d->prefix, (double)(clock_wall_ms() - d->t_ms) / 1000.0);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+static struct db *drill_db(struct drill *d, const char *app)
+{
+    char *password = NULL;
+    struct og_error err = {0};
+    struct db_retry retry = {d->cfg->db_retry_max, d->cfg->db_retry_base_ms,
+                             d->cfg->db_retry_cap_ms};
+    struct db *db;
+
+    if (cfg_db_password(d->cfg, &password, &err) != OG_OK) {
+        fprintf(stderr, "ordergatectl drill: %s\n", err.msg);
+        return NULL;
+    }
+    db = db_new(d->cfg->db_conninfo, password, app, &retry, &signals_stop);
+    free(password);
+    if (db != NULL && db_connect(db, &err) != OG_OK) {
+        fprintf(stderr, "ordergatectl drill: %s\n", err.msg);
+        db_free(db);
+        db = NULL;
+    }
+    return db;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Plan */
+
+static int drill_action_cmp(const void *a, const void *b)
+{
+    const struct drill_action *x = a, *y = b;
+    return (x->at_ms > y->at_ms) - (x->at_ms < y->at_ms);
+}
+
+static int drill_plan(struct drill *d)
+{
+    uint64_t rng = d->o.seed;
+    long n = d->o.orders;
+    long cap = n * 2 + 16;
+
+    d->orders = calloc((size_t)n, sizeof(*d->orders));
+    d->actions = calloc((size_t)cap, sizeof(*d->actions));
+    if (d->orders == NULL || d->actions == NULL)
+        return -1;
+    for (long i = 0; i < n; i++) {
+        struct drill_order *o = &d->orders[i];
+        snprintf(o->order_no, sizeof(o->order_no), "%s%06ld", d->prefix, i);
+        o->amount = drill_rng_range(&rng, 500, 20000); /* some above the auto-refund limit */
+        o->qty = (int)drill_rng_range(&rng, 1, 3);
+        o->sku = (int)(i % d->o.skus);
+        if (drill_rng_unit(&rng) < d->o.coupon_ratio)
+            snprintf(o->coupon, sizeof(o->coupon), "%sc%06ld", d->prefix, i);
+        o->due_ms = d->o.spread_ms > 0 ? drill_rng_range(&rng, 0, d->o.spread_ms) : 0;
+        o->lost = drill_rng_unit(&rng) < d->o.loss_ratio;
+        o->dup_msg = drill_rng_unit(&rng) < d->o.dup_ratio;
+        o->pay = drill_rng_unit(&rng) < d->o.pay_ratio;
+        o->pay_at_ms = drill_rng_range(&rng, -d->o.jitter_ms, d->o.jitter_ms);
+        if (o->pay) {
+            o->dup_cb = drill_rng_unit(&rng) < d->o.dup_ratio;
+            o->retry_cb = drill_rng_unit(&rng) < d->o.dup_ratio;
+            o->second_txn = drill_rng_unit(&rng) < d->o.double_pay_ratio;
+            o->hold = drill_rng_unit(&rng) < d->o.hold_ratio;
+        }
+        o->close = drill_rng_unit(&rng) < d->o.close_ratio;
+        o->close_at_ms = drill_rng_range(&rng, -d->o.jitter_ms, d->o.jitter_ms);
+    }
+    return 0;
+}
+
+/* Actions are planned relative to each order's due time, made absolute once
+ * T is known (after placement). */
+static void drill_schedule(struct drill *d)
+{
+    d->nactions = 0;
+    for (long i = 0; i < d->o.orders; i++) {
+        struct drill_order *o = &d->orders[i];
+        o->due_ms += d->t_ms;
+        if (o->hold) {
+            /* The customer opens the payment page just before the deadline and
+             * pays after it: the hold must keep the cancel away. */
+            d->actions[d->nactions++] = (struct drill_action){o->due_ms - 1500, i, ACT_HOLD};
+            o->pay_at_ms = o->due_ms + 1000;
+        } else {
+            o->pay_at_ms += o->due_ms;
+        }
+        if (o->pay)
+            d->actions[d->nactions++] = (struct drill_action){o->pay_at_ms, i, ACT_PAY};
+        if (o->close) {
+            o->close_at_ms += o->due_ms;
+            d->actions[d->nactions++] = (struct drill_action){o->close_at_ms, i, ACT_CLOSE};
+        }
+    }
+    qsort(d->actions, (size_t)d->nactions, sizeof(*d->actions), drill_action_cmp);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Setup: stock, coupons, orders */
+
+static const struct db_stmt drill_stmt_stock = {"drill_stock",
+                                                "SELECT ordergate.add_stock($1, $2::bigint)", 2};
+static const struct db_stmt drill_stmt_coupon = {"drill_coupon", "SELECT ordergate.add_coupon($1)",
+                                                 1};
+
+static void *drill_place_worker(void *arg)
+{
+    struct drill_worker *w = arg;
+    struct drill *d = w->d;
+    struct db *db = drill_db(d, "ordergatectl-drill-place");
+    struct og_error err = {0};
+    char expire[32], items[160];
+
+    if (db == NULL) {
+        w->errors++;
+        return NULL;
+    }
+    for (long i = w->index; i < d->o.orders && !signals_stop; i += d->o.payers) {
+        struct drill_order *o = &d->orders[i];
+        enum gate_outcome out = GATE_UNKNOWN;
+
+        if (o->coupon[0] != '\0' &&
+            db_call(db, &drill_stmt_coupon, (const char *[]){o->coupon}, NULL, &err) != OG_OK) {
+            fprintf(stderr, "ordergatectl drill: coupon %s: %s\n", o->coupon, err.msg);
+            w->errors++;
+            break;
+        }
+        snprintf(items, sizeof(items), "[{\"sku\":\"%ssku%02d\",\"qty\":%d}]", d->prefix, o->sku,
+                 o->qty);
+        /* Placement happens before T is fixed: give a far deadline now, then
+         * move every order to its planned due time in one statement. */
+        clock_format_iso(clock_wall_ms() + 3600 * 1000, expire, sizeof(expire));
+        if (gate_place(db, o->order_no, o->amount, items, o->coupon[0] ? o->coupon : NULL, expire,
+                       &out, &err) != OG_OK ||
+            out != GATE_PLACED) {
+            fprintf(stderr, "ordergatectl drill: place %s: %s\n", o->order_no,
+                    out != GATE_PLACED && err.msg[0] == '\0' ? gate_outcome_str(out) : err.msg);
+            w->errors++;
+            break;
+        }
+        w->done++;
+    }
+    db_free(db);
+    return NULL;
+}
+
+/* Sets every drill order's expire_at to T + its offset, once placement is
+ * over, so that no order falls due while others are still being placed.
+ * original_expire_at stays at placement time + 1 h (it only bounds holds).
+ * Direct writes to orders are the owner's privilege: the drill runs as an
+ * operator, never as the service role. */
+static const struct db_stmt drill_stmt_due = {
+    "drill_due",
+    "UPDATE ordergate.orders o SET expire_at = to_timestamp(d.ms / 1000.0) "
+    "  FROM unnest($1::text[], $2::bigint[]) AS d(order_no, ms) "
+    " WHERE o.order_no = d.order_no AND o.status = 'pending_payment'",
+    2};
+
+static int drill_set_due(struct drill *d, struct db *db)
+{
+    size_t cap = (size_t)d->o.orders * 50 + 16, cap2 = (size_t)d->o.orders * 22 + 16;
+    char *names = malloc(cap), *times = malloc(cap2);
+    size_t n1 = 0, n2 = 0;
+    struct og_error err = {0};
+    int rc = 0;
+
+    if (names == NULL || times == NULL) {
+        rc = -1;
+        goto out;
+    }
+    names[n1++] = '{';
+    times[n2++] = '{';
+    for (long i = 0; i < d->o.orders; i++) {
+        n1 += (size_t)snprintf(names + n1, cap - n1, "%s%s", i ? "," : "", d->orders[i].order_no);
+        n2 += (size_t)snprintf(times + n2, cap2 - n2, "%s%" PRId64, i ? "," : "",
+                               d->orders[i].due_ms);
+    }
+    snprintf(names + n1, cap - n1, "}");
+    snprintf(times + n2, cap2 - n2, "}");
+    if (db_call(db, &drill_stmt_due, (const char *[]){names, times}, NULL, &err) != OG_OK) {
+        fprintf(stderr, "ordergatectl drill: setting due times: %s\n", err.msg);
+        rc = -1;
+    }
+out:
+    free(names);
+    free(times);
+    return rc;
+}
+
+static int drill_setup(struct drill *d, struct db *db)
+{
+    struct og_error err = {0};
+    pthread_t tids[64];
+    struct drill_worker w[64];
+    int nthreads = d->o.payers;
+    long placed = 0, errors = 0;
+    int64_t t0 = clock_mono_ms();
+
+    for (int s = 0; s < d->o.skus; s++) {
+        char sku[48], qty[24];
+        snprintf(sku, sizeof(sku), "%ssku%02d", d->prefix, s);
+        snprintf(qty, sizeof(qty), "%ld", d->o.orders * 3 + 10);
+        if (db_call(db, &drill_stmt_stock, (const char *[]){sku, qty}, NULL, &err) != OG_OK) {
+            fprintf(stderr, "ordergatectl drill: add_stock: %s\n", err.msg);
+            return -1;
+        }
+    }
+    for (int t = 0; t < nthreads; t++) {
+        w[t] = (struct drill_worker){.d = d, .index = t};
+        pthread_create(&tids[t], NULL, drill_place_worker, &w[t]);
+    }
+    for (int t = 0; t < nthreads; t++) {
+        pthread_join(tids[t], NULL);
+        placed += w[t].done;
+        errors += w[t].errors;
+    }
+    if (errors > 0 || placed != d->o.orders)
+        return -1;
+    drill_progress(d, "placed %ld orders on %d SKUs in %.1fs", placed, d->o.skus,
+                   (double)(clock_mono_ms() - t0) / 1000.0);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Child processes */
+
+static int drill_find_bin(const struct drill *d, const char *name, const char *subdir, char *out,
+                          size_t size)
+{
+    char self[PATH_MAX];
+    ssize_t n;
+    const char *path;
+
+    if (d->o.bin_dir != NULL) {
+        snprintf(out, size, "%s/%s", d->o.bin_dir, name);
+        return access(out, X_OK) == 0 ? 0 : -1;
+    }
+    n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n > 0) {
+        char *slash;
+        self[n] = '\0';
+        slash = strrchr(self, '/');
+        if (slash != NULL) {
+            *slash = '\0';
+            /* Installed side by side, or the build tree (tools/ next to consumer/). */
+            snprintf(out, size, "%s/%s", self, name);
+            if (access(out, X_OK) == 0)
+                return 0;
+            snprintf(out, size, "%s/../%s/%s", self, subdir, name);
+            if (access(out, X_OK) == 0)
+                return 0;
+        }
+    }
+    path = getenv("PATH");
+    while (path != NULL && *path) {
+        const char *colon = strchr(path, ':');
+        int len = colon ? (int)(colon - path) : (int)strlen(path);
+        snprintf(out, size, "%.*s/%s", len, path, name);
+        if (access(out, X_OK) == 0)
+            return 0;
+        path = colon ? colon + 1 : NULL;
+    }
+    return -1;
+}
+
+/* The children read one config file written for this drill: the database
+ * and brokers of the drill, its own topics and group, no HTTP endpoint. */
+static int drill_write_config(struct drill *d)
+{
+    FILE *f;
+    const struct og_config *c = d->cfg;
+
+    snprintf(d->conf_path, sizeof(d->conf_path), "%s/ordergate-%s.conf",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", d->prefix);
+    f = fopen(d->conf_path, "w");
+    if (f == NULL)
+        return -1;
+    fprintf(f, "# written by ordergatectl drill %s\n", d->prefix);
+    fprintf(f, "log_level = \"warn\";\n");
+    fprintf(f, "database: { conninfo = \"%s\"; password_file = \"%s\"; };\n", c->db_conninfo,
+            c->db_password_file);
+    fprintf(f,
+            "kafka: { brokers = \"%s\"; topics = \"%s\"; group = \"%s\"; "
+            "dead_letter_topic = \"%s\"; };\n",
+            c->brokers, d->topic, d->group, d->dlq_topic);
+    fprintf(f, "consumer: { batch_size = %d; linger_ms = %d; metrics_listen = \"\"; };\n",
+            c->batch_size, c->linger_ms);
+    fprintf(f,
+            "outbox: { topic = \"%s.events\"; refund_topic = \"%s.refunds\"; "
+            "alert_topic = \"%s.alerts\"; };\n",
+            d->topic, d->topic, d->topic);
+    fprintf(f, "scanner: { grace_s = 0; batch_size = %d; pause_ms = 0; every_s = 1; };\n",
+            c->scan_batch_size);
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+static pid_t drill_spawn(const char *bin, const char *const *args)
+{
+    pid_t pid = fork();
+
+    if (pid == 0) {
+        execv(bin, (char *const *)args);
+        fprintf(stderr, "ordergatectl drill: exec %s: %s\n", bin, strerror(errno));
+        _exit(127);
+    }
+    return pid;
+}
+
+static pid_t drill_start_consumer(struct drill *d)
+{
+    const char *args[] = {d->consumer_bin, "--config", d->conf_path, NULL};
+    return drill_spawn(d->consumer_bin, args);
+}
+
+/* Sends sig and waits up to timeout_ms; SIGKILL after that. Returns the
+ * wait status, or -1 when the child had to be killed. */
+static int drill_stop_child(pid_t pid, int sig, int timeout_ms)
+{
+    int status = 0;
+
+    if (pid <= 0)
+        return 0;
+    kill(pid, sig);
+    for (int waited = 0; waited < timeout_ms; waited += 50) {
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return status;
+        usleep(50 * 1000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return -1;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Kafka */
+
+static void drill_conf(rd_kafka_conf_t *conf, const char *k, const char *v)
+{
+    char errstr[256];
+    if (rd_kafka_conf_set(conf, k, v, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
+        fprintf(stderr, "ordergatectl drill: %s: %s\n", k, errstr);
+}
+
+static rd_kafka_t *drill_producer(struct drill *d)
+{
+    char errstr[256];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_t *rk;
+
+    drill_conf(conf, "bootstrap.servers", d->cfg->brokers);
+    drill_conf(conf, "enable.idempotence", "true");
+    drill_conf(conf, "linger.ms", "5");
+    for (size_t i = 0; i < d->cfg->kafka_props_n; i++) {
+        char prop[512], *eq;
+        snprintf(prop, sizeof(prop), "%s", d->cfg->kafka_props[i]);
+        eq = strchr(prop, '=');
+        if (eq == NULL)
+            continue;
+        *eq = '\0';
+        /* Consumer-only properties are refused by a producer: ignore them. */
+        rd_kafka_conf_set(conf, prop, eq + 1, errstr, sizeof(errstr));
+    }
+    rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    if (rk == NULL)
+        fprintf(stderr, "ordergatectl drill: producer: %s\n", errstr);
+    return rk;
+}
+
+static int drill_create_topic(rd_kafka_t *rk, const char *topic, int partitions)
+{
+    char errstr[256];
+    rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, 1, errstr, sizeof(errstr));
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_event_t *ev;
+    int rc = -1;
+
+    if (nt == NULL)
+        goto out;
+    rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
+    ev = rd_kafka_queue_poll(q, 30000);
+    if (ev != NULL) {
+        const rd_kafka_CreateTopics_result_t *res = rd_kafka_event_CreateTopics_result(ev);
+        size_t n = 0;
+        const rd_kafka_topic_result_t **tr =
+            res ? rd_kafka_CreateTopics_result_topics(res, &n) : NULL;
+        rd_kafka_resp_err_t e =
+            n == 1 ? rd_kafka_topic_result_error(tr[0]) : rd_kafka_event_error(ev);
+        rc = (e == RD_KAFKA_RESP_ERR_NO_ERROR || e == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) ? 0
+                                                                                              : -1;
+        if (rc != 0)
+            fprintf(stderr, "ordergatectl drill: create topic %s: %s\n", topic,
+                    rd_kafka_err2str(e));
+        rd_kafka_event_destroy(ev);
+    }
+out:
+    rd_kafka_NewTopic_destroy(nt);
+    rd_kafka_queue_destroy(q);
+    return rc;
+}
+
+static int drill_produce_one(rd_kafka_t *rk, const char *topic, const char *key, const char *value)
+{
+    rd_kafka_resp_err_t e;
+
+    for (;;) {
+        e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, strlen(key)),
+                              RD_KAFKA_V_VALUE((void *)value, strlen(value)),
+                              RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+        if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+            break;
+        rd_kafka_poll(rk, 50);
+    }
+    return e == RD_KAFKA_RESP_ERR_NO_ERROR ? 0 : -1;
+}
+
+static int drill_produce(struct drill *d, rd_kafka_t *rk)
+{
+    char value[160], due[32];
+    static const char *const garbage[] = {
+        "not json", "{\"v\":2,\"order_no\":\"x\",\"due_at\":\"2026-11-30T16:00:00Z\"}",
+        "{\"v\":1,\"order_no\":\"bad order\",\"due_at\":\"2026-11-30T16:00:00Z\"}",
+        "{\"v\":1,\"order_no\":\"x1\",\"due_at\":\"yesterday\"}", "[]"};
+
+    for (long i = 0; i < d->o.orders; i++) {
+        struct drill_order *o = &d->orders[i];
+        if (o->lost) {
+            d->lost_messages++;
+            continue;
+        }
+        snprintf(value, sizeof(value), "{\"v\":1,\"order_no\":\"%s\",\"due_at\":\"%s\"}",
+                 o->order_no, clock_format_iso(o->due_ms, due, sizeof(due)));
+        if (drill_produce_one(rk, d->topic, o->order_no, value) != 0)
+            return -1;
+        d->messages++;
+    }
+    /* Duplicates go last, as a retried scheduler would send them. */
+    for (long i = 0; i < d->o.orders; i++) {
+        struct drill_order *o = &d->orders[i];
+        if (o->lost || !o->dup_msg)
+            continue;
+        snprintf(value, sizeof(value), "{\"v\":1,\"order_no\":\"%s\",\"due_at\":\"%s\"}",
+                 o->order_no, clock_format_iso(o->due_ms, due, sizeof(due)));
+        if (drill_produce_one(rk, d->topic, o->order_no, value) != 0)
+            return -1;
+        d->dup_messages++;
+    }
+    for (int g = 0; g < d->o.garbage; g++) {
+        const char *v = garbage[g % (int)(sizeof(garbage) / sizeof(garbage[0]))];
+        if (drill_produce_one(rk, d->topic, "garbage", v) != 0)
+            return -1;
+    }
+    return rd_kafka_flush(rk, 60000) == RD_KAFKA_RESP_ERR_NO_ERROR ? 0 : -1;
+}
+
+static int64_t drill_topic_size(rd_kafka_t *rk, const char *topic)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
+    int64_t total = 0;
+
+    if (t == NULL || rd_kafka_metadata(rk, 0, t, &md, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+        md->topic_cnt != 1) {
+        total = -1;
+        goto out;
+    }
+    for (int p = 0; p < md->topics[0].partition_cnt; p++) {
+        int64_t lo = 0, hi = 0;
+        if (rd_kafka_query_watermark_offsets(rk, topic, md->topics[0].partitions[p].id, &lo, &hi,
+                                             10000) == RD_KAFKA_RESP_ERR_NO_ERROR)
+            total += hi - lo;
+    }
+out:
+    if (md != NULL)
+        rd_kafka_metadata_destroy(md);
+    if (t != NULL)
+        rd_kafka_topic_destroy(t);
+    return total;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The race: payment callbacks, holds and manual closes */
+
+static void drill_pay(struct drill_worker *w, struct db *db, struct drill_order *o, uint64_t *rng)
+{
+    char txn[64], txn2[64];
+    struct gate_payment_result r = {0};
+    struct og_error err = {0};
+
+    snprintf(txn, sizeof(txn), "%s-t1", o->order_no);
+    if (gate_claim_payment(db, o->order_no, txn, o->amount, "drill", &r, &err) != OG_OK) {
+        o->errors++;
+        w->errors++;
+        return;
+    }
+    o->pay1 = r.outcome;
+    if (o->retry_cb) {
+        /* The first answer was lost on the way back (client timeout); the
+         * channel retries with the same transaction number a moment later,
+         * while cancels keep running. */
+        usleep((useconds_t)drill_rng_range(rng, 0, 300) * 1000);
+        if (gate_claim_payment(db, o->order_no, txn, o->amount, "drill", &r, &err) != OG_OK)
+            o->errors++;
+        o->pay_retry = r.outcome;
+        o->pay_retry_first = r.first_outcome;
+    }
+    if (o->dup_cb) {
+        if (gate_claim_payment(db, o->order_no, txn, o->amount, "drill", &r, &err) != OG_OK)
+            o->errors++;
+        o->pay_dup = r.outcome;
+        o->pay_dup_first = r.first_outcome;
+    }
+    if (o->second_txn) {
+        snprintf(txn2, sizeof(txn2), "%s-t2", o->order_no);
+        if (gate_claim_payment(db, o->order_no, txn2, o->amount, "drill", &r, &err) != OG_OK)
+            o->errors++;
+        o->pay2 = r.outcome;
+    }
+}
+
+static void *drill_race_worker(void *arg)
+{
+    struct drill_worker *w = arg;
+    struct drill *d = w->d;
+    struct db *db = drill_db(d, "ordergatectl-drill");
+    uint64_t rng = d->o.seed ^ (uint64_t)(w->index + 1) * UINT64_C(0x9E3779B97F4A7C15);
+    struct og_error err = {0};
+
+    if (db == NULL) {
+        w->errors++;
+        return NULL;
+    }
+    for (long a = 0; a < d->nactions && !signals_stop; a++) {
+        const struct drill_action *act = &d->actions[a];
+        struct drill_order *o = &d->orders[act->order];
+        enum order_status st;
+
+        /* Each order belongs to one worker, so its actions keep their order. */
+        if (act->order % d->o.payers != w->index)
+            continue;
+        drill_sleep_until(act->at_ms);
+        switch (act->kind) {
+        case ACT_HOLD:
+            if (gate_hold(db, o->order_no, 4, &o->hold_out, NULL, 0, &err) != OG_OK)
+                o->errors++;
+            break;
+        case ACT_PAY:
+            drill_pay(w, db, o, &rng);
+            break;
+        case ACT_CLOSE:
+            if (gate_close(db, o->order_no, "drill", "customer asked to cancel", &o->close_out, &st,
+                           &err) != OG_OK)
+                o->errors++;
+            break;
+        }
+        if (o->errors > 0 && err.msg[0] != '\0') {
+            fprintf(stderr, "ordergatectl drill: %s: %s\n", o->order_no, err.msg);
+            err.msg[0] = '\0';
+        }
+        w->done++;
+    }
+    db_free(db);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Waiting, checking */
+
+static const struct db_stmt drill_stmt_pending_due = {
+    "drill_pending_due",
+    "SELECT order_no FROM ordergate.orders "
+    " WHERE status = 'pending_payment' AND expire_at <= now() AND starts_with(order_no, $1)",
+    1};
+
+static int drill_cmp_str(const void *a, const void *b)
+{
+    return strcmp(((const struct drill_order *)a)->order_no,
+                  ((const struct drill_order *)b)->order_no);
+}
+
+/* Counts due, still pending orders whose message was not lost: the consumers'
+ * remaining work. Returns -1 on a database error. */
+static long drill_consumer_backlog(struct drill *d, struct db *db, long *pending_due)
+{
+    PGresult *res = NULL;
+    struct og_error err = {0};
+    long left = 0;
+
+    if (db_call(db, &drill_stmt_pending_due, (const char *[]){d->prefix}, &res, &err) != OG_OK) {
+        fprintf(stderr, "ordergatectl drill: %s\n", err.msg);
+        return -1;
+    }
+    *pending_due = PQntuples(res);
+    for (int i = 0; i < PQntuples(res); i++) {
+        struct drill_order key, *o;
+        snprintf(key.order_no, sizeof(key.order_no), "%s", PQgetvalue(res, i, 0));
+        /* Orders are generated in sorted order, so bsearch applies. */
+        o = bsearch(&key, d->orders, (size_t)d->o.orders, sizeof(*o), drill_cmp_str);
+        if (o == NULL || !o->lost)
+            left++;
+    }
+    PQclear(res);
+    return left;
+}
+
+static const struct db_stmt drill_stmt_final = {
+    "drill_final",
+    "SELECT o.order_no, o.status, coalesce(s.source, ''), "
+    "       (SELECT count(*) FROM ordergate.exceptions e WHERE e.order_no = o.order_no) "
+    "  FROM ordergate.orders o LEFT JOIN ordergate.status_log s ON s.order_no = o.order_no "
+    " WHERE starts_with(o.order_no, $1) ORDER BY o.order_no",
+    1};
+
+struct drill_totals {
+    long placed, paid, cancelled_consumer, cancelled_scanner, cancelled_manual, pending;
+    long late_payments, double_payments, dup_callbacks_absorbed, errors;
+};
+
+static void drill_ledger_fail(struct drill *d, const struct drill_order *o, const char *what)
+{
+    if (d->ledger_violations < 20)
+        fprintf(stderr, "ordergatectl drill: VIOLATION %s: %s\n", o->order_no, what);
+    d->ledger_violations++;
+}
+
+/* Checks every answer the gate gave against the final state of the order. */
+static int drill_check_ledger(struct drill *d, struct db *db, struct drill_totals *t)
+{
+    PGresult *res = NULL;
+    struct og_error err = {0};
+
+    if (db_call(db, &drill_stmt_final, (const char *[]){d->prefix}, &res, &err) != OG_OK) {
+        fprintf(stderr, "ordergatectl drill: %s\n", err.msg);
+        return -1;
+    }
+    if (PQntuples(res) != d->o.orders) {
+        fprintf(stderr, "ordergatectl drill: expected %ld orders, found %d\n", d->o.orders,
+                PQntuples(res));
+        d->ledger_violations++;
+    }
+    for (int i = 0; i < PQntuples(res) && i < d->o.orders; i++) {
+        struct drill_order *o = &d->orders[i];
+        enum order_status st = order_status_parse(PQgetvalue(res, i, 1));
+        const char *src = PQgetvalue(res, i, 2);
+        long exceptions = atol(PQgetvalue(res, i, 3));
+        long want_exceptions = 0;
+
+        if (strcmp(o->order_no, PQgetvalue(res, i, 0)) != 0) {
+            drill_ledger_fail(d, o, "order list differs from the plan");
+            continue;
+        }
+        t->placed++;
+        t->errors += o->errors;
+        if (o->errors > 0)
+            drill_ledger_fail(d, o, "the gate returned an error to a caller");
+        if (st == ORDER_PAID)
+            t->paid++;
+        else if (st == ORDER_PENDING)
+            t->pending++;
+        else if (strcmp(src, "timeout_consumer") == 0)
+            t->cancelled_consumer++;
+        else if (strcmp(src, "timeout_scanner") == 0)
+            t->cancelled_scanner++;
+        else if (strcmp(src, "manual") == 0)
+            t->cancelled_manual++;
+        if (st == ORDER_PENDING)
+            drill_ledger_fail(d, o, "still pending after its deadline and the scanner");
+        if (o->pay) {
+            /* The first answer decides; the state must agree with it. */
+            if (o->pay1 == GATE_PAID && st != ORDER_PAID)
+                drill_ledger_fail(d, o, "payment answered paid but the order is not paid");
+            if (o->pay1 == GATE_LATE_PAYMENT) {
+                t->late_payments++;
+                want_exceptions++;
+                if (st != ORDER_CANCELLED)
+                    drill_ledger_fail(d, o, "late_payment but the order is not cancelled");
+            }
+            if (o->pay1 != GATE_PAID && o->pay1 != GATE_LATE_PAYMENT)
+                drill_ledger_fail(d, o, "first payment answer was neither paid nor late_payment");
+            if (st == ORDER_PAID && o->pay1 != GATE_PAID)
+                drill_ledger_fail(d, o, "order paid without a winning payment");
+            if (o->retry_cb) {
+                if (o->pay_retry != GATE_DUPLICATE || o->pay_retry_first != o->pay1)
+                    drill_ledger_fail(d, o, "retried payment did not return the first outcome");
+                else
+                    t->dup_callbacks_absorbed++;
+            }
+            if (o->dup_cb) {
+                if (o->pay_dup != GATE_DUPLICATE || o->pay_dup_first != o->pay1)
+                    drill_ledger_fail(d, o, "duplicate callback did not return the first outcome");
+                else
+                    t->dup_callbacks_absorbed++;
+            }
+            if (o->second_txn) {
+                enum gate_outcome want = st == ORDER_PAID ? GATE_DOUBLE_PAYMENT : GATE_LATE_PAYMENT;
+                want_exceptions++;
+                if (o->pay2 != want)
+                    drill_ledger_fail(d, o, "second transaction got the wrong outcome");
+                if (o->pay2 == GATE_DOUBLE_PAYMENT)
+                    t->double_payments++;
+                else if (o->pay2 == GATE_LATE_PAYMENT)
+                    t->late_payments++;
+            }
+            if (o->hold && o->hold_out != GATE_HELD && o->hold_out != GATE_NOT_PENDING)
+                drill_ledger_fail(d, o, "hold got an unexpected outcome");
+        } else if (st == ORDER_PAID) {
+            drill_ledger_fail(d, o, "paid although no payment was sent");
+        }
+        if (o->close) {
+            if (o->close_out == GATE_CANCELLED && (st != ORDER_CANCELLED || strcmp(src, "manual")))
+                drill_ledger_fail(d, o, "manual close won but the log disagrees");
+            if (o->close_out == GATE_ALREADY_PAID && st != ORDER_PAID)
+                drill_ledger_fail(d, o, "close saw already_paid but the order is not paid");
+            if (o->close_out == GATE_ALREADY_CANCELLED &&
+                (st != ORDER_CANCELLED || strcmp(src, "manual") == 0))
+                drill_ledger_fail(d, o, "close saw already_cancelled but the log disagrees");
+        }
+        if (exceptions != want_exceptions)
+            drill_ledger_fail(d, o, "exceptions do not match the payments that lost");
+    }
+    PQclear(res);
+    return 0;
+}
+
+static const struct db_stmt drill_stmt_reconcile = {
+    "drill_reconcile",
+    "SELECT invariant, name, violations, array_to_string(sample, ' ') "
+    "  FROM ordergate.reconcile($1::timestamptz, '0 seconds', '1 minute') ORDER BY invariant",
+    1};
+
+static int drill_reconcile(struct drill *d, struct db *db)
+{
+    PGresult *res = NULL;
+    struct og_error err = {0};
+
+    if (db_call(db, &drill_stmt_reconcile, (const char *[]){d->start_iso}, &res, &err) != OG_OK) {
+        fprintf(stderr, "ordergatectl drill: reconcile: %s\n", err.msg);
+        return -1;
+    }
+    d->reconcile = json_array();
+    for (int i = 0; i < PQntuples(res); i++) {
+        long v = atol(PQgetvalue(res, i, 2));
+        d->violations += v;
+        json_array_append_new(
+            d->reconcile, json_pack("{s:i,s:s,s:i,s:s}", "invariant", atoi(PQgetvalue(res, i, 0)),
+                                    "name", PQgetvalue(res, i, 1), "violations", (json_int_t)v,
+                                    "sample", PQgetvalue(res, i, 3)));
+        if (v > 0)
+            fprintf(stderr, "ordergatectl drill: VIOLATION invariant %s (%s): %ld, e.g. %s\n",
+                    PQgetvalue(res, i, 0), PQgetvalue(res, i, 1), v, PQgetvalue(res, i, 3));
+    }
+    PQclear(res);
+    return 0;
+}
+
+static const struct db_stmt drill_stmt_lateness = {
+    "drill_lateness",
+    "SELECT count(*), "
+    "       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY l), 0), "
+    "       coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY l), 0), coalesce(max(l), 0) "
+    "  FROM (SELECT extract(epoch FROM s.created_at - o.expire_at) * 1000 AS l "
+    "          FROM ordergate.status_log s JOIN ordergate.orders o USING (order_no) "
+    "         WHERE starts_with(o.order_no, $1) AND s.source = $2) x",
+    2};
+
+/* Lateness of the cancellations of one source, in milliseconds. */
+static json_t *drill_lateness(struct db *db, const char *prefix, const char *source)
+{
+    PGresult *res = NULL;
+    struct og_error err = {0};
+    json_t *j;
+
+    if (db_call(db, &drill_stmt_lateness, (const char *[]){prefix, source}, &res, &err) != OG_OK)
+        return json_null();
+    j = json_pack("{s:i,s:f,s:f,s:f}", "count", (json_int_t)atol(PQgetvalue(res, 0, 0)), "p50_ms",
+                  atof(PQgetvalue(res, 0, 1)), "p99_ms", atof(PQgetvalue(res, 0, 2)), "max_ms",
+                  atof(PQgetvalue(res, 0, 3)));
+    PQclear(res);
+    return j;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Report */
+
+static void drill_report(struct drill *d, const struct drill_totals *t, json_t *lat_consumer,
+                         json_t *lat_scanner, double seconds)
+{
+    long total_violations = d->violations + d->ledger_violations;
+    json_t *j = json_pack(
+        "{s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:f,"
+        "s:O,s:O,s:O,s:i,s:i}",
+        "drill", d->prefix, "trigger", d->o.no_kafka ? "scanner" : "consumer+scanner", "placed",
+        (json_int_t)t->placed, "paid", (json_int_t)t->paid, "cancelled_consumer",
+        (json_int_t)t->cancelled_consumer, "cancelled_scanner", (json_int_t)t->cancelled_scanner,
+        "cancelled_manual", (json_int_t)t->cancelled_manual, "pending", (json_int_t)t->pending,
+        "late_payments", (json_int_t)t->late_payments, "double_payments",
+        (json_int_t)t->double_payments, "messages", (json_int_t)d->messages, "duplicate_messages",
+        (json_int_t)d->dup_messages, "lost_messages", (json_int_t)d->lost_messages,
+        "duplicate_callbacks_absorbed", (json_int_t)t->dup_callbacks_absorbed, "dead_lettered",
+        (json_int_t)d->dlq_count, "consumer_restarts", (json_int_t)d->restarts, "gate_errors",
+        (json_int_t)t->errors, "scanner_exit", (json_int_t)d->scanner_status, "seconds", seconds,
+        "lateness_consumer", lat_consumer, "lateness_scanner", lat_scanner, "reconcile",
+        d->reconcile ? d->reconcile : json_null(), "ledger_violations",
+        (json_int_t)d->ledger_violations, "violations", (json_int_t)total_violations);
+
+    if (d->o.json) {
+        char *s = json_dumps(j, JSON_COMPACT);
+        printf("%s\n", s ? s : "{}");
+        free(s);
+    } else {
+        printf("drill %s (%s), %.1f s\n", d->prefix,
+               d->o.no_kafka ? "scanner only" : "consumers + scanner", seconds);
+        printf("  %-34s %10ld\n", "orders placed", t->placed);
+        printf("  %-34s %10ld\n", "paid", t->paid);
+        printf("  %-34s %10ld\n", "cancelled by consumer", t->cancelled_consumer);
+        printf("  %-34s %10ld\n", "cancelled by scanner (missed)", t->cancelled_scanner);
+        printf("  %-34s %10ld\n", "cancelled manually", t->cancelled_manual);
+        printf("  %-34s %10ld\n", "late payments (exceptions)", t->late_payments);
+        printf("  %-34s %10ld\n", "double payments (exceptions)", t->double_payments);
+        printf("  %-34s %10ld\n", "cancel messages sent", d->messages);
+        printf("  %-34s %10ld\n", "  duplicated", d->dup_messages);
+        printf("  %-34s %10ld\n", "  lost on purpose", d->lost_messages);
+        printf("  %-34s %10ld\n", "duplicate callbacks absorbed", t->dup_callbacks_absorbed);
+        printf("  %-34s %10" PRId64 "\n", "dead-lettered", d->dlq_count);
+        printf("  %-34s %10d\n", "consumer restarts (SIGKILL)", d->restarts);
+        printf("  %-34s %10ld\n", "errors returned by the gate", t->errors);
+        printf("  lateness consumer  p50 %.0f ms  p99 %.0f ms  max %.0f ms  (n=%ld)\n",
+               json_real_value(json_object_get(lat_consumer, "p50_ms")),
+               json_real_value(json_object_get(lat_consumer, "p99_ms")),
+               json_real_value(json_object_get(lat_consumer, "max_ms")),
+               (long)json_integer_value(json_object_get(lat_consumer, "count")));
+        printf("  lateness scanner   p50 %.0f ms  p99 %.0f ms  max %.0f ms  (n=%ld)\n",
+               json_real_value(json_object_get(lat_scanner, "p50_ms")),
+               json_real_value(json_object_get(lat_scanner, "p99_ms")),
+               json_real_value(json_object_get(lat_scanner, "max_ms")),
+               (long)json_integer_value(json_object_get(lat_scanner, "count")));
+        printf("  reconciliation violations %ld, ledger violations %ld\n", d->violations,
+               d->ledger_violations);
+        printf("  VIOLATIONS %ld: %s\n", total_violations,
+               total_violations == 0 ? "the gate held" : "THE GATE DID NOT HOLD");
+    }
+    json_decref(j);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+static void drill_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: ordergatectl drill [options]\n"
+            "\n"
+            "Races payment callbacks against timeout cancellations on one batch of pending\n"
+            "orders through the real consumers and scanner, then reconciles. Exit 0 only\n"
+            "with zero violations.\n"
+            "\n"
+            "  --orders N          orders to place (default 2000)\n"
+            "  --consumers K       consumer processes (default 2)\n"
+            "  --pay-ratio R       share of orders that get a payment callback (0.5)\n"
+            "  --dup-ratio R       share of duplicated messages and callbacks (0.1)\n"
+            "  --loss-ratio R      share of cancel messages never sent (0.02)\n"
+            "  --hold-ratio R      share of paying customers holding the deadline (0.02)\n"
+            "  --close-ratio R     share of orders closed manually around T (0.01)\n"
+            "  --kill-every S      SIGKILL a random consumer every S seconds (0 = never)\n"
+            "  --lead-ms MS        time from the end of placement to T (6000)\n"
+            "  --jitter-ms MS      payments and closes land within T +- MS (1500)\n"
+            "  --spread-ms MS      spread due times over MS after T (0: all at T)\n"
+            "  --skus N            hot SKUs shared by all orders (10)\n"
+            "  --garbage N         undecodable messages to send (3)\n"
+            "  --payers N          parallel payment callers (4)\n"
+            "  --settle-s S        how long to wait for the consumers after T (120)\n"
+            "  --seed N            random seed (default: time)\n"
+            "  --no-kafka          scanner-only tier: no consumers, the scanner repeats every s\n"
+            "  --bin-dir DIR       where ordergate-consumer and ordergate-scanner are\n"
+            "  --db CONNINFO       database (default: libpq's environment)\n"
+            "  --brokers LIST      Kafka bootstrap servers (default: $ORDERGATE_BROKERS)\n"
+            "  --json              print the report as one JSON object\n");
+}
+
+static int drill_parse_ratio(const char *s, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || !(v >= 0.0 && v <= 1.0))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int drill_parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    long v;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || end == s || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int drill_parse(struct drill *d, int argc, char **argv)
+{
+    static const struct option opts[] = {{"orders", required_argument, NULL, 'n'},
+                                         {"consumers", required_argument, NULL, 'k'},
+                                         {"pay-ratio", required_argument, NULL, 'p'},
+                                         {"dup-ratio", required_argument, NULL, 'd'},
+                                         {"loss-ratio", required_argument, NULL, 'l'},
+                                         {"hold-ratio", required_argument, NULL, 'H'},
+                                         {"close-ratio", required_argument, NULL, 'C'},
+                                         {"kill-every", required_argument, NULL, 'K'},
+                                         {"lead-ms", required_argument, NULL, 'L'},
+                                         {"jitter-ms", required_argument, NULL, 'j'},
+                                         {"spread-ms", required_argument, NULL, 's'},
+                                         {"skus", required_argument, NULL, 'S'},
+                                         {"garbage", required_argument, NULL, 'g'},
+                                         {"payers", required_argument, NULL, 'P'},
+                                         {"settle-s", required_argument, NULL, 'w'},
+                                         {"seed", required_argument, NULL, 'r'},
+                                         {"no-kafka", no_argument, NULL, 'N'},
+                                         {"bin-dir", required_argument, NULL, 'b'},
+                                         {"db", required_argument, NULL, 'D'},
+                                         {"brokers", required_argument, NULL, 'B'},
+                                         {"json", no_argument, NULL, 'J'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    struct og_error err = {0};
+    long v;
+    int c, li = -1;
+
+    optind = 0; /* GNU getopt: restart scanning for the subcommand's arguments */
+    while ((c = getopt_long(argc, argv, "h", opts, &li)) != -1) {
+        int bad = 0;
+        switch (c) {
+        case 'n':
+            bad = drill_parse_long(optarg, 1, 10000000, &d->o.orders);
+            break;
+        case 'k':
+            bad = drill_parse_long(optarg, 1, DRILL_MAX_CONSUMERS, &v);
+            d->o.consumers = (int)v;
+            break;
+        case 'p':
+            bad = drill_parse_ratio(optarg, &d->o.pay_ratio);
+            break;
+        case 'd':
+            bad = drill_parse_ratio(optarg, &d->o.dup_ratio);
+            break;
+        case 'l':
+            bad = drill_parse_ratio(optarg, &d->o.loss_ratio);
+            break;
+        case 'H':
+            bad = drill_parse_ratio(optarg, &d->o.hold_ratio);
+            break;
+        case 'C':
+            bad = drill_parse_ratio(optarg, &d->o.close_ratio);
+            break;
+        case 'K':
+            bad = drill_parse_long(optarg, 0, 3600, &v);
+            d->o.kill_every_s = (int)v;
+            break;
+        case 'L':
+            bad = drill_parse_long(optarg, 0, 3600000, &v);
+            d->o.lead_ms = (int)v;
+            break;
+        case 'j':
+            bad = drill_parse_long(optarg, 0, 600000, &v);
+            d->o.jitter_ms = (int)v;
+            break;
+        case 's':
+            bad = drill_parse_long(optarg, 0, 86400000, &v);
+            d->o.spread_ms = (int)v;
+            break;
+        case 'S':
+            bad = drill_parse_long(optarg, 1, 99, &v);
+            d->o.skus = (int)v;
+            break;
+        case 'g':
+            bad = drill_parse_long(optarg, 0, 1000, &v);
+            d->o.garbage = (int)v;
+            break;
+        case 'P':
+            bad = drill_parse_long(optarg, 1, 64, &v);
+            d->o.payers = (int)v;
+            break;
+        case 'w':
+            bad = drill_parse_long(optarg, 1, 86400, &v);
+            d->o.settle_s = (int)v;
+            break;
+        case 'r':
+            bad = drill_parse_long(optarg, 1, LONG_MAX, &v);
+            d->o.seed = (uint64_t)v;
+            break;
+        case 'N':
+            d->o.no_kafka = 1;
+            break;
+        case 'b':
+            d->o.bin_dir = optarg;
+            break;
+        case 'D':
+            bad = cfg_set(d->cfg, "database.conninfo", optarg, &err) != OG_OK;
+            break;
+        case 'B':
+            bad = cfg_set(d->cfg, "kafka.brokers", optarg, &err) != OG_OK;
+            break;
+        case 'J':
+            d->o.json = 1;
+            break;
+        case 'h':
+            drill_usage(stdout);
+            return 1;
+        default:
+            drill_usage(stderr);
+            return 2;
+        }
+        if (bad) {
+            fprintf(stderr, "ordergatectl drill: invalid value '%s' for --%s%s%s\n", optarg,
+                    li >= 0 ? opts[li].name : "?", err.msg[0] ? ": " : "", err.msg);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "ordergatectl drill: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    return 0;
+}
+
+/* Starts the triggers: K consumers, or the repeating scanner without Kafka. */
+static int drill_start_triggers(struct drill *d)
+{
+    if (d->o.no_kafka) {
+        const char *args[] = {d->scanner_bin, "--config", d->conf_path, NULL};
+        d->scanner_pid = drill_spawn(d->scanner_bin, args);
+        return d->scanner_pid > 0 ? 0 : -1;
+    }
+    for (int k = 0; k < d->o.consumers; k++) {
+        d->consumers[k] = drill_start_consumer(d);
+        if (d->consumers[k] <= 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Waits for the race workers, killing a consumer now and then, then for the
+ * consumers to drain their due orders. */
+static void drill_wait(struct drill *d, struct db *db, pthread_t *tids)
+{
+    uint64_t rng = d->o.seed * 31 + 7;
+    int64_t last_action = d->nactions > 0 ? d->actions[d->nactions - 1].at_ms : d->t_ms;
+    int64_t next_kill = d->o.kill_every_s > 0 ? clock_wall_ms() + d->o.kill_every_s * 1000 : 0;
+    int64_t deadline;
+    int64_t last_report = 0;
+    long pending_due = 0, left = 1;
+
+    for (long i = 0; i < d->o.orders; i++)
+        if (d->orders[i].due_ms > last_action)
+            last_action = d->orders[i].due_ms;
+    deadline = last_action + (int64_t)d->o.settle_s * 1000;
+    while (!signals_stop && clock_wall_ms() < deadline) {
+        int64_t now = clock_wall_ms();
+        if (next_kill && now >= next_kill && !d->o.no_kafka) {
+            int k = (int)drill_rng_range(&rng, 0, d->o.consumers - 1);
+            kill(d->consumers[k], SIGKILL);
+            waitpid(d->consumers[k], NULL, 0);
+            d->consumers[k] = drill_start_consumer(d);
+            d->restarts++;
+            drill_progress(d, "SIGKILL consumer %d, restarted", k);
+            next_kill = now + d->o.kill_every_s * 1000;
+        }
+        if (now > last_action + 500) {
+            left = drill_consumer_backlog(d, db, &pending_due);
+            if (left == 0)
+                break;
+        }
+        if (now - last_report >= 2000) {
+            drill_progress(d, "race running: %ld due orders still pending (%ld with a message)",
+                           pending_due, left);
+            last_report = now;
+        }
+        usleep(200 * 1000);
+    }
+    for (int t = 0; t < d->o.payers; t++)
+        pthread_join(tids[t], NULL);
+    drill_progress(d, "triggers drained: %ld due orders pending, %ld of them had a message",
+                   pending_due, left < 0 ? 0 : left);
+}
+
+static int drill_run_scanner_once(struct drill *d)
+{
+    const char *args[] = {d->scanner_bin, "--config", d->conf_path, "--every", "0", NULL};
+    int status = 0;
+    pid_t pid = drill_spawn(d->scanner_bin, args);
+
+    if (pid <= 0 || waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int ctl_drill(struct og_config *cfg, int argc, char **argv)
+{
+    struct drill d;
+    struct db *db = NULL;
+    rd_kafka_t *producer = NULL;
+    pthread_t tids[64];
+    struct drill_worker w[64];
+    struct drill_totals totals = {0};
+    json_t *lat_c = NULL, *lat_s = NULL;
+    int64_t t0;
+    int rc = 1, prc;
+
+    memset(&d, 0, sizeof(d));
+    d.cfg = cfg;
+    d.o = (struct drill_opts){.orders = 2000,
+                              .consumers = 2,
+                              .pay_ratio = 0.5,
+                              .dup_ratio = 0.1,
+                              .loss_ratio = 0.02,
+                              .hold_ratio = 0.02,
+                              .close_ratio = 0.01,
+                              .coupon_ratio = 0.3,
+                              .double_pay_ratio = 0.02,
+                              .lead_ms = 6000,
+                              .jitter_ms = 1500,
+                              .skus = 10,
+                              .garbage = 3,
+                              .payers = 4,
+                              .settle_s = 120,
+                              .seed = (uint64_t)clock_wall_ms()};
+    prc = drill_parse(&d, argc, argv);
+    if (prc != 0)
+        return prc == 1 ? 0 : prc;
+    signals_install();
+    t0 = clock_mono_ms();
+    d.start_ms = clock_wall_ms();
+    /* The reconciliation window opens a second early: clocks of client and
+     * server may differ a little. */
+    clock_format_iso(d.start_ms - 1000, d.start_iso, sizeof(d.start_iso));
+    snprintf(d.prefix, sizeof(d.prefix), "dr%" PRIx64 "-",
+             (uint64_t)(d.start_ms % INT64_C(0xffffffffff)));
+    snprintf(d.topic, sizeof(d.topic), "ordergate.drill.%s", d.prefix);
+    d.topic[strlen(d.topic) - 1] = '\0';
+    snprintf(d.dlq_topic, sizeof(d.dlq_topic), "%s.dlq", d.topic);
+    snprintf(d.group, sizeof(d.group), "ordergate-drill-%s", d.prefix);
+    d.group[strlen(d.group) - 1] = '\0';
+    d.t_ms = d.start_ms;
+
+    if ((!d.o.no_kafka && drill_find_bin(&d, "ordergate-consumer", "consumer", d.consumer_bin,
+                                         sizeof(d.consumer_bin)) != 0) ||
+        drill_find_bin(&d, "ordergate-scanner", "scanner", d.scanner_bin, sizeof(d.scanner_bin)) !=
+            0) {
+        fprintf(stderr, "ordergatectl drill: ordergate-consumer/ordergate-scanner not found beside "
+                        "ordergatectl or on PATH (use --bin-dir)\n");
+        rc = 2;
+        goto out;
+    }
+    db = drill_db(&d, "ordergatectl-drill");
+    if (db == NULL || drill_plan(&d) != 0 || drill_write_config(&d) != 0)
+        goto out;
+    drill_progress(&d, "placing %ld orders (%d consumers%s, seed %" PRIu64 ")", d.o.orders,
+                   d.o.no_kafka ? 0 : d.o.consumers, d.o.no_kafka ? ", scanner only" : "",
+                   d.o.seed);
+    if (drill_setup(&d, db) != 0)
+        goto out;
+    if (!d.o.no_kafka) {
+        producer = drill_producer(&d);
+        if (producer == NULL ||
+            drill_create_topic(producer, d.topic, d.o.consumers > 2 ? 2 * d.o.consumers : 4) != 0 ||
+            drill_create_topic(producer, d.dlq_topic, 1) != 0)
+            goto out;
+    }
+    /* T is fixed now that placement is done; everything after is relative. */
+    d.t_ms = clock_wall_ms() + d.o.lead_ms;
+    drill_schedule(&d);
+    if (drill_set_due(&d, db) != 0 || drill_start_triggers(&d) != 0)
+        goto out;
+    if (!d.o.no_kafka) {
+        if (drill_produce(&d, producer) != 0) {
+            fprintf(stderr, "ordergatectl drill: producing cancel messages failed\n");
+            goto out;
+        }
+        drill_progress(&d, "sent %ld cancel messages (%ld duplicates, %ld lost, %d garbage)",
+                       d.messages + d.dup_messages, d.dup_messages, d.lost_messages, d.o.garbage);
+    }
+    for (int t = 0; t < d.o.payers; t++) {
+        w[t] = (struct drill_worker){.d = &d, .index = t};
+        pthread_create(&tids[t], NULL, drill_race_worker, &w[t]);
+    }
+    drill_wait(&d, db, tids);
+    for (int k = 0; k < d.o.consumers && !d.o.no_kafka; k++) {
+        int st = drill_stop_child(d.consumers[k], SIGTERM, 30000);
+        if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            drill_progress(&d, "consumer %d did not stop cleanly on SIGTERM", k);
+        d.consumers[k] = 0;
+    }
+    if (d.scanner_pid > 0) {
+        drill_stop_child(d.scanner_pid, SIGTERM, 30000);
+        d.scanner_pid = 0;
+    }
+    /* The fallback sweep: catches what the lost messages left behind. */
+    d.scanner_status = drill_run_scanner_once(&d);
+    drill_progress(&d, "scanner exited with %d", d.scanner_status);
+    if (d.scanner_status != 0)
+        d.ledger_violations++;
+    if (producer != NULL) {
+        d.dlq_count = drill_topic_size(producer, d.dlq_topic);
+        if (d.dlq_count < d.o.garbage) {
+            fprintf(stderr,
+                    "ordergatectl drill: VIOLATION %d garbage messages sent, %" PRId64
+                    " dead-lettered\n",
+                    d.o.garbage, d.dlq_count);
+            d.ledger_violations++;
+        }
+    }
+    if (drill_reconcile(&d, db) != 0 || drill_check_ledger(&d, db, &totals) != 0)
+        goto out;
+    lat_c = drill_lateness(db, d.prefix, "timeout_consumer");
+    lat_s = drill_lateness(db, d.prefix, "timeout_scanner");
+    drill_report(&d, &totals, lat_c, lat_s, (double)(clock_mono_ms() - t0) / 1000.0);
+    rc = (d.violations + d.ledger_violations) == 0 ? 0 : 1;
+out:
+    for (int k = 0; k < DRILL_MAX_CONSUMERS; k++)
+        if (d.consumers[k] > 0)
+            drill_stop_child(d.consumers[k], SIGKILL, 1000);
+    if (d.scanner_pid > 0)
+        drill_stop_child(d.scanner_pid, SIGKILL, 1000);
+    if (d.conf_path[0] != '\0')
+        unlink(d.conf_path);
+    if (producer != NULL)
+        rd_kafka_destroy(producer);
+    json_decref(lat_c);
+    json_decref(lat_s);
+    json_decref(d.reconcile);
+    free(d.orders);
+    free(d.actions);
+    db_free(db);
+    return rc;
+}

@@ -20,14 +20,55 @@
 
 struct outbox_relay;
 
+/* Delivery reports. The relay learns each message's fate from the producer's
+ * delivery report callback, so the producer handed to outbox_relay_new MUST
+ * have been configured with
+ *
+ *     rd_kafka_conf_set_dr_msg_cb(conf, outbox_dr_cb);
+ *
+ * before rd_kafka_new(). Each outbox message carries a per-message opaque
+ * pointing at the relay's record of it; outbox_dr_cb ignores messages whose
+ * opaque is NULL, so other code may produce on the same handle as long as it
+ * passes no per-message opaque (RD_KAFKA_V_OPAQUE). A program that needs its
+ * own dr_msg_cb must call outbox_dr_cb from it for every message it does not
+ * own. Reports are served by rd_kafka_poll() from the relay's thread during a
+ * step (another thread polling the same producer is fine too).
+ * outbox_relay_new() refuses (NULL, logged) a producer without any dr_msg_cb;
+ * a step whose reports never reach outbox_dr_cb fails with OG_ERR_INTERNAL. */
+void outbox_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque);
+
+/* The topic for an event type: refund_requested -> outbox.refund_topic,
+ * reconciliation_alert -> outbox.alert_topic, everything else (order_paid,
+ * order_cancelled, future types) -> outbox.topic. An empty refund or alert
+ * topic falls back to outbox.topic. */
+const char *outbox_topic_for(const struct og_config *cfg, const char *event_type);
+
 /* producer: an idempotent producer owned by the caller (not destroyed here).
  * db: a connection used only by the relay (it holds a transaction open). */
+/* The topics and batch size are copied from cfg (outbox.topic, refund_topic,
+ * alert_topic, outbox.batch). Returns NULL when out of memory or when an
+ * argument is missing or the producer lacks a dr_msg_cb (logged). Free the
+ * relay before destroying the producer: outbox_relay_free waits (bounded)
+ * for reports of a timed-out batch. */
 struct outbox_relay *outbox_relay_new(struct db *db, rd_kafka_t *producer,
                                       const struct og_config *cfg);
 void outbox_relay_free(struct outbox_relay *relay);
 /* Publishes at most one batch. *published receives how many rows were marked. */
 enum og_status outbox_relay_step(struct outbox_relay *relay, size_t *published,
                                  struct og_error *err);
+/* Step contract: the transaction is BEGIN ... COMMIT on the relay's own
+ * connection, never retried inside (a transient database error returns
+ * retriable and the next step starts over on a reconnected session). Every
+ * message of the batch must be acknowledged within the delivery timeout
+ * (default 10 s) or the whole batch is rolled back and the step fails with
+ * OG_ERR_KAFKA, retriable unless the failure repeats for the same message
+ * whatever happens (too large, not authorized). Published messages of a
+ * rolled-back batch are published again later: duplicates, never loss.
+ * After a timeout the relay starts no new batch until the late reports of
+ * the old one arrived (it fails retriable meanwhile). With signals_stop
+ * raised, a step publishes nothing new and returns OG_ERR_STOPPED. */
+/* Delivery timeout per step in milliseconds (default 10000). */
+void outbox_relay_set_timeout(struct outbox_relay *relay, int timeout_ms);
 /* Rows not yet published (for the backlog gauge). */
 enum og_status outbox_backlog(struct db *db, long long *backlog, struct og_error *err);
 

@@ -1,0 +1,446 @@
+#include "common/outbox.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/signals.h"
+
+#define OUTBOX_SLOT_MAGIC          0x6f67626fu /* "ogbo" */
+#define OUTBOX_DEFAULT_TIMEOUT_MS  10000
+#define OUTBOX_POLL_MS             50
+#define OUTBOX_MISSING_DR_GRACE_MS 1000
+
+enum outbox_slot_state { OUTBOX_PENDING = 0, OUTBOX_DELIVERED, OUTBOX_FAILED };
+
+struct outbox_batch;
+
+/* One produced message; its address is the message's opaque. */
+struct outbox_slot {
+    uint32_t magic;
+    struct outbox_batch *batch;
+    atomic_int state;
+    atomic_int err; /* rd_kafka_resp_err_t of the delivery report */
+};
+
+/* The messages of one step. `outstanding` counts messages handed to the
+ * producer whose report has not arrived; the batch may be freed only when it
+ * is zero, because each report writes into its slot. */
+struct outbox_batch {
+    atomic_size_t outstanding;
+    size_t n;
+    struct outbox_slot slots[];
+};
+
+struct outbox_relay {
+    struct db *db;
+    rd_kafka_t *producer;
+    char *topic;
+    char *refund_topic;
+    char *alert_topic;
+    int batch_size;
+    int timeout_ms;
+    /* A batch whose wait timed out: reports may still arrive for it, so it
+     * lives on until they all did. While it lives no new batch starts, which
+     * bounds the duplicates a broker outage can cause to one extra copy. */
+    struct outbox_batch *inflight;
+};
+
+static const struct db_stmt outbox_stmt_lock = {
+    "og_outbox_lock",
+    "SELECT id, event_type, order_no, payload FROM ordergate.outbox_lock_batch($1::int)", 1};
+static const struct db_stmt outbox_stmt_mark = {
+    "og_outbox_mark", "SELECT ordergate.outbox_mark_published($1::bigint[])", 1};
+static const struct db_stmt outbox_stmt_backlog = {"og_outbox_backlog",
+                                                   "SELECT ordergate.outbox_backlog()", 0};
+
+void outbox_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
+{
+    struct outbox_slot *slot = msg->_private;
+
+    (void)rk;
+    (void)opaque;
+    if (slot == NULL || slot->magic != OUTBOX_SLOT_MAGIC)
+        return; /* not an outbox message */
+    atomic_store(&slot->err, (int)msg->err);
+    atomic_store(&slot->state, msg->err ? OUTBOX_FAILED : OUTBOX_DELIVERED);
+    /* Last touch: once this reaches zero the relay may free the slot. */
+    atomic_fetch_sub(&slot->batch->outstanding, 1);
+}
+
+const char *outbox_topic_for(const struct og_config *cfg, const char *event_type)
+{
+    const char *topic = NULL;
+
+    if (event_type != NULL && strcmp(event_type, "refund_requested") == 0)
+        topic = cfg->outbox_refund_topic;
+    else if (event_type != NULL && strcmp(event_type, "reconciliation_alert") == 0)
+        topic = cfg->outbox_alert_topic;
+    /* order_paid, order_cancelled and any event type added later. */
+    if (topic == NULL || *topic == '\0')
+        topic = cfg->outbox_topic;
+    return topic;
+}
+
+/* True when the producer has a delivery report callback. The conf getter
+ * prints pointer settings as an address, empty when unset. */
+static bool outbox_producer_has_dr_cb(rd_kafka_t *producer)
+{
+    char val[64] = "";
+    size_t size = sizeof(val);
+
+    if (rd_kafka_conf_get(rd_kafka_conf(producer), "dr_msg_cb", val, &size) != RD_KAFKA_CONF_OK)
+        return false;
+    return val[0] != '\0' && strcmp(val, "0") != 0 && strcmp(val, "(nil)") != 0;
+}
+
+struct outbox_relay *outbox_relay_new(struct db *db, rd_kafka_t *producer,
+                                      const struct og_config *cfg)
+{
+    struct outbox_relay *relay;
+
+    if (db == NULL || producer == NULL || cfg == NULL || cfg->outbox_topic == NULL ||
+        *cfg->outbox_topic == '\0') {
+        log_error("outbox_relay_invalid", "reason=\"database, producer and outbox.topic are "
+                                          "required\"");
+        return NULL;
+    }
+    if (!outbox_producer_has_dr_cb(producer)) {
+        log_error("outbox_relay_invalid",
+                  "reason=\"the producer has no delivery report callback: install outbox_dr_cb "
+                  "with rd_kafka_conf_set_dr_msg_cb\"");
+        return NULL;
+    }
+    relay = calloc(1, sizeof(*relay));
+    if (relay == NULL)
+        return NULL;
+    relay->db = db;
+    relay->producer = producer;
+    relay->topic = strdup(cfg->outbox_topic);
+    relay->refund_topic = strdup(outbox_topic_for(cfg, "refund_requested"));
+    relay->alert_topic = strdup(outbox_topic_for(cfg, "reconciliation_alert"));
+    relay->batch_size = cfg->outbox_batch > 0 ? cfg->outbox_batch : 500;
+    relay->timeout_ms = OUTBOX_DEFAULT_TIMEOUT_MS;
+    if (relay->topic == NULL || relay->refund_topic == NULL || relay->alert_topic == NULL) {
+        outbox_relay_free(relay);
+        return NULL;
+    }
+    return relay;
+}
+
+void outbox_relay_set_timeout(struct outbox_relay *relay, int timeout_ms)
+{
+    if (relay != NULL && timeout_ms > 0)
+        relay->timeout_ms = timeout_ms;
+}
+
+/* Serves delivery reports until the batch has none outstanding or the
+ * deadline passes. Returns true when every report arrived. */
+static bool outbox_wait(struct outbox_relay *relay, struct outbox_batch *batch, int64_t deadline_ms)
+{
+    int64_t idle_since = -1;
+
+    while (atomic_load(&batch->outstanding) > 0) {
+        int64_t now = clock_mono_ms();
+        if (now >= deadline_ms)
+            return false;
+        rd_kafka_poll(relay->producer, OUTBOX_POLL_MS);
+        /* Nothing queued or in flight, yet reports missing: the callback
+         * does not reach outbox_dr_cb. Waiting longer cannot help. */
+        if (rd_kafka_outq_len(relay->producer) == 0 && atomic_load(&batch->outstanding) > 0) {
+            if (idle_since < 0)
+                idle_since = now;
+            else if (now - idle_since >= OUTBOX_MISSING_DR_GRACE_MS)
+                return false;
+        } else {
+            idle_since = -1;
+        }
+    }
+    return true;
+}
+
+/* Frees the batch of an earlier timed-out step once its reports are in. */
+static enum og_status outbox_reap(struct outbox_relay *relay, struct og_error *err)
+{
+    if (relay->inflight == NULL)
+        return OG_OK;
+    rd_kafka_poll(relay->producer, 0);
+    if (atomic_load(&relay->inflight->outstanding) > 0 && rd_kafka_outq_len(relay->producer) == 0)
+        return og_error_set(err, OG_ERR_INTERNAL, false,
+                            "outbox delivery reports never arrive: the producer's dr_msg_cb "
+                            "must be outbox_dr_cb or pass outbox messages on to it");
+    if (atomic_load(&relay->inflight->outstanding) > 0)
+        return og_error_set(err, OG_ERR_KAFKA, true,
+                            "%zu outbox messages of an earlier batch still await their delivery "
+                            "report; no new batch until they do",
+                            atomic_load(&relay->inflight->outstanding));
+    free(relay->inflight);
+    relay->inflight = NULL;
+    return OG_OK;
+}
+
+void outbox_relay_free(struct outbox_relay *relay)
+{
+    if (relay == NULL)
+        return;
+    if (relay->inflight != NULL) {
+        outbox_wait(relay, relay->inflight, clock_mono_ms() + relay->timeout_ms);
+        if (atomic_load(&relay->inflight->outstanding) == 0)
+            free(relay->inflight);
+        else
+            /* A late report would write into freed memory: keep it. */
+            log_warn("outbox_relay_leak", "outstanding=%zu",
+                     atomic_load(&relay->inflight->outstanding));
+    }
+    free(relay->topic);
+    free(relay->refund_topic);
+    free(relay->alert_topic);
+    free(relay);
+}
+
+/* Delivery errors that the same message will meet again however often it is
+ * retried; everything else (timeouts, broker down, leader moves) may pass. */
+static bool outbox_kafka_retriable(rd_kafka_resp_err_t e)
+{
+    switch (e) {
+    case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+    case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_TOPIC_EXCEPTION:
+    case RD_KAFKA_RESP_ERR__INVALID_ARG:
+    case RD_KAFKA_RESP_ERR__FATAL:
+        return false;
+    default:
+        return true;
+    }
+}
+
+static void outbox_rollback(struct db *db)
+{
+    PGconn *conn = db_conn(db);
+    struct og_error ignored = {0};
+
+    /* A lost connection took its transaction with it; ROLLBACK on a fresh
+     * one would only draw a warning. */
+    if (conn == NULL || PQstatus(conn) != CONNECTION_OK ||
+        PQtransactionStatus(conn) == PQTRANS_IDLE)
+        return;
+    if (db_exec(db, "ROLLBACK", &ignored) != OG_OK)
+        log_warn("outbox_rollback_failed", "error=\"%s\"", ignored.msg);
+}
+
+/* Hands one row to the producer, waiting out a full local queue until the
+ * deadline. */
+static rd_kafka_resp_err_t outbox_produce(struct outbox_relay *relay, struct outbox_slot *slot,
+                                          const char *topic, PGresult *rows, int i,
+                                          int64_t deadline_ms)
+{
+    const char *id = PQgetvalue(rows, i, 0);
+    const char *type = PQgetvalue(rows, i, 1);
+    const char *order_no = PQgetvalue(rows, i, 2);
+    const char *payload = PQgetisnull(rows, i, 3) ? NULL : PQgetvalue(rows, i, 3);
+    size_t payload_len = payload != NULL ? (size_t)PQgetlength(rows, i, 3) : 0;
+    rd_kafka_resp_err_t e;
+
+    for (;;) {
+        e = rd_kafka_producev(relay->producer, RD_KAFKA_V_TOPIC(topic),
+                              RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                              RD_KAFKA_V_KEY(order_no, (size_t)PQgetlength(rows, i, 2)),
+                              RD_KAFKA_V_VALUE((void *)payload, payload_len),
+                              RD_KAFKA_V_HEADER("ordergate-event-id", id, -1),
+                              RD_KAFKA_V_HEADER("ordergate-event-type", type, -1),
+                              RD_KAFKA_V_OPAQUE(slot), RD_KAFKA_V_END);
+        if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL || clock_mono_ms() >= deadline_ms)
+            return e;
+        rd_kafka_poll(relay->producer, OUTBOX_POLL_MS);
+    }
+}
+
+/* "{1,2,3}" from the id column. Ids are bigints printed by the server. */
+static char *outbox_id_array(PGresult *rows)
+{
+    int n = PQntuples(rows);
+    size_t cap = 3, used = 0;
+    char *s;
+
+    for (int i = 0; i < n; i++)
+        cap += (size_t)PQgetlength(rows, i, 0) + 1;
+    s = malloc(cap);
+    if (s == NULL)
+        return NULL;
+    s[used++] = '{';
+    for (int i = 0; i < n; i++) {
+        size_t len = (size_t)PQgetlength(rows, i, 0);
+        if (i > 0)
+            s[used++] = ',';
+        memcpy(s + used, PQgetvalue(rows, i, 0), len);
+        used += len;
+    }
+    s[used++] = '}';
+    s[used] = '\0';
+    return s;
+}
+
+enum og_status outbox_relay_step(struct outbox_relay *relay, size_t *published,
+                                 struct og_error *err)
+{
+    struct outbox_batch *batch = NULL;
+    PGresult *rows = NULL, *res = NULL;
+    char *ids = NULL;
+    char limit[16];
+    const char *params[1];
+    bool in_tx = false;
+    enum og_status st;
+    size_t n = 0, handed = 0, failed = 0;
+    int64_t deadline;
+    int first_failed = -1;
+
+    if (published != NULL)
+        *published = 0;
+    if (relay == NULL)
+        return og_error_set(err, OG_ERR_ARG, false, "no outbox relay");
+    if (signals_stop)
+        return og_error_set(err, OG_ERR_STOPPED, true, "shutdown requested");
+    st = outbox_reap(relay, err);
+    if (st != OG_OK)
+        return st;
+
+    st = db_exec(relay->db, "BEGIN", err);
+    if (st != OG_OK)
+        goto out;
+    in_tx = true;
+    snprintf(limit, sizeof(limit), "%d", relay->batch_size);
+    params[0] = limit;
+    st = db_run(relay->db, &outbox_stmt_lock, params, &rows, err);
+    if (st != OG_OK)
+        goto out;
+    if (PQnfields(rows) != 4) {
+        st = og_error_set(err, OG_ERR_INTERNAL, false,
+                          "outbox_lock_batch returned %d columns, expected 4", PQnfields(rows));
+        goto out;
+    }
+    n = (size_t)PQntuples(rows);
+    if (n == 0) {
+        st = db_exec(relay->db, "COMMIT", err);
+        in_tx = false;
+        goto out;
+    }
+
+    batch = calloc(1, sizeof(*batch) + n * sizeof(batch->slots[0]));
+    if (batch == NULL) {
+        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    batch->n = n;
+    deadline = clock_mono_ms() + relay->timeout_ms;
+    for (size_t i = 0; i < n; i++) {
+        struct outbox_slot *slot = &batch->slots[i];
+        const char *type = PQgetvalue(rows, (int)i, 1);
+        const char *topic = strcmp(type, "refund_requested") == 0       ? relay->refund_topic
+                            : strcmp(type, "reconciliation_alert") == 0 ? relay->alert_topic
+                                                                        : relay->topic;
+        rd_kafka_resp_err_t e;
+
+        if (signals_stop) {
+            st = og_error_set(err, OG_ERR_STOPPED, true,
+                              "shutdown requested while publishing the outbox");
+            break;
+        }
+        slot->magic = OUTBOX_SLOT_MAGIC;
+        slot->batch = batch;
+        /* Counted before the hand-off: the report may arrive at once. */
+        atomic_fetch_add(&batch->outstanding, 1);
+        e = outbox_produce(relay, slot, topic, rows, (int)i, deadline);
+        if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            atomic_fetch_sub(&batch->outstanding, 1);
+            st = og_error_set(err, OG_ERR_KAFKA, outbox_kafka_retriable(e),
+                              "cannot produce outbox event %s to %s: %s",
+                              PQgetvalue(rows, (int)i, 0), topic, rd_kafka_err2str(e));
+            break;
+        }
+        handed++;
+    }
+
+    /* Even when producing stopped half-way, what was handed over must report
+     * before the slots may go. */
+    if (!outbox_wait(relay, batch, deadline)) {
+        size_t left = atomic_load(&batch->outstanding);
+        relay->inflight = batch;
+        batch = NULL;
+        if (st == OG_OK)
+            st = og_error_set(err, OG_ERR_KAFKA, true,
+                              "%zu of %zu outbox events got no delivery report within %d ms "
+                              "(broker down, or the producer lacks outbox_dr_cb); rolled back",
+                              left, handed, relay->timeout_ms);
+        goto out;
+    }
+    if (st != OG_OK)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        if (atomic_load(&batch->slots[i].state) != OUTBOX_DELIVERED) {
+            failed++;
+            if (first_failed < 0)
+                first_failed = (int)i;
+        }
+    }
+    if (failed > 0) {
+        rd_kafka_resp_err_t e = (rd_kafka_resp_err_t)atomic_load(&batch->slots[first_failed].err);
+        st = og_error_set(err, OG_ERR_KAFKA, outbox_kafka_retriable(e),
+                          "delivery failed for %zu of %zu outbox events (first: event %s: %s); "
+                          "rolled back",
+                          failed, n, PQgetvalue(rows, first_failed, 0), rd_kafka_err2str(e));
+        goto out;
+    }
+
+    /* Every message is acknowledged: now, and only now, mark the rows. */
+    ids = outbox_id_array(rows);
+    if (ids == NULL) {
+        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    params[0] = ids;
+    st = db_run(relay->db, &outbox_stmt_mark, params, &res, err);
+    if (st != OG_OK)
+        goto out;
+    if (PQntuples(res) != 1 || PQnfields(res) != 1) {
+        st = og_error_set(err, OG_ERR_INTERNAL, false,
+                          "outbox_mark_published returned an unexpected shape");
+        goto out;
+    }
+    st = db_exec(relay->db, "COMMIT", err);
+    in_tx = false;
+    if (st != OG_OK)
+        goto out;
+    if (published != NULL)
+        *published = (size_t)strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+    log_debug("outbox_published", "n=%zu", n);
+out:
+    if (in_tx)
+        outbox_rollback(relay->db);
+    PQclear(rows);
+    PQclear(res);
+    free(ids);
+    free(batch);
+    return st;
+}
+
+enum og_status outbox_backlog(struct db *db, long long *backlog, struct og_error *err)
+{
+    PGresult *res = NULL;
+    enum og_status st;
+
+    *backlog = 0;
+    st = db_call(db, &outbox_stmt_backlog, NULL, &res, err);
+    if (st == OG_OK && (PQntuples(res) != 1 || PQnfields(res) != 1))
+        st = og_error_set(err, OG_ERR_INTERNAL, false,
+                          "outbox_backlog returned an unexpected shape");
+    if (st == OG_OK)
+        *backlog = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    return st;
+}

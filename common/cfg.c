@@ -120,8 +120,8 @@ static enum og_status cfg_validate_str(const struct cfg_param *p, const char *va
 
 /* Applies a string value to one parameter (defaults, flags and file strings
  * all pass through here, so they are validated alike). */
-static enum og_status cfg_apply(struct og_config *cfg, const struct cfg_param *p,
-                                const char *value, struct og_error *err)
+static enum og_status cfg_apply(struct og_config *cfg, const struct cfg_param *p, const char *value,
+                                struct og_error *err)
 {
     char *base = (char *)cfg;
     enum og_status st;
@@ -142,12 +142,11 @@ static enum og_status cfg_apply(struct og_config *cfg, const struct cfg_param *p
     case CFG_BOOL:
         if (strcmp(value, "true") == 0 || strcmp(value, "1") == 0 || strcmp(value, "yes") == 0)
             *(int *)(base + p->offset) = 1;
-        else if (strcmp(value, "false") == 0 || strcmp(value, "0") == 0 ||
-                 strcmp(value, "no") == 0)
+        else if (strcmp(value, "false") == 0 || strcmp(value, "0") == 0 || strcmp(value, "no") == 0)
             *(int *)(base + p->offset) = 0;
         else
-            return og_error_set(err, OG_ERR_CONFIG, false, "%s: '%s' is not true or false",
-                                p->name, value);
+            return og_error_set(err, OG_ERR_CONFIG, false, "%s: '%s' is not true or false", p->name,
+                                value);
         return OG_OK;
     case CFG_STRLIST: {
         char ***list = (char ***)(base + p->offset);
@@ -206,8 +205,7 @@ static enum og_status cfg_check_unknown(config_setting_t *group, const char *pre
         config_setting_t *s = config_setting_get_elem(group, (unsigned)i);
         char full[256];
 
-        snprintf(full, sizeof(full), "%s%s%s", prefix, *prefix ? "." : "",
-                 config_setting_name(s));
+        snprintf(full, sizeof(full), "%s%s%s", prefix, *prefix ? "." : "", config_setting_name(s));
         if (config_setting_is_group(s)) {
             enum og_status st = cfg_check_unknown(s, full, path, err);
             if (st != OG_OK)
@@ -258,8 +256,8 @@ static enum og_status cfg_load_param(struct og_config *cfg, const struct cfg_par
             st = cfg_apply(cfg, p, joined, err);
     } else if (p->type == CFG_STR) {
         if (type != CONFIG_TYPE_STRING)
-            return og_error_set(err, OG_ERR_CONFIG, false, "%s:%d: %s must be a string", path,
-                                line, p->name);
+            return og_error_set(err, OG_ERR_CONFIG, false, "%s:%d: %s must be a string", path, line,
+                                p->name);
         st = cfg_apply(cfg, p, config_setting_get_string(s), err);
     } else if (p->type == CFG_INT) {
         if (type != CONFIG_TYPE_INT && type != CONFIG_TYPE_INT64)
@@ -269,8 +267,8 @@ static enum og_status cfg_load_param(struct og_config *cfg, const struct cfg_par
         st = cfg_apply(cfg, p, num, err);
     } else {
         if (type != CONFIG_TYPE_BOOL)
-            return og_error_set(err, OG_ERR_CONFIG, false, "%s:%d: %s must be true or false",
-                                path, line, p->name);
+            return og_error_set(err, OG_ERR_CONFIG, false, "%s:%d: %s must be true or false", path,
+                                line, p->name);
         st = cfg_apply(cfg, p, config_setting_get_bool(s) ? "true" : "false", err);
     }
     if (st != OG_OK && err != NULL) {
@@ -328,8 +326,7 @@ enum og_status cfg_apply_env(struct og_config *cfg, struct og_error *err)
     return st;
 }
 
-enum og_status cfg_db_password(const struct og_config *cfg, char **password,
-                               struct og_error *err)
+enum og_status cfg_db_password(const struct og_config *cfg, char **password, struct og_error *err)
 {
     char buf[1024];
     size_t n;
@@ -371,8 +368,7 @@ void cfg_dump(const struct og_config *cfg, FILE *out)
             fprintf(out, "%s = %d\n", p->name, *(const int *)(base + p->offset));
             break;
         case CFG_BOOL:
-            fprintf(out, "%s = %s\n", p->name,
-                    *(const int *)(base + p->offset) ? "true" : "false");
+            fprintf(out, "%s = %s\n", p->name, *(const int *)(base + p->offset) ? "true" : "false");
             break;
         case CFG_STRLIST:
             /* Property values may carry SASL passwords: print names only. */

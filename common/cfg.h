@@ -72,8 +72,7 @@ enum og_status cfg_set(struct og_config *cfg, const char *name, const char *valu
 void cfg_dump(const struct og_config *cfg, FILE *out);
 /* Reads database.password_file when set: *password is NULL when no file is
  * configured (libpq then uses PGPASSWORD or ~/.pgpass). Caller frees. */
-enum og_status cfg_db_password(const struct og_config *cfg, char **password,
-                               struct og_error *err);
+enum og_status cfg_db_password(const struct og_config *cfg, char **password, struct og_error *err);
 void cfg_free(struct og_config *cfg);
 
 #endif

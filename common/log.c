@@ -94,7 +94,8 @@ void log_emit(enum log_level level, const char *event, const char *fmt, ...)
         return;
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
-    n = snprintf(line, sizeof(line), "ts=%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ level=%s prog=%s event=%s",
+    n = snprintf(line, sizeof(line),
+                 "ts=%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ level=%s prog=%s event=%s",
                  tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                  ts.tv_nsec / 1000000, log_names[level], log_prog, event);
     if (fmt != NULL && *fmt != '\0' && n > 0 && (size_t)n < sizeof(line) - 2) {

@@ -39,16 +39,16 @@ static void test_parse_rejects(void **state)
     static const char *const bad[] = {
         "",
         "2026-11-30",
-        "2026-11-30T16:00:00",       /* no zone */
-        "2026-11-30 16:00:00Z",      /* space instead of T */
-        "2026-13-01T00:00:00Z",      /* month */
-        "2026-02-29T00:00:00Z",      /* not a leap year */
-        "2026-11-31T00:00:00Z",      /* day */
-        "2026-11-30T24:00:00Z",      /* hour */
-        "2026-11-30T16:60:00Z",      /* minute */
-        "2026-11-30T16:00:00.Z",     /* empty fraction */
-        "2026-11-30T16:00:00Zjunk",  /* trailing bytes */
-        "2026-11-30T16:00:00+2:00",  /* short offset */
+        "2026-11-30T16:00:00",             /* no zone */
+        "2026-11-30 16:00:00Z",            /* space instead of T */
+        "2026-13-01T00:00:00Z",            /* month */
+        "2026-02-29T00:00:00Z",            /* not a leap year */
+        "2026-11-31T00:00:00Z",            /* day */
+        "2026-11-30T24:00:00Z",            /* hour */
+        "2026-11-30T16:60:00Z",            /* minute */
+        "2026-11-30T16:00:00.Z",           /* empty fraction */
+        "2026-11-30T16:00:00Zjunk",        /* trailing bytes */
+        "2026-11-30T16:00:00+2:00",        /* short offset */
         "2026-11-30T16:00:00.1234567890Z", /* ten fraction digits */
         "+2026-11-30T16:00:00Z",
     };

@@ -1,0 +1,629 @@
+#!/usr/bin/env bash
+# Throwaway PostgreSQL 15 and single-node Apache Kafka (KRaft) for ordergate's tests and demos.
+#
+#   deploy/local/services.sh up       start what is not running yet, wait until it answers,
+#                                     print `export` lines on stdout (progress goes to stderr):
+#                                       exports=$(deploy/local/services.sh up) && eval "$exports"
+#   deploy/local/services.sh env      print the export lines for the services that run
+#   deploy/local/services.sh status   say what runs (exit 0 when all selected services run, 3 if not)
+#   deploy/local/services.sh down     stop both and remove the state directory
+#   deploy/local/services.sh fetch    only resolve and cache the Kafka jars
+#
+# Environment:
+#   ORDERGATE_STATE_DIR   state (data, sockets, logs, pid files); default .local/ at the repo root
+#   ORDERGATE_CACHE_DIR   jar cache; default $HOME/.cache/ordergate (jars in kafka-<ver>/libs)
+#   ORDERGATE_SERVICES    "pg" for PostgreSQL only, "kafka" for Kafka only; default both
+#   ORDERGATE_PG_PORT     TCP port for PostgreSQL on 127.0.0.1; default: a free one
+#   ORDERGATE_KAFKA_PORT  PLAINTEXT port for Kafka on 127.0.0.1; default: a free one
+#   ORDERGATE_START_TIMEOUT  seconds to wait for each service to answer; default 60
+#
+# Several state directories can run side by side (each picks its own free ports), which is how
+# several engineers or test runs share one machine.
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+REPO_ROOT=$(cd "$SCRIPT_DIR/../.." && pwd -P)
+
+# The state directory is resolved to an absolute path once: the exported PGHOST and the paths in
+# the generated configs must stay valid whatever directory the caller later cd's to.
+STATE=${ORDERGATE_STATE_DIR:-$REPO_ROOT/.local}
+[[ $STATE == /* ]] || STATE=$PWD/$STATE
+STATE=$(realpath -m -- "$STATE")
+STATE_MARKER=$STATE/.ordergate-state
+
+: "${HOME:=$(getent passwd "$(id -u)" | cut -d: -f6)}"
+CACHE_DIR=${ORDERGATE_CACHE_DIR:-$HOME/.cache/ordergate}
+SERVICES=${ORDERGATE_SERVICES:-pg,kafka}
+START_TIMEOUT=${ORDERGATE_START_TIMEOUT:-60}
+
+PG_BIN=${ORDERGATE_PG_BIN:-/usr/lib/postgresql/15/bin}
+PG_SUPERUSER=postgres
+PG_DATABASE=ordergate
+
+# kafka.version is the single place the Kafka version is recorded (pom.xml takes it as a property).
+KAFKA_VERSION=$(tr -d '[:space:]' <"$SCRIPT_DIR/kafka.version")
+KAFKA_LIBS=$CACHE_DIR/kafka-$KAFKA_VERSION/libs
+KAFKA_DIR=$STATE/kafka
+KAFKA_PIDFILE=$KAFKA_DIR/kafka.pid
+
+# Ports are picked below the kernel's ephemeral range (32768+) so that outgoing connections
+# cannot take a port we are about to hand to a server.
+PORT_MIN=20000
+PORT_SPAN=12000
+
+log() { printf 'services: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+wants() { [[ ,$SERVICES, == *,$1,* ]]; }
+
+# True when process $1 exists and is not a zombie. Servers we start outlive this script and are
+# re-parented to PID 1, which on some machines (CI VMs, containers) reaps them only after a while:
+# `kill -0` alone would call a killed server alive.
+proc_alive() {
+    local st
+    st=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$1/status" 2>/dev/null) || return 1
+    [[ -n $st && $st != Z && $st != X ]]
+}
+
+# ---------------------------------------------------------------------------------------------
+# Ports
+# ---------------------------------------------------------------------------------------------
+
+# True when nothing is bound to 127.0.0.1:$1. Binding (python) also catches sockets that are bound
+# but not listening yet; the bash fallback can only see listeners.
+port_free() {
+    if [[ -z ${HAVE_PYTHON:-} ]]; then
+        if python3 -c '' >/dev/null 2>&1; then HAVE_PYTHON=yes; else HAVE_PYTHON=no; fi
+    fi
+    if [[ $HAVE_PYTHON == yes ]]; then
+        python3 - "$1" 2>/dev/null <<'PY'
+import socket, sys
+s = socket.socket()
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1])))
+except OSError:
+    sys.exit(1)
+PY
+    else
+        if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 1; fi
+    fi
+}
+
+# Random rather than sequential so that two instances starting at the same moment rarely race for
+# the same port; a lost race is caught by the start functions, which then pick again.
+pick_port() {
+    local p _
+    for _ in $(seq 1 300); do
+        p=$((PORT_MIN + (RANDOM * 32768 + RANDOM) % PORT_SPAN))
+        [[ " $* " == *" $p "* ]] && continue
+        if port_free "$p"; then echo "$p"; return 0; fi
+    done
+    die "found no free TCP port on 127.0.0.1"
+}
+
+# ---------------------------------------------------------------------------------------------
+# State directory and locking
+# ---------------------------------------------------------------------------------------------
+
+# One `up`/`down` at a time per state directory (e.g. two test runs in the same checkout). The lock
+# lives outside the state dir because `down` deletes that. Every background server is started with
+# fd 9 closed, or it would hold the lock for as long as it runs.
+lock_state() {
+    local key
+    key=$(printf '%s' "$STATE" | cksum | cut -d' ' -f1)
+    exec 9>"${TMPDIR:-/tmp}/ordergate-services-$key.lock"
+    flock -w 900 9 || die "another services.sh holds the lock for $STATE"
+}
+
+make_state_dir() {
+    mkdir -p "$STATE"
+    # PostgreSQL runs as another user when we are root: it must be able to traverse $STATE.
+    chmod 0755 "$STATE"
+    [[ -e $STATE_MARKER ]] || echo "ordergate local services state; removed by services.sh down" >"$STATE_MARKER"
+}
+
+# ---------------------------------------------------------------------------------------------
+# PostgreSQL
+# ---------------------------------------------------------------------------------------------
+
+# initdb and postgres refuse to run as root. As root we run them as `postgres` (created by Debian's
+# postgresql package) or, failing that, as an unprivileged `ordergate` user that we create.
+pg_os_user() {
+    if [[ $EUID -ne 0 ]]; then id -un; return; fi
+    if id postgres >/dev/null 2>&1; then echo postgres; return; fi
+    if ! id ordergate >/dev/null 2>&1; then
+        useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin ordergate >&2
+    fi
+    echo ordergate
+}
+
+# Run a PostgreSQL server-side tool as the cluster's OS user. cd / first: a root cwd such as /root
+# is not readable for that user, and postgres fails to "identify the current directory".
+as_pg() {
+    if [[ $EUID -eq 0 ]]; then
+        (cd / && runuser -u "$PG_USER" -- "$@")
+    else
+        "$@"
+    fi
+}
+
+# The cluster lives in $STATE/pg. When that path cannot be used (the cluster user cannot traverse a
+# parent directory, e.g. a checkout under /root, or the socket path would exceed the kernel's
+# 107-byte limit) it lives in a private directory under /tmp and $STATE/pg is a symlink to it.
+pg_set_paths() {
+    PG_DIR=$(readlink -f "$STATE/pg" 2>/dev/null || true)
+    [[ -n $PG_DIR ]] || PG_DIR=$STATE/pg
+    PG_DATA=$PG_DIR/data
+    PG_SOCK=$PG_DIR/sock
+    PG_LOG=$PG_DIR/log/postgresql.log
+    PG_PORTFILE=$PG_DIR/port
+}
+
+pg_prepare_dir() {
+    local dir=$STATE/pg
+    if [[ ! -e $dir ]]; then
+        mkdir -p "$dir"
+        [[ $EUID -ne 0 ]] || chown "$PG_USER:" "$dir"
+        if { [[ $EUID -eq 0 ]] && ! runuser -u "$PG_USER" -- test -w "$dir" 2>/dev/null; } ||
+            ((${#dir} + 20 > 100)); then
+            rmdir "$dir"
+            local real
+            real=$(mktemp -d "${TMPDIR:-/tmp}/ordergate-pg.XXXXXX")
+            chmod 0755 "$real"
+            [[ $EUID -ne 0 ]] || chown "$PG_USER:" "$real"
+            ln -s "$real" "$dir"
+            log "postgresql: $dir is not usable by '$PG_USER' or too long for a socket; using $real"
+        fi
+    fi
+    pg_set_paths
+    mkdir -p "$PG_SOCK" "$PG_DIR/log"
+    [[ $EUID -ne 0 ]] || chown "$PG_USER:" "$PG_DIR" "$PG_SOCK" "$PG_DIR/log"
+}
+
+pg_initdb() {
+    [[ -f $PG_DATA/PG_VERSION ]] && return 0
+    log "postgresql: initdb in $PG_DATA"
+    # --no-sync only skips flushing the freshly created files; the server itself runs with fsync on.
+    # Locale C keeps sorting deterministic and needs no generated locales.
+    as_pg "$PG_BIN/initdb" -D "$PG_DATA" -U "$PG_SUPERUSER" --auth=trust -E UTF8 --locale=C \
+        --no-sync >"$PG_DIR/log/initdb.log" 2>&1 9>&- ||
+        { tail -n 40 "$PG_DIR/log/initdb.log" >&2; die "postgresql: initdb failed"; }
+    # Appended last, so these win over initdb's defaults. The port is given on the command line at
+    # each start instead, because a restarted stale cluster may need a new one.
+    as_pg tee -a "$PG_DATA/postgresql.conf" >/dev/null <<EOF
+
+# --- ordergate deploy/local/services.sh ---
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$PG_SOCK'
+max_connections = 200
+shared_buffers = 256MB
+# Benchmarks measure durable commits: keep the defaults that make them durable.
+fsync = on
+synchronous_commit = on
+full_page_writes = on
+log_line_prefix = '%m [%p] %q%u@%d '
+log_min_duration_statement = -1
+EOF
+}
+
+pg_port() { cat "$PG_PORTFILE" 2>/dev/null || true; }
+
+pg_postmaster_pid() { head -n 1 "$PG_DATA/postmaster.pid" 2>/dev/null || true; }
+
+# Not `pg_ctl status`: that trusts kill(pid, 0) and so calls a zombie postmaster running. The
+# command line check guards against the pid having been reused by another process.
+pg_running() {
+    local pid
+    pid=$(pg_postmaster_pid)
+    [[ -n $pid ]] && proc_alive "$pid" || return 1
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "-D $PG_DATA "
+}
+
+pg_answering() {
+    local port
+    port=$(pg_port)
+    [[ -n $port ]] || return 1
+    "$PG_BIN/pg_isready" -q -h "$PG_SOCK" -p "$port" -U "$PG_SUPERUSER" -d postgres -t 3 &&
+        "$PG_BIN/psql" -X -q -h "$PG_SOCK" -p "$port" -U "$PG_SUPERUSER" -d postgres \
+            -c 'select 1' >/dev/null 2>&1
+}
+
+pg_start_once() { # $1 = port
+    echo "$1" >"$PG_PORTFILE"
+    as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$PG_LOG" -w -t "$START_TIMEOUT" -o "-p $1" start \
+        </dev/null >&2 9>&-
+}
+
+# Start a cluster that is initialised but not running (new, or left by a killed postmaster).
+pg_start() {
+    local pid
+    pid=$(pg_postmaster_pid)
+    if [[ -n $pid && -e /proc/$pid ]] && ! proc_alive "$pid"; then
+        # postgres ignores the lock files of a dead postmaster only once its pid is fully gone; a
+        # zombie that PID 1 has not reaped yet makes it refuse to start. Give PID 1 time, then
+        # remove the locks ourselves (the zombie holds no resources).
+        log "postgresql: waiting for dead postmaster $pid to be reaped"
+        local deadline=$((SECONDS + 10))
+        while [[ -e /proc/$pid ]] && ((SECONDS < deadline)); do sleep 0.2; done
+        if [[ -e /proc/$pid ]] && ! proc_alive "$pid"; then
+            log "postgresql: removing the lock files of dead postmaster $pid"
+            rm -f "$PG_DATA/postmaster.pid" "$PG_SOCK"/.s.PGSQL.*.lock
+        fi
+    fi
+    local port _ started=
+    for _ in 1 2 3; do
+        if [[ -n ${ORDERGATE_PG_PORT:-} ]]; then
+            port=$ORDERGATE_PG_PORT
+        elif [[ -n $(pg_port) ]] && port_free "$(pg_port)"; then
+            port=$(pg_port) # a stale cluster keeps its port when it can
+        else
+            port=$(pick_port)
+        fi
+        log "postgresql: starting on 127.0.0.1:$port and $PG_SOCK"
+        if pg_start_once "$port"; then started=yes; break; fi
+        # Only a lost race for the port is worth another try with a new one.
+        if [[ -z ${ORDERGATE_PG_PORT:-} ]] && tail -n 20 "$PG_LOG" 2>/dev/null | grep -q 'could not bind\|Address already in use'; then
+            log "postgresql: port $port was taken meanwhile; picking another"
+            rm -f "$PG_PORTFILE"
+            continue
+        fi
+        break
+    done
+    if [[ -z $started ]]; then
+        log "postgresql: failed to start; last lines of $PG_LOG:"
+        tail -n 40 "$PG_LOG" >&2 || true
+        exit 1
+    fi
+}
+
+pg_up() {
+    local port started=
+    PG_USER=$(pg_os_user)
+    pg_set_paths
+    if pg_running; then
+        if [[ -n ${ORDERGATE_PG_PORT:-} && $(pg_port) != "$ORDERGATE_PG_PORT" ]]; then
+            die "postgresql: runs on port $(pg_port), not ORDERGATE_PG_PORT=$ORDERGATE_PG_PORT; run down first"
+        fi
+        log "postgresql: already running (pid $(pg_postmaster_pid)) on port $(pg_port)"
+    else
+        pg_prepare_dir
+        pg_initdb
+        pg_start
+        started=yes
+    fi
+
+    local deadline=$((SECONDS + START_TIMEOUT))
+    until pg_answering; do
+        if ((SECONDS >= deadline)); then
+            log "postgresql: not answering after ${START_TIMEOUT}s; last lines of $PG_LOG:"
+            tail -n 40 "$PG_LOG" >&2 || true
+            exit 1
+        fi
+        sleep 0.5
+    done
+
+    port=$(pg_port)
+    if [[ -z $("$PG_BIN/psql" -X -Atq -h "$PG_SOCK" -p "$port" -U "$PG_SUPERUSER" -d postgres \
+        -c "select 1 from pg_database where datname = '$PG_DATABASE'") ]]; then
+        "$PG_BIN/createdb" -h "$PG_SOCK" -p "$port" -U "$PG_SUPERUSER" "$PG_DATABASE"
+    fi
+    if [[ -n $started ]]; then
+        log "postgresql: $("$PG_BIN/psql" -X -Atq -h "$PG_SOCK" -p "$port" -U "$PG_SUPERUSER" -d "$PG_DATABASE" \
+            -c 'show server_version') ready"
+    fi
+}
+
+pg_down() {
+    [[ -e $STATE/pg ]] || return 0
+    PG_USER=$(pg_os_user)
+    pg_set_paths
+    if pg_running; then
+        log "postgresql: stopping"
+        if ! as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -m fast -w -t 30 stop >&2 9>&-; then
+            local pid
+            pid=$(head -n 1 "$PG_DATA/postmaster.pid" 2>/dev/null || true)
+            if [[ -n $pid ]]; then
+                log "postgresql: fast stop failed; killing postmaster $pid"
+                kill -KILL "$pid" 2>/dev/null || true
+            fi
+        fi
+    fi
+}
+
+pg_exports() {
+    printf 'export PGHOST=%q\n' "$PG_SOCK"
+    printf 'export PGPORT=%q\n' "$(pg_port)"
+    printf 'export PGUSER=%q\n' "$PG_SUPERUSER"
+    printf 'export PGDATABASE=%q\n' "$PG_DATABASE"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Kafka
+# ---------------------------------------------------------------------------------------------
+
+# Resolve kafka_2.13 and its runtime dependencies (plus the slf4j binding the Kafka distribution
+# adds) from the Maven repository into the cache, once. The marker is written only after a
+# complete copy, so an interrupted fetch is redone rather than leaving a half-filled classpath.
+kafka_fetch() {
+    local base=$CACHE_DIR/kafka-$KAFKA_VERSION
+    [[ -f $base/libs.complete ]] && return 0
+    command -v mvn >/dev/null || die "mvn not found (Debian: apt-get install maven)"
+    mkdir -p "$base"
+    (
+        # Concurrent first runs (several state dirs) would otherwise copy into the same folder.
+        exec 8>"$base/.lock"
+        flock -w 900 8 || die "kafka: timed out waiting for another fetch"
+        [[ -f $base/libs.complete ]] && exit 0
+        log "kafka: fetching kafka_2.13 $KAFKA_VERSION and its runtime dependencies into $base/libs"
+        rm -rf "$base/libs" "$base/libs.tmp"
+        # mvn's output goes to a file (shown on failure): even with -q, Debian's Maven 3.8 prints
+        # bare terminal colour codes.
+        if ! mvn -B -q -f "$SCRIPT_DIR/pom.xml" dependency:copy-dependencies \
+            -Dkafka.version="$KAFKA_VERSION" -DoutputDirectory="$base/libs.tmp" \
+            -DincludeScope=runtime </dev/null >"$base/mvn.log" 2>&1 8>&- 9>&-; then
+            sed 's/\x1b\[[0-9;]*m//g' "$base/mvn.log" | tail -n 40 >&2
+            die "kafka: mvn could not resolve kafka_2.13 $KAFKA_VERSION (log: $base/mvn.log)"
+        fi
+        [[ -f $base/libs.tmp/kafka_2.13-$KAFKA_VERSION.jar ]] ||
+            die "kafka: kafka_2.13-$KAFKA_VERSION.jar missing after mvn"
+        mv "$base/libs.tmp" "$base/libs"
+        touch "$base/libs.complete"
+        log "kafka: cached $(find "$base/libs" -name '*.jar' | wc -l) jars"
+    )
+}
+
+kafka_port() { cat "$KAFKA_DIR/port" 2>/dev/null || true; }
+
+kafka_pid() { cat "$KAFKA_PIDFILE" 2>/dev/null || true; }
+
+# A pid file alone can outlive the broker and its pid be reused: also check that the process is a
+# broker started with this state directory's config.
+kafka_running() {
+    local pid
+    pid=$(kafka_pid)
+    [[ -n $pid ]] && proc_alive "$pid" || return 1
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "kafka.Kafka $KAFKA_DIR/server.properties"
+}
+
+# A metadata request that lists a broker is the same first step every client takes.
+kafka_answering() {
+    local port
+    port=$(kafka_port)
+    [[ -n $port ]] || return 1
+    # Cheap check first: kcat would spend its whole -m timeout on a port nobody listens on yet.
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || return 1
+    if command -v kcat >/dev/null; then
+        kcat -L -b "127.0.0.1:$port" -m 5 2>/dev/null | grep -Eq '^ *[1-9][0-9]* brokers:'
+    else
+        # Without kcat: the broker logs this line once its listeners accept requests.
+        grep -q 'Kafka Server started' "$KAFKA_DIR/logs/server.log" 2>/dev/null
+    fi
+}
+
+kafka_write_config() { # $1 = broker port, $2 = controller port
+    cat >"$KAFKA_DIR/server.properties" <<EOF
+# Generated by deploy/local/services.sh: single node, KRaft combined mode, for tests and demos.
+node.id=1
+process.roles=broker,controller
+controller.quorum.voters=1@127.0.0.1:$2
+listeners=PLAINTEXT://127.0.0.1:$1,CONTROLLER://127.0.0.1:$2
+advertised.listeners=PLAINTEXT://127.0.0.1:$1
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$KAFKA_DIR/data
+
+# One broker: every internal topic has a single replica.
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+# Tests create consumer groups all the time; don't hold the first join back by 3 s.
+group.initial.rebalance.delay.ms=0
+# Let fault-injection tests use short consumer session timeouts (the default floor is 6 s).
+group.min.session.timeout.ms=1000
+# Creating 50 offset partitions on first group join takes seconds on a 2-core machine.
+offsets.topic.num.partitions=8
+transaction.state.log.num.partitions=8
+auto.create.topics.enable=true
+num.partitions=4
+EOF
+}
+
+kafka_launch() {
+    local java=${JAVA:-java}
+    # Heap as asked for tests; GC flags are those of Kafka's own kafka-run-class.sh.
+    (
+        cd "$KAFKA_DIR"
+        exec setsid "$java" -Xms512m -Xmx512m -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+            -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent \
+            -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true \
+            -Dkafka.logs.dir="$KAFKA_DIR/logs" \
+            -Dlog4j.configuration="file:$SCRIPT_DIR/kafka-log4j.properties" \
+            -cp "$KAFKA_LIBS/*" kafka.Kafka "$KAFKA_DIR/server.properties"
+    ) </dev/null >>"$KAFKA_DIR/logs/kafka.out" 2>&1 9>&- &
+    echo $! >"$KAFKA_PIDFILE"
+}
+
+kafka_show_log() {
+    log "kafka: last lines of $KAFKA_DIR/logs/server.log:"
+    tail -n 40 "$KAFKA_DIR/logs/server.log" >&2 2>/dev/null || true
+    # A failed broker logs its cause first and then dozens of shutdown lines: repeat the cause.
+    if grep -qsE '^\[[^]]*\] (ERROR|FATAL) ' "$KAFKA_DIR/logs/server.log"; then
+        log "kafka: first errors in server.log:"
+        grep -E -A 3 '^\[[^]]*\] (ERROR|FATAL) ' "$KAFKA_DIR/logs/server.log" | head -n 12 >&2 || true
+    fi
+    if [[ -s $KAFKA_DIR/logs/kafka.out ]]; then
+        log "kafka: last lines of $KAFKA_DIR/logs/kafka.out:"
+        tail -n 40 "$KAFKA_DIR/logs/kafka.out" >&2
+    fi
+}
+
+# Fresh broker state: new ports, config, cluster id and formatted log dir. Stale data from a broker
+# that died is thrown away rather than reused; this is a throwaway broker.
+kafka_prepare() {
+    local port cport
+    port=${ORDERGATE_KAFKA_PORT:-$(pick_port)}
+    cport=$(pick_port "$port")
+    rm -rf "$KAFKA_DIR"
+    mkdir -p "$KAFKA_DIR/data" "$KAFKA_DIR/logs"
+    echo "$port" >"$KAFKA_DIR/port"
+    echo "$cport" >"$KAFKA_DIR/controller.port"
+    kafka_write_config "$port" "$cport"
+    # A random 16-byte id in Kafka's URL-safe base64 form; saves the JVM start of `random-uuid`.
+    local cluster_id
+    cluster_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+    echo "$cluster_id" >"$KAFKA_DIR/cluster.id"
+    "${JAVA:-java}" -cp "$KAFKA_LIBS/*" -Dlog4j.configuration="file:$SCRIPT_DIR/kafka-log4j.properties" \
+        -Dkafka.logs.dir="$KAFKA_DIR/logs" kafka.tools.StorageTool format \
+        -t "$cluster_id" -c "$KAFKA_DIR/server.properties" </dev/null >"$KAFKA_DIR/logs/format.log" 2>&1 9>&- ||
+        { tail -n 40 "$KAFKA_DIR/logs/format.log" >&2; die "kafka: formatting $KAFKA_DIR/data failed"; }
+}
+
+kafka_up() {
+    if kafka_running && kafka_answering; then
+        log "kafka: already running on 127.0.0.1:$(kafka_port) (pid $(kafka_pid))"
+        return 0
+    fi
+    local deadline=$((SECONDS + START_TIMEOUT)) _
+    if kafka_running; then
+        if [[ -n ${ORDERGATE_KAFKA_PORT:-} && $(kafka_port) != "$ORDERGATE_KAFKA_PORT" ]]; then
+            die "kafka: runs on port $(kafka_port), not ORDERGATE_KAFKA_PORT=$ORDERGATE_KAFKA_PORT; run down first"
+        fi
+        log "kafka: process $(kafka_pid) runs but does not answer yet; waiting"
+    else
+        command -v "${JAVA:-java}" >/dev/null || die "java not found (Debian: apt-get install openjdk-17-jre-headless)"
+        kafka_fetch
+        for _ in 1 2 3; do
+            kafka_prepare
+            log "kafka: starting $KAFKA_VERSION on 127.0.0.1:$(kafka_port) (controller $(cat "$KAFKA_DIR/controller.port"))"
+            kafka_launch
+            deadline=$((SECONDS + START_TIMEOUT))
+            # Wait for either the broker to answer or the process to die.
+            while kafka_running && ! kafka_answering && ((SECONDS < deadline)); do sleep 0.5; done
+            kafka_running && break
+            # Only a lost race for a port is worth another try with new ones.
+            if [[ -z ${ORDERGATE_KAFKA_PORT:-} ]] &&
+                grep -qs 'Address already in use' "$KAFKA_DIR/logs/server.log" "$KAFKA_DIR/logs/kafka.out"; then
+                log "kafka: a port was taken meanwhile; picking others"
+                continue
+            fi
+            break
+        done
+    fi
+
+    until kafka_answering; do
+        if ! kafka_running; then
+            log "kafka: broker exited during startup"
+            kafka_show_log
+            exit 1
+        fi
+        if ((SECONDS >= deadline)); then
+            log "kafka: no metadata answer after ${START_TIMEOUT}s"
+            kafka_show_log
+            exit 1
+        fi
+        sleep 0.5
+    done
+    local started
+    started=$(grep -o 'Kafka version: [^ ]*' "$KAFKA_DIR/logs/server.log" 2>/dev/null | head -n 1 || true)
+    log "kafka: ready on 127.0.0.1:$(kafka_port) (pid $(kafka_pid); ${started:-Kafka version: $KAFKA_VERSION})"
+}
+
+kafka_down() {
+    [[ -d $KAFKA_DIR ]] || return 0
+    kafka_running || return 0
+    local pid
+    pid=$(kafka_pid)
+    log "kafka: stopping pid $pid"
+    kill -TERM "$pid" 2>/dev/null || true
+    local deadline=$((SECONDS + 20))
+    while proc_alive "$pid" && ((SECONDS < deadline)); do sleep 0.2; done
+    if proc_alive "$pid"; then
+        log "kafka: still running after 20 s; SIGKILL"
+        kill -KILL "$pid" 2>/dev/null || true
+        while proc_alive "$pid"; do sleep 0.1; done
+    fi
+}
+
+kafka_exports() {
+    printf 'export ORDERGATE_BROKERS=%q\n' "127.0.0.1:$(kafka_port)"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Commands
+# ---------------------------------------------------------------------------------------------
+
+cmd_up() {
+    wants pg || wants kafka || die "ORDERGATE_SERVICES=$SERVICES names neither pg nor kafka"
+    lock_state
+    make_state_dir
+    if wants pg; then pg_up; fi
+    if wants kafka; then kafka_up; fi
+    if wants pg; then pg_exports; fi
+    if wants kafka; then kafka_exports; fi
+}
+
+cmd_env() {
+    local any=
+    PG_USER=$(pg_os_user)
+    pg_set_paths
+    if pg_running && [[ -n $(pg_port) ]]; then pg_exports; any=yes; fi
+    if kafka_running; then kafka_exports; any=yes; fi
+    [[ -n $any ]] || die "nothing runs in $STATE (start with: $0 up)"
+}
+
+cmd_status() {
+    local ok=yes
+    PG_USER=$(pg_os_user)
+    pg_set_paths
+    echo "state: $STATE"
+    if pg_running; then
+        echo "postgresql: running (pid $(head -n 1 "$PG_DATA/postmaster.pid")) on 127.0.0.1:$(pg_port) and socket $PG_SOCK"
+    else
+        echo "postgresql: not running"
+        if wants pg; then ok=; fi
+    fi
+    if kafka_running; then
+        echo "kafka: running $KAFKA_VERSION (pid $(kafka_pid)) on 127.0.0.1:$(kafka_port)"
+    else
+        echo "kafka: not running"
+        if wants kafka; then ok=; fi
+    fi
+    [[ -n $ok ]] || exit 3
+}
+
+cmd_down() {
+    lock_state
+    # Stop everything this state dir started, whatever ORDERGATE_SERVICES says now.
+    kafka_down
+    pg_down
+    [[ -e $STATE ]] || { log "nothing in $STATE"; return 0; }
+    # Guard against deleting a directory that services.sh did not create (a mistyped
+    # ORDERGATE_STATE_DIR pointing at real data).
+    if [[ ! -e $STATE_MARKER ]] && [[ -n $(ls -A "$STATE") ]]; then
+        die "$STATE has no $(basename "$STATE_MARKER"); not removing it"
+    fi
+    local real
+    real=$(readlink "$STATE/pg" 2>/dev/null || true)
+    if [[ $real == "${TMPDIR:-/tmp}"/ordergate-pg.* ]]; then rm -rf "$real"; fi
+    rm -rf "$STATE"
+    log "stopped; removed $STATE"
+}
+
+usage() { # $1 = exit status
+    sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+    exit "$1"
+}
+
+case ${1:-} in
+    up) cmd_up ;;
+    down) cmd_down ;;
+    status) cmd_status ;;
+    env) cmd_env ;;
+    fetch)
+        kafka_fetch
+        log "kafka: $(find "$KAFKA_LIBS" -name '*.jar' | wc -l) jars in $KAFKA_LIBS"
+        ;;
+    -h | --help | help) usage 0 ;;
+    *) usage 2 ;;
+esac

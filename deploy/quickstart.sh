@@ -35,7 +35,7 @@ cmake -S . -B "$build" -G Ninja >/dev/null
 cmake --build "$build" >/dev/null
 
 say "starting PostgreSQL 15 and Kafka (state in $ORDERGATE_STATE_DIR)"
-eval "$(deploy/local/services.sh up)"
+exports=$(deploy/local/services.sh up) && eval "$exports"
 mkdir -p "$ORDERGATE_STATE_DIR/run"
 
 say "applying the schema"

@@ -35,7 +35,8 @@ cmake -S . -B "$build" -G Ninja >/dev/null
 cmake --build "$build" >/dev/null
 
 say "starting PostgreSQL 15 and Kafka (state in $ORDERGATE_STATE_DIR)"
-exports=$(deploy/local/services.sh up) && eval "$exports"
+exports=$(deploy/local/services.sh up)
+eval "$exports"
 mkdir -p "$ORDERGATE_STATE_DIR/run"
 
 say "applying the schema"

@@ -92,7 +92,8 @@ if [ "${ORDERGATE_USE_EXISTING:-0}" != 1 ]; then
     trap 'exit 130' INT
     trap 'exit 143' TERM
     step "starting PostgreSQL and Kafka in $ORDERGATE_STATE_DIR"
-    exports=$(deploy/local/services.sh up) && eval "$exports"
+    exports=$(deploy/local/services.sh up)
+    eval "$exports"
 fi
 echo "PGHOST=${PGHOST:-} PGPORT=${PGPORT:-} ORDERGATE_BROKERS=${ORDERGATE_BROKERS:-}"
 

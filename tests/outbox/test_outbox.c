@@ -1,0 +1,657 @@
+/* Outbox relay against the real database and broker: events written by the
+ * gate reach their topics with key, payload and headers intact, are marked
+ * published once acknowledged, are shared by concurrent relays exactly once
+ * (SKIP LOCKED), and stay unpublished when the broker cannot take them. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/cfg.h"
+#include "common/clock.h"
+#include "common/gate.h"
+#include "common/outbox.h"
+#include "common/signals.h"
+#include "support/testdb.h"
+#include "support/testutil.h"
+
+#define MAX_MSGS 1024
+
+struct fixture {
+    struct testdb t;
+    PGconn *raw;
+    struct db *db;
+    struct og_config cfg;
+};
+
+struct consumed {
+    char topic[160];
+    char key[GATE_ORDER_NO_MAX + 1];
+    char *value;
+    char id[24];
+    char type[48];
+};
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static int fixture_setup(struct fixture *f, const char *tag)
+{
+    struct og_error err = {0};
+    char name[128];
+
+    memset(f, 0, sizeof(*f));
+    testdb_create(&f->t, tag);
+    f->raw = testdb_connect(&f->t);
+    f->db = testdb_open(&f->t, "test_outbox");
+    assert_int_equal(cfg_init(&f->cfg, &err), OG_OK);
+    /* Unique topics per test: nothing from another run can be consumed. */
+    testutil_unique(name, sizeof(name), "og.test.events");
+    assert_int_equal(cfg_set(&f->cfg, "outbox.topic", name, &err), OG_OK);
+    testutil_unique(name, sizeof(name), "og.test.refunds");
+    assert_int_equal(cfg_set(&f->cfg, "outbox.refund_topic", name, &err), OG_OK);
+    testutil_unique(name, sizeof(name), "og.test.alerts");
+    assert_int_equal(cfg_set(&f->cfg, "outbox.alert_topic", name, &err), OG_OK);
+    testdb_exec(f->raw,
+                "INSERT INTO ordergate.inventory (sku, available) VALUES ('sku-a', 1000000)");
+    return 0;
+}
+
+static void fixture_teardown(struct fixture *f)
+{
+    db_free(f->db);
+    PQfinish(f->raw);
+    testdb_drop(&f->t);
+    cfg_free(&f->cfg);
+}
+
+static rd_kafka_t *producer_new(const char *brokers, int message_timeout_ms, bool with_dr)
+{
+    char errstr[512], timeout[16];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_t *rk;
+
+    snprintf(timeout, sizeof(timeout), "%d", message_timeout_ms);
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, errstr, sizeof(errstr)) ||
+        rd_kafka_conf_set(conf, "enable.idempotence", "true", errstr, sizeof(errstr)) ||
+        rd_kafka_conf_set(conf, "message.timeout.ms", timeout, errstr, sizeof(errstr)) ||
+        rd_kafka_conf_set(conf, "log_level", "3", errstr, sizeof(errstr)))
+        fail_msg("producer conf: %s", errstr);
+    if (with_dr)
+        rd_kafka_conf_set_dr_msg_cb(conf, outbox_dr_cb);
+    rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    if (rk == NULL)
+        fail_msg("producer: %s", errstr);
+    return rk;
+}
+
+static void producer_free(rd_kafka_t *rk)
+{
+    rd_kafka_flush(rk, 10000);
+    rd_kafka_destroy(rk);
+}
+
+static void place(struct fixture *f, const char *order_no, int64_t amount)
+{
+    struct og_error err = {0};
+    enum gate_outcome outcome;
+
+    if (gate_place(f->db, order_no, amount, "[{\"sku\":\"sku-a\",\"qty\":1}]", NULL,
+                   "2099-01-01T00:00:00Z", &outcome, &err) != OG_OK)
+        fail_msg("place %s: %s", order_no, err.msg);
+    assert_int_equal(outcome, GATE_PLACED);
+}
+
+static void close_order(struct fixture *f, const char *order_no)
+{
+    struct og_error err = {0};
+    enum gate_outcome outcome;
+    enum order_status status;
+
+    if (gate_close(f->db, order_no, "tester", "outbox test", &outcome, &status, &err) != OG_OK)
+        fail_msg("close %s: %s", order_no, err.msg);
+    assert_int_equal(outcome, GATE_CANCELLED);
+}
+
+static enum gate_outcome pay(struct fixture *f, const char *order_no, const char *txn,
+                             int64_t amount)
+{
+    struct og_error err = {0};
+    struct gate_payment_result r;
+
+    if (gate_claim_payment(f->db, order_no, txn, amount, "card", &r, &err) != OG_OK)
+        fail_msg("pay %s: %s", order_no, err.msg);
+    return r.outcome;
+}
+
+/* n cancelled orders named <prefix>-<i>: n order_cancelled events. */
+static void make_cancelled(struct fixture *f, const char *prefix, int n)
+{
+    char order_no[64];
+
+    for (int i = 0; i < n; i++) {
+        snprintf(order_no, sizeof(order_no), "%s-%d", prefix, i);
+        place(f, order_no, 1000 + i);
+        close_order(f, order_no);
+    }
+}
+
+static long unpublished(struct fixture *f)
+{
+    return testdb_scalar(f->raw,
+                         "SELECT count(*) FROM ordergate.outbox WHERE published_at IS NULL");
+}
+
+static const char *header(rd_kafka_message_t *m, const char *name, char *buf, size_t size)
+{
+    rd_kafka_headers_t *hdrs = NULL;
+    const void *val = NULL;
+    size_t len = 0;
+
+    buf[0] = '\0';
+    if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+        rd_kafka_header_get_last(hdrs, name, &val, &len) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+        val != NULL)
+        snprintf(buf, size, "%.*s", (int)len, (const char *)val);
+    return buf;
+}
+
+/* Reads the topics from the beginning with a fresh group until `expect`
+ * messages arrived, then `settle_ms` longer to catch any extra copy. */
+static size_t consume(const char *brokers, const char *const *topics, size_t ntopics,
+                      struct consumed *out, size_t max, size_t expect, int settle_ms)
+{
+    char errstr[512], group[128];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_topic_partition_list_t *subs;
+    rd_kafka_t *rk;
+    size_t n = 0;
+    int64_t deadline = clock_mono_ms() + 60000, settle_end = -1;
+
+    testutil_unique(group, sizeof(group), "og.test.outbox.reader");
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, errstr, sizeof(errstr)) ||
+        rd_kafka_conf_set(conf, "group.id", group, errstr, sizeof(errstr)) ||
+        rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", errstr, sizeof(errstr)) ||
+        rd_kafka_conf_set(conf, "enable.auto.commit", "false", errstr, sizeof(errstr)))
+        fail_msg("consumer conf: %s", errstr);
+    rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+    if (rk == NULL)
+        fail_msg("consumer: %s", errstr);
+    rd_kafka_poll_set_consumer(rk);
+    subs = rd_kafka_topic_partition_list_new((int)ntopics);
+    for (size_t i = 0; i < ntopics; i++)
+        rd_kafka_topic_partition_list_add(subs, topics[i], RD_KAFKA_PARTITION_UA);
+    assert_int_equal(rd_kafka_subscribe(rk, subs), RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_topic_partition_list_destroy(subs);
+
+    while (clock_mono_ms() < deadline && (settle_end < 0 || clock_mono_ms() < settle_end)) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
+        if (m == NULL)
+            continue;
+        if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR && n < max) {
+            struct consumed *c = &out[n++];
+            snprintf(c->topic, sizeof(c->topic), "%s", rd_kafka_topic_name(m->rkt));
+            snprintf(c->key, sizeof(c->key), "%.*s", (int)m->key_len, (const char *)m->key);
+            c->value = strndup((const char *)m->payload, m->len);
+            header(m, "ordergate-event-id", c->id, sizeof(c->id));
+            header(m, "ordergate-event-type", c->type, sizeof(c->type));
+        } else if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            n++; /* more than we can hold: counted, so the test sees it */
+        }
+        rd_kafka_message_destroy(m);
+        if (n >= expect && settle_end < 0)
+            settle_end = clock_mono_ms() + settle_ms;
+    }
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    return n;
+}
+
+static void consumed_free(struct consumed *c, size_t n)
+{
+    for (size_t i = 0; i < n && i < MAX_MSGS; i++)
+        free(c[i].value);
+}
+
+/* A TCP port on which nothing listens. */
+static int closed_port(void)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    close(fd);
+    return ntohs(sa.sin_port);
+}
+
+/* ---- tests -------------------------------------------------------------- */
+
+static void test_topic_mapping(void **state)
+{
+    struct og_config cfg;
+    struct og_error err = {0};
+
+    (void)state;
+    assert_int_equal(cfg_init(&cfg, &err), OG_OK);
+    cfg_set(&cfg, "outbox.topic", "ev", &err);
+    cfg_set(&cfg, "outbox.refund_topic", "rf", &err);
+    cfg_set(&cfg, "outbox.alert_topic", "al", &err);
+    assert_string_equal(outbox_topic_for(&cfg, "order_paid"), "ev");
+    assert_string_equal(outbox_topic_for(&cfg, "order_cancelled"), "ev");
+    assert_string_equal(outbox_topic_for(&cfg, "refund_requested"), "rf");
+    assert_string_equal(outbox_topic_for(&cfg, "reconciliation_alert"), "al");
+    assert_string_equal(outbox_topic_for(&cfg, "something_new"), "ev");
+    cfg_set(&cfg, "outbox.refund_topic", "", &err);
+    assert_string_equal(outbox_topic_for(&cfg, "refund_requested"), "ev");
+    cfg_free(&cfg);
+}
+
+static void test_relay_requires_dr_cb(void **state)
+{
+    struct fixture f;
+    rd_kafka_t *bare, *good;
+    struct outbox_relay *relay;
+
+    (void)state;
+    fixture_setup(&f, "outbox_drcb");
+    bare = producer_new(testutil_brokers(), 5000, false);
+    good = producer_new(testutil_brokers(), 5000, true);
+    assert_null(outbox_relay_new(f.db, bare, &f.cfg));
+    assert_null(outbox_relay_new(NULL, good, &f.cfg));
+    relay = outbox_relay_new(f.db, good, &f.cfg);
+    assert_non_null(relay);
+    outbox_relay_free(relay);
+    outbox_relay_free(NULL);
+    producer_free(bare);
+    producer_free(good);
+    fixture_teardown(&f);
+}
+
+/* Every event type the gate writes, published to its topic and read back. */
+static void test_publish_roundtrip(void **state)
+{
+    struct fixture f;
+    struct og_error err = {0};
+    struct outbox_relay *relay;
+    rd_kafka_t *producer;
+    struct consumed *got = calloc(MAX_MSGS, sizeof(*got));
+    const char *topics[3];
+    size_t published = 0, n;
+    long long backlog = -1;
+    PGresult *rows;
+    int nrows;
+
+    (void)state;
+    assert_non_null(got);
+    fixture_setup(&f, "outbox_roundtrip");
+    place(&f, "rt-cancel-1", 1500);
+    place(&f, "rt-cancel-2", 2500);
+    place(&f, "rt-paid-1", 3000);
+    place(&f, "rt-late-small", 1200);
+    place(&f, "rt-late-large", 900000);
+    close_order(&f, "rt-cancel-1");
+    close_order(&f, "rt-cancel-2");
+    assert_int_equal(pay(&f, "rt-paid-1", "txn-rt-1", 3000), GATE_PAID);
+    close_order(&f, "rt-late-small");
+    close_order(&f, "rt-late-large");
+    assert_int_equal(pay(&f, "rt-late-small", "txn-rt-2", 1200), GATE_LATE_PAYMENT);
+    assert_int_equal(pay(&f, "rt-late-large", "txn-rt-3", 900000), GATE_LATE_PAYMENT);
+    /* 4 cancels, 1 paid, 1 refund, 1 alert. */
+    assert_int_equal(unpublished(&f), 7);
+    assert_int_equal(outbox_backlog(f.db, &backlog, &err), OG_OK);
+    assert_int_equal(backlog, 7);
+
+    producer = producer_new(testutil_brokers(), 30000, true);
+    relay = outbox_relay_new(f.db, producer, &f.cfg);
+    assert_non_null(relay);
+    if (outbox_relay_step(relay, &published, &err) != OG_OK)
+        fail_msg("relay step: %s", err.msg);
+    assert_int_equal(published, 7);
+    assert_int_equal(unpublished(&f), 0);
+    assert_int_equal(outbox_backlog(f.db, &backlog, &err), OG_OK);
+    assert_int_equal(backlog, 0);
+    /* The transaction is over. */
+    assert_int_equal(PQtransactionStatus(db_conn(f.db)), PQTRANS_IDLE);
+
+    /* Nothing new: a second step publishes nothing. */
+    assert_int_equal(outbox_relay_step(relay, &published, &err), OG_OK);
+    assert_int_equal(published, 0);
+
+    topics[0] = f.cfg.outbox_topic;
+    topics[1] = f.cfg.outbox_refund_topic;
+    topics[2] = f.cfg.outbox_alert_topic;
+    n = consume(testutil_brokers(), topics, 3, got, MAX_MSGS, 7, 2000);
+    assert_int_equal(n, 7);
+
+    /* Each row matches exactly one message: key, payload, headers, topic. */
+    rows = PQexec(f.raw, "SELECT id, event_type, order_no, payload::text FROM ordergate.outbox "
+                         "ORDER BY id");
+    assert_int_equal(PQresultStatus(rows), PGRES_TUPLES_OK);
+    nrows = PQntuples(rows);
+    assert_int_equal(nrows, 7);
+    for (int i = 0; i < nrows; i++) {
+        const char *id = PQgetvalue(rows, i, 0);
+        const char *type = PQgetvalue(rows, i, 1);
+        int matches = 0;
+        for (size_t j = 0; j < n; j++) {
+            if (strcmp(got[j].id, id) != 0)
+                continue;
+            matches++;
+            assert_string_equal(got[j].type, type);
+            assert_string_equal(got[j].key, PQgetvalue(rows, i, 2));
+            assert_string_equal(got[j].value, PQgetvalue(rows, i, 3));
+            assert_string_equal(got[j].topic, outbox_topic_for(&f.cfg, type));
+        }
+        if (matches != 1)
+            fail_msg("outbox event %s (%s) was consumed %d times", id, type, matches);
+    }
+    /* The three topics were all used. */
+    assert_int_equal(
+        testdb_scalar(f.raw, "SELECT count(DISTINCT event_type) FROM ordergate.outbox"), 4);
+    PQclear(rows);
+
+    outbox_relay_free(relay);
+    producer_free(producer);
+    consumed_free(got, n);
+    free(got);
+    fixture_teardown(&f);
+}
+
+/* Rows locked by another session are skipped, not waited for. */
+static void test_skip_locked(void **state)
+{
+    struct fixture f;
+    struct og_error err = {0};
+    struct outbox_relay *relay;
+    rd_kafka_t *producer;
+    PGconn *other;
+    size_t published = 0;
+    int64_t t0;
+
+    (void)state;
+    fixture_setup(&f, "outbox_skip");
+    make_cancelled(&f, "sk", 10);
+    other = testdb_connect(&f.t);
+    testdb_exec(other, "BEGIN");
+    /* Another relay holds the four oldest events. */
+    assert_int_equal(testdb_scalar(other, "SELECT count(*) FROM ordergate.outbox_lock_batch(4)"),
+                     4);
+
+    producer = producer_new(testutil_brokers(), 30000, true);
+    relay = outbox_relay_new(f.db, producer, &f.cfg);
+    assert_non_null(relay);
+    t0 = clock_mono_ms();
+    if (outbox_relay_step(relay, &published, &err) != OG_OK)
+        fail_msg("relay step: %s", err.msg);
+    assert_int_equal(published, 6);
+    assert_true(clock_mono_ms() - t0 < 10000);
+    assert_int_equal(unpublished(&f), 4);
+    assert_int_equal(testdb_scalar(f.raw, "SELECT count(*) FROM ordergate.outbox "
+                                          "WHERE published_at IS NULL AND id IN "
+                                          "(SELECT id FROM ordergate.outbox ORDER BY id LIMIT 4)"),
+                     4);
+    /* Nothing else is free while they are held. */
+    assert_int_equal(outbox_relay_step(relay, &published, &err), OG_OK);
+    assert_int_equal(published, 0);
+
+    testdb_exec(other, "ROLLBACK");
+    assert_int_equal(outbox_relay_step(relay, &published, &err), OG_OK);
+    assert_int_equal(published, 4);
+    assert_int_equal(unpublished(&f), 0);
+
+    PQfinish(other);
+    outbox_relay_free(relay);
+    producer_free(producer);
+    fixture_teardown(&f);
+}
+
+struct relay_thread {
+    struct outbox_relay *relay;
+    size_t published;
+    int steps;
+    enum og_status st;
+    char msg[512];
+};
+
+static void *relay_thread_run(void *arg)
+{
+    struct relay_thread *rt = arg;
+    struct og_error err = {0};
+    size_t n;
+
+    /* Until a step finds nothing free: the other relay holds what is left,
+     * or all is published. */
+    for (;;) {
+        rt->st = outbox_relay_step(rt->relay, &n, &err);
+        if (rt->st != OG_OK) {
+            snprintf(rt->msg, sizeof(rt->msg), "%s", err.msg);
+            break;
+        }
+        rt->steps++;
+        rt->published += n;
+        if (n == 0)
+            break;
+    }
+    return NULL;
+}
+
+/* Two relays, two connections, two producers, one table: every event lands
+ * on the topic exactly once. */
+static void test_two_relays_exactly_once(void **state)
+{
+    enum { N = 300 };
+    struct fixture f;
+    struct og_config cfg2;
+    struct og_error err = {0};
+    struct db *db2;
+    rd_kafka_t *p1, *p2;
+    struct relay_thread rt[2];
+    pthread_t th[2];
+    struct consumed *got = calloc(MAX_MSGS, sizeof(*got));
+    const char *topics[1];
+    int *seen;
+    size_t n;
+    long first_id;
+
+    (void)state;
+    assert_non_null(got);
+    fixture_setup(&f, "outbox_two");
+    make_cancelled(&f, "two", N);
+    first_id = testdb_scalar(f.raw, "SELECT min(id) FROM ordergate.outbox");
+    /* Small batches so the relays take turns. */
+    assert_int_equal(cfg_set(&f.cfg, "outbox.batch", "15", &err), OG_OK);
+    cfg2 = f.cfg;
+    db2 = testdb_open(&f.t, "test_outbox_2");
+    p1 = producer_new(testutil_brokers(), 30000, true);
+    p2 = producer_new(testutil_brokers(), 30000, true);
+    memset(rt, 0, sizeof(rt));
+    rt[0].relay = outbox_relay_new(f.db, p1, &f.cfg);
+    rt[1].relay = outbox_relay_new(db2, p2, &cfg2);
+    assert_non_null(rt[0].relay);
+    assert_non_null(rt[1].relay);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, relay_thread_run, &rt[i]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < 2; i++)
+        if (rt[i].st != OG_OK)
+            fail_msg("relay %d: %s", i + 1, rt[i].msg);
+    print_message("relay 1 published %zu in %d steps, relay 2 published %zu in %d steps\n",
+                  rt[0].published, rt[0].steps, rt[1].published, rt[1].steps);
+    assert_int_equal(rt[0].published + rt[1].published, N);
+    assert_int_equal(unpublished(&f), 0);
+
+    topics[0] = f.cfg.outbox_topic;
+    n = consume(testutil_brokers(), topics, 1, got, MAX_MSGS, N, 3000);
+    assert_int_equal(n, N);
+    seen = calloc(N, sizeof(*seen));
+    assert_non_null(seen);
+    for (size_t j = 0; j < n; j++) {
+        long id = atol(got[j].id) - first_id;
+        assert_true(id >= 0 && id < N);
+        seen[id]++;
+        assert_string_equal(got[j].type, "order_cancelled");
+    }
+    for (int i = 0; i < N; i++)
+        if (seen[i] != 1)
+            fail_msg("event %ld consumed %d times", first_id + i, seen[i]);
+
+    free(seen);
+    outbox_relay_free(rt[0].relay);
+    outbox_relay_free(rt[1].relay);
+    producer_free(p1);
+    producer_free(p2);
+    db_free(db2);
+    consumed_free(got, n);
+    free(got);
+    fixture_teardown(&f);
+}
+
+/* The broker cannot be reached: every message fails, the batch is rolled
+ * back, nothing is marked, and a working relay later publishes it all. */
+static void test_broker_unreachable(void **state)
+{
+    struct fixture f;
+    struct og_error err = {0};
+    struct outbox_relay *relay, *good_relay;
+    rd_kafka_t *dead, *good;
+    char brokers[64];
+    size_t published = 99;
+    enum og_status st;
+
+    (void)state;
+    fixture_setup(&f, "outbox_down");
+    make_cancelled(&f, "down", 5);
+    snprintf(brokers, sizeof(brokers), "127.0.0.1:%d", closed_port());
+    dead = producer_new(brokers, 1500, true);
+    relay = outbox_relay_new(f.db, dead, &f.cfg);
+    assert_non_null(relay);
+
+    st = outbox_relay_step(relay, &published, &err);
+    assert_int_equal(st, OG_ERR_KAFKA);
+    assert_true(err.retriable);
+    assert_int_equal(published, 0);
+    assert_non_null(strstr(err.msg, "rolled back"));
+    assert_int_equal(unpublished(&f), 5);
+    /* Rolled back, not just unmarked: the rows are free for anyone. */
+    assert_int_equal(PQtransactionStatus(db_conn(f.db)), PQTRANS_IDLE);
+    assert_int_equal(testdb_scalar(f.raw, "SELECT count(*) FROM ordergate.outbox_lock_batch(100)"),
+                     5);
+
+    /* Again: same answer, nothing lost. */
+    og_error_clear(&err);
+    assert_int_equal(outbox_relay_step(relay, &published, &err), OG_ERR_KAFKA);
+    assert_true(err.retriable);
+    assert_int_equal(unpublished(&f), 5);
+    outbox_relay_free(relay);
+    producer_free(dead);
+
+    good = producer_new(testutil_brokers(), 30000, true);
+    good_relay = outbox_relay_new(f.db, good, &f.cfg);
+    assert_non_null(good_relay);
+    if (outbox_relay_step(good_relay, &published, &err) != OG_OK)
+        fail_msg("relay step: %s", err.msg);
+    assert_int_equal(published, 5);
+    assert_int_equal(unpublished(&f), 0);
+    outbox_relay_free(good_relay);
+    producer_free(good);
+    fixture_teardown(&f);
+}
+
+/* No report within the relay's timeout: rolled back, and no new batch while
+ * the old messages may still be delivered. */
+static void test_delivery_timeout(void **state)
+{
+    struct fixture f;
+    struct og_error err = {0};
+    struct outbox_relay *relay;
+    rd_kafka_t *dead;
+    char brokers[64];
+    size_t published = 99;
+
+    (void)state;
+    fixture_setup(&f, "outbox_timeout");
+    make_cancelled(&f, "slow", 3);
+    snprintf(brokers, sizeof(brokers), "127.0.0.1:%d", closed_port());
+    dead = producer_new(brokers, 4000, true);
+    relay = outbox_relay_new(f.db, dead, &f.cfg);
+    assert_non_null(relay);
+    outbox_relay_set_timeout(relay, 500);
+
+    assert_int_equal(outbox_relay_step(relay, &published, &err), OG_ERR_KAFKA);
+    assert_true(err.retriable);
+    assert_non_null(strstr(err.msg, "no delivery report"));
+    assert_int_equal(published, 0);
+    assert_int_equal(unpublished(&f), 3);
+    assert_int_equal(PQtransactionStatus(db_conn(f.db)), PQTRANS_IDLE);
+
+    og_error_clear(&err);
+    assert_int_equal(outbox_relay_step(relay, &published, &err), OG_ERR_KAFKA);
+    assert_true(err.retriable);
+    assert_non_null(strstr(err.msg, "earlier batch"));
+    /* No second copy was queued (3 messages plus, at most, a few events). */
+    assert_true(rd_kafka_outq_len(dead) >= 3 && rd_kafka_outq_len(dead) < 6);
+
+    /* Once the late reports are in (failures), the relay is free again. */
+    rd_kafka_flush(dead, 10000);
+    og_error_clear(&err);
+    assert_int_equal(outbox_relay_step(relay, &published, &err), OG_ERR_KAFKA);
+    assert_non_null(strstr(err.msg, "no delivery report"));
+    rd_kafka_flush(dead, 10000);
+    outbox_relay_free(relay);
+    producer_free(dead);
+    assert_int_equal(unpublished(&f), 3);
+    fixture_teardown(&f);
+}
+
+static void test_stop_requested(void **state)
+{
+    struct fixture f;
+    struct og_error err = {0};
+    struct outbox_relay *relay;
+    rd_kafka_t *producer;
+    size_t published = 99;
+
+    (void)state;
+    fixture_setup(&f, "outbox_stop");
+    make_cancelled(&f, "stop", 2);
+    producer = producer_new(testutil_brokers(), 30000, true);
+    relay = outbox_relay_new(f.db, producer, &f.cfg);
+    assert_non_null(relay);
+    signals_stop = 1;
+    assert_int_equal(outbox_relay_step(relay, &published, &err), OG_ERR_STOPPED);
+    signals_stop = 0;
+    assert_int_equal(published, 0);
+    assert_int_equal(unpublished(&f), 2);
+    assert_int_equal(rd_kafka_outq_len(producer), 0);
+    outbox_relay_free(relay);
+    producer_free(producer);
+    fixture_teardown(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_topic_mapping),           cmocka_unit_test(test_relay_requires_dr_cb),
+        cmocka_unit_test(test_publish_roundtrip),       cmocka_unit_test(test_skip_locked),
+        cmocka_unit_test(test_two_relays_exactly_once), cmocka_unit_test(test_broker_unreachable),
+        cmocka_unit_test(test_delivery_timeout),        cmocka_unit_test(test_stop_requested),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,170 @@
+#include "scanner/reconcile.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+
+#define RECON_MAX_ROWS 16
+
+static const struct db_stmt recon_stmt_check = {
+    "og_reconcile",
+    "SELECT invariant, name, violations, to_json(sample)::text FROM ordergate.reconcile("
+    "$1::timestamptz, make_interval(secs => $2::int), make_interval(secs => $3::int)) "
+    "ORDER BY invariant",
+    3};
+
+static const struct db_stmt recon_stmt_repair = {"og_reconcile_repair",
+                                                 "SELECT ordergate.reconcile_repair()", 0};
+
+struct recon_row {
+    int invariant;
+    char name[200];
+    int64_t violations;
+    char sample[800]; /* the first offending keys, comma-separated */
+};
+
+/* Turns the JSON array of keys into "a, b, c". Keys are order numbers, SKUs,
+ * coupon ids or transaction numbers: shown as stored. */
+static void recon_sample_format(const char *json, char *buf, size_t size)
+{
+    json_error_t jerr;
+    json_t *arr = json != NULL ? json_loads(json, 0, &jerr) : NULL;
+    size_t used = 0, i;
+    json_t *v;
+
+    buf[0] = '\0';
+    if (arr == NULL || !json_is_array(arr)) {
+        json_decref(arr);
+        return;
+    }
+    json_array_foreach(arr, i, v)
+    {
+        const char *s = json_is_string(v) ? json_string_value(v) : "null";
+        int n = snprintf(buf + used, size - used, "%s%s", i ? ", " : "", s);
+        if (n < 0 || (size_t)n >= size - used)
+            break;
+        used += (size_t)n;
+    }
+    json_decref(arr);
+}
+
+static enum og_status recon_check(struct db *db, const struct reconcile_params *p,
+                                  struct recon_row *rows, int *nrows, struct og_error *err)
+{
+    char grace[16], interval[16];
+    const char *params[3];
+    PGresult *res = NULL;
+    enum og_status st;
+
+    *nrows = 0;
+    snprintf(grace, sizeof(grace), "%d", p->grace_s);
+    snprintf(interval, sizeof(interval), "%d", p->scan_interval_s);
+    params[0] = p->since;
+    params[1] = grace;
+    params[2] = interval;
+    st = db_call(db, &recon_stmt_check, params, &res, err);
+    if (st != OG_OK)
+        goto out;
+    if (PQnfields(res) != 4 || PQntuples(res) < 1 || PQntuples(res) > RECON_MAX_ROWS) {
+        st = og_error_set(err, OG_ERR_INTERNAL, false,
+                          "reconcile returned %d columns and %d rows; expected 4 columns and "
+                          "one row per invariant",
+                          PQnfields(res), PQntuples(res));
+        goto out;
+    }
+    for (int i = 0; i < PQntuples(res); i++) {
+        struct recon_row *r = &rows[i];
+        r->invariant = atoi(PQgetvalue(res, i, 0));
+        snprintf(r->name, sizeof(r->name), "%s", PQgetvalue(res, i, 1));
+        r->violations = strtoll(PQgetvalue(res, i, 2), NULL, 10);
+        recon_sample_format(PQgetisnull(res, i, 3) ? NULL : PQgetvalue(res, i, 3), r->sample,
+                            sizeof(r->sample));
+    }
+    *nrows = PQntuples(res);
+out:
+    PQclear(res);
+    return st;
+}
+
+static int64_t recon_violations_of(const struct recon_row *rows, int nrows, int invariant)
+{
+    for (int i = 0; i < nrows; i++)
+        if (rows[i].invariant == invariant)
+            return rows[i].violations;
+    return 0;
+}
+
+enum og_status reconcile_run(struct db *db, const struct reconcile_params *p, FILE *out,
+                             struct reconcile_result *result, struct og_error *err)
+{
+    struct recon_row rows[RECON_MAX_ROWS];
+    int nrows = 0;
+    int64_t inv5_before = 0;
+    PGresult *res = NULL;
+    enum og_status st;
+    char q[900];
+
+    memset(result, 0, sizeof(*result));
+    st = recon_check(db, p, rows, &nrows, err);
+    if (st != OG_OK)
+        return st;
+
+    /* Invariant 5 is the one reconcile may repair: only the database knows
+     * which payments lack an exception, and the repair is idempotent. */
+    inv5_before = recon_violations_of(rows, nrows, 5);
+    if (p->repair && inv5_before > 0) {
+        st = db_call(db, &recon_stmt_repair, NULL, &res, err);
+        if (st == OG_OK && (PQnfields(res) != 1 || PQntuples(res) != 1))
+            st = og_error_set(err, OG_ERR_INTERNAL, false, "reconcile_repair: unexpected result");
+        if (st == OG_OK)
+            result->repaired = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+        PQclear(res);
+        if (st != OG_OK)
+            return st;
+        if (result->repaired > 0) {
+            log_warn("reconcile_repaired",
+                     "created=%" PRId64 " kind=late_payment resolution=manual_review",
+                     result->repaired);
+            st = recon_check(db, p, rows, &nrows, err);
+            if (st != OG_OK)
+                return st;
+        }
+    }
+
+    fprintf(out, "ordergate reconciliation: orders since %s, grace %d s, scanner interval %d s\n",
+            p->since != NULL ? p->since : "the beginning", p->grace_s, p->scan_interval_s);
+    fprintf(out, "  #  violations  invariant\n");
+    for (int i = 0; i < nrows; i++) {
+        const struct recon_row *r = &rows[i];
+        fprintf(out, "  %d  %-10" PRId64 "  %s\n", r->invariant, r->violations, r->name);
+        if (r->violations > 0) {
+            fprintf(out, "     first: %s\n", r->sample);
+            result->invariants_violated++;
+            result->violations += r->violations;
+            log_warn("reconcile_violation", "invariant=%d violations=%" PRId64 " first=%s",
+                     r->invariant, r->violations, log_quote(q, sizeof(q), r->sample));
+        }
+    }
+    if (result->repaired > 0)
+        fprintf(out,
+                "repair: created %" PRId64 " missing late-payment exception%s (manual review); "
+                "invariant 5 went from %" PRId64 " to %" PRId64 "\n",
+                result->repaired, result->repaired == 1 ? "" : "s", inv5_before,
+                recon_violations_of(rows, nrows, 5));
+    else if (!p->repair && inv5_before > 0)
+        fprintf(out, "repair: skipped (--dry-run)\n");
+    if (result->invariants_violated == 0)
+        fprintf(out, "result: clean: all %d invariants hold\n", nrows);
+    else
+        fprintf(out, "result: VIOLATED: %d invariant%s, %" PRId64 " violation%s\n",
+                result->invariants_violated, result->invariants_violated == 1 ? "" : "s",
+                result->violations, result->violations == 1 ? "" : "s");
+    fflush(out);
+    log_info("reconcile_done",
+             "invariants=%d invariants_violated=%d violations=%" PRId64 " repaired=%" PRId64, nrows,
+             result->invariants_violated, result->violations, result->repaired);
+    return OG_OK;
+}

@@ -1,0 +1,32 @@
+/* --reconcile: checks the seven invariants of SPEC section 3 with
+ * ordergate.reconcile() (schema/003), repairs what may be repaired (a
+ * successful payment that hit a cancelled order without its exception gets
+ * one, through ordergate.reconcile_repair()), and prints a report. */
+#ifndef OG_SCANNER_RECONCILE_H
+#define OG_SCANNER_RECONCILE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/db.h"
+#include "common/error.h"
+
+struct reconcile_params {
+    const char *since; /* timestamptz text; NULL = every order */
+    int grace_s;
+    int scan_interval_s; /* how often the sweep runs (invariant 6) */
+    bool repair;         /* false under --dry-run: report only */
+};
+
+struct reconcile_result {
+    int invariants_violated;
+    int64_t violations; /* total after any repair */
+    int64_t repaired;   /* exceptions created by reconcile_repair */
+};
+
+/* Writes the report to out. OG_OK means the check ran (violations or not). */
+enum og_status reconcile_run(struct db *db, const struct reconcile_params *params, FILE *out,
+                             struct reconcile_result *result, struct og_error *err);
+
+#endif

@@ -1,0 +1,70 @@
+/* The scanner's run log: the C face of schema/004_scanner.sql.
+ *
+ * One sweep run is one row of ordergate.scanner_runs: runlog_start() takes
+ * the sweep's advisory lock and writes the row ('running'), or writes a
+ * 'skipped' row when another run holds the lock; runlog_progress() records
+ * the totals and the keyset checkpoint after each batch; runlog_finish()
+ * writes the final status and releases the lock. Counters are absolute
+ * totals, so a call repeated by db_call() after a lost reply is harmless. */
+#ifndef OG_SCANNER_RUNLOG_H
+#define OG_SCANNER_RUNLOG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/db.h"
+#include "common/error.h"
+#include "common/gate.h"
+
+#define RUNLOG_TS_MAX 64
+
+/* Claim outcomes of every order a run sent to claim_cancel. */
+struct runlog_counts {
+    int batches;
+    int64_t scanned;
+    int64_t cancelled; /* missed by the consumer: the alarm */
+    int64_t already_cancelled;
+    int64_t already_paid;
+    int64_t not_due;
+    int64_t not_found;
+};
+
+/* Keyset position after the last finished batch; empty before the first. */
+struct runlog_checkpoint {
+    char expire_at[RUNLOG_TS_MAX]; /* timestamptz as the server printed it */
+    char order_no[GATE_ORDER_NO_MAX + 1];
+};
+
+struct runlog_settings {
+    int grace_s;
+    int batch_size;
+    int max_orders;  /* 0 = no cap */
+    int max_seconds; /* 0 = no cap */
+};
+
+struct runlog_start_result {
+    int64_t run_id;
+    bool skipped;      /* another run holds the lock; the row is already final */
+    char detail[256];  /* for a skipped run: who holds the lock */
+    int crashed_found; /* runs left 'running' by a dead process, now marked 'crashed' */
+};
+
+/* Starts a run. Every crashed run found is logged as a warning
+ * (event scanner_crashed_run) with its counters and checkpoint. */
+enum og_status runlog_start(struct db *db, const struct runlog_settings *settings,
+                            struct runlog_start_result *out, struct og_error *err);
+
+/* Records the totals so far. *still_running is false when another run has
+ * declared this one crashed (it then holds the lock: this run must stop). */
+enum og_status runlog_progress(struct db *db, int64_t run_id, const struct runlog_counts *counts,
+                               const struct runlog_checkpoint *cp, bool *still_running,
+                               struct og_error *err);
+
+/* Writes the final status ("done" or "failed"), why the run stopped and an
+ * optional detail; releases the sweep lock. *duration_ms may be NULL. */
+enum og_status runlog_finish(struct db *db, int64_t run_id, const char *status,
+                             const char *stop_reason, const char *detail,
+                             const struct runlog_counts *counts, const struct runlog_checkpoint *cp,
+                             int64_t *duration_ms, struct og_error *err);
+
+#endif

@@ -1,0 +1,124 @@
+#include "scanner/scanner_metrics.h"
+
+#include <stddef.h>
+
+#include "common/clock.h"
+#include "common/metrics.h"
+
+enum { SM_DONE, SM_FAILED, SM_SKIPPED, SM_NSTATUS };
+enum { SM_CANCELLED, SM_ALREADY_CANCELLED, SM_ALREADY_PAID, SM_NOT_DUE, SM_NOT_FOUND, SM_NOUTCOME };
+
+static const char *const sm_status_labels[SM_NSTATUS] = {"status=\"done\"", "status=\"failed\"",
+                                                         "status=\"skipped\""};
+static const char *const sm_outcome_labels[SM_NOUTCOME] = {
+    "outcome=\"cancelled\"", "outcome=\"already_cancelled\"", "outcome=\"already_paid\"",
+    "outcome=\"not_due\"", "outcome=\"not_found\""};
+
+static struct {
+    struct metric *missed;
+    struct metric *missed_total;
+    struct metric *last_ts;
+    struct metric *last_success;
+    struct metric *last_duration;
+    struct metric *last_status[SM_NSTATUS];
+    struct metric *last_orders[SM_NOUTCOME];
+    struct metric *last_batches;
+    struct metric *crashed_found;
+    struct metric *runs_total[SM_NSTATUS];
+    struct metric *page_seconds;
+    struct metric *claim_seconds;
+} sm;
+
+enum og_status scanner_metrics_init(struct og_error *err)
+{
+    static const double buckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                     0.25,  0.5,    1,     2.5,  5,     10};
+    size_t nb = sizeof(buckets) / sizeof(buckets[0]);
+    int ok = 1;
+
+    sm.missed = metric_register("ordergate_scanner_missed_orders",
+                                "Orders the last sweep had to cancel: the consumer missed them "
+                                "(alert when > 0)",
+                                METRIC_GAUGE, NULL, NULL, 0);
+    sm.missed_total =
+        metric_register("ordergate_scanner_missed_orders_total",
+                        "Orders cancelled by sweeps of this process (missed by the consumer)",
+                        METRIC_COUNTER, NULL, NULL, 0);
+    sm.last_ts =
+        metric_register("ordergate_scanner_last_run_timestamp_seconds",
+                        "Unix time at which the last run ended", METRIC_GAUGE, NULL, NULL, 0);
+    sm.last_success = metric_register("ordergate_scanner_last_run_success",
+                                      "1 when the last run ended done or skipped, 0 when it failed",
+                                      METRIC_GAUGE, NULL, NULL, 0);
+    sm.last_duration = metric_register("ordergate_scanner_last_run_duration_seconds",
+                                       "Duration of the last run", METRIC_GAUGE, NULL, NULL, 0);
+    sm.last_batches =
+        metric_register("ordergate_scanner_last_run_batches", "Batches claimed by the last run",
+                        METRIC_GAUGE, NULL, NULL, 0);
+    sm.crashed_found = metric_register(
+        "ordergate_scanner_crashed_runs_found",
+        "Runs left running by a dead process that the last run found and marked crashed",
+        METRIC_GAUGE, NULL, NULL, 0);
+    for (int i = 0; i < SM_NSTATUS; i++) {
+        sm.last_status[i] = metric_register("ordergate_scanner_last_run_status",
+                                            "1 for the status the last run ended with",
+                                            METRIC_GAUGE, sm_status_labels[i], NULL, 0);
+        sm.runs_total[i] =
+            metric_register("ordergate_scanner_runs_total", "Runs of this process by final status",
+                            METRIC_COUNTER, sm_status_labels[i], NULL, 0);
+        ok = ok && sm.last_status[i] && sm.runs_total[i];
+    }
+    for (int i = 0; i < SM_NOUTCOME; i++) {
+        sm.last_orders[i] = metric_register("ordergate_scanner_last_run_orders",
+                                            "Claim outcomes of the orders the last run scanned",
+                                            METRIC_GAUGE, sm_outcome_labels[i], NULL, 0);
+        ok = ok && sm.last_orders[i];
+    }
+    sm.page_seconds = metric_register("ordergate_scanner_page_seconds",
+                                      "Time of one keyset page query (scan_overdue)",
+                                      METRIC_HISTOGRAM, NULL, buckets, nb);
+    sm.claim_seconds =
+        metric_register("ordergate_scanner_claim_seconds", "Time of one batch claim (claim_cancel)",
+                        METRIC_HISTOGRAM, NULL, buckets, nb);
+    ok = ok && sm.missed && sm.missed_total && sm.last_ts && sm.last_success && sm.last_duration &&
+         sm.last_batches && sm.crashed_found && sm.page_seconds && sm.claim_seconds;
+    if (!ok)
+        return og_error_set(err, OG_ERR_NOMEM, false, "cannot register the scanner's metrics");
+    return OG_OK;
+}
+
+void scanner_metrics_record(const struct sweep_result *res)
+{
+    int s = res->status == SWEEP_DONE ? SM_DONE
+                                      : (res->status == SWEEP_SKIPPED ? SM_SKIPPED : SM_FAILED);
+    const int64_t by_outcome[SM_NOUTCOME] = {res->counts.cancelled, res->counts.already_cancelled,
+                                             res->counts.already_paid, res->counts.not_due,
+                                             res->counts.not_found};
+
+    metric_set(sm.missed, (double)res->counts.cancelled);
+    metric_inc(sm.missed_total, (double)res->counts.cancelled);
+    metric_set(sm.last_ts, (double)clock_wall_ms() / 1000.0);
+    metric_set(sm.last_success, s == SM_FAILED ? 0 : 1);
+    metric_set(sm.last_duration, res->duration_s);
+    metric_set(sm.last_batches, res->counts.batches);
+    metric_set(sm.crashed_found, res->crashed_found);
+    for (int i = 0; i < SM_NSTATUS; i++)
+        metric_set(sm.last_status[i], i == s ? 1 : 0);
+    metric_inc(sm.runs_total[s], 1);
+    for (int i = 0; i < SM_NOUTCOME; i++)
+        metric_set(sm.last_orders[i], (double)by_outcome[i]);
+}
+
+void scanner_metrics_batch(double page_s, double claim_s, void *arg)
+{
+    (void)arg;
+    metric_observe(sm.page_seconds, page_s);
+    metric_observe(sm.claim_seconds, claim_s);
+}
+
+enum og_status scanner_metrics_write(const char *path, struct og_error *err)
+{
+    if (path == NULL || *path == '\0')
+        return OG_OK;
+    return metrics_write_textfile(path, err);
+}

@@ -1,0 +1,23 @@
+/* The scanner's Prometheus metrics, written as a node_exporter textfile
+ * (scanner.textfile_path / --textfile) after every run: the scanner is a
+ * short-lived process, so nothing would be there to scrape; node_exporter's
+ * textfile collector (--collector.textfile.directory) exposes the file
+ * instead. Gauges named last_run_* describe the most recent run; *_total
+ * counters count since this process started (one run for cron, many with
+ * --every). */
+#ifndef OG_SCANNER_SCANNER_METRICS_H
+#define OG_SCANNER_SCANNER_METRICS_H
+
+#include "common/error.h"
+#include "scanner/sweep.h"
+
+/* Registers every metric; call once at startup. */
+enum og_status scanner_metrics_init(struct og_error *err);
+/* Sets the last-run gauges and adds to the counters. */
+void scanner_metrics_record(const struct sweep_result *res);
+/* A sweep_params.on_batch hook: observes the batch durations. */
+void scanner_metrics_batch(double page_s, double claim_s, void *arg);
+/* Writes the textfile atomically; path "" writes nothing. */
+enum og_status scanner_metrics_write(const char *path, struct og_error *err);
+
+#endif

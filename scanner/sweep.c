@@ -1,0 +1,414 @@
+#include "scanner/sweep.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/clock.h"
+#include "common/gate.h"
+#include "common/log.h"
+
+static const struct db_stmt sweep_stmt_page = {
+    "og_scan_page",
+    "SELECT order_no, expire_at FROM ordergate.scan_overdue(make_interval(secs => $1::int), "
+    "$2::timestamptz, $3, $4::int)",
+    4};
+
+static const struct db_stmt sweep_stmt_count = {
+    "og_scan_count",
+    "SELECT overdue, oldest_expire_at FROM ordergate.scan_overdue_count("
+    "make_interval(secs => $1::int))",
+    1};
+
+/* A session that sits idle this long (a client that vanished without
+ * closing its socket) is ended by the server, so its sweep lock cannot block
+ * every later run for hours. The scanner is never idle longer than a pause. */
+static const struct db_stmt sweep_stmt_idle_timeout = {
+    "og_scan_idle_timeout", "SELECT set_config('idle_session_timeout', $1, false)", 1};
+
+/* One page of the keyset walk. */
+struct sweep_page {
+    int n;
+    char (*order_no)[GATE_ORDER_NO_MAX + 1];
+    char (*expire_at)[RUNLOG_TS_MAX];
+    const char **ptrs; /* order_no[i], for gate_claim_cancel */
+    struct gate_cancel_row *rows;
+};
+
+static void sweep_page_free(struct sweep_page *page)
+{
+    if (page == NULL)
+        return;
+    free(page->order_no);
+    free(page->expire_at);
+    free(page->ptrs);
+    free(page->rows);
+    memset(page, 0, sizeof(*page));
+}
+
+static enum og_status sweep_page_alloc(struct sweep_page *page, int size, struct og_error *err)
+{
+    memset(page, 0, sizeof(*page));
+    page->order_no = calloc((size_t)size, sizeof(*page->order_no));
+    page->expire_at = calloc((size_t)size, sizeof(*page->expire_at));
+    page->ptrs = calloc((size_t)size, sizeof(*page->ptrs));
+    page->rows = calloc((size_t)size, sizeof(*page->rows));
+    if (page->order_no == NULL || page->expire_at == NULL || page->ptrs == NULL ||
+        page->rows == NULL) {
+        sweep_page_free(page);
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory for a batch of %d", size);
+    }
+    return OG_OK;
+}
+
+/* Fetches up to limit overdue orders after the checkpoint (from the start
+ * when the checkpoint is empty). */
+static enum og_status sweep_fetch(struct db *db, int grace_s, const struct runlog_checkpoint *cp,
+                                  int limit, struct sweep_page *page, struct og_error *err)
+{
+    char grace[16], lim[16];
+    const char *params[4];
+    PGresult *res = NULL;
+    enum og_status st;
+
+    page->n = 0;
+    snprintf(grace, sizeof(grace), "%d", grace_s);
+    snprintf(lim, sizeof(lim), "%d", limit);
+    params[0] = grace;
+    params[1] = cp->expire_at[0] ? cp->expire_at : NULL;
+    params[2] = cp->order_no[0] ? cp->order_no : NULL;
+    params[3] = lim;
+    st = db_call(db, &sweep_stmt_page, params, &res, err);
+    if (st != OG_OK)
+        goto out;
+    if (PQnfields(res) != 2 || PQntuples(res) > limit) {
+        st = og_error_set(err, OG_ERR_INTERNAL, false,
+                          "scan_overdue returned %d columns and %d rows for a page of %d",
+                          PQnfields(res), PQntuples(res), limit);
+        goto out;
+    }
+    for (int i = 0; i < PQntuples(res); i++) {
+        snprintf(page->order_no[i], sizeof(page->order_no[i]), "%s", PQgetvalue(res, i, 0));
+        snprintf(page->expire_at[i], sizeof(page->expire_at[i]), "%s", PQgetvalue(res, i, 1));
+        page->ptrs[i] = page->order_no[i];
+    }
+    page->n = PQntuples(res);
+out:
+    PQclear(res);
+    return st;
+}
+
+/* Adds one claim's outcomes to the totals; an outcome word this scanner does
+ * not know means the schema and the binary disagree: stop rather than guess. */
+static enum og_status sweep_tally(struct sweep_result *res, const struct gate_cancel_row *rows,
+                                  size_t nrows, struct og_error *err)
+{
+    struct runlog_counts *c = &res->counts;
+
+    for (size_t i = 0; i < nrows; i++) {
+        switch (rows[i].outcome) {
+        case GATE_CANCELLED:
+            c->cancelled++;
+            if (res->nmissed < SWEEP_SAMPLE_MAX)
+                snprintf(res->missed[res->nmissed++], sizeof(res->missed[0]), "%s",
+                         rows[i].order_no);
+            break;
+        case GATE_ALREADY_CANCELLED:
+            c->already_cancelled++;
+            break;
+        case GATE_ALREADY_PAID:
+            c->already_paid++;
+            break;
+        case GATE_NOT_DUE:
+            c->not_due++;
+            break;
+        case GATE_NOT_FOUND:
+            c->not_found++;
+            break;
+        default:
+            return og_error_set(err, OG_ERR_INTERNAL, false,
+                                "claim_cancel answered '%s' for order %s: not a cancel outcome",
+                                gate_outcome_str(rows[i].outcome), rows[i].order_no);
+        }
+    }
+    c->scanned += (int64_t)nrows;
+    return OG_OK;
+}
+
+/* The run must stay on the session that holds its lock. */
+static enum og_status sweep_check_session(struct db *db, int backend_pid, struct og_error *err)
+{
+    PGconn *conn = db_conn(db);
+    int now_pid = conn != NULL ? PQbackendPID(conn) : 0;
+
+    if (now_pid == backend_pid)
+        return OG_OK;
+    return og_error_set(err, OG_ERR_DB, true,
+                        "database session lost mid-run (backend pid %d, now %d): the sweep lock "
+                        "went with it; the next run starts over",
+                        backend_pid, now_pid);
+}
+
+void sweep_sleep_ms(long ms, volatile sig_atomic_t *stop)
+{
+    struct timespec ts;
+
+    while (ms > 0 && !(stop != NULL && *stop)) {
+        long slice = ms > 100 ? 100 : ms;
+        ts.tv_sec = 0;
+        ts.tv_nsec = slice * 1000000L;
+        nanosleep(&ts, NULL);
+        ms -= slice;
+    }
+}
+
+static void sweep_log_missed(const struct sweep_result *res)
+{
+    char list[SWEEP_SAMPLE_MAX * (GATE_ORDER_NO_MAX + 1) + 1] = "";
+    size_t used = 0;
+
+    if (res->counts.cancelled == 0)
+        return;
+    for (int i = 0; i < res->nmissed; i++)
+        used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", i ? "," : "",
+                                 res->missed[i]);
+    log_warn("scanner_missed_orders",
+             "run_id=%" PRId64 " cancelled=%" PRId64 " already_cancelled=%" PRId64
+             " already_paid=%" PRId64 " not_due=%" PRId64 " not_found=%" PRId64
+             " first_orders=%s msg=\"the consumer missed these orders; the scanner cancelled "
+             "them\"",
+             res->run_id, res->counts.cancelled, res->counts.already_cancelled,
+             res->counts.already_paid, res->counts.not_due, res->counts.not_found, list);
+}
+
+static enum og_status sweep_batches(struct db *db, const struct sweep_params *p,
+                                    struct sweep_result *res, int backend_pid, struct og_error *err)
+{
+    struct sweep_page page;
+    int64_t t_start = clock_mono_ms();
+    enum og_status st;
+
+    st = sweep_page_alloc(&page, p->batch_size, err);
+    if (st != OG_OK)
+        return st;
+    for (;;) {
+        int limit = p->batch_size;
+        size_t nrows = 0;
+        bool still_running = true;
+        int64_t t0, t1;
+
+        if (p->stop != NULL && *p->stop) {
+            res->stop_reason = "stopped";
+            break;
+        }
+        if (p->max_seconds > 0 && clock_mono_ms() - t_start >= (int64_t)p->max_seconds * 1000) {
+            res->stop_reason = "max_seconds";
+            break;
+        }
+        if (p->max_orders > 0) {
+            int64_t left = (int64_t)p->max_orders - res->counts.scanned;
+            if (left <= 0) {
+                res->stop_reason = "max_orders";
+                break;
+            }
+            if (left < limit)
+                limit = (int)left;
+        }
+
+        t0 = clock_mono_us();
+        st = sweep_fetch(db, p->grace_s, &res->checkpoint, limit, &page, err);
+        if (st == OG_OK)
+            st = sweep_check_session(db, backend_pid, err);
+        if (st != OG_OK)
+            break;
+        if (page.n == 0) {
+            res->stop_reason = "complete";
+            break;
+        }
+        t1 = clock_mono_us();
+        st = gate_claim_cancel(db, page.ptrs, (size_t)page.n, GATE_SRC_TIMEOUT_SCANNER, page.rows,
+                               &nrows, err);
+        if (st != OG_OK)
+            break;
+        /* Whatever session the claim ran on, its outcomes happened: count
+         * them before looking at the session. */
+        st = sweep_tally(res, page.rows, nrows, err);
+        if (st != OG_OK)
+            break;
+        res->counts.batches++;
+        snprintf(res->checkpoint.expire_at, sizeof(res->checkpoint.expire_at), "%s",
+                 page.expire_at[page.n - 1]);
+        snprintf(res->checkpoint.order_no, sizeof(res->checkpoint.order_no), "%s",
+                 page.order_no[page.n - 1]);
+        if (p->on_batch != NULL)
+            p->on_batch((double)(t1 - t0) / 1e6, (double)(clock_mono_us() - t1) / 1e6,
+                        p->on_batch_arg);
+        log_debug("scanner_batch",
+                  "run_id=%" PRId64 " batch=%d orders=%d page_ms=%.1f claim_ms=%.1f "
+                  "cancelled_total=%" PRId64,
+                  res->run_id, res->counts.batches, page.n, (double)(t1 - t0) / 1000.0,
+                  (double)(clock_mono_us() - t1) / 1000.0, res->counts.cancelled);
+        st = sweep_check_session(db, backend_pid, err);
+        if (st == OG_OK)
+            st = runlog_progress(db, res->run_id, &res->counts, &res->checkpoint, &still_running,
+                                 err);
+        if (st == OG_OK)
+            st = sweep_check_session(db, backend_pid, err);
+        if (st == OG_OK && !still_running)
+            st = og_error_set(err, OG_ERR_DB, false,
+                              "another run declared run %" PRId64
+                              " crashed and took the sweep lock; stopping",
+                              res->run_id);
+        if (st != OG_OK)
+            break;
+        if (page.n < limit) {
+            /* A short page: nothing more was overdue at that snapshot. */
+            res->stop_reason = "complete";
+            break;
+        }
+        if (p->pause_ms > 0)
+            sweep_sleep_ms(p->pause_ms, p->stop);
+    }
+    sweep_page_free(&page);
+    return st;
+}
+
+enum og_status sweep_run(struct db *db, const struct sweep_params *p, struct sweep_result *res,
+                         struct og_error *err)
+{
+    struct runlog_settings settings = {p->grace_s, p->batch_size, p->max_orders, p->max_seconds};
+    struct runlog_start_result start;
+    struct og_error ferr = {0};
+    char timeout[24];
+    const char *params[1];
+    int64_t t0 = clock_mono_us();
+    int64_t duration_ms = 0;
+    int backend_pid;
+    enum og_status st;
+    char q[600];
+
+    memset(res, 0, sizeof(*res));
+    res->status = SWEEP_FAILED;
+    res->stop_reason = "error";
+
+    if (p->batch_size < 1 || p->batch_size > GATE_BATCH_MAX) {
+        st = og_error_set(err, OG_ERR_ARG, false, "batch size %d is outside 1..%d", p->batch_size,
+                          GATE_BATCH_MAX);
+        goto out;
+    }
+    snprintf(timeout, sizeof(timeout), "%ld", (long)p->pause_ms + 60000L);
+    params[0] = timeout;
+    st = db_call(db, &sweep_stmt_idle_timeout, params, NULL, err);
+    if (st != OG_OK)
+        goto out;
+    st = runlog_start(db, &settings, &start, err);
+    if (st != OG_OK)
+        goto out;
+    res->run_id = start.run_id;
+    res->crashed_found = start.crashed_found;
+    if (start.skipped) {
+        res->status = SWEEP_SKIPPED;
+        res->stop_reason = "lock_held";
+        snprintf(res->detail, sizeof(res->detail), "%s", start.detail);
+        log_info("scanner_run_skipped", "run_id=%" PRId64 " detail=%s", res->run_id,
+                 log_quote(q, sizeof(q), start.detail));
+        goto out;
+    }
+    backend_pid = PQbackendPID(db_conn(db));
+    log_info("scanner_run_started",
+             "run_id=%" PRId64 " grace_s=%d batch_size=%d pause_ms=%d max_orders=%d "
+             "max_seconds=%d crashed_runs_found=%d",
+             res->run_id, p->grace_s, p->batch_size, p->pause_ms, p->max_orders, p->max_seconds,
+             start.crashed_found);
+
+    st = sweep_batches(db, p, res, backend_pid, err);
+    if (st != OG_OK) {
+        res->stop_reason = "error";
+        snprintf(res->detail, sizeof(res->detail), "%s", err != NULL ? err->msg : "error");
+    }
+    /* The final row is written even after an error, on whatever session
+     * db_call() can get; if the database is gone altogether the row stays
+     * 'running' and the next run reports it as crashed. */
+    if (runlog_finish(db, res->run_id, st == OG_OK ? "done" : "failed", res->stop_reason,
+                      st == OG_OK ? NULL : res->detail, &res->counts, &res->checkpoint,
+                      &duration_ms, &ferr) != OG_OK) {
+        log_error("scanner_run_finish_failed", "run_id=%" PRId64 " error=%s", res->run_id,
+                  log_quote(q, sizeof(q), ferr.msg));
+        if (st == OG_OK) {
+            st = og_error_set(err, ferr.status, ferr.retriable,
+                              "could not record the end of run %" PRId64 ": %s", res->run_id,
+                              ferr.msg);
+            res->stop_reason = "error";
+            snprintf(res->detail, sizeof(res->detail), "%s", ferr.msg);
+        }
+    }
+    res->status = st == OG_OK ? SWEEP_DONE : SWEEP_FAILED;
+out:
+    res->duration_s = (double)(clock_mono_us() - t0) / 1e6;
+    if (res->status == SWEEP_FAILED && res->detail[0] == '\0' && err != NULL)
+        snprintf(res->detail, sizeof(res->detail), "%s", err->msg);
+    sweep_log_missed(res);
+    if (res->status == SWEEP_DONE)
+        log_info("scanner_run_done",
+                 "run_id=%" PRId64 " stop_reason=%s batches=%d scanned=%" PRId64
+                 " cancelled=%" PRId64 " already_cancelled=%" PRId64 " already_paid=%" PRId64
+                 " not_due=%" PRId64 " not_found=%" PRId64 " duration_ms=%" PRId64,
+                 res->run_id, res->stop_reason, res->counts.batches, res->counts.scanned,
+                 res->counts.cancelled, res->counts.already_cancelled, res->counts.already_paid,
+                 res->counts.not_due, res->counts.not_found, duration_ms);
+    else if (res->status == SWEEP_FAILED)
+        log_error("scanner_run_failed",
+                  "run_id=%" PRId64 " batches=%d scanned=%" PRId64 " cancelled=%" PRId64
+                  " error=%s",
+                  res->run_id, res->counts.batches, res->counts.scanned, res->counts.cancelled,
+                  log_quote(q, sizeof(q), res->detail));
+    return res->status == SWEEP_FAILED ? st : OG_OK;
+}
+
+enum og_status sweep_preview(struct db *db, int grace_s, struct sweep_preview *out,
+                             struct og_error *err)
+{
+    char grace[16], lim[16];
+    const char *params[4];
+    PGresult *res = NULL;
+    enum og_status st;
+
+    memset(out, 0, sizeof(*out));
+    snprintf(grace, sizeof(grace), "%d", grace_s);
+    snprintf(lim, sizeof(lim), "%d", SWEEP_SAMPLE_MAX);
+    params[0] = grace;
+    st = db_call(db, &sweep_stmt_count, params, &res, err);
+    if (st != OG_OK)
+        goto out;
+    if (PQnfields(res) != 2 || PQntuples(res) != 1) {
+        st = og_error_set(err, OG_ERR_INTERNAL, false, "scan_overdue_count: unexpected result");
+        goto out;
+    }
+    out->overdue = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    if (!PQgetisnull(res, 0, 1))
+        snprintf(out->oldest_expire_at, sizeof(out->oldest_expire_at), "%s", PQgetvalue(res, 0, 1));
+    PQclear(res);
+    res = NULL;
+
+    params[1] = NULL;
+    params[2] = NULL;
+    params[3] = lim;
+    st = db_call(db, &sweep_stmt_page, params, &res, err);
+    if (st != OG_OK)
+        goto out;
+    if (PQnfields(res) != 2 || PQntuples(res) > SWEEP_SAMPLE_MAX) {
+        st = og_error_set(err, OG_ERR_INTERNAL, false, "scan_overdue: unexpected result");
+        goto out;
+    }
+    for (int i = 0; i < PQntuples(res); i++) {
+        snprintf(out->sample[i], sizeof(out->sample[i]), "%s", PQgetvalue(res, i, 0));
+        snprintf(out->sample_expire_at[i], sizeof(out->sample_expire_at[i]), "%s",
+                 PQgetvalue(res, i, 1));
+    }
+    out->nsample = PQntuples(res);
+out:
+    PQclear(res);
+    return st;
+}

@@ -1,0 +1,79 @@
+/* The fallback sweep: one run of the scanner.
+ *
+ * A run takes the sweep lock through the run log (or is skipped), then pages
+ * through pending orders with expire_at < now() - grace (database clock) in
+ * keyset order on the partial index, claims each page with
+ * gate_claim_cancel(GATE_SRC_TIMEOUT_SCANNER), records totals and checkpoint
+ * after every page, pauses, and stops when the pages run dry, at a cap (order
+ * count or seconds), on a stop request, or on an error. Correctness rests on
+ * the claim alone: a page may be stale by the time it is claimed (paid, held,
+ * cancelled by the consumer) and the claim reports that as an outcome.
+ *
+ * The run belongs to the database session that took the lock. If db_call()
+ * had to reconnect mid-run, the lock went with the old session: the run ends
+ * 'failed' (exit 1) and the next run starts over. */
+#ifndef OG_SCANNER_SWEEP_H
+#define OG_SCANNER_SWEEP_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "common/db.h"
+#include "common/error.h"
+#include "scanner/runlog.h"
+
+#define SWEEP_SAMPLE_MAX 10
+
+enum sweep_status { SWEEP_DONE, SWEEP_FAILED, SWEEP_SKIPPED };
+
+struct sweep_params {
+    int grace_s;
+    int batch_size;  /* 1..GATE_BATCH_MAX */
+    int pause_ms;    /* between batches */
+    int max_orders;  /* 0 = no cap */
+    int max_seconds; /* 0 = no cap; checked before each batch */
+    volatile sig_atomic_t *stop;
+    /* Optional: called after each claimed batch with the seconds spent on
+     * the page query and on the claim. */
+    void (*on_batch)(double page_s, double claim_s, void *arg);
+    void *on_batch_arg;
+};
+
+struct sweep_result {
+    enum sweep_status status;
+    int64_t run_id; /* 0 when no run row could be written */
+    struct runlog_counts counts;
+    struct runlog_checkpoint checkpoint;
+    /* complete | max_orders | max_seconds | stopped | lock_held | error */
+    const char *stop_reason;
+    int crashed_found;
+    double duration_s; /* wall time of the run as this process saw it */
+    /* The first orders this run had to cancel: the consumer missed them. */
+    int nmissed;
+    char missed[SWEEP_SAMPLE_MAX][GATE_ORDER_NO_MAX + 1];
+    char detail[512]; /* why it failed or was skipped */
+};
+
+/* Runs one sweep. Returns OG_OK when the run ended done or skipped; on
+ * failure res->status is SWEEP_FAILED, err says why, and the run row says
+ * 'failed' when the database still accepted that. */
+enum og_status sweep_run(struct db *db, const struct sweep_params *params, struct sweep_result *res,
+                         struct og_error *err);
+
+struct sweep_preview {
+    int64_t overdue;
+    char oldest_expire_at[RUNLOG_TS_MAX]; /* "" when nothing is overdue */
+    int nsample;
+    char sample[SWEEP_SAMPLE_MAX][GATE_ORDER_NO_MAX + 1];
+    char sample_expire_at[SWEEP_SAMPLE_MAX][RUNLOG_TS_MAX];
+};
+
+/* The dry run: what a sweep with this grace would claim now. Reads only:
+ * no lock, no run row, no claim. */
+enum og_status sweep_preview(struct db *db, int grace_s, struct sweep_preview *out,
+                             struct og_error *err);
+
+/* Sleeps ms milliseconds in short slices; returns early when *stop is set. */
+void sweep_sleep_ms(long ms, volatile sig_atomic_t *stop);
+
+#endif

@@ -1,0 +1,288 @@
+#include "common/codec.h"
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/clock.h"
+
+/* Copies at most 64 bytes of untrusted input into buf with every byte that is
+ * not printable ASCII replaced, so a reason text never carries control bytes
+ * or broken UTF-8 into logs and headers. */
+static const char *codec_printable(char *buf, size_t size, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    size_t n = len < 64 ? len : 64;
+    size_t o = 0;
+
+    for (size_t i = 0; i < n && o + 1 < size; i++)
+        buf[o++] = (p[i] >= 0x20 && p[i] < 0x7f && p[i] != '\'') ? (char)p[i] : '?';
+    if (len > n && o + 3 < size) {
+        memcpy(buf + o, "...", 3);
+        o += 3;
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+static enum og_status codec_fail(struct og_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static enum og_status codec_fail(struct og_error *err, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err == NULL)
+        return OG_ERR_DECODE;
+    err->status = OG_ERR_DECODE;
+    err->retriable = false; /* the same bytes will fail the same way */
+    err->sqlstate[0] = '\0';
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+    va_end(ap);
+    return OG_ERR_DECODE;
+}
+
+/* Parses the value into a JSON object and checks the version field.
+ * On OG_OK the caller owns *root. */
+static enum og_status codec_open(const void *value, size_t value_len, json_t **root,
+                                 struct og_error *err)
+{
+    json_error_t jerr;
+    json_t *v;
+    json_t *obj;
+
+    *root = NULL;
+    if (value_len > CODEC_VALUE_MAX)
+        return codec_fail(err, "too_large: %zu bytes (limit %d)", value_len, CODEC_VALUE_MAX);
+    if (value == NULL || value_len == 0)
+        return codec_fail(err, "empty: the message has no value");
+    /* Duplicate keys are refused: {"order_no":"a","order_no":"b"} has no
+     * single meaning, and different readers would pick different ones. */
+    obj = json_loadb(value, value_len, JSON_REJECT_DUPLICATES, &jerr);
+    if (obj == NULL) {
+        char text[sizeof(jerr.text) + 1];
+        codec_printable(text, sizeof(text), jerr.text, strlen(jerr.text));
+        return codec_fail(err, "bad_json: %s at byte %d", text, jerr.position);
+    }
+    if (!json_is_object(obj)) {
+        json_decref(obj);
+        return codec_fail(err, "not_object: the value must be a JSON object");
+    }
+    v = json_object_get(obj, "v");
+    if (v == NULL) {
+        json_decref(obj);
+        return codec_fail(err, "missing_field: v");
+    }
+    if (!json_is_integer(v)) {
+        json_decref(obj);
+        return codec_fail(err, "bad_type: v must be an integer");
+    }
+    if (json_integer_value(v) != CODEC_VERSION) {
+        long long ver = json_integer_value(v);
+        json_decref(obj);
+        return codec_fail(err, "unknown_version: v=%lld (this build reads v=%d)", ver,
+                          CODEC_VERSION);
+    }
+    *root = obj;
+    return OG_OK;
+}
+
+/* Fetches a string member; *s points into root (valid while root lives). */
+static enum og_status codec_get_string(json_t *root, const char *name, const char **s, size_t *len,
+                                       struct og_error *err)
+{
+    json_t *f = json_object_get(root, name);
+
+    if (f == NULL)
+        return codec_fail(err, "missing_field: %s", name);
+    if (!json_is_string(f))
+        return codec_fail(err, "bad_type: %s must be a string", name);
+    *s = json_string_value(f);
+    *len = json_string_length(f);
+    return OG_OK;
+}
+
+static enum og_status codec_get_order_no(json_t *root, const void *key, size_t key_len, char *out,
+                                         struct og_error *err)
+{
+    char shown[80], shown_key[80];
+    const char *s;
+    size_t len;
+    enum og_status st = codec_get_string(root, "order_no", &s, &len, err);
+
+    if (st != OG_OK)
+        return st;
+    if (!gate_order_no_valid(s, len))
+        return codec_fail(err, "bad_order_no: '%s' (1 to %d of A-Z a-z 0-9 . _ : -)",
+                          codec_printable(shown, sizeof(shown), s, len), GATE_ORDER_NO_MAX);
+    /* An empty key counts as no key: some clients cannot send a null key. */
+    if (key != NULL && key_len > 0 && (key_len != len || memcmp(key, s, len) != 0))
+        return codec_fail(err, "key_mismatch: key '%s' differs from order_no '%s'",
+                          codec_printable(shown_key, sizeof(shown_key), key, key_len),
+                          codec_printable(shown, sizeof(shown), s, len));
+    memcpy(out, s, len);
+    out[len] = '\0';
+    return OG_OK;
+}
+
+enum og_status codec_decode_cancel(const void *key, size_t key_len, const void *value,
+                                   size_t value_len, struct codec_cancel *out, struct og_error *err)
+{
+    char shown[80];
+    json_t *root = NULL;
+    const char *due;
+    size_t due_len;
+    int64_t ms;
+    enum og_status st;
+
+    memset(out, 0, sizeof(*out));
+    st = codec_open(value, value_len, &root, err);
+    if (st != OG_OK)
+        return st;
+    st = codec_get_order_no(root, key, key_len, out->order_no, err);
+    if (st != OG_OK)
+        goto out;
+    st = codec_get_string(root, "due_at", &due, &due_len, err);
+    if (st != OG_OK)
+        goto out;
+    if (due_len > CODEC_DUE_AT_MAX || clock_parse_iso(due, due_len, &ms) != 0) {
+        st = codec_fail(err, "bad_due_at: '%s' is not an RFC 3339 time with a zone",
+                        codec_printable(shown, sizeof(shown), due, due_len));
+        goto out;
+    }
+    out->due_ms = ms;
+out:
+    json_decref(root);
+    if (st != OG_OK)
+        memset(out, 0, sizeof(*out));
+    return st;
+}
+
+static int codec_channel_valid(const char *s, size_t len)
+{
+    if (len == 0 || len > CODEC_CHANNEL_MAX)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7f)
+            return 0;
+    return 1;
+}
+
+enum og_status codec_decode_payment(const void *key, size_t key_len, const void *value,
+                                    size_t value_len, struct codec_payment *out,
+                                    struct og_error *err)
+{
+    char shown[80];
+    json_t *root = NULL;
+    json_t *amount;
+    const char *s;
+    size_t len;
+    enum og_status st;
+
+    memset(out, 0, sizeof(*out));
+    st = codec_open(value, value_len, &root, err);
+    if (st != OG_OK)
+        return st;
+    st = codec_get_order_no(root, key, key_len, out->order_no, err);
+    if (st != OG_OK)
+        goto out;
+    st = codec_get_string(root, "txn_no", &s, &len, err);
+    if (st != OG_OK)
+        goto out;
+    if (!gate_txn_no_valid(s, len)) {
+        st = codec_fail(err, "bad_txn_no: '%s' (1 to %d of A-Z a-z 0-9 . _ : -)",
+                        codec_printable(shown, sizeof(shown), s, len), GATE_TXN_NO_MAX);
+        goto out;
+    }
+    memcpy(out->txn_no, s, len);
+    out->txn_no[len] = '\0';
+    amount = json_object_get(root, "amount_cents");
+    if (amount == NULL) {
+        st = codec_fail(err, "missing_field: amount_cents");
+        goto out;
+    }
+    if (!json_is_integer(amount)) {
+        st = codec_fail(err, "bad_type: amount_cents must be an integer");
+        goto out;
+    }
+    if (json_integer_value(amount) <= 0 || json_integer_value(amount) > CODEC_AMOUNT_MAX) {
+        st = codec_fail(err, "bad_amount: %lld (must be 1 to %lld)",
+                        (long long)json_integer_value(amount), CODEC_AMOUNT_MAX);
+        goto out;
+    }
+    out->amount_cents = json_integer_value(amount);
+    st = codec_get_string(root, "channel", &s, &len, err);
+    if (st != OG_OK)
+        goto out;
+    if (!codec_channel_valid(s, len)) {
+        st = codec_fail(err, "bad_channel: '%s' (1 to %d printable ASCII characters)",
+                        codec_printable(shown, sizeof(shown), s, len), CODEC_CHANNEL_MAX);
+        goto out;
+    }
+    memcpy(out->channel, s, len);
+    out->channel[len] = '\0';
+out:
+    json_decref(root);
+    if (st != OG_OK)
+        memset(out, 0, sizeof(*out));
+    return st;
+}
+
+/* Serialises obj into buf; jansson escapes every string for us. */
+static enum og_status codec_dump(json_t *obj, char *buf, size_t size, size_t *len,
+                                 struct og_error *err)
+{
+    size_t n;
+
+    if (obj == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    n = json_dumpb(obj, buf, size, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(obj);
+    if (n == 0)
+        return og_error_set(err, OG_ERR_NOMEM, false, "cannot serialise the message");
+    if (n >= size)
+        return og_error_set(err, OG_ERR_ARG, false, "buffer of %zu bytes is too small (%zu)", size,
+                            n + 1);
+    buf[n] = '\0';
+    *len = n;
+    return OG_OK;
+}
+
+enum og_status codec_encode_cancel(const char *order_no, int64_t due_ms, char *buf, size_t size,
+                                   size_t *len, struct og_error *err)
+{
+    char due[32];
+
+    *len = 0;
+    if (order_no == NULL || !gate_order_no_valid(order_no, strlen(order_no)))
+        return og_error_set(err, OG_ERR_ARG, false, "invalid order number");
+    /* Years 0..9999 only: the decoder reads exactly four year digits. */
+    if (due_ms < -62167219200000LL || due_ms > 253402300799999LL)
+        return og_error_set(err, OG_ERR_ARG, false, "due time %lld is out of range",
+                            (long long)due_ms);
+    clock_format_iso(due_ms, due, sizeof(due));
+    return codec_dump(
+        json_pack("{s:i, s:s, s:s}", "v", CODEC_VERSION, "order_no", order_no, "due_at", due), buf,
+        size, len, err);
+}
+
+enum og_status codec_encode_payment(const struct codec_payment *p, char *buf, size_t size,
+                                    size_t *len, struct og_error *err)
+{
+    *len = 0;
+    if (!gate_order_no_valid(p->order_no, strlen(p->order_no)))
+        return og_error_set(err, OG_ERR_ARG, false, "invalid order number");
+    if (!gate_txn_no_valid(p->txn_no, strlen(p->txn_no)))
+        return og_error_set(err, OG_ERR_ARG, false, "invalid transaction number");
+    if (p->amount_cents <= 0 || p->amount_cents > CODEC_AMOUNT_MAX)
+        return og_error_set(err, OG_ERR_ARG, false, "amount must be 1 to %lld cents",
+                            CODEC_AMOUNT_MAX);
+    if (!codec_channel_valid(p->channel, strlen(p->channel)))
+        return og_error_set(err, OG_ERR_ARG, false, "invalid payment channel");
+    return codec_dump(json_pack("{s:i, s:s, s:s, s:I, s:s}", "v", CODEC_VERSION, "order_no",
+                                p->order_no, "txn_no", p->txn_no, "amount_cents",
+                                (json_int_t)p->amount_cents, "channel", p->channel),
+                      buf, size, len, err);
+}

@@ -1,0 +1,70 @@
+/* The message contract of SPEC section 4: versioned JSON values on Kafka.
+ *
+ * Delayed cancel message (delay topics, key = order number):
+ *   {"v":1,"order_no":"A-1001","due_at":"2026-11-30T16:00:00.000Z"}
+ * Payment result (optional payments topic, key = order number):
+ *   {"v":1,"order_no":"A-1001","txn_no":"T-77","amount_cents":1999,"channel":"card"}
+ *
+ * Decoding is strict, because whatever passes goes to the database as is:
+ * the value is one JSON object of at most CODEC_VALUE_MAX bytes without
+ * duplicate keys; "v" is the integer 1 (any other integer is an unknown
+ * version, refused rather than guessed at); order_no and txn_no follow the
+ * gate's character rules; due_at is RFC 3339 with a zone; amount_cents is a
+ * positive integer; channel is 1..CODEC_CHANNEL_MAX printable ASCII
+ * characters. A non-empty key must equal order_no (a producer that keyed the
+ * message by something else partitions it wrongly). Fields not named here
+ * are ignored, so producers may add some without breaking us.
+ *
+ * On failure the functions return OG_ERR_DECODE and err->msg starts with a
+ * stable reason code, then ": " and details, e.g.
+ * "unknown_version: v=2". The codes: too_large, empty, bad_json, not_object,
+ * missing_field, bad_type, unknown_version, bad_order_no, key_mismatch,
+ * bad_due_at, bad_txn_no, bad_amount, bad_channel. The consumer copies that
+ * text into the dead-letter header ordergate-reason.
+ *
+ * Pure functions: no global state, safe from any thread, never abort on any
+ * input (a libFuzzer target in tests/fuzz/ holds them to that). */
+#ifndef OG_COMMON_CODEC_H
+#define OG_COMMON_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "common/gate.h"
+
+#define CODEC_VERSION     1
+#define CODEC_VALUE_MAX   4096 /* bytes of JSON; a real message is below 200 */
+#define CODEC_CHANNEL_MAX 64
+#define CODEC_DUE_AT_MAX  40 /* the longest RFC 3339 form clock_parse_iso accepts is 35 */
+#define CODEC_AMOUNT_MAX  1000000000000000LL /* 10^15 cents: anything above is garbage */
+
+struct codec_cancel {
+    char order_no[GATE_ORDER_NO_MAX + 1];
+    int64_t due_ms; /* Unix epoch milliseconds, UTC */
+};
+
+struct codec_payment {
+    char order_no[GATE_ORDER_NO_MAX + 1];
+    char txn_no[GATE_TXN_NO_MAX + 1];
+    int64_t amount_cents;
+    char channel[CODEC_CHANNEL_MAX + 1];
+};
+
+/* key may be NULL (no key); value may be NULL only with value_len 0. */
+enum og_status codec_decode_cancel(const void *key, size_t key_len, const void *value,
+                                   size_t value_len, struct codec_cancel *out,
+                                   struct og_error *err);
+enum og_status codec_decode_payment(const void *key, size_t key_len, const void *value,
+                                    size_t value_len, struct codec_payment *out,
+                                    struct og_error *err);
+
+/* Encode a message value (compact JSON, fields in contract order) into buf.
+ * *len receives its length without a NUL (buf is NUL-terminated when it fits).
+ * The same validation as decoding applies: what we write we could read. */
+enum og_status codec_encode_cancel(const char *order_no, int64_t due_ms, char *buf, size_t size,
+                                   size_t *len, struct og_error *err);
+enum og_status codec_encode_payment(const struct codec_payment *p, char *buf, size_t size,
+                                    size_t *len, struct og_error *err);
+
+#endif

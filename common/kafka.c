@@ -1,0 +1,391 @@
+#include "common/kafka.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+
+/* Properties kafka.properties may not set, and why (see kafka.h). */
+static const struct {
+    const char *name;
+    const char *refused_value; /* NULL: any value is refused */
+    const char *why;
+} kafka_reserved[] = {
+    {"bootstrap.servers", NULL, "use kafka.brokers (or --brokers)"},
+    {"metadata.broker.list", NULL, "use kafka.brokers (or --brokers)"},
+    {"group.id", NULL, "use kafka.group (or --group)"},
+    {"queued.max.messages.kbytes", NULL, "use kafka.queued_max_kbytes"},
+    {"enable.auto.offset.store", NULL,
+     "offsets are stored by ordergate only after the database commit"},
+    {"enable.auto.commit", "false",
+     "the offsets ordergate stores are committed by the background auto-commit"},
+    {"enable.idempotence", "false", "ordergate's producers are always idempotent"},
+};
+
+static enum og_status kafka_set(rd_kafka_conf_t *conf, const char *name, const char *value,
+                                struct og_error *err)
+{
+    char errstr[512];
+
+    if (rd_kafka_conf_set(conf, name, value, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
+        return og_error_set(err, OG_ERR_CONFIG, false, "kafka property %s: %s", name, errstr);
+    return OG_OK;
+}
+
+/* Splits "name=value" and checks it against the reserved list. */
+static enum og_status kafka_prop_split(const char *prop, char *name, size_t name_size,
+                                       const char **value, struct og_error *err)
+{
+    const char *eq = strchr(prop, '=');
+    size_t len;
+
+    if (eq == NULL || eq == prop)
+        return og_error_set(err, OG_ERR_CONFIG, false,
+                            "kafka.properties: '%.64s...' is not of the form name=value", prop);
+    len = (size_t)(eq - prop);
+    if (len >= name_size)
+        return og_error_set(err, OG_ERR_CONFIG, false,
+                            "kafka.properties: property name '%.64s...' is too long", prop);
+    memcpy(name, prop, len);
+    name[len] = '\0';
+    *value = eq + 1;
+    for (size_t i = 0; i < sizeof(kafka_reserved) / sizeof(kafka_reserved[0]); i++) {
+        if (strcmp(name, kafka_reserved[i].name) != 0)
+            continue;
+        if (kafka_reserved[i].refused_value == NULL ||
+            strcmp(*value, kafka_reserved[i].refused_value) == 0)
+            return og_error_set(err, OG_ERR_CONFIG, false,
+                                "kafka.properties: %s may not be set here: %s", name,
+                                kafka_reserved[i].why);
+    }
+    return OG_OK;
+}
+
+static void kafka_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    struct kafka_delivery *d = m->_private;
+
+    (void)opaque;
+    if (d != NULL) {
+        d->err = m->err;
+        d->done = true;
+    } else if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        log_warn("kafka_delivery_failed", "client=%s topic=%s error=%s", rd_kafka_name(rk),
+                 m->rkt ? rd_kafka_topic_name(m->rkt) : "?", rd_kafka_err2name(m->err));
+    }
+}
+
+void kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+    char q[1024];
+    enum log_level lvl = level <= 3   ? LOG_LVL_ERROR
+                         : level == 4 ? LOG_LVL_WARN
+                         : level <= 6 ? LOG_LVL_INFO
+                                      : LOG_LVL_DEBUG;
+
+    if (!log_enabled(lvl))
+        return;
+    log_emit(lvl, "kafka_log", "client=%s fac=%s msg=%s", rk ? rd_kafka_name(rk) : "?",
+             fac ? fac : "?", log_quote(q, sizeof(q), buf));
+}
+
+void kafka_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque)
+{
+    char q[600], fatal[512];
+
+    (void)opaque;
+    if (code == RD_KAFKA_RESP_ERR__FATAL) {
+        rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, fatal, sizeof(fatal));
+        log_error("kafka_fatal", "client=%s code=%s reason=%s", rd_kafka_name(rk),
+                  rd_kafka_err2name(orig), log_quote(q, sizeof(q), fatal));
+        return;
+    }
+    /* Broker connections come and go; librdkafka reconnects by itself. */
+    log_warn("kafka_error", "client=%s code=%s reason=%s", rd_kafka_name(rk),
+             rd_kafka_err2name((rd_kafka_resp_err_t)code), log_quote(q, sizeof(q), reason));
+}
+
+enum og_status kafka_conf_new(const struct og_config *cfg, enum kafka_role role,
+                              const char *client_id, rd_kafka_conf_t **out, struct og_error *err)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    enum og_status st = OG_OK;
+    char num[32];
+
+    *out = NULL;
+    if (conf == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    if (cfg->brokers == NULL || *cfg->brokers == '\0') {
+        st = og_error_set(err, OG_ERR_CONFIG, false, "kafka.brokers is empty");
+        goto fail;
+    }
+    /* 1. defaults */
+    st = kafka_set(conf, "bootstrap.servers", cfg->brokers, err);
+    if (st == OG_OK)
+        st = kafka_set(conf, "client.id", client_id ? client_id : "ordergate", err);
+    if (role == KAFKA_ROLE_CONSUMER) {
+        snprintf(num, sizeof(num), "%d", cfg->queued_max_kbytes);
+        if (st == OG_OK)
+            st = kafka_set(conf, "partition.assignment.strategy", "cooperative-sticky", err);
+        if (st == OG_OK)
+            st = kafka_set(conf, "auto.offset.reset", "earliest", err);
+        if (st == OG_OK)
+            st = kafka_set(conf, "enable.auto.commit", "true", err);
+        if (st == OG_OK)
+            st = kafka_set(conf, "queued.max.messages.kbytes", num, err);
+        /* The prefetch bound above "may be overshot by fetch.message.max.bytes"
+         * per partition; our messages are ~150 bytes, so 64 KiB per fetch is
+         * plenty and keeps the overshoot small. librdkafka grows it by itself
+         * for a larger (garbage) message. */
+        if (st == OG_OK)
+            st = kafka_set(conf, "fetch.message.max.bytes", "65536", err);
+    } else {
+        rd_kafka_conf_set_dr_msg_cb(conf, kafka_dr_cb);
+    }
+    if (st != OG_OK)
+        goto fail;
+    /* 2. kafka.properties, verbatim */
+    for (size_t i = 0; i < cfg->kafka_props_n; i++) {
+        char name[256];
+        const char *value = NULL;
+        st = kafka_prop_split(cfg->kafka_props[i], name, sizeof(name), &value, err);
+        if (st == OG_OK)
+            st = kafka_set(conf, name, value, err);
+        if (st != OG_OK)
+            goto fail;
+    }
+    /* 3. what correctness rests on */
+    if (role == KAFKA_ROLE_CONSUMER) {
+        if (cfg->group == NULL || *cfg->group == '\0') {
+            st = og_error_set(err, OG_ERR_CONFIG, false, "kafka.group is empty");
+            goto fail;
+        }
+        st = kafka_set(conf, "group.id", cfg->group, err);
+        if (st == OG_OK)
+            st = kafka_set(conf, "enable.auto.offset.store", "false", err);
+    } else {
+        st = kafka_set(conf, "enable.idempotence", "true", err);
+    }
+    if (st != OG_OK)
+        goto fail;
+    rd_kafka_conf_set_log_cb(conf, kafka_log_cb);
+    rd_kafka_conf_set_error_cb(conf, kafka_error_cb);
+    *out = conf;
+    return OG_OK;
+fail:
+    rd_kafka_conf_destroy(conf);
+    return st;
+}
+
+enum og_status kafka_producer_new(const struct og_config *cfg, const char *client_id,
+                                  rd_kafka_t **producer, struct og_error *err)
+{
+    char errstr[512];
+    rd_kafka_conf_t *conf = NULL;
+    enum og_status st;
+
+    *producer = NULL;
+    st = kafka_conf_new(cfg, KAFKA_ROLE_PRODUCER, client_id, &conf, err);
+    if (st != OG_OK)
+        return st;
+    *producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    if (*producer == NULL) {
+        /* On failure the conf is still ours. rd_kafka_new fails on
+         * conflicting settings, so this is a configuration error. */
+        rd_kafka_conf_destroy(conf);
+        return og_error_set(err, OG_ERR_CONFIG, false, "cannot create Kafka producer: %s", errstr);
+    }
+    return OG_OK; /* conf now belongs to the handle */
+}
+
+size_t kafka_wait(rd_kafka_t *producer, struct kafka_delivery *const *d, size_t n, int timeout_ms)
+{
+    int64_t deadline = clock_mono_ms() + timeout_ms;
+    size_t pending;
+
+    for (;;) {
+        pending = 0;
+        for (size_t i = 0; i < n; i++)
+            pending += d[i] != NULL && !d[i]->done;
+        if (pending == 0)
+            return 0;
+        int64_t left = deadline - clock_mono_ms();
+        if (left <= 0) {
+            /* Serve whatever reports have arrived, then give the answer. */
+            rd_kafka_poll(producer, 0);
+            pending = 0;
+            for (size_t i = 0; i < n; i++)
+                pending += d[i] != NULL && !d[i]->done;
+            return pending;
+        }
+        rd_kafka_poll(producer, left > 50 ? 50 : (int)left);
+    }
+}
+
+bool kafka_topic_valid(const char *name)
+{
+    size_t len = name ? strlen(name) : 0;
+
+    if (len == 0 || len > KAFKA_TOPIC_MAX || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+void kafka_topics_free(char **topics, size_t n)
+{
+    for (size_t i = 0; topics != NULL && i < n; i++)
+        free(topics[i]);
+    free(topics);
+}
+
+enum og_status kafka_topics_split(const char *csv, char ***topics, size_t *n, struct og_error *err)
+{
+    char **list = NULL;
+    size_t count = 0;
+    const char *p = csv ? csv : "";
+    enum og_status st = OG_OK;
+
+    *topics = NULL;
+    *n = 0;
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *s = p;
+        char **grown;
+        char *name;
+
+        p = end ? end + 1 : p + len;
+        while (len > 0 && (*s == ' ' || *s == '\t')) {
+            s++;
+            len--;
+        }
+        while (len > 0 && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+            len--;
+        if (len == 0) {
+            st = og_error_set(err, OG_ERR_CONFIG, false, "kafka.topics: empty topic name in '%s'",
+                              csv);
+            goto fail;
+        }
+        name = strndup(s, len);
+        if (name == NULL) {
+            st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+            goto fail;
+        }
+        if (!kafka_topic_valid(name)) {
+            st = og_error_set(err, OG_ERR_CONFIG, false,
+                              "kafka.topics: '%.64s' is not a valid topic name "
+                              "(1 to %d of A-Z a-z 0-9 . _ -)",
+                              name, KAFKA_TOPIC_MAX);
+            free(name);
+            goto fail;
+        }
+        for (size_t i = 0; i < count; i++) {
+            if (strcmp(list[i], name) == 0) {
+                st = og_error_set(err, OG_ERR_CONFIG, false, "kafka.topics: '%s' is listed twice",
+                                  name);
+                free(name);
+                goto fail;
+            }
+        }
+        grown = realloc(list, (count + 1) * sizeof(*list));
+        if (grown == NULL) {
+            free(name);
+            st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+            goto fail;
+        }
+        list = grown;
+        list[count++] = name;
+    }
+    if (count == 0) {
+        st = og_error_set(err, OG_ERR_CONFIG, false, "kafka.topics: no topic given");
+        goto fail;
+    }
+    *topics = list;
+    *n = count;
+    return OG_OK;
+fail:
+    kafka_topics_free(list, count);
+    return st;
+}
+
+enum og_status kafka_check_config(const struct og_config *cfg, struct og_error *err)
+{
+    rd_kafka_conf_t *conf = NULL;
+    char **topics = NULL;
+    size_t n = 0;
+    enum og_status st;
+
+    st = kafka_topics_split(cfg->topics, &topics, &n, err);
+    if (st != OG_OK)
+        return st;
+    if (!kafka_topic_valid(cfg->dead_letter_topic)) {
+        st = og_error_set(err, OG_ERR_CONFIG, false,
+                          "kafka.dead_letter_topic: '%.64s' is not a valid topic name",
+                          cfg->dead_letter_topic);
+        goto out;
+    }
+    if (*cfg->payments_topic != '\0' && !kafka_topic_valid(cfg->payments_topic)) {
+        st = og_error_set(err, OG_ERR_CONFIG, false,
+                          "kafka.payments_topic: '%.64s' is not a valid topic name",
+                          cfg->payments_topic);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(topics[i], cfg->dead_letter_topic) == 0 ||
+            strcmp(topics[i], cfg->payments_topic) == 0) {
+            st = og_error_set(err, OG_ERR_CONFIG, false,
+                              "kafka.topics: '%s' is also the dead-letter or payments topic",
+                              topics[i]);
+            goto out;
+        }
+    }
+    if (strcmp(cfg->dead_letter_topic, cfg->payments_topic) == 0) {
+        st = og_error_set(err, OG_ERR_CONFIG, false,
+                          "kafka.payments_topic and kafka.dead_letter_topic are the same");
+        goto out;
+    }
+    st = kafka_conf_new(cfg, KAFKA_ROLE_CONSUMER, "ordergate-check", &conf, err);
+    if (st != OG_OK)
+        goto out;
+    rd_kafka_conf_destroy(conf);
+    st = kafka_conf_new(cfg, KAFKA_ROLE_PRODUCER, "ordergate-check", &conf, err);
+    if (st != OG_OK)
+        goto out;
+    rd_kafka_conf_destroy(conf);
+out:
+    kafka_topics_free(topics, n);
+    return st;
+}
+
+bool kafka_err_retriable(rd_kafka_resp_err_t code)
+{
+    switch (code) {
+    case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+    case RD_KAFKA_RESP_ERR__INVALID_ARG:
+    case RD_KAFKA_RESP_ERR__FATAL:
+    case RD_KAFKA_RESP_ERR__NOT_IMPLEMENTED:
+    case RD_KAFKA_RESP_ERR_TOPIC_EXCEPTION:
+    case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED:
+    case RD_KAFKA_RESP_ERR__AUTHENTICATION:
+        return false;
+    default:
+        return true;
+    }
+}
+
+enum og_status kafka_error_set(struct og_error *err, rd_kafka_resp_err_t code, const char *what)
+{
+    return og_error_set(err, OG_ERR_KAFKA, kafka_err_retriable(code), "%s: %s (%s)",
+                        what ? what : "kafka", rd_kafka_err2str(code), rd_kafka_err2name(code));
+}

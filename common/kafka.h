@@ -1,0 +1,96 @@
+/* Kafka client plumbing shared by the binaries: configurations built from
+ * struct og_config, librdkafka's logs routed into common/log, idempotent
+ * producers with per-message delivery tracking, topic-name checks.
+ *
+ * Configuration order (later wins):
+ *   1. ordergate's defaults for the role (see kafka_conf_new);
+ *   2. kafka.properties from the config file, verbatim, on every handle
+ *      (security.protocol, sasl.*, ssl.*, tuning such as fetch.*), which is
+ *      how any librdkafka property reaches the clients;
+ *   3. the settings correctness rests on. kafka.properties may not name
+ *      them (refused with a clear error rather than silently overridden):
+ *      bootstrap.servers/metadata.broker.list (use kafka.brokers or
+ *      --brokers), group.id (kafka.group, --group),
+ *      queued.max.messages.kbytes (kafka.queued_max_kbytes),
+ *      enable.auto.offset.store (offsets are stored after the database
+ *      commit, never automatically), enable.auto.commit=false (the stored
+ *      offsets are committed by the background auto-commit), and
+ *      enable.idempotence=false (every producer is idempotent).
+ * Property values may hold secrets: they are never logged. */
+#ifndef OG_COMMON_KAFKA_H
+#define OG_COMMON_KAFKA_H
+
+#include <librdkafka/rdkafka.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/cfg.h"
+#include "common/error.h"
+
+#define KAFKA_TOPIC_MAX 249 /* Kafka's own limit on topic names */
+
+enum kafka_role { KAFKA_ROLE_CONSUMER, KAFKA_ROLE_PRODUCER };
+
+/* Builds a configuration for a handle of `role`, with client.id client_id
+ * and the log callback installed. Consumer defaults: the cooperative-sticky
+ * assignor, enable.auto.offset.store=false, enable.auto.commit=true,
+ * auto.offset.reset=earliest (a new group must not skip cancels already
+ * waiting), queued.max.messages.kbytes from kafka.queued_max_kbytes and
+ * fetch.message.max.bytes=65536 (bounded prefetch: flat memory).
+ * Producer defaults: enable.idempotence=true (acks=all, no duplicates or
+ * reordering from internal retries) and the delivery report callback that
+ * fills struct kafka_delivery. On success the caller owns *conf (hand it to
+ * rd_kafka_new, or rd_kafka_conf_destroy it). Errors are OG_ERR_CONFIG. */
+enum og_status kafka_conf_new(const struct og_config *cfg, enum kafka_role role,
+                              const char *client_id, rd_kafka_conf_t **conf, struct og_error *err);
+
+/* Validates everything Kafka-related in cfg without connecting: topics,
+ * dead-letter and payments topic names, and kafka.properties against
+ * librdkafka (unknown names, bad values) and the rules above. */
+enum og_status kafka_check_config(const struct og_config *cfg, struct og_error *err);
+
+/* Creates an idempotent producer (kafka_conf_new with KAFKA_ROLE_PRODUCER).
+ * Produce with a struct kafka_delivery as the message opaque to learn the
+ * outcome of each message. */
+enum og_status kafka_producer_new(const struct og_config *cfg, const char *client_id,
+                                  rd_kafka_t **producer, struct og_error *err);
+
+/* Outcome of one produced message. Pass its address as the message opaque
+ * (RD_KAFKA_V_OPAQUE); the producer's delivery report callback sets `done`
+ * and `err` while the producer is polled (rd_kafka_poll, rd_kafka_flush).
+ * The struct must stay where it is until done; it is written from the thread
+ * that polls the producer, so poll a producer from one thread only, the one
+ * that owns the deliveries. A message produced without an opaque is only
+ * logged when it fails. */
+struct kafka_delivery {
+    bool done;
+    rd_kafka_resp_err_t err; /* valid once done */
+};
+
+/* Polls the producer until every delivery in d[0..n) is done or timeout_ms
+ * has passed (0: serve what has arrived, never block). Returns how many are
+ * still pending. NULL entries are skipped. */
+size_t kafka_wait(rd_kafka_t *producer, struct kafka_delivery *const *d, size_t n, int timeout_ms);
+
+/* Splits a comma-separated topic list ("a, b,c"), validating each name;
+ * refuses an empty list and duplicates. Caller frees with kafka_topics_free. */
+enum og_status kafka_topics_split(const char *csv, char ***topics, size_t *n, struct og_error *err);
+void kafka_topics_free(char **topics, size_t n);
+/* True when name is a legal Kafka topic name: 1..249 of [A-Za-z0-9._-],
+ * and neither "." nor "..". */
+bool kafka_topic_valid(const char *name);
+
+/* Fills err from a librdkafka error code; retriable unless the code says
+ * retrying cannot help (bad configuration, message too large, not allowed). */
+enum og_status kafka_error_set(struct og_error *err, rd_kafka_resp_err_t code, const char *what);
+bool kafka_err_retriable(rd_kafka_resp_err_t code);
+
+/* The log callback kafka_conf_new installs: librdkafka's syslog levels
+ * mapped onto common/log (0-3 error, 4 warn, 5-6 info, 7 debug), event
+ * "kafka_log". Exposed for handles built by hand (tests). */
+void kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf);
+/* The default error callback: logs event "kafka_error" (or "kafka_fatal"
+ * with the original cause of a fatal error). */
+void kafka_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque);
+
+#endif

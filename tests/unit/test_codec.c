@@ -1,0 +1,279 @@
+/* The message contract: what decodes, what is refused and with which reason
+ * code, and that what we encode decodes to the same thing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/clock.h"
+#include "common/codec.h"
+
+/* 2026-11-30T16:00:00.000Z */
+#define DUE_MS 1796054400000LL
+
+static enum og_status cancel(const char *key, const char *value, struct codec_cancel *out,
+                             struct og_error *err)
+{
+    og_error_clear(err);
+    return codec_decode_cancel(key, key ? strlen(key) : 0, value, value ? strlen(value) : 0, out,
+                               err);
+}
+
+/* Asserts that decoding fails with OG_ERR_DECODE and the given reason code. */
+static void refused(const char *key, const char *value, const char *reason)
+{
+    struct codec_cancel c;
+    struct og_error err;
+    size_t n = strlen(reason);
+
+    assert_int_equal(cancel(key, value, &c, &err), OG_ERR_DECODE);
+    if (strncmp(err.msg, reason, n) != 0 || err.msg[n] != ':')
+        fail_msg("value %s: expected reason %s, got \"%s\"", value, reason, err.msg);
+    assert_false(err.retriable);
+    /* Nothing half-decoded leaks out. */
+    assert_string_equal(c.order_no, "");
+    assert_int_equal(c.due_ms, 0);
+}
+
+static void test_cancel_valid(void **state)
+{
+    struct codec_cancel c;
+    struct og_error err;
+
+    (void)state;
+    assert_int_equal(
+        cancel("A-1001",
+               "{\"v\":1,\"order_no\":\"A-1001\",\"due_at\":\"2026-11-30T16:00:00.000Z\"}", &c,
+               &err),
+        OG_OK);
+    assert_string_equal(c.order_no, "A-1001");
+    assert_int_equal(c.due_ms, DUE_MS);
+
+    /* No key, an empty key, whitespace, other field order, extra fields of any type. */
+    assert_int_equal(cancel(NULL,
+                            " { \"due_at\" : \"2026-11-30T17:00:00.250+01:00\", \"x\": [1, {\"y\": "
+                            "null}], \"order_no\":\"o.1_2:3\", \"v\" : 1, \"trace\":\"abc\" }\n",
+                            &c, &err),
+                     OG_OK);
+    assert_string_equal(c.order_no, "o.1_2:3");
+    assert_int_equal(c.due_ms, DUE_MS + 250);
+    assert_int_equal(
+        cancel("", "{\"v\":1,\"order_no\":\"B\",\"due_at\":\"2026-11-30T16:00:00Z\"}", &c, &err),
+        OG_OK);
+    assert_int_equal(c.due_ms, DUE_MS);
+
+    /* The longest valid order number. */
+    char value[256], order[GATE_ORDER_NO_MAX + 1];
+    memset(order, '9', GATE_ORDER_NO_MAX);
+    order[GATE_ORDER_NO_MAX] = '\0';
+    snprintf(value, sizeof(value), "{\"v\":1,\"order_no\":\"%s\",\"due_at\":\"%s\"}", order,
+             "2026-11-30T16:00:00.123456789Z");
+    assert_int_equal(cancel(order, value, &c, &err), OG_OK);
+    assert_string_equal(c.order_no, order);
+    assert_int_equal(c.due_ms, DUE_MS + 123);
+}
+
+static void test_cancel_refused(void **state)
+{
+    char big[CODEC_VALUE_MAX + 2];
+
+    (void)state;
+    memset(big, ' ', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    memcpy(big, "{\"v\":1,\"order_no\":\"A\",\"due_at\":\"2026-11-30T16:00:00Z\"}", 54);
+    refused(NULL, big, "too_large");
+    refused(NULL, "", "empty");
+    refused(NULL, "{\"v\":1,\"order_no\":\"A\"", "bad_json");
+    refused(NULL, "{\"v\":1,\"order_no\":\"A\",\"due_at\":\"2026-11-30T16:00:00Z\"} x", "bad_json");
+    refused(NULL,
+            "{\"v\":1,\"order_no\":\"A\",\"order_no\":\"B\",\"due_at\":\"2026-11-30T16:00:00Z\"}",
+            "bad_json");
+    refused(NULL, "{\"v\":1,\"order_no\":\"A\\u0000B\",\"due_at\":\"2026-11-30T16:00:00Z\"}",
+            "bad_json");
+    refused(NULL, "\xff\xfe{}", "bad_json");
+    refused(NULL, "[1,2]", "not_object");
+    refused(NULL, "{\"order_no\":\"A\",\"due_at\":\"2026-11-30T16:00:00Z\"}", "missing_field");
+    refused(NULL, "{\"v\":\"1\",\"order_no\":\"A\",\"due_at\":\"2026-11-30T16:00:00Z\"}",
+            "bad_type");
+    refused(NULL, "{\"v\":1.0,\"order_no\":\"A\",\"due_at\":\"2026-11-30T16:00:00Z\"}", "bad_type");
+    refused(NULL, "{\"v\":2,\"order_no\":\"A\",\"due_at\":\"2026-11-30T16:00:00Z\"}",
+            "unknown_version");
+    refused(NULL, "{\"v\":0,\"order_no\":\"A\",\"due_at\":\"2026-11-30T16:00:00Z\"}",
+            "unknown_version");
+    refused(NULL, "{\"v\":1,\"due_at\":\"2026-11-30T16:00:00Z\"}", "missing_field");
+    refused(NULL, "{\"v\":1,\"order_no\":7,\"due_at\":\"2026-11-30T16:00:00Z\"}", "bad_type");
+    refused(NULL, "{\"v\":1,\"order_no\":null,\"due_at\":\"2026-11-30T16:00:00Z\"}", "bad_type");
+    refused(NULL, "{\"v\":1,\"order_no\":\"\",\"due_at\":\"2026-11-30T16:00:00Z\"}",
+            "bad_order_no");
+    refused(NULL, "{\"v\":1,\"order_no\":\"A B\",\"due_at\":\"2026-11-30T16:00:00Z\"}",
+            "bad_order_no");
+    refused(NULL,
+            "{\"v\":1,\"order_no\":\"A'; drop table x;--\",\"due_at\":\"2026-11-30T16:00:00Z\"}",
+            "bad_order_no");
+    refused(NULL, "{\"v\":1,\"order_no\":\"\\u00e9t\\u00e9\",\"due_at\":\"2026-11-30T16:00:00Z\"}",
+            "bad_order_no");
+    refused(NULL,
+            "{\"v\":1,\"order_no\":"
+            "\"12345678901234567890123456789012345678901234567890123456789012345\","
+            "\"due_at\":\"2026-11-30T16:00:00Z\"}",
+            "bad_order_no");
+    refused("B", "{\"v\":1,\"order_no\":\"A\",\"due_at\":\"2026-11-30T16:00:00Z\"}",
+            "key_mismatch");
+    refused("AA", "{\"v\":1,\"order_no\":\"A\",\"due_at\":\"2026-11-30T16:00:00Z\"}",
+            "key_mismatch");
+    refused(NULL, "{\"v\":1,\"order_no\":\"A\"}", "missing_field");
+    refused(NULL, "{\"v\":1,\"order_no\":\"A\",\"due_at\":1796054400000}", "bad_type");
+    refused(NULL, "{\"v\":1,\"order_no\":\"A\",\"due_at\":\"2026-11-30T16:00:00\"}", "bad_due_at");
+    refused(NULL, "{\"v\":1,\"order_no\":\"A\",\"due_at\":\"2026-02-30T16:00:00Z\"}", "bad_due_at");
+    refused(NULL, "{\"v\":1,\"order_no\":\"A\",\"due_at\":\"2026-11-30 16:00:00Z\"}", "bad_due_at");
+    refused(NULL, "{\"v\":1,\"order_no\":\"A\",\"due_at\":\"tomorrow\"}", "bad_due_at");
+    refused(NULL, "{\"v\":1,\"order_no\":\"A\",\"due_at\":\"2026-11-30T16:00:00.000000000000Z\"}",
+            "bad_due_at");
+}
+
+static void test_key_binary(void **state)
+{
+    static const char key[] = {'A', '\0', 'B'};
+    static const char value[] = "{\"v\":1,\"order_no\":\"A\",\"due_at\":\"2026-11-30T16:00:00Z\"}";
+    struct codec_cancel c;
+    struct og_error err = {0};
+
+    (void)state;
+    /* A key with a NUL inside never matches, and the reason stays printable. */
+    assert_int_equal(codec_decode_cancel(key, sizeof(key), value, strlen(value), &c, &err),
+                     OG_ERR_DECODE);
+    assert_true(strncmp(err.msg, "key_mismatch:", 13) == 0);
+    for (const char *p = err.msg; *p; p++)
+        assert_true((unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f);
+    /* A value with a NUL byte in the middle is not JSON. */
+    static const char nul_value[] =
+        "{\"v\":1,\"order_no\":\"A\",\0\"due_at\":\"2026-11-30T16:00:00Z\"}";
+    assert_int_equal(codec_decode_cancel(NULL, 0, nul_value, sizeof(nul_value) - 1, &c, &err),
+                     OG_ERR_DECODE);
+    /* NULL value with a length of 0 is "empty", not a crash. */
+    assert_int_equal(codec_decode_cancel(NULL, 0, NULL, 0, &c, &err), OG_ERR_DECODE);
+    assert_true(strncmp(err.msg, "empty:", 6) == 0);
+}
+
+static void test_cancel_roundtrip(void **state)
+{
+    static const int64_t dues[] = {DUE_MS, DUE_MS + 1, 0, 951782400999LL /* 2000-02-29 */,
+                                   253402300799999LL};
+    char buf[256];
+    size_t len;
+    struct codec_cancel c;
+    struct og_error err = {0};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(dues) / sizeof(dues[0]); i++) {
+        assert_int_equal(codec_encode_cancel("R-42", dues[i], buf, sizeof(buf), &len, &err), OG_OK);
+        assert_int_equal(len, strlen(buf));
+        assert_int_equal(codec_decode_cancel("R-42", 4, buf, len, &c, &err), OG_OK);
+        assert_string_equal(c.order_no, "R-42");
+        assert_int_equal(c.due_ms, dues[i]);
+    }
+    assert_int_equal(codec_encode_cancel("R-42", DUE_MS, buf, sizeof(buf), &len, &err), OG_OK);
+    assert_string_equal(buf,
+                        "{\"v\":1,\"order_no\":\"R-42\",\"due_at\":\"2026-11-30T16:00:00.000Z\"}");
+    /* Invalid input is refused before anything is written. */
+    assert_int_equal(codec_encode_cancel("bad key", DUE_MS, buf, sizeof(buf), &len, &err),
+                     OG_ERR_ARG);
+    assert_int_equal(codec_encode_cancel(NULL, DUE_MS, buf, sizeof(buf), &len, &err), OG_ERR_ARG);
+    assert_int_equal(codec_encode_cancel("R", 253402300800000LL, buf, sizeof(buf), &len, &err),
+                     OG_ERR_ARG);
+    assert_int_equal(codec_encode_cancel("R", DUE_MS, buf, 20, &len, &err), OG_ERR_ARG);
+    assert_int_equal(len, 0);
+}
+
+static enum og_status payment(const char *value, struct codec_payment *out, struct og_error *err)
+{
+    og_error_clear(err);
+    return codec_decode_payment("P-1", 3, value, strlen(value), out, err);
+}
+
+static void payment_refused(const char *value, const char *reason)
+{
+    struct codec_payment p;
+    struct og_error err;
+    size_t n = strlen(reason);
+
+    assert_int_equal(payment(value, &p, &err), OG_ERR_DECODE);
+    if (strncmp(err.msg, reason, n) != 0 || err.msg[n] != ':')
+        fail_msg("value %s: expected reason %s, got \"%s\"", value, reason, err.msg);
+    assert_int_equal(p.amount_cents, 0);
+}
+
+static void test_payment(void **state)
+{
+    struct codec_payment p, q;
+    struct og_error err;
+    char buf[512];
+    size_t len;
+
+    (void)state;
+    assert_int_equal(
+        payment("{\"v\":1,\"order_no\":\"P-1\",\"txn_no\":\"T-9\",\"amount_cents\":1999,"
+                "\"channel\":\"Credit Card\",\"extra\":true}",
+                &p, &err),
+        OG_OK);
+    assert_string_equal(p.order_no, "P-1");
+    assert_string_equal(p.txn_no, "T-9");
+    assert_int_equal(p.amount_cents, 1999);
+    assert_string_equal(p.channel, "Credit Card");
+
+    assert_int_equal(codec_encode_payment(&p, buf, sizeof(buf), &len, &err), OG_OK);
+    assert_int_equal(codec_decode_payment("P-1", 3, buf, len, &q, &err), OG_OK);
+    assert_memory_equal(&p, &q, sizeof(p));
+
+    payment_refused("{\"v\":1,\"order_no\":\"P-1\",\"amount_cents\":1,\"channel\":\"c\"}",
+                    "missing_field");
+    payment_refused("{\"v\":1,\"order_no\":\"P-1\",\"txn_no\":\"T 9\",\"amount_cents\":1,"
+                    "\"channel\":\"c\"}",
+                    "bad_txn_no");
+    payment_refused("{\"v\":1,\"order_no\":\"P-1\",\"txn_no\":\"T\",\"amount_cents\":0,"
+                    "\"channel\":\"c\"}",
+                    "bad_amount");
+    payment_refused("{\"v\":1,\"order_no\":\"P-1\",\"txn_no\":\"T\",\"amount_cents\":-5,"
+                    "\"channel\":\"c\"}",
+                    "bad_amount");
+    payment_refused("{\"v\":1,\"order_no\":\"P-1\",\"txn_no\":\"T\",\"amount_cents\":"
+                    "1000000000000001,\"channel\":\"c\"}",
+                    "bad_amount");
+    payment_refused("{\"v\":1,\"order_no\":\"P-1\",\"txn_no\":\"T\",\"amount_cents\":19.99,"
+                    "\"channel\":\"c\"}",
+                    "bad_type");
+    payment_refused("{\"v\":1,\"order_no\":\"P-1\",\"txn_no\":\"T\",\"amount_cents\":\"5\","
+                    "\"channel\":\"c\"}",
+                    "bad_type");
+    payment_refused("{\"v\":1,\"order_no\":\"P-1\",\"txn_no\":\"T\",\"amount_cents\":"
+                    "99999999999999999999999,\"channel\":\"c\"}",
+                    "bad_json");
+    payment_refused("{\"v\":1,\"order_no\":\"P-1\",\"txn_no\":\"T\",\"amount_cents\":5,"
+                    "\"channel\":\"\"}",
+                    "bad_channel");
+    payment_refused("{\"v\":1,\"order_no\":\"P-1\",\"txn_no\":\"T\",\"amount_cents\":5,"
+                    "\"channel\":\"a\\nb\"}",
+                    "bad_channel");
+    payment_refused("{\"v\":1,\"order_no\":\"P-1\",\"txn_no\":\"T\",\"amount_cents\":5}",
+                    "missing_field");
+    payment_refused("{\"v\":1,\"order_no\":\"P-2\",\"txn_no\":\"T\",\"amount_cents\":5,"
+                    "\"channel\":\"c\"}",
+                    "key_mismatch");
+    payment_refused("{\"v\":3,\"order_no\":\"P-1\"}", "unknown_version");
+
+    strcpy(p.channel, "");
+    assert_int_equal(codec_encode_payment(&p, buf, sizeof(buf), &len, &err), OG_ERR_ARG);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cancel_valid), cmocka_unit_test(test_cancel_refused),
+        cmocka_unit_test(test_key_binary),   cmocka_unit_test(test_cancel_roundtrip),
+        cmocka_unit_test(test_payment),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -309,6 +309,12 @@ enum og_status outbox_relay_step(struct outbox_relay *relay, size_t *published,
     st = outbox_reap(relay, err);
     if (st != OG_OK)
         return st;
+    /* The connection is the relay's alone: a transaction left open on it is
+     * somebody else's, and folding it into ours would commit their work. */
+    if (db_conn(relay->db) != NULL && PQstatus(db_conn(relay->db)) == CONNECTION_OK &&
+        PQtransactionStatus(db_conn(relay->db)) != PQTRANS_IDLE)
+        return og_error_set(err, OG_ERR_INTERNAL, false,
+                            "the relay's database connection is inside a transaction");
 
     st = db_exec(relay->db, "BEGIN", err);
     if (st != OG_OK)

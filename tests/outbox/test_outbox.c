@@ -76,7 +76,9 @@ static void fixture_teardown(struct fixture *f)
     cfg_free(&f->cfg);
 }
 
-static rd_kafka_t *producer_new(const char *brokers, int message_timeout_ms, bool with_dr)
+typedef void (*dr_cb_fn)(rd_kafka_t *, const rd_kafka_message_t *, void *);
+
+static rd_kafka_t *producer_new_cb(const char *brokers, int message_timeout_ms, dr_cb_fn cb)
 {
     char errstr[512], timeout[16];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -88,12 +90,17 @@ static rd_kafka_t *producer_new(const char *brokers, int message_timeout_ms, boo
         rd_kafka_conf_set(conf, "message.timeout.ms", timeout, errstr, sizeof(errstr)) ||
         rd_kafka_conf_set(conf, "log_level", "3", errstr, sizeof(errstr)))
         fail_msg("producer conf: %s", errstr);
-    if (with_dr)
-        rd_kafka_conf_set_dr_msg_cb(conf, outbox_dr_cb);
+    if (cb != NULL)
+        rd_kafka_conf_set_dr_msg_cb(conf, cb);
     rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
     if (rk == NULL)
         fail_msg("producer: %s", errstr);
     return rk;
+}
+
+static rd_kafka_t *producer_new(const char *brokers, int message_timeout_ms, bool with_dr)
+{
+    return producer_new_cb(brokers, message_timeout_ms, with_dr ? outbox_dr_cb : NULL);
 }
 
 static void producer_free(rd_kafka_t *rk)
@@ -620,6 +627,104 @@ static void test_delivery_timeout(void **state)
     fixture_teardown(&f);
 }
 
+/* A program's own delivery callback that passes every message on to
+ * outbox_dr_cb, as the header allows; on the first report it terminates the
+ * relay's database session (and waits until it is gone), so the broker has
+ * acknowledged but the rows cannot be marked. */
+static PGconn *kill_conn;
+static int kill_pid;
+
+static void kill_backend(PGconn *raw, int pid)
+{
+    char sql[96];
+    PGresult *res;
+
+    /* With a timeout, pg_terminate_backend waits until the session is gone. */
+    snprintf(sql, sizeof(sql), "SELECT pg_terminate_backend(%d, 5000)", pid);
+    res = PQexec(raw, sql);
+    assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+    assert_string_equal(PQgetvalue(res, 0, 0), "t");
+    PQclear(res);
+}
+
+static void killing_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
+{
+    if (kill_pid > 0) {
+        kill_backend(kill_conn, kill_pid);
+        kill_pid = 0;
+    }
+    outbox_dr_cb(rk, msg, opaque);
+}
+
+/* The database session dies after the broker acknowledged: nothing is
+ * marked, the next step publishes again (a duplicate, never a loss). A
+ * session that died between steps costs one retriable failure. */
+static void test_db_session_lost(void **state)
+{
+    struct fixture f;
+    struct og_error err = {0};
+    struct outbox_relay *relay;
+    rd_kafka_t *producer;
+    struct consumed *got = calloc(MAX_MSGS, sizeof(*got));
+    const char *topics[1];
+    int seen[7] = {0};
+    size_t published = 99, n;
+    long first_id;
+
+    (void)state;
+    assert_non_null(got);
+    fixture_setup(&f, "outbox_lost");
+    make_cancelled(&f, "lost", 6);
+    first_id = testdb_scalar(f.raw, "SELECT min(id) FROM ordergate.outbox");
+    producer = producer_new_cb(testutil_brokers(), 30000, killing_dr_cb);
+    relay = outbox_relay_new(f.db, producer, &f.cfg);
+    assert_non_null(relay);
+
+    kill_conn = f.raw;
+    kill_pid = PQbackendPID(db_conn(f.db));
+    assert_int_equal(outbox_relay_step(relay, &published, &err), OG_ERR_DB);
+    assert_true(err.retriable);
+    assert_int_equal(kill_pid, 0); /* the callback did run */
+    assert_int_equal(published, 0);
+    assert_int_equal(unpublished(&f), 6);
+
+    /* The next step reconnects and publishes the same six again. */
+    og_error_clear(&err);
+    if (outbox_relay_step(relay, &published, &err) != OG_OK)
+        fail_msg("relay step after reconnect: %s", err.msg);
+    assert_int_equal(published, 6);
+    assert_int_equal(unpublished(&f), 0);
+
+    /* Killed while idle: BEGIN fails retriable, then all is well again. */
+    make_cancelled(&f, "lost-idle", 1);
+    kill_backend(f.raw, PQbackendPID(db_conn(f.db)));
+    og_error_clear(&err);
+    assert_int_equal(outbox_relay_step(relay, &published, &err), OG_ERR_DB);
+    assert_true(err.retriable);
+    assert_int_equal(unpublished(&f), 1);
+    if (outbox_relay_step(relay, &published, &err) != OG_OK)
+        fail_msg("relay step after reconnect: %s", err.msg);
+    assert_int_equal(published, 1);
+
+    topics[0] = f.cfg.outbox_topic;
+    n = consume(testutil_brokers(), topics, 1, got, MAX_MSGS, 13, 2000);
+    assert_int_equal(n, 13);
+    for (size_t j = 0; j < n; j++) {
+        long id = atol(got[j].id) - first_id;
+        assert_true(id >= 0 && id < 7);
+        seen[id]++;
+    }
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(seen[i], 2); /* acknowledged, unmarked, published again */
+    assert_int_equal(seen[6], 1);
+
+    outbox_relay_free(relay);
+    producer_free(producer);
+    consumed_free(got, n);
+    free(got);
+    fixture_teardown(&f);
+}
+
 static void test_stop_requested(void **state)
 {
     struct fixture f;
@@ -651,7 +756,8 @@ int main(void)
         cmocka_unit_test(test_topic_mapping),           cmocka_unit_test(test_relay_requires_dr_cb),
         cmocka_unit_test(test_publish_roundtrip),       cmocka_unit_test(test_skip_locked),
         cmocka_unit_test(test_two_relays_exactly_once), cmocka_unit_test(test_broker_unreachable),
-        cmocka_unit_test(test_delivery_timeout),        cmocka_unit_test(test_stop_requested),
+        cmocka_unit_test(test_delivery_timeout),        cmocka_unit_test(test_db_session_lost),
+        cmocka_unit_test(test_stop_requested),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -40,9 +40,7 @@ struct outbox_batch {
 struct outbox_relay {
     struct db *db;
     rd_kafka_t *producer;
-    char *topic;
-    char *refund_topic;
-    char *alert_topic;
+    char *topics[3]; /* by enum outbox_route, resolved once from the config */
     int batch_size;
     int timeout_ms;
     /* A batch whose wait timed out: reports may still arrive for it, so it
@@ -73,15 +71,33 @@ void outbox_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
     atomic_fetch_sub(&slot->batch->outstanding, 1);
 }
 
+enum outbox_route { OUTBOX_ROUTE_EVENTS, OUTBOX_ROUTE_REFUNDS, OUTBOX_ROUTE_ALERTS };
+
+/* order_paid, order_cancelled and any event type added later go to the
+ * events topic. */
+static enum outbox_route outbox_route_of(const char *event_type)
+{
+    if (event_type != NULL && strcmp(event_type, "refund_requested") == 0)
+        return OUTBOX_ROUTE_REFUNDS;
+    if (event_type != NULL && strcmp(event_type, "reconciliation_alert") == 0)
+        return OUTBOX_ROUTE_ALERTS;
+    return OUTBOX_ROUTE_EVENTS;
+}
+
 const char *outbox_topic_for(const struct og_config *cfg, const char *event_type)
 {
     const char *topic = NULL;
 
-    if (event_type != NULL && strcmp(event_type, "refund_requested") == 0)
+    switch (outbox_route_of(event_type)) {
+    case OUTBOX_ROUTE_REFUNDS:
         topic = cfg->outbox_refund_topic;
-    else if (event_type != NULL && strcmp(event_type, "reconciliation_alert") == 0)
+        break;
+    case OUTBOX_ROUTE_ALERTS:
         topic = cfg->outbox_alert_topic;
-    /* order_paid, order_cancelled and any event type added later. */
+        break;
+    case OUTBOX_ROUTE_EVENTS:
+        break;
+    }
     if (topic == NULL || *topic == '\0')
         topic = cfg->outbox_topic;
     return topic;
@@ -121,14 +137,16 @@ struct outbox_relay *outbox_relay_new(struct db *db, rd_kafka_t *producer,
         return NULL;
     relay->db = db;
     relay->producer = producer;
-    relay->topic = strdup(cfg->outbox_topic);
-    relay->refund_topic = strdup(outbox_topic_for(cfg, "refund_requested"));
-    relay->alert_topic = strdup(outbox_topic_for(cfg, "reconciliation_alert"));
+    relay->topics[OUTBOX_ROUTE_EVENTS] = strdup(outbox_topic_for(cfg, "order_paid"));
+    relay->topics[OUTBOX_ROUTE_REFUNDS] = strdup(outbox_topic_for(cfg, "refund_requested"));
+    relay->topics[OUTBOX_ROUTE_ALERTS] = strdup(outbox_topic_for(cfg, "reconciliation_alert"));
     relay->batch_size = cfg->outbox_batch > 0 ? cfg->outbox_batch : 500;
     relay->timeout_ms = OUTBOX_DEFAULT_TIMEOUT_MS;
-    if (relay->topic == NULL || relay->refund_topic == NULL || relay->alert_topic == NULL) {
-        outbox_relay_free(relay);
-        return NULL;
+    for (int i = 0; i < 3; i++) {
+        if (relay->topics[i] == NULL) {
+            outbox_relay_free(relay);
+            return NULL;
+        }
     }
     return relay;
 }
@@ -197,9 +215,8 @@ void outbox_relay_free(struct outbox_relay *relay)
             log_warn("outbox_relay_leak", "outstanding=%zu",
                      atomic_load(&relay->inflight->outstanding));
     }
-    free(relay->topic);
-    free(relay->refund_topic);
-    free(relay->alert_topic);
+    for (int i = 0; i < 3; i++)
+        free(relay->topics[i]);
     free(relay);
 }
 
@@ -346,10 +363,7 @@ enum og_status outbox_relay_step(struct outbox_relay *relay, size_t *published,
     deadline = clock_mono_ms() + relay->timeout_ms;
     for (size_t i = 0; i < n; i++) {
         struct outbox_slot *slot = &batch->slots[i];
-        const char *type = PQgetvalue(rows, (int)i, 1);
-        const char *topic = strcmp(type, "refund_requested") == 0       ? relay->refund_topic
-                            : strcmp(type, "reconciliation_alert") == 0 ? relay->alert_topic
-                                                                        : relay->topic;
+        const char *topic = relay->topics[outbox_route_of(PQgetvalue(rows, (int)i, 1))];
         rd_kafka_resp_err_t e;
 
         if (signals_stop) {

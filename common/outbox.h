@@ -34,7 +34,10 @@ struct outbox_relay;
  * own. Reports are served by rd_kafka_poll() from the relay's thread during a
  * step (another thread polling the same producer is fine too).
  * outbox_relay_new() refuses (NULL, logged) a producer without any dr_msg_cb;
- * a step whose reports never reach outbox_dr_cb fails with OG_ERR_INTERNAL. */
+ * a step whose reports never reach outbox_dr_cb fails with OG_ERR_INTERNAL.
+ * Set the producer's message.timeout.ms below the relay's delivery timeout
+ * (outbox_relay_set_timeout), so that a dead broker shows as failed reports
+ * within the step rather than as a timed-out batch. */
 void outbox_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque);
 
 /* The topic for an event type: refund_requested -> outbox.refund_topic,

@@ -133,35 +133,43 @@ BEGIN
         RETURN;
     END IF;
 
-    INSERT INTO scanner_runs AS r (status, host, os_pid, grace, batch_size, max_orders, max_seconds)
-    VALUES ('running', coalesce(p_host, ''), p_os_pid, p_grace, p_batch_size, p_max_orders,
-            p_max_seconds)
-    RETURNING r.run_id INTO v_id;
+    -- From here on the lock is ours. Session-level advisory locks ignore rollback: should
+    -- anything below fail, release it before re-raising, or this session would keep every later
+    -- run out until it disconnects.
+    BEGIN
+        INSERT INTO scanner_runs AS r (status, host, os_pid, grace, batch_size, max_orders, max_seconds)
+        VALUES ('running', coalesce(p_host, ''), p_os_pid, p_grace, p_batch_size, p_max_orders,
+                p_max_seconds)
+        RETURNING r.run_id INTO v_id;
 
-    RETURN QUERY
-    SELECT 'run'::text, r.run_id, r.status, r.started_at, r.progress_at, r.batches, r.cancelled,
-           NULL::text, NULL::text
-      FROM scanner_runs r WHERE r.run_id = v_id;
+        RETURN QUERY
+        SELECT 'run'::text, r.run_id, r.status, r.started_at, r.progress_at, r.batches, r.cancelled,
+               NULL::text, NULL::text
+          FROM scanner_runs r WHERE r.run_id = v_id;
 
-    RETURN QUERY
-    WITH crashed AS (
-        UPDATE scanner_runs r
-           SET status = 'crashed',
-               finished_at = coalesce(r.progress_at, r.started_at),
-               duration_ms = (extract(epoch FROM coalesce(r.progress_at, r.started_at) - r.started_at) * 1000)::bigint,
-               stop_reason = 'crashed',
-               detail = format('left running by %s pid %s (backend pid %s); found by run %s',
-                               nullif(r.host, ''), r.os_pid, r.backend_pid, v_id),
-               reported_by = v_id
-         WHERE r.status = 'running' AND r.run_id <> v_id
-        RETURNING r.*
-    )
-    SELECT 'crashed'::text, c.run_id, c.status, c.started_at, c.progress_at, c.batches, c.cancelled,
-           CASE WHEN c.checkpoint_expire_at IS NULL THEN NULL
-                ELSE c.checkpoint_expire_at::text || ' ' || c.checkpoint_order_no END,
-           c.detail
-      FROM crashed c
-     ORDER BY c.run_id;
+        RETURN QUERY
+        WITH crashed AS (
+            UPDATE scanner_runs r
+               SET status = 'crashed',
+                   finished_at = coalesce(r.progress_at, r.started_at),
+                   duration_ms = (extract(epoch FROM coalesce(r.progress_at, r.started_at) - r.started_at) * 1000)::bigint,
+                   stop_reason = 'crashed',
+                   detail = format('left running by %s pid %s (backend pid %s); found by run %s',
+                                   nullif(r.host, ''), r.os_pid, r.backend_pid, v_id),
+                   reported_by = v_id
+             WHERE r.status = 'running' AND r.run_id <> v_id
+            RETURNING r.*
+        )
+        SELECT 'crashed'::text, c.run_id, c.status, c.started_at, c.progress_at, c.batches, c.cancelled,
+               CASE WHEN c.checkpoint_expire_at IS NULL THEN NULL
+                    ELSE c.checkpoint_expire_at::text || ' ' || c.checkpoint_order_no END,
+               c.detail
+          FROM crashed c
+         ORDER BY c.run_id;
+    EXCEPTION WHEN OTHERS THEN
+        PERFORM pg_advisory_unlock(scanner_lock_key());
+        RAISE;
+    END;
 END
 $$;
 

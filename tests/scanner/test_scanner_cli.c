@@ -1,0 +1,159 @@
+/* The command line without a database: bad usage exits 2 naming the flag and
+ * touches nothing; --help, --version, --check-config; an unreachable database
+ * is a runtime failure (exit 1) that still reaches the textfile. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/version.h"
+#include "scanner_child.h"
+
+struct bad_case {
+    const char *args[8];
+    const char *message; /* must appear in the output */
+};
+
+static void test_bad_usage_exits_2(void **state)
+{
+    /* An unreachable database: none of these may get as far as connecting. */
+    static const struct bad_case cases[] = {
+        {{"--batch-size", "-5"}, "--batch-size: scanner.batch_size: -5 is out of range"},
+        {{"--batch-size", "0"}, "--batch-size: scanner.batch_size: 0 is out of range"},
+        {{"--batch-size", "10001"}, "--batch-size: scanner.batch_size: 10001 is out of range"},
+        {{"--grace", "x"}, "--grace: scanner.grace_s: 'x' is not an integer"},
+        {{"--grace", "-1"}, "--grace: scanner.grace_s: -1 is out of range"},
+        {{"--pause-ms", "10ms"}, "--pause-ms: scanner.pause_ms: '10ms' is not an integer"},
+        {{"--max-orders", "-3"}, "--max-orders: scanner.max_orders: -3 is out of range"},
+        {{"--max-seconds", "lots"}, "--max-seconds: scanner.max_seconds: 'lots' is not an"},
+        {{"--every", "-1"}, "--every: scanner.every_s: -1 is out of range"},
+        {{"--every"}, "--every: missing value"},
+        {{"--log-level", "loud"}, "--log-level: log_level: 'loud' is not one of"},
+        {{"--bogus"}, "unknown option '--bogus'"},
+        {{"sweep"}, "unexpected argument 'sweep'"},
+        {{"--config", "/nonexistent/scanner.conf"}, "--config: /nonexistent/scanner.conf"},
+        {{"--since", "yesterday", "--reconcile"}, "--since: 'yesterday' is neither"},
+        {{"--since", "24h"}, "--since applies to --reconcile only"},
+        {{"--scan-interval", "0", "--reconcile"}, "--scan-interval: '0' is not a number"},
+        {{"--reconcile", "--every", "60"}, "cannot be combined with --reconcile"},
+        {{"--dry-run", "--every", "60"}, "cannot be combined with --dry-run"},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct scanner_child c;
+        const char *args[12] = {"--db", "host=/nonexistent/og-scanner dbname=none"};
+        int n = 2;
+
+        for (int j = 0; cases[i].args[j] != NULL; j++)
+            args[n++] = cases[i].args[j];
+        args[n] = NULL;
+        assert_int_equal(scanner_child_run(&c, args), 2);
+        if (strstr(c.output, cases[i].message) == NULL)
+            fail_msg("case %zu: expected '%s' in:\n%s", i, cases[i].message, c.output);
+        assert_non_null(strstr(c.output, "ordergate-scanner: "));
+        assert_null(strstr(c.output, "cannot connect")); /* never got that far */
+        scanner_child_free(&c);
+    }
+}
+
+static void test_bad_config_file_exits_2(void **state)
+{
+    char path[128];
+    FILE *fp;
+    struct scanner_child c;
+    const char *args[] = {"--config", path, NULL};
+
+    (void)state;
+    snprintf(path, sizeof(path), "/tmp/og-scanner-cli.%d.conf", (int)getpid());
+    fp = fopen(path, "w");
+    assert_non_null(fp);
+    fprintf(fp, "scanner:\n{\n  batch_size = 100;\n  batchsize = 5;\n};\n");
+    fclose(fp);
+    assert_int_equal(scanner_child_run(&c, args), 2);
+    assert_non_null(strstr(c.output, ":4: unknown setting 'scanner.batchsize'"));
+    scanner_child_free(&c);
+    unlink(path);
+}
+
+static void test_help_version_check_config(void **state)
+{
+    struct scanner_child c;
+    const char *help[] = {"--help", NULL};
+    const char *version[] = {"--version", NULL};
+    char path[128];
+    const char *check[] = {"--config", path, "--grace", "90", "--check-config", NULL};
+    FILE *fp;
+
+    (void)state;
+    assert_int_equal(scanner_child_run(&c, help), 0);
+    assert_non_null(strstr(c.output, "usage: ordergate-scanner [options]"));
+    assert_non_null(strstr(c.output, "--dry-run"));
+    assert_non_null(strstr(c.output, "--reconcile"));
+    assert_non_null(strstr(c.output, "--every SECONDS"));
+    scanner_child_free(&c);
+
+    assert_int_equal(scanner_child_run(&c, version), 0);
+    assert_non_null(strstr(c.output, "ordergate-scanner " OG_VERSION));
+    scanner_child_free(&c);
+
+    /* File, then flags over it; the password-bearing conninfo is masked. */
+    snprintf(path, sizeof(path), "/tmp/og-scanner-cli-ok.%d.conf", (int)getpid());
+    fp = fopen(path, "w");
+    assert_non_null(fp);
+    fprintf(fp, "database:\n{\n  conninfo = \"host=db password=s3cret\";\n};\n"
+                "scanner:\n{\n  grace_s = 30;\n  batch_size = 250;\n};\n");
+    fclose(fp);
+    assert_int_equal(scanner_child_run(&c, check), 0);
+    assert_non_null(strstr(c.output, "scanner.grace_s = 90\n"));
+    assert_non_null(strstr(c.output, "scanner.batch_size = 250\n"));
+    assert_non_null(strstr(c.output, "mode = sweep\n"));
+    assert_null(strstr(c.output, "s3cret"));
+    scanner_child_free(&c);
+    unlink(path);
+}
+
+/* No server behind the socket: exit 1, and the textfile says the run failed. */
+static void test_unreachable_database_exits_1(void **state)
+{
+    char conf[128], prom[128], text[8192] = "";
+    FILE *fp;
+    struct scanner_child c;
+    const char *args[] = {"--config",   conf, "--db", "host=/nonexistent/og-scanner dbname=none",
+                          "--textfile", prom, NULL};
+
+    (void)state;
+    snprintf(conf, sizeof(conf), "/tmp/og-scanner-cli-db.%d.conf", (int)getpid());
+    snprintf(prom, sizeof(prom), "/tmp/og-scanner-cli-db.%d.prom", (int)getpid());
+    fp = fopen(conf, "w");
+    assert_non_null(fp);
+    fprintf(fp, "database:\n{\n  retry_max = 2;\n  retry_base_ms = 10;\n};\n");
+    fclose(fp);
+    assert_int_equal(scanner_child_run(&c, args), 1);
+    assert_non_null(strstr(c.output, "event=scanner_run_failed"));
+    assert_non_null(strstr(c.output, "cannot connect to PostgreSQL"));
+    fp = fopen(prom, "r");
+    assert_non_null(fp);
+    assert_true(fread(text, 1, sizeof(text) - 1, fp) > 0);
+    fclose(fp);
+    assert_non_null(strstr(text, "ordergate_scanner_last_run_success 0\n"));
+    scanner_child_free(&c);
+    unlink(conf);
+    unlink(prom);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_usage_exits_2),
+        cmocka_unit_test(test_bad_config_file_exits_2),
+        cmocka_unit_test(test_help_version_check_config),
+        cmocka_unit_test(test_unreachable_database_exits_1),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

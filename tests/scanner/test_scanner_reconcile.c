@@ -1,0 +1,279 @@
+/* --reconcile against planted violations: each of the seven invariants is
+ * broken on purpose in its own database (bypassing the gate as a superuser:
+ * direct writes, triggers disabled) and must be reported with the offending
+ * key and exit 3; a clean book exits 0; a payment that hit a cancelled order
+ * without its exception is repaired (not under --dry-run). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "scanner_child.h"
+#include "support/testdb.h"
+
+struct fixture {
+    struct testdb t;
+    PGconn *conn;
+};
+
+/* A small, consistent book made through the gate: one order paid, one
+ * pending with a coupon, one cancelled by the scanner with a coupon, one
+ * cancelled then paid late (exception), one pending without coupon. */
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    static const char *const book[] = {
+        "SELECT ordergate.add_stock('SKU-A', 100)",
+        "SELECT ordergate.add_stock('SKU-B', 50)",
+        "SELECT ordergate.add_coupon('CPN-1'), ordergate.add_coupon('CPN-2'), "
+        "ordergate.add_coupon('CPN-3')",
+        "SELECT ordergate.place_order('P-1', 100, '[{\"sku\":\"SKU-A\",\"qty\":2}]', 'CPN-1', "
+        "now() + interval '1 hour')",
+        "SELECT ordergate.place_order('P-2', 100, '[{\"sku\":\"SKU-B\",\"qty\":1}]', 'CPN-2', "
+        "now() + interval '1 hour')",
+        "SELECT ordergate.place_order('P-3', 100, '[{\"sku\":\"SKU-A\",\"qty\":1}]', 'CPN-3', "
+        "now() - interval '1 minute')",
+        "SELECT ordergate.place_order('P-4', 100, '[{\"sku\":\"SKU-A\",\"qty\":1}]', NULL, "
+        "now() - interval '1 minute')",
+        "SELECT ordergate.place_order('P-5', 100, '[{\"sku\":\"SKU-B\",\"qty\":3}]', NULL, "
+        "now() + interval '1 hour')",
+        "SELECT * FROM ordergate.claim_payment('P-1', 'TX-1', 100, 'card')",
+        "SELECT * FROM ordergate.claim_cancel(ARRAY['P-3', 'P-4'], 'timeout_scanner')",
+        "SELECT * FROM ordergate.claim_payment('P-4', 'TX-4', 100, 'card')",
+    };
+
+    testdb_create(&f->t, "scan_recon");
+    f->conn = testdb_connect(&f->t);
+    for (size_t i = 0; i < sizeof(book) / sizeof(book[0]); i++)
+        testdb_exec(f->conn, book[i]);
+    assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.exceptions WHERE "
+                                            "kind = 'late_payment' AND txn_no = 'TX-4'"),
+                     1);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+
+    PQfinish(f->conn);
+    testdb_drop(&f->t);
+    free(f);
+    return 0;
+}
+
+/* The violation count printed for an invariant ("  N  count  name"). */
+static long report_count(const char *out, int invariant)
+{
+    char key[16];
+    const char *p;
+
+    snprintf(key, sizeof(key), "\n  %d  ", invariant);
+    p = strstr(out, key);
+    if (p == NULL)
+        fail_msg("no line for invariant %d in:\n%s", invariant, out);
+    return strtol(p + strlen(key), NULL, 10);
+}
+
+/* The "first:" line following an invariant's line (empty when none). */
+static void report_first(const char *out, int invariant, char *buf, size_t size)
+{
+    char key[16];
+    const char *p, *q, *end;
+
+    buf[0] = '\0';
+    snprintf(key, sizeof(key), "\n  %d  ", invariant);
+    p = strstr(out, key);
+    assert_non_null(p);
+    p = strchr(p + 1, '\n');
+    assert_non_null(p);
+    if (strncmp(p, "\n     first: ", 13) != 0)
+        return;
+    q = p + 13;
+    end = strchr(q, '\n');
+    snprintf(buf, size, "%.*s", (int)(end ? end - q : (long)strlen(q)), q);
+}
+
+static struct scanner_child run_reconcile(struct fixture *f, int want_exit, const char *extra)
+{
+    struct scanner_child c;
+    const char *args[] = {"--db", f->t.conninfo, "--reconcile", "--grace", "60", "--scan-interval",
+                          "60",   extra,         NULL};
+
+    assert_int_equal(scanner_child_run(&c, args), want_exit);
+    return c;
+}
+
+static void expect_flagged(struct fixture *f, int invariant, const char *key)
+{
+    struct scanner_child c = run_reconcile(f, 3, NULL);
+    char first[800];
+
+    assert_true(report_count(c.output, invariant) >= 1);
+    report_first(c.output, invariant, first, sizeof(first));
+    if (strstr(first, key) == NULL)
+        fail_msg("invariant %d: expected %s among the first offenders, got '%s'", invariant, key,
+                 first);
+    assert_non_null(strstr(c.output, "result: VIOLATED"));
+    assert_non_null(strstr(c.output, "event=reconcile_violation"));
+    scanner_child_free(&c);
+}
+
+static void test_clean_book_exits_0(void **state)
+{
+    struct fixture *f = *state;
+    struct scanner_child c = run_reconcile(f, 0, NULL);
+
+    for (int i = 1; i <= 7; i++)
+        assert_int_equal(report_count(c.output, i), 0);
+    assert_non_null(strstr(c.output, "result: clean: all 7 invariants hold"));
+    scanner_child_free(&c);
+}
+
+/* 1: the state-machine trigger disabled, a paid order put back to pending. */
+static void test_inv1_status_went_back(void **state)
+{
+    struct fixture *f = *state;
+
+    testdb_exec(f->conn, "ALTER TABLE ordergate.orders DISABLE TRIGGER orders_guard_update");
+    testdb_exec(f->conn,
+                "UPDATE ordergate.orders SET status = 'pending_payment' WHERE order_no = 'P-1'");
+    testdb_exec(f->conn, "ALTER TABLE ordergate.orders ENABLE TRIGGER orders_guard_update");
+    expect_flagged(f, 1, "P-1");
+}
+
+/* 2: stock written directly. */
+static void test_inv2_stock_drift(void **state)
+{
+    struct fixture *f = *state;
+
+    testdb_exec(f->conn,
+                "UPDATE ordergate.inventory SET available = available + 5 WHERE sku = 'SKU-B'");
+    expect_flagged(f, 2, "SKU-B");
+}
+
+/* 3: the coupon of a pending order released behind its back. */
+static void test_inv3_coupon_state(void **state)
+{
+    struct fixture *f = *state;
+
+    testdb_exec(f->conn,
+                "UPDATE ordergate.coupons SET state = 'available' WHERE coupon_id = 'CPN-2'");
+    expect_flagged(f, 3, "CPN-2");
+}
+
+/* 4: the append-only guard disabled, a log row's idempotency key rewritten. */
+static void test_inv4_status_log(void **state)
+{
+    struct fixture *f = *state;
+
+    testdb_exec(f->conn, "ALTER TABLE ordergate.status_log DISABLE TRIGGER status_log_append_only");
+    testdb_exec(f->conn, "UPDATE ordergate.status_log SET idempotency_key = 'SOMETHING-ELSE' "
+                         "WHERE order_no = 'P-3'");
+    testdb_exec(f->conn, "ALTER TABLE ordergate.status_log ENABLE TRIGGER status_log_append_only");
+    expect_flagged(f, 4, "P-3");
+}
+
+/* 5: a payment left 'processing' cannot be repaired: exit 3. A late payment
+ * without exception beside it is repaired in the same run. */
+static void test_inv5_payments(void **state)
+{
+    struct fixture *f = *state;
+    struct scanner_child c;
+    char first[800];
+
+    testdb_exec(f->conn, "INSERT INTO ordergate.payments (txn_no, order_no, amount_cents, "
+                         "channel, outcome) VALUES ('TX-LATE', 'P-3', 100, 'card', "
+                         "'late_payment')");
+    testdb_exec(f->conn, "INSERT INTO ordergate.payments (txn_no, order_no, amount_cents) VALUES "
+                         "('TX-STUCK', 'P-2', 100)");
+
+    /* --dry-run: reports both, repairs nothing. */
+    c = run_reconcile(f, 3, "--dry-run");
+    assert_int_equal(report_count(c.output, 5), 2);
+    assert_non_null(strstr(c.output, "repair: skipped (--dry-run)"));
+    scanner_child_free(&c);
+    assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.exceptions WHERE "
+                                            "txn_no = 'TX-LATE'"),
+                     0);
+
+    c = run_reconcile(f, 3, NULL);
+    assert_non_null(strstr(c.output, "repair: created 1 missing late-payment exception "
+                                     "(manual review); invariant 5 went from 2 to 1"));
+    assert_int_equal(report_count(c.output, 5), 1);
+    report_first(c.output, 5, first, sizeof(first));
+    assert_string_equal(first, "TX-STUCK");
+    scanner_child_free(&c);
+    assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.exceptions WHERE "
+                                            "txn_no = 'TX-LATE' AND kind = 'late_payment' AND "
+                                            "resolution = 'manual_review'"),
+                     1);
+}
+
+/* 5, repairable only: after the repair the book is clean, exit 0. */
+static void test_inv5_repair_makes_clean(void **state)
+{
+    struct fixture *f = *state;
+    struct scanner_child c;
+
+    testdb_exec(f->conn, "INSERT INTO ordergate.payments (txn_no, order_no, amount_cents, "
+                         "channel, outcome) VALUES ('TX-LATE', 'P-3', 100, 'card', "
+                         "'late_payment')");
+    c = run_reconcile(f, 0, NULL);
+    assert_non_null(strstr(c.output, "repair: created 1 missing late-payment exception"));
+    assert_non_null(strstr(c.output, "result: clean"));
+    scanner_child_free(&c);
+    /* Repaired once: a second reconcile has nothing to do. */
+    c = run_reconcile(f, 0, NULL);
+    assert_null(strstr(c.output, "repair:"));
+    scanner_child_free(&c);
+}
+
+/* 6: a pending order far past its expiry (nobody swept). --since limits it. */
+static void test_inv6_overdue_pending(void **state)
+{
+    struct fixture *f = *state;
+    struct scanner_child c;
+
+    testdb_exec(f->conn, "UPDATE ordergate.orders SET expire_at = now() - interval '2 hours' "
+                         "WHERE order_no = 'P-5'");
+    expect_flagged(f, 6, "P-5");
+
+    c = run_reconcile(f, 3, "--since=1h");
+    assert_int_equal(report_count(c.output, 6), 1);
+    scanner_child_free(&c);
+    c = run_reconcile(f, 0, "--since=2099-01-01T00:00:00Z");
+    assert_non_null(strstr(c.output, "orders since 2099-01-01T00:00:00.000Z"));
+    scanner_child_free(&c);
+}
+
+/* 7: a second, contradicting event for a paid order. */
+static void test_inv7_outbox(void **state)
+{
+    struct fixture *f = *state;
+
+    testdb_exec(f->conn, "INSERT INTO ordergate.outbox (event_type, order_no) VALUES "
+                         "('order_cancelled', 'P-1')");
+    expect_flagged(f, 7, "P-1");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_clean_book_exits_0, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inv1_status_went_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inv2_stock_drift, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inv3_coupon_state, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inv4_status_log, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inv5_payments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inv5_repair_makes_clean, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inv6_overdue_pending, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inv7_outbox, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,250 @@
+-- 003_reconcile.sql: the reconciliation of SPEC section 3's seven invariants, and its repair.
+--
+-- reconcile() is STABLE: all seven checks read one snapshot, so a claim committing meanwhile is
+-- seen whole or not at all (every claim writes all its rows in one transaction).
+-- Each check is one set-based query (hash joins / aggregates, no per-row loops): seconds on
+-- 1,000,000 orders.
+--
+-- p_since limits the order-scoped checks (1, 4, 6, 7: orders created at or after it; 5: payments
+-- created at or after it) — e.g. to one drill's orders. Invariants 2 (stock per SKU) and 3 (coupon
+-- per coupon) are global state and always checked whole.
+
+BEGIN;
+
+DO $guard$
+BEGIN
+    IF to_regclass('ordergate.schema_migrations') IS NULL
+       OR NOT EXISTS (SELECT 1 FROM ordergate.schema_migrations WHERE version = '002') THEN
+        RAISE EXCEPTION 'ordergate migrations 001 and 002 must be applied before 003' USING ERRCODE = 'OG000';
+    END IF;
+    IF EXISTS (SELECT 1 FROM ordergate.schema_migrations WHERE version = '003') THEN
+        RAISE EXCEPTION 'ordergate migration 003 is already applied' USING ERRCODE = 'OG000';
+    END IF;
+END
+$guard$;
+
+SET LOCAL ROLE ordergate_owner;
+SET LOCAL search_path = ordergate, pg_temp;
+
+CREATE FUNCTION ordergate.reconcile(p_since timestamptz DEFAULT '-infinity',
+                                    p_grace interval DEFAULT '0 seconds',
+                                    p_scan_interval interval DEFAULT '5 minutes')
+RETURNS TABLE (invariant int, name text, violations bigint, sample text[])
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+    v_since timestamptz := coalesce(p_since, '-infinity');
+    v_grace interval    := coalesce(p_grace, '0 seconds');
+    v_scan  interval    := coalesce(p_scan_interval, '5 minutes');
+BEGIN
+    -- 1. Status moves only pending_payment -> paid | cancelled, once: an order's log describes
+    --    at most one move, from pending_payment, to paid or cancelled, ending in its current
+    --    status (a pending order with a logged move went back); plus log rows for no order.
+    RETURN QUERY
+    WITH l AS (
+        SELECT s.order_no, count(*) AS n,
+               bool_and(s.from_status = 'pending_payment' AND s.to_status IN ('paid', 'cancelled')) AS legal,
+               max(s.to_status) AS to_status
+          FROM status_log s
+         GROUP BY s.order_no
+    ), bad AS (
+        SELECT l.order_no
+          FROM l
+          LEFT JOIN orders o ON o.order_no = l.order_no
+         WHERE o.order_no IS NULL
+            OR (o.created_at >= v_since
+                AND (l.n > 1 OR NOT l.legal OR l.to_status IS DISTINCT FROM o.status))
+    )
+    SELECT 1, 'status moves only pending_payment -> paid|cancelled, once'::text,
+           count(*), (array_agg(bad.order_no ORDER BY bad.order_no))[1:10]
+      FROM bad;
+
+    -- 2. Per SKU: total (initial stock + additions) = available + qty held by pending and paid orders.
+    RETURN QUERY
+    WITH held AS (
+        SELECT it.sku, sum(it.qty)::bigint AS q
+          FROM order_items it
+          JOIN orders o ON o.order_no = it.order_no
+         WHERE o.status IN ('pending_payment', 'paid')
+         GROUP BY it.sku
+    ), bad AS (
+        SELECT i.sku
+          FROM inventory i
+          LEFT JOIN held h ON h.sku = i.sku
+         WHERE i.total <> i.available + coalesce(h.q, 0)
+    )
+    SELECT 2, 'per sku: initial stock = available + qty of pending and paid orders'::text,
+           count(*), (array_agg(bad.sku ORDER BY bad.sku))[1:10]
+      FROM bad;
+
+    -- 3. Coupon state matches its live order: pending -> locked, paid -> used, none (only cancelled
+    --    orders or none) -> available; and no coupon backs two live orders.
+    RETURN QUERY
+    WITH live AS (
+        SELECT o.coupon_id, count(*) AS n, min(o.status) AS status
+          FROM orders o
+         WHERE o.coupon_id IS NOT NULL AND o.status <> 'cancelled'
+         GROUP BY o.coupon_id
+    ), bad AS (
+        SELECT c.coupon_id
+          FROM coupons c
+          LEFT JOIN live ON live.coupon_id = c.coupon_id
+         WHERE coalesce(live.n, 0) > 1
+            OR c.state <> CASE live.status
+                              WHEN 'pending_payment' THEN 'locked'
+                              WHEN 'paid' THEN 'used'
+                              ELSE 'available'
+                          END
+    )
+    SELECT 3, 'coupon state matches order status (pending: locked, paid: used, cancelled: available)'::text,
+           count(*), (array_agg(bad.coupon_id ORDER BY bad.coupon_id))[1:10]
+      FROM bad;
+
+    -- 4. Exactly one status_log row per transition, with a valid source, actor and idempotency key
+    --    (cancel: the order number; payment: the txn_no that paid this order); none for pending orders.
+    RETURN QUERY
+    WITH l AS (
+        SELECT s.order_no, count(*) AS n, min(s.source) AS source, min(s.to_status) AS to_status,
+               min(s.idempotency_key) AS ikey, bool_and(coalesce(s.actor, '') <> '') AS has_actor
+          FROM status_log s
+         GROUP BY s.order_no
+    ), bad AS (
+        SELECT o.order_no
+          FROM orders o
+          LEFT JOIN l ON l.order_no = o.order_no
+          LEFT JOIN payments p ON p.txn_no = l.ikey
+         WHERE o.created_at >= v_since
+           AND (coalesce(l.n, 0) <> CASE WHEN o.status = 'pending_payment' THEN 0 ELSE 1 END
+                OR (l.n = 1 AND (
+                       NOT l.has_actor
+                    OR (l.to_status = 'paid' AND (l.source <> 'payment_callback'
+                                                  OR p.order_no IS DISTINCT FROM o.order_no
+                                                  OR p.outcome IS DISTINCT FROM 'paid'))
+                    OR (l.to_status = 'cancelled' AND (l.source NOT IN ('timeout_consumer', 'timeout_scanner', 'manual')
+                                                       OR l.ikey <> o.order_no)))))
+    )
+    SELECT 4, 'exactly one status_log row per transition, with its source and idempotency key'::text,
+           count(*), (array_agg(bad.order_no ORDER BY bad.order_no))[1:10]
+      FROM bad;
+
+    -- 5. Every payment that needs a follow-up (late_payment: a successful payment on a cancelled
+    --    order; also double_payment, amount_mismatch, not_found, and any 'paid' payment whose order
+    --    is not paid) has exactly one exception; no txn applied twice (one paid payment per order,
+    --    and a paid order's payment is the one its log names); nothing left 'processing'.
+    RETURN QUERY
+    WITH e AS (
+        SELECT x.txn_no, count(*) AS n, min(x.kind) AS kind
+          FROM exceptions x
+         WHERE x.txn_no IS NOT NULL
+         GROUP BY x.txn_no
+    ), paid_per_order AS (
+        SELECT p.order_no, count(*) AS n
+          FROM payments p
+         WHERE p.outcome = 'paid'
+         GROUP BY p.order_no
+         HAVING count(*) > 1
+    ), bad AS (
+        SELECT p.txn_no
+          FROM payments p
+          LEFT JOIN orders o ON o.order_no = p.order_no
+          LEFT JOIN e ON e.txn_no = p.txn_no
+         WHERE p.created_at >= v_since
+           AND (p.outcome = 'processing'
+                OR (p.outcome = 'paid' AND o.status IS DISTINCT FROM 'paid'
+                    AND coalesce(e.n, 0) <> 1)
+                OR (p.outcome IN ('late_payment', 'double_payment', 'amount_mismatch', 'not_found')
+                    AND coalesce(e.n, 0) <> 1)
+                OR (p.outcome = 'late_payment' AND e.kind IS DISTINCT FROM 'late_payment'))
+        UNION
+        SELECT p.txn_no
+          FROM payments p
+          JOIN paid_per_order d ON d.order_no = p.order_no
+         WHERE p.outcome = 'paid' AND p.created_at >= v_since
+    )
+    SELECT 5, 'every successful payment on a cancelled order has exactly one exception; no txn applied twice'::text,
+           count(*), (array_agg(bad.txn_no ORDER BY bad.txn_no))[1:10]
+      FROM bad;
+
+    -- 6. No order stays pending_payment past expire_at + grace + one scanner interval.
+    RETURN QUERY
+    SELECT 6, 'no order pending past expire_at + grace + one scanner interval'::text,
+           count(*), (array_agg(o.order_no ORDER BY o.order_no))[1:10]
+      FROM orders o
+     WHERE o.status = 'pending_payment'
+       AND o.expire_at < now() - v_grace - v_scan
+       AND o.created_at >= v_since;
+
+    -- 7. Exactly one outbox event per winning transition: a paid order has one order_paid and no
+    --    order_cancelled, a cancelled order the reverse, a pending order neither.
+    RETURN QUERY
+    WITH ev AS (
+        SELECT b.order_no,
+               count(*) FILTER (WHERE b.event_type = 'order_paid') AS paid,
+               count(*) FILTER (WHERE b.event_type = 'order_cancelled') AS cancelled
+          FROM outbox b
+         WHERE b.event_type IN ('order_paid', 'order_cancelled')
+         GROUP BY b.order_no
+    ), bad AS (
+        SELECT coalesce(o.order_no, ev.order_no) AS order_no
+          FROM orders o
+          FULL JOIN ev ON ev.order_no = o.order_no
+         WHERE (o.order_no IS NULL)
+            OR (o.created_at >= v_since
+                AND (coalesce(ev.paid, 0) <> CASE WHEN o.status = 'paid' THEN 1 ELSE 0 END
+                     OR coalesce(ev.cancelled, 0) <> CASE WHEN o.status = 'cancelled' THEN 1 ELSE 0 END))
+    )
+    SELECT 7, 'exactly one outbox event per winning transition'::text,
+           count(*), (array_agg(bad.order_no ORDER BY bad.order_no))[1:10]
+      FROM bad;
+END
+$$;
+
+-- reconcile_repair: a successful payment that hit a cancelled order (payment outcome late_payment,
+-- or a 'paid' payment whose order is cancelled) without an exception gets its late_payment
+-- exception now, as manual_review (something already went wrong: a person looks), plus a
+-- reconciliation_alert event. Returns how many were created. Safe to run concurrently with the
+-- gate (unique exception per txn_no).
+CREATE FUNCTION ordergate.reconcile_repair() RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
+DECLARE
+    v_n bigint;
+BEGIN
+    WITH missing AS (
+        SELECT p.txn_no, p.order_no, p.amount_cents, p.channel
+          FROM payments p
+          JOIN orders o ON o.order_no = p.order_no
+         WHERE o.status = 'cancelled'
+           AND p.outcome IN ('late_payment', 'paid')
+           AND NOT EXISTS (SELECT 1 FROM exceptions x WHERE x.txn_no = p.txn_no)
+    ), ins AS (
+        INSERT INTO exceptions (order_no, kind, txn_no, amount_cents, resolution, note)
+        SELECT m.order_no, 'late_payment', m.txn_no, m.amount_cents, 'manual_review',
+               format('created by reconcile_repair: payment %s via %s hit a cancelled order without an exception',
+                      m.txn_no, m.channel)
+          FROM missing m
+        ON CONFLICT (txn_no) WHERE txn_no IS NOT NULL DO NOTHING
+        RETURNING id, order_no, txn_no, amount_cents
+    ), ev AS (
+        INSERT INTO outbox (event_type, order_no, payload)
+        SELECT 'reconciliation_alert', ins.order_no,
+               jsonb_build_object('v', 1, 'event', 'reconciliation_alert', 'order_no', ins.order_no,
+                                  'txn_no', ins.txn_no, 'amount_cents', ins.amount_cents,
+                                  'kind', 'late_payment', 'resolution', 'manual_review',
+                                  'exception_id', ins.id, 'order_status', 'cancelled',
+                                  'repaired', true)
+          FROM ins
+        RETURNING 1
+    )
+    SELECT count(*) INTO v_n FROM ev;
+    RETURN v_n;
+END
+$$;
+
+REVOKE EXECUTE ON FUNCTION ordergate.reconcile(timestamptz, interval, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION ordergate.reconcile_repair() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION ordergate.reconcile(timestamptz, interval, interval) TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.reconcile_repair() TO ordergate_service;
+
+INSERT INTO ordergate.schema_migrations (version) VALUES ('003');
+
+COMMIT;

@@ -1,0 +1,844 @@
+/* ordergatectl against a real PostgreSQL: the built binary runs as a child
+ * process on a database of each test's own; what it prints (text and JSON)
+ * and what it changed in the database are both checked. */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "ctl/ctl_run.h"
+#include "support/testdb.h"
+
+#define SCHEMA_DIR OG_SOURCE_DIR "/schema"
+
+/* ---- helpers ----------------------------------------------------------- */
+
+/* The migrations in the source tree, as ordergatectl and the fixture see
+ * them: NNN_name.sql. Returns how many; versions[] receives "NNN". */
+static int schema_versions(char versions[][4], int max)
+{
+    DIR *d = opendir(SCHEMA_DIR);
+    struct dirent *de;
+    int n = 0;
+
+    assert_non_null(d);
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (len > 8 && de->d_name[3] == '_' && strcmp(de->d_name + len - 4, ".sql") == 0 &&
+            de->d_name[0] >= '0' && de->d_name[0] <= '9') {
+            assert_true(n < max);
+            memcpy(versions[n], de->d_name, 3);
+            versions[n][3] = '\0';
+            n++;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+static char *scalar_text(PGconn *conn, const char *sql)
+{
+    PGresult *res = PQexec(conn, sql);
+    char *v;
+
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+        fail_msg("SQL failed: %s\n%s", sql, PQerrorMessage(conn));
+    v = strdup(PQgetisnull(res, 0, 0) ? "" : PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return v;
+}
+
+static long count_where(PGconn *conn, const char *table, const char *cond)
+{
+    char sql[512];
+
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM ordergate.%s WHERE %s", table, cond);
+    return testdb_scalar(conn, sql);
+}
+
+/* An empty database (not from the template) for the migration tests. */
+static void empty_db_create(struct testdb *t, const char *tag)
+{
+    PGconn *admin = PQconnectdb("dbname=postgres");
+    char sql[256];
+
+    if (PQstatus(admin) != CONNECTION_OK)
+        fail_msg("cannot reach PostgreSQL: %s", PQerrorMessage(admin));
+    snprintf(t->name, sizeof(t->name), "og_%s_%d", tag, (int)getpid());
+    snprintf(t->conninfo, sizeof(t->conninfo), "dbname=%s", t->name);
+    snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s", t->name);
+    testdb_exec(admin, sql);
+    snprintf(sql, sizeof(sql), "CREATE DATABASE %s TEMPLATE template0", t->name);
+    testdb_exec(admin, sql);
+    PQfinish(admin);
+}
+
+static const json_t *find_migration(const json_t *r, const char *version)
+{
+    const json_t *list = json_object_get(r, "migrations");
+    const json_t *m;
+    size_t i;
+
+    json_array_foreach(list, i, m)
+    {
+        if (strcmp(ctl_json_s(m, "version"), version) == 0)
+            return m;
+    }
+    fail_msg("migration %s missing from the output", version);
+    return NULL;
+}
+
+static void seed_stock(PGconn *conn)
+{
+    testdb_exec(conn, "SELECT ordergate.add_stock('S1', 10), ordergate.add_stock('S2', 5), "
+                      "ordergate.add_coupon('C1')");
+}
+
+/* ---- migrate ----------------------------------------------------------- */
+
+static void test_migrate_empty_then_idempotent(void **state)
+{
+    char versions[64][4];
+    int n = schema_versions(versions, 64);
+    struct testdb t;
+    struct ctl_result r;
+    PGconn *conn;
+    char *first_applied;
+
+    (void)state;
+    assert_true(n >= 4); /* 001..003 and this tool's 006 at least */
+    empty_db_create(&t, "ctl_mig_empty");
+
+    /* Dry run: lists everything as pending and creates nothing. */
+    ctl_run(&r, "migrate", "--db", t.conninfo, "--dry-run", "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(r.json);
+    assert_true(json_is_true(json_object_get(r.json, "dry_run")));
+    assert_int_equal(ctl_json_i(r.json, "pending"), n);
+    assert_int_equal(ctl_json_i(r.json, "applied"), 0);
+    ctl_result_free(&r);
+    conn = testdb_connect(&t);
+    assert_int_equal(
+        testdb_scalar(conn, "SELECT count(*) FROM pg_namespace WHERE nspname = 'ordergate'"), 0);
+
+    /* First run applies every file, in order, and each records its version. */
+    ctl_run(&r, "migrate", "--db", t.conninfo, "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(r.json);
+    assert_true(json_is_true(json_object_get(r.json, "ok")));
+    assert_int_equal(ctl_json_i(r.json, "applied"), n);
+    assert_int_equal(ctl_json_i(r.json, "already_applied"), 0);
+    for (int i = 0; i < n; i++) {
+        char sql[160];
+        assert_string_equal(ctl_json_s(find_migration(r.json, versions[i]), "result"), "applied");
+        snprintf(sql, sizeof(sql),
+                 "SELECT count(*) FROM ordergate.schema_migrations WHERE version = '%s'",
+                 versions[i]);
+        assert_int_equal(testdb_scalar(conn, sql), 1);
+    }
+    ctl_result_free(&r);
+    assert_int_equal(testdb_scalar(conn, "SELECT count(*) FROM ordergate.schema_migrations"), n);
+    first_applied =
+        scalar_text(conn, "SELECT max(applied_at)::text FROM ordergate.schema_migrations");
+
+    /* Second run: nothing to do, nothing changed (text output this time). */
+    ctl_run(&r, "migrate", "--db", t.conninfo, NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "0 applied"));
+    assert_non_null(strstr(r.out, "001  already applied"));
+    assert_null(strstr(r.out, "  applied  "));
+    ctl_result_free(&r);
+    assert_int_equal(testdb_scalar(conn, "SELECT count(*) FROM ordergate.schema_migrations"), n);
+    {
+        char *again =
+            scalar_text(conn, "SELECT max(applied_at)::text FROM ordergate.schema_migrations");
+        assert_string_equal(first_applied, again);
+        free(again);
+    }
+    free(first_applied);
+
+    /* The migrated database works: the gate answers through the tool. */
+    seed_stock(conn);
+    ctl_run(&r, "place", "M1", "--db", t.conninfo, "--amount", "100", "--item", "S1:1",
+            "--expire-in", "60", "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(ctl_json_s(r.json, "outcome"), "placed");
+    ctl_result_free(&r);
+
+    PQfinish(conn);
+    testdb_drop(&t);
+}
+
+/* The template was built with plain psql: nothing left to apply. Then a
+ * database where only 001 was applied by hand: the rest is applied. */
+static void test_migrate_after_psql(void **state)
+{
+    char versions[64][4];
+    int n = schema_versions(versions, 64);
+    struct testdb t;
+    struct ctl_result r;
+    char cmd[1024];
+    PGconn *conn;
+
+    (void)state;
+    testdb_create(&t, "ctl_mig_psql");
+    ctl_run(&r, "migrate", "--db", t.conninfo, "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(ctl_json_i(r.json, "applied"), 0);
+    assert_int_equal(ctl_json_i(r.json, "already_applied"), n);
+    ctl_result_free(&r);
+    testdb_drop(&t);
+
+    empty_db_create(&t, "ctl_mig_part");
+    snprintf(cmd, sizeof(cmd), "psql -X -q -v ON_ERROR_STOP=1 -d %s -f %s/001_core.sql >/dev/null",
+             t.name, SCHEMA_DIR);
+    assert_int_equal(system(cmd), 0);
+    ctl_run(&r, "migrate", "--db", t.conninfo, "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(ctl_json_s(find_migration(r.json, "001"), "result"), "already_applied");
+    assert_string_equal(ctl_json_s(find_migration(r.json, "002"), "result"), "applied");
+    assert_int_equal(ctl_json_i(r.json, "applied"), n - 1);
+    assert_int_equal(ctl_json_i(r.json, "already_applied"), 1);
+    ctl_result_free(&r);
+    conn = testdb_connect(&t);
+    assert_int_equal(testdb_scalar(conn, "SELECT count(*) FROM ordergate.schema_migrations"), n);
+    PQfinish(conn);
+    testdb_drop(&t);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* A failing file is rolled back whole and stops the run (exit 1); a file
+ * that forgets to record its version is reported; a missing schema
+ * directory is a usage error. */
+static void test_migrate_failures(void **state)
+{
+    char dir[] = "/tmp/og_ctl_schema_XXXXXX";
+    char path[512], versions[64][4];
+    int n = schema_versions(versions, 64);
+    struct testdb t;
+    struct ctl_result r;
+    PGconn *conn;
+    DIR *d;
+    struct dirent *de;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    d = opendir(SCHEMA_DIR);
+    assert_non_null(d);
+    while ((de = readdir(d)) != NULL) {
+        char target[512];
+        if (strstr(de->d_name, ".sql") == NULL)
+            continue;
+        snprintf(target, sizeof(target), "%s/%s", SCHEMA_DIR, de->d_name);
+        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+        assert_int_equal(symlink(target, path), 0);
+    }
+    closedir(d);
+    snprintf(path, sizeof(path), "%s/900_broken.sql", dir);
+    write_file(path, "BEGIN;\n"
+                     "CREATE TABLE ordergate.ctl_probe (x int);\n"
+                     "SELECT ordergate.no_such_function();\n"
+                     "INSERT INTO ordergate.schema_migrations (version) VALUES ('900');\n"
+                     "COMMIT;\n");
+
+    testdb_create(&t, "ctl_mig_fail");
+    conn = testdb_connect(&t);
+    ctl_run(&r, "migrate", "--db", t.conninfo, "--schema-dir", dir, "--json", NULL);
+    assert_int_equal(r.status, 1);
+    assert_non_null(r.json);
+    assert_true(json_is_false(json_object_get(r.json, "ok")));
+    assert_non_null(strstr(ctl_json_s(r.json, "error"), "900_broken.sql"));
+    assert_string_equal(ctl_json_s(find_migration(r.json, "900"), "result"), "failed");
+    assert_int_equal(ctl_json_i(r.json, "already_applied"), n);
+    ctl_result_free(&r);
+    assert_int_equal(testdb_scalar(conn, "SELECT count(*) FROM pg_tables WHERE schemaname = "
+                                         "'ordergate' AND tablename = 'ctl_probe'"),
+                     0);
+    assert_int_equal(count_where(conn, "schema_migrations", "version = '900'"), 0);
+
+    /* A file that runs but does not record itself would run again next time. */
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/901_silent.sql", dir);
+    write_file(path, "BEGIN;\nCREATE TABLE ordergate.ctl_probe2 (x int);\nCOMMIT;\n");
+    ctl_run(&r, "migrate", "--db", t.conninfo, "--schema-dir", dir, NULL);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "did not record version 901"));
+    ctl_result_free(&r);
+    unlink(path);
+
+    /* psql meta-commands are refused before anything is sent. */
+    snprintf(path, sizeof(path), "%s/902_meta.sql", dir);
+    write_file(path, "\\set ON_ERROR_STOP 1\nCREATE TABLE ordergate.ctl_probe3 (x int);\n");
+    ctl_run(&r, "migrate", "--db", t.conninfo, "--schema-dir", dir, NULL);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "902_meta.sql:1: psql meta-command"));
+    ctl_result_free(&r);
+    assert_int_equal(testdb_scalar(conn, "SELECT count(*) FROM pg_tables WHERE schemaname = "
+                                         "'ordergate' AND tablename = 'ctl_probe3'"),
+                     0);
+    unlink(path);
+
+    ctl_run(&r, "migrate", "--db", t.conninfo, "--schema-dir", "/nonexistent/schema", NULL);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "not a directory"));
+    ctl_result_free(&r);
+
+    /* Clean up the temporary directory (symlinks only are left). */
+    d = opendir(dir);
+    assert_non_null(d);
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    rmdir(dir);
+    PQfinish(conn);
+    testdb_drop(&t);
+}
+
+/* ---- the gate by hand -------------------------------------------------- */
+
+static void test_place_pay_hold_close_show(void **state)
+{
+    struct testdb t;
+    struct ctl_result r;
+    PGconn *conn;
+    const json_t *o, *list, *h;
+    char *expire;
+
+    (void)state;
+    testdb_create(&t, "ctl_round");
+    conn = testdb_connect(&t);
+    seed_stock(conn);
+
+    ctl_run(&r, "place", "A1", "--db", t.conninfo, "--amount", "1999", "--item", "S1:2", "--item",
+            "S2:1", "--coupon", "C1", "--expire-in", "600", "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(r.json);
+    assert_string_equal(ctl_json_s(r.json, "command"), "place");
+    assert_string_equal(ctl_json_s(r.json, "order_no"), "A1");
+    assert_string_equal(ctl_json_s(r.json, "outcome"), "placed");
+    assert_int_equal(json_array_size(json_object_get(r.json, "items")), 2);
+    expire = strdup(ctl_json_s(r.json, "expire_at"));
+    ctl_result_free(&r);
+    assert_int_equal(testdb_scalar(conn, "SELECT available FROM ordergate.inventory WHERE sku = "
+                                         "'S1'"),
+                     8);
+    assert_int_equal(testdb_scalar(conn, "SELECT available FROM ordergate.inventory WHERE sku = "
+                                         "'S2'"),
+                     4);
+    assert_int_equal(count_where(conn, "coupons", "coupon_id = 'C1' AND state = 'locked'"), 1);
+    /* expire-in is measured on the database clock: 600 s from its now(). */
+    {
+        char sql[256];
+        snprintf(sql, sizeof(sql),
+                 "SELECT abs(extract(epoch FROM '%s'::timestamptz - now()) - 600) < 5", expire);
+        char *ok = scalar_text(conn, sql);
+        assert_string_equal(ok, "t");
+        free(ok);
+        snprintf(sql, sizeof(sql),
+                 "SELECT count(*) FROM ordergate.orders WHERE order_no = 'A1' AND expire_at = "
+                 "'%s'::timestamptz",
+                 expire);
+        assert_int_equal(testdb_scalar(conn, sql), 1);
+    }
+    free(expire);
+
+    /* Same order again: duplicate, nothing reserved twice (text output). */
+    ctl_run(&r, "place", "A1", "--db", t.conninfo, "--amount", "1999", "--item", "S1:2",
+            "--expire-in", "600", NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "outcome       duplicate\n"));
+    ctl_result_free(&r);
+    assert_int_equal(testdb_scalar(conn, "SELECT available FROM ordergate.inventory WHERE sku = "
+                                         "'S1'"),
+                     8);
+
+    /* Hold: the new expire_at is the database's. */
+    ctl_run(&r, "hold", "A1", "--db", t.conninfo, "--seconds", "700", "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(ctl_json_s(r.json, "outcome"), "held");
+    {
+        char *db_expire = scalar_text(conn, "SELECT to_char(expire_at AT TIME ZONE 'UTC', "
+                                            "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') FROM "
+                                            "ordergate.orders WHERE order_no = 'A1'");
+        assert_string_equal(ctl_json_s(r.json, "expire_at"), db_expire);
+        free(db_expire);
+    }
+    ctl_result_free(&r);
+
+    /* Pay; then the same transaction again: duplicate with the first outcome. */
+    ctl_run(&r, "pay", "A1", "--db", t.conninfo, "--txn", "T1", "--amount", "1999", "--channel",
+            "card", "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(ctl_json_s(r.json, "outcome"), "paid");
+    assert_string_equal(ctl_json_s(r.json, "status"), "paid");
+    assert_true(json_is_null(json_object_get(r.json, "first_outcome")));
+    assert_true(json_is_null(json_object_get(r.json, "exception")));
+    ctl_result_free(&r);
+    ctl_run(&r, "pay", "A1", "--db", t.conninfo, "--txn", "T1", "--amount", "1999", "--channel",
+            "card", NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "outcome        duplicate\n"));
+    assert_non_null(strstr(r.out, "first_outcome  paid\n"));
+    assert_non_null(strstr(r.out, "status         paid\n"));
+    ctl_result_free(&r);
+    assert_int_equal(count_where(conn, "payments", "order_no = 'A1'"), 1);
+    assert_int_equal(count_where(conn, "coupons", "coupon_id = 'C1' AND state = 'used'"), 1);
+
+    /* Hold on a paid order: not_pending. */
+    ctl_run(&r, "hold", "A1", "--db", t.conninfo, "--seconds", "60", "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(ctl_json_s(r.json, "outcome"), "not_pending");
+    ctl_result_free(&r);
+
+    /* Manual close of another order; again: already_cancelled; a paid one: already_paid. */
+    ctl_run(&r, "place", "B1", "--db", t.conninfo, "--amount", "500", "--item", "S1:3",
+            "--expire-at", "2030-01-02T03:04:05.678+01:00", "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(ctl_json_s(r.json, "outcome"), "placed");
+    assert_string_equal(ctl_json_s(r.json, "expire_at"), "2030-01-02T02:04:05.678Z");
+    ctl_result_free(&r);
+    assert_int_equal(testdb_scalar(conn, "SELECT available FROM ordergate.inventory WHERE sku = "
+                                         "'S1'"),
+                     5);
+    ctl_run(&r, "close", "B1", "--db", t.conninfo, "--operator", "alice", "--reason",
+            "customer asked", "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(ctl_json_s(r.json, "outcome"), "cancelled");
+    assert_string_equal(ctl_json_s(r.json, "status"), "cancelled");
+    ctl_result_free(&r);
+    assert_int_equal(testdb_scalar(conn, "SELECT available FROM ordergate.inventory WHERE sku = "
+                                         "'S1'"),
+                     8);
+    ctl_run(&r, "close", "B1", "--db", t.conninfo, "--operator", "alice", "--reason", "again",
+            NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "outcome   already_cancelled\n"));
+    ctl_result_free(&r);
+    ctl_run(&r, "close", "A1", "--db", t.conninfo, "--operator", "alice", "--reason", "late",
+            "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(ctl_json_s(r.json, "outcome"), "already_paid");
+    ctl_result_free(&r);
+    assert_int_equal(count_where(conn, "status_log", "order_no = 'B1'"), 1);
+    assert_int_equal(count_where(conn, "status_log", "order_no = 'A1'"), 1);
+
+    /* show --json: the whole story of A1. */
+    ctl_run(&r, "show", "A1", "--db", t.conninfo, "--json", NULL);
+    assert_int_equal(r.status, 0);
+    o = json_object_get(r.json, "order");
+    assert_non_null(o);
+    assert_true(json_is_true(json_object_get(o, "found")));
+    assert_string_equal(ctl_json_s(o, "status"), "paid");
+    assert_int_equal(ctl_json_i(o, "amount_cents"), 1999);
+    assert_string_equal(ctl_json_s(o, "coupon_id"), "C1");
+    list = json_object_get(o, "items");
+    assert_int_equal(json_array_size(list), 2);
+    assert_string_equal(ctl_json_s(json_array_get(list, 0), "sku"), "S1");
+    assert_int_equal(ctl_json_i(json_array_get(list, 0), "qty"), 2);
+    assert_string_equal(ctl_json_s(json_array_get(list, 1), "sku"), "S2");
+    list = json_object_get(o, "history");
+    assert_int_equal(json_array_size(list), 1);
+    h = json_array_get(list, 0);
+    assert_string_equal(ctl_json_s(h, "from_status"), "pending_payment");
+    assert_string_equal(ctl_json_s(h, "to_status"), "paid");
+    assert_string_equal(ctl_json_s(h, "source"), "payment_callback");
+    assert_string_equal(ctl_json_s(h, "idempotency_key"), "T1");
+    assert_string_equal(ctl_json_s(h, "actor"), "ordergatectl");
+    list = json_object_get(o, "payments");
+    assert_int_equal(json_array_size(list), 1);
+    assert_string_equal(ctl_json_s(json_array_get(list, 0), "txn_no"), "T1");
+    assert_string_equal(ctl_json_s(json_array_get(list, 0), "outcome"), "paid");
+    assert_int_equal(json_array_size(json_object_get(o, "exceptions")), 0);
+    ctl_result_free(&r);
+
+    /* show as text: B1's manual close with its operator and reason. */
+    ctl_run(&r, "show", "B1", "--db", t.conninfo, NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "status              cancelled\n"));
+    assert_non_null(strstr(r.out, "expire_at           2030-01-02T02:04:05.678Z\n"));
+    assert_non_null(
+        strstr(r.out, "pending_payment  cancelled  manual  B1   alice  customer asked"));
+    assert_non_null(strstr(r.out, "payments: none"));
+    ctl_result_free(&r);
+
+    ctl_run(&r, "show", "NOPE", "--db", t.conninfo, NULL);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "order NOPE not found"));
+    assert_string_equal(r.out, "");
+    ctl_result_free(&r);
+
+    PQfinish(conn);
+    testdb_drop(&t);
+}
+
+static void test_close_requires_operator_and_reason(void **state)
+{
+    struct testdb t;
+    struct ctl_result r;
+    PGconn *conn;
+
+    (void)state;
+    testdb_create(&t, "ctl_close");
+    conn = testdb_connect(&t);
+    seed_stock(conn);
+    ctl_run(&r, "place", "P1", "--db", t.conninfo, "--amount", "100", "--item", "S1:1",
+            "--expire-at", "2020-01-01T00:00:00Z", NULL);
+    assert_int_equal(r.status, 0);
+    ctl_result_free(&r);
+
+    ctl_run(&r, "close", "P1", "--db", t.conninfo, "--reason", "no operator", NULL);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "--operator NAME is required"));
+    assert_int_equal(strchr(r.err, '\n') - r.err + 1, (long)strlen(r.err)); /* one line */
+    assert_string_equal(r.out, "");
+    ctl_result_free(&r);
+    ctl_run(&r, "close", "P1", "--db", t.conninfo, "--operator", "bob", NULL);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "--reason TEXT is required"));
+    ctl_result_free(&r);
+    ctl_run(&r, "close", "P1", "--db", t.conninfo, "--operator", "  ", "--reason", "x", "--json",
+            NULL);
+    assert_int_equal(r.status, 2);
+    assert_non_null(r.json);
+    assert_true(json_is_false(json_object_get(r.json, "ok")));
+    assert_int_equal(ctl_json_i(r.json, "exit"), 2);
+    assert_non_null(strstr(ctl_json_s(r.json, "error"), "--operator must not be empty"));
+    ctl_result_free(&r);
+
+    /* Nothing happened to the order. */
+    assert_int_equal(count_where(conn, "orders",
+                                 "order_no = 'P1' AND status = "
+                                 "'pending_payment'"),
+                     1);
+    assert_int_equal(count_where(conn, "status_log", "true"), 0);
+    assert_int_equal(count_where(conn, "outbox", "true"), 0);
+    assert_int_equal(testdb_scalar(conn, "SELECT available FROM ordergate.inventory WHERE sku = "
+                                         "'S1'"),
+                     9);
+    PQfinish(conn);
+    testdb_drop(&t);
+}
+
+struct bad_case {
+    const char *args[16];
+    const char *message;
+};
+
+static void test_bad_input_exits_2(void **state)
+{
+    static const struct bad_case cases[] = {
+        {{"place", "X1", "--amount", "12.50", "--item", "S1:1", "--expire-in", "60"},
+         "--amount: '12.50' is not a whole number of cents"},
+        {{"place", "X1", "--amount", "abc", "--item", "S1:1", "--expire-in", "60"},
+         "--amount: 'abc' is not a whole number"},
+        {{"place", "X1", "--amount", "0", "--item", "S1:1", "--expire-in", "60"},
+         "--amount: must be positive, got 0"},
+        {{"place", "X1", "--amount", "-5", "--item", "S1:1", "--expire-in", "60"},
+         "--amount: must be positive, got -5"},
+        {{"place", "X1", "--amount", "99999999999999999999", "--item", "S1:1", "--expire-in", "60"},
+         "out of range"},
+        {{"place", "X1", "--amount", "100", "--expire-in", "60"},
+         "at least one --item SKU:QTY is required"},
+        {{"place", "X1", "--amount", "100", "--item", "S1", "--expire-in", "60"},
+         "--item 'S1': expected SKU:QTY"},
+        {{"place", "X1", "--amount", "100", "--item", ":3", "--expire-in", "60"},
+         "--item ':3': expected SKU:QTY"},
+        {{"place", "X1", "--amount", "100", "--item", "S1:0", "--expire-in", "60"},
+         "--item 'S1:0': quantity must be a whole number from 1"},
+        {{"place", "X1", "--amount", "100", "--item", "S1:two", "--expire-in", "60"},
+         "--item 'S1:two': quantity must be a whole number"},
+        {{"place", "X1", "--amount", "100", "--item", "S1:1", "--item", "S2:-1", "--expire-in",
+          "60"},
+         "--item 'S2:-1'"},
+        {{"place", "X1", "--amount", "100", "--item", "S1:1"},
+         "give exactly one of --expire-in SECONDS and --expire-at TIMESTAMP"},
+        {{"place", "X1", "--amount", "100", "--item", "S1:1", "--expire-at", "2030-01-01 10:00"},
+         "is not an RFC 3339 timestamp with a zone"},
+        {{"place", "bad order", "--amount", "100", "--item", "S1:1", "--expire-in", "60"},
+         "invalid order number 'bad order'"},
+        {{"place", "X1", "--amount", "1", "--amount", "2", "--item", "S1:1", "--expire-in", "6"},
+         "--amount is given more than once"},
+        {{"place", "X1", "X2", "--amount", "1", "--item", "S1:1", "--expire-in", "6"},
+         "unexpected argument 'X2'"},
+        {{"place", "--amount", "1", "--item", "S1:1", "--expire-in", "6"},
+         "missing argument ORDER"},
+        {{"place", "X1", "--amount", "1", "--item", "S1:1", "--expire-in", "6", "--colour"},
+         "unknown option '--colour'"},
+        {{"pay", "X1", "--txn", "T 1", "--amount", "100"}, "--txn 'T 1'"},
+        {{"pay", "X1", "--txn", "T1", "--amount", "1e3"}, "--amount: '1e3' is not a whole"},
+        {{"pay", "X1", "--amount", "100"}, "--txn TXN is required"},
+        {{"hold", "X1", "--seconds", "0"}, "--seconds: 0 is out of range"},
+        {{"hold", "X1", "--seconds", "100000"}, "seconds must be 1..900"},
+        {{"exceptions", "--limit", "0"}, "--limit: 0 is out of range"},
+        {{"exceptions", "resolve", "12x", "--note", "n", "--operator", "o"},
+         "exception ID: '12x' is not a whole number"},
+        {{"frobnicate"}, "unknown command 'frobnicate'"},
+    };
+    struct testdb t;
+    PGconn *conn;
+
+    (void)state;
+    testdb_create(&t, "ctl_bad");
+    conn = testdb_connect(&t);
+    seed_stock(conn);
+    testdb_exec(conn, "SELECT ordergate.place_order('X1', 100, '[{\"sku\":\"S1\",\"qty\":1}]', "
+                      "NULL, now() + interval '1 hour')");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *const *a = cases[i].args;
+        struct ctl_result r;
+        size_t n = 0;
+        while (n < 16 && a[n] != NULL)
+            n++;
+        const char *argv[20];
+        size_t k = 0;
+        for (size_t j = 0; j < n; j++)
+            argv[k++] = a[j];
+        argv[k++] = "--db";
+        argv[k++] = t.conninfo;
+        argv[k] = NULL;
+        ctl_runv(&r, argv);
+        if (r.status != 2 || strstr(r.err, cases[i].message) == NULL)
+            fail_msg("case %zu (%s %s): exit %d, stderr '%s', expected exit 2 and '%s'", i, a[0],
+                     n > 1 ? a[1] : "", r.status, r.err, cases[i].message);
+        /* One line, and nothing on stdout. */
+        assert_int_equal(strchr(r.err, '\n') - r.err + 1, (long)strlen(r.err));
+        assert_string_equal(r.out, "");
+        ctl_result_free(&r);
+    }
+    /* Nothing changed: still one order, the seeded stock, no payment. */
+    assert_int_equal(count_where(conn, "orders", "true"), 1);
+    assert_int_equal(testdb_scalar(conn, "SELECT available FROM ordergate.inventory WHERE sku = "
+                                         "'S1'"),
+                     9);
+    assert_int_equal(count_where(conn, "payments", "true"), 0);
+    assert_int_equal(count_where(conn, "exceptions", "true"), 0);
+    assert_int_equal(count_where(conn, "orders", "expire_at > now() + interval '50 minutes'"), 1);
+    PQfinish(conn);
+    testdb_drop(&t);
+}
+
+/* ---- exceptions -------------------------------------------------------- */
+
+static void test_exceptions_list_and_resolve(void **state)
+{
+    struct testdb t;
+    struct ctl_result r;
+    PGconn *conn;
+    const json_t *e;
+    long long id;
+    char ids[24];
+
+    (void)state;
+    testdb_create(&t, "ctl_exc");
+    conn = testdb_connect(&t);
+    seed_stock(conn);
+    ctl_run(&r, "exceptions", "--db", t.conninfo, NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "no open exceptions\n");
+    ctl_result_free(&r);
+
+    /* The scanner cancels a due order; the payment lands 20 s later. */
+    ctl_run(&r, "place", "L1", "--db", t.conninfo, "--amount", "1500", "--item", "S1:1",
+            "--expire-at", "2020-01-01T00:00:00Z", NULL);
+    assert_int_equal(r.status, 0);
+    ctl_result_free(&r);
+    testdb_exec(conn, "SELECT * FROM ordergate.claim_cancel(ARRAY['L1'], 'timeout_scanner')");
+    ctl_run(&r, "pay", "L1", "--db", t.conninfo, "--txn", "LT1", "--amount", "1500", "--channel",
+            "card", "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(ctl_json_s(r.json, "outcome"), "late_payment");
+    assert_string_equal(ctl_json_s(r.json, "status"), "cancelled");
+    e = json_object_get(r.json, "exception");
+    assert_true(json_is_object(e));
+    assert_string_equal(ctl_json_s(e, "kind"), "late_payment");
+    assert_string_equal(ctl_json_s(e, "resolution"), "auto_refund");
+    id = ctl_json_i(e, "id");
+    ctl_result_free(&r);
+    snprintf(ids, sizeof(ids), "%lld", id);
+
+    ctl_run(&r, "exceptions", "--db", t.conninfo, "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(ctl_json_s(r.json, "state"), "open");
+    assert_int_equal(ctl_json_i(r.json, "total"), 1);
+    assert_int_equal(json_array_size(json_object_get(r.json, "exceptions")), 1);
+    e = json_array_get(json_object_get(r.json, "exceptions"), 0);
+    assert_int_equal(ctl_json_i(e, "id"), id);
+    assert_string_equal(ctl_json_s(e, "order_no"), "L1");
+    assert_string_equal(ctl_json_s(e, "kind"), "late_payment");
+    assert_string_equal(ctl_json_s(e, "txn_no"), "LT1");
+    assert_int_equal(ctl_json_i(e, "amount_cents"), 1500);
+    assert_string_equal(ctl_json_s(e, "state"), "open");
+    ctl_result_free(&r);
+    ctl_run(&r, "exceptions", "--db", t.conninfo, NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "L1     late_payment  LT1  1500    auto_refund  open"));
+    assert_non_null(strstr(r.out, "1 of 1 open exceptions"));
+    ctl_result_free(&r);
+
+    /* Resolve without a note: refused, still open. */
+    ctl_run(&r, "exceptions", "resolve", ids, "--db", t.conninfo, "--operator", "carol", NULL);
+    assert_int_equal(r.status, 2);
+    ctl_result_free(&r);
+    assert_int_equal(count_where(conn, "exceptions", "state = 'open'"), 1);
+
+    ctl_run(&r, "exceptions", "resolve", ids, "--db", t.conninfo, "--note", "refund arrived",
+            "--operator", "carol", "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(ctl_json_s(r.json, "outcome"), "resolved");
+    assert_int_equal(ctl_json_i(r.json, "id"), id);
+    ctl_result_free(&r);
+    assert_int_equal(count_where(conn, "exceptions",
+                                 "state = 'resolved' AND resolved_by = 'carol' AND resolved_at IS "
+                                 "NOT NULL AND note LIKE '%refund arrived'"),
+                     1);
+
+    /* Twice: already_resolved, and the first resolution stands. */
+    ctl_run(&r, "exceptions", "resolve", ids, "--db", t.conninfo, "--note", "again", "--operator",
+            "dave", NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "outcome  already_resolved\n"));
+    ctl_result_free(&r);
+    assert_int_equal(count_where(conn, "exceptions",
+                                 "resolved_by = 'carol' AND note NOT LIKE "
+                                 "'%again%'"),
+                     1);
+
+    ctl_run(&r, "exceptions", "resolve", "987654", "--db", t.conninfo, "--note", "n", "--operator",
+            "dave", "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(ctl_json_s(r.json, "outcome"), "not_found");
+    ctl_result_free(&r);
+
+    ctl_run(&r, "exceptions", "--open", "--db", t.conninfo, "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(json_array_size(json_object_get(r.json, "exceptions")), 0);
+    assert_int_equal(ctl_json_i(r.json, "total"), 0);
+    ctl_result_free(&r);
+    ctl_run(&r, "exceptions", "--all", "--db", t.conninfo, "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(json_array_size(json_object_get(r.json, "exceptions")), 1);
+    e = json_array_get(json_object_get(r.json, "exceptions"), 0);
+    assert_string_equal(ctl_json_s(e, "state"), "resolved");
+    assert_string_equal(ctl_json_s(e, "resolved_by"), "carol");
+    ctl_result_free(&r);
+
+    /* show names the exception too. */
+    ctl_run(&r, "show", "L1", "--db", t.conninfo, "--json", NULL);
+    assert_int_equal(r.status, 0);
+    e = json_array_get(json_object_get(json_object_get(r.json, "order"), "exceptions"), 0);
+    assert_non_null(e);
+    assert_int_equal(ctl_json_i(e, "id"), id);
+    assert_string_equal(ctl_json_s(e, "state"), "resolved");
+    ctl_result_free(&r);
+
+    PQfinish(conn);
+    testdb_drop(&t);
+}
+
+/* ---- configuration, help, version -------------------------------------- */
+
+static void test_config_help_version(void **state)
+{
+    char good[] = "/tmp/og_ctl_cfg_XXXXXX", bad[] = "/tmp/og_ctl_badcfg_XXXXXX";
+    struct ctl_result r;
+    int fd;
+
+    (void)state;
+    fd = mkstemp(good);
+    assert_true(fd >= 0);
+    assert_true(write(fd, "consumer = { batch_size = 100; };\n", 34) == 34);
+    close(fd);
+    fd = mkstemp(bad);
+    assert_true(fd >= 0);
+    assert_true(write(fd, "# comment\nconsumer = { batch_size = 0; };\n", 42) == 42);
+    close(fd);
+
+    ctl_run(&r, "--config", good, "--check-config", NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "configuration ok"));
+    ctl_result_free(&r);
+    ctl_run(&r, "--check-config", "--config", bad, "--json", NULL);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, bad));
+    assert_non_null(strstr(r.err, ":2:"));
+    assert_non_null(r.json);
+    assert_true(json_is_false(json_object_get(r.json, "ok")));
+    ctl_result_free(&r);
+    ctl_run(&r, "show", "A1", "--config", "/nonexistent/ordergate.conf", NULL);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "/nonexistent/ordergate.conf"));
+    ctl_result_free(&r);
+    unlink(good);
+    unlink(bad);
+
+    ctl_run(&r, "--version", NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "ordergatectl "));
+    ctl_result_free(&r);
+
+    ctl_run(&r, "--help", NULL);
+    assert_int_equal(r.status, 0);
+    for (const char *const *c =
+             (const char *const[]){"migrate", "place", "pay", "hold", "close", "show",
+                                   "exceptions resolve", "schedule", NULL};
+         *c != NULL; c++) {
+        char line[64];
+        snprintf(line, sizeof(line), "\n  %s ", *c);
+        assert_non_null(strstr(r.out, line));
+    }
+    ctl_result_free(&r);
+    for (const char *const *c = (const char *const[]){"migrate", "place", "pay", "hold", "close",
+                                                      "show", "exceptions", "schedule", NULL};
+         *c != NULL; c++) {
+        char usage[64];
+        ctl_run(&r, *c, "--help", NULL);
+        assert_int_equal(r.status, 0);
+        snprintf(usage, sizeof(usage), "usage: ordergatectl %s", *c);
+        assert_non_null(strstr(r.out, usage));
+        ctl_result_free(&r);
+    }
+    ctl_run(&r, "exceptions", "resolve", "--help", NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "usage: ordergatectl exceptions resolve ID"));
+    ctl_result_free(&r);
+
+    ctl_run(&r, NULL);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "no command given"));
+    ctl_result_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_migrate_empty_then_idempotent),
+        cmocka_unit_test(test_migrate_after_psql),
+        cmocka_unit_test(test_migrate_failures),
+        cmocka_unit_test(test_place_pay_hold_close_show),
+        cmocka_unit_test(test_close_requires_operator_and_reason),
+        cmocka_unit_test(test_bad_input_exits_2),
+        cmocka_unit_test(test_exceptions_list_and_resolve),
+        cmocka_unit_test(test_config_help_version),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

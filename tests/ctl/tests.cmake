@@ -1,0 +1,11 @@
+# ordergatectl, run as a child process (tools/ordergatectl) against a database of each
+# test's own, copied from the db fixture's template (which applies schema/*.sql, 006 too).
+og_add_test(NAME ctl_db
+            SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ctl_db.c ${CMAKE_CURRENT_LIST_DIR}/ctl_run.c
+            LABELS db FIXTURES db TIMEOUT 300)
+og_add_test(NAME ctl_kafka
+            SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ctl_kafka.c ${CMAKE_CURRENT_LIST_DIR}/ctl_run.c
+            LABELS kafka FIXTURES db kafka TIMEOUT 180)
+# The tests run the program: build it first.
+add_dependencies(ctl_db ordergatectl)
+add_dependencies(ctl_kafka ordergatectl)

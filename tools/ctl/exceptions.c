@@ -1,0 +1,237 @@
+/* ordergatectl exceptions: the follow-up queue of payments that did not win
+ * (late, double, mismatched, unknown order), and resolving one with a note.
+ * Listing: ordergate.exception_list (schema/006_ctl.sql); resolving:
+ * ordergate.resolve_exception (schema/002_gate.sql, role ordergate_admin). */
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/ctl/ctl.h"
+
+#define EXC_DEFAULT_LIMIT 50
+#define EXC_MAX_LIMIT     10000
+
+static const struct db_stmt exc_stmt_list = {
+    "ctl_exception_list",
+    "SELECT id, order_no, kind, txn_no, amount_cents, resolution, state, note, created_at, "
+    "resolved_at, resolved_by, total FROM ordergate.exception_list($1, $2::int)",
+    2};
+static const struct db_stmt exc_stmt_resolve = {
+    "ctl_exception_resolve", "SELECT ordergate.resolve_exception($1::bigint, $2, $3)", 3};
+
+/* A column as JSON: NULL as null, the integer columns as numbers. */
+static json_t *exc_cell(const PGresult *res, int row, int col, bool integer)
+{
+    if (PQgetisnull(res, row, col))
+        return json_null();
+    if (integer)
+        return json_integer(strtoll(PQgetvalue(res, row, col), NULL, 10));
+    return json_string(PQgetvalue(res, row, col));
+}
+
+static enum og_status exc_list_run(struct ctl *ctl, const struct ctl_args *a, json_t **result,
+                                   struct og_error *err)
+{
+    static const char *const cols[] = {"id",           "order_no",    "kind",       "txn_no",
+                                       "amount_cents", "resolution",  "state",      "note",
+                                       "created_at",   "resolved_at", "resolved_by"};
+    const char *state = ctl_flag(a, "all") ? "all" : "open";
+    int64_t limit = EXC_DEFAULT_LIMIT;
+    char limit_s[24];
+    const char *params[2];
+    PGresult *res = NULL;
+    json_t *out = NULL, *list = NULL;
+    struct db *db;
+    enum og_status st;
+
+    if (ctl_flag(a, "all") && ctl_flag(a, "open"))
+        return og_error_set(err, OG_ERR_ARG, false, "give --open or --all, not both");
+    if (ctl_arg(a, "limit") != NULL) {
+        st = ctl_parse_int64("--limit", ctl_arg(a, "limit"), 1, EXC_MAX_LIMIT, &limit, err);
+        if (st != OG_OK)
+            return st;
+    }
+    db = ctl_db(ctl, err);
+    if (db == NULL)
+        return err->status;
+    snprintf(limit_s, sizeof(limit_s), "%" PRId64, limit);
+    params[0] = state;
+    params[1] = limit_s;
+    st = db_call(db, &exc_stmt_list, params, &res, err);
+    if (st != OG_OK)
+        return st;
+    out = json_object();
+    list = json_array();
+    if (out == NULL || list == NULL) {
+        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    for (int r = 0; r < PQntuples(res); r++) {
+        json_t *e = json_object();
+        if (e == NULL) {
+            st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+            goto out;
+        }
+        for (int c = 0; c < (int)(sizeof(cols) / sizeof(cols[0])); c++)
+            ctl_json_set(e, cols[c], exc_cell(res, r, c, c == 0 || c == 4));
+        json_array_append_new(list, e);
+    }
+    ctl_json_set(out, "command", json_string("exceptions"));
+    ctl_json_set(out, "ok", json_true());
+    ctl_json_set(out, "state", json_string(state));
+    ctl_json_set(out, "limit", json_integer(limit));
+    ctl_json_set(out, "total",
+                 json_integer(PQntuples(res) > 0 ? strtoll(PQgetvalue(res, 0, 11), NULL, 10) : 0));
+    ctl_json_set(out, "exceptions", json_incref(list));
+    *result = out;
+    out = NULL;
+out:
+    json_decref(out);
+    json_decref(list);
+    PQclear(res);
+    return st;
+}
+
+static void exc_list_text(const json_t *r, FILE *out)
+{
+    static const char *const heads[] = {"ID",     "CREATED_AT", "ORDER", "KIND",        "TXN",
+                                        "AMOUNT", "RESOLUTION", "STATE", "RESOLVED_BY", "NOTE"};
+    static const char *const keys[] = {"id",          "created_at",   "order_no",   "kind",
+                                       "txn_no",      "amount_cents", "resolution", "state",
+                                       "resolved_by", "note"};
+    const json_t *list = json_object_get(r, "exceptions");
+    const char *state = ctl_json_str(r, "state");
+    const char *what = strcmp(state, "open") == 0 ? "open exceptions" : "exceptions";
+    json_int_t total = json_integer_value(json_object_get(r, "total"));
+    struct ctl_table *t;
+    const json_t *e;
+    size_t i;
+
+    if (json_array_size(list) == 0) {
+        fprintf(out, "no %s\n", what);
+        return;
+    }
+    t = ctl_table_new(10, heads);
+    if (t == NULL)
+        return;
+    json_array_foreach(list, i, e)
+    {
+        const char *cells[10];
+        char bufs[10][32];
+        for (size_t c = 0; c < 10; c++)
+            cells[c] = ctl_json_text(json_object_get(e, keys[c]), bufs[c], sizeof(bufs[c]));
+        if (ctl_table_add(t, cells) != 0)
+            break;
+    }
+    ctl_table_print(t, out, "");
+    ctl_table_free(t);
+    fprintf(out, "%zu of %" JSON_INTEGER_FORMAT " %s (newest first)\n", json_array_size(list),
+            total, what);
+}
+
+static const struct ctl_opt exc_list_opts[] = {
+    {"open", NULL, 0, "only open exceptions (the default)"},
+    {"all", NULL, 0, "open and resolved exceptions"},
+    {"limit", "N", CTL_OPT_ARG, "show at most N, newest first (default 50, at most 10000)"},
+    {NULL, NULL, 0, NULL},
+};
+
+const struct ctl_command ctl_cmd_exceptions = {
+    .name = "exceptions",
+    .usage = "exceptions [--open | --all] [--limit N]",
+    .summary = "list payment exceptions (late, double, amount mismatch, unknown order)",
+    .details = "Resolution auto_refund: a refund request went to the payment channel through\n"
+               "the outbox; check it arrived, then resolve. manual_review: decide, act, resolve.\n",
+    .opts = exc_list_opts,
+    .min_pos = 0,
+    .max_pos = 0,
+    .run = exc_list_run,
+    .text = exc_list_text,
+};
+
+/* ---- resolve ----------------------------------------------------------- */
+
+static enum og_status exc_resolve_run(struct ctl *ctl, const struct ctl_args *a, json_t **result,
+                                      struct og_error *err)
+{
+    const char *note = ctl_arg(a, "note"), *op = ctl_arg(a, "operator");
+    int64_t id = 0;
+    char id_s[24];
+    const char *params[3];
+    PGresult *res = NULL;
+    json_t *out;
+    struct db *db;
+    enum og_status st;
+
+    st = ctl_parse_int64("exception ID", a->pos[0], 1, INT64_MAX, &id, err);
+    if (st != OG_OK)
+        return st;
+    if (op == NULL)
+        return og_error_set(err, OG_ERR_ARG, false, "--operator NAME is required");
+    if (note == NULL)
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "--note TEXT is required: say what was done (refund seen, ...)");
+    st = ctl_check_text("--operator", op, 128, err);
+    if (st == OG_OK)
+        st = ctl_check_text("--note", note, 2000, err);
+    if (st != OG_OK)
+        return st;
+    db = ctl_db(ctl, err);
+    if (db == NULL)
+        return err->status;
+    snprintf(id_s, sizeof(id_s), "%" PRId64, id);
+    params[0] = id_s;
+    params[1] = op;
+    params[2] = note;
+    st = db_call(db, &exc_stmt_resolve, params, &res, err);
+    if (st != OG_OK) {
+        if (strcmp(err->sqlstate, "42501") == 0) {
+            char msg[sizeof(err->msg)];
+            snprintf(msg, sizeof(msg), "%s (resolving needs the role ordergate_admin)", err->msg);
+            snprintf(err->msg, sizeof(err->msg), "%s", msg);
+        }
+        return st;
+    }
+    out = json_object();
+    if (out == NULL) {
+        PQclear(res);
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    }
+    ctl_json_set(out, "command", json_string("exceptions resolve"));
+    ctl_json_set(out, "ok", json_true());
+    ctl_json_set(out, "id", json_integer(id));
+    ctl_json_set(out, "outcome", json_string(PQgetvalue(res, 0, 0)));
+    ctl_json_set(out, "operator", json_string(op));
+    ctl_json_set(out, "note", json_string(note));
+    PQclear(res);
+    *result = out;
+    return OG_OK;
+}
+
+static void exc_resolve_text(const json_t *r, FILE *out)
+{
+    static const char *const keys[] = {"id", "outcome", NULL};
+
+    ctl_print_fields(out, r, keys);
+}
+
+static const struct ctl_opt exc_resolve_opts[] = {
+    {"note", "TEXT", CTL_OPT_ARG, "what was done (required; appended to the exception's note)"},
+    {"operator", "NAME", CTL_OPT_ARG, "who resolves it (required)"},
+    {NULL, NULL, 0, NULL},
+};
+
+const struct ctl_command ctl_cmd_exceptions_resolve = {
+    .name = "exceptions resolve",
+    .usage = "exceptions resolve ID --note TEXT --operator NAME",
+    .summary = "mark an exception resolved (outcomes: resolved, already_resolved, not_found)",
+    .details = "Needs the database role ordergate_admin. Resolving twice changes nothing the\n"
+               "second time (already_resolved).\n",
+    .opts = exc_resolve_opts,
+    .min_pos = 1,
+    .pos_name = "ID",
+    .max_pos = 1,
+    .run = exc_resolve_run,
+    .text = exc_resolve_text,
+};

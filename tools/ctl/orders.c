@@ -1,0 +1,492 @@
+/* ordergatectl place, pay, hold, close: the gate by hand, through the same
+ * client (common/gate.h) the services use. Every argument is checked here
+ * first, so bad input exits 2 with nothing sent; the gate then decides. */
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/gate.h"
+#include "tools/ctl/ctl.h"
+
+#define ORDERS_MAX_ITEMS  1000
+#define ORDERS_SKU_MAX    128
+#define ORDERS_COUPON_MAX 128
+#define ORDERS_MAX_EXPIRE (INT64_C(3650) * 86400)
+
+/* The payment window is measured on the database's clock, the one the gate
+ * compares expire_at with, not on this machine's. */
+static const struct db_stmt orders_stmt_expire_in = {
+    "ctl_expire_in",
+    "SELECT to_char((now() + make_interval(secs => $1::double precision)) AT TIME ZONE 'UTC', "
+    "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')",
+    1};
+static const struct db_stmt orders_stmt_exception = {
+    "ctl_exception_of_txn",
+    "SELECT id, kind, resolution, state FROM ordergate.exceptions WHERE txn_no = $1", 1};
+
+static enum og_status orders_check_order_no(const struct ctl_args *a, const char **order_no,
+                                            struct og_error *err)
+{
+    *order_no = a->pos[0];
+    if (!gate_order_no_valid(*order_no, strlen(*order_no)))
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "invalid order number '%s' (1 to %d characters of A-Z a-z 0-9 . _ : -)",
+                            *order_no, GATE_ORDER_NO_MAX);
+    return OG_OK;
+}
+
+static json_t *orders_result(const char *command, const char *order_no)
+{
+    json_t *o = json_object();
+
+    if (o != NULL) {
+        ctl_json_set(o, "command", json_string(command));
+        ctl_json_set(o, "ok", json_true());
+        ctl_json_set(o, "order_no", json_string(order_no));
+    }
+    return o;
+}
+
+static json_t *orders_status_json(enum order_status status)
+{
+    return status == ORDER_STATUS_NONE ? json_null() : json_string(order_status_str(status));
+}
+
+/* ---- place ------------------------------------------------------------- */
+
+/* One --item SKU:QTY. The last colon splits, so a SKU may contain colons. */
+static enum og_status orders_parse_item(const char *arg, json_t *items, struct og_error *err)
+{
+    const char *colon = strrchr(arg, ':');
+    size_t sku_len = colon != NULL ? (size_t)(colon - arg) : 0;
+    char sku[ORDERS_SKU_MAX + 1];
+    int64_t qty;
+    struct og_error inner = {0};
+    json_t *line;
+
+    if (colon == NULL || sku_len == 0 || colon[1] == '\0')
+        return og_error_set(err, OG_ERR_ARG, false, "--item '%s': expected SKU:QTY (e.g. BOOK-1:2)",
+                            arg);
+    if (sku_len > ORDERS_SKU_MAX)
+        return og_error_set(err, OG_ERR_ARG, false, "--item: SKU longer than %d characters",
+                            ORDERS_SKU_MAX);
+    memcpy(sku, arg, sku_len);
+    sku[sku_len] = '\0';
+    for (size_t i = 0; i < sku_len; i++)
+        if ((unsigned char)sku[i] < 0x20 || sku[i] == ' ')
+            return og_error_set(err, OG_ERR_ARG, false,
+                                "--item '%s': SKU contains a blank or control character", arg);
+    if (ctl_parse_int64("qty", colon + 1, 1, INT_MAX, &qty, &inner) != OG_OK)
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "--item '%s': quantity must be a whole number from 1 to %d", arg,
+                            INT_MAX);
+    line = json_object();
+    if (line == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    ctl_json_set(line, "sku", json_string(sku));
+    ctl_json_set(line, "qty", json_integer(qty));
+    json_array_append_new(items, line);
+    return OG_OK;
+}
+
+/* --expire-in: seconds ("600") or a duration ("10m"); 0 = due now. */
+static enum og_status orders_parse_expire_in(const char *s, int64_t *seconds, struct og_error *err)
+{
+    size_t len = strlen(s);
+
+    if (len > 0 && s[len - 1] >= '0' && s[len - 1] <= '9')
+        return ctl_parse_int64("--expire-in", s, 0, ORDERS_MAX_EXPIRE, seconds, err);
+    return ctl_parse_duration("--expire-in", s, seconds, err);
+}
+
+static enum og_status place_run(struct ctl *ctl, const struct ctl_args *a, json_t **result,
+                                struct og_error *err)
+{
+    const char *order_no, *coupon = ctl_arg(a, "coupon");
+    const char *in = ctl_arg(a, "expire-in"), *at = ctl_arg(a, "expire-at");
+    int nitems = ctl_arg_count(a, "item");
+    int64_t amount = 0, in_s = 0, at_ms = 0;
+    char expire[40] = "", secs[24];
+    char *items_json = NULL;
+    json_t *items = NULL, *out = NULL;
+    const char *params[1];
+    PGresult *res = NULL;
+    enum gate_outcome outcome;
+    struct db *db;
+    enum og_status st;
+
+    st = orders_check_order_no(a, &order_no, err);
+    if (st != OG_OK)
+        return st;
+    if (ctl_arg(a, "amount") == NULL)
+        return og_error_set(err, OG_ERR_ARG, false, "--amount CENTS is required");
+    st = ctl_parse_cents("--amount", ctl_arg(a, "amount"), &amount, err);
+    if (st != OG_OK)
+        return st;
+    if (nitems == 0)
+        return og_error_set(err, OG_ERR_ARG, false, "at least one --item SKU:QTY is required");
+    if (nitems > ORDERS_MAX_ITEMS)
+        return og_error_set(err, OG_ERR_ARG, false, "at most %d --item lines", ORDERS_MAX_ITEMS);
+    if (coupon != NULL && (*coupon == '\0' || strlen(coupon) > ORDERS_COUPON_MAX))
+        return og_error_set(err, OG_ERR_ARG, false, "--coupon must be 1 to %d characters",
+                            ORDERS_COUPON_MAX);
+    if ((in == NULL) == (at == NULL))
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "give exactly one of --expire-in SECONDS and --expire-at TIMESTAMP");
+    if (in != NULL)
+        st = orders_parse_expire_in(in, &in_s, err);
+    else
+        st = ctl_parse_time("--expire-at", at, &at_ms, err);
+    if (st != OG_OK)
+        return st;
+
+    items = json_array();
+    if (items == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    for (int i = 0; i < nitems && st == OG_OK; i++)
+        st = orders_parse_item(ctl_arg_nth(a, "item", i), items, err);
+    if (st != OG_OK)
+        goto out;
+    items_json = json_dumps(items, JSON_COMPACT);
+    if (items_json == NULL) {
+        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+
+    db = ctl_db(ctl, err);
+    if (db == NULL) {
+        st = err->status;
+        goto out;
+    }
+    if (in != NULL) {
+        snprintf(secs, sizeof(secs), "%" PRId64, in_s);
+        params[0] = secs;
+        st = db_call(db, &orders_stmt_expire_in, params, &res, err);
+        if (st != OG_OK)
+            goto out;
+        snprintf(expire, sizeof(expire), "%s", PQgetvalue(res, 0, 0));
+    } else {
+        clock_format_iso(at_ms, expire, sizeof(expire));
+    }
+    st = gate_place(db, order_no, amount, items_json, coupon, expire, &outcome, err);
+    if (st != OG_OK)
+        goto out;
+
+    out = orders_result("place", order_no);
+    if (out == NULL) {
+        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    ctl_json_set(out, "outcome", json_string(gate_outcome_str(outcome)));
+    ctl_json_set(out, "amount_cents", json_integer(amount));
+    ctl_json_set(out, "items", json_incref(items));
+    ctl_json_set(out, "coupon_id", ctl_json_str_or_null(coupon));
+    ctl_json_set(out, "expire_at", json_string(expire));
+    *result = out;
+out:
+    PQclear(res);
+    free(items_json);
+    json_decref(items);
+    return st;
+}
+
+static void place_text(const json_t *r, FILE *out)
+{
+    static const char *const keys[] = {"order_no",  "outcome",   "amount_cents",
+                                       "coupon_id", "expire_at", NULL};
+    const json_t *items = json_object_get(r, "items");
+    const json_t *line;
+    size_t i;
+
+    ctl_print_fields(out, r, keys);
+    json_array_foreach(items, i, line)
+    {
+        fprintf(out, "%-12s  %s x %" JSON_INTEGER_FORMAT "\n", i == 0 ? "items" : "",
+                ctl_json_str(line, "sku"), json_integer_value(json_object_get(line, "qty")));
+    }
+}
+
+static const struct ctl_opt place_opts[] = {
+    {"amount", "CENTS", CTL_OPT_ARG, "order total in whole cents (> 0)"},
+    {"item", "SKU:QTY", CTL_OPT_ARG | CTL_OPT_REPEAT, "an order line; repeat for more (>= 1)"},
+    {"coupon", "ID", CTL_OPT_ARG, "coupon to lock for the order"},
+    {"expire-in", "SECONDS", CTL_OPT_ARG,
+     "payment window from now on the database clock (600, or 10m)"},
+    {"expire-at", "TIMESTAMP", CTL_OPT_ARG, "payment deadline, RFC 3339 with zone"},
+    {NULL, NULL, 0, NULL},
+};
+
+const struct ctl_command ctl_cmd_place = {
+    .name = "place",
+    .usage = "place ORDER --amount CENTS --item SKU:QTY [--item ...] [--coupon ID]\n"
+             "       (--expire-in SECONDS | --expire-at TIMESTAMP)",
+    .summary = "place an order: reserve stock, lock the coupon (ordergate.place_order)",
+    .details = "Outcomes: placed | duplicate (order number exists: nothing changes) |\n"
+               "out_of_stock | coupon_unavailable (nothing changes).\n",
+    .opts = place_opts,
+    .min_pos = 1,
+    .pos_name = "ORDER",
+    .max_pos = 1,
+    .run = place_run,
+    .text = place_text,
+};
+
+/* ---- pay --------------------------------------------------------------- */
+
+static enum og_status pay_run(struct ctl *ctl, const struct ctl_args *a, json_t **result,
+                              struct og_error *err)
+{
+    const char *order_no, *txn = ctl_arg(a, "txn");
+    const char *channel = ctl_arg(a, "channel") ? ctl_arg(a, "channel") : "manual";
+    struct gate_payment_result pr;
+    int64_t amount = 0;
+    json_t *out = NULL, *exc = NULL;
+    const char *params[1];
+    PGresult *res = NULL;
+    struct db *db;
+    enum og_status st;
+
+    st = orders_check_order_no(a, &order_no, err);
+    if (st != OG_OK)
+        return st;
+    if (txn == NULL)
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "--txn TXN is required (the channel's transaction number)");
+    if (!gate_txn_no_valid(txn, strlen(txn)))
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "--txn '%s': 1 to %d characters of A-Z a-z 0-9 . _ : -", txn,
+                            GATE_TXN_NO_MAX);
+    if (ctl_arg(a, "amount") == NULL)
+        return og_error_set(err, OG_ERR_ARG, false, "--amount CENTS is required");
+    st = ctl_parse_cents("--amount", ctl_arg(a, "amount"), &amount, err);
+    if (st != OG_OK)
+        return st;
+    st = ctl_check_text("--channel", channel, 64, err);
+    if (st != OG_OK)
+        return st;
+
+    db = ctl_db(ctl, err);
+    if (db == NULL)
+        return err->status;
+    st = gate_claim_payment(db, order_no, txn, amount, channel, &pr, err);
+    if (st != OG_OK)
+        return st;
+    /* A payment that did not win has an exception row (late, double,
+     * mismatch, unknown order): name it, the operator's next step. */
+    params[0] = txn;
+    st = db_call(db, &orders_stmt_exception, params, &res, err);
+    if (st != OG_OK)
+        goto out;
+    if (PQntuples(res) == 1) {
+        exc = json_object();
+        if (exc != NULL) {
+            ctl_json_set(exc, "id", json_integer(strtoll(PQgetvalue(res, 0, 0), NULL, 10)));
+            ctl_json_set(exc, "kind", json_string(PQgetvalue(res, 0, 1)));
+            ctl_json_set(exc, "resolution", json_string(PQgetvalue(res, 0, 2)));
+            ctl_json_set(exc, "state", json_string(PQgetvalue(res, 0, 3)));
+        }
+    }
+    out = orders_result("pay", order_no);
+    if (out == NULL) {
+        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    ctl_json_set(out, "txn_no", json_string(txn));
+    ctl_json_set(out, "amount_cents", json_integer(amount));
+    ctl_json_set(out, "channel", json_string(channel));
+    ctl_json_set(out, "outcome", json_string(gate_outcome_str(pr.outcome)));
+    ctl_json_set(out, "status", orders_status_json(pr.status));
+    ctl_json_set(out, "first_outcome",
+                 pr.outcome == GATE_DUPLICATE ? json_string(gate_outcome_str(pr.first_outcome))
+                                              : json_null());
+    ctl_json_set(out, "exception", exc != NULL ? json_incref(exc) : json_null());
+    *result = out;
+out:
+    json_decref(exc);
+    PQclear(res);
+    return st;
+}
+
+static void pay_text(const json_t *r, FILE *out)
+{
+    static const char *const keys[] = {"order_no",      "txn_no",    "outcome", "status",
+                                       "first_outcome", "exception", NULL};
+    const json_t *exc = json_object_get(r, "exception");
+    json_t *shown = json_copy((json_t *)r);
+    char line[256];
+
+    if (shown == NULL)
+        return;
+    /* One aligned block: the exception as one line of text. */
+    if (json_is_object(exc)) {
+        snprintf(line, sizeof(line), "%" JSON_INTEGER_FORMAT " (%s, %s, %s)",
+                 json_integer_value(json_object_get(exc, "id")), ctl_json_str(exc, "kind"),
+                 ctl_json_str(exc, "resolution"), ctl_json_str(exc, "state"));
+        ctl_json_set(shown, "exception", json_string(line));
+    }
+    ctl_print_fields(out, shown, keys);
+    json_decref(shown);
+}
+
+static const struct ctl_opt pay_opts[] = {
+    {"txn", "TXN", CTL_OPT_ARG, "the channel's transaction number (idempotency key)"},
+    {"amount", "CENTS", CTL_OPT_ARG, "amount paid in whole cents (> 0)"},
+    {"channel", "NAME", CTL_OPT_ARG, "payment channel, for refunds (default: manual)"},
+    {NULL, NULL, 0, NULL},
+};
+
+const struct ctl_command ctl_cmd_pay = {
+    .name = "pay",
+    .usage = "pay ORDER --txn TXN --amount CENTS [--channel NAME]",
+    .summary = "apply a payment callback by hand (ordergate.claim_payment)",
+    .details = "Outcomes: paid | duplicate (txn seen before: nothing changes; first_outcome is\n"
+               "the first call's outcome) | late_payment | double_payment | amount_mismatch |\n"
+               "not_found. The last four record an exception, shown with its id.\n",
+    .opts = pay_opts,
+    .min_pos = 1,
+    .pos_name = "ORDER",
+    .max_pos = 1,
+    .run = pay_run,
+    .text = pay_text,
+};
+
+/* ---- hold -------------------------------------------------------------- */
+
+static enum og_status hold_run(struct ctl *ctl, const struct ctl_args *a, json_t **result,
+                               struct og_error *err)
+{
+    const char *order_no;
+    int64_t seconds = 0;
+    enum gate_outcome outcome;
+    char expire[64] = "", iso[40];
+    json_t *out;
+    struct db *db;
+    enum og_status st;
+
+    st = orders_check_order_no(a, &order_no, err);
+    if (st != OG_OK)
+        return st;
+    if (ctl_arg(a, "seconds") == NULL)
+        return og_error_set(err, OG_ERR_ARG, false, "--seconds N is required");
+    st = ctl_parse_int64("--seconds", ctl_arg(a, "seconds"), 1, INT_MAX, &seconds, err);
+    if (st != OG_OK)
+        return st;
+    db = ctl_db(ctl, err);
+    if (db == NULL)
+        return err->status;
+    st = gate_hold(db, order_no, (int)seconds, &outcome, expire, sizeof(expire), err);
+    if (st != OG_OK)
+        return st;
+    out = orders_result("hold", order_no);
+    if (out == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    ctl_json_set(out, "outcome", json_string(gate_outcome_str(outcome)));
+    if (expire[0] == '\0')
+        ctl_json_set(out, "expire_at", json_null());
+    else
+        ctl_json_set(out, "expire_at",
+                     json_string(ctl_pg_time_iso(expire, iso, sizeof(iso)) == 0 ? iso : expire));
+    *result = out;
+    return OG_OK;
+}
+
+static void hold_text(const json_t *r, FILE *out)
+{
+    static const char *const keys[] = {"order_no", "outcome", "expire_at", NULL};
+
+    ctl_print_fields(out, r, keys);
+}
+
+static const struct ctl_opt hold_opts[] = {
+    {"seconds", "N", CTL_OPT_ARG,
+     "push expire_at to now + N (never earlier, at most the original expiry + max_hold_seconds)"},
+    {NULL, NULL, 0, NULL},
+};
+
+const struct ctl_command ctl_cmd_hold = {
+    .name = "hold",
+    .usage = "hold ORDER --seconds N",
+    .summary = "the user is on the payment page: hold the order (ordergate.hold_for_payment)",
+    .details = "Outcomes: held | not_pending | not_found. N above the database's\n"
+               "max_hold_seconds setting is refused (exit 2).\n",
+    .opts = hold_opts,
+    .min_pos = 1,
+    .pos_name = "ORDER",
+    .max_pos = 1,
+    .run = hold_run,
+    .text = hold_text,
+};
+
+/* ---- close ------------------------------------------------------------- */
+
+static enum og_status close_run(struct ctl *ctl, const struct ctl_args *a, json_t **result,
+                                struct og_error *err)
+{
+    const char *order_no, *op = ctl_arg(a, "operator"), *reason = ctl_arg(a, "reason");
+    enum gate_outcome outcome;
+    enum order_status status;
+    json_t *out;
+    struct db *db;
+    enum og_status st;
+
+    st = orders_check_order_no(a, &order_no, err);
+    if (st != OG_OK)
+        return st;
+    if (op == NULL)
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "--operator NAME is required: a manual close names who closed");
+    if (reason == NULL)
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "--reason TEXT is required: a manual close says why");
+    st = ctl_check_text("--operator", op, 128, err);
+    if (st == OG_OK)
+        st = ctl_check_text("--reason", reason, 2000, err);
+    if (st != OG_OK)
+        return st;
+    db = ctl_db(ctl, err);
+    if (db == NULL)
+        return err->status;
+    st = gate_close(db, order_no, op, reason, &outcome, &status, err);
+    if (st != OG_OK)
+        return st;
+    out = orders_result("close", order_no);
+    if (out == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    ctl_json_set(out, "outcome", json_string(gate_outcome_str(outcome)));
+    ctl_json_set(out, "status", orders_status_json(status));
+    ctl_json_set(out, "operator", json_string(op));
+    ctl_json_set(out, "reason", json_string(reason));
+    *result = out;
+    return OG_OK;
+}
+
+static void close_text(const json_t *r, FILE *out)
+{
+    static const char *const keys[] = {"order_no", "outcome", "status", NULL};
+
+    ctl_print_fields(out, r, keys);
+}
+
+static const struct ctl_opt close_opts[] = {
+    {"operator", "NAME", CTL_OPT_ARG, "who closes the order (required; recorded as the actor)"},
+    {"reason", "TEXT", CTL_OPT_ARG, "why (required; recorded in the status log)"},
+    {NULL, NULL, 0, NULL},
+};
+
+const struct ctl_command ctl_cmd_close = {
+    .name = "close",
+    .usage = "close ORDER --operator NAME --reason TEXT",
+    .summary = "close a pending order by hand, source 'manual' (ordergate.close_order)",
+    .details = "Same side effects as a timeout cancel (stock and coupon returned, one status log\n"
+               "row, one outbox event). Outcomes: cancelled | already_cancelled | already_paid |\n"
+               "not_found. A paid order is never closed.\n",
+    .opts = close_opts,
+    .min_pos = 1,
+    .pos_name = "ORDER",
+    .max_pos = 1,
+    .run = close_run,
+    .text = close_text,
+};

@@ -1,0 +1,142 @@
+/* ordergatectl show ORDER: everything recorded under an order number, read in
+ * one statement (ordergate.order_report in schema/006_ctl.sql), so the
+ * order, its history, payments and exceptions come from one snapshot. */
+#include <libpq-fe.h>
+#include <string.h>
+
+#include "common/gate.h"
+#include "tools/ctl/ctl.h"
+
+static const struct db_stmt show_stmt_report = {"ctl_order_report",
+                                                "SELECT ordergate.order_report($1)::text", 1};
+
+enum og_status ctl_order_report(struct db *db, const char *order_no, json_t **report,
+                                struct og_error *err)
+{
+    const char *params[1] = {order_no};
+    PGresult *res = NULL;
+    json_error_t jerr;
+    enum og_status st;
+
+    *report = NULL;
+    st = db_call(db, &show_stmt_report, params, &res, err);
+    if (st != OG_OK)
+        return st;
+    if (PQntuples(res) != 1 || PQnfields(res) != 1) {
+        st = og_error_set(err, OG_ERR_INTERNAL, false, "order_report returned %d rows",
+                          PQntuples(res));
+    } else if (!PQgetisnull(res, 0, 0)) {
+        *report = json_loads(PQgetvalue(res, 0, 0), 0, &jerr);
+        if (*report == NULL || !json_is_object(*report))
+            st = og_error_set(err, OG_ERR_INTERNAL, false, "order_report: unreadable JSON: %s",
+                              jerr.text);
+    }
+    PQclear(res);
+    return st;
+}
+
+static enum og_status show_run(struct ctl *ctl, const struct ctl_args *a, json_t **result,
+                               struct og_error *err)
+{
+    const char *order_no = a->pos[0];
+    json_t *report = NULL, *out;
+    struct db *db;
+    enum og_status st;
+
+    if (!gate_order_no_valid(order_no, strlen(order_no)))
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "invalid order number '%s' (1 to %d characters of A-Z a-z 0-9 . _ : -)",
+                            order_no, GATE_ORDER_NO_MAX);
+    db = ctl_db(ctl, err);
+    if (db == NULL)
+        return err->status;
+    st = ctl_order_report(db, order_no, &report, err);
+    if (st != OG_OK)
+        return st;
+    if (report == NULL)
+        return og_error_set(err, OG_ERR_DB, false, "order %s not found (nothing recorded)",
+                            order_no);
+    out = json_object();
+    if (out == NULL) {
+        json_decref(report);
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    }
+    ctl_json_set(out, "command", json_string("show"));
+    ctl_json_set(out, "ok", json_true());
+    ctl_json_set(out, "order", report);
+    *result = out;
+    return OG_OK;
+}
+
+static void show_section(FILE *out, const char *title, const json_t *list, size_t ncols,
+                         const char *const *headers, const char *const *keys)
+{
+    struct ctl_table *t;
+    const json_t *row;
+    size_t i;
+
+    fprintf(out, "\n%s:", title);
+    if (json_array_size(list) == 0) {
+        fprintf(out, " none\n");
+        return;
+    }
+    fputc('\n', out);
+    t = ctl_table_new(ncols, headers);
+    if (t == NULL)
+        return;
+    json_array_foreach(list, i, row)
+    {
+        const char *cells[12];
+        char bufs[12][32];
+        for (size_t c = 0; c < ncols && c < 12; c++)
+            cells[c] = ctl_json_text(json_object_get(row, keys[c]), bufs[c], sizeof(bufs[c]));
+        if (ctl_table_add(t, cells) != 0)
+            break;
+    }
+    ctl_table_print(t, out, "  ");
+    ctl_table_free(t);
+}
+
+static void show_text(const json_t *r, FILE *out)
+{
+    static const char *const keys[] = {"order_no",   "status",    "amount_cents",
+                                       "coupon_id",  "expire_at", "original_expire_at",
+                                       "created_at", "closed_at", NULL};
+    static const char *const item_h[] = {"SKU", "QTY"};
+    static const char *const item_k[] = {"sku", "qty"};
+    static const char *const hist_h[] = {"AT", "FROM", "TO", "SOURCE", "KEY", "ACTOR", "NOTE"};
+    static const char *const hist_k[] = {
+        "at", "from_status", "to_status", "source", "idempotency_key", "actor", "note"};
+    static const char *const pay_h[] = {"AT", "TXN", "AMOUNT", "CHANNEL", "OUTCOME"};
+    static const char *const pay_k[] = {"at", "txn_no", "amount_cents", "channel", "outcome"};
+    static const char *const exc_h[] = {"ID",         "CREATED_AT", "KIND",        "TXN", "AMOUNT",
+                                        "RESOLUTION", "STATE",      "RESOLVED_BY", "NOTE"};
+    static const char *const exc_k[] = {"id",     "created_at",   "kind",
+                                        "txn_no", "amount_cents", "resolution",
+                                        "state",  "resolved_by",  "note"};
+    const json_t *o = json_object_get(r, "order");
+
+    if (!json_is_true(json_object_get(o, "found")))
+        fprintf(out, "order_no  %s\nstatus    (no such order; payments or exceptions name it)\n",
+                ctl_json_str(o, "order_no"));
+    else
+        ctl_print_fields(out, o, keys);
+    show_section(out, "items", json_object_get(o, "items"), 2, item_h, item_k);
+    show_section(out, "history", json_object_get(o, "history"), 7, hist_h, hist_k);
+    show_section(out, "payments", json_object_get(o, "payments"), 5, pay_h, pay_k);
+    show_section(out, "exceptions", json_object_get(o, "exceptions"), 9, exc_h, exc_k);
+}
+
+const struct ctl_command ctl_cmd_show = {
+    .name = "show",
+    .usage = "show ORDER",
+    .summary = "an order with its items, transition history, payments and exceptions",
+    .details = "Exits 1 when nothing at all is recorded under ORDER. Payments and exceptions of\n"
+               "an unknown order number (e.g. an unknown_order exception) are shown too.\n",
+    .opts = NULL,
+    .min_pos = 1,
+    .pos_name = "ORDER",
+    .max_pos = 1,
+    .run = show_run,
+    .text = show_text,
+};

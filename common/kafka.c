@@ -180,7 +180,7 @@ fail:
 }
 
 enum og_status kafka_producer_new(const struct og_config *cfg, const char *client_id,
-                                  rd_kafka_t **producer, struct og_error *err)
+                                  kafka_dr_fn dr_cb, rd_kafka_t **producer, struct og_error *err)
 {
     char errstr[512];
     rd_kafka_conf_t *conf = NULL;
@@ -190,6 +190,8 @@ enum og_status kafka_producer_new(const struct og_config *cfg, const char *clien
     st = kafka_conf_new(cfg, KAFKA_ROLE_PRODUCER, client_id, &conf, err);
     if (st != OG_OK)
         return st;
+    if (dr_cb != NULL)
+        rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
     *producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
     if (*producer == NULL) {
         /* On failure the conf is still ours. rd_kafka_new fails on

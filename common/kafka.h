@@ -49,11 +49,16 @@ enum og_status kafka_conf_new(const struct og_config *cfg, enum kafka_role role,
  * librdkafka (unknown names, bad values) and the rules above. */
 enum og_status kafka_check_config(const struct og_config *cfg, struct og_error *err);
 
+/* Delivery report callback type (rd_kafka_conf_set_dr_msg_cb's). */
+typedef void (*kafka_dr_fn)(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque);
+
 /* Creates an idempotent producer (kafka_conf_new with KAFKA_ROLE_PRODUCER).
- * Produce with a struct kafka_delivery as the message opaque to learn the
- * outcome of each message. */
+ * dr_cb NULL installs the callback that fills struct kafka_delivery (produce
+ * with one as the message opaque to learn each message's outcome); a module
+ * with its own per-message records passes its own callback (the outbox
+ * relay's outbox_dr_cb). Errors are OG_ERR_CONFIG. */
 enum og_status kafka_producer_new(const struct og_config *cfg, const char *client_id,
-                                  rd_kafka_t **producer, struct og_error *err);
+                                  kafka_dr_fn dr_cb, rd_kafka_t **producer, struct og_error *err);
 
 /* Outcome of one produced message. Pass its address as the message opaque
  * (RD_KAFKA_V_OPAQUE); the producer's delivery report callback sets `done`

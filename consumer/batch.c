@@ -1,0 +1,590 @@
+/* The batch: due work collected from every partition, committed in the order
+ * described in consumer.h. Entries never move while the batch lives, because
+ * a produced message's delivery report writes into its entry. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "consumer/consumer.h"
+
+static const struct db_stmt batch_stmt_due_times = {
+    "og_due_times",
+    "SELECT order_no, (extract(epoch FROM expire_at) * 1000)::bigint "
+    "FROM ordergate.due_times($1::text[])",
+    1};
+
+enum og_status batch_init(struct batch *b, size_t cap, struct og_error *err)
+{
+    memset(b, 0, sizeof(*b));
+    b->e = calloc(cap, sizeof(*b->e));
+    if (b->e == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory for a batch of %zu", cap);
+    b->cap = cap;
+    return OG_OK;
+}
+
+static void batch_clear(struct batch *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        free(b->e[i].dlq_key);
+        free(b->e[i].dlq_value);
+        free(b->e[i].dlq_reason);
+    }
+    memset(b->e, 0, b->n * sizeof(*b->e));
+    for (size_t i = 0; i < b->ntps; i++)
+        free(b->tps[i].topic);
+    b->n = 0;
+    b->ntps = 0;
+    b->dlq_bytes = 0;
+    b->claimed = false;
+    b->first_ms = 0;
+}
+
+void batch_free(struct batch *b)
+{
+    if (b == NULL || b->e == NULL)
+        return;
+    batch_clear(b);
+    free(b->e);
+    free(b->tps);
+    memset(b, 0, sizeof(*b));
+}
+
+bool batch_full(const struct batch *b)
+{
+    return b->n >= b->cap || b->dlq_bytes >= CONSUMER_DLQ_BUDGET;
+}
+
+static int batch_tp_find(const struct batch *b, const char *topic, int32_t partition)
+{
+    for (size_t i = b->ntps; i-- > 0;)
+        if (!b->tps[i].voided && b->tps[i].partition == partition &&
+            strcmp(b->tps[i].topic, topic) == 0)
+            return (int)i;
+    return -1;
+}
+
+struct batch_entry *batch_add(struct batch *b, enum batch_kind kind, const char *topic,
+                              int32_t partition, int64_t offset)
+{
+    struct batch_entry *e;
+    int tp;
+
+    if (b->n >= b->cap)
+        return NULL;
+    tp = batch_tp_find(b, topic, partition);
+    if (tp < 0) {
+        if (b->ntps == b->tps_cap) {
+            size_t cap = b->tps_cap ? b->tps_cap * 2 : 16;
+            struct batch_tp *grown = realloc(b->tps, cap * sizeof(*grown));
+            if (grown == NULL)
+                return NULL;
+            b->tps = grown;
+            b->tps_cap = cap;
+        }
+        b->tps[b->ntps].topic = strdup(topic);
+        if (b->tps[b->ntps].topic == NULL)
+            return NULL;
+        b->tps[b->ntps].partition = partition;
+        b->tps[b->ntps].max_offset = offset;
+        b->tps[b->ntps].voided = false;
+        tp = (int)b->ntps++;
+    }
+    if (offset > b->tps[tp].max_offset)
+        b->tps[tp].max_offset = offset;
+    if (b->n == 0)
+        b->first_ms = clock_mono_ms();
+    e = &b->e[b->n++];
+    memset(e, 0, sizeof(*e));
+    e->kind = kind;
+    e->state = BATCH_NEW;
+    e->tp = tp;
+    e->offset = offset;
+    return e;
+}
+
+void batch_void(struct batch *b, const char *topic, int32_t partition)
+{
+    int tp = batch_tp_find(b, topic, partition);
+
+    if (tp >= 0)
+        b->tps[tp].voided = true;
+}
+
+bool batch_has(const struct batch *b, const char *topic, int32_t partition)
+{
+    return batch_tp_find(b, topic, partition) >= 0;
+}
+
+static bool batch_live(const struct batch *b, const struct batch_entry *e)
+{
+    return !b->tps[e->tp].voided;
+}
+
+size_t batch_due_pending(const struct batch *b)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < b->n; i++)
+        n += b->e[i].kind == BATCH_CANCEL && b->e[i].state != BATCH_DONE && batch_live(b, &b->e[i]);
+    return n;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+static int batch_row_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct gate_cancel_row *)a)->order_no,
+                  ((const struct gate_cancel_row *)b)->order_no);
+}
+
+static struct gate_cancel_row *batch_row_find(struct gate_cancel_row *rows, size_t n,
+                                              const char *order_no)
+{
+    struct gate_cancel_row key;
+
+    snprintf(key.order_no, sizeof(key.order_no), "%s", order_no);
+    return bsearch(&key, rows, n, sizeof(*rows), batch_row_cmp);
+}
+
+static void batch_db_failed(struct consumer *c, const char *step, const struct og_error *err)
+{
+    char q[600];
+
+    c->db_ok = !err->retriable && err->status != OG_ERR_DB;
+    metric_inc(c->m.db_errors, 1);
+    /* Retriable failures are expected during outages and logged as such;
+     * anything else means the schema or the code is wrong: loud. */
+    if (err->retriable || err->status == OG_ERR_STOPPED)
+        log_warn("batch_db_retry", "step=%s sqlstate=%s error=%s", step, err->sqlstate,
+                 log_quote(q, sizeof(q), err->msg));
+    else
+        log_error("batch_db_failed", "step=%s status=%s sqlstate=%s error=%s", step,
+                  og_status_str(err->status), err->sqlstate, log_quote(q, sizeof(q), err->msg));
+}
+
+/* Step 1: every live cancel of the batch in one claim_cancel. */
+static enum flush_result batch_claim(struct consumer *c)
+{
+    struct batch *b = &c->batch;
+    struct og_error err = {0};
+    size_t n = 0, nrows = 0;
+
+    if (b->claimed)
+        return FLUSH_DONE;
+    for (size_t i = 0; i < b->n; i++)
+        if (b->e[i].kind == BATCH_CANCEL && b->e[i].state == BATCH_NEW && batch_live(b, &b->e[i]))
+            c->nos[n++] = b->e[i].order_no;
+    if (n > 0) {
+        enum og_status st =
+            gate_claim_cancel(c->db, c->nos, n, GATE_SRC_TIMEOUT_CONSUMER, c->rows, &nrows, &err);
+        metric_observe(c->m.db_seconds, db_last_ms(c->db) / 1000.0);
+        if (st != OG_OK) {
+            batch_db_failed(c, "claim_cancel", &err);
+            return FLUSH_RETRY;
+        }
+        c->db_ok = true;
+        for (size_t i = 0; i < nrows; i++)
+            metric_inc(c->m.claims[c->rows[i].outcome] ? c->m.claims[c->rows[i].outcome]
+                                                       : c->m.claims[GATE_UNKNOWN],
+                       1);
+        qsort(c->rows, nrows, sizeof(*c->rows), batch_row_cmp);
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        struct batch_entry *e = &b->e[i];
+        struct gate_cancel_row *row;
+
+        if (e->kind != BATCH_CANCEL || e->state != BATCH_NEW)
+            continue;
+        if (!batch_live(b, e)) {
+            e->state = BATCH_DONE;
+            continue;
+        }
+        row = batch_row_find(c->rows, nrows, e->order_no);
+        if (row == NULL) {
+            /* The gate promises a row per distinct order: a schema that
+             * drifted. The scanner still covers the order. */
+            log_error("claim_row_missing", "order_no=%s", e->order_no);
+            e->outcome = GATE_UNKNOWN;
+        } else {
+            e->outcome = row->outcome;
+        }
+        e->state = e->outcome == GATE_NOT_DUE ? BATCH_RESCHEDULE : BATCH_DONE;
+    }
+    b->claimed = true;
+    return FLUSH_DONE;
+}
+
+/* Turns a payment the gate refused for good into a dead letter. */
+static void batch_payment_to_dlq(struct consumer *c, struct batch_entry *e,
+                                 const struct og_error *err)
+{
+    char value[1024];
+    size_t len = 0;
+    struct og_error ignored = {0};
+
+    e->kind = BATCH_DLQ;
+    e->state = BATCH_PRODUCE;
+    if (codec_encode_payment(&e->pay, value, sizeof(value), &len, &ignored) == OG_OK)
+        e->dlq_value = strndup(value, len);
+    e->dlq_value_len = e->dlq_value ? len : 0;
+    e->dlq_orig_len = e->dlq_value_len;
+    e->dlq_key = strdup(e->order_no);
+    e->dlq_key_len = e->dlq_key ? strlen(e->dlq_key) : 0;
+    e->dlq_reason = malloc(CONSUMER_DLQ_REASON_MAX);
+    if (e->dlq_reason != NULL)
+        snprintf(e->dlq_reason, CONSUMER_DLQ_REASON_MAX, "payment_rejected: %s", err->msg);
+    c->batch.dlq_bytes += e->dlq_value_len + e->dlq_key_len;
+}
+
+/* Step 2: payment results, one claim_payment each (idempotent by txn_no). */
+static enum flush_result batch_payments(struct consumer *c)
+{
+    struct batch *b = &c->batch;
+
+    for (size_t i = 0; i < b->n; i++) {
+        struct batch_entry *e = &b->e[i];
+        struct gate_payment_result res;
+        struct og_error err = {0};
+        enum og_status st;
+
+        if (e->kind != BATCH_PAYMENT || e->state != BATCH_NEW)
+            continue;
+        if (!batch_live(b, e)) {
+            e->state = BATCH_DONE;
+            continue;
+        }
+        st = gate_claim_payment(c->db, e->pay.order_no, e->pay.txn_no, e->pay.amount_cents,
+                                e->pay.channel, &res, &err);
+        metric_observe(c->m.db_seconds, db_last_ms(c->db) / 1000.0);
+        if (st == OG_OK) {
+            c->db_ok = true;
+            e->outcome = res.outcome;
+            e->state = BATCH_DONE;
+            metric_inc(c->m.payments[res.outcome] ? c->m.payments[res.outcome]
+                                                  : c->m.payments[GATE_UNKNOWN],
+                       1);
+            log_info("payment_applied", "order_no=%s txn_no=%s outcome=%s status=%s",
+                     e->pay.order_no, e->pay.txn_no, gate_outcome_str(res.outcome),
+                     order_status_str(res.status));
+            continue;
+        }
+        /* The same arguments will always be refused (invalid value, data
+         * exception 22xxx, integrity violation 23xxx): dead-letter the
+         * message rather than stall the partition behind it. */
+        if (!err.retriable && (st == OG_ERR_ARG || strncmp(err.sqlstate, "22", 2) == 0 ||
+                               strncmp(err.sqlstate, "23", 2) == 0)) {
+            char q[600];
+            log_warn("payment_rejected", "order_no=%s txn_no=%s error=%s", e->pay.order_no,
+                     e->pay.txn_no, log_quote(q, sizeof(q), err.msg));
+            batch_payment_to_dlq(c, e, &err);
+            continue;
+        }
+        batch_db_failed(c, "claim_payment", &err);
+        return FLUSH_RETRY;
+    }
+    return FLUSH_DONE;
+}
+
+/* Step 3a: the database's due time for every not_due order. */
+static enum flush_result batch_due_times(struct consumer *c)
+{
+    struct batch *b = &c->batch;
+    struct og_error err = {0};
+    PGresult *res = NULL;
+    char *array = NULL;
+    size_t n = 0, used = 0;
+    enum flush_result r = FLUSH_DONE;
+    int64_t now = clock_wall_ms();
+
+    for (size_t i = 0; i < b->n; i++) {
+        struct batch_entry *e = &b->e[i];
+        if (e->state != BATCH_RESCHEDULE)
+            continue;
+        if (!batch_live(b, e))
+            e->state = BATCH_DONE;
+        else
+            n++;
+    }
+    if (n == 0)
+        return FLUSH_DONE;
+    /* Order numbers passed the codec's check: no quote, comma, brace or
+     * backslash can occur, so each goes into the array literal as is. */
+    array = malloc(3 + n * (GATE_ORDER_NO_MAX + 3));
+    if (array == NULL) {
+        log_error("out_of_memory", "where=due_times");
+        return FLUSH_RETRY;
+    }
+    array[used++] = '{';
+    for (size_t i = 0; i < b->n; i++) {
+        struct batch_entry *e = &b->e[i];
+        size_t len;
+        if (e->state != BATCH_RESCHEDULE)
+            continue;
+        if (used > 1)
+            array[used++] = ',';
+        len = strlen(e->order_no);
+        array[used++] = '"';
+        memcpy(array + used, e->order_no, len);
+        used += len;
+        array[used++] = '"';
+    }
+    array[used++] = '}';
+    array[used] = '\0';
+    {
+        const char *params[1] = {array};
+        if (db_call(c->db, &batch_stmt_due_times, params, &res, &err) != OG_OK) {
+            metric_observe(c->m.db_seconds, db_last_ms(c->db) / 1000.0);
+            batch_db_failed(c, "due_times", &err);
+            r = FLUSH_RETRY;
+            goto out;
+        }
+        metric_observe(c->m.db_seconds, db_last_ms(c->db) / 1000.0);
+    }
+    c->db_ok = true;
+    for (size_t i = 0; i < b->n; i++) {
+        struct batch_entry *e = &b->e[i];
+        int found = -1;
+        if (e->state != BATCH_RESCHEDULE)
+            continue;
+        for (int row = 0; row < PQntuples(res) && found < 0; row++)
+            if (strcmp(PQgetvalue(res, row, 0), e->order_no) == 0)
+                found = row;
+        if (found < 0) {
+            /* Paid, cancelled or gone since the claim: nothing to wait for. */
+            e->state = BATCH_DONE;
+            continue;
+        }
+        /* One new message per order, even when the batch held duplicates. */
+        bool first = true;
+        for (size_t j = 0; j < i && first; j++)
+            if (b->e[j].kind == BATCH_CANCEL && b->e[j].outcome == GATE_NOT_DUE &&
+                b->e[j].state != BATCH_DONE && batch_live(b, &b->e[j]) &&
+                strcmp(b->e[j].order_no, e->order_no) == 0)
+                first = false;
+        if (!first) {
+            e->state = BATCH_DONE;
+            continue;
+        }
+        e->new_due_ms = strtoll(PQgetvalue(res, found, 1), NULL, 10);
+        if (e->new_due_ms <= now) {
+            /* The database has not reached the expire_at it reports while
+             * our clock has: our clock runs ahead. Look again a bit later. */
+            log_warn("clock_skew_suspected",
+                     "order_no=%s db_expire_at_ms=%" PRId64 " local_now_ms=%" PRId64, e->order_no,
+                     e->new_due_ms, now);
+            e->new_due_ms = now + CONSUMER_SKEW_RETRY_MS;
+        }
+        e->state = BATCH_PRODUCE;
+    }
+out:
+    PQclear(res);
+    free(array);
+    return r;
+}
+
+/* Produces the message an entry owes: its dead letter, or its re-schedule.
+ * On an immediate failure (local queue full) the entry stays PRODUCE. */
+void batch_produce(struct consumer *c, struct batch_entry *e)
+{
+    const struct batch_tp *tp = &c->batch.tps[e->tp];
+    rd_kafka_resp_err_t rerr;
+    char part[16], off[24];
+
+    snprintf(part, sizeof(part), "%" PRId32, tp->partition);
+    snprintf(off, sizeof(off), "%" PRId64, e->offset);
+    e->dr.done = false;
+    e->dr.err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (e->kind == BATCH_DLQ) {
+        char orig[24];
+        snprintf(orig, sizeof(orig), "%zu", e->dlq_orig_len);
+        const char *reason = e->dlq_reason ? e->dlq_reason : "unknown";
+        rerr = rd_kafka_producev(
+            c->producer, RD_KAFKA_V_TOPIC(c->cfg->dead_letter_topic),
+            RD_KAFKA_V_KEY(e->dlq_key, e->dlq_key_len),
+            RD_KAFKA_V_VALUE(e->dlq_value, e->dlq_value_len),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(&e->dr),
+            RD_KAFKA_V_HEADER("ordergate-reason", reason, -1),
+            RD_KAFKA_V_HEADER("ordergate-source-topic", tp->topic, -1),
+            RD_KAFKA_V_HEADER("ordergate-source-partition", part, -1),
+            RD_KAFKA_V_HEADER("ordergate-source-offset", off, -1),
+            RD_KAFKA_V_HEADER("ordergate-original-size", orig, -1), RD_KAFKA_V_END);
+    } else {
+        char value[256], from[320];
+        size_t len = 0;
+        struct og_error err = {0};
+        if (codec_encode_cancel(e->order_no, e->new_due_ms, value, sizeof(value), &len, &err) !=
+            OG_OK) {
+            /* Cannot happen for an order number that decoded: but never
+             * loop on it. The scanner covers the order. */
+            log_error("reschedule_encode_failed", "order_no=%s error=\"%s\"", e->order_no, err.msg);
+            e->state = BATCH_DONE;
+            return;
+        }
+        snprintf(from, sizeof(from), "%s/%s/%s", tp->topic, part, off);
+        rerr = rd_kafka_producev(
+            c->producer, RD_KAFKA_V_TOPIC(tp->topic),
+            RD_KAFKA_V_KEY(e->order_no, strlen(e->order_no)), RD_KAFKA_V_VALUE(value, len),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(&e->dr),
+            RD_KAFKA_V_HEADER("ordergate-rescheduled-from", from, -1), RD_KAFKA_V_END);
+    }
+    if (rerr != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        log_warn("produce_failed", "kind=%s topic=%s partition=%s offset=%s error=%s",
+                 e->kind == BATCH_DLQ ? "dead_letter" : "reschedule", tp->topic, part, off,
+                 rd_kafka_err2name(rerr));
+        metric_inc(c->m.kafka_errors, 1);
+        e->state = BATCH_PRODUCE;
+        return;
+    }
+    e->state = BATCH_INFLIGHT;
+}
+
+/* Steps 3b and 4: produce what is owed, wait (bounded) for the reports. */
+static enum flush_result batch_deliver(struct consumer *c, int wait_ms)
+{
+    struct batch *b = &c->batch;
+    struct kafka_delivery *waiting[64];
+    bool failed = false;
+    size_t nw = 0;
+
+    for (size_t i = 0; i < b->n; i++) {
+        struct batch_entry *e = &b->e[i];
+        if (e->state != BATCH_PRODUCE)
+            continue;
+        if (!batch_live(b, e))
+            e->state = BATCH_DONE; /* the partition's next owner redoes it */
+        else
+            batch_produce(c, e);
+    }
+    /* Wait on up to 64 reports at a time; kafka_wait polls the producer,
+     * which serves every report, so the rest complete alongside. */
+    int64_t deadline = clock_mono_ms() + wait_ms;
+    for (;;) {
+        nw = 0;
+        for (size_t i = 0; i < b->n && nw < 64; i++)
+            if (b->e[i].state == BATCH_INFLIGHT && !b->e[i].dr.done)
+                waiting[nw++] = &b->e[i].dr;
+        if (nw == 0)
+            break;
+        int64_t left = deadline - clock_mono_ms();
+        if (kafka_wait(c->producer, waiting, nw, left > 0 ? (int)left : 0) > 0 || left <= 0)
+            break;
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        struct batch_entry *e = &b->e[i];
+        if (e->state != BATCH_INFLIGHT || !e->dr.done)
+            continue;
+        if (e->dr.err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            e->state = BATCH_DONE;
+            c->kafka_ok = true;
+            if (!batch_live(b, e))
+                continue;
+            if (e->kind == BATCH_DLQ) {
+                metric_inc(c->m.dead_lettered, 1);
+                log_info("dead_lettered",
+                         "topic=%s partition=%" PRId32 " offset=%" PRId64 " reason=\"%.200s\"",
+                         b->tps[e->tp].topic, b->tps[e->tp].partition, e->offset,
+                         e->dlq_reason ? e->dlq_reason : "");
+            } else {
+                char due[32];
+                metric_inc(c->m.rescheduled, 1);
+                log_info("rescheduled", "order_no=%s due_at=%s", e->order_no,
+                         clock_format_iso(e->new_due_ms, due, sizeof(due)));
+            }
+        } else {
+            /* Kept, produced again on the next attempt: a duplicate at
+             * worst, never a loss. */
+            log_warn("delivery_failed", "kind=%s topic=%s error=%s",
+                     e->kind == BATCH_DLQ ? "dead_letter" : "reschedule",
+                     e->kind == BATCH_DLQ ? c->cfg->dead_letter_topic : b->tps[e->tp].topic,
+                     rd_kafka_err2name(e->dr.err));
+            metric_inc(c->m.kafka_errors, 1);
+            e->state = batch_live(b, e) ? BATCH_PRODUCE : BATCH_DONE;
+            failed = true;
+        }
+    }
+    bool inflight = false;
+    for (size_t i = 0; i < b->n; i++) {
+        failed |= b->e[i].state == BATCH_PRODUCE;
+        inflight |= b->e[i].state == BATCH_INFLIGHT;
+    }
+    return failed ? FLUSH_RETRY : inflight ? FLUSH_WAIT : FLUSH_DONE;
+}
+
+/* Step 5: store offset + 1 of the last message of each live partition. */
+static void batch_store(struct consumer *c)
+{
+    struct batch *b = &c->batch;
+    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new((int)b->ntps);
+    int64_t now = clock_wall_ms();
+    size_t live = 0;
+    rd_kafka_resp_err_t rerr;
+
+    for (size_t i = 0; i < b->ntps; i++) {
+        if (b->tps[i].voided)
+            continue;
+        rd_kafka_topic_partition_list_add(list, b->tps[i].topic, b->tps[i].partition)->offset =
+            b->tps[i].max_offset + 1;
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        const struct batch_entry *e = &b->e[i];
+        if (!batch_live(b, e))
+            continue;
+        live++;
+        if (e->kind == BATCH_CANCEL && e->outcome == GATE_CANCELLED)
+            metric_observe(c->m.lateness, (double)(now - e->due_ms) / 1000.0);
+    }
+    if (list->cnt > 0) {
+        rerr = rd_kafka_offsets_store(c->rk, list);
+        for (int i = 0; i < list->cnt; i++) {
+            /* Only a partition revoked under us fails here; its next owner
+             * starts from the last commit and the gate absorbs the repeat. */
+            if (list->elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR)
+                log_warn("offset_store_failed",
+                         "topic=%s partition=%" PRId32 " offset=%" PRId64 " error=%s",
+                         list->elems[i].topic, list->elems[i].partition, list->elems[i].offset,
+                         rd_kafka_err2name(list->elems[i].err));
+        }
+        if (rerr != RD_KAFKA_RESP_ERR_NO_ERROR && rerr != RD_KAFKA_RESP_ERR__STATE)
+            log_warn("offsets_store_failed", "error=%s", rd_kafka_err2name(rerr));
+    }
+    rd_kafka_topic_partition_list_destroy(list);
+    if (live > 0) {
+        metric_inc(c->m.batches, 1);
+        metric_inc(c->m.offsets_stored, (double)live);
+        metric_observe(c->m.batch_size, (double)live);
+        log_debug("batch_committed", "messages=%zu partitions=%zu", live, b->ntps);
+    }
+}
+
+enum flush_result batch_flush(struct consumer *c, int wait_ms)
+{
+    struct batch *b = &c->batch;
+    enum flush_result r;
+
+    if (b->n == 0)
+        return FLUSH_DONE;
+    r = batch_claim(c);
+    if (r == FLUSH_DONE)
+        r = batch_payments(c);
+    if (r == FLUSH_DONE)
+        r = batch_due_times(c);
+    /* Deliveries run even after a database failure: dead letters already
+     * produced must be waited for in any case. */
+    {
+        enum flush_result d = batch_deliver(c, r == FLUSH_DONE ? wait_ms : 0);
+        if (r == FLUSH_DONE)
+            r = d;
+    }
+    if (r != FLUSH_DONE)
+        return r;
+    for (size_t i = 0; i < b->n; i++)
+        if (b->e[i].state != BATCH_DONE)
+            return FLUSH_RETRY; /* cannot happen; never store past unfinished work */
+    batch_store(c);
+    batch_clear(b);
+    return FLUSH_DONE;
+}

@@ -1,0 +1,179 @@
+/* ordergate-consumer internals, shared by the files of consumer/.
+ *
+ * One thread runs the consume loop (loop.c): it polls the consumer group,
+ * decodes each message (common/codec), asks common/sched whether it is due,
+ * and collects due work in a batch (batch.c). A batch is committed in this
+ * order, and only in this order, so that a crash at any point loses nothing:
+ *   1. claim_cancel for every cancel in the batch, in one statement;
+ *   2. claim_payment for every payment result;
+ *   3. for not_due orders, due_times() and one new delayed message each,
+ *      produced with the idempotent producer;
+ *   4. every produced message (re-schedules, dead letters) acknowledged;
+ *   5. offsets stored (offset + 1 of the last message per partition).
+ * The stored offsets reach the group coordinator through librdkafka's
+ * auto-commit, on revoke and on shutdown. A crash before 5 redelivers the
+ * batch; the gate answers already_cancelled/duplicate for what was done.
+ *
+ * A second thread (relay.c) runs the outbox relay on its own database
+ * connection and producer when outbox.enabled is set. */
+#ifndef OG_CONSUMER_CONSUMER_H
+#define OG_CONSUMER_CONSUMER_H
+
+#include <librdkafka/rdkafka.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/cfg.h"
+#include "common/codec.h"
+#include "common/db.h"
+#include "common/gate.h"
+#include "common/kafka.h"
+#include "common/metrics.h"
+#include "common/sched.h"
+
+/* A paused partition stays paused at least this long (see sched_new). */
+#define CONSUMER_MIN_PAUSE_MS 50
+/* When the database says not_due although the expire_at it reports has
+ * passed by our clock, our clock runs ahead of the database's: look again
+ * this much later instead of spinning. */
+#define CONSUMER_SKEW_RETRY_MS 250
+/* Longest wait for delivery reports inside one flush; the loop keeps
+ * polling (partitions on hold) when they take longer. */
+#define CONSUMER_DELIVERY_WAIT_MS 2000
+/* Dead letters keep a copy of the bad message until acknowledged: values
+ * and keys are cut to these sizes in the dead-letter topic (the original
+ * size travels in a header), and a batch is flushed early when its copies
+ * exceed the budget, so memory stays bounded whatever arrives. */
+#define CONSUMER_DLQ_VALUE_MAX  16384
+#define CONSUMER_DLQ_KEY_MAX    1024
+#define CONSUMER_DLQ_BUDGET     (4 * 1024 * 1024)
+#define CONSUMER_DLQ_REASON_MAX 512
+
+enum batch_kind { BATCH_CANCEL, BATCH_PAYMENT, BATCH_DLQ };
+
+enum batch_state {
+    BATCH_NEW,        /* cancel not claimed / payment not applied / dead letter not produced */
+    BATCH_RESCHEDULE, /* claim said not_due: needs the database's due time */
+    BATCH_PRODUCE,    /* a message (re-schedule or dead letter) must be produced */
+    BATCH_INFLIGHT,   /* produced; waiting for its delivery report */
+    BATCH_DONE,
+};
+
+struct batch_entry {
+    enum batch_kind kind;
+    enum batch_state state;
+    int tp;         /* index into batch.tps */
+    int64_t offset; /* of the source message */
+    int64_t due_ms;
+    int64_t new_due_ms;
+    enum gate_outcome outcome;
+    char order_no[GATE_ORDER_NO_MAX + 1];
+    struct kafka_delivery dr; /* written by the delivery report while INFLIGHT */
+    struct codec_payment pay; /* BATCH_PAYMENT */
+    /* BATCH_DLQ: copies, freed when the batch is cleared */
+    char *dlq_key;
+    size_t dlq_key_len;
+    char *dlq_value;
+    size_t dlq_value_len;
+    size_t dlq_orig_len;
+    char *dlq_reason;
+};
+
+struct batch_tp {
+    char *topic;
+    int32_t partition;
+    int64_t max_offset;
+    bool voided; /* revoked before the batch committed: nothing is stored for it */
+};
+
+struct batch {
+    struct batch_entry *e;
+    size_t n, cap;
+    struct batch_tp *tps;
+    size_t ntps, tps_cap;
+    int64_t first_ms; /* monotonic time the first entry arrived (linger) */
+    size_t dlq_bytes;
+    bool claimed; /* step 1 done for this batch */
+};
+
+enum flush_result {
+    FLUSH_DONE,  /* committed (or nothing to do); the batch is empty */
+    FLUSH_RETRY, /* something failed: keep the batch, back off, try again */
+    FLUSH_WAIT,  /* only delivery reports are outstanding: poll and look again */
+};
+
+/* Delay topics plus the payments topic a consumer may subscribe to. */
+#define CONSUMER_TOPICS_MAX 64
+
+struct consumer_metrics {
+    struct metric *consumed[CONSUMER_TOPICS_MAX]; /* per subscribed topic, as in consumer.topics */
+    struct metric *deferred, *dropped, *dead_lettered, *rescheduled;
+    struct metric *claims[GATE_OUTCOME_COUNT];
+    struct metric *payments[GATE_OUTCOME_COUNT];
+    struct metric *db_errors, *kafka_errors, *rebalances, *batches, *offsets_stored;
+    struct metric *batch_size, *lateness, *db_seconds;
+    struct metric *paused, *due_pending, *hold;
+    struct metric *outbox_backlog, *outbox_published, *outbox_errors;
+};
+
+struct relay;
+
+struct consumer {
+    const struct og_config *cfg;
+    rd_kafka_t *rk;       /* the group member */
+    rd_kafka_t *producer; /* re-schedules and dead letters (idempotent) */
+    struct db *db;
+    struct sched *sched;
+    struct batch batch;
+    struct gate_cancel_row *rows; /* claim results, batch_size of them */
+    const char **nos;             /* claim arguments, batch_size of them */
+    char **topics;                /* subscribed: the delay topics, then the payments topic */
+    size_t ntopics;
+    bool has_payments;   /* the last of topics is kafka.payments_topic */
+    bool hold;           /* the batch could not commit: every partition is paused */
+    int64_t retry_at_ms; /* monotonic; next flush attempt while on hold */
+    int attempts;        /* consecutive failed flushes (backoff) */
+    bool db_ok, kafka_ok, fatal;
+    int64_t next_gauges_ms, next_stats_ms;
+    struct consumer_metrics m;
+    struct relay *relay;
+};
+
+/* loop.c */
+struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err);
+/* Runs until signals_stop or a fatal error; then shuts down cleanly. Returns
+ * 0 on a clean stop, 1 after a fatal (runtime) error. */
+int consumer_run(struct consumer *c);
+void consumer_free(struct consumer *c);
+/* Pauses a partition and seeks it back to offset. */
+void consumer_pause_seek(struct consumer *c, const char *topic, int32_t partition, int64_t offset);
+
+/* batch.c */
+enum og_status batch_init(struct batch *b, size_t cap, struct og_error *err);
+void batch_free(struct batch *b);
+bool batch_full(const struct batch *b);
+/* Adds an entry for a message of topic/partition at offset; NULL when the
+ * batch is full or out of memory. The caller fills kind-specific fields. */
+struct batch_entry *batch_add(struct batch *b, enum batch_kind kind, const char *topic,
+                              int32_t partition, int64_t offset);
+/* Marks a revoked partition: its entries are dropped from the batch (their
+ * messages go to the partition's next owner) once nothing is in flight. */
+void batch_void(struct batch *b, const char *topic, int32_t partition);
+/* True when the batch holds live entries of topic/partition. */
+bool batch_has(const struct batch *b, const char *topic, int32_t partition);
+/* Cancels waiting in the batch (the due-but-not-fired gauge). */
+size_t batch_due_pending(const struct batch *b);
+/* Produces the dead letter of entry e (state BATCH_PRODUCE -> INFLIGHT). */
+void batch_produce(struct consumer *c, struct batch_entry *e);
+/* Runs the commit steps (see above) as far as they go. */
+enum flush_result batch_flush(struct consumer *c, int wait_ms);
+
+/* relay.c: the outbox relay thread (a no-op when outbox.enabled is false) */
+enum og_status relay_start(struct consumer *c, struct og_error *err);
+void relay_stop(struct consumer *c);
+
+/* instruments.c */
+void consumer_metrics_register(struct consumer_metrics *m, char *const *topics, size_t ntopics);
+
+#endif

@@ -1,0 +1,672 @@
+/* The consume loop: group membership, per-message decisions, pause/seek/
+ * resume, batching, holds during outages, and the shutdown sequence. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/notify.h"
+#include "common/signals.h"
+#include "consumer/consumer.h"
+
+#define LOOP_GAUGES_EVERY_MS 1000
+#define LOOP_STATS_EVERY_MS  30000
+#define LOOP_SEEK_TIMEOUT_MS 1000
+#define LOOP_SHUTDOWN_MS     5000
+
+static void loop_add_tp(void *arg, const char *topic, int32_t partition)
+{
+    rd_kafka_topic_partition_list_add(arg, topic, partition);
+}
+
+static void loop_log_tps(const char *event, const rd_kafka_topic_partition_list_t *parts,
+                         const char *extra)
+{
+    char list[1024];
+    size_t used = 0;
+
+    list[0] = '\0';
+    for (int i = 0; i < parts->cnt && used + 1 < sizeof(list); i++) {
+        int n = snprintf(list + used, sizeof(list) - used, "%s%s/%" PRId32, i ? "," : "",
+                         parts->elems[i].topic, parts->elems[i].partition);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+    log_info(event, "n=%d partitions=%s%s", parts->cnt, list, extra ? extra : "");
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Pausing, seeking, resuming: the only place these librdkafka calls are made. */
+
+void consumer_pause_seek(struct consumer *c, const char *topic, int32_t partition, int64_t offset)
+{
+    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_error_t *error;
+
+    rd_kafka_topic_partition_list_add(list, topic, partition)->offset = offset;
+    /* Pause first, then seek: the pause drops what was prefetched, the seek
+     * sets where fetching starts again on resume. */
+    rd_kafka_pause_partitions(c->rk, list);
+    if (list->elems[0].err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        log_warn("pause_failed", "topic=%s partition=%" PRId32 " error=%s", topic, partition,
+                 rd_kafka_err2name(list->elems[0].err));
+    list->elems[0].err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    list->elems[0].offset = offset;
+    error = rd_kafka_seek_partitions(c->rk, list, LOOP_SEEK_TIMEOUT_MS);
+    if (error != NULL || list->elems[0].err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        /* Fails only while the partition is being revoked: its offsets are
+         * not stored past this message, so its next owner reads it again. */
+        log_warn("seek_failed", "topic=%s partition=%" PRId32 " offset=%" PRId64 " error=%s", topic,
+                 partition, offset,
+                 error ? rd_kafka_error_name(error) : rd_kafka_err2name(list->elems[0].err));
+        rd_kafka_error_destroy(error);
+    }
+    rd_kafka_topic_partition_list_destroy(list);
+}
+
+static void loop_resume_due(struct consumer *c, int64_t now_wall)
+{
+    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(8);
+
+    if (sched_take_resumable(c->sched, now_wall, loop_add_tp, list) > 0) {
+        rd_kafka_resume_partitions(c->rk, list);
+        for (int i = 0; i < list->cnt; i++)
+            if (list->elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR)
+                log_warn("resume_failed", "topic=%s partition=%" PRId32 " error=%s",
+                         list->elems[i].topic, list->elems[i].partition,
+                         rd_kafka_err2name(list->elems[i].err));
+        log_debug("partitions_resumed", "n=%d", list->cnt);
+    }
+    rd_kafka_topic_partition_list_destroy(list);
+}
+
+/* The batch cannot commit: stop fetching everywhere, keep polling. */
+static void loop_hold(struct consumer *c)
+{
+    rd_kafka_topic_partition_list_t *list;
+
+    if (c->hold)
+        return;
+    list = rd_kafka_topic_partition_list_new(8);
+    sched_hold_begin(c->sched, loop_add_tp, list);
+    if (list->cnt > 0)
+        rd_kafka_pause_partitions(c->rk, list);
+    c->hold = true;
+    metric_set(c->m.hold, 1);
+    log_warn("hold_begin", "batch=%zu paused=%d", c->batch.n, list->cnt);
+    rd_kafka_topic_partition_list_destroy(list);
+}
+
+static void loop_release(struct consumer *c)
+{
+    if (!c->hold)
+        return;
+    sched_hold_end(c->sched);
+    c->hold = false;
+    metric_set(c->m.hold, 0);
+    log_info("hold_end", "after_attempts=%d", c->attempts);
+    c->attempts = 0;
+    /* The held partitions resume on the next turn (loop_resume_due). */
+}
+
+static void loop_flush(struct consumer *c)
+{
+    enum flush_result r = batch_flush(c, CONSUMER_DELIVERY_WAIT_MS);
+    int64_t now = clock_mono_ms();
+
+    switch (r) {
+    case FLUSH_DONE:
+        c->attempts = 0;
+        loop_release(c);
+        break;
+    case FLUSH_WAIT:
+        loop_hold(c);
+        c->retry_at_ms = now + 50;
+        break;
+    case FLUSH_RETRY: {
+        long backoff = c->cfg->db_retry_base_ms;
+        for (int i = 0; i < c->attempts && backoff < c->cfg->db_retry_cap_ms; i++)
+            backoff *= 2;
+        if (backoff > c->cfg->db_retry_cap_ms)
+            backoff = c->cfg->db_retry_cap_ms;
+        c->attempts++;
+        loop_hold(c);
+        c->retry_at_ms = now + backoff;
+        log_warn("batch_retry", "attempt=%d backoff_ms=%ld batch=%zu", c->attempts, backoff,
+                 c->batch.n);
+        break;
+    }
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Rebalancing */
+
+static void loop_assign(struct consumer *c, rd_kafka_topic_partition_list_t *parts, bool coop)
+{
+    rd_kafka_topic_partition_list_t *pause = rd_kafka_topic_partition_list_new(parts->cnt);
+    rd_kafka_error_t *error = NULL;
+    rd_kafka_resp_err_t rerr = RD_KAFKA_RESP_ERR_NO_ERROR;
+
+    loop_log_tps("partitions_assigned", parts, coop ? " protocol=cooperative" : " protocol=eager");
+    for (int i = 0; i < parts->cnt; i++)
+        if (sched_assign(c->sched, parts->elems[i].topic, parts->elems[i].partition))
+            rd_kafka_topic_partition_list_add(pause, parts->elems[i].topic,
+                                              parts->elems[i].partition);
+    if (coop)
+        error = rd_kafka_incremental_assign(c->rk, parts);
+    else
+        rerr = rd_kafka_assign(c->rk, parts);
+    if (error != NULL || rerr != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        log_error("assign_failed", "error=%s",
+                  error ? rd_kafka_error_string(error) : rd_kafka_err2str(rerr));
+        rd_kafka_error_destroy(error);
+    }
+    /* On hold: new partitions wait with the others. */
+    if (pause->cnt > 0)
+        rd_kafka_pause_partitions(c->rk, pause);
+    rd_kafka_topic_partition_list_destroy(pause);
+    c->kafka_ok = true;
+}
+
+static void loop_revoke(struct consumer *c, rd_kafka_topic_partition_list_t *parts, bool coop)
+{
+    rd_kafka_topic_partition_list_t *resume = rd_kafka_topic_partition_list_new(parts->cnt);
+    rd_kafka_error_t *error = NULL;
+    rd_kafka_resp_err_t rerr = RD_KAFKA_RESP_ERR_NO_ERROR;
+    bool lost = rd_kafka_assignment_lost(c->rk);
+    bool ours = false;
+
+    loop_log_tps(lost ? "partitions_lost" : "partitions_revoked", parts, NULL);
+    for (int i = 0; i < parts->cnt && !ours; i++)
+        ours = batch_has(&c->batch, parts->elems[i].topic, parts->elems[i].partition);
+    /* Finish the batch while the partitions are still ours, so their
+     * offsets are stored and committed by the unassign. Not when they are
+     * already lost, nor on hold (the database is down: don't block the
+     * group's rebalance on it). */
+    if (ours && !lost && !c->hold) {
+        enum flush_result r = batch_flush(c, 5000);
+        if (r == FLUSH_DONE)
+            c->attempts = 0;
+    }
+    for (int i = 0; i < parts->cnt; i++) {
+        batch_void(&c->batch, parts->elems[i].topic, parts->elems[i].partition);
+        /* librdkafka keeps our pause on the partition object; if it came
+         * back to us later it would never fetch. Resume what we paused. */
+        if (sched_revoke(c->sched, parts->elems[i].topic, parts->elems[i].partition))
+            rd_kafka_topic_partition_list_add(resume, parts->elems[i].topic,
+                                              parts->elems[i].partition);
+    }
+    if (resume->cnt > 0)
+        rd_kafka_resume_partitions(c->rk, resume);
+    rd_kafka_topic_partition_list_destroy(resume);
+    if (coop)
+        error = rd_kafka_incremental_unassign(c->rk, parts);
+    else
+        rerr = rd_kafka_assign(c->rk, NULL);
+    if (error != NULL || rerr != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        log_error("unassign_failed", "error=%s",
+                  error ? rd_kafka_error_string(error) : rd_kafka_err2str(rerr));
+        rd_kafka_error_destroy(error);
+    }
+}
+
+static void loop_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                              rd_kafka_topic_partition_list_t *parts, void *opaque)
+{
+    struct consumer *c = opaque;
+    bool coop = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+
+    metric_inc(c->m.rebalances, 1);
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        loop_assign(c, parts, coop);
+    } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
+        loop_revoke(c, parts, coop);
+    } else {
+        log_error("rebalance_failed", "error=%s", rd_kafka_err2str(err));
+        loop_revoke(c, parts, coop);
+    }
+}
+
+static void loop_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque)
+{
+    struct consumer *c = opaque;
+
+    kafka_error_cb(rk, code, reason, NULL);
+    metric_inc(c->m.kafka_errors, 1);
+    if (code == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
+        c->kafka_ok = false;
+    if (code == RD_KAFKA_RESP_ERR__FATAL)
+        c->fatal = true;
+}
+
+static void loop_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                           rd_kafka_topic_partition_list_t *offsets, void *opaque)
+{
+    struct consumer *c = opaque;
+
+    (void)rk;
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        c->kafka_ok = true;
+        if (log_enabled(LOG_LVL_DEBUG) && offsets != NULL)
+            loop_log_tps("offsets_committed", offsets, NULL);
+    } else if (err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+        /* The next auto-commit carries the same or newer offsets. */
+        log_warn("commit_failed", "error=%s", rd_kafka_err2name(err));
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Messages */
+
+static struct metric *loop_topic_metric(struct consumer *c, const char *topic, bool *is_payment)
+{
+    for (size_t i = 0; i < c->ntopics && i < CONSUMER_TOPICS_MAX; i++) {
+        if (strcmp(c->topics[i], topic) == 0) {
+            *is_payment = c->has_payments && i == c->ntopics - 1;
+            return c->m.consumed[i];
+        }
+    }
+    *is_payment = false;
+    return NULL;
+}
+
+static char *loop_copy(const void *data, size_t len, size_t max, size_t *out_len)
+{
+    size_t n = len < max ? len : max;
+    char *copy = malloc(n > 0 ? n : 1);
+
+    if (copy != NULL && n > 0)
+        memcpy(copy, data, n);
+    *out_len = copy != NULL ? n : 0;
+    return copy;
+}
+
+/* Queues the dead letter of an undecodable message (produced right away,
+ * acknowledged before the batch stores its offset). */
+static void loop_dead_letter(struct consumer *c, const rd_kafka_message_t *m, const char *topic,
+                             const struct og_error *why)
+{
+    struct batch_entry *e = batch_add(&c->batch, BATCH_DLQ, topic, m->partition, m->offset);
+    char q[600];
+
+    if (e == NULL) {
+        log_error("out_of_memory", "where=batch_add");
+        c->fatal = true;
+        return;
+    }
+    log_warn("message_invalid", "topic=%s partition=%" PRId32 " offset=%" PRId64 " reason=%s",
+             topic, m->partition, m->offset, log_quote(q, sizeof(q), why->msg));
+    e->dlq_key =
+        m->key ? loop_copy(m->key, m->key_len, CONSUMER_DLQ_KEY_MAX, &e->dlq_key_len) : NULL;
+    e->dlq_value = m->payload
+                       ? loop_copy(m->payload, m->len, CONSUMER_DLQ_VALUE_MAX, &e->dlq_value_len)
+                       : NULL;
+    e->dlq_orig_len = m->len;
+    e->dlq_reason = strndup(why->msg, CONSUMER_DLQ_REASON_MAX - 1);
+    c->batch.dlq_bytes += e->dlq_key_len + e->dlq_value_len;
+    batch_produce(c, e);
+}
+
+static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
+{
+    const char *topic;
+    struct codec_cancel cancel;
+    struct codec_payment pay;
+    struct og_error err = {0};
+    enum og_status st;
+    enum sched_verdict verdict;
+    int64_t due = SCHED_ALWAYS_DUE;
+    int64_t now = clock_wall_ms();
+    bool is_payment;
+    struct batch_entry *e;
+
+    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            return;
+        metric_inc(c->m.kafka_errors, 1);
+        log_warn("consume_error", "topic=%s partition=%" PRId32 " error=%s reason=\"%.200s\"",
+                 m->rkt ? rd_kafka_topic_name(m->rkt) : "-", m->partition,
+                 rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
+        if (m->err == RD_KAFKA_RESP_ERR__FATAL)
+            c->fatal = true;
+        return;
+    }
+    c->kafka_ok = true;
+    topic = rd_kafka_topic_name(m->rkt);
+    metric_inc(loop_topic_metric(c, topic, &is_payment), 1);
+    if (is_payment) {
+        st = codec_decode_payment(m->key, m->key_len, m->payload, m->len, &pay, &err);
+    } else {
+        st = codec_decode_cancel(m->key, m->key_len, m->payload, m->len, &cancel, &err);
+        if (st == OG_OK)
+            due = cancel.due_ms;
+    }
+    verdict = sched_offer(c->sched, topic, m->partition, m->offset, due, now);
+    if (verdict == SCHED_DUE && batch_full(&c->batch)) {
+        /* Never more than batch_size in hand: commit first. If that fails
+         * we are on hold and the message waits in Kafka like the rest. */
+        loop_flush(c);
+        if (c->hold)
+            verdict = sched_offer(c->sched, topic, m->partition, m->offset, due, now);
+    }
+    switch (verdict) {
+    case SCHED_DROP:
+        metric_inc(c->m.dropped, 1);
+        return;
+    case SCHED_NOMEM:
+        log_error("out_of_memory", "where=sched_offer");
+        c->fatal = true;
+        return;
+    case SCHED_PAUSE:
+        metric_inc(c->m.deferred, 1);
+        consumer_pause_seek(c, topic, m->partition, m->offset);
+        return;
+    case SCHED_DUE:
+        break;
+    }
+    if (st != OG_OK) {
+        loop_dead_letter(c, m, topic, &err);
+    } else {
+        e = batch_add(&c->batch, is_payment ? BATCH_PAYMENT : BATCH_CANCEL, topic, m->partition,
+                      m->offset);
+        if (e == NULL) {
+            log_error("out_of_memory", "where=batch_add");
+            c->fatal = true;
+            return;
+        }
+        if (is_payment) {
+            e->pay = pay;
+            memcpy(e->order_no, pay.order_no, sizeof(e->order_no));
+        } else {
+            memcpy(e->order_no, cancel.order_no, sizeof(e->order_no));
+            e->due_ms = cancel.due_ms;
+        }
+    }
+    if (batch_full(&c->batch))
+        loop_flush(c);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+static void loop_periodic(struct consumer *c, int64_t now)
+{
+    static uint64_t watchdog_us;
+    static int64_t next_watchdog;
+    char fatal[256];
+
+    if (watchdog_us == 0)
+        watchdog_us = notify_watchdog_interval_us();
+    if (watchdog_us > 0 && now >= next_watchdog) {
+        notify_send("WATCHDOG=1");
+        next_watchdog = now + (int64_t)(watchdog_us / 1000);
+    }
+    if (now < c->next_gauges_ms)
+        return;
+    c->next_gauges_ms = now + LOOP_GAUGES_EVERY_MS;
+    metric_set(c->m.paused, (double)sched_paused_count(c->sched));
+    metric_set(c->m.due_pending, (double)batch_due_pending(&c->batch));
+    metrics_set_health(1, c->db_ok && c->kafka_ok);
+    if (rd_kafka_fatal_error(c->producer, fatal, sizeof(fatal)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        log_error("producer_fatal", "reason=\"%s\"", fatal);
+        c->fatal = true;
+    }
+    if (now >= c->next_stats_ms) {
+        c->next_stats_ms = now + LOOP_STATS_EVERY_MS;
+        log_info("stats",
+                 "cancelled=%.0f already_cancelled=%.0f already_paid=%.0f not_due=%.0f "
+                 "not_found=%.0f dead_lettered=%.0f rescheduled=%.0f deferred=%.0f dropped=%.0f "
+                 "paused=%zu assigned=%zu hold=%d db_ok=%d kafka_ok=%d",
+                 metric_value(c->m.claims[GATE_CANCELLED]),
+                 metric_value(c->m.claims[GATE_ALREADY_CANCELLED]),
+                 metric_value(c->m.claims[GATE_ALREADY_PAID]),
+                 metric_value(c->m.claims[GATE_NOT_DUE]), metric_value(c->m.claims[GATE_NOT_FOUND]),
+                 metric_value(c->m.dead_lettered), metric_value(c->m.rescheduled),
+                 metric_value(c->m.deferred), metric_value(c->m.dropped),
+                 sched_paused_count(c->sched), sched_assigned_count(c->sched), c->hold, c->db_ok,
+                 c->kafka_ok);
+    }
+}
+
+static int loop_timeout(struct consumer *c, int64_t now, int64_t now_wall)
+{
+    int64_t t = c->cfg->poll_ms;
+    int64_t next = sched_next_resume(c->sched);
+
+    if (c->hold) {
+        if (c->retry_at_ms - now < t)
+            t = c->retry_at_ms - now;
+    } else if (c->batch.n > 0) {
+        if (c->batch.first_ms + c->cfg->linger_ms - now < t)
+            t = c->batch.first_ms + c->cfg->linger_ms - now;
+    }
+    if (next != SCHED_NEVER && next - now_wall < t)
+        t = next - now_wall;
+    return t > 0 ? (int)t : 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
+{
+    struct consumer *c = calloc(1, sizeof(*c));
+    struct db_retry retry = {cfg->db_retry_max, cfg->db_retry_base_ms, cfg->db_retry_cap_ms};
+    rd_kafka_conf_t *conf = NULL;
+    char *password = NULL;
+    char **delay = NULL;
+    size_t ndelay = 0;
+    char errstr[512];
+    enum og_status st;
+
+    if (c == NULL) {
+        og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        return NULL;
+    }
+    c->cfg = cfg;
+    st = kafka_check_config(cfg, err);
+    if (st != OG_OK)
+        goto fail;
+    st = kafka_topics_split(cfg->topics, &delay, &ndelay, err);
+    if (st != OG_OK)
+        goto fail;
+    if (ndelay + 1 > CONSUMER_TOPICS_MAX) {
+        st = og_error_set(err, OG_ERR_CONFIG, false, "kafka.topics: at most %d topics",
+                          CONSUMER_TOPICS_MAX - 1);
+        goto fail;
+    }
+    c->topics = calloc(ndelay + 1, sizeof(*c->topics));
+    if (c->topics == NULL) {
+        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        goto fail;
+    }
+    memcpy(c->topics, delay, ndelay * sizeof(*delay));
+    c->ntopics = ndelay;
+    free(delay); /* the names now belong to c->topics */
+    delay = NULL;
+    if (*cfg->payments_topic != '\0') {
+        c->topics[c->ntopics] = strdup(cfg->payments_topic);
+        if (c->topics[c->ntopics] == NULL) {
+            st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+            goto fail;
+        }
+        c->ntopics++;
+        c->has_payments = true;
+    }
+    consumer_metrics_register(&c->m, c->topics, c->ntopics);
+
+    c->sched = sched_new(CONSUMER_MIN_PAUSE_MS);
+    c->rows = calloc((size_t)cfg->batch_size, sizeof(*c->rows));
+    c->nos = calloc((size_t)cfg->batch_size, sizeof(*c->nos));
+    if (c->sched == NULL || c->rows == NULL || c->nos == NULL) {
+        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        goto fail;
+    }
+    st = batch_init(&c->batch, (size_t)cfg->batch_size, err);
+    if (st != OG_OK)
+        goto fail;
+
+    st = cfg_db_password(cfg, &password, err);
+    if (st != OG_OK)
+        goto fail;
+    c->db = db_new(cfg->db_conninfo, password, "ordergate-consumer", &retry, &signals_stop);
+    if (password != NULL) {
+        memset(password, 0, strlen(password));
+        free(password);
+    }
+    if (c->db == NULL) {
+        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        goto fail;
+    }
+
+    st = kafka_producer_new(cfg, "ordergate-consumer-reschedule", NULL, &c->producer, err);
+    if (st != OG_OK)
+        goto fail;
+    st = kafka_conf_new(cfg, KAFKA_ROLE_CONSUMER, "ordergate-consumer", &conf, err);
+    if (st != OG_OK)
+        goto fail;
+    rd_kafka_conf_set_opaque(conf, c);
+    rd_kafka_conf_set_rebalance_cb(conf, loop_rebalance_cb);
+    rd_kafka_conf_set_error_cb(conf, loop_error_cb);
+    rd_kafka_conf_set_offset_commit_cb(conf, loop_commit_cb);
+    c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+    if (c->rk == NULL) {
+        rd_kafka_conf_destroy(conf);
+        st = og_error_set(err, OG_ERR_CONFIG, false, "cannot create Kafka consumer: %s", errstr);
+        goto fail;
+    }
+    conf = NULL; /* owned by the handle now */
+    /* Rebalances, errors and commits are all served by consumer_poll. */
+    rd_kafka_poll_set_consumer(c->rk);
+    return c;
+fail:
+    kafka_topics_free(delay, ndelay);
+    consumer_free(c);
+    return NULL;
+}
+
+void consumer_free(struct consumer *c)
+{
+    if (c == NULL)
+        return;
+    relay_stop(c);
+    if (c->rk != NULL)
+        rd_kafka_destroy(c->rk);
+    if (c->producer != NULL) {
+        rd_kafka_flush(c->producer, 5000);
+        rd_kafka_destroy(c->producer);
+    }
+    /* After the producer: a late delivery report writes into the batch. */
+    batch_free(&c->batch);
+    db_free(c->db);
+    sched_free(c->sched);
+    free(c->rows);
+    free(c->nos);
+    kafka_topics_free(c->topics, c->ntopics);
+    free(c);
+}
+
+static int loop_subscribe(struct consumer *c)
+{
+    rd_kafka_topic_partition_list_t *subs = rd_kafka_topic_partition_list_new((int)c->ntopics);
+    rd_kafka_resp_err_t rerr;
+
+    for (size_t i = 0; i < c->ntopics; i++)
+        rd_kafka_topic_partition_list_add(subs, c->topics[i], RD_KAFKA_PARTITION_UA);
+    rerr = rd_kafka_subscribe(c->rk, subs);
+    rd_kafka_topic_partition_list_destroy(subs);
+    if (rerr != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        log_error("subscribe_failed", "error=%s", rd_kafka_err2str(rerr));
+        return -1;
+    }
+    log_info("subscribed", "topics=%s%s%s group=%s", c->cfg->topics, c->has_payments ? "," : "",
+             c->has_payments ? c->cfg->payments_topic : "", c->cfg->group);
+    return 0;
+}
+
+/* SIGTERM: finish the batch, store, commit, leave the group. */
+static void loop_shutdown(struct consumer *c)
+{
+    int64_t deadline = clock_mono_ms() + LOOP_SHUTDOWN_MS;
+    rd_kafka_resp_err_t rerr;
+
+    notify_send("STOPPING=1");
+    log_info("shutdown_begin", "batch=%zu", c->batch.n);
+    while (c->batch.n > 0 && clock_mono_ms() < deadline) {
+        if (batch_flush(c, 1000) == FLUSH_DONE)
+            break;
+        /* Fetch nothing more; keep serving the group while we wait. */
+        loop_hold(c);
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, 100);
+        if (m != NULL) {
+            loop_message(c, m);
+            rd_kafka_message_destroy(m);
+        }
+    }
+    if (c->batch.n > 0)
+        log_warn("shutdown_batch_unfinished",
+                 "batch=%zu note=\"offsets not stored: these messages are delivered again\"",
+                 c->batch.n);
+    rerr = rd_kafka_commit(c->rk, NULL, 0);
+    if (rerr != RD_KAFKA_RESP_ERR_NO_ERROR && rerr != RD_KAFKA_RESP_ERR__NO_OFFSET)
+        log_warn("final_commit_failed", "error=%s", rd_kafka_err2name(rerr));
+    /* Leaves the group: the revoke callback runs once more (nothing left). */
+    rerr = rd_kafka_consumer_close(c->rk);
+    if (rerr != RD_KAFKA_RESP_ERR_NO_ERROR)
+        log_warn("consumer_close_failed", "error=%s", rd_kafka_err2name(rerr));
+    relay_stop(c);
+    rerr = rd_kafka_flush(c->producer, 5000);
+    if (rerr != RD_KAFKA_RESP_ERR_NO_ERROR)
+        log_warn("producer_flush_failed", "error=%s", rd_kafka_err2name(rerr));
+}
+
+int consumer_run(struct consumer *c)
+{
+    struct og_error err = {0};
+    char q[600];
+
+    if (db_connect(c->db, &err) == OG_OK) {
+        c->db_ok = true;
+        log_info("db_connected", NULL);
+    } else {
+        /* Not fatal: the database may come up later; batches wait for it. */
+        log_warn("db_unavailable", "error=%s", log_quote(q, sizeof(q), err.msg));
+    }
+    if (relay_start(c, &err) != OG_OK) {
+        log_error("outbox_relay_failed_to_start", "error=%s", log_quote(q, sizeof(q), err.msg));
+        return 1;
+    }
+    if (loop_subscribe(c) != 0)
+        return 1;
+    notify_send("READY=1");
+    while (!signals_stop && !c->fatal) {
+        int64_t now = clock_mono_ms();
+        int64_t now_wall = clock_wall_ms();
+        rd_kafka_message_t *m;
+
+        if (!c->hold)
+            loop_resume_due(c, now_wall);
+        m = rd_kafka_consumer_poll(c->rk, loop_timeout(c, now, now_wall));
+        if (m != NULL) {
+            loop_message(c, m);
+            rd_kafka_message_destroy(m);
+        }
+        /* Delivery reports of re-schedules and dead letters, producer errors. */
+        rd_kafka_poll(c->producer, 0);
+        now = clock_mono_ms();
+        if (c->hold) {
+            if (now >= c->retry_at_ms)
+                loop_flush(c);
+        } else if (c->batch.n > 0 &&
+                   (batch_full(&c->batch) || now >= c->batch.first_ms + c->cfg->linger_ms)) {
+            loop_flush(c);
+        }
+        loop_periodic(c, now);
+    }
+    if (c->fatal)
+        log_error("consumer_fatal", "note=\"stopping; offsets of unfinished work are not stored\"");
+    loop_shutdown(c);
+    return c->fatal ? 1 : 0;
+}

@@ -1,0 +1,157 @@
+/* The outbox relay thread: one outbox_relay_step() every outbox.interval_ms
+ * (at once again while steps come back full), on a database connection and
+ * an idempotent producer of its own, so a slow step never delays the
+ * consume loop. At least once: see common/outbox.h. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/outbox.h"
+#include "common/signals.h"
+#include "consumer/consumer.h"
+
+#define RELAY_BACKLOG_EVERY_MS 1000
+
+struct relay {
+    pthread_t thread;
+    struct consumer *c;
+    struct db *db;
+    rd_kafka_t *producer;
+    struct outbox_relay *relay;
+    volatile sig_atomic_t stop; /* raised by relay_stop when the process is not stopping */
+};
+
+static void relay_sleep_ms(struct relay *r, long ms)
+{
+    /* In slices, so that a shutdown request is seen promptly. */
+    while (ms > 0 && !signals_stop && !r->stop) {
+        long slice = ms > 50 ? 50 : ms;
+        struct timespec ts = {0, slice * 1000000L};
+        nanosleep(&ts, NULL);
+        ms -= slice;
+    }
+}
+
+static void *relay_main(void *arg)
+{
+    struct relay *r = arg;
+    const struct og_config *cfg = r->c->cfg;
+    int64_t next_backlog = 0;
+    int failures = 0;
+
+    log_info("outbox_relay_started", "batch=%d interval_ms=%d", cfg->outbox_batch,
+             cfg->outbox_interval_ms);
+    while (!signals_stop && !r->stop) {
+        struct og_error err = {0};
+        size_t published = 0;
+        enum og_status st = outbox_relay_step(r->relay, &published, &err);
+
+        rd_kafka_poll(r->producer, 0);
+        if (st == OG_OK) {
+            if (failures > 0)
+                log_info("outbox_relay_recovered", "after_failures=%d", failures);
+            failures = 0;
+            metric_inc(r->c->m.outbox_published, (double)published);
+        } else if (st != OG_ERR_STOPPED) {
+            char q[600];
+            metric_inc(r->c->m.outbox_errors, 1);
+            /* One line per outage, then every 50th attempt: an outage of
+             * minutes must not flood the log. */
+            if (failures % 50 == 0)
+                log_warn("outbox_relay_failed", "status=%s retriable=%d failures=%d error=%s",
+                         og_status_str(st), err.retriable, failures + 1,
+                         log_quote(q, sizeof(q), err.msg));
+            failures++;
+        }
+        if (clock_mono_ms() >= next_backlog) {
+            long long backlog = 0;
+            struct og_error berr = {0};
+            if (outbox_backlog(r->db, &backlog, &berr) == OG_OK)
+                metric_set(r->c->m.outbox_backlog, (double)backlog);
+            next_backlog = clock_mono_ms() + RELAY_BACKLOG_EVERY_MS;
+        }
+        if (st == OG_OK && published >= (size_t)cfg->outbox_batch)
+            continue; /* a full batch: more is waiting */
+        if (failures > 0) {
+            long backoff = (long)cfg->db_retry_base_ms << (failures < 8 ? failures : 8);
+            relay_sleep_ms(r, backoff < cfg->db_retry_cap_ms ? backoff : cfg->db_retry_cap_ms);
+        } else {
+            relay_sleep_ms(r, cfg->outbox_interval_ms);
+        }
+    }
+    log_info("outbox_relay_stopped", NULL);
+    return NULL;
+}
+
+static void relay_destroy(struct relay *r)
+{
+    if (r == NULL)
+        return;
+    /* The relay first: it waits for reports of a batch in flight, and a
+     * report writes into the relay's memory. */
+    outbox_relay_free(r->relay);
+    if (r->producer != NULL) {
+        rd_kafka_flush(r->producer, 5000);
+        rd_kafka_destroy(r->producer);
+    }
+    db_free(r->db);
+    free(r);
+}
+
+enum og_status relay_start(struct consumer *c, struct og_error *err)
+{
+    const struct og_config *cfg = c->cfg;
+    struct db_retry retry = {cfg->db_retry_max, cfg->db_retry_base_ms, cfg->db_retry_cap_ms};
+    struct relay *r;
+    char *password = NULL;
+    enum og_status st;
+
+    if (!cfg->outbox_enabled)
+        return OG_OK;
+    r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    r->c = c;
+    st = cfg_db_password(cfg, &password, err);
+    if (st != OG_OK)
+        goto fail;
+    r->db = db_new(cfg->db_conninfo, password, "ordergate-consumer-outbox", &retry, &signals_stop);
+    if (password != NULL) {
+        memset(password, 0, strlen(password));
+        free(password);
+    }
+    if (r->db == NULL) {
+        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        goto fail;
+    }
+    st = kafka_producer_new(cfg, "ordergate-consumer-outbox", outbox_dr_cb, &r->producer, err);
+    if (st != OG_OK)
+        goto fail;
+    r->relay = outbox_relay_new(r->db, r->producer, cfg);
+    if (r->relay == NULL) {
+        st = og_error_set(err, OG_ERR_CONFIG, false, "cannot set up the outbox relay (see log)");
+        goto fail;
+    }
+    if (pthread_create(&r->thread, NULL, relay_main, r) != 0) {
+        st = og_error_set(err, OG_ERR_INTERNAL, false, "cannot start the outbox relay thread");
+        goto fail;
+    }
+    c->relay = r;
+    return OG_OK;
+fail:
+    relay_destroy(r);
+    return st;
+}
+
+void relay_stop(struct consumer *c)
+{
+    if (c->relay == NULL)
+        return;
+    c->relay->stop = 1;
+    pthread_join(c->relay->thread, NULL);
+    relay_destroy(c->relay);
+    c->relay = NULL;
+}

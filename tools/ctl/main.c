@@ -231,19 +231,32 @@ static const struct ctl_opt *ctl_global_find(const char *arg)
 static void ctl_report_error(const struct ctl *ctl, const char *cmd_name, json_t *result,
                              const struct og_error *err, int code)
 {
-    char hint[96] = "";
+    char hint[96] = "", msg[sizeof(err->msg)];
+    size_t len = 0;
 
+    /* One line: libpq's messages carry newlines and tabs. */
+    for (const char *p = err->msg; *p != '\0' && len + 1 < sizeof(msg); p++) {
+        if (*p == '\n' || *p == '\t' || *p == '\r') {
+            if (len > 0 && msg[len - 1] != ' ')
+                msg[len++] = ' ';
+            continue;
+        }
+        msg[len++] = *p;
+    }
+    while (len > 0 && msg[len - 1] == ' ')
+        len--;
+    msg[len] = '\0';
     if (code == 2 && err->status == OG_ERR_ARG)
         snprintf(hint, sizeof(hint), " (see " CTL_PROG "%s%s --help)", cmd_name ? " " : "",
                  cmd_name ? cmd_name : "");
-    fprintf(stderr, CTL_PROG "%s%s: %s%s\n", cmd_name ? " " : "", cmd_name ? cmd_name : "",
-            err->msg, hint);
+    fprintf(stderr, CTL_PROG "%s%s: %s%s\n", cmd_name ? " " : "", cmd_name ? cmd_name : "", msg,
+            hint);
     if (ctl->json) {
         json_t *o = result != NULL ? json_incref(result) : json_object();
         if (json_object_get(o, "command") == NULL)
             ctl_json_set(o, "command", json_string(cmd_name ? cmd_name : ""));
         ctl_json_set(o, "ok", json_false());
-        ctl_json_set(o, "error", json_string(err->msg));
+        ctl_json_set(o, "error", json_string(msg));
         ctl_json_set(o, "exit", json_integer(code));
         if (err->sqlstate[0] != '\0')
             ctl_json_set(o, "sqlstate", json_string(err->sqlstate));

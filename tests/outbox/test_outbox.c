@@ -725,6 +725,59 @@ static void test_db_session_lost(void **state)
     fixture_teardown(&f);
 }
 
+/* The relay needs nothing beyond the service role's grants (it calls the
+ * outbox functions only; it never touches the table). */
+static void test_service_role(void **state)
+{
+    struct fixture f;
+    struct og_error err = {0};
+    struct db_retry retry = {.max_attempts = 3, .base_ms = 10, .cap_ms = 100};
+    struct outbox_relay *relay;
+    struct db *svc;
+    rd_kafka_t *producer;
+    char role[64], sql[160], conninfo[256];
+    size_t published = 0;
+    long long backlog = -1;
+    PGresult *res;
+    PGconn *admin;
+
+    (void)state;
+    fixture_setup(&f, "outbox_role");
+    make_cancelled(&f, "role", 3);
+    snprintf(role, sizeof(role), "og_outbox_svc_%d", (int)getpid());
+    snprintf(sql, sizeof(sql), "DROP ROLE IF EXISTS %s", role);
+    testdb_exec(f.raw, sql);
+    snprintf(sql, sizeof(sql), "CREATE ROLE %s LOGIN IN ROLE ordergate_service", role);
+    testdb_exec(f.raw, sql);
+    snprintf(conninfo, sizeof(conninfo), "%s user=%s", f.t.conninfo, role);
+    svc = db_new(conninfo, NULL, "test_outbox_svc", &retry, NULL);
+    assert_non_null(svc);
+
+    producer = producer_new(testutil_brokers(), 30000, true);
+    relay = outbox_relay_new(svc, producer, &f.cfg);
+    assert_non_null(relay);
+    if (outbox_relay_step(relay, &published, &err) != OG_OK)
+        fail_msg("relay step as %s: %s", role, err.msg);
+    assert_int_equal(published, 3);
+    assert_int_equal(outbox_backlog(svc, &backlog, &err), OG_OK);
+    assert_int_equal(backlog, 0);
+    /* And the role really is limited: the table itself is read-only to it. */
+    res = PQexec(db_conn(svc), "UPDATE ordergate.outbox SET published_at = NULL");
+    assert_int_equal(PQresultStatus(res), PGRES_FATAL_ERROR);
+    assert_string_equal(PQresultErrorField(res, PG_DIAG_SQLSTATE), "42501");
+    PQclear(res);
+
+    outbox_relay_free(relay);
+    producer_free(producer);
+    db_free(svc);
+    fixture_teardown(&f);
+    admin = PQconnectdb("dbname=postgres");
+    assert_int_equal(PQstatus(admin), CONNECTION_OK);
+    snprintf(sql, sizeof(sql), "DROP ROLE %s", role);
+    testdb_exec(admin, sql);
+    PQfinish(admin);
+}
+
 static void test_stop_requested(void **state)
 {
     struct fixture f;
@@ -753,10 +806,15 @@ static void test_stop_requested(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_topic_mapping),           cmocka_unit_test(test_relay_requires_dr_cb),
-        cmocka_unit_test(test_publish_roundtrip),       cmocka_unit_test(test_skip_locked),
-        cmocka_unit_test(test_two_relays_exactly_once), cmocka_unit_test(test_broker_unreachable),
-        cmocka_unit_test(test_delivery_timeout),        cmocka_unit_test(test_db_session_lost),
+        cmocka_unit_test(test_topic_mapping),
+        cmocka_unit_test(test_relay_requires_dr_cb),
+        cmocka_unit_test(test_publish_roundtrip),
+        cmocka_unit_test(test_skip_locked),
+        cmocka_unit_test(test_two_relays_exactly_once),
+        cmocka_unit_test(test_broker_unreachable),
+        cmocka_unit_test(test_delivery_timeout),
+        cmocka_unit_test(test_db_session_lost),
+        cmocka_unit_test(test_service_role),
         cmocka_unit_test(test_stop_requested),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

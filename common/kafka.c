@@ -141,6 +141,11 @@ enum og_status kafka_conf_new(const struct og_config *cfg, enum kafka_role role,
          * for a larger (garbage) message. */
         if (st == OG_OK)
             st = kafka_set(conf, "fetch.message.max.bytes", "65536", err);
+        /* A fetch for idle partitions waits on the broker up to this long,
+         * and a partition resumed meanwhile waits for that fetch to return:
+         * the default 500 ms would show up as lateness. */
+        if (st == OG_OK)
+            st = kafka_set(conf, "fetch.wait.max.ms", "100", err);
     } else {
         rd_kafka_conf_set_dr_msg_cb(conf, kafka_dr_cb);
     }

@@ -36,7 +36,9 @@ enum kafka_role { KAFKA_ROLE_CONSUMER, KAFKA_ROLE_PRODUCER };
  * assignor, enable.auto.offset.store=false, enable.auto.commit=true,
  * auto.offset.reset=earliest (a new group must not skip cancels already
  * waiting), queued.max.messages.kbytes from kafka.queued_max_kbytes and
- * fetch.message.max.bytes=65536 (bounded prefetch: flat memory).
+ * fetch.message.max.bytes=65536 (bounded prefetch: flat memory),
+ * fetch.wait.max.ms=100 (a resumed partition waits at most this long for
+ * the fetch in flight).
  * Producer defaults: enable.idempotence=true (acks=all, no duplicates or
  * reordering from internal retries) and the delivery report callback that
  * fills struct kafka_delivery. On success the caller owns *conf (hand it to

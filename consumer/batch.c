@@ -192,6 +192,7 @@ static enum flush_result batch_claim(struct consumer *c)
                                                        : c->m.claims[GATE_UNKNOWN],
                        1);
         qsort(c->rows, nrows, sizeof(*c->rows), batch_row_cmp);
+        memset(c->row_seen, 0, nrows * sizeof(*c->row_seen));
     }
     for (size_t i = 0; i < b->n; i++) {
         struct batch_entry *e = &b->e[i];
@@ -211,6 +212,8 @@ static enum flush_result batch_claim(struct consumer *c)
             e->outcome = GATE_UNKNOWN;
         } else {
             e->outcome = row->outcome;
+            e->first = !c->row_seen[row - c->rows];
+            c->row_seen[row - c->rows] = true;
         }
         e->state = e->outcome == GATE_NOT_DUE ? BATCH_RESCHEDULE : BATCH_DONE;
     }
@@ -534,7 +537,7 @@ static void batch_store(struct consumer *c)
         if (!batch_live(b, e))
             continue;
         live++;
-        if (e->kind == BATCH_CANCEL && e->outcome == GATE_CANCELLED)
+        if (e->kind == BATCH_CANCEL && e->outcome == GATE_CANCELLED && e->first)
             metric_observe(c->m.lateness, (double)(now - e->due_ms) / 1000.0);
     }
     if (list->cnt > 0) {

@@ -68,6 +68,7 @@ struct batch_entry {
     int64_t due_ms;
     int64_t new_due_ms;
     enum gate_outcome outcome;
+    bool first; /* the first entry of its order in this batch (duplicates share a claim row) */
     char order_no[GATE_ORDER_NO_MAX + 1];
     struct kafka_delivery dr; /* written by the delivery report while INFLIGHT */
     struct codec_payment pay; /* BATCH_PAYMENT */
@@ -128,6 +129,7 @@ struct consumer {
     struct batch batch;
     struct gate_cancel_row *rows; /* claim results, batch_size of them */
     const char **nos;             /* claim arguments, batch_size of them */
+    bool *row_seen;               /* per claim row: an entry was matched to it */
     char **topics;                /* subscribed: the delay topics, then the payments topic */
     size_t ntopics;
     bool has_payments;   /* the last of topics is kafka.payments_topic */

@@ -500,7 +500,8 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     c->sched = sched_new(CONSUMER_MIN_PAUSE_MS);
     c->rows = calloc((size_t)cfg->batch_size, sizeof(*c->rows));
     c->nos = calloc((size_t)cfg->batch_size, sizeof(*c->nos));
-    if (c->sched == NULL || c->rows == NULL || c->nos == NULL) {
+    c->row_seen = calloc((size_t)cfg->batch_size, sizeof(*c->row_seen));
+    if (c->sched == NULL || c->rows == NULL || c->nos == NULL || c->row_seen == NULL) {
         st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
         goto fail;
     }
@@ -564,6 +565,7 @@ void consumer_free(struct consumer *c)
     sched_free(c->sched);
     free(c->rows);
     free(c->nos);
+    free(c->row_seen);
     kafka_topics_free(c->topics, c->ntopics);
     free(c);
 }

@@ -1,0 +1,484 @@
+#include "ct.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/codec.h"
+#include "support/testutil.h"
+
+int64_t ct_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void ct_conf(rd_kafka_conf_t *conf, const char *k, const char *v)
+{
+    char errstr[256];
+
+    if (rd_kafka_conf_set(conf, k, v, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
+        fail_msg("%s=%s: %s", k, v, errstr);
+}
+
+void ct_create_topic(const char *topic, int partitions)
+{
+    char errstr[256];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_t *rk;
+    rd_kafka_NewTopic_t *nt;
+    rd_kafka_queue_t *q;
+    rd_kafka_event_t *ev;
+    const rd_kafka_topic_result_t **res;
+    size_t nres;
+
+    ct_conf(conf, "bootstrap.servers", testutil_brokers());
+    rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    if (rk == NULL)
+        fail_msg("admin client: %s", errstr);
+    nt = rd_kafka_NewTopic_new(topic, partitions, 1, errstr, sizeof(errstr));
+    assert_non_null(nt);
+    q = rd_kafka_queue_new(rk);
+    rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
+    ev = rd_kafka_queue_poll(q, 30000);
+    if (ev == NULL)
+        fail_msg("CreateTopics %s: no answer", topic);
+    res = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &nres);
+    if (nres != 1 ||
+        (rd_kafka_topic_result_error(res[0]) != RD_KAFKA_RESP_ERR_NO_ERROR &&
+         rd_kafka_topic_result_error(res[0]) != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS))
+        fail_msg("CreateTopics %s: %s", topic,
+                 nres ? rd_kafka_err2str(rd_kafka_topic_result_error(res[0])) : "no result");
+    rd_kafka_event_destroy(ev);
+    rd_kafka_NewTopic_destroy(nt);
+    /* The leader may need a moment: wait until metadata lists every partition. */
+    for (int i = 0; i < 100; i++) {
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+        bool ready = false;
+        if (rd_kafka_metadata(rk, 0, rkt, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+            md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR &&
+            md->topics[0].partition_cnt == partitions) {
+            ready = true;
+            for (int p = 0; p < partitions; p++)
+                ready = ready && md->topics[0].partitions[p].leader >= 0;
+        }
+        if (md != NULL)
+            rd_kafka_metadata_destroy(md);
+        rd_kafka_topic_destroy(rkt);
+        if (ready)
+            break;
+        testutil_sleep_ms(100);
+    }
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+}
+
+void ct_setup(struct ct *t, const char *tag, int partitions, const char *extra_config)
+{
+    char errstr[256], base[96];
+    rd_kafka_conf_t *conf;
+    FILE *f;
+
+    memset(t, 0, sizeof(*t));
+    snprintf(t->tag, sizeof(t->tag), "%s", tag);
+    testdb_create(&t->db, tag);
+    t->conn = testdb_connect(&t->db);
+    testdb_exec(t->conn, "SELECT ordergate.add_stock('sku-1', 1000000)");
+    testutil_unique(base, sizeof(base), tag);
+    snprintf(t->topic, sizeof(t->topic), "og.%s.cancel.a", base);
+    snprintf(t->topic2, sizeof(t->topic2), "og.%s.cancel.b", base);
+    snprintf(t->dlq, sizeof(t->dlq), "og.%s.dlq", base);
+    snprintf(t->payments, sizeof(t->payments), "og.%s.payments", base);
+    snprintf(t->group, sizeof(t->group), "og-%s", base);
+    ct_create_topic(t->topic, partitions);
+    ct_create_topic(t->topic2, partitions);
+    ct_create_topic(t->dlq, 1);
+    ct_create_topic(t->payments, 2);
+
+    conf = rd_kafka_conf_new();
+    ct_conf(conf, "bootstrap.servers", testutil_brokers());
+    ct_conf(conf, "enable.idempotence", "true");
+    ct_conf(conf, "linger.ms", "1");
+    t->producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    if (t->producer == NULL)
+        fail_msg("producer: %s", errstr);
+
+    snprintf(t->config, sizeof(t->config), "%s/tests/consumer/%s.%d.conf", OG_BINARY_DIR, tag,
+             (int)getpid());
+    f = fopen(t->config, "w");
+    assert_non_null(f);
+    /* Short retries and backoffs so outages are ridden out within a test. */
+    fprintf(f,
+            "log_level = \"info\";\n"
+            "database = { retry_max = 3; retry_base_ms = 50; retry_cap_ms = 400; };\n"
+            "consumer = { linger_ms = 20; poll_ms = 50; };\n"
+            "outbox = { interval_ms = 100; topic = \"og.%s.events\"; refund_topic = "
+            "\"og.%s.refunds\"; alert_topic = \"og.%s.alerts\"; };\n"
+            "kafka = { dead_letter_topic = \"%s\"; };\n"
+            "%s\n",
+            base, base, base, t->dlq, extra_config ? extra_config : "");
+    fclose(f);
+}
+
+void ct_teardown(struct ct *t)
+{
+    if (t->producer != NULL) {
+        rd_kafka_flush(t->producer, 10000);
+        rd_kafka_destroy(t->producer);
+    }
+    if (t->conn != NULL)
+        PQfinish(t->conn);
+    unlink(t->config);
+    testdb_drop(&t->db);
+}
+
+int64_t ct_place(struct ct *t, const char *order_no, long expire_in_ms)
+{
+    char sql[512];
+
+    snprintf(sql, sizeof(sql),
+             "SELECT ordergate.place_order('%s', 1000, '[{\"sku\":\"sku-1\",\"qty\":1}]'::jsonb, "
+             "NULL, now() + interval '%ld milliseconds')",
+             order_no, expire_in_ms);
+    testdb_exec(t->conn, sql);
+    snprintf(sql, sizeof(sql),
+             "SELECT (extract(epoch FROM expire_at) * 1000)::bigint FROM ordergate.orders "
+             "WHERE order_no = '%s'",
+             order_no);
+    return testdb_scalar(t->conn, sql);
+}
+
+void ct_flush(struct ct *t)
+{
+    rd_kafka_resp_err_t err = rd_kafka_flush(t->producer, 30000);
+
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        fail_msg("flush: %s", rd_kafka_err2str(err));
+}
+
+static void ct_send_raw(struct ct *t, const char *topic, int partition, const void *key,
+                        size_t key_len, const void *value, size_t len)
+{
+    rd_kafka_resp_err_t err;
+
+    for (;;) {
+        err = rd_kafka_producev(
+            t->producer, RD_KAFKA_V_TOPIC(topic),
+            RD_KAFKA_V_PARTITION(partition < 0 ? RD_KAFKA_PARTITION_UA : partition),
+            RD_KAFKA_V_KEY(key, key_len), RD_KAFKA_V_VALUE((void *)value, len),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+        if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+            break;
+        rd_kafka_poll(t->producer, 10);
+    }
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        fail_msg("produce to %s: %s", topic, rd_kafka_err2str(err));
+}
+
+void ct_produce_raw(struct ct *t, const char *topic, int partition, const void *key, size_t key_len,
+                    const void *value, size_t len)
+{
+    ct_send_raw(t, topic, partition, key, key_len, value, len);
+    ct_flush(t);
+}
+
+void ct_send_cancel(struct ct *t, const char *topic, int partition, const char *order_no,
+                    int64_t due_ms)
+{
+    char value[256];
+    size_t len;
+    struct og_error err = {0};
+
+    if (codec_encode_cancel(order_no, due_ms, value, sizeof(value), &len, &err) != OG_OK)
+        fail_msg("encode %s: %s", order_no, err.msg);
+    ct_send_raw(t, topic, partition, order_no, strlen(order_no), value, len);
+}
+
+void ct_produce_cancel(struct ct *t, const char *topic, int partition, const char *order_no,
+                       int64_t due_ms)
+{
+    ct_send_cancel(t, topic, partition, order_no, due_ms);
+    ct_flush(t);
+}
+
+void ct_spawn(struct ct *t, struct ct_proc *p, const char *name, const char *topics, ...)
+{
+    char bin[512], db[160];
+    const char *argv[64];
+    int argc = 0;
+    va_list ap;
+    pid_t pid;
+
+    testutil_binary(bin, sizeof(bin), "consumer/ordergate-consumer");
+    snprintf(p->log, sizeof(p->log), "%s/tests/consumer/%s.%s.%d.log", OG_BINARY_DIR, t->tag, name,
+             (int)getpid());
+    p->status = -1;
+    snprintf(db, sizeof(db), "%s", t->db.conninfo);
+    argv[argc++] = bin;
+    argv[argc++] = "--config";
+    argv[argc++] = t->config;
+    argv[argc++] = "--db";
+    argv[argc++] = db;
+    argv[argc++] = "--brokers";
+    argv[argc++] = testutil_brokers();
+    argv[argc++] = "--topics";
+    argv[argc++] = topics;
+    argv[argc++] = "--group";
+    argv[argc++] = t->group;
+    argv[argc++] = "--metrics-listen";
+    argv[argc++] = "127.0.0.1:0";
+    va_start(ap, topics);
+    for (const char *a = va_arg(ap, const char *); a != NULL && argc < 62;
+         a = va_arg(ap, const char *))
+        argv[argc++] = a;
+    va_end(ap);
+    argv[argc] = NULL;
+
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 2);
+            dup2(fd, 1);
+            close(fd);
+        }
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    p->pid = pid;
+}
+
+static int ct_decode_status(int ws)
+{
+    if (WIFEXITED(ws))
+        return WEXITSTATUS(ws);
+    if (WIFSIGNALED(ws))
+        return 128 + WTERMSIG(ws);
+    return -1;
+}
+
+int ct_wait_exit(struct ct_proc *p, long timeout_ms)
+{
+    int ws;
+
+    if (p->status >= 0)
+        return p->status;
+    for (long waited = 0; waited <= timeout_ms; waited += 20) {
+        pid_t r = waitpid(p->pid, &ws, WNOHANG);
+        if (r == p->pid) {
+            p->status = ct_decode_status(ws);
+            return p->status;
+        }
+        testutil_sleep_ms(20);
+    }
+    return -1;
+}
+
+int ct_stop(struct ct_proc *p, int sig, long timeout_ms)
+{
+    int st;
+
+    if (p->status >= 0)
+        return p->status;
+    kill(p->pid, sig);
+    st = ct_wait_exit(p, timeout_ms);
+    if (st < 0) {
+        kill(p->pid, SIGKILL);
+        ct_wait_exit(p, 10000);
+        fail_msg("consumer %d did not exit within %ld ms of signal %d (log %s)", (int)p->pid,
+                 timeout_ms, sig, p->log);
+    }
+    return st;
+}
+
+static char *ct_slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char *buf;
+    long n;
+
+    if (f == NULL)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    buf = malloc((size_t)n + 1);
+    if (buf != NULL) {
+        size_t got = fread(buf, 1, (size_t)n, f);
+        buf[got] = '\0';
+    }
+    fclose(f);
+    return buf;
+}
+
+bool ct_log_has(const struct ct_proc *p, const char *needle)
+{
+    char *text = ct_slurp(p->log);
+    bool found = text != NULL && strstr(text, needle) != NULL;
+
+    free(text);
+    return found;
+}
+
+int ct_log_count(const struct ct_proc *p, const char *needle)
+{
+    char *text = ct_slurp(p->log);
+    int n = 0;
+
+    for (const char *s = text; s != NULL && (s = strstr(s, needle)) != NULL; s++)
+        n++;
+    free(text);
+    return n;
+}
+
+void ct_log_wait(const struct ct_proc *p, const char *needle, long timeout_ms)
+{
+    for (long waited = 0; waited <= timeout_ms; waited += 50) {
+        if (ct_log_has(p, needle))
+            return;
+        if (p->status < 0) {
+            int ws;
+            if (waitpid(p->pid, &ws, WNOHANG) == p->pid) {
+                ((struct ct_proc *)p)->status = ct_decode_status(ws);
+                fail_msg("consumer exited with %d while waiting for '%s' (log %s)", p->status,
+                         needle, p->log);
+            }
+        }
+        testutil_sleep_ms(50);
+    }
+    fail_msg("'%s' did not appear in %s within %ld ms", needle, p->log, timeout_ms);
+}
+
+int ct_metrics_port(const struct ct_proc *p)
+{
+    char *text, *s;
+    int port = 0;
+
+    ct_log_wait(p, "event=metrics_listening", 10000);
+    text = ct_slurp(p->log);
+    s = text ? strstr(text, "event=metrics_listening") : NULL;
+    s = s ? strstr(s, "port=") : NULL;
+    if (s != NULL)
+        port = atoi(s + 5);
+    free(text);
+    assert_true(port > 0);
+    return port;
+}
+
+int ct_http_get(int port, const char *path, char *buf, size_t size)
+{
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    char req[256];
+    size_t used = 0;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int status = -1;
+
+    assert_true(fd >= 0);
+    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0)
+        fail_msg("connect to metrics port %d: %s", port, strerror(errno));
+    snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
+    assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+    for (;;) {
+        ssize_t n = read(fd, buf + used, size - 1 - used);
+        if (n <= 0)
+            break;
+        used += (size_t)n;
+        if (used + 1 >= size)
+            break;
+    }
+    buf[used] = '\0';
+    close(fd);
+    sscanf(buf, "HTTP/%*s %d", &status);
+    return status;
+}
+
+double ct_metric(const char *text, const char *sample)
+{
+    size_t n = strlen(sample);
+
+    for (const char *s = text; s != NULL && *s; s = strchr(s, '\n'), s = s ? s + 1 : NULL) {
+        if (strncmp(s, sample, n) == 0 && s[n] == ' ')
+            return strtod(s + n + 1, NULL);
+    }
+    return -1;
+}
+
+long ct_scalar(struct ct *t, const char *sql)
+{
+    return testdb_scalar(t->conn, sql);
+}
+
+long ct_wait_scalar(struct ct *t, const char *sql, long want, long timeout_ms)
+{
+    long v = ct_scalar(t, sql);
+
+    for (long waited = 0; v != want && waited < timeout_ms; waited += 100) {
+        testutil_sleep_ms(100);
+        v = ct_scalar(t, sql);
+    }
+    return v;
+}
+
+static rd_kafka_t *ct_group_handle(const char *group)
+{
+    char errstr[256];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_t *rk;
+
+    ct_conf(conf, "bootstrap.servers", testutil_brokers());
+    ct_conf(conf, "group.id", group);
+    ct_conf(conf, "enable.auto.commit", "false");
+    rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+    if (rk == NULL)
+        fail_msg("consumer: %s", errstr);
+    return rk;
+}
+
+int64_t ct_committed(const char *group, const char *topic, int partition)
+{
+    rd_kafka_t *rk = ct_group_handle(group);
+    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_resp_err_t err;
+    int64_t off;
+
+    rd_kafka_topic_partition_list_add(list, topic, partition);
+    err = rd_kafka_committed(rk, list, 10000);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        fail_msg("committed(%s): %s", group, rd_kafka_err2str(err));
+    off = list->elems[0].offset;
+    rd_kafka_topic_partition_list_destroy(list);
+    rd_kafka_destroy(rk);
+    return off;
+}
+
+int64_t ct_end_offset(const char *topic, int partition)
+{
+    rd_kafka_t *rk = ct_group_handle("og-watermarks");
+    int64_t lo = 0, hi = 0;
+    rd_kafka_resp_err_t err =
+        rd_kafka_query_watermark_offsets(rk, topic, partition, &lo, &hi, 10000);
+
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        fail_msg("watermarks %s/%d: %s", topic, partition, rd_kafka_err2str(err));
+    rd_kafka_destroy(rk);
+    return hi;
+}

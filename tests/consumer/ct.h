@@ -1,0 +1,91 @@
+/* Support for the ordergate-consumer integration tests: a test database,
+ * fresh topics, a producer for test messages, the built consumer binary run
+ * as a child process, and checks against the database and the group's
+ * committed offsets. Every helper fails the test (never skips) when the
+ * real services cannot be reached. */
+#ifndef OG_TESTS_CONSUMER_CT_H
+#define OG_TESTS_CONSUMER_CT_H
+
+#include <librdkafka/rdkafka.h>
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "support/testdb.h"
+
+struct ct {
+    struct testdb db;
+    PGconn *conn;
+    char tag[32];
+    char topic[128];  /* first delay topic */
+    char topic2[128]; /* second delay topic */
+    char dlq[128];    /* dead-letter topic */
+    char payments[128];
+    char group[128];
+    char config[256]; /* config file written for the consumer */
+    rd_kafka_t *producer;
+};
+
+struct ct_proc {
+    pid_t pid;
+    char log[256]; /* the child's stderr */
+    int status;    /* exit status once reaped, -1 before; 128+n when killed by signal n */
+};
+
+/* Creates the database, the topics (partitions each) and a producer, and
+ * writes a consumer config file with short retry and poll settings;
+ * extra_config is appended to it (libconfig text, may be NULL). */
+void ct_setup(struct ct *t, const char *tag, int partitions, const char *extra_config);
+void ct_teardown(struct ct *t);
+
+/* Creates a topic with n partitions and waits until its metadata shows them. */
+void ct_create_topic(const char *topic, int partitions);
+
+/* Places an order that expires expire_in_ms from the database's now(); returns
+ * its expire_at in Unix ms (the database's clock). */
+int64_t ct_place(struct ct *t, const char *order_no, long expire_in_ms);
+/* Produces a cancel message (partition -1: by key) and waits for the ack. */
+void ct_produce_cancel(struct ct *t, const char *topic, int partition, const char *order_no,
+                       int64_t due_ms);
+/* The same without waiting; ct_flush waits for everything sent. */
+void ct_send_cancel(struct ct *t, const char *topic, int partition, const char *order_no,
+                    int64_t due_ms);
+void ct_flush(struct ct *t);
+/* Produces raw bytes (key may be NULL) and waits for the ack. */
+void ct_produce_raw(struct ct *t, const char *topic, int partition, const void *key, size_t key_len,
+                    const void *value, size_t len);
+
+/* Starts the consumer with --config, --db, --brokers, --topics, --group and
+ * --metrics-listen 127.0.0.1:0, plus extra arguments (NULL-terminated). */
+void ct_spawn(struct ct *t, struct ct_proc *p, const char *name, const char *topics, ...);
+/* Sends sig and waits up to timeout_ms for the exit; returns the status. */
+int ct_stop(struct ct_proc *p, int sig, long timeout_ms);
+/* Waits for the child to exit by itself; returns the status or -1 on timeout. */
+int ct_wait_exit(struct ct_proc *p, long timeout_ms);
+/* True when the child's log contains needle; ct_log_wait polls for it. */
+bool ct_log_has(const struct ct_proc *p, const char *needle);
+void ct_log_wait(const struct ct_proc *p, const char *needle, long timeout_ms);
+/* Counts lines of the log containing needle. */
+int ct_log_count(const struct ct_proc *p, const char *needle);
+/* The metrics port the child logged (waits for it). */
+int ct_metrics_port(const struct ct_proc *p);
+/* GET http://127.0.0.1:port/path into buf; returns the HTTP status. */
+int ct_http_get(int port, const char *path, char *buf, size_t size);
+/* The value of a Prometheus sample "name{labels}" or "name" in a /metrics text, -1 if absent. */
+double ct_metric(const char *text, const char *sample);
+
+/* Polls SQL returning one number until it equals want or timeout_ms passes;
+ * returns the last value. */
+long ct_wait_scalar(struct ct *t, const char *sql, long want, long timeout_ms);
+long ct_scalar(struct ct *t, const char *sql);
+
+/* The group's committed offset for topic/partition (-1001 when none). */
+int64_t ct_committed(const char *group, const char *topic, int partition);
+/* The end (high watermark) offset of topic/partition. */
+int64_t ct_end_offset(const char *topic, int partition);
+
+int64_t ct_now_ms(void);
+
+#endif

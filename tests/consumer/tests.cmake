@@ -1,0 +1,16 @@
+# ordergate-consumer tests. The integration tests spawn the built binary against the real
+# broker and database (each with its own database, topics and group); they fail, never skip,
+# without the services.
+add_library(ogconsumertest STATIC ${CMAKE_CURRENT_LIST_DIR}/ct.c)
+target_link_libraries(ogconsumertest PUBLIC ogtestsupport)
+target_include_directories(ogconsumertest PUBLIC ${CMAKE_CURRENT_LIST_DIR})
+file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/tests/consumer)
+
+function(og_consumer_test name)
+  og_add_test(NAME ${name} SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_${name}.c ${ARGN})
+  target_link_libraries(${name} PRIVATE ogconsumertest)
+  # The binary under test must be built before the test runs.
+  add_dependencies(${name} ordergate-consumer)
+endfunction()
+
+og_consumer_test(consumer_flow LABELS kafka FIXTURES db kafka TIMEOUT 120)

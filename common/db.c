@@ -86,6 +86,28 @@ bool db_sqlstate_retriable(const char *sqlstate)
     return false;
 }
 
+/* SQLSTATEs that mean "the server refused a parameter value": the gate
+ * functions raise 22023 for bad arguments, and a parameter that does not even
+ * convert to its declared type (json, timestamptz, bigint) fails with the
+ * other three before the function runs. Both are the caller's fault. Other
+ * data exceptions (division by zero...) are not about the input. */
+static bool db_sqlstate_bad_input(const char *sqlstate)
+{
+    static const char *const bad_input[] = {
+        "22023", /* invalid_parameter_value */
+        "22P02", /* invalid_text_representation */
+        "22007", /* invalid_datetime_format */
+        "22008", /* datetime_field_overflow */
+    };
+
+    if (sqlstate == NULL)
+        return false;
+    for (size_t i = 0; i < sizeof(bad_input) / sizeof(bad_input[0]); i++)
+        if (strcmp(sqlstate, bad_input[i]) == 0)
+            return true;
+    return false;
+}
+
 static void db_disconnect(struct db *db)
 {
     if (db->conn != NULL)
@@ -140,10 +162,9 @@ static enum og_status db_result_error(struct db *db, PGresult *res, struct og_er
 
     if (msg == NULL)
         msg = PQerrorMessage(db->conn);
-    st = og_error_set(err, retriable ? OG_ERR_DB : (state && strcmp(state, "22023") == 0
-                                                        ? OG_ERR_ARG
-                                                        : OG_ERR_DB),
-                      retriable, "%s", msg);
+    st = og_error_set(
+        err, retriable ? OG_ERR_DB : (db_sqlstate_bad_input(state) ? OG_ERR_ARG : OG_ERR_DB),
+        retriable, "%s", msg);
     if (err != NULL) {
         snprintf(err->sqlstate, sizeof(err->sqlstate), "%s",
                  state != NULL ? state : (lost ? "08006" : ""));
@@ -217,8 +238,8 @@ enum og_status db_exec(struct db *db, const char *sql, struct og_error *err)
     if (st != OG_OK)
         return st;
     r = PQexec(db->conn, sql);
-    if (r == NULL || (PQresultStatus(r) != PGRES_COMMAND_OK &&
-                      PQresultStatus(r) != PGRES_TUPLES_OK))
+    if (r == NULL ||
+        (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK))
         st = db_result_error(db, r, err);
     PQclear(r);
     return st;
@@ -249,19 +270,31 @@ enum og_status db_call(struct db *db, const struct db_stmt *stmt, const char *co
                        PGresult **res, struct og_error *err)
 {
     enum og_status st = OG_OK;
+    struct og_error local;
 
-    for (int attempt = 0; attempt < db->retry.max_attempts; attempt++) {
-        st = db_run(db, stmt, params, res, err);
-        if (st == OG_OK || err == NULL || !err->retriable)
-            return st;
+    /* Retriability is read from the error record: a caller that passes no
+     * record still gets the retry policy. */
+    if (err == NULL)
+        err = &local;
+    /* At least one attempt, whatever the configuration says: a zero bound
+     * must not turn into "OG_OK without running the statement". */
+    int max_attempts = db->retry.max_attempts > 0 ? db->retry.max_attempts : 1;
+    for (int attempt = 0; attempt < max_attempts; attempt++) {
         char q[600];
+
+        st = db_run(db, stmt, params, res, err);
+        if (st == OG_OK || !err->retriable)
+            return st;
+        if (attempt + 1 == max_attempts) {
+            log_warn("db_retry_exhausted", "stmt=%s attempts=%d sqlstate=%s error=%s", stmt->name,
+                     max_attempts, err->sqlstate, log_quote(q, sizeof(q), err->msg));
+            break;
+        }
         log_warn("db_retry", "stmt=%s attempt=%d sqlstate=%s error=%s", stmt->name, attempt + 1,
                  err->sqlstate, log_quote(q, sizeof(q), err->msg));
         if (db->stop != NULL && *db->stop)
-            return og_error_set(err, OG_ERR_STOPPED, true, "stopped while retrying %s",
-                                stmt->name);
-        if (attempt + 1 < db->retry.max_attempts)
-            db_backoff(&db->retry, attempt, db->stop);
+            return og_error_set(err, OG_ERR_STOPPED, true, "stopped while retrying %s", stmt->name);
+        db_backoff(&db->retry, attempt, db->stop);
     }
     return st;
 }

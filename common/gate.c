@@ -1,6 +1,7 @@
 #include "common/gate.h"
 
 #include <inttypes.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +27,8 @@ static const char *const gate_outcome_words[GATE_OUTCOME_COUNT] = {
 
 /* Statements: each calls one gate function of schema/002_gate.sql. */
 static const struct db_stmt gate_stmt_cancel = {
-    "og_claim_cancel", "SELECT order_no, outcome, status FROM ordergate.claim_cancel($1::text[], $2)",
-    2};
+    "og_claim_cancel",
+    "SELECT order_no, outcome, status FROM ordergate.claim_cancel($1::text[], $2)", 2};
 static const struct db_stmt gate_stmt_payment = {
     "og_claim_payment",
     "SELECT outcome, status, first_outcome FROM ordergate.claim_payment($1, $2, $3::bigint, $4)",
@@ -37,8 +38,7 @@ static const struct db_stmt gate_stmt_hold = {
 static const struct db_stmt gate_stmt_close = {
     "og_close", "SELECT outcome, status FROM ordergate.close_order($1, $2, $3)", 3};
 static const struct db_stmt gate_stmt_place = {
-    "og_place",
-    "SELECT ordergate.place_order($1, $2::bigint, $3::jsonb, $4, $5::timestamptz)", 5};
+    "og_place", "SELECT ordergate.place_order($1, $2::bigint, $3::jsonb, $4, $5::timestamptz)", 5};
 
 const char *gate_outcome_str(enum gate_outcome outcome)
 {
@@ -123,6 +123,112 @@ int gate_txn_no_valid(const char *s, size_t len)
     return gate_key_valid(s, len, GATE_TXN_NO_MAX);
 }
 
+/* Length in characters of a UTF-8 string (what the schema's length()
+ * counts), or -1 when it is not valid UTF-8 at the byte level we check. */
+static long gate_utf8_chars(const char *s)
+{
+    long n = 0;
+
+    for (; *s != '\0'; s++)
+        if (((unsigned char)*s & 0xC0) != 0x80)
+            n++;
+    return n;
+}
+
+/* True when s holds 1..max characters and is not only blanks (the schema
+ * trims operator and reason before checking them). */
+static int gate_text_valid(const char *s, long max)
+{
+    long n;
+
+    if (s == NULL || *s == '\0')
+        return 0;
+    n = gate_utf8_chars(s);
+    if (n > max)
+        return 0;
+    return s[strspn(s, " \t\r\n")] != '\0';
+}
+
+/* Parses an outcome word and checks it belongs to what fn may answer
+ * (allowed: bit i set for enum value i). Anything else means this client and
+ * the schema disagree, which must not pass as a quiet GATE_UNKNOWN. */
+static enum og_status gate_outcome_expect(const char *word, unsigned allowed, const char *fn,
+                                          enum gate_outcome *out, struct og_error *err)
+{
+    enum gate_outcome o = gate_outcome_parse(word);
+
+    *out = o;
+    if (o == GATE_UNKNOWN || !(allowed & (1u << o)))
+        return og_error_set(err, OG_ERR_INTERNAL, false, "%s answered unexpected outcome '%.64s'",
+                            fn, word != NULL ? word : "(null)");
+    return OG_OK;
+}
+
+#define GATE_BIT(o) (1u << (o))
+#define GATE_CANCEL_OUTCOMES                                                                       \
+    (GATE_BIT(GATE_CANCELLED) | GATE_BIT(GATE_ALREADY_CANCELLED) | GATE_BIT(GATE_ALREADY_PAID) |   \
+     GATE_BIT(GATE_NOT_DUE) | GATE_BIT(GATE_NOT_FOUND))
+#define GATE_CLOSE_OUTCOMES                                                                        \
+    (GATE_BIT(GATE_CANCELLED) | GATE_BIT(GATE_ALREADY_CANCELLED) | GATE_BIT(GATE_ALREADY_PAID) |   \
+     GATE_BIT(GATE_NOT_FOUND))
+#define GATE_PAYMENT_OUTCOMES                                                                      \
+    (GATE_BIT(GATE_PAID) | GATE_BIT(GATE_LATE_PAYMENT) | GATE_BIT(GATE_DOUBLE_PAYMENT) |           \
+     GATE_BIT(GATE_AMOUNT_MISMATCH) | GATE_BIT(GATE_NOT_FOUND))
+#define GATE_HOLD_OUTCOMES                                                                         \
+    (GATE_BIT(GATE_HELD) | GATE_BIT(GATE_NOT_PENDING) | GATE_BIT(GATE_NOT_FOUND))
+#define GATE_PLACE_OUTCOMES                                                                        \
+    (GATE_BIT(GATE_PLACED) | GATE_BIT(GATE_DUPLICATE) | GATE_BIT(GATE_OUT_OF_STOCK) |              \
+     GATE_BIT(GATE_COUPON_UNAVAILABLE))
+
+/* Checks the items of place_order as the schema will, so a bad list is an
+ * OG_ERR_ARG with a message saying which line, without a round trip. */
+static enum og_status gate_check_items(const char *items_json, struct og_error *err)
+{
+    json_error_t jerr;
+    json_t *items = json_loads(items_json, JSON_REJECT_DUPLICATES, &jerr);
+    enum og_status st = OG_OK;
+    size_t i;
+    json_t *line;
+
+    if (items == NULL)
+        return og_error_set(err, OG_ERR_ARG, false, "items are not valid JSON: %s (column %d)",
+                            jerr.text, jerr.column);
+    if (!json_is_array(items) || json_array_size(items) == 0 ||
+        json_array_size(items) > GATE_ITEMS_MAX) {
+        st = og_error_set(err, OG_ERR_ARG, false,
+                          "items must be a JSON array of 1 to %d {\"sku\": text, \"qty\": positive "
+                          "integer}",
+                          GATE_ITEMS_MAX);
+        goto out;
+    }
+    json_array_foreach(items, i, line)
+    {
+        json_t *sku = json_object_get(line, "sku");
+        json_t *qty = json_object_get(line, "qty");
+
+        if (!json_is_object(line) || !json_is_string(sku) || !json_is_integer(qty)) {
+            st = og_error_set(err, OG_ERR_ARG, false,
+                              "items[%zu] must be {\"sku\": text, \"qty\": integer}", i);
+            goto out;
+        }
+        if (json_string_length(sku) == 0 ||
+            gate_utf8_chars(json_string_value(sku)) > GATE_SKU_MAX) {
+            st = og_error_set(err, OG_ERR_ARG, false, "items[%zu].sku must be 1 to %d characters",
+                              i, GATE_SKU_MAX);
+            goto out;
+        }
+        if (json_integer_value(qty) < 1 || json_integer_value(qty) > INT32_MAX) {
+            st = og_error_set(err, OG_ERR_ARG, false,
+                              "items[%zu].qty must be 1 to %" PRId32 ", got %" JSON_INTEGER_FORMAT,
+                              i, INT32_MAX, json_integer_value(qty));
+            goto out;
+        }
+    }
+out:
+    json_decref(items);
+    return st;
+}
+
 static enum og_status gate_check_order_no(const char *order_no, struct og_error *err)
 {
     if (order_no == NULL)
@@ -136,8 +242,8 @@ static enum og_status gate_check_order_no(const char *order_no, struct og_error 
 
 /* Checks that a result has the expected shape before reading it, so a schema
  * that drifted from this client fails loudly instead of reading garbage. */
-static enum og_status gate_check_shape(PGresult *res, int ncols, int nrows_exact,
-                                       const char *fn, struct og_error *err)
+static enum og_status gate_check_shape(PGresult *res, int ncols, int nrows_exact, const char *fn,
+                                       struct og_error *err)
 {
     if (PQnfields(res) != ncols)
         return og_error_set(err, OG_ERR_INTERNAL, false, "%s returned %d columns, expected %d", fn,
@@ -207,9 +313,12 @@ enum og_status gate_claim_cancel(struct db *db, const char *const *order_nos, si
     for (int i = 0; i < PQntuples(res); i++) {
         struct gate_cancel_row *row = &rows[i];
         snprintf(row->order_no, sizeof(row->order_no), "%s", PQgetvalue(res, i, 0));
-        row->outcome = gate_outcome_parse(PQgetvalue(res, i, 1));
-        row->status = PQgetisnull(res, i, 2) ? ORDER_STATUS_NONE
-                                             : order_status_parse(PQgetvalue(res, i, 2));
+        st = gate_outcome_expect(PQgetvalue(res, i, 1), GATE_CANCEL_OUTCOMES, "claim_cancel",
+                                 &row->outcome, err);
+        if (st != OG_OK)
+            goto out;
+        row->status =
+            PQgetisnull(res, i, 2) ? ORDER_STATUS_NONE : order_status_parse(PQgetvalue(res, i, 2));
     }
     *nrows = (size_t)PQntuples(res);
 out:
@@ -232,14 +341,16 @@ enum og_status gate_claim_payment(struct db *db, const char *order_no, const cha
     if (st != OG_OK)
         return st;
     if (txn_no == NULL || !gate_txn_no_valid(txn_no, strlen(txn_no)))
-        return og_error_set(err, OG_ERR_ARG, false,
-                            "invalid transaction number (1 to %d characters of A-Z a-z 0-9 . _ : -)",
-                            GATE_TXN_NO_MAX);
+        return og_error_set(
+            err, OG_ERR_ARG, false,
+            "invalid transaction number (1 to %d characters of A-Z a-z 0-9 . _ : -)",
+            GATE_TXN_NO_MAX);
     if (amount_cents <= 0)
         return og_error_set(err, OG_ERR_ARG, false, "amount must be positive, got %" PRId64,
                             amount_cents);
-    if (channel == NULL || *channel == '\0' || strlen(channel) > 64)
-        return og_error_set(err, OG_ERR_ARG, false, "payment channel must be 1 to 64 characters");
+    if (channel == NULL || *channel == '\0' || gate_utf8_chars(channel) > GATE_CHANNEL_MAX)
+        return og_error_set(err, OG_ERR_ARG, false, "payment channel must be 1 to %d characters",
+                            GATE_CHANNEL_MAX);
     snprintf(amount, sizeof(amount), "%" PRId64, amount_cents);
     params[0] = order_no;
     params[1] = txn_no;
@@ -248,12 +359,20 @@ enum og_status gate_claim_payment(struct db *db, const char *order_no, const cha
     st = db_call(db, &gate_stmt_payment, params, &res, err);
     if (st == OG_OK)
         st = gate_check_shape(res, 3, 1, "claim_payment", err);
-    if (st == OG_OK) {
-        out->outcome = gate_outcome_parse(PQgetvalue(res, 0, 0));
+    if (st == OG_OK)
+        st = gate_outcome_expect(PQgetvalue(res, 0, 0),
+                                 GATE_PAYMENT_OUTCOMES | GATE_BIT(GATE_DUPLICATE), "claim_payment",
+                                 &out->outcome, err);
+    /* A duplicate must say what the first call answered: that answer is
+     * what the caller acts on. */
+    if (st == OG_OK && out->outcome == GATE_DUPLICATE)
+        st = gate_outcome_expect(PQgetisnull(res, 0, 2) ? NULL : PQgetvalue(res, 0, 2),
+                                 GATE_PAYMENT_OUTCOMES, "claim_payment (first_outcome)",
+                                 &out->first_outcome, err);
+    else if (st == OG_OK && !PQgetisnull(res, 0, 2))
+        out->first_outcome = gate_outcome_parse(PQgetvalue(res, 0, 2));
+    if (st == OG_OK)
         out->status = order_status_parse(PQgetvalue(res, 0, 1));
-        out->first_outcome = PQgetisnull(res, 0, 2) ? GATE_UNKNOWN
-                                                    : gate_outcome_parse(PQgetvalue(res, 0, 2));
-    }
     PQclear(res);
     return st;
 }
@@ -268,6 +387,8 @@ enum og_status gate_hold(struct db *db, const char *order_no, int seconds,
     enum og_status st;
 
     *outcome = GATE_UNKNOWN;
+    if (expire_at != NULL && expire_at_size > 0)
+        expire_at[0] = '\0';
     st = gate_check_order_no(order_no, err);
     if (st != OG_OK)
         return st;
@@ -280,8 +401,10 @@ enum og_status gate_hold(struct db *db, const char *order_no, int seconds,
     st = db_call(db, &gate_stmt_hold, params, &res, err);
     if (st == OG_OK)
         st = gate_check_shape(res, 2, 1, "hold_for_payment", err);
+    if (st == OG_OK)
+        st = gate_outcome_expect(PQgetvalue(res, 0, 0), GATE_HOLD_OUTCOMES, "hold_for_payment",
+                                 outcome, err);
     if (st == OG_OK) {
-        *outcome = gate_outcome_parse(PQgetvalue(res, 0, 0));
         if (expire_at != NULL && expire_at_size > 0)
             snprintf(expire_at, expire_at_size, "%s", PQgetvalue(res, 0, 1));
     }
@@ -290,8 +413,8 @@ enum og_status gate_hold(struct db *db, const char *order_no, int seconds,
 }
 
 enum og_status gate_close(struct db *db, const char *order_no, const char *operator_name,
-                          const char *reason, enum gate_outcome *outcome,
-                          enum order_status *status, struct og_error *err)
+                          const char *reason, enum gate_outcome *outcome, enum order_status *status,
+                          struct og_error *err)
 {
     const char *params[3];
     PGresult *res = NULL;
@@ -302,20 +425,25 @@ enum og_status gate_close(struct db *db, const char *order_no, const char *opera
     st = gate_check_order_no(order_no, err);
     if (st != OG_OK)
         return st;
-    if (operator_name == NULL || *operator_name == '\0')
-        return og_error_set(err, OG_ERR_ARG, false, "operator is required for a manual close");
-    if (reason == NULL || *reason == '\0')
-        return og_error_set(err, OG_ERR_ARG, false, "reason is required for a manual close");
+    if (!gate_text_valid(operator_name, GATE_OPERATOR_MAX))
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "operator is required for a manual close (1 to %d characters)",
+                            GATE_OPERATOR_MAX);
+    if (!gate_text_valid(reason, GATE_REASON_MAX))
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "reason is required for a manual close (1 to %d characters)",
+                            GATE_REASON_MAX);
     params[0] = order_no;
     params[1] = operator_name;
     params[2] = reason;
     st = db_call(db, &gate_stmt_close, params, &res, err);
     if (st == OG_OK)
         st = gate_check_shape(res, 2, 1, "close_order", err);
-    if (st == OG_OK) {
-        *outcome = gate_outcome_parse(PQgetvalue(res, 0, 0));
+    if (st == OG_OK)
+        st = gate_outcome_expect(PQgetvalue(res, 0, 0), GATE_CLOSE_OUTCOMES, "close_order", outcome,
+                                 err);
+    if (st == OG_OK)
         *status = order_status_parse(PQgetvalue(res, 0, 1));
-    }
     PQclear(res);
     return st;
 }
@@ -338,6 +466,12 @@ enum og_status gate_place(struct db *db, const char *order_no, int64_t amount_ce
                             amount_cents);
     if (items_json == NULL || *items_json == '\0')
         return og_error_set(err, OG_ERR_ARG, false, "items are required");
+    st = gate_check_items(items_json, err);
+    if (st != OG_OK)
+        return st;
+    if (coupon_id != NULL && gate_utf8_chars(coupon_id) > GATE_COUPON_MAX)
+        return og_error_set(err, OG_ERR_ARG, false, "coupon id must be 1 to %d characters",
+                            GATE_COUPON_MAX);
     if (expire_at == NULL || *expire_at == '\0')
         return og_error_set(err, OG_ERR_ARG, false, "expire_at is required");
     snprintf(amount, sizeof(amount), "%" PRId64, amount_cents);
@@ -350,7 +484,8 @@ enum og_status gate_place(struct db *db, const char *order_no, int64_t amount_ce
     if (st == OG_OK)
         st = gate_check_shape(res, 1, 1, "place_order", err);
     if (st == OG_OK)
-        *outcome = gate_outcome_parse(PQgetvalue(res, 0, 0));
+        st = gate_outcome_expect(PQgetvalue(res, 0, 0), GATE_PLACE_OUTCOMES, "place_order", outcome,
+                                 err);
     PQclear(res);
     return st;
 }

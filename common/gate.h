@@ -14,9 +14,17 @@
 #include "common/db.h"
 #include "common/error.h"
 
+/* Bounds shared with the CHECKs of schema/002_gate.sql: the client refuses
+ * beyond them (OG_ERR_ARG, nothing sent) instead of a round trip for 22023. */
 #define GATE_ORDER_NO_MAX 64
 #define GATE_TXN_NO_MAX   128
 #define GATE_BATCH_MAX    10000
+#define GATE_CHANNEL_MAX  64
+#define GATE_OPERATOR_MAX 128
+#define GATE_REASON_MAX   2000
+#define GATE_COUPON_MAX   128
+#define GATE_SKU_MAX      128
+#define GATE_ITEMS_MAX    1000
 
 enum gate_outcome {
     GATE_UNKNOWN = 0,
@@ -74,6 +82,16 @@ int gate_order_no_valid(const char *s, size_t len);
 /* True when s is a valid channel transaction number: 1..128 of the same set. */
 int gate_txn_no_valid(const char *s, size_t len);
 
+/* Every function below returns OG_OK with the outcome filled, or:
+ *   OG_ERR_ARG       a bad argument (checked here, nothing sent; or refused by
+ *                    the database with SQLSTATE 22023): nothing changed;
+ *   OG_ERR_DB        the database failed even after db_call()'s retries
+ *                    (err->retriable says whether trying later may help);
+ *   OG_ERR_INTERNAL  the answer does not match this client (wrong shape or an
+ *                    outcome word it does not know): the schema drifted.
+ * A call repeated after an unknown result is safe: the gate answers
+ * already_cancelled / duplicate instead of acting twice. */
+
 /* Cancels every due, still pending order of the list in one statement.
  * rows must have room for n entries; *nrows receives one row per distinct
  * order number, in no particular order. source: consumer or scanner only. */
@@ -81,21 +99,28 @@ enum og_status gate_claim_cancel(struct db *db, const char *const *order_nos, si
                                  enum gate_source source, struct gate_cancel_row *rows,
                                  size_t *nrows, struct og_error *err);
 
+/* channel: 1..GATE_CHANNEL_MAX characters. */
 enum og_status gate_claim_payment(struct db *db, const char *order_no, const char *txn_no,
                                   int64_t amount_cents, const char *channel,
                                   struct gate_payment_result *out, struct og_error *err);
 
-/* expire_at receives the new due time as text (may be NULL). */
+/* seconds: 1..max_hold_seconds (a database setting: beyond it OG_ERR_ARG).
+ * expire_at receives the new due time as text ("" when not_found; the buffer
+ * may be NULL). */
 enum og_status gate_hold(struct db *db, const char *order_no, int seconds,
                          enum gate_outcome *outcome, char *expire_at, size_t expire_at_size,
                          struct og_error *err);
 
+/* operator_name: 1..GATE_OPERATOR_MAX characters (recorded as the actor);
+ * reason: 1..GATE_REASON_MAX characters. */
 enum og_status gate_close(struct db *db, const char *order_no, const char *operator_name,
-                          const char *reason, enum gate_outcome *outcome,
-                          enum order_status *status, struct og_error *err);
+                          const char *reason, enum gate_outcome *outcome, enum order_status *status,
+                          struct og_error *err);
 
-/* items_json: [{"sku":"...","qty":N},...]; coupon_id may be NULL;
- * expire_at: a timestamptz literal such as "2026-11-30T16:00:00Z". */
+/* items_json: [{"sku":"...","qty":N},...], 1..GATE_ITEMS_MAX lines, sku
+ * 1..GATE_SKU_MAX characters, qty 1..2^31-1 (checked here); coupon_id NULL or
+ * "" for none; expire_at: a timestamptz literal such as
+ * "2026-11-30T16:00:00Z". An unknown sku is out_of_stock, not an error. */
 enum og_status gate_place(struct db *db, const char *order_no, int64_t amount_cents,
                           const char *items_json, const char *coupon_id, const char *expire_at,
                           enum gate_outcome *outcome, struct og_error *err);

@@ -314,6 +314,12 @@ int main(int argc, char **argv)
             ctl_help_global(stdout);
         goto out;
     }
+    /* Everything but the command words: the options before it and the rest. */
+    rest = calloc((size_t)argc, sizeof(*rest));
+    if (rest == NULL) {
+        st = og_error_set(&err, OG_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
     if (i < argc) {
         int first = i;
         cmd = ctl_command_find(argc, argv, &i);
@@ -321,26 +327,14 @@ int main(int argc, char **argv)
             st = og_error_set(&err, OG_ERR_ARG, false, "unknown command '%s'", argv[first]);
             goto out;
         }
-        /* Everything but the command words: the options before it and the rest. */
-        rest = calloc((size_t)argc, sizeof(*rest));
-        if (rest == NULL) {
-            st = og_error_set(&err, OG_ERR_NOMEM, false, "out of memory");
-            goto out;
-        }
         for (int k = 1; k < first; k++)
             if (strcmp(argv[k], "--") != 0)
                 rest[nrest++] = argv[k];
-        for (int k = i; k < argc; k++)
-            rest[nrest++] = argv[k];
     } else {
-        rest = calloc((size_t)argc, sizeof(*rest));
-        if (rest == NULL) {
-            st = og_error_set(&err, OG_ERR_NOMEM, false, "out of memory");
-            goto out;
-        }
-        for (int k = 1; k < argc; k++)
-            rest[nrest++] = argv[k];
+        i = 1; /* no command: global options only */
     }
+    for (int k = i; k < argc; k++)
+        rest[nrest++] = argv[k];
 
     if (help) {
         if (cmd != NULL)

@@ -318,7 +318,6 @@ static enum og_status migrate_run(struct ctl *ctl, const struct ctl_args *a, jso
     ctl_json_set(out, "schema_dir", json_string(dir));
     ctl_json_set(out, "dry_run", json_boolean(dry));
     ctl_json_set(out, "migrations", json_incref(list));
-    *result = out;
 
     db = ctl_db(ctl, err);
     if (db == NULL) {
@@ -343,6 +342,8 @@ static enum og_status migrate_run(struct ctl *ctl, const struct ctl_args *a, jso
     st = migrate_read_versions(db, &versions, err);
     if (st != OG_OK)
         goto out;
+    /* From here on the result says what was done, also on a failure. */
+    *result = json_incref(out);
 
     for (size_t i = 0; i < nfiles; i++) {
         const struct migrate_file *f = &files[i];
@@ -426,6 +427,9 @@ out:
         ctl_json_set(out, "unknown_versions", json_incref(unknown));
     }
     PQclear(res);
+    if (st == OG_OK && *result == NULL)
+        *result = json_incref(out);
+    json_decref(out);
     json_decref(list);
     json_decref(unknown);
     json_decref(versions);

@@ -422,12 +422,18 @@ static int scanner_reconcile(struct db *db, const struct og_config *cfg,
     struct reconcile_result r;
     struct og_error err = {0};
     char q[600];
+    int code;
 
     if (reconcile_run(db, &p, stdout, &r, &err) != OG_OK) {
         log_error("reconcile_failed", "error=%s", log_quote(q, sizeof(q), err.msg));
-        return EXIT_RUNTIME;
+        scanner_metrics_record_reconcile(NULL);
+        code = EXIT_RUNTIME;
+    } else {
+        scanner_metrics_record_reconcile(&r);
+        code = r.invariants_violated > 0 ? EXIT_VIOLATIONS : EXIT_OK;
     }
-    return r.invariants_violated > 0 ? EXIT_VIOLATIONS : EXIT_OK;
+    scanner_write_metrics(cfg, &code);
+    return code;
 }
 
 int main(int argc, char **argv)
@@ -460,7 +466,8 @@ int main(int argc, char **argv)
         code = scanner_usage_error("%s", err.msg);
         goto out;
     }
-    if (scanner_metrics_init(&err) != OG_OK) {
+    if ((args.reconcile ? scanner_metrics_init_reconcile(&err) : scanner_metrics_init(&err)) !=
+        OG_OK) {
         log_error("scanner_metrics_failed", "error=%s", log_quote(q, sizeof(q), err.msg));
         code = EXIT_RUNTIME;
         goto out;

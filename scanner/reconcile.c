@@ -7,7 +7,7 @@
 
 #include "common/log.h"
 
-#define RECON_MAX_ROWS 16
+#define RECON_MAX_ROWS RECONCILE_MAX_INVARIANT
 
 static const struct db_stmt recon_stmt_check = {
     "og_reconcile",
@@ -18,6 +18,9 @@ static const struct db_stmt recon_stmt_check = {
 
 static const struct db_stmt recon_stmt_repair = {"og_reconcile_repair",
                                                  "SELECT ordergate.reconcile_repair()", 0};
+
+static const struct db_stmt recon_stmt_open = {"og_exceptions_open",
+                                               "SELECT ordergate.exceptions_open_count()", 0};
 
 struct recon_row {
     int invariant;
@@ -78,6 +81,11 @@ static enum og_status recon_check(struct db *db, const struct reconcile_params *
     for (int i = 0; i < PQntuples(res); i++) {
         struct recon_row *r = &rows[i];
         r->invariant = atoi(PQgetvalue(res, i, 0));
+        if (r->invariant < 1 || r->invariant > RECONCILE_MAX_INVARIANT) {
+            st = og_error_set(err, OG_ERR_INTERNAL, false, "reconcile returned invariant %d",
+                              r->invariant);
+            goto out;
+        }
         snprintf(r->name, sizeof(r->name), "%s", PQgetvalue(res, i, 1));
         r->violations = strtoll(PQgetvalue(res, i, 2), NULL, 10);
         recon_sample_format(PQgetisnull(res, i, 3) ? NULL : PQgetvalue(res, i, 3), r->sample,
@@ -134,12 +142,24 @@ enum og_status reconcile_run(struct db *db, const struct reconcile_params *p, FI
         }
     }
 
+    st = db_call(db, &recon_stmt_open, NULL, &res, err);
+    if (st == OG_OK && (PQnfields(res) != 1 || PQntuples(res) != 1))
+        st = og_error_set(err, OG_ERR_INTERNAL, false, "exceptions_open_count: unexpected result");
+    if (st == OG_OK)
+        result->exceptions_open = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    res = NULL;
+    if (st != OG_OK)
+        return st;
+
+    result->invariants = nrows;
     fprintf(out, "ordergate reconciliation: orders since %s, grace %d s, scanner interval %d s\n",
             p->since != NULL ? p->since : "the beginning", p->grace_s, p->scan_interval_s);
     fprintf(out, "  #  violations  invariant\n");
     for (int i = 0; i < nrows; i++) {
         const struct recon_row *r = &rows[i];
         fprintf(out, "  %d  %-10" PRId64 "  %s\n", r->invariant, r->violations, r->name);
+        result->by_invariant[r->invariant] = r->violations;
         if (r->violations > 0) {
             fprintf(out, "     first: %s\n", r->sample);
             result->invariants_violated++;
@@ -156,6 +176,8 @@ enum og_status reconcile_run(struct db *db, const struct reconcile_params *p, FI
                 recon_violations_of(rows, nrows, 5));
     else if (!p->repair && inv5_before > 0)
         fprintf(out, "repair: skipped (--dry-run)\n");
+    fprintf(out, "open payment exceptions: %" PRId64 " (ordergatectl exceptions)\n",
+            result->exceptions_open);
     if (result->invariants_violated == 0)
         fprintf(out, "result: clean: all %d invariants hold\n", nrows);
     else
@@ -164,7 +186,9 @@ enum og_status reconcile_run(struct db *db, const struct reconcile_params *p, FI
                 result->violations, result->violations == 1 ? "" : "s");
     fflush(out);
     log_info("reconcile_done",
-             "invariants=%d invariants_violated=%d violations=%" PRId64 " repaired=%" PRId64, nrows,
-             result->invariants_violated, result->violations, result->repaired);
+             "invariants=%d invariants_violated=%d violations=%" PRId64 " repaired=%" PRId64
+             " exceptions_open=%" PRId64,
+             nrows, result->invariants_violated, result->violations, result->repaired,
+             result->exceptions_open);
     return OG_OK;
 }

@@ -19,10 +19,15 @@ struct reconcile_params {
     bool repair;         /* false under --dry-run: report only */
 };
 
+#define RECONCILE_MAX_INVARIANT 15
+
 struct reconcile_result {
+    int invariants; /* rows reconcile() returned (7) */
     int invariants_violated;
-    int64_t violations; /* total after any repair */
-    int64_t repaired;   /* exceptions created by reconcile_repair */
+    int64_t violations;                                /* total after any repair */
+    int64_t by_invariant[RECONCILE_MAX_INVARIANT + 1]; /* index = invariant number */
+    int64_t repaired;                                  /* exceptions created by reconcile_repair */
+    int64_t exceptions_open; /* payment exceptions waiting for an operator or a refund */
 };
 
 /* Writes the report to out. OG_OK means the check ran (violations or not). */

@@ -9,14 +9,24 @@
 #define OG_SCANNER_SCANNER_METRICS_H
 
 #include "common/error.h"
+#include "scanner/reconcile.h"
 #include "scanner/sweep.h"
 
-/* Registers every metric; call once at startup. */
+/* Registers the sweep's metrics; call once at startup of a sweep process. */
 enum og_status scanner_metrics_init(struct og_error *err);
 /* Sets the last-run gauges and adds to the counters. */
 void scanner_metrics_record(const struct sweep_result *res);
 /* A sweep_params.on_batch hook: observes the batch durations. */
 void scanner_metrics_batch(double page_s, double claim_s, void *arg);
+/* --reconcile has metrics of its own (its textfile holds nothing else):
+ * ordergate_reconcile_violations{invariant}, ordergate_exceptions_open,
+ * ordergate_reconcile_repaired, ordergate_reconcile_last_run_success and
+ * _timestamp_seconds. After a failed check only the last two are written:
+ * a missing figure is better than a false zero. */
+enum og_status scanner_metrics_init_reconcile(struct og_error *err);
+/* r == NULL: the reconciliation failed. */
+void scanner_metrics_record_reconcile(const struct reconcile_result *r);
+
 /* Writes the textfile atomically; path "" writes nothing. */
 enum og_status scanner_metrics_write(const char *path, struct og_error *err);
 

@@ -317,6 +317,13 @@ BEGIN
 END
 $$;
 
+-- exceptions_open_count: payment exceptions still waiting (manual review, or a refund not yet
+-- confirmed); exported by --reconcile as ordergate_exceptions_open.
+CREATE FUNCTION ordergate.exceptions_open_count() RETURNS bigint
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
+    SELECT count(*) FROM ordergate.exceptions e WHERE e.state = 'open'
+$$;
+
 ------------------------------------------------------------------------------------------------
 -- Privileges: the service runs the scanner; it reads the run log and writes it only through
 -- these functions.
@@ -332,7 +339,8 @@ REVOKE EXECUTE ON FUNCTION
     ordergate.scanner_run_finish(bigint, text, text, text, int, bigint, bigint, bigint, bigint,
                                  bigint, bigint, timestamptz, text),
     ordergate.scan_overdue(interval, timestamptz, text, int),
-    ordergate.scan_overdue_count(interval)
+    ordergate.scan_overdue_count(interval),
+    ordergate.exceptions_open_count()
 FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
     ordergate.scanner_lock_key(),
@@ -342,7 +350,8 @@ GRANT EXECUTE ON FUNCTION
     ordergate.scanner_run_finish(bigint, text, text, text, int, bigint, bigint, bigint, bigint,
                                  bigint, bigint, timestamptz, text),
     ordergate.scan_overdue(interval, timestamptz, text, int),
-    ordergate.scan_overdue_count(interval)
+    ordergate.scan_overdue_count(interval),
+    ordergate.exceptions_open_count()
 TO ordergate_service;
 
 INSERT INTO ordergate.schema_migrations (version) VALUES ('004');

@@ -147,6 +147,36 @@ static void test_unreachable_database_exits_1(void **state)
     unlink(prom);
 }
 
+/* A reconciliation that cannot run exports no false zeros. */
+static void test_reconcile_unreachable_exits_1(void **state)
+{
+    char conf[128], prom[128], text[8192] = "";
+    FILE *fp;
+    struct scanner_child c;
+    const char *args[] = {
+        "--config",   conf, "--db",        "host=/nonexistent/og-scanner dbname=none",
+        "--textfile", prom, "--reconcile", NULL};
+
+    (void)state;
+    snprintf(conf, sizeof(conf), "/tmp/og-scanner-cli-rc.%d.conf", (int)getpid());
+    snprintf(prom, sizeof(prom), "/tmp/og-scanner-cli-rc.%d.prom", (int)getpid());
+    fp = fopen(conf, "w");
+    assert_non_null(fp);
+    fprintf(fp, "database:\n{\n  retry_max = 1;\n};\n");
+    fclose(fp);
+    assert_int_equal(scanner_child_run(&c, args), 1);
+    assert_non_null(strstr(c.output, "event=reconcile_failed"));
+    fp = fopen(prom, "r");
+    assert_non_null(fp);
+    assert_true(fread(text, 1, sizeof(text) - 1, fp) > 0);
+    fclose(fp);
+    assert_non_null(strstr(text, "ordergate_reconcile_last_run_success 0\n"));
+    assert_null(strstr(text, "ordergate_reconcile_violations"));
+    scanner_child_free(&c);
+    unlink(conf);
+    unlink(prom);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -154,6 +184,7 @@ int main(void)
         cmocka_unit_test(test_bad_config_file_exits_2),
         cmocka_unit_test(test_help_version_check_config),
         cmocka_unit_test(test_unreachable_database_exits_1),
+        cmocka_unit_test(test_reconcile_unreachable_exits_1),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -147,14 +148,35 @@ static void test_inv1_status_went_back(void **state)
     expect_flagged(f, 1, "P-1");
 }
 
-/* 2: stock written directly. */
+/* 2: stock written directly. Also the textfile monitoring reads. */
 static void test_inv2_stock_drift(void **state)
 {
     struct fixture *f = *state;
+    struct scanner_child c;
+    char prom[128], text[8192] = "";
+    const char *args[] = {"--db", f->t.conninfo, "--reconcile", "--textfile", prom, NULL};
+    FILE *fp;
 
     testdb_exec(f->conn,
                 "UPDATE ordergate.inventory SET available = available + 5 WHERE sku = 'SKU-B'");
     expect_flagged(f, 2, "SKU-B");
+
+    snprintf(prom, sizeof(prom), "/tmp/og-scanner-recon.%d.prom", (int)getpid());
+    assert_int_equal(scanner_child_run(&c, args), 3);
+    /* The late payment of P-4 is an open exception (auto refund pending). */
+    assert_non_null(strstr(c.output, "open payment exceptions: 1 "));
+    scanner_child_free(&c);
+    fp = fopen(prom, "r");
+    assert_non_null(fp);
+    assert_true(fread(text, 1, sizeof(text) - 1, fp) > 0);
+    fclose(fp);
+    unlink(prom);
+    assert_non_null(strstr(text, "ordergate_reconcile_violations{invariant=\"2\"} 1\n"));
+    assert_non_null(strstr(text, "ordergate_reconcile_violations{invariant=\"1\"} 0\n"));
+    assert_non_null(strstr(text, "ordergate_reconcile_violations{invariant=\"7\"} 0\n"));
+    assert_non_null(strstr(text, "ordergate_exceptions_open 1\n"));
+    assert_non_null(strstr(text, "ordergate_reconcile_last_run_success 1\n"));
+    assert_null(strstr(text, "ordergate_scanner_")); /* the sweep's metrics are not in it */
 }
 
 /* 3: the coupon of a pending order released behind its back. */

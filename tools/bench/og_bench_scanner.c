@@ -157,7 +157,7 @@ static void bench_load(const struct bench_opts *o, long lo, long hi)
             "  CASE WHEN g %% 100 < 13 THEN 'pending_payment' WHEN g %% 2 = 0 THEN 'paid'"
             "   ELSE 'cancelled' END AS status,"
             "  CASE WHEN g %% 100 BETWEEN 11 AND 12 THEN now() + (60 + g %% 3600) * interval '1 s'"
-            "   ELSE now() - interval '2 minutes' - ((g * 7919) %% 604800) * interval '1 s'"
+            "   ELSE now() - interval '2 minutes' - ((g::bigint * 7919) %% 604800) * interval '1 s'"
             "  END AS e) x"
             " RETURNING order_no, status, substr(order_no, 4)::bigint AS g)"
             " INSERT INTO ordergate.order_items (order_no, sku, qty)"

@@ -340,6 +340,7 @@ static int scanner_sweep_once(struct db *db, const struct og_config *cfg)
         .pause_ms = cfg->scan_pause_ms,
         .max_orders = cfg->scan_max_orders,
         .max_seconds = cfg->scan_max_seconds,
+        .idle_timeout_ms = 60000L + cfg->scan_pause_ms + 1000L * cfg->scan_every_s,
         .stop = &signals_stop,
         .on_batch = scanner_metrics_batch,
     };

@@ -24,7 +24,7 @@ static const struct db_stmt sweep_stmt_count = {
 
 /* A session that sits idle this long (a client that vanished without
  * closing its socket) is ended by the server, so its sweep lock cannot block
- * every later run for hours. The scanner is never idle longer than a pause. */
+ * every later run for hours. The scanner itself is never idle that long. */
 static const struct db_stmt sweep_stmt_idle_timeout = {
     "og_scan_idle_timeout", "SELECT set_config('idle_session_timeout', $1, false)", 1};
 
@@ -298,7 +298,8 @@ enum og_status sweep_run(struct db *db, const struct sweep_params *p, struct swe
                           GATE_BATCH_MAX);
         goto out;
     }
-    snprintf(timeout, sizeof(timeout), "%ld", (long)p->pause_ms + 60000L);
+    snprintf(timeout, sizeof(timeout), "%ld",
+             p->idle_timeout_ms > 0 ? p->idle_timeout_ms : (long)p->pause_ms + 60000L);
     params[0] = timeout;
     st = db_call(db, &sweep_stmt_idle_timeout, params, NULL, err);
     if (st != OG_OK)

@@ -32,6 +32,9 @@ struct sweep_params {
     int pause_ms;    /* between batches */
     int max_orders;  /* 0 = no cap */
     int max_seconds; /* 0 = no cap; checked before each batch */
+    /* The session's idle_session_timeout: longer than any idle stretch of
+     * this process (a pause; with --every, the wait between runs). */
+    long idle_timeout_ms;
     volatile sig_atomic_t *stop;
     /* Optional: called after each claimed batch with the seconds spent on
      * the page query and on the claim. */

@@ -244,6 +244,31 @@ static void test_least_privilege(void **state)
     testdb_exec(f->conn, sql);
 }
 
+/* No --db and no database.conninfo: libpq's environment (PGDATABASE here). */
+static void test_libpq_environment(void **state)
+{
+    struct fixture *f = *state;
+    struct scanner_child c;
+    const char *args[] = {"--grace", "0", NULL};
+    const char *old = getenv("PGDATABASE");
+    char *saved = old != NULL ? strdup(old) : NULL;
+
+    scanner_place(f->conn, "ENV", 2, -120);
+    setenv("PGDATABASE", f->t.name, 1);
+    unsetenv("ORDERGATE_DB");
+    scanner_child_start(&c, args);
+    if (saved != NULL)
+        setenv("PGDATABASE", saved, 1);
+    else
+        unsetenv("PGDATABASE");
+    free(saved);
+    assert_int_equal(scanner_child_wait(&c, 60000), 0);
+    assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.scanner_runs WHERE "
+                                            "status = 'done' AND cancelled = 2"),
+                     1);
+    scanner_child_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -251,6 +276,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_caps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dry_run_changes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_least_privilege, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_libpq_environment, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

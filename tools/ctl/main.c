@@ -10,6 +10,7 @@
 #include "common/signals.h"
 #include "common/version.h"
 #include "tools/ctl/ctl.h"
+#include "tools/ctl/drill.h"
 
 static const struct ctl_opt ctl_global_opts[] = {
     {"config", "FILE", CTL_OPT_ARG, "libconfig file (every setting optional; see deploy/)"},
@@ -66,6 +67,8 @@ static void ctl_help_global(FILE *out)
                  "commands:\n");
     for (size_t i = 0; i < CTL_NCOMMANDS; i++)
         fprintf(out, "  %-20s %s\n", ctl_commands[i]->name, ctl_commands[i]->summary);
+    fprintf(out, "  %-20s %s\n", "drill",
+            "race payments against cancellations through the real triggers, then reconcile");
     fprintf(out, "\nglobal options (before or after the command):\n");
     ctl_print_opts(out, ctl_global_opts);
     fprintf(out,
@@ -273,7 +276,7 @@ int main(int argc, char **argv)
     const struct ctl_command *cmd = NULL;
     json_t *result = NULL;
     char **rest = NULL;
-    int nrest = 0, i = 1, code = 0;
+    int nrest = 0, i = 1, code = 0, drill_code = -1;
     enum og_status st = OG_OK;
     bool help = ctl_wants_help(argc, argv);
 
@@ -312,6 +315,16 @@ int main(int argc, char **argv)
             ctl_help_command(stdout, cmd);
         else
             ctl_help_global(stdout);
+        goto out;
+    }
+    if (i < argc && strcmp(argv[i], "drill") == 0) {
+        /* The drill parses its own options and prints its own report; the
+         * global options before it set up the configuration. */
+        st = ctl_args_parse(&a, NULL, ctl_global_opts, i - 1, argv + 1, &err);
+        if (st == OG_OK && ctl_config(&ctl, &a, &err) != OG_OK)
+            st = OG_ERR_CONFIG;
+        if (st == OG_OK)
+            drill_code = ctl_drill(&ctl.cfg, argc - i, argv + i);
         goto out;
     }
     /* Everything but the command words: the options before it and the rest. */
@@ -402,7 +415,7 @@ int main(int argc, char **argv)
     }
 
 out:
-    code = ctl_exit_code(st);
+    code = drill_code >= 0 ? drill_code : ctl_exit_code(st);
     if (st != OG_OK) {
         if (err.msg[0] == '\0')
             snprintf(err.msg, sizeof(err.msg), "%s", og_status_str(st));

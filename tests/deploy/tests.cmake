@@ -1,0 +1,8 @@
+# The deployment files (deploy/: ordergate.conf, systemd units, compose, Kubernetes manifests,
+# alert rules and their promtool tests, the Grafana dashboard) validated by deploy/validate.sh.
+# The configs are also checked through a built binary's --check-config, hence --build-dir.
+# First run on a machine may fetch promtool (Debian's prometheus package, extracted into the cache)
+# and kubernetes-validate (PyPI, into a venv in the cache): hence the long timeout.
+add_test(NAME deploy_validate
+         COMMAND ${PROJECT_SOURCE_DIR}/deploy/validate.sh --build-dir ${PROJECT_BINARY_DIR})
+set_tests_properties(deploy_validate PROPERTIES LABELS unit TIMEOUT 900)

@@ -90,7 +90,7 @@ void ct_create_topic(const char *topic, int partitions)
     rd_kafka_destroy(rk);
 }
 
-void ct_setup(struct ct *t, const char *tag, int partitions, const char *extra_config)
+void ct_setup(struct ct *t, const char *tag, int partitions, unsigned flags)
 {
     char errstr[256], base[96];
     rd_kafka_conf_t *conf;
@@ -131,9 +131,8 @@ void ct_setup(struct ct *t, const char *tag, int partitions, const char *extra_c
             "consumer = { linger_ms = 20; poll_ms = 50; };\n"
             "outbox = { interval_ms = 100; topic = \"og.%s.events\"; refund_topic = "
             "\"og.%s.refunds\"; alert_topic = \"og.%s.alerts\"; };\n"
-            "kafka = { dead_letter_topic = \"%s\"; };\n"
-            "%s\n",
-            base, base, base, t->dlq, extra_config ? extra_config : "");
+            "kafka = { dead_letter_topic = \"%s\"; payments_topic = \"%s\"; };\n",
+            base, base, base, t->dlq, (flags & CT_PAYMENTS) ? t->payments : "");
     fclose(f);
 }
 
@@ -481,4 +480,58 @@ int64_t ct_end_offset(const char *topic, int partition)
         fail_msg("watermarks %s/%d: %s", topic, partition, rd_kafka_err2str(err));
     rd_kafka_destroy(rk);
     return hi;
+}
+
+int ct_consume_all(const char *topic, int partition, ct_msg_fn fn, void *arg, long timeout_ms)
+{
+    char group[128];
+    rd_kafka_t *rk;
+    rd_kafka_topic_partition_list_t *list;
+    int64_t end = ct_end_offset(topic, partition);
+    int n = 0;
+    int64_t deadline = ct_now_ms() + timeout_ms;
+
+    if (end == 0)
+        return 0;
+    testutil_unique(group, sizeof(group), "og-reader");
+    rk = ct_group_handle(group);
+    rd_kafka_poll_set_consumer(rk);
+    list = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(list, topic, partition)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    assert_int_equal(rd_kafka_assign(rk, list), RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_topic_partition_list_destroy(list);
+    while (ct_now_ms() < deadline) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+        bool last;
+        if (m == NULL)
+            continue;
+        if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            rd_kafka_message_destroy(m);
+            continue;
+        }
+        n++;
+        fn(arg, m);
+        last = m->offset + 1 >= end;
+        /* Every message must be destroyed before the handle can be. */
+        rd_kafka_message_destroy(m);
+        if (last)
+            break;
+    }
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    return n;
+}
+
+const char *ct_header(const rd_kafka_message_t *m, const char *name, char *buf, size_t size)
+{
+    rd_kafka_headers_t *hdrs = NULL;
+    const void *value = NULL;
+    size_t len = 0;
+
+    buf[0] = '\0';
+    if (rd_kafka_message_headers(m, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+        rd_kafka_header_get_last(hdrs, name, &value, &len) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        return NULL;
+    snprintf(buf, size, "%.*s", (int)len, (const char *)value);
+    return buf;
 }

@@ -34,10 +34,12 @@ struct ct_proc {
     int status;    /* exit status once reaped, -1 before; 128+n when killed by signal n */
 };
 
+/* ct_setup flags */
+#define CT_PAYMENTS 1u /* the consumer also reads the payments topic */
+
 /* Creates the database, the topics (partitions each) and a producer, and
- * writes a consumer config file with short retry and poll settings;
- * extra_config is appended to it (libconfig text, may be NULL). */
-void ct_setup(struct ct *t, const char *tag, int partitions, const char *extra_config);
+ * writes a consumer config file with short retry and poll settings. */
+void ct_setup(struct ct *t, const char *tag, int partitions, unsigned flags);
 void ct_teardown(struct ct *t);
 
 /* Creates a topic with n partitions and waits until its metadata shows them. */
@@ -87,5 +89,12 @@ int64_t ct_committed(const char *group, const char *topic, int partition);
 int64_t ct_end_offset(const char *topic, int partition);
 
 int64_t ct_now_ms(void);
+
+/* Reads topic/partition from the beginning to its current end, calling fn
+ * for each message (valid during the call only). Returns how many. */
+typedef void (*ct_msg_fn)(void *arg, const rd_kafka_message_t *m);
+int ct_consume_all(const char *topic, int partition, ct_msg_fn fn, void *arg, long timeout_ms);
+/* The last value of header name as a string, or NULL. */
+const char *ct_header(const rd_kafka_message_t *m, const char *name, char *buf, size_t size);
 
 #endif

@@ -39,7 +39,7 @@ static void test_flow(void **state)
     int port;
 
     (void)state;
-    ct_setup(&t, "cflow", PARTS, NULL);
+    ct_setup(&t, "cflow", PARTS, 0);
     snprintf(topics, sizeof(topics), "%s,%s", t.topic, t.topic2);
     ct_spawn(&t, &p, "c1", topics, NULL);
     ct_log_wait(&p, "event=partitions_assigned", 30000);

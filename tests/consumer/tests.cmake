@@ -14,3 +14,4 @@ function(og_consumer_test name)
 endfunction()
 
 og_consumer_test(consumer_flow LABELS kafka FIXTURES db kafka TIMEOUT 120)
+og_consumer_test(consumer_dlq LABELS kafka FIXTURES db kafka TIMEOUT 120)

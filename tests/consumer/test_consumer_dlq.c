@@ -1,0 +1,175 @@
+/* Bad input never crashes or stalls the consumer: every undecodable or
+ * invalid message goes to the dead-letter topic with the reason and its
+ * source in headers, its offset advances, and the valid messages around it
+ * are processed. Payment results on the payments topic are applied with the
+ * payment claim, idempotent by transaction number. */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ct.h"
+#include "support/testutil.h"
+
+struct garbage {
+    const char *key;
+    const char *value; /* NULL: see the test */
+    const char *reason;
+};
+
+static const char binary[] = {'{', 0, '\x01', '\xff', '"', 'v', '"', 0, '}'};
+static const struct garbage bad[] = {
+    {"G-9", "not json at all", "bad_json"},
+    {"G-9", "{\"v\":2,\"order_no\":\"G-9\",\"due_at\":\"2026-11-30T16:00:00Z\"}",
+     "unknown_version"},
+    {"X", "{\"v\":1,\"order_no\":\"G-9\",\"due_at\":\"2026-11-30T16:00:00Z\"}", "key_mismatch"},
+    {NULL, NULL, "bad_json"},   /* binary with NUL bytes */
+    {"G-9", NULL, "too_large"}, /* 20000 bytes */
+    {"G-9", NULL, "empty"},     /* a tombstone: no value */
+    {"G-9", "{\"v\":1,\"order_no\":\"G-9\",\"due_at\":\"soon\"}", "bad_due_at"},
+};
+#define NBAD ((int)(sizeof(bad) / sizeof(bad[0])))
+
+struct seen {
+    const char *topic, *payments;
+    int from_topic, from_payments;
+};
+
+/* Checks one dead letter: reason and source headers, key and value. */
+static void check_dead_letter(void *arg, const rd_kafka_message_t *m)
+{
+    struct seen *s = arg;
+    char src[160], off[32], part[16], reason[600], buf[64];
+    int k;
+
+    assert_non_null(ct_header(m, "ordergate-reason", reason, sizeof(reason)));
+    assert_non_null(ct_header(m, "ordergate-source-topic", src, sizeof(src)));
+    assert_non_null(ct_header(m, "ordergate-source-partition", part, sizeof(part)));
+    assert_non_null(ct_header(m, "ordergate-source-offset", off, sizeof(off)));
+    assert_string_equal(part, "0");
+    if (strcmp(src, s->payments) == 0) {
+        s->from_payments++;
+        assert_string_equal(off, "2");
+        assert_true(strncmp(reason, "bad_amount:", 11) == 0);
+        return;
+    }
+    assert_string_equal(src, s->topic);
+    k = atoi(off) - 1; /* offset 0 is G-1 */
+    assert_true(k >= 0 && k < NBAD);
+    s->from_topic++;
+    if (strncmp(reason, bad[k].reason, strlen(bad[k].reason)) != 0)
+        fail_msg("offset %s: reason '%s', expected %s", off, reason, bad[k].reason);
+    if (k == 3) {
+        assert_int_equal(m->len, sizeof(binary));
+        assert_memory_equal(m->payload, binary, sizeof(binary));
+        assert_null(m->key);
+    } else if (k == 4) {
+        /* Cut to 16 KiB in the dead letter; the original size is kept. */
+        assert_int_equal(m->len, 16384);
+        assert_string_equal(ct_header(m, "ordergate-original-size", buf, sizeof(buf)), "20000");
+    } else if (k == 5) {
+        assert_int_equal(m->len, 0);
+    } else {
+        assert_int_equal(m->len, strlen(bad[k].value));
+        assert_memory_equal(m->payload, bad[k].value, m->len);
+        assert_int_equal(m->key_len, strlen(bad[k].key));
+    }
+}
+
+static void test_dead_letters_and_payments(void **state)
+{
+    const int nbad = NBAD;
+    struct ct t;
+    struct ct_proc p;
+    char topics[300], body[65536];
+    char *big = malloc(20000);
+    int64_t due;
+    int n;
+
+    (void)state;
+    assert_non_null(big);
+    memset(big, 'x', 20000);
+    big[0] = '{';
+    ct_setup(&t, "cdlq", 1, CT_PAYMENTS);
+    due = ct_place(&t, "G-1", -1000);
+    ct_place(&t, "G-2", -1000);
+    ct_place(&t, "Q-1", 600000);
+
+    /* Partition 0 of the delay topic: valid, 7 bad ones, valid. */
+    ct_produce_cancel(&t, t.topic, 0, "G-1", due);
+    for (int i = 0; i < nbad; i++) {
+        const char *v = bad[i].value;
+        size_t len = v ? strlen(v) : 0;
+        if (i == 3) {
+            v = binary;
+            len = sizeof(binary);
+        } else if (i == 4) {
+            v = big;
+            len = 20000;
+        }
+        ct_produce_raw(&t, t.topic, 0, bad[i].key, bad[i].key ? strlen(bad[i].key) : 0, v, len);
+    }
+    ct_produce_cancel(&t, t.topic, 0, "G-2", due);
+    /* Payments: one, the same again (a callback retried), one invalid. */
+    const char *pay = "{\"v\":1,\"order_no\":\"Q-1\",\"txn_no\":\"TXN-Q-1\",\"amount_cents\":1000,"
+                      "\"channel\":\"card\"}";
+    ct_produce_raw(&t, t.payments, 0, "Q-1", 3, pay, strlen(pay));
+    ct_produce_raw(&t, t.payments, 0, "Q-1", 3, pay, strlen(pay));
+    const char *bad_pay = "{\"v\":1,\"order_no\":\"Q-1\",\"txn_no\":\"TXN-Q-2\",\"amount_cents\":0,"
+                          "\"channel\":\"card\"}";
+    ct_produce_raw(&t, t.payments, 0, "Q-1", 3, bad_pay, strlen(bad_pay));
+
+    snprintf(topics, sizeof(topics), "%s", t.topic);
+    ct_spawn(&t, &p, "c1", topics, NULL);
+
+    assert_int_equal(ct_wait_scalar(&t,
+                                    "SELECT count(*) FROM ordergate.orders WHERE order_no IN "
+                                    "('G-1', 'G-2') AND status = 'cancelled'",
+                                    2, 30000),
+                     2);
+    assert_int_equal(ct_wait_scalar(&t,
+                                    "SELECT count(*) FROM ordergate.orders WHERE order_no = 'Q-1' "
+                                    "AND status = 'paid'",
+                                    1, 30000),
+                     1);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.payments"), 1);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.status_log WHERE order_no = "
+                                   "'Q-1'"),
+                     1);
+
+    /* Every bad message is in the dead-letter topic, with its reason and source. */
+    ct_log_wait(&p, "event=dead_lettered topic=", 20000);
+    for (int tries = 0; tries < 100 && ct_end_offset(t.dlq, 0) < nbad + 1; tries++)
+        testutil_sleep_ms(100);
+    struct seen seen = {t.topic, t.payments, 0, 0};
+    n = ct_consume_all(t.dlq, 0, check_dead_letter, &seen, 30000);
+    assert_int_equal(n, nbad + 1);
+    assert_int_equal(seen.from_topic, nbad);
+    assert_int_equal(seen.from_payments, 1);
+
+    int port = ct_metrics_port(&p);
+    assert_int_equal(ct_http_get(port, "/metrics", body, sizeof(body)), 200);
+    assert_true(ct_metric(body, "ordergate_dead_lettered_total") == nbad + 1);
+    assert_true(ct_metric(body, "ordergate_payments_total{outcome=\"paid\"}") == 1);
+    assert_true(ct_metric(body, "ordergate_payments_total{outcome=\"duplicate\"}") == 1);
+
+    /* The consumer is alive and well; offsets cover every message. */
+    assert_int_equal(ct_stop(&p, SIGTERM, 30000), 0);
+    assert_int_equal(ct_committed(t.group, t.topic, 0), ct_end_offset(t.topic, 0));
+    assert_int_equal(ct_committed(t.group, t.payments, 0), ct_end_offset(t.payments, 0));
+    free(big);
+    ct_teardown(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dead_letters_and_payments),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -4,9 +4,19 @@
 -- the customer just paid gives its goods back to the shelf. The drill must notice (stock
 -- invariant, and late restocks of paid orders) and exit non-zero.
 BEGIN;
-ALTER FUNCTION ordergate.claim_cancel(text[], text) RENAME TO claim_cancel_correct;
+-- Keep the correct function under another name (its body qualifies parameters with the function's
+-- name, so it is copied with the name replaced rather than renamed).
+DO $copy$
+DECLARE
+    v_src text := pg_get_functiondef('ordergate.claim_cancel(text[], text)'::regprocedure);
+BEGIN
+    v_src := replace(v_src, 'ordergate.claim_cancel(', 'ordergate.claim_cancel_correct(');
+    v_src := replace(v_src, 'claim_cancel.', 'claim_cancel_correct.');
+    EXECUTE v_src;
+END
+$copy$;
 
-CREATE FUNCTION ordergate.claim_cancel(order_nos text[], source text)
+CREATE OR REPLACE FUNCTION ordergate.claim_cancel(order_nos text[], source text)
 RETURNS TABLE (order_no text, outcome text, status text)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
 BEGIN

@@ -33,7 +33,10 @@ case $expect in
     expect-clean)
         [ $rc -eq 0 ] && [ "$violations" = 0 ] ;;
     expect-violations)
-        [ $rc -eq 1 ] && [ "$violations" != missing ] && [ "$violations" -gt 0 ] ;;
+        # The planted bug restocks goods of orders it did not win: the stock invariant (2)
+        # must be the one that catches it.
+        [ $rc -eq 1 ] && [ "$violations" != missing ] && [ "$violations" -gt 0 ] &&
+            python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["reconcile"]; sys.exit(0 if [x for x in r if x["invariant"]==2][0]["violations"] > 0 else 1)' "$report" ;;
     *)
         echo "unknown expectation $expect" >&2; exit 2 ;;
 esac

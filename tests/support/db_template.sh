@@ -12,7 +12,7 @@ if ! psql -X -q -d postgres -c 'select 1' >/dev/null; then
          "run deploy/local/services.sh up" >&2
     exit 1
 fi
-psql -X -q -v ON_ERROR_STOP=1 -d postgres <<SQL
+PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1 -d postgres <<SQL
 UPDATE pg_database SET datistemplate = false WHERE datname = '$tpl';
 DROP DATABASE IF EXISTS $tpl WITH (FORCE);
 CREATE DATABASE $tpl;

@@ -919,7 +919,7 @@ static int drill_reconcile(struct drill *d, struct db *db)
         long v = atol(PQgetvalue(res, i, 2));
         d->violations += v;
         json_array_append_new(
-            d->reconcile, json_pack("{s:i,s:s,s:i,s:s}", "invariant", atoi(PQgetvalue(res, i, 0)),
+            d->reconcile, json_pack("{s:i,s:s,s:I,s:s}", "invariant", atoi(PQgetvalue(res, i, 0)),
                                     "name", PQgetvalue(res, i, 1), "violations", (json_int_t)v,
                                     "sample", PQgetvalue(res, i, 3)));
         if (v > 0)
@@ -949,7 +949,7 @@ static json_t *drill_lateness(struct db *db, const char *prefix, const char *sou
 
     if (db_call(db, &drill_stmt_lateness, (const char *[]){prefix, source}, &res, &err) != OG_OK)
         return json_null();
-    j = json_pack("{s:i,s:f,s:f,s:f}", "count", (json_int_t)atol(PQgetvalue(res, 0, 0)), "p50_ms",
+    j = json_pack("{s:I,s:f,s:f,s:f}", "count", (json_int_t)atol(PQgetvalue(res, 0, 0)), "p50_ms",
                   atof(PQgetvalue(res, 0, 1)), "p99_ms", atof(PQgetvalue(res, 0, 2)), "max_ms",
                   atof(PQgetvalue(res, 0, 3)));
     PQclear(res);
@@ -963,22 +963,39 @@ static void drill_report(struct drill *d, const struct drill_totals *t, json_t *
                          json_t *lat_scanner, double seconds)
 {
     long total_violations = d->violations + d->ledger_violations;
-    json_t *j = json_pack(
-        "{s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:f,"
-        "s:O,s:O,s:O,s:i,s:i}",
-        "drill", d->prefix, "trigger", d->o.no_kafka ? "scanner" : "consumer+scanner", "placed",
-        (json_int_t)t->placed, "paid", (json_int_t)t->paid, "cancelled_consumer",
-        (json_int_t)t->cancelled_consumer, "cancelled_scanner", (json_int_t)t->cancelled_scanner,
-        "cancelled_manual", (json_int_t)t->cancelled_manual, "pending", (json_int_t)t->pending,
-        "late_payments", (json_int_t)t->late_payments, "double_payments",
-        (json_int_t)t->double_payments, "messages", (json_int_t)d->messages, "duplicate_messages",
-        (json_int_t)d->dup_messages, "lost_messages", (json_int_t)d->lost_messages,
-        "duplicate_callbacks_absorbed", (json_int_t)t->dup_callbacks_absorbed, "dead_lettered",
-        (json_int_t)d->dlq_count, "consumer_restarts", (json_int_t)d->restarts, "gate_errors",
-        (json_int_t)t->errors, "scanner_exit", (json_int_t)d->scanner_status, "seconds", seconds,
-        "lateness_consumer", lat_consumer, "lateness_scanner", lat_scanner, "reconcile",
-        d->reconcile ? d->reconcile : json_null(), "ledger_violations",
-        (json_int_t)d->ledger_violations, "violations", (json_int_t)total_violations);
+    json_t *j = json_object();
+    const struct {
+        const char *key;
+        long long value;
+    } counts[] = {
+        {"placed", t->placed},
+        {"paid", t->paid},
+        {"cancelled_consumer", t->cancelled_consumer},
+        {"cancelled_scanner", t->cancelled_scanner},
+        {"cancelled_manual", t->cancelled_manual},
+        {"pending", t->pending},
+        {"late_payments", t->late_payments},
+        {"double_payments", t->double_payments},
+        {"messages", d->messages},
+        {"duplicate_messages", d->dup_messages},
+        {"lost_messages", d->lost_messages},
+        {"duplicate_callbacks_absorbed", t->dup_callbacks_absorbed},
+        {"dead_lettered", d->dlq_count},
+        {"consumer_restarts", d->restarts},
+        {"gate_errors", t->errors},
+        {"scanner_exit", d->scanner_status},
+        {"ledger_violations", d->ledger_violations},
+        {"violations", total_violations},
+    };
+
+    json_object_set_new(j, "drill", json_string(d->prefix));
+    json_object_set_new(j, "trigger", json_string(d->o.no_kafka ? "scanner" : "consumer+scanner"));
+    for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
+        json_object_set_new(j, counts[i].key, json_integer(counts[i].value));
+    json_object_set_new(j, "seconds", json_real(seconds));
+    json_object_set(j, "lateness_consumer", lat_consumer);
+    json_object_set(j, "lateness_scanner", lat_scanner);
+    json_object_set_new(j, "reconcile", d->reconcile ? json_incref(d->reconcile) : json_null());
 
     if (d->o.json) {
         char *s = json_dumps(j, JSON_COMPACT);
@@ -1226,7 +1243,7 @@ static void drill_wait(struct drill *d, struct db *db, pthread_t *tids)
     int64_t next_kill = d->o.kill_every_s > 0 ? clock_wall_ms() + d->o.kill_every_s * 1000 : 0;
     int64_t deadline;
     int64_t last_report = 0;
-    long pending_due = 0, left = 1;
+    long pending_due = 0, left = -1;
 
     for (long i = 0; i < d->o.orders; i++)
         if (d->orders[i].due_ms > last_action)
@@ -1249,8 +1266,11 @@ static void drill_wait(struct drill *d, struct db *db, pthread_t *tids)
                 break;
         }
         if (now - last_report >= 2000) {
-            drill_progress(d, "race running: %ld due orders still pending (%ld with a message)",
-                           pending_due, left);
+            if (left < 0)
+                drill_progress(d, "race running: callbacks in flight");
+            else
+                drill_progress(d, "race running: %ld due orders still pending (%ld with a message)",
+                               pending_due, left);
             last_report = now;
         }
         usleep(200 * 1000);

@@ -104,7 +104,7 @@ struct drill {
     char topic[96];
     char dlq_topic[96];
     char group[96];
-    char conf_path[256];
+    char conf_path[DRILL_MAX_CONSUMERS + 1][256]; /* [0]: scanner, [1 + k]: consumer k */
     char consumer_bin[PATH_MAX];
     char scanner_bin[PATH_MAX];
     struct drill_order *orders;
@@ -441,16 +441,22 @@ static int drill_find_bin(const struct drill *d, const char *name, const char *s
     return -1;
 }
 
-/* The children read one config file written for this drill: the database
- * and brokers of the drill, its own topics and group, no HTTP endpoint. */
-static int drill_write_config(struct drill *d)
+/* The children read config files written for this drill: the database and
+ * brokers of the drill, its own topics and group, no HTTP endpoint. Each
+ * consumer slot gets its own file with a static group membership
+ * (group.instance.id): a consumer killed and restarted in the same slot takes
+ * its partitions back at once instead of waiting for the group to time the
+ * dead member out. slot -1 is the scanner's file. */
+static int drill_write_config(struct drill *d, int slot)
 {
     FILE *f;
     const struct og_config *c = d->cfg;
+    char *path = d->conf_path[slot + 1];
+    size_t size = sizeof(d->conf_path[0]);
 
-    snprintf(d->conf_path, sizeof(d->conf_path), "%s/ordergate-%s.conf",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", d->prefix);
-    f = fopen(d->conf_path, "w");
+    snprintf(path, size, "%s/ordergate-%s%d.conf", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+             d->prefix, slot + 1);
+    f = fopen(path, "w");
     if (f == NULL)
         return -1;
     fprintf(f, "# written by ordergatectl drill %s\n", d->prefix);
@@ -459,8 +465,13 @@ static int drill_write_config(struct drill *d)
             c->db_password_file);
     fprintf(f,
             "kafka: { brokers = \"%s\"; topics = \"%s\"; group = \"%s\"; "
-            "dead_letter_topic = \"%s\"; };\n",
+            "dead_letter_topic = \"%s\";\n  properties = [",
             c->brokers, d->topic, d->group, d->dlq_topic);
+    for (size_t i = 0; i < c->kafka_props_n; i++)
+        fprintf(f, "\"%s\", ", c->kafka_props[i]);
+    if (slot >= 0)
+        fprintf(f, "\"group.instance.id=%s-%d\", \"session.timeout.ms=10000\"", d->group, slot);
+    fprintf(f, "]; };\n");
     fprintf(f, "consumer: { batch_size = %d; linger_ms = %d; metrics_listen = \"\"; };\n",
             c->batch_size, c->linger_ms);
     fprintf(f,
@@ -484,9 +495,9 @@ static pid_t drill_spawn(const char *bin, const char *const *args)
     return pid;
 }
 
-static pid_t drill_start_consumer(struct drill *d)
+static pid_t drill_start_consumer(struct drill *d, int slot)
 {
-    const char *args[] = {d->consumer_bin, "--config", d->conf_path, NULL};
+    const char *args[] = {d->consumer_bin, "--config", d->conf_path[slot + 1], NULL};
     return drill_spawn(d->consumer_bin, args);
 }
 
@@ -1222,12 +1233,12 @@ static int drill_parse(struct drill *d, int argc, char **argv)
 static int drill_start_triggers(struct drill *d)
 {
     if (d->o.no_kafka) {
-        const char *args[] = {d->scanner_bin, "--config", d->conf_path, NULL};
+        const char *args[] = {d->scanner_bin, "--config", d->conf_path[0], NULL};
         d->scanner_pid = drill_spawn(d->scanner_bin, args);
         return d->scanner_pid > 0 ? 0 : -1;
     }
     for (int k = 0; k < d->o.consumers; k++) {
-        d->consumers[k] = drill_start_consumer(d);
+        d->consumers[k] = drill_start_consumer(d, k);
         if (d->consumers[k] <= 0)
             return -1;
     }
@@ -1255,7 +1266,7 @@ static void drill_wait(struct drill *d, struct db *db, pthread_t *tids)
             int k = (int)drill_rng_range(&rng, 0, d->o.consumers - 1);
             kill(d->consumers[k], SIGKILL);
             waitpid(d->consumers[k], NULL, 0);
-            d->consumers[k] = drill_start_consumer(d);
+            d->consumers[k] = drill_start_consumer(d, k);
             d->restarts++;
             drill_progress(d, "SIGKILL consumer %d, restarted", k);
             next_kill = now + d->o.kill_every_s * 1000;
@@ -1283,7 +1294,7 @@ static void drill_wait(struct drill *d, struct db *db, pthread_t *tids)
 
 static int drill_run_scanner_once(struct drill *d)
 {
-    const char *args[] = {d->scanner_bin, "--config", d->conf_path, "--every", "0", NULL};
+    const char *args[] = {d->scanner_bin, "--config", d->conf_path[0], "--every", "0", NULL};
     int status = 0;
     pid_t pid = drill_spawn(d->scanner_bin, args);
 
@@ -1350,8 +1361,13 @@ int ctl_drill(struct og_config *cfg, int argc, char **argv)
         goto out;
     }
     db = drill_db(&d, "ordergatectl-drill");
-    if (db == NULL || drill_plan(&d) != 0 || drill_write_config(&d) != 0)
+    if (db == NULL || drill_plan(&d) != 0)
         goto out;
+    for (int k = -1; k < (d.o.no_kafka ? 0 : d.o.consumers); k++)
+        if (drill_write_config(&d, k) != 0) {
+            fprintf(stderr, "ordergatectl drill: cannot write %s\n", d.conf_path[k + 1]);
+            goto out;
+        }
     drill_progress(&d, "placing %ld orders (%d consumers%s, seed %" PRIu64 ")", d.o.orders,
                    d.o.no_kafka ? 0 : d.o.consumers, d.o.no_kafka ? ", scanner only" : "",
                    d.o.seed);
@@ -1419,8 +1435,9 @@ out:
             drill_stop_child(d.consumers[k], SIGKILL, 1000);
     if (d.scanner_pid > 0)
         drill_stop_child(d.scanner_pid, SIGKILL, 1000);
-    if (d.conf_path[0] != '\0')
-        unlink(d.conf_path);
+    for (int k = 0; k <= DRILL_MAX_CONSUMERS; k++)
+        if (d.conf_path[k][0] != '\0')
+            unlink(d.conf_path[k]);
     if (producer != NULL)
         rd_kafka_destroy(producer);
     json_decref(lat_c);

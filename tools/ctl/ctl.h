@@ -20,6 +20,7 @@
 #define OG_TOOLS_CTL_H
 
 #include <jansson.h>
+#include <librdkafka/rdkafka.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -134,6 +135,11 @@ extern const struct ctl_command ctl_cmd_show;
 extern const struct ctl_command ctl_cmd_exceptions;
 extern const struct ctl_command ctl_cmd_exceptions_resolve;
 extern const struct ctl_command ctl_cmd_schedule;
+extern const struct ctl_command ctl_cmd_topics;
+
+/* Creates one topic; an existing topic is no error (*created stays false). */
+enum og_status ctl_topic_create(rd_kafka_t *rk, const char *topic, int partitions, int replication,
+                                bool *created, struct og_error *err);
 
 /* ---- output ------------------------------------------------------------ */
 

@@ -45,6 +45,7 @@
 #include "common/gate.h"
 #include "common/log.h"
 #include "common/signals.h"
+#include "tools/ctl/ctl.h"
 
 #define DRILL_MAX_CONSUMERS 16
 
@@ -557,34 +558,14 @@ static rd_kafka_t *drill_producer(struct drill *d)
 
 static int drill_create_topic(rd_kafka_t *rk, const char *topic, int partitions)
 {
-    char errstr[256];
-    rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, 1, errstr, sizeof(errstr));
-    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-    rd_kafka_event_t *ev;
-    int rc = -1;
+    struct og_error err = {0};
+    bool created;
 
-    if (nt == NULL)
-        goto out;
-    rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
-    ev = rd_kafka_queue_poll(q, 30000);
-    if (ev != NULL) {
-        const rd_kafka_CreateTopics_result_t *res = rd_kafka_event_CreateTopics_result(ev);
-        size_t n = 0;
-        const rd_kafka_topic_result_t **tr =
-            res ? rd_kafka_CreateTopics_result_topics(res, &n) : NULL;
-        rd_kafka_resp_err_t e =
-            n == 1 ? rd_kafka_topic_result_error(tr[0]) : rd_kafka_event_error(ev);
-        rc = (e == RD_KAFKA_RESP_ERR_NO_ERROR || e == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) ? 0
-                                                                                              : -1;
-        if (rc != 0)
-            fprintf(stderr, "ordergatectl drill: create topic %s: %s\n", topic,
-                    rd_kafka_err2str(e));
-        rd_kafka_event_destroy(ev);
+    if (ctl_topic_create(rk, topic, partitions, -1, &created, &err) != OG_OK) {
+        fprintf(stderr, "ordergatectl drill: create topic: %s\n", err.msg);
+        return -1;
     }
-out:
-    rd_kafka_NewTopic_destroy(nt);
-    rd_kafka_queue_destroy(q);
-    return rc;
+    return 0;
 }
 
 static int drill_produce_one(rd_kafka_t *rk, const char *topic, const char *key, const char *value)

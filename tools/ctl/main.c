@@ -28,9 +28,9 @@ static const struct ctl_opt ctl_global_opts[] = {
 
 /* The command table, in the order --help lists it. */
 static const struct ctl_command *const ctl_commands[] = {
-    &ctl_cmd_migrate,  &ctl_cmd_place, &ctl_cmd_pay,        &ctl_cmd_hold,
-    &ctl_cmd_close,    &ctl_cmd_show,  &ctl_cmd_exceptions, &ctl_cmd_exceptions_resolve,
-    &ctl_cmd_schedule,
+    &ctl_cmd_migrate,  &ctl_cmd_place,  &ctl_cmd_pay,        &ctl_cmd_hold,
+    &ctl_cmd_close,    &ctl_cmd_show,   &ctl_cmd_exceptions, &ctl_cmd_exceptions_resolve,
+    &ctl_cmd_schedule, &ctl_cmd_topics,
 };
 #define CTL_NCOMMANDS (sizeof(ctl_commands) / sizeof(ctl_commands[0]))
 

@@ -1,0 +1,121 @@
+/* ordergatectl topics: creates the topics the configuration names (delay
+ * topics, dead letters, payment results, outbox events) so a new
+ * installation or a demo does not depend on the broker auto-creating them
+ * with whatever defaults it has. Existing topics are left as they are. */
+#include <librdkafka/rdkafka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/kafka.h"
+#include "tools/ctl/ctl.h"
+
+enum og_status ctl_topic_create(rd_kafka_t *rk, const char *topic, int partitions, int replication,
+                                bool *created, struct og_error *err)
+{
+    char errstr[256];
+    rd_kafka_NewTopic_t *nt = NULL;
+    rd_kafka_queue_t *q = NULL;
+    rd_kafka_event_t *ev = NULL;
+    rd_kafka_resp_err_t code;
+    const rd_kafka_CreateTopics_result_t *res;
+    const rd_kafka_topic_result_t **tr;
+    size_t n = 0;
+    enum og_status st = OG_OK;
+
+    *created = false;
+    nt = rd_kafka_NewTopic_new(topic, partitions, replication, errstr, sizeof(errstr));
+    if (nt == NULL)
+        return og_error_set(err, OG_ERR_ARG, false, "topic %s: %s", topic, errstr);
+    q = rd_kafka_queue_new(rk);
+    rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
+    ev = rd_kafka_queue_poll(q, 30000);
+    if (ev == NULL) {
+        st = og_error_set(err, OG_ERR_KAFKA, true, "topic %s: no answer from the broker", topic);
+        goto out;
+    }
+    res = rd_kafka_event_CreateTopics_result(ev);
+    tr = res != NULL ? rd_kafka_CreateTopics_result_topics(res, &n) : NULL;
+    code = n == 1 ? rd_kafka_topic_result_error(tr[0]) : rd_kafka_event_error(ev);
+    if (code == RD_KAFKA_RESP_ERR_NO_ERROR)
+        *created = true;
+    else if (code != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+        st = kafka_error_set(err, code, topic);
+out:
+    if (ev != NULL)
+        rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_NewTopic_destroy(nt);
+    return st;
+}
+
+static enum og_status topics_run(struct ctl *ctl, const struct ctl_args *a, json_t **result,
+                                 struct og_error *err)
+{
+    const struct og_config *cfg = &ctl->cfg;
+    const char *single[] = {cfg->dead_letter_topic, cfg->payments_topic, cfg->outbox_topic,
+                            cfg->outbox_refund_topic, cfg->outbox_alert_topic};
+    char **delay = NULL;
+    size_t ndelay = 0;
+    int64_t partitions = 4, replication = -1;
+    rd_kafka_t *rk = NULL;
+    json_t *list = json_array();
+    enum og_status st;
+
+    *result = json_object();
+    ctl_json_set(*result, "command", json_string("topics"));
+    st = kafka_topics_split(cfg->topics, &delay, &ndelay, err);
+    if (st == OG_OK && ctl_arg(a, "partitions") != NULL)
+        st = ctl_parse_int64("--partitions", ctl_arg(a, "partitions"), 1, 10000, &partitions, err);
+    if (st == OG_OK && ctl_arg(a, "replication") != NULL)
+        st = ctl_parse_int64("--replication", ctl_arg(a, "replication"), 1, 32, &replication, err);
+    if (st == OG_OK)
+        st = kafka_producer_new(cfg, CTL_PROG, NULL, &rk, err);
+    for (size_t i = 0; st == OG_OK && i < ndelay + sizeof(single) / sizeof(single[0]); i++) {
+        const char *name = i < ndelay ? delay[i] : single[i - ndelay];
+        bool created = false;
+
+        if (name == NULL || *name == '\0')
+            continue; /* an optional topic that is not configured */
+        st = ctl_topic_create(rk, name, (int)partitions, (int)replication, &created, err);
+        if (st == OG_OK)
+            json_array_append_new(list, json_pack("{s:s,s:s}", "topic", name, "result",
+                                                  created ? "created" : "exists"));
+    }
+    ctl_json_set(*result, "ok", json_boolean(st == OG_OK));
+    ctl_json_set(*result, "topics", list);
+    if (rk != NULL)
+        rd_kafka_destroy(rk);
+    kafka_topics_free(delay, ndelay);
+    return st;
+}
+
+static void topics_text(const json_t *r, FILE *out)
+{
+    size_t i;
+    json_t *t;
+
+    json_array_foreach(json_object_get(r, "topics"), i, t)
+    {
+        fprintf(out, "%-40s %s\n", ctl_json_str(t, "topic"), ctl_json_str(t, "result"));
+    }
+}
+
+static const struct ctl_opt topics_opts[] = {
+    {"partitions", "N", CTL_OPT_ARG, "partitions of each new topic (default 4)"},
+    {"replication", "N", CTL_OPT_ARG, "replication factor of each new topic (default: broker's)"},
+    {NULL, NULL, 0, NULL},
+};
+
+const struct ctl_command ctl_cmd_topics = {
+    .name = "topics",
+    .usage = "topics [--partitions N] [--replication N]",
+    .summary = "create the topics the configuration names (delay, dead letters, payments, outbox)",
+    .details = "Topics that exist are left unchanged. The number of partitions of a delay topic\n"
+               "bounds how many consumer instances can share it (see docs/operations.md).\n",
+    .opts = topics_opts,
+    .min_pos = 0,
+    .pos_name = NULL,
+    .max_pos = 0,
+    .run = topics_run,
+    .text = topics_text,
+};

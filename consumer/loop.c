@@ -119,8 +119,8 @@ static void loop_flush(struct consumer *c)
 
     switch (r) {
     case FLUSH_DONE:
-        c->attempts = 0;
         loop_release(c);
+        c->attempts = 0;
         break;
     case FLUSH_WAIT:
         loop_hold(c);

@@ -3,7 +3,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -12,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -131,7 +134,9 @@ void ct_setup(struct ct *t, const char *tag, int partitions, unsigned flags)
             "consumer = { linger_ms = 20; poll_ms = 50; };\n"
             "outbox = { interval_ms = 100; topic = \"og.%s.events\"; refund_topic = "
             "\"og.%s.refunds\"; alert_topic = \"og.%s.alerts\"; };\n"
-            "kafka = { dead_letter_topic = \"%s\"; payments_topic = \"%s\"; };\n",
+            "kafka = { dead_letter_topic = \"%s\"; payments_topic = \"%s\";\n"
+            /* A killed member leaves the group after 4 s, not 45. */
+            "  properties = [\"session.timeout.ms=4000\", \"heartbeat.interval.ms=500\"]; };\n",
             base, base, base, t->dlq, (flags & CT_PAYMENTS) ? t->payments : "");
     fclose(f);
 }
@@ -534,4 +539,74 @@ const char *ct_header(const rd_kafka_message_t *m, const char *name, char *buf, 
         return NULL;
     snprintf(buf, size, "%.*s", (int)len, (const char *)value);
     return buf;
+}
+
+bool ct_pg_restart(void)
+{
+    const char *state = getenv("ORDERGATE_STATE_DIR");
+    const char *bin = getenv("ORDERGATE_PG_BIN");
+    char data[512], real[PATH_MAX], pg_ctl[512], log[600];
+    struct stat st;
+    pid_t pid;
+    int ws;
+
+    if (state == NULL || *state == '\0')
+        return false;
+    snprintf(data, sizeof(data), "%s/pg/data", state);
+    if (realpath(data, real) == NULL || stat(real, &st) != 0)
+        return false;
+    snprintf(pg_ctl, sizeof(pg_ctl), "%s/pg_ctl", bin && *bin ? bin : "/usr/lib/postgresql/15/bin");
+    snprintf(log, sizeof(log), "%s/../log/postgresql.log", real);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* The cluster's OS user may not read our working directory. */
+        if (chdir("/") != 0)
+            _exit(126);
+        if (geteuid() == 0 && st.st_uid != 0) {
+            struct passwd *pw = getpwuid(st.st_uid);
+            if (pw == NULL)
+                _exit(126);
+            execl("/usr/sbin/runuser", "runuser", "-u", pw->pw_name, "--", pg_ctl, "-D", real, "-m",
+                  "fast", "-w", "-t", "60", "-l", log, "restart", (char *)NULL);
+        } else {
+            execl(pg_ctl, pg_ctl, "-D", real, "-m", "fast", "-w", "-t", "60", "-l", log, "restart",
+                  (char *)NULL);
+        }
+        _exit(127);
+    }
+    if (waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+        fail_msg("pg_ctl restart of %s failed (status %d)", real, ws);
+    return true;
+}
+
+void ct_db_outage(struct ct *t, bool down)
+{
+    char sql[256];
+    PGconn *admin = PQconnectdb("dbname=postgres");
+
+    if (PQstatus(admin) != CONNECTION_OK)
+        fail_msg("admin connection: %s", PQerrorMessage(admin));
+    snprintf(sql, sizeof(sql), "ALTER DATABASE %s ALLOW_CONNECTIONS %s", t->db.name,
+             down ? "false" : "true");
+    testdb_exec(admin, sql);
+    if (down) {
+        snprintf(sql, sizeof(sql),
+                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                 "WHERE datname = '%s' AND application_name LIKE 'ordergate-consumer%%'",
+                 t->db.name);
+        testdb_exec(admin, sql);
+    }
+    PQfinish(admin);
+}
+
+void ct_reconnect(struct ct *t)
+{
+    for (int i = 0; i < 100; i++) {
+        PQreset(t->conn);
+        if (PQstatus(t->conn) == CONNECTION_OK)
+            return;
+        testutil_sleep_ms(100);
+    }
+    fail_msg("cannot reconnect to %s: %s", t->db.name, PQerrorMessage(t->conn));
 }

@@ -90,6 +90,16 @@ int64_t ct_end_offset(const char *topic, int partition);
 
 int64_t ct_now_ms(void);
 
+/* Restarts the shared PostgreSQL of deploy/local/services.sh (pg_ctl restart
+ * -m fast on $ORDERGATE_STATE_DIR/pg/data); false when there is no such
+ * cluster (an existing PostgreSQL was given). Tests that call it run serially. */
+bool ct_pg_restart(void);
+/* Takes the test database away from the consumer (down: no new connections,
+ * its sessions terminated) or gives it back. Other databases are unaffected. */
+void ct_db_outage(struct ct *t, bool down);
+/* Re-opens the test's own connection (after a restart). */
+void ct_reconnect(struct ct *t);
+
 /* Reads topic/partition from the beginning to its current end, calling fn
  * for each message (valid during the call only). Returns how many. */
 typedef void (*ct_msg_fn)(void *arg, const rd_kafka_message_t *m);

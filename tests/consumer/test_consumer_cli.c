@@ -1,0 +1,232 @@
+/* The command line: --help documents every flag, bad usage and bad
+ * configuration exit 2 with one line (file:line when the file is at fault),
+ * --check-config validates without connecting, a runtime failure exits 1.
+ * Needs no services. */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "support/testutil.h"
+
+struct run {
+    int status;
+    char out[16384];
+    char err[16384];
+};
+
+static void slurp(const char *path, char *buf, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = 0;
+
+    if (f != NULL) {
+        n = fread(buf, 1, size - 1, f);
+        fclose(f);
+    }
+    buf[n] = '\0';
+}
+
+/* Runs the consumer with argv (NULL-terminated) and an empty environment
+ * for Kafka and the database, capturing stdout and stderr. */
+static void run(struct run *r, const char *const *args)
+{
+    char bin[512], out[256], err[256];
+    const char *argv[32];
+    int argc = 0, ws;
+    pid_t pid;
+
+    testutil_binary(bin, sizeof(bin), "consumer/ordergate-consumer");
+    snprintf(out, sizeof(out), "%s/tests/consumer/cli.%d.out", OG_BINARY_DIR, (int)getpid());
+    snprintf(err, sizeof(err), "%s/tests/consumer/cli.%d.err", OG_BINARY_DIR, (int)getpid());
+    argv[argc++] = bin;
+    for (int i = 0; args[i] != NULL && argc < 31; i++)
+        argv[argc++] = args[i];
+    argv[argc] = NULL;
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        unsetenv("ORDERGATE_BROKERS");
+        unsetenv("ORDERGATE_DB");
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    r->status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+    slurp(out, r->out, sizeof(r->out));
+    slurp(err, r->err, sizeof(r->err));
+    unlink(out);
+    unlink(err);
+}
+
+static int lines(const char *s)
+{
+    int n = 0;
+
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* Asserts exit 2 with exactly one line on stderr containing needle. */
+static void usage_error(const char *const *args, const char *needle)
+{
+    struct run r;
+
+    run(&r, args);
+    if (r.status != 2 || lines(r.err) != 1 || strstr(r.err, needle) == NULL)
+        fail_msg("%s...: status %d, stderr \"%s\"; expected 2 and one line with \"%s\"", args[0],
+                 r.status, r.err, needle);
+}
+
+static char *write_config(const char *name, const char *text, char *path, size_t size)
+{
+    FILE *f;
+
+    snprintf(path, size, "%s/tests/consumer/%s.%d.conf", OG_BINARY_DIR, name, (int)getpid());
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static void test_help_version(void **state)
+{
+    static const char *const flags[] = {
+        "--config",         "--db",           "--brokers", "--topics", "--group", "--batch-size",
+        "--metrics-listen", "--check-config", "--help",    "--version"};
+    struct run r;
+
+    (void)state;
+    run(&r, (const char *const[]){"--help", NULL});
+    assert_int_equal(r.status, 0);
+    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+        if (strstr(r.out, flags[i]) == NULL)
+            fail_msg("--help does not document %s", flags[i]);
+    assert_non_null(strstr(r.out, "Exit status"));
+    run(&r, (const char *const[]){"--version", NULL});
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "ordergate-consumer "));
+    assert_non_null(strstr(r.out, "librdkafka 2."));
+}
+
+static void test_bad_usage(void **state)
+{
+    (void)state;
+    usage_error((const char *const[]){"--bogus", NULL}, "unknown option '--bogus'");
+    usage_error((const char *const[]){"--batch-size", NULL}, "needs a value");
+    usage_error((const char *const[]){"extra", NULL}, "unexpected argument 'extra'");
+    usage_error((const char *const[]){"--batch-size", "0", NULL}, "consumer.batch_size");
+    usage_error((const char *const[]){"--batch-size", "many", NULL}, "not an integer");
+    usage_error((const char *const[]){"--topics", "bad topic!", NULL}, "not a valid topic name");
+    usage_error((const char *const[]){"--topics", "a,,b", NULL}, "empty topic name");
+    usage_error((const char *const[]){"--topics", "a,a", NULL}, "listed twice");
+    usage_error((const char *const[]){"--topics", "ordergate.cancel.dlq", NULL},
+                "dead-letter or payments topic");
+    usage_error((const char *const[]){"--config", "/nonexistent/ordergate.conf", NULL},
+                "cannot open");
+}
+
+static void test_check_config(void **state)
+{
+    char good[512], unknown[512], syntax[512], prop[512], reserved[512], path[600];
+    struct run r;
+
+    (void)state;
+    write_config("good",
+                 "kafka = {\n"
+                 "    topics = [\"ordergate.cancel.15m\", \"ordergate.cancel.60m\"];\n"
+                 "    properties = [\"socket.keepalive.enable=true\", \"client.rack=r1\"];\n"
+                 "};\n"
+                 "consumer = { batch_size = 250; };\n",
+                 good, sizeof(good));
+    run(&r, (const char *const[]){"--config", good, "--check-config", NULL});
+    if (r.status != 0)
+        fail_msg("valid config refused: %s", r.err);
+    assert_non_null(strstr(r.out, "configuration OK"));
+    assert_non_null(strstr(r.out, "consumer.batch_size = 250"));
+    assert_non_null(strstr(r.out, "kafka.topics = \"ordergate.cancel.15m,ordergate.cancel.60m\""));
+    /* Property values are never printed (they may be secrets). */
+    assert_null(strstr(r.out, "r1"));
+    /* Flags override the file. */
+    run(&r, (const char *const[]){"--config", good, "--batch-size", "7", "--check-config", NULL});
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "consumer.batch_size = 7"));
+
+    write_config("unknown", "# comment\n\nconsumer = { batchsize = 5; };\n", unknown,
+                 sizeof(unknown));
+    snprintf(path, sizeof(path), "%s:3:", unknown);
+    usage_error((const char *const[]){"--config", unknown, "--check-config", NULL}, path);
+
+    write_config("syntax", "kafka = {\n  brokers = \"a:1\"\n", syntax, sizeof(syntax));
+    usage_error((const char *const[]){"--config", syntax, "--check-config", NULL}, syntax);
+
+    write_config("prop",
+                 "log_level = \"warn\";\nkafka = {\n  properties = [\"no.such.thing=1\"];\n};\n",
+                 prop, sizeof(prop));
+    snprintf(path, sizeof(path), "%s:3: kafka property no.such.thing", prop);
+    usage_error((const char *const[]){"--config", prop, "--check-config", NULL}, path);
+
+    write_config("reserved",
+                 "kafka = {\n  properties = [\"client.id=x\",\n"
+                 "    \"enable.auto.offset.store=true\"];\n};\n",
+                 reserved, sizeof(reserved));
+    snprintf(path, sizeof(path), "%s:2: kafka.properties: enable.auto.offset.store", reserved);
+    usage_error((const char *const[]){"--config", reserved, "--check-config", NULL}, path);
+    /* Without --check-config the same file is refused the same way, before anything starts. */
+    usage_error((const char *const[]){"--config", reserved, NULL}, path);
+
+    unlink(good);
+    unlink(unknown);
+    unlink(syntax);
+    unlink(prop);
+    unlink(reserved);
+}
+
+static void test_runtime_failure(void **state)
+{
+    struct sockaddr_in addr = {.sin_family = AF_INET};
+    socklen_t len = sizeof(addr);
+    char listen_on[64];
+    struct run r;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    (void)state;
+    /* The metrics port is taken: a runtime failure, exit 1, nothing started. */
+    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+    assert_int_equal(bind(fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
+    assert_int_equal(listen(fd, 1), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&addr, &len), 0);
+    snprintf(listen_on, sizeof(listen_on), "127.0.0.1:%d", ntohs(addr.sin_port));
+    run(&r, (const char *const[]){"--brokers", "127.0.0.1:1", "--metrics-listen", listen_on, NULL});
+    close(fd);
+    if (r.status != 1)
+        fail_msg("status %d, stderr \"%s\"; expected 1", r.status, r.err);
+    assert_non_null(strstr(r.err, "metrics_listen"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_help_version),
+        cmocka_unit_test(test_bad_usage),
+        cmocka_unit_test(test_check_config),
+        cmocka_unit_test(test_runtime_failure),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -12,6 +12,9 @@
 
 #define GFX_MAX_PARAMS 16
 
+/* The fixture of the running test (tests run one at a time). */
+static struct gfx *gfx_current;
+
 struct gfx *gfx_new(const char *tag)
 {
     struct gfx *g = calloc(1, sizeof(*g));
@@ -23,6 +26,7 @@ struct gfx *gfx_new(const char *tag)
     g->log = tmpfile();
     assert_non_null(g->log);
     log_set_stream(g->log);
+    gfx_current = g;
     return g;
 }
 
@@ -30,6 +34,8 @@ void gfx_free(struct gfx *g)
 {
     if (g == NULL)
         return;
+    if (g == gfx_current)
+        gfx_current = NULL;
     log_set_stream(NULL);
     db_free(g->db);
     PQfinish(g->sql);
@@ -37,6 +43,13 @@ void gfx_free(struct gfx *g)
         fclose(g->log);
     testdb_drop(&g->t);
     free(g);
+}
+
+int gfx_teardown(void **state)
+{
+    (void)state;
+    gfx_free(gfx_current);
+    return 0;
 }
 
 static int gfx_collect(va_list ap, const char **params)

@@ -27,6 +27,9 @@ struct gfx {
 struct gfx *gfx_new(const char *tag);
 /* Restores logging, closes, drops the database. NULL is a no-op. */
 void gfx_free(struct gfx *g);
+/* cmocka teardown: frees the fixture a failed test left behind (its
+ * database included), so a failure does not leak databases. */
+int gfx_teardown(void **state);
 
 /* Query helpers: params are a NULL-terminated list of strings (SQL NULL
  * cannot be passed here; use gfx_raw for that). */

@@ -531,11 +531,11 @@ static void test_client_as_service_login(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_raw_bad_arguments),
-        cmocka_unit_test(test_client_bad_arguments),
-        cmocka_unit_test(test_trigger_guards_status),
-        cmocka_unit_test(test_service_role_least_privilege),
-        cmocka_unit_test(test_client_as_service_login),
+        cmocka_unit_test_teardown(test_raw_bad_arguments, gfx_teardown),
+        cmocka_unit_test_teardown(test_client_bad_arguments, gfx_teardown),
+        cmocka_unit_test_teardown(test_trigger_guards_status, gfx_teardown),
+        cmocka_unit_test_teardown(test_service_role_least_privilege, gfx_teardown),
+        cmocka_unit_test_teardown(test_client_as_service_login, gfx_teardown),
     };
     return cmocka_run_group_tests(tests, guard_setup, guard_teardown);
 }

@@ -749,16 +749,16 @@ static void test_close_outcomes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_place_outcomes),
-        cmocka_unit_test(test_cancel_outcomes),
-        cmocka_unit_test(test_cancel_empty),
-        cmocka_unit_test(test_cancel_same_sku_batch),
-        cmocka_unit_test(test_payment_paid_and_duplicate),
-        cmocka_unit_test(test_payment_after_expiry_before_cancel),
-        cmocka_unit_test(test_payment_late),
-        cmocka_unit_test(test_payment_double_mismatch_not_found),
-        cmocka_unit_test(test_hold_outcomes),
-        cmocka_unit_test(test_close_outcomes),
+        cmocka_unit_test_teardown(test_place_outcomes, gfx_teardown),
+        cmocka_unit_test_teardown(test_cancel_outcomes, gfx_teardown),
+        cmocka_unit_test_teardown(test_cancel_empty, gfx_teardown),
+        cmocka_unit_test_teardown(test_cancel_same_sku_batch, gfx_teardown),
+        cmocka_unit_test_teardown(test_payment_paid_and_duplicate, gfx_teardown),
+        cmocka_unit_test_teardown(test_payment_after_expiry_before_cancel, gfx_teardown),
+        cmocka_unit_test_teardown(test_payment_late, gfx_teardown),
+        cmocka_unit_test_teardown(test_payment_double_mismatch_not_found, gfx_teardown),
+        cmocka_unit_test_teardown(test_hold_outcomes, gfx_teardown),
+        cmocka_unit_test_teardown(test_close_outcomes, gfx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -479,10 +479,10 @@ static void test_retry_after_lost_reply(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_retry_after_idle_terminate),
-        cmocka_unit_test(test_retry_terminate_while_waiting),
-        cmocka_unit_test(test_retry_after_deadlock),
-        cmocka_unit_test(test_retry_after_lost_reply),
+        cmocka_unit_test_teardown(test_retry_after_idle_terminate, gfx_teardown),
+        cmocka_unit_test_teardown(test_retry_terminate_while_waiting, gfx_teardown),
+        cmocka_unit_test_teardown(test_retry_after_deadlock, gfx_teardown),
+        cmocka_unit_test_teardown(test_retry_after_lost_reply, gfx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -491,7 +491,7 @@ static void test_stress_cancel_vs_pay(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_stress_cancel_vs_pay),
+        cmocka_unit_test_teardown(test_stress_cancel_vs_pay, gfx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

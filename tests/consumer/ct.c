@@ -24,6 +24,13 @@
 #include "common/codec.h"
 #include "support/testutil.h"
 
+const char *ct_brokers_override;
+
+static const char *ct_brokers(void)
+{
+    return ct_brokers_override != NULL ? ct_brokers_override : testutil_brokers();
+}
+
 int64_t ct_now_ms(void)
 {
     struct timespec ts;
@@ -51,7 +58,7 @@ void ct_create_topic(const char *topic, int partitions)
     const rd_kafka_topic_result_t **res;
     size_t nres;
 
-    ct_conf(conf, "bootstrap.servers", testutil_brokers());
+    ct_conf(conf, "bootstrap.servers", ct_brokers());
     rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
     if (rk == NULL)
         fail_msg("admin client: %s", errstr);
@@ -116,7 +123,7 @@ void ct_setup(struct ct *t, const char *tag, int partitions, unsigned flags)
     ct_create_topic(t->payments, 2);
 
     conf = rd_kafka_conf_new();
-    ct_conf(conf, "bootstrap.servers", testutil_brokers());
+    ct_conf(conf, "bootstrap.servers", ct_brokers());
     ct_conf(conf, "enable.idempotence", "true");
     ct_conf(conf, "linger.ms", "1");
     t->producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
@@ -241,7 +248,7 @@ void ct_spawn(struct ct *t, struct ct_proc *p, const char *name, const char *top
     argv[argc++] = "--db";
     argv[argc++] = db;
     argv[argc++] = "--brokers";
-    argv[argc++] = testutil_brokers();
+    argv[argc++] = ct_brokers();
     argv[argc++] = "--topics";
     argv[argc++] = topics;
     argv[argc++] = "--group";
@@ -448,7 +455,7 @@ static rd_kafka_t *ct_group_handle(const char *group)
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     rd_kafka_t *rk;
 
-    ct_conf(conf, "bootstrap.servers", testutil_brokers());
+    ct_conf(conf, "bootstrap.servers", ct_brokers());
     ct_conf(conf, "group.id", group);
     ct_conf(conf, "enable.auto.commit", "false");
     rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));

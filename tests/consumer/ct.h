@@ -34,6 +34,10 @@ struct ct_proc {
     int status;    /* exit status once reaped, -1 before; 128+n when killed by signal n */
 };
 
+/* When set, every helper (and the spawned consumer) uses these brokers
+ * instead of ORDERGATE_BROKERS: a librdkafka mock cluster. */
+extern const char *ct_brokers_override;
+
 /* ct_setup flags */
 #define CT_PAYMENTS 1u /* the consumer also reads the payments topic */
 

@@ -22,3 +22,6 @@ og_consumer_test(consumer_outage LABELS kafka FIXTURES db kafka TIMEOUT 150)
 set_tests_properties(consumer_outage PROPERTIES RUN_SERIAL TRUE)
 # The command line needs no services.
 og_consumer_test(consumer_cli LABELS unit TIMEOUT 60)
+# The broker goes down and comes back: librdkafka's mock cluster inside the test, so the
+# shared broker stays up for the other tests. Needs only PostgreSQL.
+og_consumer_test(consumer_broker LABELS db FIXTURES db TIMEOUT 120)

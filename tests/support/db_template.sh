@@ -1,32 +1,50 @@
 #!/usr/bin/env bash
-# CTest fixture: (re)builds the template database that every database test
-# copies, by applying schema/*.sql in lexical order with plain psql, exactly as
-# an operator would. Fails (never skips) when PostgreSQL cannot be reached.
+# Builds the template database that every database test copies, by applying
+# schema/*.sql in lexical order with plain psql, exactly as an operator would.
+# CTest runs it as the `db` fixture; tests/isolation/run.sh calls it too.
+#
+# The template records a checksum of the schema files in its comment and is
+# rebuilt only when they changed (or with --force). It is built under another
+# name and renamed at the end, so a concurrent reader never sees half a schema.
+# Fails (never skips) when PostgreSQL cannot be reached.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 schema="$here/../../schema"
 tpl=${ORDERGATE_TEMPLATE_DB:-ordergate_tpl}
+psql=(env PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1)
+force=0
+[ "${1:-}" = --force ] && force=1
 
-if ! psql -X -q -d postgres -c 'select 1' >/dev/null; then
+if ! "${psql[@]}" -d postgres -c 'select 1' >/dev/null; then
     echo "db_template: cannot reach PostgreSQL (PGHOST=${PGHOST:-} PGPORT=${PGPORT:-});" \
          "run deploy/local/services.sh up" >&2
     exit 1
 fi
-PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1 -d postgres <<SQL
-UPDATE pg_database SET datistemplate = false WHERE datname = '$tpl';
-DROP DATABASE IF EXISTS $tpl WITH (FORCE);
-CREATE DATABASE $tpl;
-SQL
 shopt -s nullglob
 files=("$schema"/[0-9][0-9][0-9]_*.sql)
 if [ ${#files[@]} -eq 0 ]; then
     echo "db_template: no migrations in $schema" >&2
     exit 1
 fi
+want="ordergate schema $(cat "${files[@]}" | sha256sum | cut -c1-32)"
+have=$("${psql[@]}" -At -d postgres -c \
+    "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = '$tpl'")
+if [ $force = 0 ] && [ "$have" = "$want" ]; then
+    echo "db_template: $tpl is up to date ($want)"
+    exit 0
+fi
+build="${tpl}_build_$$"
+"${psql[@]}" -d postgres -c "DROP DATABASE IF EXISTS $build" -c "CREATE DATABASE $build TEMPLATE template0"
 for f in "${files[@]}"; do
-    psql -X -q -v ON_ERROR_STOP=1 -d "$tpl" -f "$f" >/dev/null
+    if ! "${psql[@]}" -d "$build" -f "$f" >/dev/null; then
+        "${psql[@]}" -d postgres -c "DROP DATABASE IF EXISTS $build"
+        echo "db_template: applying $(basename "$f") failed" >&2
+        exit 1
+    fi
 done
-psql -X -q -v ON_ERROR_STOP=1 -d postgres \
-    -c "UPDATE pg_database SET datistemplate = true WHERE datname = '$tpl'" >/dev/null
-echo "db_template: $tpl has ${#files[@]} migrations: $(psql -X -At -d "$tpl" -c \
+"${psql[@]}" -d postgres -c "COMMENT ON DATABASE $build IS '$want'" \
+    -c "UPDATE pg_database SET datistemplate = false WHERE datname = '$tpl'" \
+    -c "DROP DATABASE IF EXISTS $tpl WITH (FORCE)" \
+    -c "ALTER DATABASE $build RENAME TO $tpl"
+echo "db_template: built $tpl from ${#files[@]} migrations: $("${psql[@]}" -At -d "$tpl" -c \
     "select string_agg(version, ',' order by version) from ordergate.schema_migrations")"

@@ -1,0 +1,11 @@
+# Deterministic interleavings of real sessions (PostgreSQL's isolationtester), one
+# test per spec: the seed's race windows W1-W4, manual close and hold against
+# payments, and overlapping batches that must not deadlock.
+file(GLOB OG_ISOLATION_SPECS CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/specs/*.spec)
+foreach(spec ${OG_ISOLATION_SPECS})
+  get_filename_component(name ${spec} NAME_WE)
+  add_test(NAME isolation_${name} COMMAND ${CMAKE_CURRENT_LIST_DIR}/run.sh ${name})
+  set_tests_properties(isolation_${name} PROPERTIES
+                       FIXTURES_REQUIRED db LABELS "db;isolation" TIMEOUT 120
+                       ENVIRONMENT "ORDERGATE_ISOLATION_OUT=${PROJECT_BINARY_DIR}/isolation")
+endforeach()

@@ -1,0 +1,819 @@
+/* og_bench_gate: claim_cancel throughput of the gate client, against pgbench.
+ *
+ * One session, durable commits (fsync and synchronous_commit must be on),
+ * every side effect of a cancel on (restock, coupon return, status_log row,
+ * outbox event). For each batch size it places its own overdue orders (bulk
+ * SQL: setup is not measured), then cancels all of them through
+ * gate_claim_cancel() in batches of that size and reports orders/s, calls
+ * (= transactions)/s and call latency. In the same run, pgbench -N with one
+ * client on a separate database gives the server's durable single-client
+ * transaction rate, and the table shows the ratio. A benchmark prints
+ * figures; it is not a test, but it refuses to run on a non-durable server
+ * unless told to, and it checks that every order was really cancelled and
+ * that reconcile() finds nothing wrong afterwards.
+ *
+ * Connection parameters come from libpq's environment (PGHOST, PGPORT, ...).
+ * Exit status: 0 done, 1 runtime failure, 2 bad usage. */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <libpq-fe.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/db.h"
+#include "common/gate.h"
+#include "common/log.h"
+
+#define BENCH_MAX_BATCHES  16
+#define BENCH_TARGET_BATCH 500
+#define BENCH_TARGET_RATE  20000.0
+
+struct bench_opts {
+    const char *dbname; /* database created (dropped first) for the run */
+    const char *db;     /* existing database with the schema: no create, no drop */
+    char schema_dir[PATH_MAX];
+    int batches[BENCH_MAX_BATCHES];
+    int nbatches;
+    int orders;       /* orders per batch size >= 100 */
+    int small_orders; /* orders for batch sizes < 100 (each call is a commit) */
+    int max_seconds;  /* per batch size */
+    int skus;
+    int items;        /* lines per order */
+    int coupon_every; /* one order in N holds a coupon; 0 = none */
+    const char *pgbench_db;
+    int pgbench_seconds;
+    int no_pgbench;
+    int keep;
+    int profile; /* per-function server time (track_functions) */
+    int allow_nondurable;
+};
+
+struct phase_result {
+    int batch;
+    long orders;
+    long calls;
+    double seconds;
+    double p50_ms, p99_ms;
+    double cpu_s;     /* CPU time of the server backend, -1 when unknown */
+    double wal_bytes; /* WAL written during the phase */
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: og_bench_gate [options]\n"
+            "  --dbname NAME         database to create for the run (default og_bench; dropped\n"
+            "                        first, dropped again at the end unless --keep)\n"
+            "  --db CONNINFO         use this existing database instead (schema applied)\n"
+            "  --schema DIR          migrations applied with psql (default: the source tree's)\n"
+            "  --batches LIST        batch sizes (default 1,100,500,1000)\n"
+            "  --orders N            orders per batch size >= 100 (default 50000)\n"
+            "  --small-orders N      orders for batch sizes < 100 (default 2000)\n"
+            "  --max-seconds N       stop a batch size after N seconds (default 60)\n"
+            "  --skus N              distinct SKUs (default 1000)\n"
+            "  --items N             lines per order, 1..10 (default 2)\n"
+            "  --coupon-every N      one order in N holds a coupon, 0 = none (default 3)\n"
+            "  --pgbench-db NAME     database for pgbench (default og_bench_pgbench)\n"
+            "  --pgbench-seconds N   pgbench -T (default 10)\n"
+            "  --no-pgbench          skip the pgbench comparison\n"
+            "  --profile             also print server time per SQL function (track_functions)\n"
+            "  --allow-nondurable    run even if fsync or synchronous_commit is off\n"
+            "  --keep                keep the databases afterwards\n"
+            "Connection: libpq's environment (PGHOST, PGPORT, PGUSER; a superuser, for setup).\n");
+}
+
+static int parse_int(const char *s, int min, int max, int *out)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* A database name we create: lower-case identifier characters only, so it
+ * needs no quoting and cannot carry anything else. */
+static int name_valid(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > 63 || (s[0] >= '0' && s[0] <= '9'))
+        return 0;
+    return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") == n;
+}
+
+static int parse_batches(const char *list, struct bench_opts *o)
+{
+    char buf[256], *save = NULL, *tok;
+
+    snprintf(buf, sizeof(buf), "%s", list);
+    o->nbatches = 0;
+    for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+        if (o->nbatches == BENCH_MAX_BATCHES ||
+            parse_int(tok, 1, GATE_BATCH_MAX, &o->batches[o->nbatches]) != 0)
+            return -1;
+        o->nbatches++;
+    }
+    return o->nbatches > 0 ? 0 : -1;
+}
+
+static int parse_args(int argc, char **argv, struct bench_opts *o)
+{
+    static const struct option longopts[] = {{"dbname", required_argument, NULL, 'n'},
+                                             {"db", required_argument, NULL, 'd'},
+                                             {"schema", required_argument, NULL, 's'},
+                                             {"batches", required_argument, NULL, 'b'},
+                                             {"orders", required_argument, NULL, 'o'},
+                                             {"small-orders", required_argument, NULL, 'm'},
+                                             {"max-seconds", required_argument, NULL, 't'},
+                                             {"skus", required_argument, NULL, 'k'},
+                                             {"items", required_argument, NULL, 'i'},
+                                             {"coupon-every", required_argument, NULL, 'c'},
+                                             {"pgbench-db", required_argument, NULL, 'p'},
+                                             {"pgbench-seconds", required_argument, NULL, 'T'},
+                                             {"no-pgbench", no_argument, NULL, 'N'},
+                                             {"profile", no_argument, NULL, 'P'},
+                                             {"allow-nondurable", no_argument, NULL, 'A'},
+                                             {"keep", no_argument, NULL, 'K'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    const char *here = __FILE__, *slash;
+    int c;
+
+    *o = (struct bench_opts){.dbname = "og_bench",
+                             .orders = 50000,
+                             .small_orders = 2000,
+                             .max_seconds = 60,
+                             .skus = 1000,
+                             .items = 2,
+                             .coupon_every = 3,
+                             .pgbench_db = "og_bench_pgbench",
+                             .pgbench_seconds = 10};
+    parse_batches("1,100,500,1000", o);
+    /* Default schema directory: ../../schema from this source file. */
+    slash = strstr(here, "/tools/bench/");
+    if (slash != NULL)
+        snprintf(o->schema_dir, sizeof(o->schema_dir), "%.*s/schema", (int)(slash - here), here);
+    else
+        snprintf(o->schema_dir, sizeof(o->schema_dir), "schema");
+
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        int bad = 0;
+        switch (c) {
+        case 'n':
+            o->dbname = optarg;
+            bad = !name_valid(optarg);
+            break;
+        case 'd':
+            o->db = optarg;
+            break;
+        case 's':
+            snprintf(o->schema_dir, sizeof(o->schema_dir), "%s", optarg);
+            break;
+        case 'b':
+            bad = parse_batches(optarg, o) != 0;
+            break;
+        case 'o':
+            bad = parse_int(optarg, 1, 10000000, &o->orders) != 0;
+            break;
+        case 'm':
+            bad = parse_int(optarg, 1, 10000000, &o->small_orders) != 0;
+            break;
+        case 't':
+            bad = parse_int(optarg, 1, 86400, &o->max_seconds) != 0;
+            break;
+        case 'k':
+            bad = parse_int(optarg, 200, 10000000, &o->skus) != 0;
+            break;
+        case 'i':
+            bad = parse_int(optarg, 1, 10, &o->items) != 0;
+            break;
+        case 'c':
+            bad = parse_int(optarg, 0, 1000000, &o->coupon_every) != 0;
+            break;
+        case 'p':
+            o->pgbench_db = optarg;
+            bad = !name_valid(optarg);
+            break;
+        case 'T':
+            bad = parse_int(optarg, 1, 3600, &o->pgbench_seconds) != 0;
+            break;
+        case 'N':
+            o->no_pgbench = 1;
+            break;
+        case 'P':
+            o->profile = 1;
+            break;
+        case 'A':
+            o->allow_nondurable = 1;
+            break;
+        case 'K':
+            o->keep = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            bad = 1;
+        }
+        if (bad) {
+            if (c != '?')
+                fprintf(stderr, "og_bench_gate: bad value '%s' for %s\n", optarg ? optarg : "",
+                        argv[optind - 1]);
+            usage(stderr);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "og_bench_gate: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return -1;
+    }
+    if (!o->no_pgbench && o->db == NULL && strcmp(o->pgbench_db, o->dbname) == 0) {
+        fprintf(stderr, "og_bench_gate: --pgbench-db must differ from --dbname\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* Runs a program (no shell), collecting its stdout and stderr into out.
+ * Returns its exit status, or -1 when it could not be run. */
+static int run_program(char *const argv[], char *out, size_t out_size)
+{
+    int fds[2], status = 0;
+    size_t used = 0;
+    pid_t pid;
+
+    if (out_size > 0)
+        out[0] = '\0';
+    if (pipe(fds) != 0)
+        return -1;
+    pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        dup2(fds[1], STDERR_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+        execvp(argv[0], argv);
+        fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(fds[1]);
+    for (;;) {
+        char buf[4096];
+        ssize_t r = read(fds[0], buf, sizeof(buf));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        /* Keep the tail: errors come last. */
+        if (used + (size_t)r >= out_size && out_size > 0) {
+            size_t drop = used + (size_t)r - out_size + 1;
+            if (drop > used)
+                drop = used;
+            memmove(out, out + drop, used - drop);
+            used -= drop;
+        }
+        if ((size_t)r < out_size) {
+            memcpy(out + used, buf, (size_t)r);
+            used += (size_t)r;
+            out[used] = '\0';
+        }
+    }
+    close(fds[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int sql_ok(PGconn *c, const char *sql, int n, const char *const *params, PGresult **out)
+{
+    PGresult *res = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
+    ExecStatusType st = PQresultStatus(res);
+
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+        fprintf(stderr, "og_bench_gate: SQL failed: %s\n  %s", sql, PQerrorMessage(c));
+        PQclear(res);
+        return -1;
+    }
+    if (out != NULL)
+        *out = res;
+    else
+        PQclear(res);
+    return 0;
+}
+
+static const char *sql_text(PGconn *c, const char *sql, char *buf, size_t size)
+{
+    PGresult *res;
+
+    snprintf(buf, size, "?");
+    if (sql_ok(c, sql, 0, NULL, &res) == 0) {
+        if (PQntuples(res) > 0)
+            snprintf(buf, size, "%s", PQgetvalue(res, 0, 0));
+        PQclear(res);
+    }
+    return buf;
+}
+
+static PGconn *connect_db(const char *conninfo)
+{
+    PGconn *c = PQconnectdb(conninfo);
+
+    if (PQstatus(c) != CONNECTION_OK) {
+        fprintf(stderr, "og_bench_gate: cannot connect (%s): %s", conninfo, PQerrorMessage(c));
+        PQfinish(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* DROP and CREATE a database whose name passed name_valid(). */
+static int recreate_db(PGconn *admin, const char *name)
+{
+    char sql[160];
+
+    snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s WITH (FORCE)", name);
+    if (sql_ok(admin, sql, 0, NULL, NULL) != 0)
+        return -1;
+    snprintf(sql, sizeof(sql), "CREATE DATABASE %s", name);
+    return sql_ok(admin, sql, 0, NULL, NULL);
+}
+
+static void drop_db(PGconn *admin, const char *name)
+{
+    char sql[160];
+
+    snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s WITH (FORCE)", name);
+    (void)sql_ok(admin, sql, 0, NULL, NULL);
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Applies schema_dir/NNN_*.sql in lexical order with plain psql, exactly as
+ * the test template fixture and an operator do. */
+static int apply_schema(const struct bench_opts *o)
+{
+    DIR *dir = opendir(o->schema_dir);
+    struct dirent *e;
+    char *files[256];
+    int n = 0, rc = -1;
+
+    if (dir == NULL) {
+        fprintf(stderr, "og_bench_gate: cannot open %s: %s (use --schema)\n", o->schema_dir,
+                strerror(errno));
+        return -1;
+    }
+    while ((e = readdir(dir)) != NULL && n < 256) {
+        size_t len = strlen(e->d_name);
+        if (len > 8 && strspn(e->d_name, "0123456789") == 3 && e->d_name[3] == '_' &&
+            strcmp(e->d_name + len - 4, ".sql") == 0)
+            files[n++] = strdup(e->d_name);
+    }
+    closedir(dir);
+    qsort(files, (size_t)n, sizeof(files[0]), cmp_name);
+    if (n == 0) {
+        fprintf(stderr, "og_bench_gate: no migrations NNN_*.sql in %s (use --schema)\n",
+                o->schema_dir);
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        char path[PATH_MAX + 300], out[4096];
+        char *const argv[] = {"psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", (char *)o->dbname,
+                              "-f",   path, NULL};
+
+        if (files[i] == NULL)
+            goto out;
+        snprintf(path, sizeof(path), "%s/%s", o->schema_dir, files[i]);
+        if (run_program(argv, out, sizeof(out)) != 0) {
+            fprintf(stderr, "og_bench_gate: psql -f %s failed:\n%s\n", path, out);
+            goto out;
+        }
+    }
+    printf("schema: %d migrations from %s applied to %s\n", n, o->schema_dir, o->dbname);
+    rc = 0;
+out:
+    for (int i = 0; i < n; i++)
+        free(files[i]);
+    return rc;
+}
+
+/* pgbench -i, then -N with one client; returns tps or -1. */
+static double run_pgbench(const struct bench_opts *o, PGconn *admin)
+{
+    char out[16384], secs[16];
+    const char *tps;
+
+    if (recreate_db(admin, o->pgbench_db) != 0)
+        return -1;
+    {
+        char *const argv[] = {"pgbench", "-i", "-q", "-s", "1", (char *)o->pgbench_db, NULL};
+        if (run_program(argv, out, sizeof(out)) != 0) {
+            fprintf(stderr, "og_bench_gate: pgbench -i failed:\n%s\n", out);
+            return -1;
+        }
+    }
+    (void)sql_ok(admin, "CHECKPOINT", 0, NULL, NULL);
+    snprintf(secs, sizeof(secs), "%d", o->pgbench_seconds);
+    {
+        char *const argv[] = {
+            "pgbench", "-N", "-c", "1", "-j", "1", "-T", secs, (char *)o->pgbench_db, NULL};
+        if (run_program(argv, out, sizeof(out)) != 0) {
+            fprintf(stderr, "og_bench_gate: pgbench failed:\n%s\n", out);
+            return -1;
+        }
+    }
+    tps = strstr(out, "tps = ");
+    if (tps == NULL) {
+        fprintf(stderr, "og_bench_gate: no tps in pgbench's output:\n%s\n", out);
+        return -1;
+    }
+    return strtod(tps + 6, NULL);
+}
+
+/* Bulk setup of one batch size's orders, straight into the tables (not
+ * measured): pending, overdue by an hour, items over the SKUs, a locked
+ * coupon on one order in coupon_every, stock reduced by what they hold so
+ * that reconcile's stock invariant holds. */
+static int place_phase_orders(PGconn *c, const struct bench_opts *o, const char *prefix, int n)
+{
+    char ns[16], items[16], skus[16], every[16];
+    const char *p[4] = {prefix, ns, items, skus};
+    const char *pc[3] = {prefix, ns, every};
+
+    snprintf(ns, sizeof(ns), "%d", n);
+    snprintf(items, sizeof(items), "%d", o->items);
+    snprintf(skus, sizeof(skus), "%d", o->skus);
+    snprintf(every, sizeof(every), "%d", o->coupon_every);
+    if (sql_ok(c, "BEGIN", 0, NULL, NULL) != 0 ||
+        sql_ok(c,
+               "INSERT INTO ordergate.coupons (coupon_id, state) "
+               "SELECT $1 || 'c' || i, 'locked' FROM generate_series(0, $2::int - 1) i "
+               "WHERE $3::int > 0 AND i % $3::int = 0",
+               3, pc, NULL) != 0 ||
+        sql_ok(
+            c,
+            "INSERT INTO ordergate.orders (order_no, status, amount_cents, coupon_id, expire_at) "
+            "SELECT $1 || i, 'pending_payment', 1000 + (i % 50) * 100, "
+            "       CASE WHEN $3::int > 0 AND i % $3::int = 0 THEN $1 || 'c' || i END, "
+            "       now() - interval '1 hour' "
+            "FROM generate_series(0, $2::int - 1) i",
+            3, pc, NULL) != 0 ||
+        sql_ok(c,
+               "INSERT INTO ordergate.order_items (order_no, sku, qty) "
+               "SELECT $1 || i, 'k' || ((i * 7 + j * 13) % $4::int), 1 + j "
+               "FROM generate_series(0, $2::int - 1) i, generate_series(0, $3::int - 1) j",
+               4, p, NULL) != 0 ||
+        sql_ok(c,
+               "UPDATE ordergate.inventory v SET available = v.available - h.q "
+               "FROM (SELECT it.sku, sum(it.qty) AS q FROM ordergate.order_items it "
+               "      WHERE it.order_no LIKE $1 || '%' GROUP BY it.sku) h WHERE v.sku = h.sku",
+               1, p, NULL) != 0 ||
+        sql_ok(c, "COMMIT", 0, NULL, NULL) != 0)
+        return -1;
+    return 0;
+}
+
+/* CPU seconds a local process has run, from /proc/PID/schedstat (ns) or,
+ * without it, /proc/PID/stat (clock ticks); -1 when the server is not on
+ * this machine or /proc is not readable. */
+static double proc_cpu_seconds(int pid)
+{
+    char path[64], line[1024];
+    const char *p;
+    unsigned long long ns;
+    unsigned long utime = 0, stime = 0;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/schedstat", pid);
+    f = fopen(path, "r");
+    if (f != NULL) {
+        int ok = fscanf(f, "%llu", &ns) == 1;
+        fclose(f);
+        if (ok)
+            return (double)ns / 1e9;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    p = fgets(line, sizeof(line), f);
+    fclose(f);
+    if (p == NULL || (p = strrchr(line, ')')) == NULL)
+        return -1;
+    /* After "pid (comm)": state is field 3, utime 14, stime 15. */
+    if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
+        return -1;
+    return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* "1.23 0.98 0.50" from /proc/loadavg, or "?". */
+static const char *load_average(char *buf, size_t size)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    float a = 0, b = 0, c = 0;
+
+    snprintf(buf, size, "?");
+    if (f != NULL) {
+        if (fscanf(f, "%f %f %f", &a, &b, &c) == 3)
+            snprintf(buf, size, "%.2f %.2f %.2f", a, b, c);
+        fclose(f);
+    }
+    return buf;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Cancels the n orders "<prefix><i>" in batches through the gate client. */
+static int run_phase(struct db *db, const struct bench_opts *o, const char *prefix, int n,
+                     int batch, struct phase_result *r)
+{
+    int pid = db_conn(db) != NULL ? PQbackendPID(db_conn(db)) : 0;
+    double cpu0 = pid > 0 ? proc_cpu_seconds(pid) : -1;
+    char(*names)[GATE_ORDER_NO_MAX + 1] = calloc((size_t)n, sizeof(*names));
+    const char **nos = calloc((size_t)n, sizeof(*nos));
+    struct gate_cancel_row *rows = calloc((size_t)batch, sizeof(*rows));
+    double *lat = calloc((size_t)n / (size_t)batch + 1, sizeof(*lat));
+    int rc = -1;
+    int64_t t0, deadline;
+
+    memset(r, 0, sizeof(*r));
+    r->batch = batch;
+    if (names == NULL || nos == NULL || rows == NULL || lat == NULL)
+        goto out;
+    for (int i = 0; i < n; i++) {
+        snprintf(names[i], sizeof(names[i]), "%s%d", prefix, i);
+        nos[i] = names[i];
+    }
+    t0 = clock_mono_us();
+    deadline = t0 + (int64_t)o->max_seconds * 1000000;
+    for (int i = 0; i < n && clock_mono_us() < deadline; i += batch) {
+        size_t len = (size_t)(n - i < batch ? n - i : batch), nrows = 0;
+        struct og_error err = {0};
+        int64_t c0 = clock_mono_us();
+
+        if (gate_claim_cancel(db, nos + i, len, GATE_SRC_TIMEOUT_SCANNER, rows, &nrows, &err) !=
+            OG_OK) {
+            fprintf(stderr, "og_bench_gate: claim_cancel failed: %s\n", err.msg);
+            goto out;
+        }
+        lat[r->calls++] = (double)(clock_mono_us() - c0) / 1000.0;
+        for (size_t k = 0; k < nrows; k++)
+            if (rows[k].outcome != GATE_CANCELLED) {
+                fprintf(stderr, "og_bench_gate: %s came back %s, expected cancelled\n",
+                        rows[k].order_no, gate_outcome_str(rows[k].outcome));
+                goto out;
+            }
+        if (nrows != len) {
+            fprintf(stderr, "og_bench_gate: %zu rows for %zu orders\n", nrows, len);
+            goto out;
+        }
+        r->orders += (long)len;
+    }
+    r->seconds = (double)(clock_mono_us() - t0) / 1e6;
+    /* The same backend throughout, or the CPU figure would mix two. */
+    if (cpu0 >= 0 && db_conn(db) != NULL && PQbackendPID(db_conn(db)) == pid)
+        r->cpu_s = proc_cpu_seconds(pid) - cpu0;
+    else
+        r->cpu_s = -1;
+    qsort(lat, (size_t)r->calls, sizeof(*lat), cmp_double);
+    r->p50_ms = lat[(r->calls - 1) / 2];
+    r->p99_ms = lat[(r->calls - 1) * 99 / 100];
+    rc = 0;
+out:
+    free(lat);
+    free(rows);
+    free(nos);
+    free(names);
+    return rc;
+}
+
+static void print_profile(PGconn *c, struct db *db)
+{
+    struct og_error err = {0};
+    PGresult *res;
+
+    /* The gate session flushes its function counters when it goes idle. */
+    if (db_exec(db, "SELECT pg_stat_force_next_flush()", &err) != OG_OK ||
+        db_exec(db, "SELECT 1", &err) != OG_OK)
+        return;
+    if (sql_ok(
+            c,
+            "SELECT funcname, calls, round(total_time::numeric, 1), round(self_time::numeric, 1) "
+            "FROM pg_stat_user_functions WHERE schemaname = 'ordergate' "
+            "ORDER BY total_time DESC",
+            0, NULL, &res) != 0)
+        return;
+    printf("  %-22s %10s %12s %12s\n", "function", "calls", "total ms", "self ms");
+    for (int i = 0; i < PQntuples(res); i++)
+        printf("  %-22s %10s %12s %12s\n", PQgetvalue(res, i, 0), PQgetvalue(res, i, 1),
+               PQgetvalue(res, i, 2), PQgetvalue(res, i, 3));
+    PQclear(res);
+    (void)sql_ok(c, "SELECT pg_stat_reset()", 0, NULL, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    struct bench_opts o;
+    struct phase_result results[BENCH_MAX_BATCHES];
+    char conninfo[512], lsn[64], fsync_v[32], sync_v[32], fpw[32], method[32], version[64];
+    PGconn *admin = NULL, *c = NULL;
+    struct db *db = NULL;
+    struct og_error err = {0};
+    double pgbench_tps = -1;
+    int rc = 1, created = 0, nresults = 0;
+    long violations = -1;
+
+    if (parse_args(argc, argv, &o) != 0)
+        return 2;
+    log_init("og_bench_gate", LOG_LVL_WARN);
+
+    admin = connect_db("dbname=postgres");
+    if (admin == NULL)
+        goto out;
+    if (o.db != NULL) {
+        snprintf(conninfo, sizeof(conninfo), "%s", o.db);
+    } else {
+        if (recreate_db(admin, o.dbname) != 0)
+            goto out;
+        created = 1;
+        if (apply_schema(&o) != 0)
+            goto out;
+        snprintf(conninfo, sizeof(conninfo), "dbname=%s", o.dbname);
+    }
+    c = connect_db(conninfo);
+    if (c == NULL)
+        goto out;
+
+    sql_text(c, "SHOW fsync", fsync_v, sizeof(fsync_v));
+    sql_text(c, "SHOW synchronous_commit", sync_v, sizeof(sync_v));
+    sql_text(c, "SHOW full_page_writes", fpw, sizeof(fpw));
+    sql_text(c, "SHOW wal_sync_method", method, sizeof(method));
+    sql_text(c, "SELECT split_part(version(), ' ', 2)", version, sizeof(version));
+    printf("server: PostgreSQL %s  fsync=%s  synchronous_commit=%s  full_page_writes=%s  "
+           "wal_sync_method=%s\n",
+           version, fsync_v, sync_v, fpw, method);
+    printf("host: %ld CPUs online, load average %s (shared machine: other work skews "
+           "wall-clock figures; the backend CPU columns do not depend on it as much)\n",
+           sysconf(_SC_NPROCESSORS_ONLN), load_average(lsn, sizeof(lsn)));
+    if ((strcmp(fsync_v, "on") != 0 || strcmp(sync_v, "on") != 0) && !o.allow_nondurable) {
+        fprintf(stderr,
+                "og_bench_gate: commits are not durable on this server (fsync=%s, "
+                "synchronous_commit=%s); figures would be meaningless. Use "
+                "--allow-nondurable to run anyway.\n",
+                fsync_v, sync_v);
+        goto out;
+    }
+    if (sql_ok(c, "SELECT count(*) FROM ordergate.schema_migrations", 0, NULL, NULL) != 0) {
+        fprintf(stderr, "og_bench_gate: the database has no ordergate schema\n");
+        goto out;
+    }
+
+    if (!o.no_pgbench) {
+        printf("pgbench: -i -s 1 on %s, then -N -c 1 -j 1 -T %d ...\n", o.pgbench_db,
+               o.pgbench_seconds);
+        fflush(stdout);
+        pgbench_tps = run_pgbench(&o, admin);
+        if (pgbench_tps <= 0)
+            goto out;
+        if (!o.keep)
+            drop_db(admin, o.pgbench_db);
+    }
+
+    /* Stock: a billion units per SKU, reduced by what the placed orders hold. */
+    {
+        char skus[16];
+        const char *p[1] = {skus};
+        snprintf(skus, sizeof(skus), "%d", o.skus);
+        if (sql_ok(c,
+                   "INSERT INTO ordergate.inventory (sku, available, total) "
+                   "SELECT 'k' || i, 1000000000, 1000000000 FROM generate_series(0, $1::int - 1) i "
+                   "ON CONFLICT (sku) DO NOTHING",
+                   1, p, NULL) != 0)
+            goto out;
+    }
+    db = db_new(conninfo, NULL, "og_bench_gate", NULL, NULL);
+    if (db == NULL || db_connect(db, &err) != OG_OK) {
+        fprintf(stderr, "og_bench_gate: %s\n", db ? err.msg : "out of memory");
+        goto out;
+    }
+    if (o.profile && db_exec(db, "SET track_functions = 'pl'", &err) != OG_OK) {
+        fprintf(stderr, "og_bench_gate: --profile: %s\n", err.msg);
+        goto out;
+    }
+
+    printf("data: per batch size its own overdue orders, %d line(s) each over %d SKUs, a coupon "
+           "on 1 in %d;\n      every cancel restocks, returns the coupon, writes status_log and "
+           "outbox; one session, one statement and one durable commit per call\n\n",
+           o.items, o.skus, o.coupon_every);
+    printf("%6s %9s %8s %8s %11s %9s %8s %8s %9s %11s %9s\n", "batch", "orders", "calls", "seconds",
+           "orders/s", "tx/s", "p50 ms", "p99 ms", "cpu ms/tx", "orders/cpu-s", "WAL KB/tx");
+    for (int b = 0; b < o.nbatches; b++) {
+        char prefix[32];
+        int n = o.batches[b] < 100 ? o.small_orders : o.orders;
+        int64_t stamp = clock_wall_ms();
+        struct phase_result *r = &results[nresults];
+
+        /* Unique per run, so --db can be reused. */
+        snprintf(prefix, sizeof(prefix), "b%d-%lld-", o.batches[b], (long long)(stamp % 100000000));
+        if (place_phase_orders(c, &o, prefix, n) != 0)
+            goto out;
+        (void)sql_ok(c, "VACUUM ANALYZE ordergate.orders", 0, NULL, NULL);
+        (void)sql_ok(c, "VACUUM ANALYZE ordergate.order_items", 0, NULL, NULL);
+        (void)sql_ok(c, "VACUUM ANALYZE ordergate.inventory", 0, NULL, NULL);
+        (void)sql_ok(c, "VACUUM ANALYZE ordergate.coupons", 0, NULL, NULL);
+        (void)sql_ok(c, "CHECKPOINT", 0, NULL, NULL);
+        sql_text(c, "SELECT pg_current_wal_lsn()", lsn, sizeof(lsn));
+        if (run_phase(db, &o, prefix, n, o.batches[b], r) != 0)
+            goto out;
+        {
+            const char *p[1] = {lsn};
+            PGresult *res;
+            r->wal_bytes = -1;
+            if (sql_ok(c, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)", 1, p, &res) ==
+                0) {
+                r->wal_bytes = atof(PQgetvalue(res, 0, 0));
+                PQclear(res);
+            }
+        }
+        nresults++;
+        printf("%6d %9ld %8ld %8.2f %11.0f %9.1f %8.2f %8.2f", r->batch, r->orders, r->calls,
+               r->seconds, (double)r->orders / r->seconds, (double)r->calls / r->seconds, r->p50_ms,
+               r->p99_ms);
+        if (r->cpu_s > 0)
+            printf(" %9.2f %11.0f", r->cpu_s * 1000.0 / (double)r->calls,
+                   (double)r->orders / r->cpu_s);
+        else
+            printf(" %9s %11s", "-", "-");
+        printf(" %9.1f\n", r->wal_bytes / 1024.0 / (double)r->calls);
+        fflush(stdout);
+        if (o.profile)
+            print_profile(c, db);
+    }
+
+    {
+        PGresult *res;
+        if (sql_ok(c, "SELECT coalesce(sum(violations), -1) FROM ordergate.reconcile()", 0, NULL,
+                   &res) == 0) {
+            violations = atol(PQgetvalue(res, 0, 0));
+            PQclear(res);
+        }
+    }
+
+    printf("\n");
+    if (pgbench_tps > 0) {
+        printf("pgbench -N -c1 -j1 -T%d (same server, durable, single client): %.1f tps\n\n",
+               o.pgbench_seconds, pgbench_tps);
+        printf("%6s %11s %9s %16s %16s\n", "batch", "orders/s", "tx/s", "orders/s : tps",
+               "tx/s : tps");
+        for (int i = 0; i < nresults; i++) {
+            double ops = (double)results[i].orders / results[i].seconds;
+            double tps = (double)results[i].calls / results[i].seconds;
+            printf("%6d %11.0f %9.1f %15.2fx %15.2fx\n", results[i].batch, ops, tps,
+                   ops / pgbench_tps, tps / pgbench_tps);
+        }
+        printf("\n");
+    }
+    for (int i = 0; i < nresults; i++)
+        if (results[i].batch == BENCH_TARGET_BATCH) {
+            double ops = (double)results[i].orders / results[i].seconds;
+            printf("target: >= %.0f orders/s at batch %d: %s (%.0f orders/s)\n", BENCH_TARGET_RATE,
+                   BENCH_TARGET_BATCH, ops >= BENCH_TARGET_RATE ? "met" : "NOT met", ops);
+        }
+    printf("reconcile after the run: %ld violations; load average at the end %s\n", violations,
+           load_average(lsn, sizeof(lsn)));
+    printf("columns: tx = one gate_claim_cancel call (one statement, one commit); cpu ms/tx = CPU "
+           "of the server\nbackend per call (from /proc); orders/cpu-s = orders per CPU-second of "
+           "that backend, i.e. the\nrate one session reaches with a core to itself and free "
+           "commits; WAL KB/tx = WAL written per call.\n");
+    rc = violations == 0 ? 0 : 1;
+out:
+    db_free(db);
+    PQfinish(c);
+    if (admin != NULL && created && !o.keep)
+        drop_db(admin, o.dbname);
+    PQfinish(admin);
+    return rc;
+}

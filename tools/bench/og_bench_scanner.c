@@ -15,10 +15,12 @@
  *   4. where a batch's time goes: every statement inside one claim_cancel
  *      call, with auto_explain's actual times.
  *
- * Row mix, repeated every 100 orders: 11 pending and overdue (expire_at
- * spread over the past week, one item each, every tenth with a coupon), 2
- * pending and not yet due, 87 closed (paid or cancelled, no items). So 10M
- * rows hold 1.1M overdue orders; the sweep is capped at 1M (--max-orders) and
+ * Row mix, repeated every 100 orders: 11 pending and overdue (every tenth
+ * with a coupon), 2 pending and not yet due, 87 closed (paid or cancelled);
+ * every order has one item line (1,000 SKUs). expire_at grows with insertion
+ * order over the past week (--layout time: orders expire a fixed time after
+ * they are placed) or is scattered over it (--layout random). So 10M rows
+ * hold 1.1M overdue orders; the sweep is capped at 1M (--max-orders) and
  * leaves the 100,000 newest overdue behind the dead region for step 3.
  *
  * Connection parameters come from libpq's environment (PGHOST, PGPORT,
@@ -46,6 +48,7 @@ struct bench_opts {
     int batch;
     int pages;
     int chunk;
+    int random_layout; /* expire_at unrelated to insertion order */
     char scanner[PATH_MAX];
     int keep;
 };
@@ -157,13 +160,16 @@ static void bench_load(const struct bench_opts *o, long lo, long hi)
             "  CASE WHEN g %% 100 < 13 THEN 'pending_payment' WHEN g %% 2 = 0 THEN 'paid'"
             "   ELSE 'cancelled' END AS status,"
             "  CASE WHEN g %% 100 BETWEEN 11 AND 12 THEN now() + (60 + g %% 3600) * interval '1 s'"
-            "   ELSE now() - interval '2 minutes' - ((g::bigint * 7919) %% 604800) * interval '1 s'"
+            "   WHEN %d = 1"
+            "   THEN now() - interval '2 minutes' - ((g::bigint * 7919) %% 604800) * interval '1 s'"
+            "   ELSE now() - interval '2 minutes' - interval '7 days'"
+            "    + (g::double precision / %ld) * interval '7 days'"
+            "    + (g %% 2) * interval '15 minutes' - interval '15 minutes'"
             "  END AS e) x"
             " RETURNING order_no, status, substr(order_no, 4)::bigint AS g)"
             " INSERT INTO ordergate.order_items (order_no, sku, qty)"
-            " SELECT order_no, 'BSKU-' || (g %% 1000), 1 FROM ins WHERE status = "
-            "'pending_payment'",
-            a + 1, b);
+            " SELECT order_no, 'BSKU-' || (g %% 1000), 1 FROM ins",
+            a + 1, b, o->random_layout, o->rows);
         bench_progress("loaded rows %ld..%ld in %.1f s", a + 1, b,
                        (double)(clock_mono_ms() - c0) / 1000.0);
     }
@@ -289,6 +295,22 @@ static double bench_prom(const char *text, const char *name)
     return p != NULL ? strtod(p + strlen(key), NULL) : -1;
 }
 
+/* Cluster-wide WAL and checkpoint counters (pg_stat_wal, pg_stat_bgwriter)
+ * and this database's block reads: what a sweep costs besides CPU. */
+struct bench_wal {
+    double bytes, fpi, checkpoints, reads;
+};
+
+static void bench_wal_snapshot(struct bench_wal *w)
+{
+    w->bytes = bench_scalar(bench_conn, "SELECT wal_bytes FROM pg_stat_wal");
+    w->fpi = bench_scalar(bench_conn, "SELECT wal_fpi FROM pg_stat_wal");
+    w->checkpoints = bench_scalar(bench_conn, "SELECT checkpoints_timed + checkpoints_req FROM "
+                                              "pg_stat_bgwriter");
+    w->reads = bench_scalar(bench_conn, "SELECT blks_read FROM pg_stat_database WHERE datname = "
+                                        "current_database()");
+}
+
 static void bench_sweep(const struct bench_opts *o)
 {
     char db_arg[256], batch[16], max_orders[24], prom_path[128], text[65536] = "";
@@ -298,6 +320,7 @@ static void bench_sweep(const struct bench_opts *o)
     int64_t t0;
     double wall, duration_ms, cancelled, batches;
     FILE *fp;
+    struct bench_wal w0, w1;
 
     snprintf(db_arg, sizeof(db_arg), "dbname=%s", o->dbname);
     snprintf(batch, sizeof(batch), "%d", o->batch);
@@ -321,6 +344,7 @@ static void bench_sweep(const struct bench_opts *o)
     argv[15] = NULL;
     printf("\nsweep: %s --batch-size %s --pause-ms 0 --max-orders %s\n", o->scanner, batch,
            max_orders);
+    bench_wal_snapshot(&w0);
     fflush(stdout);
     t0 = clock_mono_ms();
     pid = fork();
@@ -332,6 +356,13 @@ static void bench_sweep(const struct bench_opts *o)
     }
     waitpid(pid, &status, 0);
     wall = (double)(clock_mono_ms() - t0) / 1000.0;
+    /* Its backend reports its statistics when it exits, just after the client. */
+    for (int i = 0; i < 100 && bench_scalar(bench_conn, "SELECT count(*) FROM pg_stat_activity "
+                                                        "WHERE application_name = "
+                                                        "'ordergate-scanner'") > 0;
+         i++)
+        usleep(50000);
+    bench_wal_snapshot(&w1);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         bench_die("the scanner failed (status %d)", status);
     duration_ms = bench_scalar(bench_conn, "SELECT duration_ms FROM ordergate.scanner_runs "
@@ -357,13 +388,18 @@ static void bench_sweep(const struct bench_opts *o)
            "orders/s (run row), %.0f orders/s (process)\n",
            cancelled, batches, duration_ms / 1000.0, wall, cancelled / (duration_ms / 1000.0),
            cancelled / wall);
-    printf("  per batch of %d: page query %.2f ms, claim_cancel %.2f ms (means from the "
-           "scanner's histograms)\n",
-           o->batch,
-           1000.0 * bench_prom(text, "ordergate_scanner_page_seconds_sum") /
-               bench_prom(text, "ordergate_scanner_page_seconds_count"),
-           1000.0 * bench_prom(text, "ordergate_scanner_claim_seconds_sum") /
-               bench_prom(text, "ordergate_scanner_claim_seconds_count"));
+    {
+        double page_ms = 1000.0 * bench_prom(text, "ordergate_scanner_page_seconds_sum") / batches;
+        double claim_ms =
+            1000.0 * bench_prom(text, "ordergate_scanner_claim_seconds_sum") / batches;
+        printf("  per batch of %d (means, from the scanner's histograms): page query %.2f ms, "
+               "claim_cancel %.2f ms, the rest (run log update, client) %.2f ms\n",
+               o->batch, page_ms, claim_ms, duration_ms / batches - page_ms - claim_ms);
+    }
+    printf("  WAL during the sweep: %.0f MB, %.0f bytes and %.2f full-page images per order; %.0f "
+           "checkpoints; %.0f buffers read from outside shared_buffers by this database\n",
+           (w1.bytes - w0.bytes) / 1048576.0, (w1.bytes - w0.bytes) / cancelled,
+           (w1.fpi - w0.fpi) / cancelled, w1.checkpoints - w0.checkpoints, w1.reads - w0.reads);
     fflush(stdout);
 }
 
@@ -389,15 +425,17 @@ static void bench_notice(void *arg, const char *message)
 static void bench_breakdown(const struct bench_opts *o)
 {
     struct bench_notices *n = calloc(1, sizeof(*n));
+    struct bench_wal w0, w1;
     char sql[512];
     const char *p;
-    int64_t t0;
+    int64_t t0, t1;
 
     if (n == NULL)
         bench_die("out of memory");
     printf("\nwhere one batch's time goes: claim_cancel of %d overdue orders with auto_explain "
            "(log_analyze, timing on; adds overhead)\n",
            o->batch);
+    bench_wal_snapshot(&w0);
     bench_exec(bench_conn, "LOAD 'auto_explain'");
     bench_exec(bench_conn, "SET auto_explain.log_min_duration = 0");
     bench_exec(bench_conn, "SET auto_explain.log_nested_statements = on");
@@ -413,9 +451,13 @@ static void bench_breakdown(const struct bench_opts *o)
              o->batch);
     t0 = clock_mono_us();
     bench_exec(bench_conn, sql);
+    t1 = clock_mono_us();
     PQsetNoticeProcessor(bench_conn, NULL, NULL);
     bench_exec(bench_conn, "SET auto_explain.log_min_duration = -1");
-    printf("  whole statement: %.2f ms\n", (double)(clock_mono_us() - t0) / 1000.0);
+    bench_exec(bench_conn, "SELECT pg_stat_force_next_flush()");
+    bench_wal_snapshot(&w1);
+    printf("  whole statement: %.2f ms; WAL %.0f kB, %.0f full-page images\n",
+           (double)(t1 - t0) / 1000.0, (w1.bytes - w0.bytes) / 1024.0, w1.fpi - w0.fpi);
     /* Each notice: "duration: X ms  plan:\nQuery Text: <sql>\n<plan>". */
     for (p = strstr(n->text, "duration: "); p != NULL; p = strstr(p + 1, "duration: ")) {
         double d = strtod(p + 10, NULL);
@@ -438,6 +480,15 @@ static void bench_breakdown(const struct bench_opts *o)
             }
         }
         printf("  %8.2f ms  %s\n", d, first);
+        /* The top node's buffer counts, when this plan has any. */
+        {
+            const char *next = strstr(p + 1, "duration: ");
+            const char *buf = strstr(p, "Buffers: ");
+            if (buf != NULL && (next == NULL || buf < next)) {
+                const char *eol = strchr(buf, '\n');
+                printf("              %.*s\n", (int)(eol ? eol - buf : (long)strlen(buf)), buf);
+            }
+        }
     }
     if (getenv("OG_BENCH_PLANS") != NULL)
         printf("\n%s\n", n->text);
@@ -459,6 +510,9 @@ static void bench_usage(FILE *out)
             "  --pages N          pages per page-time measurement (default 200)\n"
             "  --chunk N          rows per load statement (default 1000000)\n"
             "  --scanner PATH     ordergate-scanner (default: ../scanner/ next to this program)\n"
+            "  --layout L         time (default): expire_at grows with insertion order, as\n"
+            "                     when orders expire a fixed time after they are placed;\n"
+            "                     random: expire_at unrelated to where the row lies\n"
             "  --keep             keep the database\n"
             "  OG_BENCH_PLANS=1   also print the full plans of the breakdown\n");
 }
@@ -466,12 +520,19 @@ static void bench_usage(FILE *out)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"dbname", required_argument, NULL, 'd'},  {"template", required_argument, NULL, 't'},
-        {"rows", required_argument, NULL, 'r'},    {"small-rows", required_argument, NULL, 's'},
-        {"sweep", required_argument, NULL, 'w'},   {"batch-size", required_argument, NULL, 'b'},
-        {"pages", required_argument, NULL, 'p'},   {"chunk", required_argument, NULL, 'c'},
-        {"scanner", required_argument, NULL, 'x'}, {"keep", no_argument, NULL, 'k'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+        {"dbname", required_argument, NULL, 'd'},
+        {"template", required_argument, NULL, 't'},
+        {"rows", required_argument, NULL, 'r'},
+        {"small-rows", required_argument, NULL, 's'},
+        {"sweep", required_argument, NULL, 'w'},
+        {"batch-size", required_argument, NULL, 'b'},
+        {"pages", required_argument, NULL, 'p'},
+        {"chunk", required_argument, NULL, 'c'},
+        {"scanner", required_argument, NULL, 'x'},
+        {"keep", no_argument, NULL, 'k'},
+        {"layout", required_argument, NULL, 'l'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     struct bench_opts o = {.dbname = "og_bench_scanner",
                            .template_db = "ordergate_tpl",
@@ -523,6 +584,16 @@ int main(int argc, char **argv)
         case 'k':
             o.keep = 1;
             break;
+        case 'l':
+            if (strcmp(optarg, "random") == 0)
+                o.random_layout = 1;
+            else if (strcmp(optarg, "time") == 0)
+                o.random_layout = 0;
+            else {
+                bench_usage(stderr);
+                return 2;
+            }
+            break;
         case 'h':
             bench_usage(stdout);
             return 0;
@@ -551,13 +622,15 @@ int main(int argc, char **argv)
         bench_die("cannot connect: %s", PQerrorMessage(bench_conn));
 
     {
-        char fsync_v[32], sync_v[32], sb_v[32];
+        char fsync_v[32], sync_v[32], sb_v[32], wal_v[32];
+        printf("og_bench_scanner: layout %s\n", o.random_layout ? "random" : "time");
         printf("og_bench_scanner: PostgreSQL %s, fsync=%s, synchronous_commit=%s, "
-               "shared_buffers=%s, %ld online CPUs\n",
+               "shared_buffers=%s, max_wal_size=%s, %ld online CPUs\n",
                PQparameterStatus(bench_conn, "server_version"),
                bench_show("fsync", fsync_v, sizeof(fsync_v)),
                bench_show("synchronous_commit", sync_v, sizeof(sync_v)),
-               bench_show("shared_buffers", sb_v, sizeof(sb_v)), sysconf(_SC_NPROCESSORS_ONLN));
+               bench_show("shared_buffers", sb_v, sizeof(sb_v)),
+               bench_show("max_wal_size", wal_v, sizeof(wal_v)), sysconf(_SC_NPROCESSORS_ONLN));
     }
     /* Bulk load: original_expire_at is given, so the insert guard (which
      * only fills it) is switched off; autovacuum stays off on orders so the
@@ -578,9 +651,11 @@ int main(int argc, char **argv)
     bench_load(&o, o.small_rows, o.rows);
     bench_exec(bench_conn, "ALTER TABLE ordergate.orders ENABLE TRIGGER orders_guard_insert");
     /* Stock as the invariant wants it: total = available + held. */
-    bench_exec(bench_conn, "UPDATE ordergate.inventory i SET total = i.available + h.q FROM "
-                           "(SELECT sku, sum(qty) AS q FROM ordergate.order_items GROUP BY sku) h "
-                           "WHERE h.sku = i.sku");
+    bench_exec(bench_conn,
+               "UPDATE ordergate.inventory i SET total = i.available + h.q FROM (SELECT it.sku, "
+               "sum(it.qty) AS q FROM ordergate.order_items it JOIN ordergate.orders o ON "
+               "o.order_no = it.order_no WHERE o.status IN ('pending_payment', 'paid') GROUP BY "
+               "it.sku) h WHERE h.sku = i.sku");
     bench_vacuum();
     bench_exec(bench_conn, "CHECKPOINT");
     bench_sizes("at the second size:");

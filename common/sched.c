@@ -153,12 +153,13 @@ size_t sched_take_resumable(struct sched *s, int64_t now_ms, sched_visit_fn fn, 
     for (size_t i = 0; i < s->n; i++) {
         struct sched_part *p = &s->parts[i];
         if (p->paused && p->resume_at <= now_ms) {
+            int64_t offset = p->seek_offset;
             p->paused = false;
             p->resume_at = 0;
             p->seek_offset = -1;
             n++;
             if (fn != NULL)
-                fn(arg, p->topic, p->partition);
+                fn(arg, p->topic, p->partition, offset);
         }
     }
     return n;
@@ -177,7 +178,7 @@ size_t sched_hold_begin(struct sched *s, sched_visit_fn fn, void *arg)
             p->seek_offset = -1;
             n++;
             if (fn != NULL)
-                fn(arg, p->topic, p->partition);
+                fn(arg, p->topic, p->partition, -1);
         }
     }
     return n;

@@ -50,8 +50,10 @@ enum sched_verdict {
 
 struct sched;
 
-/* Called once per partition by the functions that hand partitions back. */
-typedef void (*sched_visit_fn)(void *arg, const char *topic, int32_t partition);
+/* Called once per partition by the functions that hand partitions back.
+ * offset: where we sought the partition to when pausing it (its next
+ * message), -1 when we did not seek (a hold pause). */
+typedef void (*sched_visit_fn)(void *arg, const char *topic, int32_t partition, int64_t offset);
 
 /* min_pause_ms: a partition paused for a due time stays paused at least
  * this long. Every pause drops the partition's prefetched messages and every

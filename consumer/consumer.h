@@ -38,6 +38,8 @@
  * passed by our clock, our clock runs ahead of the database's: look again
  * this much later instead of spinning. */
 #define CONSUMER_SKEW_RETRY_MS 250
+/* Attempts inside one database call of the consume loop (see consumer_new). */
+#define CONSUMER_DB_ATTEMPTS 3
 /* Longest wait for delivery reports inside one flush; the loop keeps
  * polling (partitions on hold) when they take longer. */
 #define CONSUMER_DELIVERY_WAIT_MS 2000

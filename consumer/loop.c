@@ -16,17 +16,19 @@
 #define LOOP_SEEK_TIMEOUT_MS 1000
 #define LOOP_SHUTDOWN_MS     5000
 
-static void loop_add_tp(void *arg, const char *topic, int32_t partition)
+static void loop_add_tp(void *arg, const char *topic, int32_t partition, int64_t offset)
 {
-    rd_kafka_topic_partition_list_add(arg, topic, partition);
+    rd_kafka_topic_partition_list_add(arg, topic, partition)->offset = offset;
 }
 
-static void loop_log_tps(const char *event, const rd_kafka_topic_partition_list_t *parts,
-                         const char *extra)
+static void loop_log_tps(enum log_level level, const char *event,
+                         const rd_kafka_topic_partition_list_t *parts, const char *extra)
 {
     char list[1024];
     size_t used = 0;
 
+    if (!log_enabled(level))
+        return;
     list[0] = '\0';
     for (int i = 0; i < parts->cnt && used + 1 < sizeof(list); i++) {
         int n = snprintf(list + used, sizeof(list) - used, "%s%s/%" PRId32, i ? "," : "",
@@ -35,7 +37,7 @@ static void loop_log_tps(const char *event, const rd_kafka_topic_partition_list_
             break;
         used += (size_t)n;
     }
-    log_info(event, "n=%d partitions=%s%s", parts->cnt, list, extra ? extra : "");
+    log_emit(level, event, "n=%d partitions=%s%s", parts->cnt, list, extra ? extra : "");
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -55,7 +57,11 @@ void consumer_pause_seek(struct consumer *c, const char *topic, int32_t partitio
                  rd_kafka_err2name(list->elems[0].err));
     list->elems[0].err = RD_KAFKA_RESP_ERR_NO_ERROR;
     list->elems[0].offset = offset;
+    int64_t t0 = clock_mono_us();
     error = rd_kafka_seek_partitions(c->rk, list, LOOP_SEEK_TIMEOUT_MS);
+    log_debug("partition_paused",
+              "topic=%s partition=%" PRId32 " offset=%" PRId64 " seek_us=%" PRId64, topic,
+              partition, offset, clock_mono_us() - t0);
     if (error != NULL || list->elems[0].err != RD_KAFKA_RESP_ERR_NO_ERROR) {
         /* Fails only while the partition is being revoked: its offsets are
          * not stored past this message, so its next owner reads it again. */
@@ -69,15 +75,36 @@ void consumer_pause_seek(struct consumer *c, const char *topic, int32_t partitio
 
 static void loop_resume_due(struct consumer *c, int64_t now_wall)
 {
-    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(8);
+    rd_kafka_topic_partition_list_t *list;
 
+    if (sched_next_resume(c->sched) > now_wall)
+        return; /* the common case, checked without allocating */
+    list = rd_kafka_topic_partition_list_new(8);
     if (sched_take_resumable(c->sched, now_wall, loop_add_tp, list) > 0) {
+        rd_kafka_topic_partition_list_t *wake = rd_kafka_topic_partition_list_new(list->cnt);
+        rd_kafka_error_t *error;
+
         rd_kafka_resume_partitions(c->rk, list);
-        for (int i = 0; i < list->cnt; i++)
+        for (int i = 0; i < list->cnt; i++) {
             if (list->elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR)
                 log_warn("resume_failed", "topic=%s partition=%" PRId32 " error=%s",
                          list->elems[i].topic, list->elems[i].partition,
                          rd_kafka_err2name(list->elems[i].err));
+            else if (list->elems[i].offset >= 0)
+                rd_kafka_topic_partition_list_add(wake, list->elems[i].topic,
+                                                  list->elems[i].partition)
+                    ->offset = list->elems[i].offset;
+        }
+        /* librdkafka 2.0.2 does not wake the broker thread on resume: with
+         * every partition of a broker paused, that thread sleeps up to a
+         * second before it fetches again, which would all be lateness. A
+         * seek to the offset the partition resumes from anyway does wake
+         * it (and changes nothing else). Asynchronous: nothing to wait for. */
+        if (wake->cnt > 0) {
+            error = rd_kafka_seek_partitions(c->rk, wake, 0);
+            rd_kafka_error_destroy(error);
+        }
+        rd_kafka_topic_partition_list_destroy(wake);
         log_debug("partitions_resumed", "n=%d", list->cnt);
     }
     rd_kafka_topic_partition_list_destroy(list);
@@ -151,7 +178,8 @@ static void loop_assign(struct consumer *c, rd_kafka_topic_partition_list_t *par
     rd_kafka_error_t *error = NULL;
     rd_kafka_resp_err_t rerr = RD_KAFKA_RESP_ERR_NO_ERROR;
 
-    loop_log_tps("partitions_assigned", parts, coop ? " protocol=cooperative" : " protocol=eager");
+    loop_log_tps(LOG_LVL_INFO, "partitions_assigned", parts,
+                 coop ? " protocol=cooperative" : " protocol=eager");
     for (int i = 0; i < parts->cnt; i++)
         if (sched_assign(c->sched, parts->elems[i].topic, parts->elems[i].partition))
             rd_kafka_topic_partition_list_add(pause, parts->elems[i].topic,
@@ -180,7 +208,7 @@ static void loop_revoke(struct consumer *c, rd_kafka_topic_partition_list_t *par
     bool lost = rd_kafka_assignment_lost(c->rk);
     bool ours = false;
 
-    loop_log_tps(lost ? "partitions_lost" : "partitions_revoked", parts, NULL);
+    loop_log_tps(LOG_LVL_INFO, lost ? "partitions_lost" : "partitions_revoked", parts, NULL);
     for (int i = 0; i < parts->cnt && !ours; i++)
         ours = batch_has(&c->batch, parts->elems[i].topic, parts->elems[i].partition);
     /* Finish the batch while the partitions are still ours, so their
@@ -251,8 +279,8 @@ static void loop_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     (void)rk;
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
         c->kafka_ok = true;
-        if (log_enabled(LOG_LVL_DEBUG) && offsets != NULL)
-            loop_log_tps("offsets_committed", offsets, NULL);
+        if (offsets != NULL)
+            loop_log_tps(LOG_LVL_DEBUG, "offsets_committed", offsets, NULL);
     } else if (err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
         /* The next auto-commit carries the same or newer offsets. */
         log_warn("commit_failed", "error=%s", rd_kafka_err2name(err));
@@ -453,7 +481,13 @@ static int loop_timeout(struct consumer *c, int64_t now, int64_t now_wall)
 struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
 {
     struct consumer *c = calloc(1, sizeof(*c));
-    struct db_retry retry = {cfg->db_retry_max, cfg->db_retry_base_ms, cfg->db_retry_cap_ms};
+    /* The batch has a retry loop of its own that keeps polling Kafka
+     * between attempts (on hold), so each attempt may give up early: at
+     * most CONSUMER_DB_ATTEMPTS tries inside one database call, which
+     * keeps the loop from blocking for long while PostgreSQL is away. */
+    struct db_retry retry = {cfg->db_retry_max < CONSUMER_DB_ATTEMPTS ? cfg->db_retry_max
+                                                                      : CONSUMER_DB_ATTEMPTS,
+                             cfg->db_retry_base_ms, cfg->db_retry_cap_ms};
     rd_kafka_conf_t *conf = NULL;
     char *password = NULL;
     char **delay = NULL;

@@ -15,14 +15,25 @@
 struct seen {
     size_t n;
     char names[64][80];
+    int64_t offsets[64];
 };
 
-static void visit(void *arg, const char *topic, int32_t partition)
+static void visit(void *arg, const char *topic, int32_t partition, int64_t offset)
 {
     struct seen *s = arg;
 
     assert_true(s->n < 64);
+    s->offsets[s->n] = offset;
     snprintf(s->names[s->n++], sizeof(s->names[0]), "%s/%d", topic, (int)partition);
+}
+
+static int64_t seen_offset(const struct seen *s, const char *name)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->names[i], name) == 0)
+            return s->offsets[i];
+    fail_msg("%s was not handed back", name);
+    return -2;
 }
 
 static bool seen_has(const struct seen *s, const char *name)
@@ -64,6 +75,8 @@ static void test_due_and_wait(void **state)
     assert_int_equal(sched_take_resumable(s, T0 + 999, visit, &seen), 0);
     assert_int_equal(sched_take_resumable(s, T0 + 1000, visit, &seen), 1);
     assert_true(seen_has(&seen, "t/0"));
+    /* With the offset it was sought to: where fetching resumes. */
+    assert_int_equal(seen_offset(&seen, "t/0"), 12);
     assert_false(sched_is_paused(s, "t", 0));
     assert_int_equal(sched_next_resume(s), SCHED_NEVER);
     /* Fetched again after the resume, the message is due now. */
@@ -176,6 +189,8 @@ static void test_hold(void **state)
     seen.n = 0;
     assert_int_equal(sched_take_resumable(s, T0 + 2, visit, &seen), 3);
     assert_true(seen_has(&seen, "t/0") && seen_has(&seen, "t/1") && seen_has(&seen, "t/9"));
+    assert_int_equal(seen_offset(&seen, "t/0"), 7);  /* sought back to the slipped message */
+    assert_int_equal(seen_offset(&seen, "t/1"), -1); /* a plain hold pause: no seek */
     assert_int_equal(sched_next_resume(s), T0 + 5000);
     seen.n = 0;
     assert_int_equal(sched_take_resumable(s, T0 + 5000, visit, &seen), 1);

@@ -51,25 +51,78 @@ BEGIN
 END
 $$;
 
--- The side effects of a won cancel, shared by claim_cancel and close_order. p_won: order numbers
--- whose conditional UPDATE to 'cancelled' succeeded in this transaction (caller holds their row
--- locks). Set-based: stock restored per SKU in one UPDATE (quantities summed per SKU first: an
--- UPDATE ... FROM with repeated keys would apply only one of them), rows locked in sku order;
--- coupons back to available; one status_log row and one outbox event per order.
-CREATE FUNCTION ordergate._cancel_effects(p_won text[], p_source text, p_actor text, p_note text)
-RETURNS void
+-- _cancel_effects: the cancel claim and its side effects, shared by claim_cancel and close_order.
+-- p_nos: candidate order numbers (claim_cancel has already locked the due pending ones in order_no
+-- order; close_order passes one). p_due_only: only orders whose expire_at <= now() (timeouts), else
+-- any pending order (manual close). Returns the order numbers this call won (NULL if none).
+--
+-- Set-based, a fixed number of statements whatever the batch size:
+--  1. the claim (conditional UPDATE ... RETURNING) with, for exactly the returned rows, one
+--     status_log row and one outbox event each (data-modifying CTEs of the same statement);
+--  2. coupons of the winners back to available;
+--  3. stock to give back summed per SKU (an UPDATE ... FROM with repeated keys would apply only
+--     one of them), then the inventory rows locked in sku order and updated. Stock goes last, so
+--     hot SKU rows stay locked only from here to the commit.
+-- Steps 2 and 3 look rows up by key arrays (= ANY on the primary keys): index probes whatever the
+-- planner thinks of the CTE's row count.
+CREATE FUNCTION ordergate._cancel_effects(p_nos text[], p_source text, p_actor text, p_note text,
+                                          p_due_only boolean DEFAULT false)
+RETURNS text[]
 LANGUAGE plpgsql SET search_path = ordergate, pg_temp AS $$
 DECLARE
-    v_skus text[];
-    v_qtys bigint[];
+    v_won     text[];
+    v_coupons text[];
+    v_at      jsonb := to_jsonb(now());   -- closed_at of every winner, formatted once
+    v_skus    text[];
+    v_qtys    bigint[];
 BEGIN
+    WITH won AS (
+        UPDATE ordergate.orders o
+           SET status = 'cancelled', closed_at = now()
+         WHERE o.order_no = ANY (p_nos)
+           AND o.status = 'pending_payment'
+           AND (NOT p_due_only OR o.expire_at <= now())
+        RETURNING o.order_no, o.amount_cents, o.coupon_id
+    ), l AS (
+        INSERT INTO ordergate.status_log
+               (order_no, from_status, to_status, source, idempotency_key, actor, note)
+        SELECT won.order_no, 'pending_payment', 'cancelled', p_source, won.order_no, p_actor, p_note
+          FROM won
+        RETURNING 1
+    ), ev AS (
+        INSERT INTO ordergate.outbox (event_type, order_no, payload)
+        SELECT 'order_cancelled', won.order_no,
+               jsonb_build_object('v', 1,
+                                  'event', 'order_cancelled',
+                                  'order_no', won.order_no,
+                                  'source', p_source,
+                                  'amount_cents', won.amount_cents,
+                                  'coupon_id', won.coupon_id,
+                                  'cancelled_at', v_at)
+          FROM won
+        RETURNING 1
+    )
+    SELECT array_agg(won.order_no), array_agg(won.coupon_id) FILTER (WHERE won.coupon_id IS NOT NULL)
+      INTO v_won, v_coupons
+      FROM won;
+
+    IF v_won IS NULL THEN
+        RETURN NULL;
+    END IF;
+
+    IF v_coupons IS NOT NULL THEN
+        UPDATE ordergate.coupons c
+           SET state = 'available'
+         WHERE c.coupon_id = ANY (v_coupons)
+           AND c.state = 'locked';
+    END IF;
+
     SELECT array_agg(s.sku ORDER BY s.sku), array_agg(s.q ORDER BY s.sku)
       INTO v_skus, v_qtys
       FROM (SELECT it.sku, sum(it.qty)::bigint AS q
               FROM ordergate.order_items it
-             WHERE it.order_no = ANY (p_won)
+             WHERE it.order_no = ANY (v_won)
              GROUP BY it.sku) s;
-
     IF v_skus IS NOT NULL THEN
         PERFORM 1 FROM ordergate.inventory i
          WHERE i.sku = ANY (v_skus)
@@ -78,37 +131,10 @@ BEGIN
         UPDATE ordergate.inventory i
            SET available = i.available + u.q
           FROM unnest(v_skus, v_qtys) AS u(sku, q)
-         WHERE i.sku = u.sku;
+         WHERE i.sku = ANY (v_skus)
+           AND i.sku = u.sku;
     END IF;
-
-    WITH o AS (
-        SELECT o.order_no, o.amount_cents, o.coupon_id, o.closed_at
-          FROM ordergate.orders o
-         WHERE o.order_no = ANY (p_won)
-    ), c AS (
-        UPDATE ordergate.coupons c
-           SET state = 'available'
-          FROM o
-         WHERE c.coupon_id = o.coupon_id
-           AND c.state = 'locked'
-        RETURNING 1
-    ), l AS (
-        INSERT INTO ordergate.status_log
-               (order_no, from_status, to_status, source, idempotency_key, actor, note)
-        SELECT o.order_no, 'pending_payment', 'cancelled', p_source, o.order_no, p_actor, p_note
-          FROM o
-        RETURNING 1
-    )
-    INSERT INTO ordergate.outbox (event_type, order_no, payload)
-    SELECT 'order_cancelled', o.order_no,
-           jsonb_build_object('v', 1,
-                              'event', 'order_cancelled',
-                              'order_no', o.order_no,
-                              'source', p_source,
-                              'amount_cents', o.amount_cents,
-                              'coupon_id', o.coupon_id,
-                              'cancelled_at', o.closed_at)
-      FROM o;
+    RETURN v_won;
 END
 $$;
 
@@ -141,7 +167,7 @@ DECLARE
     v_found    bigint;
     v_short    bigint;
 BEGIN
-    IF p_order_no IS NULL OR p_order_no !~ '^[A-Za-z0-9._:-]{1,64}$' THEN
+    IF p_order_no IS NULL OR length(p_order_no) > 64 OR p_order_no !~ '^[A-Za-z0-9._:-]+$' THEN
         PERFORM _bad_arg('place_order: order_no must be 1..64 characters of [A-Za-z0-9._:-]');
     END IF;
     IF p_amount IS NULL OR p_amount <= 0 THEN
@@ -217,7 +243,8 @@ BEGIN
     UPDATE inventory i
        SET available = i.available - u.q
       FROM unnest(v_skus, v_qtys) AS u(sku, q)
-     WHERE i.sku = u.sku;
+     WHERE i.sku = ANY (v_skus)
+       AND i.sku = u.sku;
     INSERT INTO order_items (order_no, sku, qty)
     SELECT p_order_no, u.sku, u.q::int FROM unnest(v_skus, v_qtys) AS u(sku, q);
     RETURN 'placed';
@@ -259,7 +286,7 @@ BEGIN
     END IF;
     SELECT coalesce(x, 'NULL') INTO v_bad
       FROM unnest(p_nos) x
-     WHERE x IS NULL OR x !~ '^[A-Za-z0-9._:-]{1,64}$'
+     WHERE x IS NULL OR length(x) > 64 OR x !~ '^[A-Za-z0-9._:-]+$'
      LIMIT 1;
     IF FOUND THEN
         PERFORM _bad_arg(format('claim_cancel: invalid order number %s (1..64 characters of [A-Za-z0-9._:-], no NULL)',
@@ -276,37 +303,28 @@ BEGIN
      ORDER BY o.order_no
        FOR NO KEY UPDATE;
 
-    -- The claim: one conditional UPDATE; its RETURNING is the set of winners.
-    WITH won AS (
-        UPDATE orders o
-           SET status = 'cancelled'
-         WHERE o.order_no = ANY (p_nos)
-           AND o.status = 'pending_payment'
-           AND o.expire_at <= now()
-        RETURNING o.order_no
-    )
-    SELECT array_agg(won.order_no) INTO v_won FROM won;
+    -- The claim (one conditional UPDATE; its RETURNING is the set of winners) and the winners'
+    -- side effects.
+    v_won := _cancel_effects(p_nos, p_source, _actor(), NULL, true);
 
-    IF v_won IS NOT NULL THEN
-        PERFORM _cancel_effects(v_won, p_source, _actor(), NULL);
-    END IF;
-
+    -- Results: the winners are known; the others' status is read (they are locked by us, or not
+    -- pending, or not found).
     RETURN QUERY
-    SELECT r.no,
-           CASE
-               WHEN w.no IS NOT NULL THEN 'cancelled'
-               WHEN o.order_no IS NULL THEN 'not_found'
-               WHEN o.status = 'paid' THEN 'already_paid'
-               WHEN o.status = 'cancelled' THEN 'already_cancelled'
-               ELSE 'not_due'
+    SELECT d.no,
+           CASE WHEN d.won THEN 'cancelled'
+                WHEN cur.status = 'paid' THEN 'already_paid'
+                WHEN cur.status = 'cancelled' THEN 'already_cancelled'
+                WHEN cur.status = 'pending_payment' THEN 'not_due'
+                ELSE 'not_found'
            END,
-           o.status
-      FROM (SELECT u.x AS no, min(u.i) AS first
+           CASE WHEN d.won THEN 'cancelled' ELSE cur.status END
+      FROM (SELECT u.x AS no, min(u.i) AS first, bool_or(w.no IS NOT NULL) AS won
               FROM unnest(p_nos) WITH ORDINALITY AS u(x, i)
-             GROUP BY u.x) r
-      LEFT JOIN orders o ON o.order_no = r.no
-      LEFT JOIN unnest(v_won) AS w(no) ON w.no = r.no
-     ORDER BY r.first;
+              LEFT JOIN unnest(v_won) AS w(no) ON w.no = u.x
+             GROUP BY u.x) d
+      LEFT JOIN LATERAL (SELECT o.status FROM orders o
+                          WHERE o.order_no = d.no AND NOT d.won) cur ON true
+     ORDER BY d.first;
 END
 $$;
 
@@ -324,7 +342,7 @@ DECLARE
     p_reason   text := btrim(close_order.reason);
     v_status   text;
 BEGIN
-    IF p_order_no IS NULL OR p_order_no !~ '^[A-Za-z0-9._:-]{1,64}$' THEN
+    IF p_order_no IS NULL OR length(p_order_no) > 64 OR p_order_no !~ '^[A-Za-z0-9._:-]+$' THEN
         PERFORM _bad_arg('close_order: order_no must be 1..64 characters of [A-Za-z0-9._:-]');
     END IF;
     IF p_operator IS NULL OR length(p_operator) NOT BETWEEN 1 AND 128 THEN
@@ -334,12 +352,7 @@ BEGIN
         PERFORM _bad_arg('close_order: reason is required (1..2000 characters)');
     END IF;
 
-    UPDATE orders o
-       SET status = 'cancelled'
-     WHERE o.order_no = p_order_no
-       AND o.status = 'pending_payment';
-    IF FOUND THEN
-        PERFORM _cancel_effects(ARRAY[p_order_no], 'manual', p_operator, p_reason);
+    IF _cancel_effects(ARRAY[p_order_no], 'manual', p_operator, p_reason, false) IS NOT NULL THEN
         RETURN QUERY SELECT 'cancelled'::text, 'cancelled'::text;
         RETURN;
     END IF;
@@ -388,10 +401,10 @@ DECLARE
     v_res      text;
     v_exc_id   bigint;
 BEGIN
-    IF p_order_no IS NULL OR p_order_no !~ '^[A-Za-z0-9._:-]{1,64}$' THEN
+    IF p_order_no IS NULL OR length(p_order_no) > 64 OR p_order_no !~ '^[A-Za-z0-9._:-]+$' THEN
         PERFORM _bad_arg('claim_payment: order_no must be 1..64 characters of [A-Za-z0-9._:-]');
     END IF;
-    IF p_txn IS NULL OR p_txn !~ '^[A-Za-z0-9._:-]{1,128}$' THEN
+    IF p_txn IS NULL OR length(p_txn) > 128 OR p_txn !~ '^[A-Za-z0-9._:-]+$' THEN
         PERFORM _bad_arg('claim_payment: txn_no must be 1..128 characters of [A-Za-z0-9._:-]');
     END IF;
     IF p_amount IS NULL OR p_amount <= 0 THEN
@@ -415,7 +428,7 @@ BEGIN
 
     -- The claim.
     UPDATE orders o
-       SET status = 'paid'
+       SET status = 'paid', closed_at = now()
      WHERE o.order_no = p_order_no
        AND o.status = 'pending_payment'
        AND o.amount_cents = p_amount
@@ -491,7 +504,7 @@ DECLARE
     v_max      bigint := _setting_bigint('max_hold_seconds', 900);
     v_expire   timestamptz;
 BEGIN
-    IF p_order_no IS NULL OR p_order_no !~ '^[A-Za-z0-9._:-]{1,64}$' THEN
+    IF p_order_no IS NULL OR length(p_order_no) > 64 OR p_order_no !~ '^[A-Za-z0-9._:-]+$' THEN
         PERFORM _bad_arg('hold_for_payment: order_no must be 1..64 characters of [A-Za-z0-9._:-]');
     END IF;
     IF p_seconds IS NULL OR p_seconds < 1 OR p_seconds > v_max THEN

@@ -19,6 +19,10 @@ SELECT t_error('guard amount immutable', $q$UPDATE ordergate.orders SET amount_c
 SELECT t_error('guard order_no immutable', $q$UPDATE ordergate.orders SET order_no = 'G4' WHERE order_no = 'G3'$q$, 'OG002');
 SELECT t_error('guard coupon immutable', $q$UPDATE ordergate.orders SET coupon_id = NULL WHERE order_no = 'G1'$q$, 'OG002');
 SELECT t_error('guard expire of closed order', $q$UPDATE ordergate.orders SET expire_at = now() WHERE order_no = 'G1'$q$, 'OG002');
+SELECT t_error('guard closed_at of a closed order', $q$UPDATE ordergate.orders SET closed_at = now() - interval '1 day' WHERE order_no = 'G1'$q$, 'OG002');
+SELECT t_error('guard closed_at of a pending order', $q$UPDATE ordergate.orders SET closed_at = now() WHERE order_no = 'G3'$q$, 'OG002');
+SELECT t_eq('guard allows expire_at of a pending order', (SELECT count(*) FROM (SELECT 1 FROM ordergate.orders WHERE order_no = 'G3' FOR UPDATE) x), 1::bigint);
+SELECT t_eq('gate sets closed_at', (SELECT count(*) FROM ordergate.orders WHERE status <> 'pending_payment' AND closed_at IS NULL), 0::bigint);
 SELECT t_error('guard delete paid', $q$DELETE FROM ordergate.orders WHERE order_no = 'G2'$q$, 'OG003');
 SELECT t_error('guard delete cancelled', $q$DELETE FROM ordergate.orders WHERE order_no = 'G1'$q$, 'OG003');
 SELECT t_error('status_log append-only update', $q$UPDATE ordergate.status_log SET actor = 'x'$q$, 'OG004');

@@ -1,6 +1,7 @@
 /* The consume loop: group membership, per-message decisions, pause/seek/
  * resume, batching, holds during outages, and the shutdown sequence. */
 #include <inttypes.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #define LOOP_STATS_EVERY_MS  30000
 #define LOOP_SEEK_TIMEOUT_MS 1000
 #define LOOP_SHUTDOWN_MS     5000
+#define LOOP_STATS_INTERVAL  "5000" /* librdkafka statistics, for broker reachability */
 
 static void loop_add_tp(void *arg, const char *topic, int32_t partition, int64_t offset)
 {
@@ -269,6 +271,34 @@ static void loop_error_cb(rd_kafka_t *rk, int code, const char *reason, void *op
         c->kafka_ok = false;
     if (code == RD_KAFKA_RESP_ERR__FATAL)
         c->fatal = true;
+}
+
+/* Broker reachability for /readyz: the error callback says when every
+ * broker is down, but nothing says when one is back. librdkafka's
+ * statistics (every LOOP_STATS_INTERVAL) list each broker's state. */
+static int loop_stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque)
+{
+    struct consumer *c = opaque;
+    json_t *root = json_loadb(json, len, 0, NULL);
+    json_t *brokers = root ? json_object_get(root, "brokers") : NULL;
+    const char *name;
+    json_t *b;
+    bool up = false;
+
+    (void)rk;
+    json_object_foreach(brokers, name, b)
+    {
+        const char *state = json_string_value(json_object_get(b, "state"));
+        json_int_t nodeid = json_integer_value(json_object_get(b, "nodeid"));
+        (void)name;
+        /* Bootstrap entries (nodeid -1) only stand for the address list. */
+        if (nodeid >= 0 && state != NULL && strcmp(state, "UP") == 0)
+            up = true;
+    }
+    if (root != NULL)
+        c->kafka_ok = up;
+    json_decref(root);
+    return 0; /* librdkafka frees json */
 }
 
 static void loop_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
@@ -566,6 +596,17 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     rd_kafka_conf_set_rebalance_cb(conf, loop_rebalance_cb);
     rd_kafka_conf_set_error_cb(conf, loop_error_cb);
     rd_kafka_conf_set_offset_commit_cb(conf, loop_commit_cb);
+    rd_kafka_conf_set_stats_cb(conf, loop_stats_cb);
+    {
+        char interval[32];
+        size_t size = sizeof(interval);
+        /* Unless kafka.properties chose an interval of its own. */
+        if (rd_kafka_conf_get(conf, "statistics.interval.ms", interval, &size) ==
+                RD_KAFKA_CONF_OK &&
+            strcmp(interval, "0") == 0)
+            rd_kafka_conf_set(conf, "statistics.interval.ms", LOOP_STATS_INTERVAL, errstr,
+                              sizeof(errstr));
+    }
     c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
     if (c->rk == NULL) {
         rd_kafka_conf_destroy(conf);

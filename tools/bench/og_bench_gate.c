@@ -148,7 +148,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     const char *here = __FILE__, *slash;
-    int c;
+    int c, longindex = 0;
 
     *o = (struct bench_opts){.dbname = "og_bench",
                              .orders = 50000,
@@ -167,7 +167,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
     else
         snprintf(o->schema_dir, sizeof(o->schema_dir), "schema");
 
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", longopts, &longindex)) != -1) {
         int bad = 0;
         switch (c) {
         case 'n':
@@ -228,8 +228,8 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
         }
         if (bad) {
             if (c != '?')
-                fprintf(stderr, "og_bench_gate: bad value '%s' for %s\n", optarg ? optarg : "",
-                        argv[optind - 1]);
+                fprintf(stderr, "og_bench_gate: bad value '%s' for --%s\n", optarg ? optarg : "",
+                        longopts[longindex].name);
             usage(stderr);
             return -1;
         }

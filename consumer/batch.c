@@ -10,9 +10,11 @@
 #include "common/log.h"
 #include "consumer/consumer.h"
 
+/* Rounded up to the millisecond: a due time a fraction early would meet
+ * not_due again. */
 static const struct db_stmt batch_stmt_due_times = {
     "og_due_times",
-    "SELECT order_no, (extract(epoch FROM expire_at) * 1000)::bigint "
+    "SELECT order_no, ceil(extract(epoch FROM expire_at) * 1000)::bigint "
     "FROM ordergate.due_times($1::text[])",
     1};
 

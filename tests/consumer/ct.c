@@ -170,7 +170,7 @@ int64_t ct_place(struct ct *t, const char *order_no, long expire_in_ms)
              order_no, expire_in_ms);
     testdb_exec(t->conn, sql);
     snprintf(sql, sizeof(sql),
-             "SELECT (extract(epoch FROM expire_at) * 1000)::bigint FROM ordergate.orders "
+             "SELECT ceil(extract(epoch FROM expire_at) * 1000)::bigint FROM ordergate.orders "
              "WHERE order_no = '%s'",
              order_no);
     return testdb_scalar(t->conn, sql);

@@ -46,7 +46,7 @@ static void test_database_outages(void **state)
     for (int i = 1; i <= N; i++) {
         snprintf(order, sizeof(order), "U-%d", i);
         snprintf(sql, sizeof(sql),
-                 "SELECT (extract(epoch FROM expire_at) * 1000)::bigint FROM ordergate.orders "
+                 "SELECT ceil(extract(epoch FROM expire_at) * 1000)::bigint FROM ordergate.orders "
                  "WHERE order_no = '%s'",
                  order);
         ct_send_cancel(&t, t.topic, -1, order, ct_scalar(&t, sql));

@@ -50,7 +50,7 @@ static void test_two_consumers_rebalance(void **state)
     for (int i = 1; i <= N; i++) {
         snprintf(order, sizeof(order), "R-%d", i);
         snprintf(sql, sizeof(sql),
-                 "SELECT (extract(epoch FROM expire_at) * 1000)::bigint FROM ordergate.orders "
+                 "SELECT ceil(extract(epoch FROM expire_at) * 1000)::bigint FROM ordergate.orders "
                  "WHERE order_no = '%s'",
                  order);
         ct_send_cancel(&t, i % 2 ? t.topic : t.topic2, -1, order, ct_scalar(&t, sql));

@@ -324,7 +324,7 @@ static void place_orders(struct stress *s)
                  "                     jsonb_build_object('sku', 'H' || ((i + 1) % 4), 'qty', 1),"
                  "                     jsonb_build_object('sku', 'C' || (i % 20), 'qty', 2)),"
                  "   CASE WHEN i % 3 = 0 THEN 'cp-' || i END,"
-                 "   now() + interval '1500 ms' + (i % 10) * interval '30 ms') AS r"
+                 "   now() + interval '1 hour') AS r"
                  " FROM generate_series(0, $1::int - 1) i) x",
                  n, NULL),
         N_ORDERS);
@@ -332,6 +332,19 @@ static void place_orders(struct stress *s)
         snprintf(s->orders[i].no, sizeof(s->orders[i].no), "S%04d", i);
         s->orders[i].amount = 1000 + (i % 9) * 1000;
     }
+}
+
+/* The expiry instant, set right before the threads start so that it falls
+ * while payments flow however long the placing took on a busy machine: 1.5 s
+ * from now, spread over 270 ms. A pending order's expiry may move (that is
+ * what hold does); its original expiry, which bounds holds, stays. */
+static void arm_expiry(struct stress *s)
+{
+    gfx_exec(s->g->sql,
+             "UPDATE ordergate.orders SET expire_at = now() + interval '1500 ms' "
+             "+ (substr(order_no, 2)::int % 10) * interval '30 ms' "
+             "WHERE status = 'pending_payment'",
+             NULL);
 }
 
 static void test_stress_cancel_vs_pay(void **state)
@@ -347,6 +360,7 @@ static void test_stress_cancel_vs_pay(void **state)
     pthread_mutex_init(&s.lock, NULL);
     s.g = gfx_new("gstress");
     place_orders(&s);
+    arm_expiry(&s);
     s.t0_ms = clock_wall_ms();
     for (int i = 0; i < N_CANCELLERS; i++) {
         cancellers[i] = (struct worker){.s = &s, .id = i, .seed = 1000u + (unsigned)i};

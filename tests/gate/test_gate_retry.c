@@ -222,9 +222,10 @@ static void test_retry_after_deadlock(void **state)
 
     (void)state;
     seed(g);
-    /* The client's backend checks for deadlocks after 1 s of waiting, the
+    /* The client's backend checks for deadlocks after 2 s of waiting (time
+     * for this thread to close the cycle even on a busy machine), the
      * locker's only after 30 s, so the cycle is always broken on our side. */
-    snprintf(sql, sizeof(sql), "ALTER DATABASE %s SET deadlock_timeout = '1s'", g->t.name);
+    snprintf(sql, sizeof(sql), "ALTER DATABASE %s SET deadlock_timeout = '2s'", g->t.name);
     testdb_exec(g->sql, sql);
     db_free(g->db);
     g->db = testdb_open(&g->t, GFX_APP);

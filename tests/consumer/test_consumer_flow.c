@@ -152,6 +152,13 @@ static void test_flow(void **state)
                          (long long)end);
         }
     }
+    /* due_times (schema/005_consumer.sql) is the service's to call, nobody else's. */
+    assert_int_equal(ct_scalar(&t, "SELECT has_function_privilege('ordergate_service', "
+                                   "'ordergate.due_times(text[])', 'execute')::int"),
+                     1);
+    assert_int_equal(ct_scalar(&t, "SELECT has_function_privilege('public', "
+                                   "'ordergate.due_times(text[])', 'execute')::int"),
+                     0);
     snprintf(sql, sizeof(sql), "SELECT count(*) FROM ordergate.orders WHERE status = 'cancelled'");
     assert_int_equal(ct_scalar(&t, sql), 6);
     ct_teardown(&t);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -25,6 +26,13 @@
 #include "support/testutil.h"
 
 const char *ct_brokers_override;
+
+/* What a failed test must not leave behind: its consumers and its database.
+ * A failure leaves the test function by longjmp, so ct_cleanup (the tests'
+ * cmocka teardown) stops whatever is still registered here. */
+#define CT_MAX_CHILDREN 16
+static pid_t ct_children[CT_MAX_CHILDREN];
+static struct ct *ct_current;
 
 static const char *ct_brokers(void)
 {
@@ -108,6 +116,7 @@ void ct_setup(struct ct *t, const char *tag, int partitions, unsigned flags)
 
     memset(t, 0, sizeof(*t));
     snprintf(t->tag, sizeof(t->tag), "%s", tag);
+    ct_current = t;
     testdb_create(&t->db, tag);
     t->conn = testdb_connect(&t->db);
     testdb_exec(t->conn, "SELECT ordergate.add_stock('sku-1', 1000000)");
@@ -150,6 +159,7 @@ void ct_setup(struct ct *t, const char *tag, int partitions, unsigned flags)
 
 void ct_teardown(struct ct *t)
 {
+    ct_current = NULL;
     if (t->producer != NULL) {
         rd_kafka_flush(t->producer, 10000);
         rd_kafka_destroy(t->producer);
@@ -262,10 +272,16 @@ void ct_spawn(struct ct *t, struct ct_proc *p, const char *name, const char *top
     va_end(ap);
     argv[argc] = NULL;
 
+    pid_t parent = getpid();
     pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        int fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fd;
+        /* Dies with the test, even when the test itself is killed (timeout). */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (fd >= 0) {
             dup2(fd, 2);
             dup2(fd, 1);
@@ -275,6 +291,34 @@ void ct_spawn(struct ct *t, struct ct_proc *p, const char *name, const char *top
         _exit(127);
     }
     p->pid = pid;
+    for (int i = 0; i < CT_MAX_CHILDREN; i++) {
+        if (ct_children[i] == 0) {
+            ct_children[i] = pid;
+            break;
+        }
+    }
+}
+
+static void ct_forget(pid_t pid)
+{
+    for (int i = 0; i < CT_MAX_CHILDREN; i++)
+        if (ct_children[i] == pid)
+            ct_children[i] = 0;
+}
+
+int ct_cleanup(void **state)
+{
+    (void)state;
+    for (int i = 0; i < CT_MAX_CHILDREN; i++) {
+        if (ct_children[i] > 0) {
+            kill(ct_children[i], SIGKILL);
+            waitpid(ct_children[i], NULL, 0);
+            ct_children[i] = 0;
+        }
+    }
+    if (ct_current != NULL)
+        ct_teardown(ct_current);
+    return 0;
 }
 
 static int ct_decode_status(int ws)
@@ -295,6 +339,7 @@ int ct_wait_exit(struct ct_proc *p, long timeout_ms)
     for (long waited = 0; waited <= timeout_ms; waited += 20) {
         pid_t r = waitpid(p->pid, &ws, WNOHANG);
         if (r == p->pid) {
+            ct_forget(p->pid);
             p->status = ct_decode_status(ws);
             return p->status;
         }
@@ -368,6 +413,7 @@ void ct_log_wait(const struct ct_proc *p, const char *needle, long timeout_ms)
         if (p->status < 0) {
             int ws;
             if (waitpid(p->pid, &ws, WNOHANG) == p->pid) {
+                ct_forget(p->pid);
                 ((struct ct_proc *)p)->status = ct_decode_status(ws);
                 fail_msg("consumer exited with %d while waiting for '%s' (log %s)", p->status,
                          needle, p->log);

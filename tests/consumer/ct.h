@@ -45,6 +45,9 @@ extern const char *ct_brokers_override;
  * writes a consumer config file with short retry and poll settings. */
 void ct_setup(struct ct *t, const char *tag, int partitions, unsigned flags);
 void ct_teardown(struct ct *t);
+/* cmocka teardown for every test that spawns consumers: kills the ones
+ * still running and tears down the ct of a test that failed half-way. */
+int ct_cleanup(void **state);
 
 /* Creates a topic with n partitions and waits until its metadata shows them. */
 void ct_create_topic(const char *topic, int partitions);

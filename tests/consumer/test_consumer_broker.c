@@ -35,7 +35,7 @@ static void test_broker_down_and_back(void **state)
     rd_kafka_conf_t *conf;
     rd_kafka_t *host;
     rd_kafka_mock_cluster_t *mc;
-    struct ct t;
+    static struct ct t; /* static: ct_cleanup may tear it down after a failure */
     struct ct_proc p;
     FILE *f;
     int64_t due;
@@ -153,7 +153,7 @@ static void test_broker_down_and_back(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_broker_down_and_back),
+        cmocka_unit_test_teardown(test_broker_down_and_back, ct_cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,7 +21,7 @@
 
 static void test_kill9_restart(void **state)
 {
-    struct ct t;
+    static struct ct t; /* static: ct_cleanup may tear it down after a failure */
     struct ct_proc first, second;
     char sql[512], order[32], body[131072];
     long before, after;
@@ -98,7 +98,7 @@ static void test_kill9_restart(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_kill9_restart),
+        cmocka_unit_test_teardown(test_kill9_restart, ct_cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -84,7 +84,7 @@ static void check_dead_letter(void *arg, const rd_kafka_message_t *m)
 static void test_dead_letters_and_payments(void **state)
 {
     const int nbad = NBAD;
-    struct ct t;
+    static struct ct t; /* static: ct_cleanup may tear it down after a failure */
     struct ct_proc p;
     char topics[300], body[65536];
     char *big = malloc(20000);
@@ -169,7 +169,7 @@ static void test_dead_letters_and_payments(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dead_letters_and_payments),
+        cmocka_unit_test_teardown(test_dead_letters_and_payments, ct_cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,7 +32,7 @@ static void expect_metric(const char *body, const char *sample, double want)
 
 static void test_flow(void **state)
 {
-    struct ct t;
+    static struct ct t; /* static: ct_cleanup may tear it down after a failure */
     struct ct_proc p;
     char topics[300], sql[512], body[65536], sample[512];
     int64_t expire[4], hold_expire, paid_expire;
@@ -167,7 +167,7 @@ static void test_flow(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_flow),
+        cmocka_unit_test_teardown(test_flow, ct_cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

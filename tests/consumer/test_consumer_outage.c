@@ -27,7 +27,7 @@ static long cancelled(struct ct *t)
 
 static void test_database_outages(void **state)
 {
-    struct ct t;
+    static struct ct t; /* static: ct_cleanup may tear it down after a failure */
     struct ct_proc p;
     char sql[512], order[32];
     int64_t t0;
@@ -108,7 +108,7 @@ static void test_database_outages(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_database_outages),
+        cmocka_unit_test_teardown(test_database_outages, ct_cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

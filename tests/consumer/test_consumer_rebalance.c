@@ -31,7 +31,7 @@ static double metric_of(const struct ct_proc *p, const char *sample)
 
 static void test_two_consumers_rebalance(void **state)
 {
-    struct ct t;
+    static struct ct t; /* static: ct_cleanup may tear it down after a failure */
     struct ct_proc a, b;
     char topics[300], sql[512], order[32];
     int64_t start;
@@ -112,7 +112,7 @@ static void test_two_consumers_rebalance(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_two_consumers_rebalance),
+        cmocka_unit_test_teardown(test_two_consumers_rebalance, ct_cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

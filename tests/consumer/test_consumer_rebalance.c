@@ -39,32 +39,34 @@ static void test_two_consumers_rebalance(void **state)
 
     (void)state;
     ct_setup(&t, "creb", PARTS, 0);
-    /* Orders due from 1 s to 9 s from now, spread over both topics. */
+    /* Orders due from 3 s to 13 s from now, spread over both topics; their
+     * due times read back in one query so the messages go out at once. */
     snprintf(sql, sizeof(sql),
              "SELECT count(ordergate.place_order('R-' || g, 1000, "
              "'[{\"sku\":\"sku-1\",\"qty\":1}]'::jsonb, NULL, "
-             "now() + (1000 + g * 8000 / %d) * interval '1 millisecond')) "
+             "now() + (3000 + g * 10000 / %d) * interval '1 millisecond')) "
              "FROM generate_series(1, %d) g",
              N, N);
     assert_int_equal(ct_scalar(&t, sql), N);
-    for (int i = 1; i <= N; i++) {
-        snprintf(order, sizeof(order), "R-%d", i);
-        snprintf(sql, sizeof(sql),
-                 "SELECT ceil(extract(epoch FROM expire_at) * 1000)::bigint FROM ordergate.orders "
-                 "WHERE order_no = '%s'",
-                 order);
-        ct_send_cancel(&t, i % 2 ? t.topic : t.topic2, -1, order, ct_scalar(&t, sql));
+    PGresult *res = PQexec(t.conn, "SELECT order_no, ceil(extract(epoch FROM expire_at) * 1000)"
+                                   "::bigint FROM ordergate.orders ORDER BY expire_at");
+    assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+    assert_int_equal(PQntuples(res), N);
+    for (int i = 0; i < N; i++) {
+        snprintf(order, sizeof(order), "%s", PQgetvalue(res, i, 0));
+        ct_send_cancel(&t, i % 2 ? t.topic : t.topic2, -1, order,
+                       strtoll(PQgetvalue(res, i, 1), NULL, 10));
     }
+    PQclear(res);
     ct_flush(&t);
     start = ct_now_ms();
 
     snprintf(topics, sizeof(topics), "%s,%s", t.topic, t.topic2);
     ct_spawn(&t, &a, "a", topics, NULL);
     ct_log_wait(&a, "event=partitions_assigned", 30000);
-    /* Let A cancel some and pause its partitions on the rest. */
-    while (ct_scalar(&t, "SELECT count(*) FROM ordergate.orders WHERE status = 'cancelled'") <
-               N / 8 &&
-           ct_now_ms() - start < 20000)
+    /* B joins once A is at work: cancelling due orders, paused on the rest. */
+    while (ct_scalar(&t, "SELECT count(*) FROM ordergate.orders WHERE status = 'cancelled'") == 0 &&
+           ct_now_ms() - start < 30000)
         testutil_sleep_ms(50);
     ct_spawn(&t, &b, "b", topics, NULL);
     ct_log_wait(&b, "event=partitions_assigned", 30000);

@@ -26,38 +26,71 @@ $guard$;
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 
+-- At most one transition event (order_paid / order_cancelled) per order: the database refuses a
+-- second one, as status_log's primary key refuses a second transition. Also lets invariant 7 be
+-- a merge join of two indexes in order_no order.
+CREATE UNIQUE INDEX outbox_transition_uq ON ordergate.outbox (order_no)
+    WHERE event_type IN ('order_paid', 'order_cancelled');
+
 CREATE FUNCTION ordergate.reconcile(p_since timestamptz DEFAULT '-infinity',
                                     p_grace interval DEFAULT '0 seconds',
                                     p_scan_interval interval DEFAULT '5 minutes')
 RETURNS TABLE (invariant int, name text, violations bigint, sample text[])
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+-- Whole-table joins and aggregates: memory to keep them off disk, and the cost of an index probe
+-- as it is when the books are cached (favours merge joins along the order_no indexes).
+SET search_path = ordergate, pg_temp
+SET work_mem = '64MB'
+SET random_page_cost = 1.1
+AS $$
 #variable_conflict use_column
 DECLARE
     v_since timestamptz := coalesce(p_since, '-infinity');
     v_grace interval    := coalesce(p_grace, '0 seconds');
     v_scan  interval    := coalesce(p_scan_interval, '5 minutes');
+    v_n1    bigint;
+    v_s1    text[];
+    v_n4    bigint;
+    v_s4    text[];
 BEGIN
-    -- 1. Status moves only pending_payment -> paid | cancelled, once: an order's log describes
-    --    at most one move, from pending_payment, to paid or cancelled, ending in its current
-    --    status (a pending order with a logged move went back); plus log rows for no order.
-    RETURN QUERY
-    WITH l AS (
-        SELECT s.order_no, count(*) AS n,
-               bool_and(s.from_status = 'pending_payment' AND s.to_status IN ('paid', 'cancelled')) AS legal,
-               max(s.to_status) AS to_status
-          FROM status_log s
-         GROUP BY s.order_no
-    ), bad AS (
-        SELECT l.order_no
-          FROM l
-          LEFT JOIN orders o ON o.order_no = l.order_no
-         WHERE o.order_no IS NULL
-            OR (o.created_at >= v_since
-                AND (l.n > 1 OR NOT l.legal OR l.to_status IS DISTINCT FROM o.status))
+    -- 1 and 4 in one pass over orders FULL JOIN status_log (at most one log row per order: the
+    -- log's primary key is the order number).
+    -- 1. Status moves only pending_payment -> paid | cancelled, once: a logged move is from
+    --    pending_payment to paid or cancelled and ends in the order's current status (a pending
+    --    order with a logged move went back); no log row for a missing order.
+    -- 4. Exactly one status_log row per transition, none for a pending order; the source fits the
+    --    move (payment_callback for paid; a timeout source or manual for cancelled); the key is
+    --    the txn_no that paid this order (a 'paid' payment of it) or the order number; an actor.
+    WITH a AS (
+        SELECT coalesce(o.order_no, l.order_no) AS order_no,
+               l.order_no IS NOT NULL
+               AND (o.order_no IS NULL
+                    OR l.from_status <> 'pending_payment'
+                    OR l.to_status NOT IN ('paid', 'cancelled')
+                    OR l.to_status IS DISTINCT FROM o.status) AS bad1,
+               o.order_no IS NOT NULL
+               AND ((o.status <> 'pending_payment') IS DISTINCT FROM (l.order_no IS NOT NULL)
+                    OR (l.order_no IS NOT NULL
+                        AND (coalesce(l.actor, '') = ''
+                             OR (o.status = 'paid'
+                                 AND (l.source <> 'payment_callback'
+                                      OR p.txn_no IS DISTINCT FROM l.idempotency_key))
+                             OR (o.status = 'cancelled'
+                                 AND (l.source NOT IN ('timeout_consumer', 'timeout_scanner', 'manual')
+                                      OR l.idempotency_key <> o.order_no))))) AS bad4
+          FROM orders o
+          -- the order's one 'paid' payment (unique index payments_one_paid_per_order_uq)
+          LEFT JOIN payments p ON p.order_no = o.order_no AND p.outcome = 'paid'
+          FULL JOIN status_log l ON l.order_no = o.order_no
+         WHERE o.order_no IS NULL OR o.created_at >= v_since
     )
-    SELECT 1, 'status moves only pending_payment -> paid|cancelled, once'::text,
-           count(*), (array_agg(bad.order_no ORDER BY bad.order_no))[1:10]
-      FROM bad;
+    SELECT count(*) FILTER (WHERE a.bad1),
+           (array_agg(a.order_no ORDER BY a.order_no) FILTER (WHERE a.bad1))[1:10],
+           count(*) FILTER (WHERE a.bad4),
+           (array_agg(a.order_no ORDER BY a.order_no) FILTER (WHERE a.bad4))[1:10]
+      INTO v_n1, v_s1, v_n4, v_s4
+      FROM a;
+    RETURN QUERY SELECT 1, 'status moves only pending_payment -> paid|cancelled, once'::text, v_n1, v_s1;
 
     -- 2. Per SKU: total (initial stock + additions) = available + qty held by pending and paid orders.
     RETURN QUERY
@@ -100,66 +133,25 @@ BEGIN
            count(*), (array_agg(bad.coupon_id ORDER BY bad.coupon_id))[1:10]
       FROM bad;
 
-    -- 4. Exactly one status_log row per transition, with a valid source, actor and idempotency key
-    --    (cancel: the order number; payment: the txn_no that paid this order); none for pending orders.
-    RETURN QUERY
-    WITH l AS (
-        SELECT s.order_no, count(*) AS n, min(s.source) AS source, min(s.to_status) AS to_status,
-               min(s.idempotency_key) AS ikey, bool_and(coalesce(s.actor, '') <> '') AS has_actor
-          FROM status_log s
-         GROUP BY s.order_no
-    ), bad AS (
-        SELECT o.order_no
-          FROM orders o
-          LEFT JOIN l ON l.order_no = o.order_no
-          LEFT JOIN payments p ON p.txn_no = l.ikey
-         WHERE o.created_at >= v_since
-           AND (coalesce(l.n, 0) <> CASE WHEN o.status = 'pending_payment' THEN 0 ELSE 1 END
-                OR (l.n = 1 AND (
-                       NOT l.has_actor
-                    OR (l.to_status = 'paid' AND (l.source <> 'payment_callback'
-                                                  OR p.order_no IS DISTINCT FROM o.order_no
-                                                  OR p.outcome IS DISTINCT FROM 'paid'))
-                    OR (l.to_status = 'cancelled' AND (l.source NOT IN ('timeout_consumer', 'timeout_scanner', 'manual')
-                                                       OR l.ikey <> o.order_no)))))
-    )
-    SELECT 4, 'exactly one status_log row per transition, with its source and idempotency key'::text,
-           count(*), (array_agg(bad.order_no ORDER BY bad.order_no))[1:10]
-      FROM bad;
+    RETURN QUERY SELECT 4, 'exactly one status_log row per transition, with its source and idempotency key'::text, v_n4, v_s4;
 
     -- 5. Every payment that needs a follow-up (late_payment: a successful payment on a cancelled
-    --    order; also double_payment, amount_mismatch, not_found, and any 'paid' payment whose order
-    --    is not paid) has exactly one exception; no txn applied twice (one paid payment per order,
-    --    and a paid order's payment is the one its log names); nothing left 'processing'.
+    --    order; also double_payment, amount_mismatch, not_found, and a 'paid' payment whose order
+    --    is not paid) has exactly one exception (late payments: kind late_payment); nothing left
+    --    'processing'. "Exactly one" and "no txn applied twice" also rest on unique indexes:
+    --    one exception per txn_no, one 'paid' payment per order, one log row per order.
     RETURN QUERY
-    WITH e AS (
-        SELECT x.txn_no, count(*) AS n, min(x.kind) AS kind
-          FROM exceptions x
-         WHERE x.txn_no IS NOT NULL
-         GROUP BY x.txn_no
-    ), paid_per_order AS (
-        SELECT p.order_no, count(*) AS n
-          FROM payments p
-         WHERE p.outcome = 'paid'
-         GROUP BY p.order_no
-         HAVING count(*) > 1
-    ), bad AS (
+    WITH bad AS (
         SELECT p.txn_no
           FROM payments p
-          LEFT JOIN orders o ON o.order_no = p.order_no
-          LEFT JOIN e ON e.txn_no = p.txn_no
+          LEFT JOIN orders o ON o.order_no = p.order_no AND p.outcome = 'paid'
+          LEFT JOIN exceptions x ON x.txn_no = p.txn_no
          WHERE p.created_at >= v_since
            AND (p.outcome = 'processing'
-                OR (p.outcome = 'paid' AND o.status IS DISTINCT FROM 'paid'
-                    AND coalesce(e.n, 0) <> 1)
+                OR (p.outcome = 'paid' AND o.status IS DISTINCT FROM 'paid' AND x.txn_no IS NULL)
                 OR (p.outcome IN ('late_payment', 'double_payment', 'amount_mismatch', 'not_found')
-                    AND coalesce(e.n, 0) <> 1)
-                OR (p.outcome = 'late_payment' AND e.kind IS DISTINCT FROM 'late_payment'))
-        UNION
-        SELECT p.txn_no
-          FROM payments p
-          JOIN paid_per_order d ON d.order_no = p.order_no
-         WHERE p.outcome = 'paid' AND p.created_at >= v_since
+                    AND x.txn_no IS NULL)
+                OR (p.outcome = 'late_payment' AND x.kind IS DISTINCT FROM 'late_payment'))
     )
     SELECT 5, 'every successful payment on a cancelled order has exactly one exception; no txn applied twice'::text,
            count(*), (array_agg(bad.txn_no ORDER BY bad.txn_no))[1:10]
@@ -174,24 +166,25 @@ BEGIN
        AND o.expire_at < now() - v_grace - v_scan
        AND o.created_at >= v_since;
 
-    -- 7. Exactly one outbox event per winning transition: a paid order has one order_paid and no
-    --    order_cancelled, a cancelled order the reverse, a pending order neither.
+    -- 7. Exactly one outbox event per winning transition: a paid order has one order_paid event,
+    --    a cancelled order one order_cancelled event, a pending order none, and no transition
+    --    event names a missing order. "At most one per order" is the unique index
+    --    outbox_transition_uq; this pass finds missing, mismatched and orphaned events.
     RETURN QUERY
     WITH ev AS (
-        SELECT b.order_no,
-               count(*) FILTER (WHERE b.event_type = 'order_paid') AS paid,
-               count(*) FILTER (WHERE b.event_type = 'order_cancelled') AS cancelled
+        SELECT b.order_no, b.event_type
           FROM outbox b
          WHERE b.event_type IN ('order_paid', 'order_cancelled')
-         GROUP BY b.order_no
     ), bad AS (
         SELECT coalesce(o.order_no, ev.order_no) AS order_no
           FROM orders o
           FULL JOIN ev ON ev.order_no = o.order_no
-         WHERE (o.order_no IS NULL)
+         WHERE o.order_no IS NULL
             OR (o.created_at >= v_since
-                AND (coalesce(ev.paid, 0) <> CASE WHEN o.status = 'paid' THEN 1 ELSE 0 END
-                     OR coalesce(ev.cancelled, 0) <> CASE WHEN o.status = 'cancelled' THEN 1 ELSE 0 END))
+                AND ev.event_type IS DISTINCT FROM CASE o.status
+                                                       WHEN 'paid' THEN 'order_paid'
+                                                       WHEN 'cancelled' THEN 'order_cancelled'
+                                                   END)
     )
     SELECT 7, 'exactly one outbox event per winning transition'::text,
            count(*), (array_agg(bad.order_no ORDER BY bad.order_no))[1:10]

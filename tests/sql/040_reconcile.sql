@@ -64,9 +64,16 @@ VALUES ('R9', 'pending_payment', 'cancelled', 'manual', 'R9');
 SELECT t_eq('inv1 log row of no order', t_viol(1), 1::bigint);
 ROLLBACK;
 
+SELECT t_error('inv7 a second transition event is refused', $q$INSERT INTO ordergate.outbox (event_type, order_no) VALUES ('order_cancelled', 'R1')$q$, '23505');
 BEGIN;
-INSERT INTO ordergate.outbox (event_type, order_no) VALUES ('order_cancelled', 'R1');
-SELECT t_eq('inv7 second event', t_viol(7), 1::bigint);
+INSERT INTO ordergate.outbox (event_type, order_no) VALUES ('order_paid', 'R4');
+SELECT t_eq('inv7 event for a pending order', t_viol(7), 1::bigint);
+INSERT INTO ordergate.outbox (event_type, order_no) VALUES ('order_cancelled', 'R9');
+SELECT t_eq('inv7 event for a missing order', (SELECT sample FROM ordergate.reconcile() WHERE invariant = 7), ARRAY['R4', 'R9']);
+ROLLBACK;
+BEGIN;
+DELETE FROM ordergate.outbox WHERE order_no = 'R2' AND event_type = 'order_paid';
+SELECT t_eq('inv7 missing event', (SELECT sample FROM ordergate.reconcile() WHERE invariant = 7), ARRAY['R2']);
 ROLLBACK;
 
 -- 5 and the repair.

@@ -8,8 +8,8 @@
 # a fresh database built from schema/*.sql, then pgbench cancels them in batches of BATCH order
 # numbers drawn from a sequence (every batch cancels BATCH distinct orders: no easy not_found
 # rows), CLIENTS connections at once. Prints orders/s (wall clock) and orders per CPU-second of the
-# whole PostgreSQL cluster (the server's own processes: meaningful on a shared, busy machine where
-# wall clock depends on others' load), checks every order is cancelled and that reconcile() is
+# whole PostgreSQL cluster and per CPU-second of the pgbench backends alone (meaningful on a
+# shared, busy machine where wall clock depends on others' load), checks every order is cancelled and that reconcile() is
 # clean, times reconcile(), and drops the database.
 #
 # Connection: libpq's environment; the role must create databases (superuser on a throwaway
@@ -75,17 +75,30 @@ cluster_ticks() {
 hz=$(getconf CLK_TCK)
 
 t0=$(cluster_ticks)
-"$pgbin/pgbench" -n -f "$work/cancel.sql" -c "$clients" -j "$clients" -t "$per_client" "$db" >"$work/pgbench.out" 2>&1 \
-    || { cat "$work/pgbench.out"; exit 1; }
+"$pgbin/pgbench" -n -f "$work/cancel.sql" -c "$clients" -j "$clients" -t "$per_client" "$db" >"$work/pgbench.out" 2>&1 &
+bench_pid=$!
+# The pgbench backends' own CPU, sampled until they finish (the last sample misses at most ~0.2 s).
+declare -A backend_ticks=()
+while kill -0 "$bench_pid" 2>/dev/null; do
+    for p in $("${psql[@]}" -d postgres -At -c \
+            "SELECT pid FROM pg_stat_activity WHERE application_name = 'pgbench' AND datname = '$db'" 2>/dev/null); do
+        v=$(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null) && backend_ticks[$p]=$v
+    done
+    sleep 0.2
+done
+wait "$bench_pid" || { cat "$work/pgbench.out"; exit 1; }
 sleep 1  # let the postmaster reap the exited backends (their CPU lands in its cutime)
 t1=$(cluster_ticks)
+bt=0; for v in "${backend_ticks[@]}"; do bt=$((bt + v)); done
 grep -E "latency average|tps =" "$work/pgbench.out"
 
 tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$work/pgbench.out")
 done_orders=$((per_client * clients * batch))
 cpu_s=$(awk -v a="$t0" -v b="$t1" -v hz="$hz" 'BEGIN { printf "%.2f", (b - a) / hz }')
 echo "bench: claim_cancel batch $batch, $clients client(s): $(awk -v t="$tps" -v b="$batch" 'BEGIN { printf "%.0f", t * b }') orders/s wall clock"
-echo "bench: cluster CPU $cpu_s s for $done_orders orders: $(awk -v c="$cpu_s" -v n="$done_orders" 'BEGIN { if (c > 0) printf "%.0f", n / c; else print "n/a" }') orders per CPU-second"
+bcpu_s=$(awk -v t="$bt" -v hz="$hz" 'BEGIN { printf "%.2f", t / hz }')
+echo "bench: cluster CPU $cpu_s s for $done_orders orders: $(awk -v c="$cpu_s" -v n="$done_orders" 'BEGIN { if (c > 0) printf "%.0f", n / c; else print "n/a" }') orders per CPU-second (all server processes)"
+echo "bench: backend CPU $bcpu_s s: $(awk -v c="$bcpu_s" -v n="$done_orders" 'BEGIN { if (c > 0) printf "%.0f", n / c; else print "n/a" }') orders per backend CPU-second"
 echo "bench: load average now: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 "${psql[@]}" -d "$db" -At -F ' ' -c \

@@ -274,14 +274,18 @@ static void test_inv6_overdue_pending(void **state)
     scanner_child_free(&c);
 }
 
-/* 7: a second, contradicting event for a paid order. */
+/* 7: a winning transition whose event was lost (deleted behind the gate's
+ * back), and an event for an order that never moved. */
 static void test_inv7_outbox(void **state)
 {
     struct fixture *f = *state;
 
-    testdb_exec(f->conn, "INSERT INTO ordergate.outbox (event_type, order_no) VALUES "
-                         "('order_cancelled', 'P-1')");
+    testdb_exec(f->conn, "DELETE FROM ordergate.outbox WHERE order_no = 'P-1' AND event_type = "
+                         "'order_paid'");
     expect_flagged(f, 7, "P-1");
+    testdb_exec(f->conn, "INSERT INTO ordergate.outbox (event_type, order_no) VALUES "
+                         "('order_cancelled', 'P-5')");
+    expect_flagged(f, 7, "P-5");
 }
 
 int main(void)

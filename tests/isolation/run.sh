@@ -72,7 +72,13 @@ else
 fi
 [ ${#specs[@]} -gt 0 ] || { echo "isolation: no specs" >&2; exit 2; }
 
-ensure_template
+# The db tests' fixture script builds the same template (same name, same checksum comment): use
+# it when present so there is one builder; the function above is the fallback.
+if [ -x "$top/tests/support/db_template.sh" ]; then
+    ORDERGATE_TEMPLATE_DB=$tpl "$top/tests/support/db_template.sh" || die "building template $tpl failed"
+else
+    ensure_template
+fi
 mkdir -p "$outdir"
 
 passed=0 failed=0

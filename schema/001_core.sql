@@ -219,6 +219,9 @@ BEGIN
         IF NEW.original_expire_at IS NULL THEN
             NEW.original_expire_at := NEW.expire_at;
         END IF;
+        IF NEW.status IS DISTINCT FROM 'pending_payment' AND NEW.closed_at IS NULL THEN
+            NEW.closed_at := now();   -- a closed order inserted as such (imports, fixtures)
+        END IF;
         RETURN NEW;
     END IF;
 

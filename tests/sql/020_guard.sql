@@ -46,6 +46,8 @@ SELECT t_eq('inventory total defaults to available', (SELECT total FROM ordergat
 INSERT INTO ordergate.orders (order_no, status, amount_cents, coupon_id, expire_at) VALUES ('G8', 'pending_payment', 5, NULL, now());
 SELECT t_eq('orders original_expire_at defaults to expire_at', (SELECT original_expire_at = expire_at FROM ordergate.orders WHERE order_no = 'G8'), true);
 INSERT INTO ordergate.coupons (coupon_id, state) VALUES ('C8', 'available');
+INSERT INTO ordergate.orders (order_no, status, amount_cents, coupon_id, expire_at) VALUES ('G10', 'paid', 5, NULL, now());
+SELECT t_eq('closed order inserted as such gets closed_at', (SELECT closed_at IS NOT NULL FROM ordergate.orders WHERE order_no = 'G10'), true);
 INSERT INTO ordergate.order_items (order_no, sku, qty) VALUES ('G8', 'S2', 1);
 ROLLBACK;
 

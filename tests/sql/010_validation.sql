@@ -1,5 +1,5 @@
 -- Bad arguments: SQLSTATE 22023, nothing changes.
-SET og.test_file = '010_validation';
+
 SELECT t_reset();
 SELECT ordergate.add_stock('S1', 10);
 SELECT ordergate.place_order('V1', 100, '[{"sku":"S1","qty":1}]', NULL, now() - interval '1 minute');

@@ -1,5 +1,5 @@
 -- The state machine trigger and least privilege.
-SET og.test_file = '020_guard';
+
 SELECT t_reset();
 SELECT ordergate.add_stock('S1', 10);
 SELECT ordergate.add_coupon('C1');

@@ -1,5 +1,5 @@
 -- Gate outcomes and side effects, one session (the races are in tests/isolation).
-SET og.test_file = '030_gate';
+
 SELECT t_reset();
 SELECT ordergate.add_stock('S1', 10);
 SELECT ordergate.add_stock('S2', 3);

@@ -1,6 +1,6 @@
 -- reconcile(): clean books report 0 on all seven rows; each planted violation is found, with a
 -- sample; reconcile_repair() creates the missing late_payment exception.
-SET og.test_file = '040_reconcile';
+
 SELECT t_reset();
 SELECT ordergate.add_stock('S1', 100);
 SELECT ordergate.add_coupon('C1');

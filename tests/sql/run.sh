@@ -15,11 +15,15 @@ top=$(cd "$here/../.." && pwd)
 pgbin=${PG_BINDIR:-/usr/lib/postgresql/15/bin}
 psql=(env PGOPTIONS="-c client_min_messages=warning" "$pgbin/psql" -X -q -v ON_ERROR_STOP=1)
 db="og_sqltest_$$"
+work=$(mktemp -d)
 
 die() { echo "sql: $*" >&2; exit 1; }
 "$pgbin/pg_isready" -q -d postgres || die "no PostgreSQL server reachable (PGHOST=${PGHOST:-} PGPORT=${PGPORT:-})"
 
-cleanup() { "${psql[@]}" -d postgres -c "DROP DATABASE IF EXISTS \"$db\"" >/dev/null 2>&1 || true; }
+cleanup() {
+    "${psql[@]}" -d postgres -c "DROP DATABASE IF EXISTS \"$db\"" >/dev/null 2>&1 || true
+    rm -rf "$work"
+}
 trap cleanup EXIT
 
 "${psql[@]}" -d postgres -c "CREATE DATABASE \"$db\" TEMPLATE template0" >/dev/null || die "cannot create $db"
@@ -28,14 +32,27 @@ for f in "$top"/schema/[0-9][0-9][0-9]_*.sql; do
 done
 "${psql[@]}" -d "$db" -f "$here/helpers.sql" >/dev/null || die "helpers.sql failed"
 
+results="$work/results"
+: >"$results"
+# Runs psql on one file; its messages (stderr) go to $work/err, the og-test lines into $results.
+run_psql() {
+    local rc=0
+    env PGOPTIONS="-c client_min_messages=warning" "$pgbin/psql" -X -q -v ON_ERROR_STOP=1 "$@" \
+        >/dev/null 2>"$work/err" || rc=$?
+    grep -o 'og-test|.*' "$work/err" >>"$results" || true
+    return $rc
+}
+record() { printf 'og-test|%s|%s|%s|%s\n' "$1" "$2" "$3" "${4:-}" >>"$results"; }
+
 # Migrations refuse to run twice (and change nothing).
 for f in "$top"/schema/00[123]_*.sql; do
     v=$(basename "$f" | cut -c1-3)
     if out=$("${psql[@]}" -d "$db" -f "$f" 2>&1); then
-        "${psql[@]}" -d "$db" -c "SELECT t_check('migration $v refuses a second run', false, 'applied twice')" >/dev/null
+        record FAIL migrations "migration $v refuses a second run" "applied twice"
+    elif grep -q "migration $v is already applied" <<<"$out"; then
+        record ok migrations "migration $v refuses a second run"
     else
-        ok=false; grep -q "migration $v is already applied" <<<"$out" && ok=true
-        "${psql[@]}" -d "$db" -c "SELECT t_check('migration $v refuses a second run', $ok)" >/dev/null
+        record FAIL migrations "migration $v refuses a second run" "$(head -c 200 <<<"$out")"
     fi
 done
 
@@ -43,13 +60,16 @@ files=("$@")
 if [ ${#files[@]} -eq 0 ]; then files=("$here"/[0-9]*.sql); fi
 for f in "${files[@]}"; do
     [ -f "$f" ] || f="$here/$f"
-    "${psql[@]}" -d "$db" -v "ON_ERROR_STOP=1" -f "$f" >/dev/null \
-        || "${psql[@]}" -d "$db" -c "SELECT t_check('$(basename "$f") ran to the end', false)" >/dev/null
+    name=$(basename "$f" .sql)
+    if run_psql -d "$db" -c "SET og.test_file = '$name'" -f "$f"; then
+        record ok "$name" "ran to the end"
+    else
+        record FAIL "$name" "ran to the end" "$(grep -v 'og-test|' "$work/err" | tail -n 3 | tr '\n' ' ')"
+    fi
 done
 
-"${psql[@]}" -d "$db" -At -F ' ' -c \
-    "SELECT CASE WHEN ok THEN 'ok  ' ELSE 'FAIL' END, coalesce(file, '-') || ': ' || name || coalesce(' -- ' || info, '') FROM t_results ORDER BY n"
-read -r passed failed < <("${psql[@]}" -d "$db" -At -F ' ' -c \
-    "SELECT count(*) FILTER (WHERE ok), count(*) FILTER (WHERE NOT ok) FROM t_results")
+awk -F'|' '{ printf "%-4s %s: %s%s\n", ($2 == "ok" ? "ok" : "FAIL"), $3, $4, ($5 != "" ? " -- " $5 : "") }' "$results"
+passed=$(grep -c '^og-test|ok|' "$results" || true)
+failed=$(grep -c '^og-test|FAIL|' "$results" || true)
 echo "sql: $passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -537,42 +537,6 @@ END
 $$;
 
 ------------------------------------------------------------------------------------------------
--- overdue_orders: keyset page of due pending orders on the partial index, for the scanner.
--- Pass the last (expire_at, order_no) of the previous page, or NULLs for the first page.
-CREATE FUNCTION ordergate.overdue_orders(p_limit int,
-                                         p_after_expire timestamptz DEFAULT NULL,
-                                         p_after_order text DEFAULT NULL,
-                                         p_due_before timestamptz DEFAULT NULL)
-RETURNS TABLE (order_no text, expire_at timestamptz)
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
-#variable_conflict use_column
-DECLARE
-    v_due timestamptz := coalesce(p_due_before, now());
-BEGIN
-    IF p_limit IS NULL OR p_limit NOT BETWEEN 1 AND 10000 THEN
-        PERFORM _bad_arg('overdue_orders: p_limit must be 1..10000');
-    END IF;
-    IF (p_after_expire IS NULL) <> (p_after_order IS NULL) THEN
-        PERFORM _bad_arg('overdue_orders: give both p_after_expire and p_after_order, or neither');
-    END IF;
-    IF p_after_expire IS NULL THEN
-        RETURN QUERY
-        SELECT o.order_no, o.expire_at FROM orders o
-         WHERE o.status = 'pending_payment' AND o.expire_at <= v_due
-         ORDER BY o.expire_at, o.order_no
-         LIMIT p_limit;
-    ELSE
-        RETURN QUERY
-        SELECT o.order_no, o.expire_at FROM orders o
-         WHERE o.status = 'pending_payment' AND o.expire_at <= v_due
-           AND (o.expire_at, o.order_no) > (p_after_expire, p_after_order)
-         ORDER BY o.expire_at, o.order_no
-         LIMIT p_limit;
-    END IF;
-END
-$$;
-
-------------------------------------------------------------------------------------------------
 -- Outbox relay. The relay opens a transaction, outbox_lock_batch (rows stay locked, SKIP LOCKED
 -- lets several relays share the work), publishes, waits for the broker's acknowledgement,
 -- outbox_mark_published, commits. A crash before the commit publishes again: at least once.
@@ -717,7 +681,6 @@ GRANT EXECUTE ON FUNCTION
     ordergate.close_order(text, text, text),
     ordergate.claim_payment(text, text, bigint, text),
     ordergate.hold_for_payment(text, int),
-    ordergate.overdue_orders(int, timestamptz, text, timestamptz),
     ordergate.outbox_lock_batch(int),
     ordergate.outbox_mark_published(bigint[]),
     ordergate.outbox_backlog(),

@@ -14,7 +14,6 @@
 
 #define LOOP_GAUGES_EVERY_MS 1000
 #define LOOP_STATS_EVERY_MS  30000
-#define LOOP_SEEK_TIMEOUT_MS 1000
 #define LOOP_SHUTDOWN_MS     5000
 #define LOOP_STATS_INTERVAL  "5000" /* librdkafka statistics, for broker reachability */
 
@@ -60,13 +59,19 @@ void consumer_pause_seek(struct consumer *c, const char *topic, int32_t partitio
     list->elems[0].err = RD_KAFKA_RESP_ERR_NO_ERROR;
     list->elems[0].offset = offset;
     int64_t t0 = clock_mono_us();
-    error = rd_kafka_seek_partitions(c->rk, list, LOOP_SEEK_TIMEOUT_MS);
+    /* Asynchronous (timeout 0): the seek is queued behind the pause on the
+     * partition's queue, so it takes effect in that order. A blocking seek
+     * would not help either: librdkafka 2.0.2 reads the timeout of
+     * rd_kafka_seek_partitions as microseconds and reports _TIMED_OUT while
+     * the seek is still queued (fixed upstream in 2.1.0). */
+    error = rd_kafka_seek_partitions(c->rk, list, 0);
     log_debug("partition_paused",
               "topic=%s partition=%" PRId32 " offset=%" PRId64 " seek_us=%" PRId64, topic,
               partition, offset, clock_mono_us() - t0);
     if (error != NULL || list->elems[0].err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        /* Fails only while the partition is being revoked: its offsets are
-         * not stored past this message, so its next owner reads it again. */
+        /* Refused only when the partition is not (or no longer) assigned:
+         * its offsets are not stored past this message, so its next owner
+         * reads it again. */
         log_warn("seek_failed", "topic=%s partition=%" PRId32 " offset=%" PRId64 " error=%s", topic,
                  partition, offset,
                  error ? rd_kafka_error_name(error) : rd_kafka_err2name(list->elems[0].err));

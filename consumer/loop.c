@@ -68,7 +68,9 @@ void consumer_pause_seek(struct consumer *c, const char *topic, int32_t partitio
     log_debug("partition_paused",
               "topic=%s partition=%" PRId32 " offset=%" PRId64 " seek_us=%" PRId64, topic,
               partition, offset, clock_mono_us() - t0);
-    if (error != NULL || list->elems[0].err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    /* _IN_PROGRESS is the asynchronous seek's "queued", not a failure. */
+    if (error != NULL || (list->elems[0].err != RD_KAFKA_RESP_ERR_NO_ERROR &&
+                          list->elems[0].err != RD_KAFKA_RESP_ERR__IN_PROGRESS)) {
         /* Refused only when the partition is not (or no longer) assigned:
          * its offsets are not stored past this message, so its next owner
          * reads it again. */

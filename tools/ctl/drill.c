@@ -231,7 +231,11 @@ static int drill_plan(struct drill *d)
         o->sku = (int)(i % d->o.skus);
         if (drill_rng_unit(&rng) < d->o.coupon_ratio)
             snprintf(o->coupon, sizeof(o->coupon), "%sc%06ld", d->prefix, i);
-        o->due_ms = d->o.spread_ms > 0 ? drill_rng_range(&rng, 0, d->o.spread_ms) : 0;
+        /* Spread due times rise with the order number, as they do for orders
+         * placed over time with one payment window: a delay topic's
+         * partitions then hold nearly monotonic due times, which is what
+         * the consumer's pause-at-the-head waiting is built for. */
+        o->due_ms = d->o.spread_ms > 0 ? (int64_t)d->o.spread_ms * i / n : 0;
         o->lost = drill_rng_unit(&rng) < d->o.loss_ratio;
         o->dup_msg = drill_rng_unit(&rng) < d->o.dup_ratio;
         o->pay = drill_rng_unit(&rng) < d->o.pay_ratio;

@@ -644,8 +644,12 @@ void ct_db_outage(struct ct *t, bool down)
              down ? "false" : "true");
     testdb_exec(admin, sql);
     if (down) {
+        /* Wait (up to 10 s) until each backend is gone: pg_terminate_backend
+         * only signals, and a claim in flight could still commit after this
+         * returns, which the caller would count as work done during the
+         * outage. */
         snprintf(sql, sizeof(sql),
-                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                 "SELECT count(pg_terminate_backend(pid, 10000)) FROM pg_stat_activity "
                  "WHERE datname = '%s' AND application_name LIKE 'ordergate-consumer%%'",
                  t->db.name);
         testdb_exec(admin, sql);

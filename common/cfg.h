@@ -54,6 +54,7 @@ struct og_config {
     int scan_max_orders;  /* per run; 0 = no cap */
     int scan_max_seconds; /* per run; 0 = no cap */
     int scan_every_s;     /* 0 = one run per invocation */
+    int scan_workers;     /* claiming sessions per run (1 = the run's own session) */
     char *textfile_path;  /* Prometheus textfile for node_exporter; "" = none */
 };
 

@@ -62,6 +62,7 @@ enum {
     OPT_MAX_ORDERS,
     OPT_MAX_SECONDS,
     OPT_EVERY,
+    OPT_WORKERS,
     OPT_TEXTFILE,
     OPT_LOG_LEVEL,
     OPT_DRY_RUN,
@@ -83,6 +84,7 @@ static const struct option scanner_options[] = {
     {"max-orders", required_argument, NULL, OPT_MAX_ORDERS},
     {"max-seconds", required_argument, NULL, OPT_MAX_SECONDS},
     {"every", required_argument, NULL, OPT_EVERY},
+    {"workers", required_argument, NULL, OPT_WORKERS},
     {"textfile", required_argument, NULL, OPT_TEXTFILE},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"dry-run", no_argument, NULL, OPT_DRY_RUN},
@@ -123,6 +125,8 @@ static void scanner_usage(FILE *out)
         "  --pause-ms MS          pause between batches (scanner.pause_ms)\n"
         "  --max-orders N         cap per run, 0 = none (scanner.max_orders)\n"
         "  --max-seconds S        time cap per run, 0 = none (scanner.max_seconds)\n"
+        "  --workers N            database sessions that claim pages in parallel, 1..16;\n"
+        "                         the run's own session reads the pages (scanner.workers)\n"
         "  --textfile PATH        Prometheus textfile for node_exporter (scanner.textfile_path)\n"
         "  --since TIME           --reconcile: only orders created since TIME (RFC 3339,\n"
         "                         e.g. 2026-11-30T00:00:00Z, or an age such as 90m, 24h, 7d)\n"
@@ -237,6 +241,9 @@ static int scanner_parse_args(int argc, char **argv, struct scanner_args *a)
         case OPT_EVERY:
             scanner_add_setting(a, "--every", "scanner.every_s", optarg);
             break;
+        case OPT_WORKERS:
+            scanner_add_setting(a, "--workers", "scanner.workers", optarg);
+            break;
         case OPT_TEXTFILE:
             scanner_add_setting(a, "--textfile", "scanner.textfile_path", optarg);
             break;
@@ -332,7 +339,7 @@ static void scanner_write_metrics(const struct og_config *cfg, int *exit_code)
     }
 }
 
-static int scanner_sweep_once(struct db *db, const struct og_config *cfg)
+static int scanner_sweep_once(struct db *db, struct db **claim_dbs, const struct og_config *cfg)
 {
     struct sweep_params p = {
         .grace_s = cfg->grace_s,
@@ -340,6 +347,8 @@ static int scanner_sweep_once(struct db *db, const struct og_config *cfg)
         .pause_ms = cfg->scan_pause_ms,
         .max_orders = cfg->scan_max_orders,
         .max_seconds = cfg->scan_max_seconds,
+        .claim_dbs = claim_dbs,
+        .nclaim = claim_dbs != NULL ? cfg->scan_workers : 0,
         .idle_timeout_ms = 60000L + cfg->scan_pause_ms + 1000L * cfg->scan_every_s,
         .stop = &signals_stop,
         .on_batch = scanner_metrics_batch,
@@ -359,7 +368,7 @@ static int scanner_sweep_once(struct db *db, const struct og_config *cfg)
  * the interval is followed at once by the next, without catching up on the
  * missed ones). A failed run is logged and recorded; the loop goes on, as a
  * cron schedule would. Ends with 0 on SIGTERM/SIGINT. */
-static int scanner_sweep_every(struct db *db, const struct og_config *cfg)
+static int scanner_sweep_every(struct db *db, struct db **claim_dbs, const struct og_config *cfg)
 {
     int64_t next = clock_mono_ms();
     int64_t runs = 0;
@@ -368,7 +377,7 @@ static int scanner_sweep_every(struct db *db, const struct og_config *cfg)
     while (!signals_stop) {
         int64_t now;
 
-        scanner_sweep_once(db, cfg);
+        scanner_sweep_once(db, claim_dbs, cfg);
         runs++;
         next += (int64_t)cfg->scan_every_s * 1000;
         now = clock_mono_ms();
@@ -437,12 +446,33 @@ static int scanner_reconcile(struct db *db, const struct og_config *cfg,
     return code;
 }
 
+/* --workers N > 1: N more sessions that only claim (connected on first use,
+ * reconnected by db_call like the run's own). */
+static int scanner_claim_open(const struct og_config *cfg, const char *password,
+                              struct db **claim_dbs)
+{
+    if (cfg->scan_workers <= 1)
+        return EXIT_OK;
+    for (int i = 0; i < cfg->scan_workers && i < SCANNER_WORKERS_MAX; i++) {
+        claim_dbs[i] = db_new(
+            cfg->db_conninfo, password, SCANNER_PROG,
+            &(struct db_retry){cfg->db_retry_max, cfg->db_retry_base_ms, cfg->db_retry_cap_ms},
+            &signals_stop);
+        if (claim_dbs[i] == NULL) {
+            log_error("scanner_start_failed", "error=\"out of memory\"");
+            return EXIT_RUNTIME;
+        }
+    }
+    return EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
     struct scanner_args args;
     struct og_config cfg;
     struct og_error err = {0};
     struct db *db = NULL;
+    struct db *claim_dbs[SCANNER_WORKERS_MAX] = {NULL};
     char *password = NULL;
     int code;
     char q[600];
@@ -486,11 +516,17 @@ int main(int argc, char **argv)
         code = scanner_reconcile(db, &cfg, &args);
     else if (args.dry_run)
         code = scanner_dry_run(db, &cfg);
-    else if (cfg.scan_every_s > 0)
-        code = scanner_sweep_every(db, &cfg);
-    else
-        code = scanner_sweep_once(db, &cfg);
+    else {
+        struct db **claim = cfg.scan_workers > 1 ? claim_dbs : NULL;
+
+        code = scanner_claim_open(&cfg, password, claim_dbs);
+        if (code == EXIT_OK)
+            code = cfg.scan_every_s > 0 ? scanner_sweep_every(db, claim, &cfg)
+                                        : scanner_sweep_once(db, claim, &cfg);
+    }
 out:
+    for (int i = 0; i < SCANNER_WORKERS_MAX; i++)
+        db_free(claim_dbs[i]);
     db_free(db);
     if (password != NULL) {
         memset(password, 0, strlen(password));

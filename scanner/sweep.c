@@ -1,6 +1,7 @@
 #include "scanner/sweep.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,26 @@ static void sweep_log_missed(const struct sweep_result *res)
              res->counts.already_paid, res->counts.not_due, res->counts.not_found, list);
 }
 
+/* Records totals and checkpoint in the run row, on the session that holds
+ * the sweep lock; stops the run if another run has taken the lock over. */
+static enum og_status sweep_progress(struct db *db, struct sweep_result *res, int backend_pid,
+                                     struct og_error *err)
+{
+    bool still_running = true;
+    enum og_status st = sweep_check_session(db, backend_pid, err);
+
+    if (st == OG_OK)
+        st = runlog_progress(db, res->run_id, &res->counts, &res->checkpoint, &still_running, err);
+    if (st == OG_OK)
+        st = sweep_check_session(db, backend_pid, err);
+    if (st == OG_OK && !still_running)
+        st = og_error_set(err, OG_ERR_DB, false,
+                          "another run declared run %" PRId64
+                          " crashed and took the sweep lock; stopping",
+                          res->run_id);
+    return st;
+}
+
 static enum og_status sweep_batches(struct db *db, const struct sweep_params *p,
                                     struct sweep_result *res, int backend_pid, struct og_error *err)
 {
@@ -196,7 +217,6 @@ static enum og_status sweep_batches(struct db *db, const struct sweep_params *p,
     for (;;) {
         int limit = p->batch_size;
         size_t nrows = 0;
-        bool still_running = true;
         int64_t t0, t1;
 
         if (p->stop != NULL && *p->stop) {
@@ -250,17 +270,7 @@ static enum og_status sweep_batches(struct db *db, const struct sweep_params *p,
                   "cancelled_total=%" PRId64,
                   res->run_id, res->counts.batches, page.n, (double)(t1 - t0) / 1000.0,
                   (double)(clock_mono_us() - t1) / 1000.0, res->counts.cancelled);
-        st = sweep_check_session(db, backend_pid, err);
-        if (st == OG_OK)
-            st = runlog_progress(db, res->run_id, &res->counts, &res->checkpoint, &still_running,
-                                 err);
-        if (st == OG_OK)
-            st = sweep_check_session(db, backend_pid, err);
-        if (st == OG_OK && !still_running)
-            st = og_error_set(err, OG_ERR_DB, false,
-                              "another run declared run %" PRId64
-                              " crashed and took the sweep lock; stopping",
-                              res->run_id);
+        st = sweep_progress(db, res, backend_pid, err);
         if (st != OG_OK)
             break;
         if (page.n < limit) {
@@ -272,6 +282,302 @@ static enum og_status sweep_batches(struct db *db, const struct sweep_params *p,
             sweep_sleep_ms(p->pause_ms, p->stop);
     }
     sweep_page_free(&page);
+    return st;
+}
+
+/* --workers N: the run's session reads pages, N claim threads claim them.
+ *
+ * A slot is one claim thread with its own session and page buffer. The main
+ * thread owns every decision (caps, stop, checkpoint, run log); a thread only
+ * claims the page it was handed and reports. All slot fields are guarded by
+ * the pool mutex except the page buffers, which belong to whoever holds the
+ * slot's state (main while IDLE/DONE, the thread while BUSY). */
+enum sweep_slot_state { SLOT_IDLE, SLOT_BUSY, SLOT_DONE };
+
+struct sweep_slot {
+    struct sweep_pool *pool;
+    pthread_t thread;
+    bool started;
+    struct db *db;
+    struct sweep_page page;
+    enum sweep_slot_state state;
+    int64_t seq;                   /* page number of the run */
+    struct runlog_checkpoint from; /* the end of the page before this one */
+    double page_s, claim_s;
+    size_t nrows;
+    enum og_status st;
+    struct og_error err;
+};
+
+struct sweep_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t work; /* a slot became BUSY, or quit */
+    pthread_cond_t done; /* a slot became DONE */
+    bool quit;
+    int n;
+    struct sweep_slot *slots;
+    int64_t next_seq;                /* next page to hand out */
+    struct runlog_checkpoint cursor; /* end of the last page handed out */
+    bool failed;                     /* a claim failed: the checkpoint stays where it is */
+};
+
+static void *sweep_slot_main(void *arg)
+{
+    struct sweep_slot *slot = arg;
+    struct sweep_pool *pool = slot->pool;
+
+    pthread_mutex_lock(&pool->mu);
+    for (;;) {
+        while (slot->state != SLOT_BUSY && !pool->quit)
+            pthread_cond_wait(&pool->work, &pool->mu);
+        if (slot->state != SLOT_BUSY)
+            break;
+        pthread_mutex_unlock(&pool->mu);
+
+        int64_t t0 = clock_mono_us();
+        struct og_error e = {0};
+        size_t nrows = 0;
+        enum og_status st =
+            gate_claim_cancel(slot->db, slot->page.ptrs, (size_t)slot->page.n,
+                              GATE_SRC_TIMEOUT_SCANNER, slot->page.rows, &nrows, &e);
+
+        pthread_mutex_lock(&pool->mu);
+        slot->claim_s = (double)(clock_mono_us() - t0) / 1e6;
+        slot->nrows = nrows;
+        slot->st = st;
+        slot->err = e;
+        slot->state = SLOT_DONE;
+        pthread_cond_signal(&pool->done);
+    }
+    pthread_mutex_unlock(&pool->mu);
+    return NULL;
+}
+
+/* Folds every DONE slot into the totals (called with the mutex held). The
+ * outcomes of a claim happened whatever else failed, so they are counted
+ * first; the first error is kept. */
+static enum og_status sweep_pool_harvest(struct sweep_pool *pool, const struct sweep_params *p,
+                                         struct sweep_result *res, int *harvested,
+                                         struct og_error *err)
+{
+    enum og_status first = OG_OK;
+
+    *harvested = 0;
+    for (int i = 0; i < pool->n; i++) {
+        struct sweep_slot *slot = &pool->slots[i];
+        enum og_status st;
+
+        if (slot->state != SLOT_DONE)
+            continue;
+        st = slot->st;
+        if (st == OG_OK)
+            st = sweep_tally(res, slot->page.rows, slot->nrows, &slot->err);
+        if (st == OG_OK) {
+            res->counts.batches++;
+            if (p->on_batch != NULL)
+                p->on_batch(slot->page_s, slot->claim_s, p->on_batch_arg);
+            log_debug("scanner_batch",
+                      "run_id=%" PRId64 " batch=%" PRId64 " orders=%d page_ms=%.1f claim_ms=%.1f "
+                      "session=%d cancelled_total=%" PRId64,
+                      res->run_id, slot->seq + 1, slot->page.n, slot->page_s * 1000.0,
+                      slot->claim_s * 1000.0, i + 1, res->counts.cancelled);
+        } else {
+            pool->failed = true;
+            if (first == OG_OK)
+                first = og_error_set(err, slot->err.status, slot->err.retriable,
+                                     "claim session %d: %s", i + 1, slot->err.msg);
+        }
+        slot->state = SLOT_IDLE;
+        (*harvested)++;
+    }
+    /* Pages go out in keyset order and each page's claim is all or nothing,
+     * so everything before the oldest page still in flight is claimed: the
+     * checkpoint is where that page starts (or, with none in flight, the end
+     * of the last page). */
+    if (!pool->failed) {
+        const struct sweep_slot *oldest = NULL;
+
+        for (int i = 0; i < pool->n; i++)
+            if (pool->slots[i].state == SLOT_BUSY &&
+                (oldest == NULL || pool->slots[i].seq < oldest->seq))
+                oldest = &pool->slots[i];
+        res->checkpoint = oldest != NULL ? oldest->from : pool->cursor;
+    }
+    return first;
+}
+
+static bool sweep_pool_busy(const struct sweep_pool *pool)
+{
+    for (int i = 0; i < pool->n; i++)
+        if (pool->slots[i].state == SLOT_BUSY)
+            return true;
+    return false;
+}
+
+static struct sweep_slot *sweep_pool_idle(struct sweep_pool *pool)
+{
+    for (int i = 0; i < pool->n; i++)
+        if (pool->slots[i].state == SLOT_IDLE)
+            return &pool->slots[i];
+    return NULL;
+}
+
+/* Copies a fetched page into a slot's buffer (same capacity). */
+static void sweep_page_copy(struct sweep_page *dst, const struct sweep_page *src)
+{
+    memcpy(dst->order_no, src->order_no, (size_t)src->n * sizeof(*src->order_no));
+    memcpy(dst->expire_at, src->expire_at, (size_t)src->n * sizeof(*src->expire_at));
+    for (int i = 0; i < src->n; i++)
+        dst->ptrs[i] = dst->order_no[i];
+    dst->n = src->n;
+}
+
+static enum og_status sweep_batches_parallel(struct db *db, const struct sweep_params *p,
+                                             struct sweep_result *res, int backend_pid,
+                                             struct og_error *err)
+{
+    struct sweep_pool pool = {.n = p->nclaim, .quit = false};
+    struct sweep_page page = {0};
+    int64_t dispatched = 0; /* orders handed out (the max_orders cap) */
+    int64_t t_start = clock_mono_ms();
+    bool more = true;
+    enum og_status st = OG_OK;
+
+    pthread_mutex_init(&pool.mu, NULL);
+    pthread_cond_init(&pool.work, NULL);
+    pthread_cond_init(&pool.done, NULL);
+    pool.slots = calloc((size_t)pool.n, sizeof(*pool.slots));
+    if (pool.slots == NULL) {
+        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory for %d claim sessions", pool.n);
+        goto out;
+    }
+    st = sweep_page_alloc(&page, p->batch_size, err);
+    for (int i = 0; st == OG_OK && i < pool.n; i++) {
+        struct sweep_slot *slot = &pool.slots[i];
+        slot->pool = &pool;
+        slot->db = p->claim_dbs[i];
+        st = sweep_page_alloc(&slot->page, p->batch_size, err);
+        if (st == OG_OK && pthread_create(&slot->thread, NULL, sweep_slot_main, slot) != 0)
+            st = og_error_set(err, OG_ERR_INTERNAL, false, "cannot start claim thread %d", i + 1);
+        slot->started = st == OG_OK;
+    }
+
+    pthread_mutex_lock(&pool.mu);
+    while (st == OG_OK) {
+        struct sweep_slot *slot;
+        int limit = p->batch_size, harvested = 0;
+        int64_t t0;
+
+        /* Wait for a free slot; fold in whatever finished meanwhile. */
+        while ((slot = sweep_pool_idle(&pool)) == NULL) {
+            st = sweep_pool_harvest(&pool, p, res, &harvested, err);
+            if (st != OG_OK || harvested > 0)
+                break;
+            pthread_cond_wait(&pool.done, &pool.mu);
+        }
+        if (st == OG_OK && harvested == 0)
+            st = sweep_pool_harvest(&pool, p, res, &harvested, err);
+        if (st != OG_OK)
+            break;
+        if (harvested > 0) {
+            pthread_mutex_unlock(&pool.mu);
+            st = sweep_progress(db, res, backend_pid, err);
+            pthread_mutex_lock(&pool.mu);
+            if (st != OG_OK)
+                break;
+            continue; /* look for the free slot again: harvesting may have freed several */
+        }
+        if (!more)
+            break;
+        if (p->stop != NULL && *p->stop) {
+            res->stop_reason = "stopped";
+            break;
+        }
+        if (p->max_seconds > 0 && clock_mono_ms() - t_start >= (int64_t)p->max_seconds * 1000) {
+            res->stop_reason = "max_seconds";
+            break;
+        }
+        if (p->max_orders > 0) {
+            int64_t left = (int64_t)p->max_orders - dispatched;
+            if (left <= 0) {
+                res->stop_reason = "max_orders";
+                break;
+            }
+            if (left < limit)
+                limit = (int)left;
+        }
+
+        pthread_mutex_unlock(&pool.mu);
+        t0 = clock_mono_us();
+        st = sweep_fetch(db, p->grace_s, &pool.cursor, limit, &page, err);
+        if (st == OG_OK)
+            st = sweep_check_session(db, backend_pid, err);
+        pthread_mutex_lock(&pool.mu);
+        if (st != OG_OK)
+            break;
+        if (page.n == 0) {
+            res->stop_reason = "complete";
+            more = false;
+            continue; /* drain */
+        }
+        sweep_page_copy(&slot->page, &page);
+        slot->page_s = (double)(clock_mono_us() - t0) / 1e6;
+        slot->seq = pool.next_seq++;
+        slot->from = pool.cursor;
+        snprintf(pool.cursor.expire_at, sizeof(pool.cursor.expire_at), "%s",
+                 page.expire_at[page.n - 1]);
+        snprintf(pool.cursor.order_no, sizeof(pool.cursor.order_no), "%s",
+                 page.order_no[page.n - 1]);
+        slot->state = SLOT_BUSY;
+        dispatched += page.n;
+        pthread_cond_broadcast(&pool.work);
+        if (page.n < limit) {
+            /* A short page: nothing more was overdue at that snapshot. */
+            res->stop_reason = "complete";
+            more = false;
+            continue;
+        }
+        if (p->pause_ms > 0) {
+            pthread_mutex_unlock(&pool.mu);
+            sweep_sleep_ms(p->pause_ms, p->stop);
+            pthread_mutex_lock(&pool.mu);
+        }
+    }
+    /* Drain: every page handed out is claimed (or failed) and counted before
+     * the run is recorded; progress goes on being written meanwhile. */
+    for (;;) {
+        int harvested = 0;
+        struct og_error herr = {0};
+        enum og_status hst = sweep_pool_harvest(&pool, p, res, &harvested, &herr);
+
+        if (st == OG_OK && hst != OG_OK) {
+            st = hst;
+            *err = herr;
+        }
+        if (st == OG_OK && harvested > 0) {
+            pthread_mutex_unlock(&pool.mu);
+            st = sweep_progress(db, res, backend_pid, err);
+            pthread_mutex_lock(&pool.mu);
+            continue;
+        }
+        if (!sweep_pool_busy(&pool))
+            break;
+        pthread_cond_wait(&pool.done, &pool.mu);
+    }
+    pool.quit = true;
+    pthread_cond_broadcast(&pool.work);
+    pthread_mutex_unlock(&pool.mu);
+out:
+    for (int i = 0; pool.slots != NULL && i < pool.n; i++) {
+        if (pool.slots[i].started)
+            pthread_join(pool.slots[i].thread, NULL);
+        sweep_page_free(&pool.slots[i].page);
+    }
+    free(pool.slots);
+    sweep_page_free(&page);
+    pthread_cond_destroy(&pool.done);
+    pthread_cond_destroy(&pool.work);
+    pthread_mutex_destroy(&pool.mu);
     return st;
 }
 
@@ -324,7 +630,10 @@ enum og_status sweep_run(struct db *db, const struct sweep_params *p, struct swe
              res->run_id, p->grace_s, p->batch_size, p->pause_ms, p->max_orders, p->max_seconds,
              start.crashed_found);
 
-    st = sweep_batches(db, p, res, backend_pid, err);
+    if (p->nclaim > 1)
+        st = sweep_batches_parallel(db, p, res, backend_pid, err);
+    else
+        st = sweep_batches(db, p, res, backend_pid, err);
     if (st != OG_OK) {
         res->stop_reason = "error";
         snprintf(res->detail, sizeof(res->detail), "%s", err != NULL ? err->msg : "error");

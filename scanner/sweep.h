@@ -11,7 +11,13 @@
  *
  * The run belongs to the database session that took the lock. If db_call()
  * had to reconnect mid-run, the lock went with the old session: the run ends
- * 'failed' (exit 1) and the next run starts over. */
+ * 'failed' (exit 1) and the next run starts over.
+ *
+ * With claim sessions (--workers N > 1) that session only reads pages and
+ * keeps the run log; N threads, each with its own session, claim them. Pages
+ * are disjoint ranges of the keyset, so the claims never compete for an
+ * order; the recorded checkpoint is the end of the last page before which
+ * every page has been claimed. */
 #ifndef OG_SCANNER_SWEEP_H
 #define OG_SCANNER_SWEEP_H
 
@@ -22,7 +28,8 @@
 #include "common/error.h"
 #include "scanner/runlog.h"
 
-#define SWEEP_SAMPLE_MAX 10
+#define SWEEP_SAMPLE_MAX    10
+#define SCANNER_WORKERS_MAX 16 /* scanner.workers' upper bound in common/cfg.c */
 
 enum sweep_status { SWEEP_DONE, SWEEP_FAILED, SWEEP_SKIPPED };
 
@@ -32,6 +39,10 @@ struct sweep_params {
     int pause_ms;    /* between batches */
     int max_orders;  /* 0 = no cap */
     int max_seconds; /* 0 = no cap; checked before each batch */
+    /* Sessions that claim pages in parallel, each used by one thread only;
+     * nclaim 0 or 1 claims on the run's own session (claim_dbs unused). */
+    struct db **claim_dbs;
+    int nclaim;
     /* The session's idle_session_timeout: longer than any idle stretch of
      * this process (a pause; with --every, the wait between runs). */
     long idle_timeout_ms;

@@ -188,6 +188,96 @@ static void test_caps(void **state)
     scanner_child_free(&c);
 }
 
+/* --workers 3: one claim session stuck on a row lock does not stall the
+ * sweep. The test holds a lock on the first overdue order, so the session
+ * that claims the first page waits; the other two must claim every later
+ * page meanwhile, and the recorded checkpoint must not pass the stuck page.
+ * When the lock goes, the run completes: every order cancelled exactly once,
+ * stock back, the checkpoint at the last order. */
+static void test_workers_parallel_claims(void **state)
+{
+    struct fixture *f = *state;
+    struct scanner_child c;
+    const char *args[] = {"--db", f->db_arg,   "--grace", "0", "--batch-size", "50", "--pause-ms",
+                          "0",    "--workers", "3",       NULL};
+    PGconn *blocker = testdb_connect(&f->t);
+
+    scanner_place(f->conn, "W", 2000, -300);
+    scanner_place(f->conn, "NOTYET", 5, 600);
+    testdb_exec(blocker, "BEGIN");
+    testdb_exec(blocker, "SELECT 1 FROM ordergate.orders WHERE order_no = 'W-1' FOR UPDATE");
+
+    scanner_child_start(&c, args);
+    /* Every page but the first (W-1..W-50) gets claimed while W-1 is locked. */
+    assert_true(scanner_poll_at_least(f->conn,
+                                      "SELECT count(*) FROM ordergate.orders WHERE status = "
+                                      "'cancelled' AND order_no LIKE 'W-%'",
+                                      1950, 60000));
+    assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.orders WHERE status "
+                                            "= 'pending_payment' AND order_no LIKE 'W-%'"),
+                     50);
+    /* The run log counts what was claimed, but its checkpoint waits for page 1. */
+    assert_true(scanner_poll_at_least(f->conn,
+                                      "SELECT coalesce(max(scanned), 0) FROM "
+                                      "ordergate.scanner_runs WHERE status = 'running'",
+                                      1950, 30000));
+    assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.scanner_runs WHERE "
+                                            "status = 'running' AND checkpoint_order_no IS NULL"),
+                     1);
+    testdb_exec(blocker, "COMMIT");
+    assert_int_equal(scanner_child_wait(&c, 60000), 0);
+
+    assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.orders WHERE status "
+                                            "= 'cancelled' AND order_no LIKE 'W-%'"),
+                     2000);
+    assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.orders WHERE status "
+                                            "= 'pending_payment'"),
+                     5);
+    assert_int_equal(testdb_scalar(f->conn,
+                                   "SELECT count(*) FROM ordergate.status_log WHERE source = "
+                                   "'timeout_scanner'"),
+                     2000);
+    assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.outbox WHERE "
+                                            "event_type = 'order_cancelled'"),
+                     2000);
+    assert_int_equal(testdb_scalar(f->conn, "SELECT sum(available) FROM ordergate.inventory"),
+                     1000000 - 5);
+    assert_int_equal(
+        testdb_scalar(f->conn,
+                      "SELECT count(*) FROM ordergate.scanner_runs WHERE status = 'done' AND "
+                      "stop_reason = 'complete' AND batches = 40 AND scanned = 2000 AND "
+                      "cancelled = 2000 AND not_due = 0 AND checkpoint_order_no = 'W-2000'"),
+        1);
+    assert_int_equal(testdb_scalar(f->conn, "SELECT sum(violations) FROM ordergate.reconcile()"),
+                     0);
+    scanner_child_free(&c);
+    PQfinish(blocker);
+}
+
+/* Caps hold with claim sessions: pages are cut to the cap before they are
+ * handed out, so exactly max_orders are claimed. */
+static void test_workers_caps(void **state)
+{
+    struct fixture *f = *state;
+    struct scanner_child c;
+    const char *args[] = {"--db",       f->db_arg, "--grace",      "0",  "--batch-size", "4",
+                          "--pause-ms", "0",       "--max-orders", "10", "--workers",    "2",
+                          NULL};
+
+    scanner_place(f->conn, "WCAP", 20, -300);
+    assert_int_equal(scanner_child_run(&c, args), 0);
+    assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.orders WHERE status "
+                                            "= 'cancelled'"),
+                     10);
+    assert_int_equal(testdb_scalar(f->conn,
+                                   "SELECT count(*) FROM ordergate.scanner_runs WHERE status = "
+                                   "'done' AND stop_reason = 'max_orders' AND batches = 3 AND "
+                                   "scanned = 10 AND cancelled = 10 AND checkpoint_order_no = "
+                                   "'WCAP-10'"),
+                     1);
+    scanner_child_free(&c);
+}
+
 static void test_dry_run_changes_nothing(void **state)
 {
     struct fixture *f = *state;
@@ -274,6 +364,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_overdue_vs_not_due_vs_grace, setup, teardown),
         cmocka_unit_test_setup_teardown(test_caps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_workers_parallel_claims, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_workers_caps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dry_run_changes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_least_privilege, setup, teardown),
         cmocka_unit_test_setup_teardown(test_libpq_environment, setup, teardown),

@@ -51,6 +51,9 @@ BEGIN
 END
 $$;
 
+-- _cancel_effects and claim_cancel below are replaced by 007_cancel_fast.sql (same contract, less
+-- work per order); read them there.
+--
 -- _cancel_effects: the cancel claim and its side effects, shared by claim_cancel and close_order.
 -- p_nos: candidate order numbers (claim_cancel has already locked the due pending ones in order_no
 -- order; close_order passes one). p_due_only: only orders whose expire_at <= now() (timeouts), else

@@ -46,6 +46,7 @@ struct bench_opts {
     long rows;       /* second measurement point and sweep */
     long sweep;      /* orders the sweep claims (--max-orders) */
     int batch;
+    int workers; /* the scanner's --workers */
     int pages;
     int chunk;
     int random_layout; /* expire_at unrelated to insertion order */
@@ -313,8 +314,8 @@ static void bench_wal_snapshot(struct bench_wal *w)
 
 static void bench_sweep(const struct bench_opts *o)
 {
-    char db_arg[256], batch[16], max_orders[24], prom_path[128], text[65536] = "";
-    const char *argv[16];
+    char db_arg[256], batch[16], workers[16], max_orders[24], prom_path[128], text[65536] = "";
+    const char *argv[18];
     int status = 0;
     pid_t pid;
     int64_t t0;
@@ -324,6 +325,7 @@ static void bench_sweep(const struct bench_opts *o)
 
     snprintf(db_arg, sizeof(db_arg), "dbname=%s", o->dbname);
     snprintf(batch, sizeof(batch), "%d", o->batch);
+    snprintf(workers, sizeof(workers), "%d", o->workers);
     snprintf(max_orders, sizeof(max_orders), "%ld", o->sweep);
     snprintf(prom_path, sizeof(prom_path), "/tmp/og_bench_scanner.%d.prom", (int)getpid());
     argv[0] = o->scanner;
@@ -341,9 +343,11 @@ static void bench_sweep(const struct bench_opts *o)
     argv[12] = prom_path;
     argv[13] = "--log-level";
     argv[14] = "warn";
-    argv[15] = NULL;
-    printf("\nsweep: %s --batch-size %s --pause-ms 0 --max-orders %s\n", o->scanner, batch,
-           max_orders);
+    argv[15] = "--workers";
+    argv[16] = workers;
+    argv[17] = NULL;
+    printf("\nsweep: %s --batch-size %s --pause-ms 0 --max-orders %s --workers %s\n", o->scanner,
+           batch, max_orders, workers);
     bench_wal_snapshot(&w0);
     fflush(stdout);
     t0 = clock_mono_ms();
@@ -507,6 +511,7 @@ static void bench_usage(FILE *out)
             "  --small-rows N     first measurement point (default 1000000)\n"
             "  --sweep N          orders the sweep claims (default 1000000; <= 11%% of rows)\n"
             "  --batch-size N     scanner batch size (default 1000)\n"
+            "  --workers N        the scanner's claim sessions (default 1)\n"
             "  --pages N          pages per page-time measurement (default 200)\n"
             "  --chunk N          rows per load statement (default 1000000)\n"
             "  --scanner PATH     ordergate-scanner (default: ../scanner/ next to this program)\n"
@@ -520,19 +525,13 @@ static void bench_usage(FILE *out)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"dbname", required_argument, NULL, 'd'},
-        {"template", required_argument, NULL, 't'},
-        {"rows", required_argument, NULL, 'r'},
-        {"small-rows", required_argument, NULL, 's'},
-        {"sweep", required_argument, NULL, 'w'},
-        {"batch-size", required_argument, NULL, 'b'},
-        {"pages", required_argument, NULL, 'p'},
-        {"chunk", required_argument, NULL, 'c'},
-        {"scanner", required_argument, NULL, 'x'},
-        {"keep", no_argument, NULL, 'k'},
-        {"layout", required_argument, NULL, 'l'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"dbname", required_argument, NULL, 'd'},  {"template", required_argument, NULL, 't'},
+        {"rows", required_argument, NULL, 'r'},    {"small-rows", required_argument, NULL, 's'},
+        {"sweep", required_argument, NULL, 'w'},   {"batch-size", required_argument, NULL, 'b'},
+        {"workers", required_argument, NULL, 'W'}, {"pages", required_argument, NULL, 'p'},
+        {"chunk", required_argument, NULL, 'c'},   {"scanner", required_argument, NULL, 'x'},
+        {"keep", no_argument, NULL, 'k'},          {"layout", required_argument, NULL, 'l'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
     struct bench_opts o = {.dbname = "og_bench_scanner",
                            .template_db = "ordergate_tpl",
@@ -540,6 +539,7 @@ int main(int argc, char **argv)
                            .rows = 10000000,
                            .sweep = 1000000,
                            .batch = 1000,
+                           .workers = 1,
                            .pages = 200,
                            .chunk = 1000000};
     char self[PATH_MAX], conninfo[256];
@@ -571,6 +571,13 @@ int main(int argc, char **argv)
             break;
         case 'b':
             o.batch = atoi(optarg);
+            break;
+        case 'W':
+            o.workers = atoi(optarg);
+            if (o.workers < 1 || o.workers > 16) {
+                fprintf(stderr, "og_bench_scanner: --workers: %s is not in 1..16\n", optarg);
+                return 2;
+            }
             break;
         case 'p':
             o.pages = atoi(optarg);

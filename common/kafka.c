@@ -24,6 +24,91 @@ static const struct {
     {"enable.idempotence", "false", "ordergate's producers are always idempotent"},
 };
 
+/* kafka.properties go to every handle a process creates, consumers and
+ * producers alike (one list is simpler to operate than two). librdkafka
+ * accepts a property of the other role on any handle but logs a CONFWARN line
+ * at every start ("is a consumer property and will be ignored by this
+ * producer instance"), so each handle skips the properties that only the
+ * other role reads: the C and P properties of librdkafka's CONFIGURATION.md
+ * (2.0), global and topic level. A name not listed here is set everywhere. */
+static const char *const kafka_consumer_only[] = {
+    "auto.commit.enable",
+    "auto.commit.interval.ms",
+    "auto.offset.reset",
+    "check.crcs",
+    "consume.callback.max.messages",
+    "coordinator.query.interval.ms",
+    "enable.auto.commit",
+    "enable.auto.offset.store",
+    "enable.partition.eof",
+    "fetch.error.backoff.ms",
+    "fetch.max.bytes",
+    "fetch.message.max.bytes",
+    "fetch.min.bytes",
+    "fetch.wait.max.ms",
+    "group.id",
+    "group.instance.id",
+    "group.protocol.type",
+    "heartbeat.interval.ms",
+    "isolation.level",
+    "max.partition.fetch.bytes",
+    "max.poll.interval.ms",
+    "offset.store.method",
+    "offset.store.path",
+    "offset.store.sync.interval.ms",
+    "partition.assignment.strategy",
+    "queued.max.messages.kbytes",
+    "queued.min.messages",
+    "session.timeout.ms",
+};
+
+static const char *const kafka_producer_only[] = {
+    "acks",
+    "batch.num.messages",
+    "batch.size",
+    "compression.codec",
+    "compression.level",
+    "compression.type",
+    "delivery.report.only.error",
+    "delivery.timeout.ms",
+    "enable.gapless.guarantee",
+    "enable.idempotence",
+    "linger.ms",
+    "message.send.max.retries",
+    "message.timeout.ms",
+    "partitioner",
+    "produce.offset.report",
+    "queue.buffering.backpressure.threshold",
+    "queue.buffering.max.kbytes",
+    "queue.buffering.max.messages",
+    "queue.buffering.max.ms",
+    "queuing.strategy",
+    "request.required.acks",
+    "request.timeout.ms",
+    "retries",
+    "retry.backoff.ms",
+    "sticky.partitioning.linger.ms",
+    "transaction.timeout.ms",
+    "transactional.id",
+};
+
+static bool kafka_name_in(const char *name, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(name, list[i]) == 0)
+            return true;
+    return false;
+}
+
+bool kafka_prop_applies(enum kafka_role role, const char *name)
+{
+    if (role == KAFKA_ROLE_PRODUCER)
+        return !kafka_name_in(name, kafka_consumer_only,
+                              sizeof(kafka_consumer_only) / sizeof(kafka_consumer_only[0]));
+    return !kafka_name_in(name, kafka_producer_only,
+                          sizeof(kafka_producer_only) / sizeof(kafka_producer_only[0]));
+}
+
 static enum og_status kafka_set(rd_kafka_conf_t *conf, const char *name, const char *value,
                                 struct og_error *err)
 {
@@ -156,7 +241,7 @@ enum og_status kafka_conf_new(const struct og_config *cfg, enum kafka_role role,
         char name[256];
         const char *value = NULL;
         st = kafka_prop_split(cfg->kafka_props[i], name, sizeof(name), &value, err);
-        if (st == OG_OK)
+        if (st == OG_OK && kafka_prop_applies(role, name))
             st = kafka_set(conf, name, value, err);
         if (st != OG_OK)
             goto fail;

@@ -31,6 +31,11 @@
 
 enum kafka_role { KAFKA_ROLE_CONSUMER, KAFKA_ROLE_PRODUCER };
 
+/* Whether a kafka.properties entry is set on a handle of this role: false
+ * for the properties only the other role reads (which librdkafka would
+ * ignore with a warning). */
+bool kafka_prop_applies(enum kafka_role role, const char *name);
+
 /* Builds a configuration for a handle of `role`, with client.id client_id
  * and the log callback installed. Consumer defaults: the cooperative-sticky
  * assignor, enable.auto.offset.store=false, enable.auto.commit=true,

@@ -63,6 +63,7 @@
 #include "common/db.h"
 #include "common/gate.h"
 #include "common/log.h"
+#include "common/parse.h"
 #include "common/version.h"
 
 #define PROG "og_bench_consumer"
@@ -2147,29 +2148,6 @@ static void usage(FILE *out)
         "Connection: libpq's environment (PGHOST, PGPORT, PGUSER: a superuser).\n");
 }
 
-static int parse_long(const char *s, long min, long max, long *out)
-{
-    char *end;
-    long v;
-
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static int parse_int(const char *s, int min, int max, int *out)
-{
-    long v;
-
-    if (parse_long(s, min, max, &v) != 0)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
 /* dir of /proc/self/exe + rel, into out. */
 static void beside_self(char *out, size_t size, const char *rel)
 {
@@ -2263,7 +2241,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         {NULL, 0, NULL, 0},
     };
     const char *brokers = getenv("ORDERGATE_BROKERS");
-    int c;
+    int c, li = -1;
 
     *o = (struct opts){.e2e = true,
                        .lateness = true,
@@ -2296,7 +2274,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
     beside_self(o->consumer, sizeof(o->consumer), "../consumer/ordergate-consumer");
     beside_self(o->gate_bench, sizeof(o->gate_bench), "og_bench_gate");
 
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", longopts, &li)) != -1) {
         int bad = 0;
         switch (c) {
         case O_PHASES: {
@@ -2425,8 +2403,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
             return -1;
         }
         if (bad) {
-            fprintf(stderr, PROG ": bad value '%s' for %s\n", optarg ? optarg : "",
-                    argv[optind - 1]);
+            /* The option by name: argv[optind - 1] is the value itself when it
+             * came as a separate argument. */
+            fprintf(stderr, PROG ": bad value '%s' for --%s\n", optarg ? optarg : "",
+                    li >= 0 ? longopts[li].name : "?");
             return -1;
         }
     }

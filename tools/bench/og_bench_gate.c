@@ -29,6 +29,7 @@
 #include "common/db.h"
 #include "common/gate.h"
 #include "common/log.h"
+#include "common/parse.h"
 
 #define BENCH_MAX_BATCHES  16
 #define BENCH_TARGET_BATCH 500
@@ -86,19 +87,6 @@ static void usage(FILE *out)
             "  --allow-nondurable    run even if fsync or synchronous_commit is off\n"
             "  --keep                keep the databases afterwards\n"
             "Connection: libpq's environment (PGHOST, PGPORT, PGUSER; a superuser, for setup).\n");
-}
-
-static int parse_int(const char *s, int min, int max, int *out)
-{
-    char *end;
-    long v;
-
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
-        return -1;
-    *out = (int)v;
-    return 0;
 }
 
 /* A database name we create: lower-case identifier characters only, so it

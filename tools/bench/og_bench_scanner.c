@@ -38,6 +38,11 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/parse.h"
+
+/* Largest table the options accept; the sweep's cap is an int in the
+ * scanner (--max-orders), and this keeps it there. */
+#define BENCH_MAX_ROWS 1000000000L
 
 struct bench_opts {
     const char *dbname;
@@ -499,6 +504,26 @@ static void bench_breakdown(const struct bench_opts *o)
     free(n);
 }
 
+/* A numeric option: 0, or -1 after saying which option got what. */
+static int bench_opt_long(const char *name, const char *s, long min, long max, long *out)
+{
+    if (parse_long(s, min, max, out) == 0)
+        return 0;
+    fprintf(stderr, "og_bench_scanner: --%s: '%s' is not an integer in %ld..%ld\n", name, s, min,
+            max);
+    return -1;
+}
+
+static int bench_opt_int(const char *name, const char *s, int min, int max, int *out)
+{
+    long v;
+
+    if (bench_opt_long(name, s, min, max, &v) != 0)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
 static void bench_usage(FILE *out)
 {
     fprintf(out,
@@ -561,29 +586,34 @@ int main(int argc, char **argv)
             o.template_db = optarg;
             break;
         case 'r':
-            o.rows = atol(optarg);
+            if (bench_opt_long("rows", optarg, 100, BENCH_MAX_ROWS, &o.rows) != 0)
+                return 2;
             break;
         case 's':
-            o.small_rows = atol(optarg);
+            if (bench_opt_long("small-rows", optarg, 100, BENCH_MAX_ROWS, &o.small_rows) != 0)
+                return 2;
             break;
         case 'w':
-            o.sweep = atol(optarg);
+            if (bench_opt_long("sweep", optarg, 1, BENCH_MAX_ROWS, &o.sweep) != 0)
+                return 2;
             break;
         case 'b':
-            o.batch = atoi(optarg);
+            /* The scanner's own range (scanner.batch_size). */
+            if (bench_opt_int("batch-size", optarg, 1, 10000, &o.batch) != 0)
+                return 2;
             break;
         case 'W':
-            o.workers = atoi(optarg);
-            if (o.workers < 1 || o.workers > 16) {
-                fprintf(stderr, "og_bench_scanner: --workers: %s is not in 1..16\n", optarg);
+            /* The scanner's own range (scanner.workers). */
+            if (bench_opt_int("workers", optarg, 1, 16, &o.workers) != 0)
                 return 2;
-            }
             break;
         case 'p':
-            o.pages = atoi(optarg);
+            if (bench_opt_int("pages", optarg, 1, 1000000, &o.pages) != 0)
+                return 2;
             break;
         case 'c':
-            o.chunk = atoi(optarg);
+            if (bench_opt_int("chunk", optarg, 1000, 100000000, &o.chunk) != 0)
+                return 2;
             break;
         case 'x':
             snprintf(o.scanner, sizeof(o.scanner), "%s", optarg);
@@ -597,7 +627,8 @@ int main(int argc, char **argv)
             else if (strcmp(optarg, "time") == 0)
                 o.random_layout = 0;
             else {
-                bench_usage(stderr);
+                fprintf(stderr, "og_bench_scanner: --layout: '%s' is neither time nor random\n",
+                        optarg);
                 return 2;
             }
             break;
@@ -609,10 +640,20 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (optind < argc || o.rows < 100 || o.small_rows < 100 || o.small_rows > o.rows ||
-        o.sweep < 1 || o.sweep > o.rows / 100 * 11 || o.batch < 1 || o.batch > 10000 ||
-        o.pages < 1 || o.chunk < 1000) {
-        bench_usage(stderr);
+    /* Each number is in its range already; what is left ties them together. */
+    if (optind < argc) {
+        fprintf(stderr, "og_bench_scanner: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (o.small_rows > o.rows) {
+        fprintf(stderr, "og_bench_scanner: --small-rows %ld is larger than --rows %ld\n",
+                o.small_rows, o.rows);
+        return 2;
+    }
+    if (o.sweep > o.rows / 100 * 11) {
+        fprintf(stderr,
+                "og_bench_scanner: --sweep %ld is more than the %ld overdue orders of --rows %ld\n",
+                o.sweep, o.rows / 100 * 11, o.rows);
         return 2;
     }
     if (access(o.scanner, X_OK) != 0)

@@ -44,6 +44,7 @@
 #include "common/db.h"
 #include "common/gate.h"
 #include "common/log.h"
+#include "common/parse.h"
 #include "common/signals.h"
 #include "tools/ctl/ctl.h"
 
@@ -1085,18 +1086,6 @@ static int drill_parse_ratio(const char *s, double *out)
     return 0;
 }
 
-static int drill_parse_long(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    long v;
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno || end == s || *end != '\0' || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 static int drill_parse(struct drill *d, int argc, char **argv)
 {
     static const struct option opts[] = {{"orders", required_argument, NULL, 'n'},
@@ -1123,7 +1112,7 @@ static int drill_parse(struct drill *d, int argc, char **argv)
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     struct og_error err = {0};
-    long v;
+    long v = 0; /* copied out even when parse_long refused the value */
     int c, li = -1;
 
     optind = 0; /* GNU getopt: restart scanning for the subcommand's arguments */
@@ -1131,10 +1120,10 @@ static int drill_parse(struct drill *d, int argc, char **argv)
         int bad = 0;
         switch (c) {
         case 'n':
-            bad = drill_parse_long(optarg, 1, 10000000, &d->o.orders);
+            bad = parse_long(optarg, 1, 10000000, &d->o.orders);
             break;
         case 'k':
-            bad = drill_parse_long(optarg, 1, DRILL_MAX_CONSUMERS, &v);
+            bad = parse_long(optarg, 1, DRILL_MAX_CONSUMERS, &v);
             d->o.consumers = (int)v;
             break;
         case 'p':
@@ -1153,39 +1142,39 @@ static int drill_parse(struct drill *d, int argc, char **argv)
             bad = drill_parse_ratio(optarg, &d->o.close_ratio);
             break;
         case 'K':
-            bad = drill_parse_long(optarg, 0, 3600, &v);
+            bad = parse_long(optarg, 0, 3600, &v);
             d->o.kill_every_s = (int)v;
             break;
         case 'L':
-            bad = drill_parse_long(optarg, 0, 3600000, &v);
+            bad = parse_long(optarg, 0, 3600000, &v);
             d->o.lead_ms = (int)v;
             break;
         case 'j':
-            bad = drill_parse_long(optarg, 0, 600000, &v);
+            bad = parse_long(optarg, 0, 600000, &v);
             d->o.jitter_ms = (int)v;
             break;
         case 's':
-            bad = drill_parse_long(optarg, 0, 86400000, &v);
+            bad = parse_long(optarg, 0, 86400000, &v);
             d->o.spread_ms = (int)v;
             break;
         case 'S':
-            bad = drill_parse_long(optarg, 1, 99, &v);
+            bad = parse_long(optarg, 1, 99, &v);
             d->o.skus = (int)v;
             break;
         case 'g':
-            bad = drill_parse_long(optarg, 0, 1000, &v);
+            bad = parse_long(optarg, 0, 1000, &v);
             d->o.garbage = (int)v;
             break;
         case 'P':
-            bad = drill_parse_long(optarg, 1, 64, &v);
+            bad = parse_long(optarg, 1, 64, &v);
             d->o.payers = (int)v;
             break;
         case 'w':
-            bad = drill_parse_long(optarg, 1, 86400, &v);
+            bad = parse_long(optarg, 1, 86400, &v);
             d->o.settle_s = (int)v;
             break;
         case 'r':
-            bad = drill_parse_long(optarg, 1, LONG_MAX, &v);
+            bad = parse_long(optarg, 1, LONG_MAX, &v);
             d->o.seed = (uint64_t)v;
             break;
         case 'N':

@@ -43,6 +43,7 @@
 #include "common/clock.h"
 #include "common/db.h"
 #include "common/gate.h"
+#include "common/kafka.h"
 #include "common/log.h"
 #include "common/parse.h"
 #include "common/signals.h"
@@ -545,6 +546,22 @@ static void drill_conf(rd_kafka_conf_t *conf, const char *k, const char *v)
         fprintf(stderr, "ordergatectl drill: %s: %s\n", k, errstr);
 }
 
+/* The configuration's kafka.properties that a handle of this role reads
+ * (TLS, SASL...), as the consumers get them. */
+static void drill_conf_props(struct drill *d, rd_kafka_conf_t *conf, enum kafka_role role)
+{
+    for (size_t i = 0; i < d->cfg->kafka_props_n; i++) {
+        char prop[512], *eq;
+        snprintf(prop, sizeof(prop), "%s", d->cfg->kafka_props[i]);
+        eq = strchr(prop, '=');
+        if (eq == NULL)
+            continue;
+        *eq = '\0';
+        if (kafka_prop_applies(role, prop))
+            drill_conf(conf, prop, eq + 1);
+    }
+}
+
 static rd_kafka_t *drill_producer(struct drill *d)
 {
     char errstr[256];
@@ -554,20 +571,72 @@ static rd_kafka_t *drill_producer(struct drill *d)
     drill_conf(conf, "bootstrap.servers", d->cfg->brokers);
     drill_conf(conf, "enable.idempotence", "true");
     drill_conf(conf, "linger.ms", "5");
-    for (size_t i = 0; i < d->cfg->kafka_props_n; i++) {
-        char prop[512], *eq;
-        snprintf(prop, sizeof(prop), "%s", d->cfg->kafka_props[i]);
-        eq = strchr(prop, '=');
-        if (eq == NULL)
-            continue;
-        *eq = '\0';
-        /* Consumer-only properties are refused by a producer: ignore them. */
-        rd_kafka_conf_set(conf, prop, eq + 1, errstr, sizeof(errstr));
-    }
+    drill_conf_props(d, conf, KAFKA_ROLE_PRODUCER);
     rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
     if (rk == NULL)
         fprintf(stderr, "ordergatectl drill: producer: %s\n", errstr);
     return rk;
+}
+
+/* A handle that only reads the consumer group's committed offsets: it never
+ * subscribes, so it never joins the group. */
+static rd_kafka_t *drill_group_reader(struct drill *d)
+{
+    char errstr[256];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_t *rk;
+
+    drill_conf(conf, "bootstrap.servers", d->cfg->brokers);
+    drill_conf(conf, "group.id", d->group);
+    drill_conf(conf, "enable.auto.commit", "false");
+    drill_conf_props(d, conf, KAFKA_ROLE_CONSUMER);
+    rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+    if (rk == NULL)
+        fprintf(stderr, "ordergatectl drill: group offsets reader: %s\n", errstr);
+    return rk;
+}
+
+/* Messages of the cancel topic the group has not committed yet (high
+ * watermark minus committed offset, over every partition); -1 when the
+ * broker does not answer. */
+static int64_t drill_group_lag(struct drill *d, rd_kafka_t *rk)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, d->topic, NULL);
+    rd_kafka_topic_partition_list_t *parts = NULL;
+    int64_t lag = 0;
+
+    if (t == NULL || rd_kafka_metadata(rk, 0, t, &md, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+        md->topic_cnt != 1) {
+        lag = -1;
+        goto out;
+    }
+    parts = rd_kafka_topic_partition_list_new(md->topics[0].partition_cnt);
+    for (int p = 0; p < md->topics[0].partition_cnt; p++)
+        rd_kafka_topic_partition_list_add(parts, d->topic, md->topics[0].partitions[p].id);
+    if (rd_kafka_committed(rk, parts, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        lag = -1;
+        goto out;
+    }
+    for (int i = 0; i < parts->cnt; i++) {
+        int64_t lo = 0, hi = 0, at = parts->elems[i].offset;
+        if (rd_kafka_query_watermark_offsets(rk, d->topic, parts->elems[i].partition, &lo, &hi,
+                                             10000) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            lag = -1;
+            goto out;
+        }
+        if (at < lo) /* nothing committed yet (RD_KAFKA_OFFSET_INVALID) */
+            at = lo;
+        lag += hi > at ? hi - at : 0;
+    }
+out:
+    if (parts != NULL)
+        rd_kafka_topic_partition_list_destroy(parts);
+    if (md != NULL)
+        rd_kafka_metadata_destroy(md);
+    if (t != NULL)
+        rd_kafka_topic_destroy(t);
+    return lag;
 }
 
 static int drill_create_topic(rd_kafka_t *rk, const char *topic, int partitions)
@@ -1229,7 +1298,10 @@ static int drill_start_triggers(struct drill *d)
 }
 
 /* Waits for the race workers, killing a consumer now and then, then for the
- * consumers to drain their due orders. */
+ * consumers to drain: every due order that had a message is settled, and the
+ * group has committed every message of the cancel topic (duplicates and
+ * garbage come last in their partitions and change no order, so the orders
+ * alone cannot tell that the consumers got to them). */
 static void drill_wait(struct drill *d, struct db *db, pthread_t *tids)
 {
     uint64_t rng = d->o.seed * 31 + 7;
@@ -1237,7 +1309,9 @@ static void drill_wait(struct drill *d, struct db *db, pthread_t *tids)
     int64_t next_kill = d->o.kill_every_s > 0 ? clock_wall_ms() + d->o.kill_every_s * 1000 : 0;
     int64_t deadline;
     int64_t last_report = 0;
+    int64_t lag = -1;
     long pending_due = 0, left = -1;
+    rd_kafka_t *group = d->o.no_kafka ? NULL : drill_group_reader(d);
 
     for (long i = 0; i < d->o.orders; i++)
         if (d->orders[i].due_ms > last_action)
@@ -1256,23 +1330,31 @@ static void drill_wait(struct drill *d, struct db *db, pthread_t *tids)
         }
         if (now > last_action + 500) {
             left = drill_consumer_backlog(d, db, &pending_due);
-            if (left == 0)
+            if (left == 0 && group != NULL)
+                lag = drill_group_lag(d, group);
+            if (left == 0 && (group == NULL || lag == 0))
                 break;
         }
         if (now - last_report >= 2000) {
             if (left < 0)
                 drill_progress(d, "race running: callbacks in flight");
-            else
+            else if (left > 0)
                 drill_progress(d, "race running: %ld due orders still pending (%ld with a message)",
                                pending_due, left);
+            else
+                drill_progress(d, "orders settled; %" PRId64 " messages not yet committed", lag);
             last_report = now;
         }
         usleep(200 * 1000);
     }
     for (int t = 0; t < d->o.payers; t++)
         pthread_join(tids[t], NULL);
-    drill_progress(d, "triggers drained: %ld due orders pending, %ld of them had a message",
-                   pending_due, left < 0 ? 0 : left);
+    if (group != NULL)
+        rd_kafka_destroy(group);
+    drill_progress(d,
+                   "triggers drained: %ld due orders pending, %ld of them had a message; "
+                   "messages not committed: %" PRId64,
+                   pending_due, left < 0 ? 0 : left, group != NULL ? lag : 0);
 }
 
 static int drill_run_scanner_once(struct drill *d)

@@ -204,6 +204,26 @@ static enum og_status sweep_progress(struct db *db, struct sweep_result *res, in
     return st;
 }
 
+/* Before each page: the reason to stop (stop signal, a cap reached), or
+ * NULL to go on with a page of *limit orders, cut to what the order cap
+ * leaves. taken: the orders this run has already taken on. */
+static const char *sweep_limit(const struct sweep_params *p, int64_t t_start, int64_t taken,
+                               int *limit)
+{
+    if (p->stop != NULL && *p->stop)
+        return "stopped";
+    if (p->max_seconds > 0 && clock_mono_ms() - t_start >= (int64_t)p->max_seconds * 1000)
+        return "max_seconds";
+    if (p->max_orders > 0) {
+        int64_t left = (int64_t)p->max_orders - taken;
+        if (left <= 0)
+            return "max_orders";
+        if (left < *limit)
+            *limit = (int)left;
+    }
+    return NULL;
+}
+
 static enum og_status sweep_batches(struct db *db, const struct sweep_params *p,
                                     struct sweep_result *res, int backend_pid, struct og_error *err)
 {
@@ -216,25 +236,14 @@ static enum og_status sweep_batches(struct db *db, const struct sweep_params *p,
         return st;
     for (;;) {
         int limit = p->batch_size;
+        const char *why;
         size_t nrows = 0;
         int64_t t0, t1;
 
-        if (p->stop != NULL && *p->stop) {
-            res->stop_reason = "stopped";
+        why = sweep_limit(p, t_start, res->counts.scanned, &limit);
+        if (why != NULL) {
+            res->stop_reason = why;
             break;
-        }
-        if (p->max_seconds > 0 && clock_mono_ms() - t_start >= (int64_t)p->max_seconds * 1000) {
-            res->stop_reason = "max_seconds";
-            break;
-        }
-        if (p->max_orders > 0) {
-            int64_t left = (int64_t)p->max_orders - res->counts.scanned;
-            if (left <= 0) {
-                res->stop_reason = "max_orders";
-                break;
-            }
-            if (left < limit)
-                limit = (int)left;
         }
 
         t0 = clock_mono_us();
@@ -466,6 +475,7 @@ static enum og_status sweep_batches_parallel(struct db *db, const struct sweep_p
     while (st == OG_OK) {
         struct sweep_slot *slot;
         int limit = p->batch_size, harvested = 0;
+        const char *why;
         int64_t t0;
 
         /* Wait for a free slot; fold in whatever finished meanwhile. */
@@ -489,22 +499,10 @@ static enum og_status sweep_batches_parallel(struct db *db, const struct sweep_p
         }
         if (!more)
             break;
-        if (p->stop != NULL && *p->stop) {
-            res->stop_reason = "stopped";
+        why = sweep_limit(p, t_start, dispatched, &limit);
+        if (why != NULL) {
+            res->stop_reason = why;
             break;
-        }
-        if (p->max_seconds > 0 && clock_mono_ms() - t_start >= (int64_t)p->max_seconds * 1000) {
-            res->stop_reason = "max_seconds";
-            break;
-        }
-        if (p->max_orders > 0) {
-            int64_t left = (int64_t)p->max_orders - dispatched;
-            if (left <= 0) {
-                res->stop_reason = "max_orders";
-                break;
-            }
-            if (left < limit)
-                limit = (int)left;
         }
 
         pthread_mutex_unlock(&pool.mu);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -480,4 +481,71 @@ enum og_status kafka_error_set(struct og_error *err, rd_kafka_resp_err_t code, c
 {
     return og_error_set(err, OG_ERR_KAFKA, kafka_err_retriable(code), "%s: %s (%s)",
                         what ? what : "kafka", rd_kafka_err2str(code), rd_kafka_err2name(code));
+}
+
+enum og_status kafka_topic_create(rd_kafka_t *rk, const char *topic, int partitions,
+                                  int replication, bool *created, struct og_error *err)
+{
+    char errstr[256];
+    rd_kafka_NewTopic_t *nt = NULL;
+    rd_kafka_queue_t *q = NULL;
+    rd_kafka_event_t *ev = NULL;
+    rd_kafka_resp_err_t code;
+    const rd_kafka_CreateTopics_result_t *res;
+    const rd_kafka_topic_result_t **tr;
+    size_t n = 0;
+    enum og_status st = OG_OK;
+
+    *created = false;
+    nt = rd_kafka_NewTopic_new(topic, partitions, replication, errstr, sizeof(errstr));
+    if (nt == NULL)
+        return og_error_set(err, OG_ERR_ARG, false, "topic %s: %s", topic, errstr);
+    q = rd_kafka_queue_new(rk);
+    rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
+    ev = rd_kafka_queue_poll(q, 30000);
+    if (ev == NULL) {
+        st = og_error_set(err, OG_ERR_KAFKA, true, "topic %s: no answer from the broker", topic);
+        goto out;
+    }
+    res = rd_kafka_event_CreateTopics_result(ev);
+    tr = res != NULL ? rd_kafka_CreateTopics_result_topics(res, &n) : NULL;
+    code = n == 1 ? rd_kafka_topic_result_error(tr[0]) : rd_kafka_event_error(ev);
+    if (code == RD_KAFKA_RESP_ERR_NO_ERROR)
+        *created = true;
+    else if (code != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+        st = kafka_error_set(err, code, topic);
+out:
+    if (ev != NULL)
+        rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_NewTopic_destroy(nt);
+    return st;
+}
+
+bool kafka_topic_wait_ready(rd_kafka_t *rk, const char *topic, int partitions, int timeout_ms)
+{
+    int64_t deadline = clock_mono_ms() + timeout_ms;
+
+    for (;;) {
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+        bool ready = false;
+
+        if (rkt != NULL && rd_kafka_metadata(rk, 0, rkt, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+            md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR &&
+            md->topics[0].partition_cnt == partitions) {
+            ready = true;
+            for (int p = 0; p < partitions; p++)
+                ready = ready && md->topics[0].partitions[p].leader >= 0;
+        }
+        if (md != NULL)
+            rd_kafka_metadata_destroy(md);
+        if (rkt != NULL)
+            rd_kafka_topic_destroy(rkt);
+        if (ready)
+            return true;
+        if (clock_mono_ms() >= deadline)
+            return false;
+        nanosleep(&(struct timespec){0, 100 * 1000000L}, NULL);
+    }
 }

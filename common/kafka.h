@@ -95,6 +95,15 @@ bool kafka_topic_valid(const char *name);
 /* Fills err from a librdkafka error code; retriable unless the code says
  * retrying cannot help (bad configuration, message too large, not allowed). */
 enum og_status kafka_error_set(struct og_error *err, rd_kafka_resp_err_t code, const char *what);
+
+/* Creates one topic through the admin API of rk (replication -1: the
+ * broker's default); an existing topic is no error (*created stays false). */
+enum og_status kafka_topic_create(rd_kafka_t *rk, const char *topic, int partitions,
+                                  int replication, bool *created, struct og_error *err);
+/* Waits up to timeout_ms until metadata lists the topic with `partitions`
+ * partitions, each with a leader (a topic just created may not have them
+ * yet, and producing to it would fail); false on timeout. */
+bool kafka_topic_wait_ready(rd_kafka_t *rk, const char *topic, int partitions, int timeout_ms);
 bool kafka_err_retriable(rd_kafka_resp_err_t code);
 
 /* The log callback kafka_conf_new installs: librdkafka's syslog levels

@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "common/codec.h"
+#include "common/kafka.h"
 #include "support/testutil.h"
 
 const char *ct_brokers_override;
@@ -59,52 +60,18 @@ void ct_create_topic(const char *topic, int partitions)
 {
     char errstr[256];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    struct og_error err = {0};
+    bool created = false;
     rd_kafka_t *rk;
-    rd_kafka_NewTopic_t *nt;
-    rd_kafka_queue_t *q;
-    rd_kafka_event_t *ev;
-    const rd_kafka_topic_result_t **res;
-    size_t nres;
 
     ct_conf(conf, "bootstrap.servers", ct_brokers());
     rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
     if (rk == NULL)
         fail_msg("admin client: %s", errstr);
-    nt = rd_kafka_NewTopic_new(topic, partitions, 1, errstr, sizeof(errstr));
-    assert_non_null(nt);
-    q = rd_kafka_queue_new(rk);
-    rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
-    ev = rd_kafka_queue_poll(q, 30000);
-    if (ev == NULL)
-        fail_msg("CreateTopics %s: no answer", topic);
-    res = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &nres);
-    if (nres != 1 ||
-        (rd_kafka_topic_result_error(res[0]) != RD_KAFKA_RESP_ERR_NO_ERROR &&
-         rd_kafka_topic_result_error(res[0]) != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS))
-        fail_msg("CreateTopics %s: %s", topic,
-                 nres ? rd_kafka_err2str(rd_kafka_topic_result_error(res[0])) : "no result");
-    rd_kafka_event_destroy(ev);
-    rd_kafka_NewTopic_destroy(nt);
-    /* The leader may need a moment: wait until metadata lists every partition. */
-    for (int i = 0; i < 100; i++) {
-        const struct rd_kafka_metadata *md = NULL;
-        rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
-        bool ready = false;
-        if (rd_kafka_metadata(rk, 0, rkt, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-            md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR &&
-            md->topics[0].partition_cnt == partitions) {
-            ready = true;
-            for (int p = 0; p < partitions; p++)
-                ready = ready && md->topics[0].partitions[p].leader >= 0;
-        }
-        if (md != NULL)
-            rd_kafka_metadata_destroy(md);
-        rd_kafka_topic_destroy(rkt);
-        if (ready)
-            break;
-        testutil_sleep_ms(100);
-    }
-    rd_kafka_queue_destroy(q);
+    if (kafka_topic_create(rk, topic, partitions, 1, &created, &err) != OG_OK)
+        fail_msg("CreateTopics %s: %s", topic, err.msg);
+    if (!kafka_topic_wait_ready(rk, topic, partitions, 10000))
+        fail_msg("topic %s: partitions have no leader after 10 s", topic);
     rd_kafka_destroy(rk);
 }
 

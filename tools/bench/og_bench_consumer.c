@@ -62,9 +62,11 @@
 #include "common/codec.h"
 #include "common/db.h"
 #include "common/gate.h"
+#include "common/kafka.h"
 #include "common/log.h"
 #include "common/parse.h"
 #include "common/version.h"
+#include "tools/bench/support/bench_proc.h"
 
 #define PROG "og_bench_consumer"
 
@@ -252,28 +254,6 @@ static const char *run_line(char *const argv[], char *buf, size_t size)
 /* ------------------------------------------------------------------------------------------ */
 /* /proc */
 
-/* CPU seconds (user + system, all threads) of a local process; -1 if unknown. */
-static double proc_cpu_s(pid_t pid)
-{
-    char path[64], line[2048], *p;
-    unsigned long ut = 0, st = 0;
-    FILE *f;
-
-    if (pid <= 0)
-        return -1;
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    f = fopen(path, "r");
-    if (f == NULL)
-        return -1;
-    p = fgets(line, sizeof(line), f);
-    fclose(f);
-    if (p == NULL || (p = strrchr(line, ')')) == NULL)
-        return -1;
-    if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-        return -1;
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
 /* A "Vm...:" line of /proc/PID/status in MB (field e.g. "VmRSS:"); -1 if unknown. */
 static double proc_vm_mb(pid_t pid, const char *field)
 {
@@ -293,19 +273,6 @@ static double proc_vm_mb(pid_t pid, const char *field)
     }
     fclose(f);
     return mb;
-}
-
-static void load_average(char *buf, size_t size)
-{
-    FILE *f = fopen("/proc/loadavg", "r");
-    float a = 0, b = 0, c = 0;
-
-    snprintf(buf, size, "?");
-    if (f != NULL) {
-        if (fscanf(f, "%f %f %f", &a, &b, &c) == 3)
-            snprintf(buf, size, "%.2f %.2f %.2f", a, b, c);
-        fclose(f);
-    }
 }
 
 /* CPU pressure (PSI "some" avg60: share of time runnable tasks waited for a
@@ -650,67 +617,23 @@ static rd_kafka_t *kafka_client(const struct opts *o, rd_kafka_type_t type,
     return rk;
 }
 
-static rd_kafka_event_t *admin_wait(rd_kafka_queue_t *q, rd_kafka_event_type_t type,
-                                    const char *what)
-{
-    for (int i = 0; i < 60; i++) {
-        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 1000);
-        if (ev == NULL)
-            continue;
-        if (rd_kafka_event_type(ev) == type)
-            return ev;
-        rd_kafka_event_destroy(ev);
-    }
-    die("%s: no answer from the broker within 60 s", what);
-}
-
 static void topic_create(const struct opts *o, const char *topic, int partitions)
 {
-    char errstr[256];
-    rd_kafka_NewTopic_t *nt;
-    rd_kafka_queue_t *q;
-    rd_kafka_event_t *ev;
-    const rd_kafka_topic_result_t **res;
-    size_t nres;
+    struct og_error err = {0};
+    bool created = false;
 
     if (g.admin_rk == NULL)
         g.admin_rk = kafka_client(o, RD_KAFKA_PRODUCER, NULL);
     if (g.ntopics == MAX_TOPICS)
         die("too many topics");
-    nt = rd_kafka_NewTopic_new(topic, partitions, 1, errstr, sizeof(errstr));
-    if (nt == NULL)
-        die("topic %s: %s", topic, errstr);
-    q = rd_kafka_queue_new(g.admin_rk);
-    rd_kafka_CreateTopics(g.admin_rk, &nt, 1, NULL, q);
-    ev = admin_wait(q, RD_KAFKA_EVENT_CREATETOPICS_RESULT, "CreateTopics");
-    res = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &nres);
-    if (nres != 1 || rd_kafka_topic_result_error(res[0]) != RD_KAFKA_RESP_ERR_NO_ERROR)
-        die("CreateTopics %s: %s", topic,
-            nres ? rd_kafka_err2str(rd_kafka_topic_result_error(res[0])) : "no result");
-    rd_kafka_event_destroy(ev);
-    rd_kafka_NewTopic_destroy(nt);
-    rd_kafka_queue_destroy(q);
+    if (kafka_topic_create(g.admin_rk, topic, partitions, 1, &created, &err) != OG_OK)
+        die("CreateTopics %s: %s", topic, err.msg);
+    /* Every run names its topics afresh: one that exists is someone else's. */
+    if (!created)
+        die("CreateTopics %s: the topic already exists", topic);
     snprintf(g.topics[g.ntopics++], sizeof(g.topics[0]), "%s", topic);
-    /* Wait until every partition has a leader. */
-    for (int i = 0; i < 100; i++) {
-        const struct rd_kafka_metadata *md = NULL;
-        rd_kafka_topic_t *rkt = rd_kafka_topic_new(g.admin_rk, topic, NULL);
-        bool ready = false;
-        if (rd_kafka_metadata(g.admin_rk, 0, rkt, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-            md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR &&
-            md->topics[0].partition_cnt == partitions) {
-            ready = true;
-            for (int p = 0; p < partitions; p++)
-                ready = ready && md->topics[0].partitions[p].leader >= 0;
-        }
-        if (md != NULL)
-            rd_kafka_metadata_destroy(md);
-        rd_kafka_topic_destroy(rkt);
-        if (ready)
-            return;
-        sleep_ms(100);
-    }
-    die("topic %s: partitions have no leader after 10 s", topic);
+    if (!kafka_topic_wait_ready(g.admin_rk, topic, partitions, 10000))
+        die("topic %s: partitions have no leader after 10 s", topic);
 }
 
 /* Deletes every topic this run created (frees the broker's disk). */
@@ -1295,7 +1218,7 @@ static void ceiling_run(const struct opts *o, struct db *db, const char *prefix,
         nos[i] = names[i];
     }
     backend = PQbackendPID(db_conn(db));
-    cpu0 = proc_cpu_s(backend);
+    cpu0 = bench_proc_cpu_s(backend);
     wal0 = db_wal_lsn_bytes();
     t0 = mono_s();
     long i;
@@ -1319,7 +1242,7 @@ static void ceiling_run(const struct opts *o, struct db *db, const char *prefix,
     r->seconds = mono_s() - t0;
     r->orders = i < n ? i : n;
     r->rate = (double)r->orders / r->seconds;
-    r->backend_cpu_s = cpu0 >= 0 ? proc_cpu_s(backend) - cpu0 : -1;
+    r->backend_cpu_s = cpu0 >= 0 ? bench_proc_cpu_s(backend) - cpu0 : -1;
     r->wal_kb_per_order = (db_wal_lsn_bytes() - wal0) / 1024.0 / (double)r->orders;
     qsort(lat, (size_t)calls, sizeof(*lat), cmp_double);
     r->p50_ms = lat[(calls - 1) / 2];
@@ -1437,9 +1360,9 @@ static void sampler_start(struct sampler *s, pid_t consumer, pid_t backend)
     s->consumer = consumer;
     s->backend = backend;
     s->broker = broker_pid();
-    s->c0 = proc_cpu_s(consumer);
-    s->b0 = proc_cpu_s(backend);
-    s->k0 = proc_cpu_s(s->broker);
+    s->c0 = bench_proc_cpu_s(consumer);
+    s->b0 = bench_proc_cpu_s(backend);
+    s->k0 = bench_proc_cpu_s(s->broker);
     s->rss_max = 0;
 }
 
@@ -1453,7 +1376,7 @@ static void sampler_rss(struct sampler *s)
 
 static double cpu_since(pid_t pid, double start)
 {
-    double now = proc_cpu_s(pid);
+    double now = bench_proc_cpu_s(pid);
 
     return start >= 0 && now >= 0 ? now - start : -1;
 }
@@ -2439,7 +2362,7 @@ static void print_header(const struct opts *o)
         printf("source: %s at %s\n", src, run_line(git, buf, sizeof(buf)));
     }
     uname(&u);
-    load_average(load, sizeof(load));
+    bench_load_average(load, sizeof(load));
     buf[0] = '\0';
     f = fopen("/proc/cpuinfo", "r");
     if (f != NULL) {
@@ -2506,7 +2429,7 @@ static void print_summary(const struct opts *o, const struct results *r)
 {
     char load[64], psi[32];
 
-    load_average(load, sizeof(load));
+    bench_load_average(load, sizeof(load));
     cpu_pressure(psi, sizeof(psi));
     printf("\n== summary (nproc %ld, load average at the end %s, cpu pressure avg60 %s) ==\n",
            sysconf(_SC_NPROCESSORS_ONLN), load, psi);

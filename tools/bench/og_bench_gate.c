@@ -30,6 +30,7 @@
 #include "common/gate.h"
 #include "common/log.h"
 #include "common/parse.h"
+#include "tools/bench/support/bench_proc.h"
 
 #define BENCH_MAX_BATCHES  16
 #define BENCH_TARGET_BATCH 500
@@ -480,54 +481,6 @@ static int place_phase_orders(PGconn *c, const struct bench_opts *o, const char 
     return 0;
 }
 
-/* CPU seconds a local process has run, from /proc/PID/schedstat (ns) or,
- * without it, /proc/PID/stat (clock ticks); -1 when the server is not on
- * this machine or /proc is not readable. */
-static double proc_cpu_seconds(int pid)
-{
-    char path[64], line[1024];
-    const char *p;
-    unsigned long long ns;
-    unsigned long utime = 0, stime = 0;
-    FILE *f;
-
-    snprintf(path, sizeof(path), "/proc/%d/schedstat", pid);
-    f = fopen(path, "r");
-    if (f != NULL) {
-        int ok = fscanf(f, "%llu", &ns) == 1;
-        fclose(f);
-        if (ok)
-            return (double)ns / 1e9;
-    }
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    f = fopen(path, "r");
-    if (f == NULL)
-        return -1;
-    p = fgets(line, sizeof(line), f);
-    fclose(f);
-    if (p == NULL || (p = strrchr(line, ')')) == NULL)
-        return -1;
-    /* After "pid (comm)": state is field 3, utime 14, stime 15. */
-    if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
-        return -1;
-    return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
-}
-
-/* "1.23 0.98 0.50" from /proc/loadavg, or "?". */
-static const char *load_average(char *buf, size_t size)
-{
-    FILE *f = fopen("/proc/loadavg", "r");
-    float a = 0, b = 0, c = 0;
-
-    snprintf(buf, size, "?");
-    if (f != NULL) {
-        if (fscanf(f, "%f %f %f", &a, &b, &c) == 3)
-            snprintf(buf, size, "%.2f %.2f %.2f", a, b, c);
-        fclose(f);
-    }
-    return buf;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -539,7 +492,7 @@ static int run_phase(struct db *db, const struct bench_opts *o, const char *pref
                      int batch, struct phase_result *r)
 {
     int pid = db_conn(db) != NULL ? PQbackendPID(db_conn(db)) : 0;
-    double cpu0 = pid > 0 ? proc_cpu_seconds(pid) : -1;
+    double cpu0 = pid > 0 ? bench_proc_cpu_s(pid) : -1;
     char(*names)[GATE_ORDER_NO_MAX + 1] = calloc((size_t)n, sizeof(*names));
     const char **nos = calloc((size_t)n, sizeof(*nos));
     struct gate_cancel_row *rows = calloc((size_t)batch, sizeof(*rows));
@@ -583,7 +536,7 @@ static int run_phase(struct db *db, const struct bench_opts *o, const char *pref
     r->seconds = (double)(clock_mono_us() - t0) / 1e6;
     /* The same backend throughout, or the CPU figure would mix two. */
     if (cpu0 >= 0 && db_conn(db) != NULL && PQbackendPID(db_conn(db)) == pid)
-        r->cpu_s = proc_cpu_seconds(pid) - cpu0;
+        r->cpu_s = bench_proc_cpu_s(pid) - cpu0;
     else
         r->cpu_s = -1;
     qsort(lat, (size_t)r->calls, sizeof(*lat), cmp_double);
@@ -665,7 +618,7 @@ int main(int argc, char **argv)
            version, fsync_v, sync_v, fpw, method);
     printf("host: %ld CPUs online, load average %s (shared machine: other work skews "
            "wall-clock figures; the backend CPU columns do not depend on it as much)\n",
-           sysconf(_SC_NPROCESSORS_ONLN), load_average(lsn, sizeof(lsn)));
+           sysconf(_SC_NPROCESSORS_ONLN), bench_load_average(lsn, sizeof(lsn)));
     if ((strcmp(fsync_v, "on") != 0 || strcmp(sync_v, "on") != 0) && !o.allow_nondurable) {
         fprintf(stderr,
                 "og_bench_gate: commits are not durable on this server (fsync=%s, "
@@ -791,7 +744,7 @@ int main(int argc, char **argv)
                    BENCH_TARGET_BATCH, ops >= BENCH_TARGET_RATE ? "met" : "NOT met", ops);
         }
     printf("reconcile after the run: %ld violations; load average at the end %s\n", violations,
-           load_average(lsn, sizeof(lsn)));
+           bench_load_average(lsn, sizeof(lsn)));
     printf("columns: tx = one gate_claim_cancel call (one statement, one commit); cpu ms/tx = CPU "
            "of the server\nbackend per call (from /proc); orders/cpu-s = orders per CPU-second of "
            "that backend, i.e. the\nrate one session reaches with a core to itself and free "

@@ -137,10 +137,6 @@ extern const struct ctl_command ctl_cmd_exceptions_resolve;
 extern const struct ctl_command ctl_cmd_schedule;
 extern const struct ctl_command ctl_cmd_topics;
 
-/* Creates one topic; an existing topic is no error (*created stays false). */
-enum og_status ctl_topic_create(rd_kafka_t *rk, const char *topic, int partitions, int replication,
-                                bool *created, struct og_error *err);
-
 /* ---- output ------------------------------------------------------------ */
 
 /* Prints `result` as one compact JSON line on stdout. */

@@ -644,7 +644,7 @@ static int drill_create_topic(rd_kafka_t *rk, const char *topic, int partitions)
     struct og_error err = {0};
     bool created;
 
-    if (ctl_topic_create(rk, topic, partitions, -1, &created, &err) != OG_OK) {
+    if (kafka_topic_create(rk, topic, partitions, -1, &created, &err) != OG_OK) {
         fprintf(stderr, "ordergatectl drill: create topic: %s\n", err.msg);
         return -1;
     }

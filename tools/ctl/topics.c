@@ -9,45 +9,6 @@
 #include "common/kafka.h"
 #include "tools/ctl/ctl.h"
 
-enum og_status ctl_topic_create(rd_kafka_t *rk, const char *topic, int partitions, int replication,
-                                bool *created, struct og_error *err)
-{
-    char errstr[256];
-    rd_kafka_NewTopic_t *nt = NULL;
-    rd_kafka_queue_t *q = NULL;
-    rd_kafka_event_t *ev = NULL;
-    rd_kafka_resp_err_t code;
-    const rd_kafka_CreateTopics_result_t *res;
-    const rd_kafka_topic_result_t **tr;
-    size_t n = 0;
-    enum og_status st = OG_OK;
-
-    *created = false;
-    nt = rd_kafka_NewTopic_new(topic, partitions, replication, errstr, sizeof(errstr));
-    if (nt == NULL)
-        return og_error_set(err, OG_ERR_ARG, false, "topic %s: %s", topic, errstr);
-    q = rd_kafka_queue_new(rk);
-    rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
-    ev = rd_kafka_queue_poll(q, 30000);
-    if (ev == NULL) {
-        st = og_error_set(err, OG_ERR_KAFKA, true, "topic %s: no answer from the broker", topic);
-        goto out;
-    }
-    res = rd_kafka_event_CreateTopics_result(ev);
-    tr = res != NULL ? rd_kafka_CreateTopics_result_topics(res, &n) : NULL;
-    code = n == 1 ? rd_kafka_topic_result_error(tr[0]) : rd_kafka_event_error(ev);
-    if (code == RD_KAFKA_RESP_ERR_NO_ERROR)
-        *created = true;
-    else if (code != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
-        st = kafka_error_set(err, code, topic);
-out:
-    if (ev != NULL)
-        rd_kafka_event_destroy(ev);
-    rd_kafka_queue_destroy(q);
-    rd_kafka_NewTopic_destroy(nt);
-    return st;
-}
-
 static enum og_status topics_run(struct ctl *ctl, const struct ctl_args *a, json_t **result,
                                  struct og_error *err)
 {
@@ -76,7 +37,7 @@ static enum og_status topics_run(struct ctl *ctl, const struct ctl_args *a, json
 
         if (name == NULL || *name == '\0')
             continue; /* an optional topic that is not configured */
-        st = ctl_topic_create(rk, name, (int)partitions, (int)replication, &created, err);
+        st = kafka_topic_create(rk, name, (int)partitions, (int)replication, &created, err);
         if (st == OG_OK)
             json_array_append_new(list, json_pack("{s:s,s:s}", "topic", name, "result",
                                                   created ? "created" : "exists"));

@@ -1,0 +1,43 @@
+#include "tools/bench/support/bench_proc.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+double bench_proc_cpu_s(pid_t pid)
+{
+    char path[64], line[2048];
+    const char *p;
+    unsigned long utime = 0, stime = 0;
+    FILE *f;
+
+    if (pid <= 0)
+        return -1;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    p = fgets(line, sizeof(line), f);
+    fclose(f);
+    /* The command name in parentheses may hold spaces: fields count from
+     * the last ')'. After it: state is field 3, utime 14, stime 15. */
+    if (p == NULL || (p = strrchr(line, ')')) == NULL)
+        return -1;
+    if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
+        return -1;
+    return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+}
+
+const char *bench_load_average(char *buf, size_t size)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    float a = 0, b = 0, c = 0;
+
+    snprintf(buf, size, "?");
+    if (f != NULL) {
+        if (fscanf(f, "%f %f %f", &a, &b, &c) == 3)
+            snprintf(buf, size, "%.2f %.2f %.2f", a, b, c);
+        fclose(f);
+    }
+    return buf;
+}

@@ -1,0 +1,18 @@
+/* What the benchmark drivers read from /proc about this machine: the CPU a
+ * process has used and the load average, printed beside their figures so a
+ * reader can tell a slow machine from a slow program. */
+#ifndef OG_TOOLS_BENCH_PROC_H
+#define OG_TOOLS_BENCH_PROC_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* CPU seconds (user + system, every thread) a local process has used so far,
+ * from /proc/PID/stat; -1 when the process is not on this machine or /proc
+ * cannot be read. */
+double bench_proc_cpu_s(pid_t pid);
+
+/* "1.23 0.98 0.50" from /proc/loadavg into buf, or "?"; returns buf. */
+const char *bench_load_average(char *buf, size_t size);
+
+#endif

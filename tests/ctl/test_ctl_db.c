@@ -20,24 +20,29 @@
 
 /* ---- helpers ----------------------------------------------------------- */
 
-/* The migrations in the source tree, as ordergatectl and the fixture see
- * them: NNN_name.sql. Returns how many; versions[] receives "NNN". */
-static int schema_versions(char versions[][4], int max)
+/* Files of SCHEMA_DIR/sub that ordergatectl takes: NNN_name.sql for
+ * migrations (versions[] receives "NNN" when not NULL), name.sql for
+ * functions. Returns how many. */
+static int schema_files(const char *sub, char versions[][4], int max)
 {
-    DIR *d = opendir(SCHEMA_DIR);
+    char path[512];
+    DIR *d;
     struct dirent *de;
     int n = 0;
 
+    snprintf(path, sizeof(path), "%s/%s", SCHEMA_DIR, sub);
+    d = opendir(path);
     assert_non_null(d);
     while ((de = readdir(d)) != NULL) {
         size_t len = strlen(de->d_name);
-        if (len > 8 && de->d_name[3] == '_' && strcmp(de->d_name + len - 4, ".sql") == 0 &&
-            de->d_name[0] >= '0' && de->d_name[0] <= '9') {
-            assert_true(n < max);
+        if (len < 5 || strcmp(de->d_name + len - 4, ".sql") != 0)
+            continue;
+        assert_true(n < max);
+        if (versions != NULL) {
             memcpy(versions[n], de->d_name, 3);
             versions[n][3] = '\0';
-            n++;
         }
+        n++;
     }
     closedir(d);
     return n;
@@ -80,19 +85,25 @@ static void empty_db_create(struct testdb *t, const char *tag)
     PQfinish(admin);
 }
 
-static const json_t *find_migration(const json_t *r, const char *version)
+static const json_t *find_item(const json_t *r, const char *list_key, const char *key,
+                               const char *value)
 {
-    const json_t *list = json_object_get(r, "migrations");
+    const json_t *list = json_object_get(r, list_key);
     const json_t *m;
     size_t i;
 
     json_array_foreach(list, i, m)
     {
-        if (strcmp(ctl_json_s(m, "version"), version) == 0)
+        if (strcmp(ctl_json_s(m, key), value) == 0)
             return m;
     }
-    fail_msg("migration %s missing from the output", version);
+    fail_msg("%s %s missing from the output", list_key, value);
     return NULL;
+}
+
+static const json_t *find_migration(const json_t *r, const char *version)
+{
+    return find_item(r, "migrations", "version", version);
 }
 
 static void seed_stock(PGconn *conn)
@@ -101,19 +112,78 @@ static void seed_stock(PGconn *conn)
                       "ordergate.add_coupon('C1')");
 }
 
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* A schema directory of the test's own under /tmp: migrations/, functions/
+ * and upgrade/ hold symlinks to the source tree's files, so a test can add,
+ * replace or remove single files. */
+static void schema_copy(char *dir)
+{
+    static const char *const subs[] = {"migrations", "functions", "upgrade"};
+
+    assert_non_null(mkdtemp(dir));
+    for (size_t s = 0; s < sizeof(subs) / sizeof(subs[0]); s++) {
+        char src[512], dst[512];
+        DIR *d;
+        struct dirent *de;
+
+        snprintf(src, sizeof(src), "%s/%s", SCHEMA_DIR, subs[s]);
+        snprintf(dst, sizeof(dst), "%s/%s", dir, subs[s]);
+        assert_int_equal(mkdir(dst, 0700), 0);
+        d = opendir(src);
+        assert_non_null(d);
+        while ((de = readdir(d)) != NULL) {
+            char target[1024], link[1024];
+            if (de->d_name[0] == '.')
+                continue;
+            snprintf(target, sizeof(target), "%s/%s", src, de->d_name);
+            snprintf(link, sizeof(link), "%s/%s", dst, de->d_name);
+            assert_int_equal(symlink(target, link), 0);
+        }
+        closedir(d);
+    }
+}
+
+/* Replaces dir/sub/name (a symlink or nothing) with a file holding text. */
+static void schema_put(const char *dir, const char *sub, const char *name, const char *text)
+{
+    char path[1024];
+
+    snprintf(path, sizeof(path), "%s/%s/%s", dir, sub, name);
+    unlink(path);
+    write_file(path, text);
+}
+
+static void schema_copy_remove(const char *dir)
+{
+    char cmd[600];
+
+    snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* ---- migrate ----------------------------------------------------------- */
 
 static void test_migrate_empty_then_idempotent(void **state)
 {
     char versions[64][4];
-    int n = schema_versions(versions, 64);
+    int n = schema_files("migrations", versions, 64);
+    int nf = schema_files("functions", NULL, 1000);
     struct testdb t;
     struct ctl_result r;
     PGconn *conn;
     char *first_applied;
 
     (void)state;
-    assert_true(n >= 4); /* 001..003 and this tool's 006 at least */
+    assert_true(n >= 1);
+    assert_true(nf >= 30);
     empty_db_create(&t, "ctl_mig_empty");
 
     /* Dry run: lists everything as pending and creates nothing. */
@@ -122,43 +192,50 @@ static void test_migrate_empty_then_idempotent(void **state)
     assert_non_null(r.json);
     assert_true(json_is_true(json_object_get(r.json, "dry_run")));
     assert_int_equal(ctl_json_i(r.json, "pending"), n);
-    assert_int_equal(ctl_json_i(r.json, "applied"), 0);
+    assert_int_equal(ctl_json_i(r.json, "functions_pending"), nf);
     ctl_result_free(&r);
     conn = testdb_connect(&t);
     assert_int_equal(
         testdb_scalar(conn, "SELECT count(*) FROM pg_namespace WHERE nspname = 'ordergate'"), 0);
 
-    /* First run applies every file, in order, and each records its version. */
+    /* First run applies every migration and every function file, and
+     * records each with its checksum. */
     ctl_run(&r, "migrate", "--db", t.conninfo, "--json", NULL);
     assert_int_equal(r.status, 0);
     assert_non_null(r.json);
     assert_true(json_is_true(json_object_get(r.json, "ok")));
     assert_int_equal(ctl_json_i(r.json, "applied"), n);
     assert_int_equal(ctl_json_i(r.json, "already_applied"), 0);
+    assert_int_equal(ctl_json_i(r.json, "functions_applied"), nf);
     for (int i = 0; i < n; i++) {
-        char sql[160];
+        char sql[200];
         assert_string_equal(ctl_json_s(find_migration(r.json, versions[i]), "result"), "applied");
         snprintf(sql, sizeof(sql),
-                 "SELECT count(*) FROM ordergate.schema_migrations WHERE version = '%s'",
+                 "SELECT count(*) FROM ordergate.schema_migrations WHERE version = '%s' "
+                 "AND checksum ~ '^[0-9a-f]{64}$'",
                  versions[i]);
         assert_int_equal(testdb_scalar(conn, sql), 1);
     }
+    assert_string_equal(
+        ctl_json_s(find_item(r.json, "functions", "file", "claim_cancel.sql"), "result"),
+        "applied");
     ctl_result_free(&r);
     assert_int_equal(testdb_scalar(conn, "SELECT count(*) FROM ordergate.schema_migrations"), n);
+    assert_int_equal(testdb_scalar(conn, "SELECT count(*) FROM ordergate.schema_functions"), nf);
     first_applied =
-        scalar_text(conn, "SELECT max(applied_at)::text FROM ordergate.schema_migrations");
+        scalar_text(conn, "SELECT max(applied_at)::text FROM ordergate.schema_functions");
 
     /* Second run: nothing to do, nothing changed (text output this time). */
     ctl_run(&r, "migrate", "--db", t.conninfo, NULL);
     assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "0 applied"));
+    assert_non_null(strstr(r.out, "0 applied, 1 already applied"));
     assert_non_null(strstr(r.out, "001  already applied"));
+    assert_non_null(strstr(r.out, "functions: 0 applied"));
     assert_null(strstr(r.out, "  applied  "));
     ctl_result_free(&r);
-    assert_int_equal(testdb_scalar(conn, "SELECT count(*) FROM ordergate.schema_migrations"), n);
     {
         char *again =
-            scalar_text(conn, "SELECT max(applied_at)::text FROM ordergate.schema_migrations");
+            scalar_text(conn, "SELECT max(applied_at)::text FROM ordergate.schema_functions");
         assert_string_equal(first_applied, again);
         free(again);
     }
@@ -176,93 +253,97 @@ static void test_migrate_empty_then_idempotent(void **state)
     testdb_drop(&t);
 }
 
-/* The template was built with plain psql: nothing left to apply. Then a
- * database where only 001 was applied by hand: the rest is applied. */
+/* The template was built with schema/install.sql (plain psql, no
+ * checksums): migrate adopts the migrations and applies the functions once.
+ * Then a changed function file is applied alone. */
 static void test_migrate_after_psql(void **state)
 {
-    char versions[64][4];
-    int n = schema_versions(versions, 64);
+    int n = schema_files("migrations", NULL, 64);
+    int nf = schema_files("functions", NULL, 1000);
+    char dir[] = "/tmp/og_ctl_schema_XXXXXX";
     struct testdb t;
     struct ctl_result r;
-    char cmd[1024];
     PGconn *conn;
 
     (void)state;
     testdb_create(&t, "ctl_mig_psql");
+    conn = testdb_connect(&t);
+    assert_int_equal(count_where(conn, "schema_migrations", "checksum IS NULL"), n);
     ctl_run(&r, "migrate", "--db", t.conninfo, "--json", NULL);
     assert_int_equal(r.status, 0);
     assert_int_equal(ctl_json_i(r.json, "applied"), 0);
     assert_int_equal(ctl_json_i(r.json, "already_applied"), n);
+    assert_int_equal(ctl_json_i(r.json, "functions_applied"), nf);
     ctl_result_free(&r);
-    testdb_drop(&t);
+    assert_int_equal(count_where(conn, "schema_migrations", "checksum IS NULL"), 0);
 
-    empty_db_create(&t, "ctl_mig_part");
-    snprintf(cmd, sizeof(cmd), "psql -X -q -v ON_ERROR_STOP=1 -d %s -f %s/001_core.sql >/dev/null",
-             t.name, SCHEMA_DIR);
-    assert_int_equal(system(cmd), 0);
-    ctl_run(&r, "migrate", "--db", t.conninfo, "--json", NULL);
+    schema_copy(dir);
+    schema_put(dir, "functions", "outbox_backlog.sql",
+               "CREATE OR REPLACE FUNCTION ordergate.outbox_backlog() RETURNS bigint\n"
+               "LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$\n"
+               "    SELECT count(*) /* changed */ FROM ordergate.outbox b WHERE b.published_at "
+               "IS NULL\n$$;\n"
+               "GRANT EXECUTE ON FUNCTION ordergate.outbox_backlog() TO ordergate_service;\n");
+    ctl_run(&r, "migrate", "--db", t.conninfo, "--schema-dir", dir, "--json", NULL);
     assert_int_equal(r.status, 0);
-    assert_string_equal(ctl_json_s(find_migration(r.json, "001"), "result"), "already_applied");
-    assert_string_equal(ctl_json_s(find_migration(r.json, "002"), "result"), "applied");
-    assert_int_equal(ctl_json_i(r.json, "applied"), n - 1);
-    assert_int_equal(ctl_json_i(r.json, "already_applied"), 1);
+    assert_int_equal(ctl_json_i(r.json, "functions_applied"), 1);
+    assert_int_equal(ctl_json_i(r.json, "functions_unchanged"), nf - 1);
+    assert_string_equal(
+        ctl_json_s(find_item(r.json, "functions", "file", "outbox_backlog.sql"), "result"),
+        "applied");
     ctl_result_free(&r);
-    conn = testdb_connect(&t);
-    assert_int_equal(testdb_scalar(conn, "SELECT count(*) FROM ordergate.schema_migrations"), n);
+    assert_int_equal(testdb_scalar(conn, "SELECT count(*) FROM pg_proc WHERE proname = "
+                                         "'outbox_backlog' AND prosrc LIKE '%changed%'"),
+                     1);
+
+    /* A function file gone from the directory is reported, its function kept. */
+    schema_put(dir, "functions", "outbox_backlog.sql", "");
+    {
+        char path[600];
+        snprintf(path, sizeof(path), "%s/functions/outbox_backlog.sql", dir);
+        unlink(path);
+    }
+    ctl_run(&r, "migrate", "--db", t.conninfo, "--schema-dir", dir, NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "removed          functions/outbox_backlog.sql"));
+    ctl_result_free(&r);
+    assert_int_equal(count_where(conn, "schema_functions", "file = 'outbox_backlog.sql'"), 0);
+    assert_int_equal(testdb_scalar(conn, "SELECT ordergate.outbox_backlog()"), 0);
+
+    schema_copy_remove(dir);
     PQfinish(conn);
     testdb_drop(&t);
 }
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
-/* A failing file is rolled back whole and stops the run (exit 1); a file
- * that forgets to record its version is reported; a missing schema
- * directory is a usage error. */
+/* Every failure rolls the whole run back (exit 1, the file named); files the
+ * runner cannot send whole are refused before anything is sent; an applied
+ * migration that changed is refused; a missing schema directory is a usage
+ * error. */
 static void test_migrate_failures(void **state)
 {
     char dir[] = "/tmp/og_ctl_schema_XXXXXX";
-    char path[512], versions[64][4];
-    int n = schema_versions(versions, 64);
+    int n = schema_files("migrations", NULL, 64);
     struct testdb t;
     struct ctl_result r;
     PGconn *conn;
-    DIR *d;
-    struct dirent *de;
+    char *fn_before;
 
     (void)state;
-    assert_non_null(mkdtemp(dir));
-    d = opendir(SCHEMA_DIR);
-    assert_non_null(d);
-    while ((de = readdir(d)) != NULL) {
-        char target[512];
-        if (strstr(de->d_name, ".sql") == NULL)
-            continue;
-        snprintf(target, sizeof(target), "%s/%s", SCHEMA_DIR, de->d_name);
-        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-        assert_int_equal(symlink(target, path), 0);
-    }
-    closedir(d);
-    snprintf(path, sizeof(path), "%s/900_broken.sql", dir);
-    write_file(path, "BEGIN;\n"
-                     "CREATE TABLE ordergate.ctl_probe (x int);\n"
-                     "SELECT ordergate.no_such_function();\n"
-                     "INSERT INTO ordergate.schema_migrations (version) VALUES ('900');\n"
-                     "COMMIT;\n");
-
+    schema_copy(dir);
     testdb_create(&t, "ctl_mig_fail");
     conn = testdb_connect(&t);
+    fn_before = scalar_text(conn, "SELECT md5(string_agg(prosrc, '' ORDER BY proname)) FROM "
+                                  "pg_proc WHERE pronamespace = 'ordergate'::regnamespace");
+
+    schema_put(dir, "migrations", "900_broken.sql",
+               "SET LOCAL ROLE ordergate_owner;\n"
+               "CREATE TABLE ordergate.ctl_probe (x int);\n"
+               "SELECT ordergate.no_such_function();\n");
     ctl_run(&r, "migrate", "--db", t.conninfo, "--schema-dir", dir, "--json", NULL);
     assert_int_equal(r.status, 1);
     assert_non_null(r.json);
     assert_true(json_is_false(json_object_get(r.json, "ok")));
-    assert_non_null(strstr(ctl_json_s(r.json, "error"), "900_broken.sql"));
+    assert_non_null(strstr(ctl_json_s(r.json, "error"), "migrations/900_broken.sql"));
     assert_string_equal(ctl_json_s(find_migration(r.json, "900"), "result"), "failed");
     assert_int_equal(ctl_json_i(r.json, "already_applied"), n);
     ctl_result_free(&r);
@@ -270,45 +351,99 @@ static void test_migrate_failures(void **state)
                                          "'ordergate' AND tablename = 'ctl_probe'"),
                      0);
     assert_int_equal(count_where(conn, "schema_migrations", "version = '900'"), 0);
+    /* The run had adopted checksums before the failure: rolled back too. */
+    assert_int_equal(count_where(conn, "schema_migrations", "checksum IS NOT NULL"), 0);
 
-    /* A file that runs but does not record itself would run again next time. */
-    unlink(path);
-    snprintf(path, sizeof(path), "%s/901_silent.sql", dir);
-    write_file(path, "BEGIN;\nCREATE TABLE ordergate.ctl_probe2 (x int);\nCOMMIT;\n");
+    /* Objects left to the migrating superuser would make SECURITY DEFINER
+     * functions run as it: refused, nothing kept. */
+    schema_put(dir, "migrations", "900_broken.sql", "CREATE TABLE ordergate.ctl_probe2 (x int);\n");
     ctl_run(&r, "migrate", "--db", t.conninfo, "--schema-dir", dir, NULL);
     assert_int_equal(r.status, 1);
-    assert_non_null(strstr(r.err, "did not record version 901"));
+    assert_non_null(strstr(r.err, "not owned by ordergate_owner: ordergate.ctl_probe2"));
+    assert_non_null(strstr(r.out, "rolled back, nothing changed"));
     ctl_result_free(&r);
-    unlink(path);
+    assert_int_equal(testdb_scalar(conn, "SELECT count(*) FROM pg_tables WHERE schemaname = "
+                                         "'ordergate' AND tablename = 'ctl_probe2'"),
+                     0);
 
-    /* psql meta-commands are refused before anything is sent. */
-    snprintf(path, sizeof(path), "%s/902_meta.sql", dir);
-    write_file(path, "\\set ON_ERROR_STOP 1\nCREATE TABLE ordergate.ctl_probe3 (x int);\n");
+    /* Transaction control and psql meta-commands are refused before
+     * anything is sent. */
+    schema_put(dir, "migrations", "900_broken.sql",
+               "BEGIN;\nCREATE TABLE ordergate.ctl_probe3 (x int);\nCOMMIT;\n");
     ctl_run(&r, "migrate", "--db", t.conninfo, "--schema-dir", dir, NULL);
     assert_int_equal(r.status, 1);
-    assert_non_null(strstr(r.err, "902_meta.sql:1: psql meta-command"));
+    assert_non_null(strstr(r.err, "900_broken.sql:1: transaction control"));
+    ctl_result_free(&r);
+    schema_put(dir, "migrations", "900_broken.sql",
+               "\\set ON_ERROR_STOP 1\nCREATE TABLE ordergate.ctl_probe3 (x int);\n");
+    ctl_run(&r, "migrate", "--db", t.conninfo, "--schema-dir", dir, NULL);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "900_broken.sql:1: psql meta-command"));
     ctl_result_free(&r);
     assert_int_equal(testdb_scalar(conn, "SELECT count(*) FROM pg_tables WHERE schemaname = "
                                          "'ordergate' AND tablename = 'ctl_probe3'"),
                      0);
-    unlink(path);
+    {
+        char path[600];
+        snprintf(path, sizeof(path), "%s/migrations/900_broken.sql", dir);
+        unlink(path);
+    }
+
+    /* A function body that does not compile fails the run (the second pass
+     * checks bodies); every other function stays as it was. */
+    schema_put(dir, "functions", "outbox_backlog.sql",
+               "CREATE OR REPLACE FUNCTION ordergate.outbox_backlog() RETURNS bigint\n"
+               "LANGUAGE sql STABLE AS $$ SELECT count(*) FROM ordergate.no_such_table $$;\n");
+    ctl_run(&r, "migrate", "--db", t.conninfo, "--schema-dir", dir, NULL);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "functions/outbox_backlog.sql"));
+    assert_non_null(strstr(r.err, "no_such_table"));
+    ctl_result_free(&r);
+    {
+        char *after = scalar_text(conn, "SELECT md5(string_agg(prosrc, '' ORDER BY proname)) FROM "
+                                        "pg_proc WHERE pronamespace = 'ordergate'::regnamespace");
+        assert_string_equal(fn_before, after);
+        free(after);
+    }
+    assert_int_equal(testdb_scalar(conn, "SELECT count(*) FROM ordergate.schema_functions"), 0);
+
+    /* An applied migration is never edited. */
+    {
+        char path[600];
+        char *text;
+        FILE *f;
+        long size;
+
+        snprintf(path, sizeof(path), "%s/migrations/001_core.sql", SCHEMA_DIR);
+        f = fopen(path, "rb");
+        assert_non_null(f);
+        fseek(f, 0, SEEK_END);
+        size = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        text = calloc(1, (size_t)size + 64);
+        assert_non_null(text);
+        assert_int_equal(fread(text, 1, (size_t)size, f), (size_t)size);
+        fclose(f);
+        strcat(text, "-- edited\n");
+        schema_put(dir, "migrations", "001_core.sql", text);
+        free(text);
+    }
+    /* Adopt the source tree's checksums first (the template has none). */
+    ctl_run(&r, "migrate", "--db", t.conninfo, NULL);
+    assert_int_equal(r.status, 0);
+    ctl_result_free(&r);
+    ctl_run(&r, "migrate", "--db", t.conninfo, "--schema-dir", dir, NULL);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "migrations/001_core.sql changed after it was applied"));
+    ctl_result_free(&r);
+    free(fn_before);
 
     ctl_run(&r, "migrate", "--db", t.conninfo, "--schema-dir", "/nonexistent/schema", NULL);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "not a directory"));
     ctl_result_free(&r);
 
-    /* Clean up the temporary directory (symlinks only are left). */
-    d = opendir(dir);
-    assert_non_null(d);
-    while ((de = readdir(d)) != NULL) {
-        if (de->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-        unlink(path);
-    }
-    closedir(d);
-    rmdir(dir);
+    schema_copy_remove(dir);
     PQfinish(conn);
     testdb_drop(&t);
 }

@@ -7,10 +7,10 @@
 #                                          the diff before committing it)
 #
 # Connection: libpq's environment (PGHOST, PGPORT, PGUSER, PGPASSWORD...). The role must be able to
-# create databases and, the first time, apply schema/*.sql (superuser on a throwaway cluster).
+# create databases and, the first time, install the schema (superuser on a throwaway cluster).
 # Each spec runs in its own fresh database, created from the template database
-# ${ORDERGATE_TEMPLATE_DB:-ordergate_tpl}; the template is (re)built from schema/*.sql when it is
-# missing or was built from different schema files (checksum kept in the database's comment).
+# ${ORDERGATE_TEMPLATE_DB:-ordergate_tpl}, which tests/support/db_template.sh (re)builds with
+# schema/install.sql when it is missing or was built from different schema files.
 # Exit status: 0 all passed, 1 a spec's output differs or it could not run (never skipped),
 # 2 bad usage.
 set -euo pipefail
@@ -36,34 +36,6 @@ die() { echo "isolation: $*" >&2; exit 1; }
 # Quote an identifier for SQL (database names come from env/our own names only).
 qi() { printf '"%s"' "${1//\"/\"\"}"; }
 
-schema_sum() { cat "$top"/schema/[0-9][0-9][0-9]_*.sql | sha256sum | cut -c1-32; }
-
-ensure_template() {
-    local want have build
-    want="ordergate schema $(schema_sum)"
-    have=$("${psql[@]}" -d postgres -At -c \
-        "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = '$tpl'" ) \
-        || die "cannot query the server"
-    [ "$have" = "$want" ] && return 0
-    build="${tpl}_build_$$"
-    echo "isolation: building template $tpl from schema/*.sql"
-    "${psql[@]}" -d postgres -c "DROP DATABASE IF EXISTS $(qi "$build")" >/dev/null
-    "${psql[@]}" -d postgres -c "CREATE DATABASE $(qi "$build") TEMPLATE template0" >/dev/null \
-        || die "cannot create database $build"
-    local f
-    for f in "$top"/schema/[0-9][0-9][0-9]_*.sql; do
-        "${psql[@]}" -d "$build" -f "$f" >/dev/null || {
-            "${psql[@]}" -d postgres -c "DROP DATABASE IF EXISTS $(qi "$build")" >/dev/null
-            die "applying $(basename "$f") failed"
-        }
-    done
-    "${psql[@]}" -d postgres -c "COMMENT ON DATABASE $(qi "$build") IS '$want'" >/dev/null
-    "${psql[@]}" -d postgres -c "DROP DATABASE IF EXISTS $(qi "$tpl")" >/dev/null \
-        || die "cannot drop the stale template $tpl (in use?)"
-    "${psql[@]}" -d postgres -c "ALTER DATABASE $(qi "$build") RENAME TO $(qi "$tpl")" >/dev/null \
-        || die "cannot rename $build to $tpl"
-}
-
 specs=()
 if [ $# -eq 0 ]; then
     for f in "$here"/specs/*.spec; do specs+=("$(basename "$f" .spec)"); done
@@ -72,13 +44,8 @@ else
 fi
 [ ${#specs[@]} -gt 0 ] || { echo "isolation: no specs" >&2; exit 2; }
 
-# The db tests' fixture script builds the same template (same name, same checksum comment): use
-# it when present so there is one builder; the function above is the fallback.
-if [ -x "$top/tests/support/db_template.sh" ]; then
-    ORDERGATE_TEMPLATE_DB=$tpl "$top/tests/support/db_template.sh" || die "building template $tpl failed"
-else
-    ensure_template
-fi
+# The db tests' fixture script builds the template: one builder for every test.
+ORDERGATE_TEMPLATE_DB=$tpl "$top/tests/support/db_template.sh" || die "building template $tpl failed"
 mkdir -p "$outdir"
 
 passed=0 failed=0

@@ -5,7 +5,7 @@
 #   tests/sql/bench_claim_cancel.sh [ORDERS] [BATCH] [CLIENTS]      defaults 200000 500 1
 #
 # Loads ORDERS due pending orders (1-3 lines each over 200 hot SKUs, a coupon on every third) in
-# a fresh database built from schema/*.sql, then pgbench cancels them in batches of BATCH order
+# a fresh database built with schema/install.sql, then pgbench cancels them in batches of BATCH order
 # numbers drawn from a sequence (every batch cancels BATCH distinct orders: no easy not_found
 # rows), CLIENTS connections at once. Prints orders/s (wall clock) and orders per CPU-second of the
 # whole PostgreSQL cluster and per CPU-second of the pgbench backends alone (meaningful on a
@@ -32,7 +32,7 @@ per_client=$((batches / clients))
 [ "$per_client" -ge 1 ] || { echo "bench: ORDERS/BATCH/CLIENTS must be >= 1" >&2; exit 2; }
 
 "${psql[@]}" -d postgres -c "CREATE DATABASE \"$db\" TEMPLATE template0" >/dev/null
-for f in "$top"/schema/[0-9][0-9][0-9]_*.sql; do "${psql[@]}" -d "$db" -f "$f" >/dev/null; done
+"${psql[@]}" -d "$db" -f "$top/schema/install.sql" >/dev/null
 
 echo "bench: loading $orders due orders"
 "${psql[@]}" -d "$db" -v n="$orders" <<'EOF'

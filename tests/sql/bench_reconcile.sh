@@ -18,7 +18,7 @@ db="og_bench_reconcile_$$"
 trap '"${psql[@]}" -d postgres -c "DROP DATABASE IF EXISTS \"$db\"" >/dev/null 2>&1 || true' EXIT
 
 "${psql[@]}" -d postgres -c "CREATE DATABASE \"$db\" TEMPLATE template0" >/dev/null
-for f in "$top"/schema/[0-9][0-9][0-9]_*.sql; do "${psql[@]}" -d "$db" -f "$f" >/dev/null; done
+"${psql[@]}" -d "$db" -f "$top/schema/install.sql" >/dev/null
 
 echo "reconcile bench: loading $n orders"
 "${psql[@]}" -d "$db" -v n="$n" <<'EOF'

@@ -5,8 +5,8 @@
 #   tests/sql/run.sh [FILE.sql ...]     none = every tests/sql/[0-9]*.sql
 #
 # Connection: libpq's environment (PGHOST, PGPORT, PGUSER...), a role that may create databases
-# and apply schema/*.sql (superuser on a throwaway cluster). Each run uses a fresh database built
-# with plain psql from schema/*.sql (this also tests that path), dropped at the end.
+# and install the schema (superuser on a throwaway cluster). Each run uses a fresh database built
+# with plain psql and schema/install.sql (this also tests that path), dropped at the end.
 # Exit status: 0 all passed; 1 a test failed or something could not run.
 set -euo pipefail
 
@@ -27,9 +27,7 @@ cleanup() {
 trap cleanup EXIT
 
 "${psql[@]}" -d postgres -c "CREATE DATABASE \"$db\" TEMPLATE template0" >/dev/null || die "cannot create $db"
-for f in "$top"/schema/[0-9][0-9][0-9]_*.sql; do
-    "${psql[@]}" -d "$db" -f "$f" >/dev/null || die "applying $(basename "$f") failed"
-done
+"${psql[@]}" -d "$db" -f "$top/schema/install.sql" >/dev/null || die "schema/install.sql failed"
 "${psql[@]}" -d "$db" -f "$here/helpers.sql" >/dev/null || die "helpers.sql failed"
 
 results="$work/results"
@@ -44,17 +42,16 @@ run_psql() {
 }
 record() { printf 'og-test|%s|%s|%s|%s\n' "$1" "$2" "$3" "${4:-}" >>"$results"; }
 
-# Migrations refuse to run twice (and change nothing).
-for f in "$top"/schema/00[123]_*.sql; do
-    v=$(basename "$f" | cut -c1-3)
-    if out=$("${psql[@]}" -d "$db" -f "$f" 2>&1); then
-        record FAIL migrations "migration $v refuses a second run" "applied twice"
-    elif grep -q "migration $v is already applied" <<<"$out"; then
-        record ok migrations "migration $v refuses a second run"
-    else
-        record FAIL migrations "migration $v refuses a second run" "$(head -c 200 <<<"$out")"
-    fi
-done
+# install.sql refuses a database that has the schema, and changes nothing (one transaction).
+before=$("${psql[@]}" -At -d "$db" -c "SELECT count(*) FROM ordergate.schema_migrations")
+if out=$("${psql[@]}" -d "$db" -f "$top/schema/install.sql" 2>&1); then
+    record FAIL migrations "install.sql refuses a second run" "installed twice"
+elif grep -q 'schema "ordergate" already exists' <<<"$out" &&
+     [ "$("${psql[@]}" -At -d "$db" -c "SELECT count(*) FROM ordergate.schema_migrations")" = "$before" ]; then
+    record ok migrations "install.sql refuses a second run"
+else
+    record FAIL migrations "install.sql refuses a second run" "$(head -c 200 <<<"$out")"
+fi
 
 files=("$@")
 if [ ${#files[@]} -eq 0 ]; then files=("$here"/[0-9]*.sql); fi

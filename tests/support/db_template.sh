@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the template database that every database test copies, by applying
-# schema/*.sql in lexical order with plain psql, exactly as an operator would.
+# Builds the template database that every database test copies, with
+# schema/install.sql and plain psql, exactly as an operator would.
 # CTest runs it as the `db` fixture; tests/isolation/run.sh calls it too.
 #
 # The template records a checksum of the schema files in its comment and is
@@ -21,9 +21,9 @@ if ! "${psql[@]}" -d postgres -c 'select 1' >/dev/null; then
     exit 1
 fi
 shopt -s nullglob
-files=("$schema"/[0-9][0-9][0-9]_*.sql)
-if [ ${#files[@]} -eq 0 ]; then
-    echo "db_template: no migrations in $schema" >&2
+files=("$schema"/install.sql "$schema"/migrations/*.sql "$schema"/functions/*.sql)
+if [ ! -f "$schema/install.sql" ]; then
+    echo "db_template: no install.sql in $schema" >&2
     exit 1
 fi
 want="ordergate schema $(cat "${files[@]}" | sha256sum | cut -c1-32)"
@@ -35,16 +35,14 @@ if [ $force = 0 ] && [ "$have" = "$want" ]; then
 fi
 build="${tpl}_build_$$"
 "${psql[@]}" -d postgres -c "DROP DATABASE IF EXISTS $build" -c "CREATE DATABASE $build TEMPLATE template0"
-for f in "${files[@]}"; do
-    if ! "${psql[@]}" -d "$build" -f "$f" >/dev/null; then
-        "${psql[@]}" -d postgres -c "DROP DATABASE IF EXISTS $build"
-        echo "db_template: applying $(basename "$f") failed" >&2
-        exit 1
-    fi
-done
+if ! "${psql[@]}" -d "$build" -f "$schema/install.sql" >/dev/null; then
+    "${psql[@]}" -d postgres -c "DROP DATABASE IF EXISTS $build"
+    echo "db_template: schema/install.sql failed" >&2
+    exit 1
+fi
 "${psql[@]}" -d postgres -c "COMMENT ON DATABASE $build IS '$want'" \
     -c "UPDATE pg_database SET datistemplate = false WHERE datname = '$tpl'" \
     -c "DROP DATABASE IF EXISTS $tpl WITH (FORCE)" \
     -c "ALTER DATABASE $build RENAME TO $tpl"
-echo "db_template: built $tpl from ${#files[@]} migrations: $("${psql[@]}" -At -d "$tpl" -c \
+echo "db_template: built $tpl, migrations $("${psql[@]}" -At -d "$tpl" -c \
     "select string_agg(version, ',' order by version) from ordergate.schema_migrations")"

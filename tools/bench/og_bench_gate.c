@@ -357,8 +357,10 @@ static int cmp_name(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Applies schema_dir/NNN_*.sql in lexical order with plain psql, exactly as
- * the test template fixture and an operator do. */
+/* Applies schema_dir/install.sql with plain psql, exactly as the test
+ * template fixture and an operator do. A directory without install.sql is
+ * an older layout (NNN_*.sql applied in lexical order), so that --schema can
+ * point at an earlier revision's schema for a comparison. */
 static int apply_schema(const struct bench_opts *o)
 {
     DIR *dir = opendir(o->schema_dir);
@@ -373,17 +375,19 @@ static int apply_schema(const struct bench_opts *o)
     }
     while ((e = readdir(dir)) != NULL && n < 256) {
         size_t len = strlen(e->d_name);
-        if (len > 8 && strspn(e->d_name, "0123456789") == 3 && e->d_name[3] == '_' &&
-            strcmp(e->d_name + len - 4, ".sql") == 0)
+        if (strcmp(e->d_name, "install.sql") == 0 ||
+            (len > 8 && strspn(e->d_name, "0123456789") == 3 && e->d_name[3] == '_' &&
+             strcmp(e->d_name + len - 4, ".sql") == 0))
             files[n++] = strdup(e->d_name);
     }
     closedir(dir);
     qsort(files, (size_t)n, sizeof(files[0]), cmp_name);
     if (n == 0) {
-        fprintf(stderr, "og_bench_gate: no migrations NNN_*.sql in %s (use --schema)\n",
+        fprintf(stderr, "og_bench_gate: no install.sql (or NNN_*.sql) in %s (use --schema)\n",
                 o->schema_dir);
         goto out;
     }
+    /* install.sql sorts after the digits: with it, it alone is applied. */
     for (int i = 0; i < n; i++) {
         char path[PATH_MAX + 300], out[4096];
         char *const argv[] = {"psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", (char *)o->dbname,
@@ -391,13 +395,17 @@ static int apply_schema(const struct bench_opts *o)
 
         if (files[i] == NULL)
             goto out;
+        if (strcmp(files[n - 1], "install.sql") == 0 && i != n - 1)
+            continue;
         snprintf(path, sizeof(path), "%s/%s", o->schema_dir, files[i]);
         if (run_program(argv, out, sizeof(out)) != 0) {
             fprintf(stderr, "og_bench_gate: psql -f %s failed:\n%s\n", path, out);
             goto out;
         }
     }
-    printf("schema: %d migrations from %s applied to %s\n", n, o->schema_dir, o->dbname);
+    printf("schema: %s from %s applied to %s\n",
+           strcmp(files[n - 1], "install.sql") == 0 ? "install.sql" : "numbered scripts",
+           o->schema_dir, o->dbname);
     rc = 0;
 out:
     for (int i = 0; i < n; i++)

@@ -1,11 +1,18 @@
-/* ordergatectl migrate: applies schema/NNN_*.sql in lexical order.
+/* ordergatectl migrate: brings a database to the schema in a schema
+ * directory (schema/README.md, "Changing the schema").
  *
- * Each migration file records its own version in ordergate.schema_migrations
- * (and refuses to run twice), so files applied earlier with plain psql are
- * recognised here. This command reads the table first (an absent table means
- * nothing is applied), skips what is recorded and sends each remaining file
- * whole with PQexec: the files are operator-reviewed SQL from schema/ with
- * their own BEGIN/COMMIT, never text built from input. */
+ * The directory holds migrations/NNN_name.sql (tables, indexes, grants;
+ * each applied once, in lexical order), functions/NAME.sql (one function
+ * each, with its grants and the trigger it backs; CREATE OR REPLACE, applied
+ * again whenever the file changes) and upgrade/0.1.0.sql (for databases made
+ * by 0.1.0's numbered scripts). One run is one transaction: it applies every
+ * pending migration, then every function file whose checksum differs from
+ * the one recorded (all of them when a migration ran), checks that the owner
+ * role owns everything, and commits; any failure rolls all of it back.
+ *
+ * Files are operator-reviewed SQL sent whole with PQexec, never text built
+ * from input; checksums (sha256, hex) are computed by the server from the
+ * text sent as a parameter, so the tool needs no crypto library. */
 #include <dirent.h>
 #include <errno.h>
 #include <libpq-fe.h>
@@ -24,21 +31,81 @@
 
 #define MIGRATE_MAX_FILES 1000
 #define MIGRATE_MAX_BYTES (16 * 1024 * 1024)
+#define MIGRATE_SUM_LEN   64
 
-static const struct db_stmt migrate_stmt_has_table = {
-    "ctl_migrate_has_table", "SELECT to_regclass('ordergate.schema_migrations') IS NOT NULL", 0};
+static const struct db_stmt migrate_stmt_layout = {
+    "ctl_migrate_layout",
+    "SELECT CASE WHEN to_regclass('ordergate.schema_migrations') IS NULL THEN 'empty'"
+    "            WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_attribute"
+    "                          WHERE attrelid = to_regclass('ordergate.schema_migrations')"
+    "                            AND attname = 'checksum' AND NOT attisdropped) THEN 'current'"
+    "            ELSE '0.1.0' END",
+    0};
 static const struct db_stmt migrate_stmt_versions = {
-    "ctl_migrate_versions", "SELECT version FROM ordergate.schema_migrations ORDER BY version", 0};
-/* Two operators migrating at once would otherwise race to the files' own
- * "already applied" guard; the loser gets a clear message instead. Released
- * when the session ends. */
+    "ctl_migrate_versions",
+    "SELECT version, coalesce(checksum, '') FROM ordergate.schema_migrations ORDER BY version", 0};
+static const struct db_stmt migrate_stmt_functions = {
+    "ctl_migrate_functions", "SELECT file, checksum FROM ordergate.schema_functions ORDER BY file",
+    0};
+static const struct db_stmt migrate_stmt_sum = {
+    "ctl_migrate_sum", "SELECT encode(sha256(convert_to($1, 'UTF8')), 'hex')", 1};
+static const struct db_stmt migrate_stmt_record = {
+    "ctl_migrate_record",
+    "INSERT INTO ordergate.schema_migrations AS m (version, checksum) VALUES ($1, $2)"
+    " ON CONFLICT (version) DO UPDATE SET checksum = excluded.checksum",
+    2};
+static const struct db_stmt migrate_stmt_record_fn = {
+    "ctl_migrate_record_fn",
+    "INSERT INTO ordergate.schema_functions AS f (file, checksum) VALUES ($1, $2)"
+    " ON CONFLICT (file) DO UPDATE SET checksum = excluded.checksum, applied_at = now()",
+    2};
+static const struct db_stmt migrate_stmt_forget_fn = {
+    "ctl_migrate_forget_fn", "DELETE FROM ordergate.schema_functions WHERE file = $1", 1};
+/* Objects of the schema that the owner role does not own: a migration that
+ * forgot SET LOCAL ROLE ordergate_owner would leave them to the migrating
+ * superuser, and SECURITY DEFINER functions would run as it. */
+static const struct db_stmt migrate_stmt_owners = {
+    "ctl_migrate_owners",
+    "SELECT string_agg(x, ', ' ORDER BY x) FROM ("
+    "  SELECT 'ordergate.' || c.relname AS x FROM pg_catalog.pg_class c"
+    "   WHERE c.relnamespace = 'ordergate'::regnamespace"
+    "     AND c.relowner <> 'ordergate_owner'::regrole"
+    "  UNION ALL"
+    "  SELECT 'ordergate.' || p.proname FROM pg_catalog.pg_proc p"
+    "   WHERE p.pronamespace = 'ordergate'::regnamespace"
+    "     AND p.proowner <> 'ordergate_owner'::regrole) o",
+    0};
+/* Two operators migrating at once would otherwise queue on the catalog
+ * locks and the second would find its plan stale; the loser gets a clear
+ * message instead. Released when the session ends. */
 static const struct db_stmt migrate_stmt_lock = {
     "ctl_migrate_lock", "SELECT pg_try_advisory_lock(hashtext('ordergate.migrate')::bigint)", 0};
 
+/* The session settings every function file is applied under. */
+static const char migrate_fn_env[] =
+    "SET LOCAL ROLE ordergate_owner; SET LOCAL search_path = ordergate, pg_temp";
+
 struct migrate_file {
-    char version[4];
+    char version[4]; /* migrations only */
     char name[NAME_MAX + 1];
+    char *text;
+    char sum[MIGRATE_SUM_LEN + 1];
+    bool apply; /* functions: differs from the recorded checksum */
 };
+
+struct migrate_set {
+    struct migrate_file *files;
+    size_t n;
+};
+
+static void migrate_set_free(struct migrate_set *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->files[i].text);
+    free(s->files);
+    s->files = NULL;
+    s->n = 0;
+}
 
 static bool migrate_is_dir(const char *path)
 {
@@ -98,7 +165,7 @@ static enum og_status migrate_find_dir(const struct ctl_args *a, char *dir, size
                         OG_SCHEMA_DIR);
 }
 
-/* NNN_name.sql: three digits, an underscore, a name, ".sql". */
+/* Migrations: NNN_name.sql (three digits, an underscore, a name). */
 static bool migrate_name_ok(const char *name)
 {
     size_t len = strlen(name);
@@ -108,110 +175,27 @@ static bool migrate_name_ok(const char *name)
            strcmp(name + len - 4, ".sql") == 0;
 }
 
+/* Function files: NAME.sql, NAME of [a-z0-9_] (the function's name). */
+static bool migrate_fn_name_ok(const char *name)
+{
+    size_t len = strlen(name);
+
+    if (len < 5 || strcmp(name + len - 4, ".sql") != 0)
+        return false;
+    for (size_t i = 0; i + 4 < len; i++)
+        if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
+              name[i] == '_'))
+            return false;
+    return true;
+}
+
 static int migrate_file_cmp(const void *x, const void *y)
 {
     return strcmp(((const struct migrate_file *)x)->name, ((const struct migrate_file *)y)->name);
 }
 
-static enum og_status migrate_list(const char *dir, struct migrate_file **files, size_t *nfiles,
-                                   struct og_error *err)
+static enum og_status migrate_read_file(const char *path, char **text, struct og_error *err)
 {
-    struct migrate_file *list = NULL;
-    size_t n = 0;
-    struct dirent *de;
-    DIR *d = opendir(dir);
-    enum og_status st = OG_OK;
-
-    *files = NULL;
-    *nfiles = 0;
-    if (d == NULL)
-        return og_error_set(err, OG_ERR_CONFIG, false, "schema directory %s: %s", dir,
-                            strerror(errno));
-    list = calloc(MIGRATE_MAX_FILES, sizeof(*list));
-    if (list == NULL) {
-        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-        goto out;
-    }
-    while ((de = readdir(d)) != NULL) {
-        if (!migrate_name_ok(de->d_name))
-            continue;
-        if (n == MIGRATE_MAX_FILES) {
-            st = og_error_set(err, OG_ERR_CONFIG, false, "%s: more than %d migrations", dir,
-                              MIGRATE_MAX_FILES);
-            goto out;
-        }
-        memcpy(list[n].version, de->d_name, 3);
-        list[n].version[3] = '\0';
-        snprintf(list[n].name, sizeof(list[n].name), "%s", de->d_name);
-        n++;
-    }
-    if (n == 0) {
-        st = og_error_set(err, OG_ERR_CONFIG, false, "no migrations (NNN_name.sql) in %s", dir);
-        goto out;
-    }
-    qsort(list, n, sizeof(*list), migrate_file_cmp);
-    for (size_t i = 1; i < n; i++)
-        if (strcmp(list[i].version, list[i - 1].version) == 0) {
-            st = og_error_set(err, OG_ERR_CONFIG, false, "%s: %s and %s both claim version %s", dir,
-                              list[i - 1].name, list[i].name, list[i].version);
-            goto out;
-        }
-out:
-    closedir(d);
-    if (st != OG_OK) {
-        free(list);
-        return st;
-    }
-    *files = list;
-    *nfiles = n;
-    return OG_OK;
-}
-
-/* The recorded versions as a JSON array of strings (empty when the table
- * does not exist yet). */
-static enum og_status migrate_read_versions(struct db *db, json_t **versions, struct og_error *err)
-{
-    PGresult *res = NULL;
-    enum og_status st;
-    bool exists;
-
-    *versions = json_array();
-    if (*versions == NULL)
-        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-    st = db_call(db, &migrate_stmt_has_table, NULL, &res, err);
-    if (st != OG_OK)
-        return st;
-    exists = PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-    PQclear(res);
-    res = NULL;
-    if (!exists)
-        return OG_OK;
-    st = db_call(db, &migrate_stmt_versions, NULL, &res, err);
-    if (st != OG_OK)
-        return st;
-    for (int i = 0; i < PQntuples(res); i++)
-        json_array_append_new(*versions, json_string(PQgetvalue(res, i, 0)));
-    PQclear(res);
-    return OG_OK;
-}
-
-static bool migrate_has(const json_t *versions, const char *version)
-{
-    size_t i;
-    const json_t *v;
-
-    json_array_foreach(versions, i, v)
-    {
-        if (strcmp(json_string_value(v), version) == 0)
-            return true;
-    }
-    return false;
-}
-
-static enum og_status migrate_read_file(const char *dir, const char *name, char **text,
-                                        struct og_error *err)
-{
-    char path[PATH_MAX];
     FILE *f;
     long size;
     char *buf = NULL;
@@ -220,7 +204,6 @@ static enum og_status migrate_read_file(const char *dir, const char *name, char 
     bool bol = true;
 
     *text = NULL;
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
     f = fopen(path, "rb");
     if (f == NULL)
         return og_error_set(err, OG_ERR_IO, false, "%s: %s", path, strerror(errno));
@@ -247,12 +230,21 @@ static enum og_status migrate_read_file(const char *dir, const char *name, char 
         st = og_error_set(err, OG_ERR_IO, false, "%s: contains a NUL byte", path);
         goto out;
     }
-    /* psql meta-commands (\set, \i, ...) mean nothing to the server: refuse
-     * the file rather than send half of what its author meant. */
+    /* psql meta-commands (\set, \i, ...) mean nothing to the server, and
+     * transaction control would end the run's one transaction: refuse the
+     * file rather than send half of what its author meant. */
     for (const char *p = buf; *p; p++) {
         if (bol && *p == '\\') {
             st = og_error_set(err, OG_ERR_IO, false,
-                              "%s:%d: psql meta-command; migrations must be plain SQL", path, line);
+                              "%s:%d: psql meta-command; schema files must be plain SQL", path,
+                              line);
+            goto out;
+        }
+        if (bol && (strncmp(p, "BEGIN;", 6) == 0 || strncmp(p, "COMMIT;", 7) == 0)) {
+            st = og_error_set(err, OG_ERR_IO, false,
+                              "%s:%d: transaction control; ordergatectl migrate runs every file "
+                              "in its own one transaction",
+                              path, line);
             goto out;
         }
         if (*p == '\n') {
@@ -267,6 +259,337 @@ static enum og_status migrate_read_file(const char *dir, const char *name, char 
 out:
     free(buf);
     fclose(f);
+    return st;
+}
+
+/* Lists dir/sub's files accepted by ok(), sorted by name, with their text.
+ * migrations: true = NNN_ versions must be unique. An absent directory is an
+ * empty set only when allow_missing. */
+static enum og_status migrate_list(const char *dir, const char *sub, bool migrations,
+                                   struct migrate_set *set, struct og_error *err)
+{
+    char path[PATH_MAX];
+    struct dirent *de;
+    DIR *d;
+    enum og_status st = OG_OK;
+
+    set->files = NULL;
+    set->n = 0;
+    snprintf(path, sizeof(path), "%s/%s", dir, sub);
+    d = opendir(path);
+    if (d == NULL)
+        return og_error_set(err, OG_ERR_CONFIG, false, "schema directory %s: %s", path,
+                            strerror(errno));
+    set->files = calloc(MIGRATE_MAX_FILES, sizeof(*set->files));
+    if (set->files == NULL) {
+        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    while ((de = readdir(d)) != NULL) {
+        if (!(migrations ? migrate_name_ok(de->d_name) : migrate_fn_name_ok(de->d_name)))
+            continue;
+        if (set->n == MIGRATE_MAX_FILES) {
+            st = og_error_set(err, OG_ERR_CONFIG, false, "%s: more than %d files", path,
+                              MIGRATE_MAX_FILES);
+            goto out;
+        }
+        snprintf(set->files[set->n].name, sizeof(set->files[set->n].name), "%s", de->d_name);
+        if (migrations) {
+            memcpy(set->files[set->n].version, de->d_name, 3);
+            set->files[set->n].version[3] = '\0';
+        }
+        set->n++;
+    }
+    if (set->n == 0) {
+        st = og_error_set(err, OG_ERR_CONFIG, false, "no %s in %s",
+                          migrations ? "migrations (NNN_name.sql)" : "function files (name.sql)",
+                          path);
+        goto out;
+    }
+    qsort(set->files, set->n, sizeof(*set->files), migrate_file_cmp);
+    for (size_t i = 1; migrations && i < set->n; i++)
+        if (strcmp(set->files[i].version, set->files[i - 1].version) == 0) {
+            st =
+                og_error_set(err, OG_ERR_CONFIG, false, "%s: %s and %s both claim version %s", path,
+                             set->files[i - 1].name, set->files[i].name, set->files[i].version);
+            goto out;
+        }
+    for (size_t i = 0; i < set->n && st == OG_OK; i++) {
+        char file[PATH_MAX + NAME_MAX + 2];
+        snprintf(file, sizeof(file), "%s/%s", path, set->files[i].name);
+        st = migrate_read_file(file, &set->files[i].text, err);
+    }
+out:
+    closedir(d);
+    if (st != OG_OK)
+        migrate_set_free(set);
+    return st;
+}
+
+/* The server's sha256 of a file's text. */
+static enum og_status migrate_sum(struct db *db, struct migrate_file *f, struct og_error *err)
+{
+    const char *params[1] = {f->text};
+    PGresult *res = NULL;
+    enum og_status st = db_run(db, &migrate_stmt_sum, params, &res, err);
+
+    if (st != OG_OK)
+        return st;
+    snprintf(f->sum, sizeof(f->sum), "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return OG_OK;
+}
+
+/* Sends one file; on failure the message names it (subdirectory/file). */
+static enum og_status migrate_send(struct db *db, const char *sub, const struct migrate_file *f,
+                                   struct og_error *err)
+{
+    enum og_status st = db_exec(db, f->text, err);
+
+    if (st != OG_OK) {
+        char msg[sizeof(err->msg)];
+        snprintf(msg, sizeof(msg), "%s/%s: %s", sub, f->name, err->msg);
+        snprintf(err->msg, sizeof(err->msg), "%s", msg);
+        /* A failing schema file is a runtime failure whatever its SQLSTATE. */
+        err->status = OG_ERR_DB;
+        err->retriable = false;
+        st = OG_ERR_DB;
+    }
+    return st;
+}
+
+/* Value of row `key` in a two-column result, NULL when absent. */
+static const char *migrate_lookup(const PGresult *res, const char *key)
+{
+    for (int i = 0; res != NULL && i < PQntuples(res); i++)
+        if (strcmp(PQgetvalue(res, i, 0), key) == 0)
+            return PQgetvalue(res, i, 1);
+    return NULL;
+}
+
+static json_t *migrate_item(json_t *list, const char *key, const char *value, const char *file)
+{
+    json_t *item = json_object();
+
+    if (item == NULL)
+        return NULL;
+    if (key != NULL)
+        ctl_json_set(item, key, json_string(value));
+    ctl_json_set(item, "file", json_string(file));
+    json_array_append_new(list, item);
+    return item;
+}
+
+/* The whole run, inside the caller's transaction. Fills out as it goes. */
+static enum og_status migrate_apply(struct db *db, const char *dir, bool dry, json_t *out,
+                                    struct og_error *err)
+{
+    struct migrate_set mig = {0}, fns = {0};
+    PGresult *res = NULL, *recorded = NULL, *fnrec = NULL;
+    json_t *mlist = json_object_get(out, "migrations");
+    json_t *flist = json_object_get(out, "functions");
+    json_t *unknown = json_object_get(out, "unknown_versions");
+    json_t *removed = json_object_get(out, "removed_functions");
+    json_int_t napplied = 0, nalready = 0, nfn = 0, nfn_same = 0;
+    bool any_migration = false, fresh;
+    char layout[16];
+    enum og_status st;
+
+    st = migrate_list(dir, "migrations", true, &mig, err);
+    if (st == OG_OK)
+        st = migrate_list(dir, "functions", false, &fns, err);
+    if (st == OG_OK)
+        st = db_run(db, &migrate_stmt_layout, NULL, &res, err);
+    if (st != OG_OK)
+        goto out;
+    snprintf(layout, sizeof(layout), "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    res = NULL;
+    fresh = strcmp(layout, "empty") == 0;
+
+    /* A database made by 0.1.0's numbered scripts: convert the bookkeeping,
+     * drop every function (the function files create them again below). */
+    if (strcmp(layout, "0.1.0") == 0) {
+        struct migrate_set up = {0};
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/upgrade/0.1.0.sql", dir);
+        ctl_json_set(out, "upgraded_from", json_string("0.1.0"));
+        if (!dry) {
+            up.files = calloc(1, sizeof(*up.files));
+            if (up.files == NULL) {
+                st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+                goto out;
+            }
+            up.n = 1;
+            snprintf(up.files[0].name, sizeof(up.files[0].name), "0.1.0.sql");
+            st = migrate_read_file(path, &up.files[0].text, err);
+            if (st == OG_OK)
+                st = migrate_send(db, "upgrade", &up.files[0], err);
+            migrate_set_free(&up);
+            if (st != OG_OK)
+                goto out;
+            any_migration = true;
+        }
+    }
+
+    if (!fresh && !(dry && strcmp(layout, "0.1.0") == 0)) {
+        st = db_run(db, &migrate_stmt_versions, NULL, &recorded, err);
+        if (st != OG_OK)
+            goto out;
+    }
+    for (size_t i = 0; i < mig.n; i++) {
+        struct migrate_file *f = &mig.files[i];
+        const char *have = migrate_lookup(recorded, f->version);
+        json_t *item = migrate_item(mlist, "version", f->version, f->name);
+        const char *what;
+
+        if (item == NULL) {
+            st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+            goto out;
+        }
+        st = migrate_sum(db, f, err);
+        if (st != OG_OK)
+            goto out;
+        if (have == NULL && dry && strcmp(layout, "0.1.0") == 0 && strcmp(f->version, "001") == 0)
+            have = ""; /* the upgrade records 001 */
+        if (have != NULL && have[0] != '\0' && strcmp(have, f->sum) != 0) {
+            ctl_json_set(item, "result", json_string("changed"));
+            st = og_error_set(err, OG_ERR_CONFIG, false,
+                              "migrations/%s changed after it was applied (recorded sha256 %.12s, "
+                              "file %.12s): an applied migration is never edited, add a new one; "
+                              "nothing was changed",
+                              f->name, have, f->sum);
+            goto out;
+        }
+        if (have != NULL) {
+            /* Applied by schema/install.sql or the upgrade: adopt the checksum. */
+            if (have[0] == '\0' && !dry) {
+                const char *params[2] = {f->version, f->sum};
+                st = db_run(db, &migrate_stmt_record, params, NULL, err);
+                if (st != OG_OK)
+                    goto out;
+            }
+            what = "already_applied";
+            nalready++;
+        } else if (dry) {
+            what = "pending";
+            napplied++;
+            any_migration = true;
+        } else {
+            const char *params[2] = {f->version, f->sum};
+            st = db_exec(db, "RESET ROLE; RESET search_path", err);
+            if (st == OG_OK)
+                st = migrate_send(db, "migrations", f, err);
+            if (st == OG_OK)
+                st = db_run(db, &migrate_stmt_record, params, NULL, err);
+            if (st != OG_OK) {
+                ctl_json_set(item, "result", json_string("failed"));
+                goto out;
+            }
+            log_debug("migration_applied", "version=%s file=%s", f->version, f->name);
+            what = "applied";
+            napplied++;
+            any_migration = true;
+        }
+        ctl_json_set(item, "result", json_string(what));
+    }
+    /* Versions the database has and this directory does not: the database
+     * is newer than these files (worth a look before going on). */
+    for (int r = 0; recorded != NULL && r < PQntuples(recorded); r++) {
+        bool known = false;
+        for (size_t i = 0; i < mig.n && !known; i++)
+            known = strcmp(mig.files[i].version, PQgetvalue(recorded, r, 0)) == 0;
+        if (!known)
+            json_array_append_new(unknown, json_string(PQgetvalue(recorded, r, 0)));
+    }
+
+    /* Function files: those whose text differs from what was applied, or
+     * all of them after a migration (it may have dropped one). */
+    if (!fresh && !any_migration) {
+        st = db_run(db, &migrate_stmt_functions, NULL, &fnrec, err);
+        if (st != OG_OK)
+            goto out;
+    }
+    for (size_t i = 0; i < fns.n; i++) {
+        struct migrate_file *f = &fns.files[i];
+        const char *have;
+        json_t *item = migrate_item(flist, NULL, NULL, f->name);
+
+        if (item == NULL) {
+            st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+            goto out;
+        }
+        st = migrate_sum(db, f, err);
+        if (st != OG_OK)
+            goto out;
+        have = migrate_lookup(fnrec, f->name);
+        f->apply = any_migration || fnrec == NULL || have == NULL || strcmp(have, f->sum) != 0;
+        ctl_json_set(item, "result",
+                     json_string(!f->apply ? "unchanged"
+                                 : dry     ? "pending"
+                                           : "applied"));
+        if (f->apply)
+            nfn++;
+        else
+            nfn_same++;
+    }
+    for (int r = 0; fnrec != NULL && r < PQntuples(fnrec); r++) {
+        bool known = false;
+        for (size_t i = 0; i < fns.n && !known; i++)
+            known = strcmp(fns.files[i].name, PQgetvalue(fnrec, r, 0)) == 0;
+        if (!known)
+            json_array_append_new(removed, json_string(PQgetvalue(fnrec, r, 0)));
+    }
+    if (!dry && nfn > 0) {
+        st = db_exec(db, migrate_fn_env, err);
+        /* Pass 1 creates every changed function whatever their order (a SQL
+         * function's body names others); pass 2 sends the same text with the
+         * bodies checked, so a broken body still fails the run. */
+        for (int pass = 0; pass < 2 && st == OG_OK; pass++) {
+            st = db_exec(db,
+                         pass == 0 ? "SET LOCAL check_function_bodies = off"
+                                   : "SET LOCAL check_function_bodies = on",
+                         err);
+            for (size_t i = 0; i < fns.n && st == OG_OK; i++)
+                if (fns.files[i].apply)
+                    st = migrate_send(db, "functions", &fns.files[i], err);
+        }
+        for (size_t i = 0; i < fns.n && st == OG_OK; i++) {
+            const char *params[2] = {fns.files[i].name, fns.files[i].sum};
+            if (fns.files[i].apply)
+                st = db_run(db, &migrate_stmt_record_fn, params, NULL, err);
+        }
+        if (st != OG_OK)
+            goto out;
+    }
+    for (size_t r = 0; !dry && r < json_array_size(removed); r++) {
+        const char *params[1] = {json_string_value(json_array_get(removed, r))};
+        st = db_run(db, &migrate_stmt_forget_fn, params, NULL, err);
+        if (st != OG_OK)
+            goto out;
+    }
+    if (!dry) {
+        st = db_run(db, &migrate_stmt_owners, NULL, &res, err);
+        if (st != OG_OK)
+            goto out;
+        if (!PQgetisnull(res, 0, 0)) {
+            st = og_error_set(err, OG_ERR_DB, false,
+                              "not owned by ordergate_owner: %s (a migration must SET LOCAL ROLE "
+                              "ordergate_owner before it creates objects); nothing was changed",
+                              PQgetvalue(res, 0, 0));
+            goto out;
+        }
+    }
+out:
+    ctl_json_set(out, dry ? "pending" : "applied", json_integer(napplied));
+    ctl_json_set(out, "already_applied", json_integer(nalready));
+    ctl_json_set(out, dry ? "functions_pending" : "functions_applied", json_integer(nfn));
+    ctl_json_set(out, "functions_unchanged", json_integer(nfn_same));
+    PQclear(res);
+    PQclear(recorded);
+    PQclear(fnrec);
+    migrate_set_free(&mig);
+    migrate_set_free(&fns);
     return st;
 }
 
@@ -290,34 +613,28 @@ static enum og_status migrate_run(struct ctl *ctl, const struct ctl_args *a, jso
                                   struct og_error *err)
 {
     char dir[PATH_MAX];
-    struct migrate_file *files = NULL;
-    size_t nfiles = 0, napplied = 0, nalready = 0, npending = 0;
     bool dry = ctl_flag(a, "dry-run");
-    json_t *out = NULL, *list = NULL, *versions = NULL, *unknown = NULL;
+    json_t *out = NULL;
     struct db *db;
     PGresult *res = NULL;
     enum og_status st;
-    size_t idx;
-    json_t *v;
+    bool in_tx = false;
 
     st = migrate_find_dir(a, dir, sizeof(dir), err);
     if (st != OG_OK)
         return st;
-    st = migrate_list(dir, &files, &nfiles, err);
-    if (st != OG_OK)
-        return st;
     out = json_object();
-    list = json_array();
-    unknown = json_array();
-    if (out == NULL || list == NULL || unknown == NULL) {
-        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-        goto out;
-    }
+    if (out == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
     ctl_json_set(out, "command", json_string("migrate"));
     ctl_json_set(out, "ok", json_true());
     ctl_json_set(out, "schema_dir", json_string(dir));
     ctl_json_set(out, "dry_run", json_boolean(dry));
-    ctl_json_set(out, "migrations", json_incref(list));
+    ctl_json_set(out, "upgraded_from", json_null());
+    ctl_json_set(out, "migrations", json_array());
+    ctl_json_set(out, "functions", json_array());
+    ctl_json_set(out, "unknown_versions", json_array());
+    ctl_json_set(out, "removed_functions", json_array());
 
     db = ctl_db(ctl, err);
     if (db == NULL) {
@@ -339,142 +656,93 @@ static enum og_status migrate_run(struct ctl *ctl, const struct ctl_args *a, jso
             goto out;
         }
     }
-    st = migrate_read_versions(db, &versions, err);
+    st = db_exec(db, "BEGIN", err);
     if (st != OG_OK)
         goto out;
-    /* From here on the result says what was done, also on a failure. */
+    in_tx = true;
+    /* From here on the result says what was done or tried, also on a failure. */
     *result = json_incref(out);
-
-    for (size_t i = 0; i < nfiles; i++) {
-        const struct migrate_file *f = &files[i];
-        json_t *item = json_object();
-        const char *what;
-        char *sql = NULL;
-
-        if (item == NULL) {
-            st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-            goto out;
-        }
-        ctl_json_set(item, "version", json_string(f->version));
-        ctl_json_set(item, "file", json_string(f->name));
-        json_array_append_new(list, item);
-        if (migrate_has(versions, f->version)) {
-            what = "already_applied";
-            nalready++;
-        } else if (dry) {
-            what = "pending";
-            npending++;
-        } else {
-            st = migrate_read_file(dir, f->name, &sql, err);
-            if (st == OG_OK) {
-                st = db_exec(db, sql, err);
-                if (st != OG_OK) {
-                    /* The file's transaction is aborted (or never began):
-                     * end it, so nothing of it stays. A failing migration is
-                     * a runtime failure whatever its SQLSTATE. */
-                    struct og_error ignored;
-                    if (db_conn(db) != NULL)
-                        db_exec(db, "ROLLBACK", &ignored);
-                    err->status = OG_ERR_DB;
-                    st = OG_ERR_DB;
-                }
-            }
-            free(sql);
-            if (st != OG_OK) {
-                char msg[sizeof(err->msg)];
-                snprintf(msg, sizeof(msg), "%s: %s", f->name, err->msg);
-                snprintf(err->msg, sizeof(err->msg), "%s", msg);
-                ctl_json_set(item, "result", json_string("failed"));
-                goto out;
-            }
-            json_decref(versions);
-            versions = NULL;
-            st = migrate_read_versions(db, &versions, err);
-            if (st != OG_OK)
-                goto out;
-            if (!migrate_has(versions, f->version)) {
-                ctl_json_set(item, "result", json_string("failed"));
-                st = og_error_set(err, OG_ERR_DB, false,
-                                  "%s ran but did not record version %s in "
-                                  "ordergate.schema_migrations; fix the file (it must insert its "
-                                  "own version) before migrating further",
-                                  f->name, f->version);
-                goto out;
-            }
-            log_debug("migration_applied", "version=%s file=%s", f->version, f->name);
-            what = "applied";
-            napplied++;
-        }
-        ctl_json_set(item, "result", json_string(what));
+    st = migrate_apply(db, dir, dry, out, err);
+    if (st == OG_OK && !dry) {
+        st = db_exec(db, "COMMIT", err);
+        in_tx = false;
     }
-    /* Versions the database has and this schema directory does not: the
-     * database is newer than these files (worth a look before going on). */
-    json_array_foreach(versions, idx, v)
-    {
-        bool known = false;
-        for (size_t i = 0; i < nfiles && !known; i++)
-            known = strcmp(files[i].version, json_string_value(v)) == 0;
-        if (!known)
-            json_array_append(unknown, v);
-    }
-
 out:
-    if (out != NULL) {
-        ctl_json_set(out, "applied", json_integer((json_int_t)napplied));
-        ctl_json_set(out, "already_applied", json_integer((json_int_t)nalready));
-        if (dry)
-            ctl_json_set(out, "pending", json_integer((json_int_t)npending));
-        ctl_json_set(out, "unknown_versions", json_incref(unknown));
+    if (in_tx && db_conn(db) != NULL) {
+        struct og_error ignored;
+        db_exec(db, "ROLLBACK", &ignored);
     }
+    if (st != OG_OK)
+        ctl_json_set(out, "ok", json_false());
     PQclear(res);
     if (st == OG_OK && *result == NULL)
         *result = json_incref(out);
     json_decref(out);
-    json_decref(list);
-    json_decref(unknown);
-    json_decref(versions);
-    free(files);
     return st;
 }
 
 static void migrate_text(const json_t *r, FILE *out)
 {
-    const json_t *list = json_object_get(r, "migrations");
+    const json_t *mlist = json_object_get(r, "migrations");
+    const json_t *flist = json_object_get(r, "functions");
     const json_t *unknown = json_object_get(r, "unknown_versions");
+    const json_t *removed = json_object_get(r, "removed_functions");
+    const char *from = ctl_json_str(r, "upgraded_from");
     bool dry = json_is_true(json_object_get(r, "dry_run"));
+    bool ok = json_is_true(json_object_get(r, "ok"));
     size_t i;
     const json_t *m;
 
-    json_array_foreach(list, i, m)
+    if (from != NULL)
+        fprintf(out, "%s the database from the %s layout (upgrade/%s.sql)\n",
+                dry ? "would convert" : "converted", from, from);
+    json_array_foreach(mlist, i, m)
     {
         const char *res = ctl_json_str(m, "result");
         const char *shown = res == NULL                           ? "not tried"
                             : strcmp(res, "already_applied") == 0 ? "already applied"
                             : strcmp(res, "pending") == 0         ? "would apply"
                                                                   : res;
-        fprintf(out, "%s  %-15s  %s\n", ctl_json_str(m, "version"), shown, ctl_json_str(m, "file"));
+        fprintf(out, "%s  %-15s  migrations/%s\n", ctl_json_str(m, "version"), shown,
+                ctl_json_str(m, "file"));
     }
     json_array_foreach(unknown, i, m)
     {
         fprintf(out, "%s  %-15s  (recorded in the database, no file in this schema directory)\n",
                 json_string_value(m), "unknown");
     }
-    if (dry)
-        fprintf(out, "dry run: %lld would apply, %lld already applied (%s)\n",
-                (long long)json_integer_value(json_object_get(r, "pending")),
-                (long long)json_integer_value(json_object_get(r, "already_applied")),
-                ctl_json_str(r, "schema_dir"));
-    else
-        fprintf(out, "%lld applied, %lld already applied (%s)\n",
-                (long long)json_integer_value(json_object_get(r, "applied")),
-                (long long)json_integer_value(json_object_get(r, "already_applied")),
-                ctl_json_str(r, "schema_dir"));
+    json_array_foreach(flist, i, m)
+    {
+        const char *res = ctl_json_str(m, "result");
+        if (res != NULL && strcmp(res, "unchanged") != 0)
+            fprintf(out, "fn   %-15s  functions/%s\n",
+                    strcmp(res, "pending") == 0 ? "would apply" : res, ctl_json_str(m, "file"));
+    }
+    json_array_foreach(removed, i, m)
+    {
+        fprintf(out,
+                "fn   %-15s  functions/%s (no longer in this schema directory: its function stays "
+                "until a migration drops it)\n",
+                "removed", json_string_value(m));
+    }
+    fprintf(out, "%s%lld %s, %lld already applied; functions: %lld %s, %lld unchanged (%s)\n",
+            !ok   ? "rolled back, nothing changed: "
+            : dry ? "dry run: "
+                  : "",
+            (long long)json_integer_value(json_object_get(r, dry ? "pending" : "applied")),
+            dry ? "would apply" : "applied",
+            (long long)json_integer_value(json_object_get(r, "already_applied")),
+            (long long)json_integer_value(
+                json_object_get(r, dry ? "functions_pending" : "functions_applied")),
+            dry ? "would apply" : "applied",
+            (long long)json_integer_value(json_object_get(r, "functions_unchanged")),
+            ctl_json_str(r, "schema_dir"));
 }
 
 static const struct ctl_opt migrate_opts[] = {
     {"schema-dir", "DIR", CTL_OPT_ARG,
-     "migrations to apply (default: $ORDERGATE_SCHEMA_DIR, then ../share/ordergate/schema next "
-     "to the binary, then the source tree's schema/)"},
+     "schema to apply: migrations/, functions/, upgrade/ (default: $ORDERGATE_SCHEMA_DIR, then "
+     "../share/ordergate/schema next to the binary, then the source tree's schema/)"},
     {"dry-run", NULL, 0, "list what would be applied; change nothing"},
     {NULL, NULL, 0, NULL},
 };
@@ -482,12 +750,14 @@ static const struct ctl_opt migrate_opts[] = {
 const struct ctl_command ctl_cmd_migrate = {
     .name = "migrate",
     .usage = "migrate [--schema-dir DIR] [--dry-run]",
-    .summary = "apply the schema migrations (NNN_*.sql) not yet recorded in the database",
-    .details = "Reads ordergate.schema_migrations (absent = nothing applied), skips recorded\n"
-               "versions and applies the rest in lexical order, one file at a time, each in its\n"
-               "own transaction. Idempotent: a second run applies nothing; files applied earlier\n"
-               "with plain psql are recognised. Stops at the first failing file (rolled back,\n"
-               "exit 1); the files before it stay applied.\n",
+    .summary = "bring the database to this schema: pending migrations, changed functions",
+    .details = "In one transaction: converts a database made by 0.1.0's numbered scripts\n"
+               "(upgrade/0.1.0.sql), applies the migrations (migrations/NNN_*.sql) not yet\n"
+               "recorded in ordergate.schema_migrations, in lexical order, then every function\n"
+               "file (functions/*.sql) whose sha256 differs from the one recorded in\n"
+               "ordergate.schema_functions (all of them after a migration). Refuses a recorded\n"
+               "migration whose file changed. Idempotent: a second run applies nothing. Any\n"
+               "failure rolls the whole run back (exit 1) and names the file.\n",
     .opts = migrate_opts,
     .min_pos = 0,
     .max_pos = 0,

@@ -1,38 +1,14 @@
--- 003_reconcile.sql: the reconciliation of SPEC section 3's seven invariants, and its repair.
+-- reconcile: the seven invariants of schema/README.md ("The invariants reconcile() checks"), and
+-- nothing else; reconcile_repair creates what can be created safely.
 --
--- reconcile() is STABLE: all seven checks read one snapshot, so a claim committing meanwhile is
--- seen whole or not at all (every claim writes all its rows in one transaction).
--- Each check is one set-based query (hash joins / aggregates, no per-row loops): seconds on
--- 1,000,000 orders.
+-- STABLE: all seven checks read one snapshot, so a claim committing meanwhile is seen whole or not
+-- at all (every claim writes all its rows in one transaction). Each check is one set-based query
+-- (hash joins / aggregates, no per-row loops): seconds on 1,000,000 orders.
 --
 -- p_since limits the order-scoped checks (1, 4, 6, 7: orders created at or after it; 5: payments
--- created at or after it) — e.g. to one drill's orders. Invariants 2 (stock per SKU) and 3 (coupon
+-- created at or after it), e.g. to one drill's orders. Invariants 2 (stock per SKU) and 3 (coupon
 -- per coupon) are global state and always checked whole.
-
-BEGIN;
-
-DO $guard$
-BEGIN
-    IF to_regclass('ordergate.schema_migrations') IS NULL
-       OR NOT EXISTS (SELECT 1 FROM ordergate.schema_migrations WHERE version = '002') THEN
-        RAISE EXCEPTION 'ordergate migrations 001 and 002 must be applied before 003' USING ERRCODE = 'OG000';
-    END IF;
-    IF EXISTS (SELECT 1 FROM ordergate.schema_migrations WHERE version = '003') THEN
-        RAISE EXCEPTION 'ordergate migration 003 is already applied' USING ERRCODE = 'OG000';
-    END IF;
-END
-$guard$;
-
-SET LOCAL ROLE ordergate_owner;
-SET LOCAL search_path = ordergate, pg_temp;
-
--- At most one transition event (order_paid / order_cancelled) per order: the database refuses a
--- second one, as status_log's primary key refuses a second transition. Also lets invariant 7 be
--- a merge join of two indexes in order_no order.
-CREATE UNIQUE INDEX outbox_transition_uq ON ordergate.outbox (order_no)
-    WHERE event_type IN ('order_paid', 'order_cancelled');
-
-CREATE FUNCTION ordergate.reconcile(p_since timestamptz DEFAULT '-infinity',
+CREATE OR REPLACE FUNCTION ordergate.reconcile(p_since timestamptz DEFAULT '-infinity',
                                     p_grace interval DEFAULT '0 seconds',
                                     p_scan_interval interval DEFAULT '5 minutes')
 RETURNS TABLE (invariant int, name text, violations bigint, sample text[])
@@ -192,52 +168,4 @@ BEGIN
 END
 $$;
 
--- reconcile_repair: a successful payment that hit a cancelled order (payment outcome late_payment,
--- or a 'paid' payment whose order is cancelled) without an exception gets its late_payment
--- exception now, as manual_review (something already went wrong: a person looks), plus a
--- reconciliation_alert event. Returns how many were created. Safe to run concurrently with the
--- gate (unique exception per txn_no).
-CREATE FUNCTION ordergate.reconcile_repair() RETURNS bigint
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
-DECLARE
-    v_n bigint;
-BEGIN
-    WITH missing AS (
-        SELECT p.txn_no, p.order_no, p.amount_cents, p.channel
-          FROM payments p
-          JOIN orders o ON o.order_no = p.order_no
-         WHERE o.status = 'cancelled'
-           AND p.outcome IN ('late_payment', 'paid')
-           AND NOT EXISTS (SELECT 1 FROM exceptions x WHERE x.txn_no = p.txn_no)
-    ), ins AS (
-        INSERT INTO exceptions (order_no, kind, txn_no, amount_cents, resolution, note)
-        SELECT m.order_no, 'late_payment', m.txn_no, m.amount_cents, 'manual_review',
-               format('created by reconcile_repair: payment %s via %s hit a cancelled order without an exception',
-                      m.txn_no, m.channel)
-          FROM missing m
-        ON CONFLICT (txn_no) WHERE txn_no IS NOT NULL DO NOTHING
-        RETURNING id, order_no, txn_no, amount_cents
-    ), ev AS (
-        INSERT INTO outbox (event_type, order_no, payload)
-        SELECT 'reconciliation_alert', ins.order_no,
-               jsonb_build_object('v', 1, 'event', 'reconciliation_alert', 'order_no', ins.order_no,
-                                  'txn_no', ins.txn_no, 'amount_cents', ins.amount_cents,
-                                  'kind', 'late_payment', 'resolution', 'manual_review',
-                                  'exception_id', ins.id, 'order_status', 'cancelled',
-                                  'repaired', true)
-          FROM ins
-        RETURNING 1
-    )
-    SELECT count(*) INTO v_n FROM ev;
-    RETURN v_n;
-END
-$$;
-
-REVOKE EXECUTE ON FUNCTION ordergate.reconcile(timestamptz, interval, interval) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION ordergate.reconcile_repair() FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION ordergate.reconcile(timestamptz, interval, interval) TO ordergate_service;
-GRANT EXECUTE ON FUNCTION ordergate.reconcile_repair() TO ordergate_service;
-
-INSERT INTO ordergate.schema_migrations (version) VALUES ('003');
-
-COMMIT;
+GRANT EXECUTE ON FUNCTION ordergate.reconcile(timestamptz,interval,interval) TO ordergate_service;

@@ -1,8 +1,9 @@
--- 001_core.sql: roles, schema ordergate, tables, indexes, the state-machine guard.
+-- 001_core.sql: roles, schema ordergate, tables, indexes, settings, table privileges.
 --
--- Apply with: psql -v ON_ERROR_STOP=1 -f schema/001_core.sql   (as a superuser, or a role with
--- CREATEROLE and CREATE on the database). Migrations apply in lexical order; each one records its
--- own version in ordergate.schema_migrations and refuses to run twice.
+-- Applied once, by `ordergatectl migrate` (or schema/install.sql), inside the one transaction of
+-- that run; the runner records it in ordergate.schema_migrations with its checksum. No function
+-- lives here: each function (and the trigger it backs) is a file in schema/functions/, re-applied
+-- whenever it changes (schema/README.md, "Changing the schema").
 --
 -- Identifiers (order_no, txn_no, sku, coupon_id) are text COLLATE "C": ASCII keys compared
 -- bytewise, so every btree lookup, join and sort on them skips the locale's strcoll (measurably
@@ -10,29 +11,17 @@
 -- Identifier checks are written `length(x) <= N AND x ~ '^[...]+$'`: a bounded repetition such as
 -- `{1,64}` makes PostgreSQL's regex engine ~15x slower, which a 500-order batch feels.
 --
--- Lock order used by every function in this schema (deadlock avoidance):
+-- Lock order used by every gate function (deadlock avoidance):
 --   payments(txn_no)  ->  orders by order_no  ->  coupons by coupon_id  ->  inventory by sku.
 -- place_order is the one exception (it locks coupon and inventory before inserting its new
--- order row; see 002_gate.sql for why that cannot form a cycle).
-
-BEGIN;
-
--- Refuse to run twice (plain psql has no "skip"; a clear error that changes nothing is the next best).
-DO $guard$
-BEGIN
-    IF to_regclass('ordergate.schema_migrations') IS NOT NULL THEN
-        IF EXISTS (SELECT 1 FROM ordergate.schema_migrations WHERE version = '001') THEN
-            RAISE EXCEPTION 'ordergate migration 001 is already applied' USING ERRCODE = 'OG000';
-        END IF;
-    END IF;
-END
-$guard$;
+-- order row; schema/README.md, "Design notes", says why that cannot form a cycle).
 
 -- Roles are cluster-global: create them only when missing. NOLOGIN: they are privilege carriers;
 -- login roles (e.g. the consumer's, the scanner's) are granted membership by operations.
 --   ordergate_owner    owns every object; SECURITY DEFINER functions run as it.
 --   ordergate_service  executes the gate; reads the tables; writes nothing directly.
 --   ordergate_admin    ordergate_service plus stock/coupon/settings/exception maintenance functions.
+
 DO $roles$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'ordergate_owner') THEN
@@ -59,12 +48,22 @@ CREATE SCHEMA ordergate AUTHORIZATION ordergate_owner;
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 
--- Functions created by the owner in this schema are not executable by PUBLIC unless granted.
-ALTER DEFAULT PRIVILEGES FOR ROLE ordergate_owner IN SCHEMA ordergate
-    REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;
+-- Functions the owner creates are not executable by PUBLIC unless granted (each function file
+-- grants what its callers need). Not IN SCHEMA: a per-schema default can only add to the
+-- database-wide one, which grants EXECUTE to PUBLIC.
+ALTER DEFAULT PRIVILEGES FOR ROLE ordergate_owner REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;
 
+-- The runner's bookkeeping: each applied migration with the sha256 of its file (NULL when applied
+-- by schema/install.sql; the next ordergatectl migrate fills it in), and each applied function
+-- file with its sha256, so a run re-applies exactly the function files that changed.
 CREATE TABLE ordergate.schema_migrations (
     version    text PRIMARY KEY,
+    applied_at timestamptz NOT NULL DEFAULT now(),
+    checksum   text NULL
+);
+CREATE TABLE ordergate.schema_functions (
+    file       text PRIMARY KEY,
+    checksum   text NOT NULL,
     applied_at timestamptz NOT NULL DEFAULT now()
 );
 
@@ -182,119 +181,57 @@ CREATE TABLE ordergate.outbox (
     id           bigserial PRIMARY KEY,
     event_type   text NOT NULL,
     order_no     text COLLATE "C" NOT NULL,
-    payload      jsonb NOT NULL DEFAULT '{}'::jsonb,
+    payload      json NOT NULL DEFAULT '{}'::json,   -- stored as written, published byte for byte
     created_at   timestamptz NOT NULL DEFAULT now(),
     published_at timestamptz NULL
 );
 CREATE INDEX outbox_unpublished_idx ON ordergate.outbox (id) WHERE published_at IS NULL;
+-- At most one transition event (order_paid / order_cancelled) per order: the database refuses a
+-- second one, as status_log's primary key refuses a second transition. Also lets invariant 7 be
+-- a merge join of two indexes in order_no order.
+CREATE UNIQUE INDEX outbox_transition_uq ON ordergate.outbox (order_no)
+    WHERE event_type IN ('order_paid', 'order_cancelled');
 
-------------------------------------------------------------------------------------------------
--- Triggers
-
--- inventory: total defaults to available (initial stock).
-CREATE FUNCTION ordergate.inventory_defaults() RETURNS trigger
-LANGUAGE plpgsql SET search_path = ordergate, pg_temp AS $$
-BEGIN
-    IF NEW.total IS NULL THEN
-        NEW.total := NEW.available;
-    END IF;
-    RETURN NEW;
-END
-$$;
-CREATE TRIGGER inventory_defaults BEFORE INSERT ON ordergate.inventory
-    FOR EACH ROW EXECUTE FUNCTION ordergate.inventory_defaults();
-
--- orders: the state machine, enforced for every writer (the gate functions, an owner, a superuser's
--- ad-hoc UPDATE alike). SQLSTATEs:
---   OG001  status change other than pending_payment -> paid | pending_payment -> cancelled
---   OG002  change of an immutable column (order_no, amount_cents, coupon_id, created_at,
---          original_expire_at), of expire_at of a closed order, or of closed_at outside the transition
---   OG003  DELETE of an order that left pending_payment
--- The UPDATE guard's WHEN clause is the rule itself, evaluated by the executor for every row; the
--- function runs only to refuse. Legal claims (hundreds per batch cancel) pay no function call.
-CREATE FUNCTION ordergate.orders_guard() RETURNS trigger
-LANGUAGE plpgsql SET search_path = ordergate, pg_temp AS $$
-BEGIN
-    IF TG_OP = 'INSERT' THEN
-        IF NEW.original_expire_at IS NULL THEN
-            NEW.original_expire_at := NEW.expire_at;
-        END IF;
-        IF NEW.status IS DISTINCT FROM 'pending_payment' AND NEW.closed_at IS NULL THEN
-            NEW.closed_at := now();   -- a closed order inserted as such (imports, fixtures)
-        END IF;
-        RETURN NEW;
-    END IF;
-
-    IF TG_OP = 'DELETE' THEN
-        IF OLD.status <> 'pending_payment' THEN
-            RAISE EXCEPTION 'order % is %: an order that left pending_payment is never deleted',
-                OLD.order_no, OLD.status USING ERRCODE = 'OG003';
-        END IF;
-        RETURN OLD;
-    END IF;
-
-    -- UPDATE: reached only through the WHEN clause below, i.e. to refuse.
-    IF NEW.order_no IS DISTINCT FROM OLD.order_no
-       OR NEW.amount_cents IS DISTINCT FROM OLD.amount_cents
-       OR NEW.coupon_id IS DISTINCT FROM OLD.coupon_id
-       OR NEW.created_at IS DISTINCT FROM OLD.created_at
-       OR NEW.original_expire_at IS DISTINCT FROM OLD.original_expire_at THEN
-        RAISE EXCEPTION 'order %: order_no, amount_cents, coupon_id, created_at and original_expire_at are immutable',
-            OLD.order_no USING ERRCODE = 'OG002';
-    END IF;
-    IF NEW.status IS DISTINCT FROM OLD.status THEN
-        RAISE EXCEPTION 'order %: illegal status transition % -> % (only pending_payment -> paid or pending_payment -> cancelled, once)',
-            OLD.order_no, OLD.status, NEW.status USING ERRCODE = 'OG001';
-    END IF;
-    IF NEW.expire_at IS DISTINCT FROM OLD.expire_at THEN
-        RAISE EXCEPTION 'order % is %: expire_at of a closed order is immutable',
-            OLD.order_no, OLD.status USING ERRCODE = 'OG002';
-    END IF;
-    RAISE EXCEPTION 'order %: closed_at is set once, when the order leaves pending_payment',
-        OLD.order_no USING ERRCODE = 'OG002';
-END
-$$;
-
--- closed_at for writers that change the status without setting it (the gate sets it itself).
-CREATE FUNCTION ordergate.orders_closed_at() RETURNS trigger
-LANGUAGE plpgsql SET search_path = ordergate, pg_temp AS $$
-BEGIN
-    NEW.closed_at := now();
-    RETURN NEW;
-END
-$$;
-
-CREATE TRIGGER orders_guard_insert BEFORE INSERT ON ordergate.orders
-    FOR EACH ROW EXECUTE FUNCTION ordergate.orders_guard();
--- Fires first (triggers fire in name order); the guard then sees the final row.
-CREATE TRIGGER orders_a_closed_at BEFORE UPDATE ON ordergate.orders
-    FOR EACH ROW
-    WHEN (OLD.status IS DISTINCT FROM NEW.status AND NEW.closed_at IS NULL)
-    EXECUTE FUNCTION ordergate.orders_closed_at();
-CREATE TRIGGER orders_guard_update BEFORE UPDATE ON ordergate.orders
-    FOR EACH ROW
-    WHEN (   (OLD.status IS DISTINCT FROM NEW.status
-              AND NOT (OLD.status = 'pending_payment' AND NEW.status IN ('paid', 'cancelled')))
-          OR OLD.order_no IS DISTINCT FROM NEW.order_no
-          OR OLD.amount_cents IS DISTINCT FROM NEW.amount_cents
-          OR OLD.coupon_id IS DISTINCT FROM NEW.coupon_id
-          OR OLD.created_at IS DISTINCT FROM NEW.created_at
-          OR OLD.original_expire_at IS DISTINCT FROM NEW.original_expire_at
-          OR (OLD.status <> 'pending_payment' AND OLD.expire_at IS DISTINCT FROM NEW.expire_at)
-          OR (OLD.status IS NOT DISTINCT FROM NEW.status AND OLD.closed_at IS DISTINCT FROM NEW.closed_at))
-    EXECUTE FUNCTION ordergate.orders_guard();
-CREATE TRIGGER orders_guard_delete BEFORE DELETE ON ordergate.orders
-    FOR EACH ROW EXECUTE FUNCTION ordergate.orders_guard();
-
--- status_log is append-only (OG004). TRUNCATE stays possible for the owner (test fixtures).
-CREATE FUNCTION ordergate.status_log_append_only() RETURNS trigger
-LANGUAGE plpgsql SET search_path = ordergate, pg_temp AS $$
-BEGIN
-    RAISE EXCEPTION 'ordergate.status_log is append-only (% refused)', TG_OP USING ERRCODE = 'OG004';
-END
-$$;
-CREATE TRIGGER status_log_append_only BEFORE UPDATE OR DELETE ON ordergate.status_log
-    FOR EACH STATEMENT EXECUTE FUNCTION ordergate.status_log_append_only();
+-- The scanner's run log: one sweep run = one row, written at the start (status 'running'), its
+-- counters and checkpoint set after every batch, ended 'done' or 'failed'. A run that found
+-- another one under way ends 'skipped' at once. A run whose process died leaves its row
+-- 'running'; the next run that takes the lock marks it 'crashed' and reports it (docs/scanner.md).
+-- Every column but run_id has a default, so an insert of any subset works.
+CREATE TABLE ordergate.scanner_runs (
+    run_id               bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    status               text NOT NULL DEFAULT 'running'
+                         CHECK (status IN ('running', 'done', 'failed', 'skipped', 'crashed')),
+    started_at           timestamptz NOT NULL DEFAULT clock_timestamp(),
+    finished_at          timestamptz NULL,
+    duration_ms          bigint NULL,
+    progress_at          timestamptz NULL,  -- last counters/checkpoint update
+    host                 text NOT NULL DEFAULT '',
+    os_pid               int NULL,
+    backend_pid          int NOT NULL DEFAULT pg_backend_pid(),
+    actor                text NOT NULL DEFAULT coalesce(nullif(current_setting('application_name', true), ''), session_user),
+    -- the run's settings
+    grace                interval NULL,
+    batch_size           int NULL,
+    max_orders           int NULL,           -- 0 = no cap
+    max_seconds          int NULL,           -- 0 = no cap
+    -- counters: claim outcomes of every order the run sent to claim_cancel
+    batches              int NOT NULL DEFAULT 0,
+    scanned              bigint NOT NULL DEFAULT 0,
+    cancelled            bigint NOT NULL DEFAULT 0,  -- missed by the consumer: the alarm
+    already_cancelled    bigint NOT NULL DEFAULT 0,
+    already_paid         bigint NOT NULL DEFAULT 0,
+    not_due              bigint NOT NULL DEFAULT 0,
+    not_found            bigint NOT NULL DEFAULT 0,
+    -- keyset position after the last finished batch
+    checkpoint_expire_at timestamptz NULL,
+    checkpoint_order_no  text NULL,
+    -- why the run ended: complete | max_orders | max_seconds | stopped | lock_held | error | crashed
+    stop_reason          text NULL,
+    detail               text NULL,          -- error message, lock holder, crash report
+    reported_by          bigint NULL         -- crashed: the run that found it
+);
+CREATE INDEX scanner_runs_running_idx ON ordergate.scanner_runs (run_id) WHERE status = 'running';
+CREATE INDEX scanner_runs_started_idx ON ordergate.scanner_runs (started_at);
 
 ------------------------------------------------------------------------------------------------
 -- Privileges: the service reads everything, writes nothing directly.
@@ -304,7 +241,3 @@ REVOKE ALL ON ALL SEQUENCES IN SCHEMA ordergate FROM PUBLIC;
 REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA ordergate FROM PUBLIC;
 GRANT USAGE ON SCHEMA ordergate TO ordergate_service;
 GRANT SELECT ON ALL TABLES IN SCHEMA ordergate TO ordergate_service;
-
-INSERT INTO ordergate.schema_migrations (version) VALUES ('001');
-
-COMMIT;

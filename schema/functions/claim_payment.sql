@@ -1,0 +1,121 @@
+-- claim_payment: apply a payment callback. Idempotent by txn_no. Outcomes:
+--   paid            this call moved the order pending_payment -> paid (first claim wins; the clock
+--                   does not matter: after expire_at but before any cancel, payment wins)
+--   duplicate       txn_no seen before: nothing changes; first_outcome = that first call's outcome
+--   late_payment    the order was cancelled: exception (auto_refund <= auto_refund_limit_cents,
+--                   else manual_review) + outbox refund_requested | reconciliation_alert
+--   double_payment  the order was paid by another txn: exception + refund event (same policy)
+--   amount_mismatch order pending but amount differs: order stays pending; exception manual_review
+--                   + reconciliation_alert
+--   not_found       unknown order: exception unknown_order (manual_review) + reconciliation_alert
+-- Every call with a new txn_no records a payments row with its outcome. status = the order's
+-- status after the call (for duplicate: the status of the order the txn was first recorded for).
+--
+-- The payments row is inserted first (ON CONFLICT DO NOTHING): concurrent retries of one txn_no
+-- serialize on its primary key, only the inserter proceeds; if the inserter rolls back (client
+-- timeout), the retry inserts and proceeds itself.
+CREATE OR REPLACE FUNCTION ordergate.claim_payment(order_no text, txn_no text, amount_cents bigint, channel text)
+RETURNS TABLE (outcome text, status text, first_outcome text)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+    p_order_no text   := claim_payment.order_no;
+    p_txn      text   := claim_payment.txn_no;
+    p_amount   bigint := claim_payment.amount_cents;
+    p_channel  text   := claim_payment.channel;
+    v_coupon   text;
+    v_status   text;
+    v_first    text;
+    v_outcome  text;
+    v_kind     text;
+    v_res      text;
+    v_exc_id   bigint;
+BEGIN
+    IF p_order_no IS NULL OR length(p_order_no) > 64 OR p_order_no !~ '^[A-Za-z0-9._:-]+$' THEN
+        PERFORM _bad_arg('claim_payment: order_no must be 1..64 characters of [A-Za-z0-9._:-]');
+    END IF;
+    IF p_txn IS NULL OR length(p_txn) > 128 OR p_txn !~ '^[A-Za-z0-9._:-]+$' THEN
+        PERFORM _bad_arg('claim_payment: txn_no must be 1..128 characters of [A-Za-z0-9._:-]');
+    END IF;
+    IF p_amount IS NULL OR p_amount <= 0 THEN
+        PERFORM _bad_arg('claim_payment: amount_cents must be > 0');
+    END IF;
+    IF p_channel IS NULL OR length(p_channel) NOT BETWEEN 1 AND 64 THEN
+        PERFORM _bad_arg('claim_payment: channel is required (1..64 characters)');
+    END IF;
+
+    INSERT INTO payments (txn_no, order_no, amount_cents, channel, outcome)
+    VALUES (p_txn, p_order_no, p_amount, p_channel, 'processing')
+    ON CONFLICT (txn_no) DO NOTHING;
+    IF NOT FOUND THEN
+        SELECT p.outcome, o.status INTO v_first, v_status
+          FROM payments p
+          LEFT JOIN orders o ON o.order_no = p.order_no
+         WHERE p.txn_no = p_txn;
+        RETURN QUERY SELECT 'duplicate'::text, v_status, v_first;
+        RETURN;
+    END IF;
+
+    -- The claim.
+    UPDATE orders o
+       SET status = 'paid', closed_at = now()
+     WHERE o.order_no = p_order_no
+       AND o.status = 'pending_payment'
+       AND o.amount_cents = p_amount
+    RETURNING o.coupon_id INTO v_coupon;
+
+    IF FOUND THEN
+        IF v_coupon IS NOT NULL THEN
+            UPDATE coupons c SET state = 'used' WHERE c.coupon_id = v_coupon AND c.state = 'locked';
+        END IF;
+        INSERT INTO status_log (order_no, from_status, to_status, source, idempotency_key, actor)
+        VALUES (p_order_no, 'pending_payment', 'paid', 'payment_callback', p_txn, _actor());
+        INSERT INTO outbox (event_type, order_no, payload)
+        VALUES ('order_paid', p_order_no,
+                jsonb_build_object('v', 1, 'event', 'order_paid', 'order_no', p_order_no,
+                                   'txn_no', p_txn, 'amount_cents', p_amount, 'channel', p_channel,
+                                   'paid_at', now()));
+        UPDATE payments p SET outcome = 'paid' WHERE p.txn_no = p_txn;
+        RETURN QUERY SELECT 'paid'::text, 'paid'::text, 'paid'::text;
+        RETURN;
+    END IF;
+
+    -- Lost (or amount differs): read the current status under a share lock, so a pending order
+    -- cannot be cancelled between this read and the exception we record for it.
+    SELECT o.status INTO v_status FROM orders o WHERE o.order_no = p_order_no FOR SHARE;
+
+    IF v_status IS NULL THEN
+        v_outcome := 'not_found';       v_kind := 'unknown_order';   v_res := 'manual_review';
+    ELSIF v_status = 'cancelled' THEN
+        v_outcome := 'late_payment';    v_kind := 'late_payment';
+    ELSIF v_status = 'paid' THEN
+        v_outcome := 'double_payment';  v_kind := 'double_payment';
+    ELSE
+        v_outcome := 'amount_mismatch'; v_kind := 'amount_mismatch'; v_res := 'manual_review';
+    END IF;
+    IF v_res IS NULL THEN
+        v_res := CASE WHEN p_amount <= _setting_bigint('auto_refund_limit_cents', 5000)
+                      THEN 'auto_refund' ELSE 'manual_review' END;
+    END IF;
+
+    INSERT INTO exceptions (order_no, kind, txn_no, amount_cents, resolution, note)
+    VALUES (p_order_no, v_kind, p_txn, p_amount, v_res,
+            format('payment %s via %s, order status %s', p_txn, p_channel, coalesce(v_status, 'unknown')))
+    RETURNING id INTO v_exc_id;
+
+    INSERT INTO outbox (event_type, order_no, payload)
+    VALUES (CASE v_res WHEN 'auto_refund' THEN 'refund_requested' ELSE 'reconciliation_alert' END,
+            p_order_no,
+            jsonb_build_object('v', 1,
+                               'event', CASE v_res WHEN 'auto_refund' THEN 'refund_requested'
+                                                   ELSE 'reconciliation_alert' END,
+                               'order_no', p_order_no, 'txn_no', p_txn, 'amount_cents', p_amount,
+                               'channel', p_channel, 'kind', v_kind, 'resolution', v_res,
+                               'exception_id', v_exc_id, 'order_status', v_status));
+
+    UPDATE payments p SET outcome = v_outcome WHERE p.txn_no = p_txn;
+    RETURN QUERY SELECT v_outcome, v_status, v_outcome;
+END
+$$;
+
+GRANT EXECUTE ON FUNCTION ordergate.claim_payment(text,text,bigint,text) TO ordergate_service;

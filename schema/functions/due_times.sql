@@ -1,0 +1,23 @@
+-- One row per distinct order number of the array that is still pending_payment, with its current
+-- expire_at. Orders that are paid, cancelled or unknown have no row: nothing is left to schedule
+-- for them. At most 10000 order numbers per call (the gate's batch limit).
+CREATE OR REPLACE FUNCTION ordergate.due_times(p_order_nos text[])
+RETURNS TABLE (order_no text, expire_at timestamptz)
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
+BEGIN
+    IF p_order_nos IS NULL THEN
+        RAISE EXCEPTION 'due_times: order numbers must not be NULL' USING ERRCODE = '22023';
+    END IF;
+    IF cardinality(p_order_nos) > 10000 THEN
+        RAISE EXCEPTION 'due_times: at most 10000 order numbers per call, got %',
+            cardinality(p_order_nos) USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY
+    SELECT o.order_no, o.expire_at
+      FROM ordergate.orders o
+     WHERE o.order_no = ANY (p_order_nos)
+       AND o.status = 'pending_payment';
+END
+$$;
+
+GRANT EXECUTE ON FUNCTION ordergate.due_times(text[]) TO ordergate_service;

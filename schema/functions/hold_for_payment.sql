@@ -1,0 +1,44 @@
+-- hold_for_payment: the user is on the payment page; push expire_at out so a cancel waits.
+-- new expire_at = greatest(expire_at, least(now() + seconds, original_expire_at + max_hold_seconds)):
+-- never shortens, never beyond the order's original expiry + max_hold_seconds.
+-- seconds must be 1..max_hold_seconds. Outcomes: held | not_pending | not_found.
+-- A hold is not a transition: no status_log row, no outbox event.
+CREATE OR REPLACE FUNCTION ordergate.hold_for_payment(order_no text, seconds int)
+RETURNS TABLE (outcome text, expire_at timestamptz)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+    p_order_no text := hold_for_payment.order_no;
+    p_seconds  int  := hold_for_payment.seconds;
+    v_max      bigint := _setting_bigint('max_hold_seconds', 900);
+    v_expire   timestamptz;
+BEGIN
+    IF p_order_no IS NULL OR length(p_order_no) > 64 OR p_order_no !~ '^[A-Za-z0-9._:-]+$' THEN
+        PERFORM _bad_arg('hold_for_payment: order_no must be 1..64 characters of [A-Za-z0-9._:-]');
+    END IF;
+    IF p_seconds IS NULL OR p_seconds < 1 OR p_seconds > v_max THEN
+        PERFORM _bad_arg(format('hold_for_payment: seconds must be 1..%s (max_hold_seconds)', v_max));
+    END IF;
+
+    UPDATE orders o
+       SET expire_at = greatest(o.expire_at,
+                                least(now() + make_interval(secs => p_seconds),
+                                      o.original_expire_at + make_interval(secs => v_max)))
+     WHERE o.order_no = p_order_no
+       AND o.status = 'pending_payment'
+    RETURNING o.expire_at INTO v_expire;
+    IF FOUND THEN
+        RETURN QUERY SELECT 'held'::text, v_expire;
+        RETURN;
+    END IF;
+
+    SELECT o.expire_at INTO v_expire FROM orders o WHERE o.order_no = p_order_no;
+    IF FOUND THEN
+        RETURN QUERY SELECT 'not_pending'::text, v_expire;
+    ELSE
+        RETURN QUERY SELECT 'not_found'::text, NULL::timestamptz;
+    END IF;
+END
+$$;
+
+GRANT EXECUTE ON FUNCTION ordergate.hold_for_payment(text,int) TO ordergate_service;

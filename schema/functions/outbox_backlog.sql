@@ -1,0 +1,7 @@
+-- Unpublished events: the relay's backlog, for metrics.
+CREATE OR REPLACE FUNCTION ordergate.outbox_backlog() RETURNS bigint
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
+    SELECT count(*) FROM ordergate.outbox b WHERE b.published_at IS NULL
+$$;
+
+GRANT EXECUTE ON FUNCTION ordergate.outbox_backlog() TO ordergate_service;

@@ -1,0 +1,113 @@
+-- place_order: reserve stock, lock the coupon, insert the order. Outcomes:
+--   placed | duplicate | out_of_stock | coupon_unavailable     (only 'placed' changes anything)
+-- items: [{"sku": "...", "qty": N}, ...], 1..1000 lines, qty a positive integer; repeated skus are
+-- summed; an unknown sku is out_of_stock. coupon_id NULL = no coupon. expire_at may be in the past.
+--
+-- Lock order: the coupon, then inventory rows in sku order, then the new order row (its primary
+-- key). Checks happen after the locks, so nothing is written unless everything is available.
+-- No cycle with the other functions: they lock existing orders first, and nobody waits for a
+-- not-yet-committed order row except a concurrent place_order of the same order_no, which
+-- already holds all its locks before it inserts.
+CREATE OR REPLACE FUNCTION ordergate.place_order(order_no text, amount_cents bigint, items jsonb,
+                                      coupon_id text, expire_at timestamptz)
+RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+    p_order_no text        := place_order.order_no;
+    p_amount   bigint      := place_order.amount_cents;
+    p_items    jsonb       := place_order.items;
+    p_coupon   text        := place_order.coupon_id;
+    p_expire   timestamptz := place_order.expire_at;
+    v_bad      bigint;
+    v_skus     text[];
+    v_qtys     bigint[];
+    v_state    text;
+    v_found    bigint;
+    v_short    bigint;
+BEGIN
+    IF p_order_no IS NULL OR length(p_order_no) > 64 OR p_order_no !~ '^[A-Za-z0-9._:-]+$' THEN
+        PERFORM _bad_arg('place_order: order_no must be 1..64 characters of [A-Za-z0-9._:-]');
+    END IF;
+    IF p_amount IS NULL OR p_amount <= 0 THEN
+        PERFORM _bad_arg('place_order: amount_cents must be > 0');
+    END IF;
+    IF p_expire IS NULL OR NOT isfinite(p_expire) THEN
+        PERFORM _bad_arg('place_order: expire_at must be a finite timestamp');
+    END IF;
+    IF p_coupon IS NOT NULL AND length(p_coupon) NOT BETWEEN 1 AND 128 THEN
+        PERFORM _bad_arg('place_order: coupon_id must be NULL (no coupon) or 1..128 characters');
+    END IF;
+    IF p_items IS NULL OR jsonb_typeof(p_items) <> 'array'
+       OR jsonb_array_length(p_items) NOT BETWEEN 1 AND 1000 THEN
+        PERFORM _bad_arg('place_order: items must be a JSON array of 1..1000 {"sku": text, "qty": positive integer}');
+    END IF;
+    SELECT count(*) INTO v_bad
+      FROM jsonb_array_elements(p_items) e
+     WHERE NOT CASE
+                 WHEN jsonb_typeof(e) = 'object'
+                  AND jsonb_typeof(e -> 'sku') = 'string'
+                  AND jsonb_typeof(e -> 'qty') = 'number'
+                  AND (e ->> 'qty') ~ '^[0-9]{1,10}$'
+                 THEN length(e ->> 'sku') BETWEEN 1 AND 128
+                  AND (e ->> 'qty')::bigint BETWEEN 1 AND 2147483647
+                 ELSE false
+               END;
+    IF v_bad > 0 THEN
+        PERFORM _bad_arg('place_order: items must be a JSON array of 1..1000 {"sku": text, "qty": positive integer}');
+    END IF;
+
+    SELECT array_agg(s.sku ORDER BY s.sku), array_agg(s.q ORDER BY s.sku)
+      INTO v_skus, v_qtys
+      FROM (SELECT e ->> 'sku' AS sku, sum((e ->> 'qty')::bigint) AS q
+              FROM jsonb_array_elements(p_items) e
+             GROUP BY 1) s;
+    IF EXISTS (SELECT 1 FROM unnest(v_qtys) q WHERE q > 2147483647) THEN
+        PERFORM _bad_arg('place_order: total qty per sku must fit in a 32-bit integer');
+    END IF;
+
+    -- Locks first (coupon, then inventory in sku order); every check below runs in a fresh snapshot
+    -- taken after any wait, so it sees what the transactions we waited for committed.
+    IF p_coupon IS NOT NULL THEN
+        SELECT c.state INTO v_state FROM coupons c WHERE c.coupon_id = p_coupon FOR NO KEY UPDATE;
+    END IF;
+    PERFORM 1 FROM inventory i WHERE i.sku = ANY (v_skus) ORDER BY i.sku FOR NO KEY UPDATE;
+
+    IF EXISTS (SELECT 1 FROM orders o WHERE o.order_no = p_order_no) THEN
+        RETURN 'duplicate';
+    END IF;
+    IF p_coupon IS NOT NULL AND v_state IS DISTINCT FROM 'available' THEN
+        RETURN 'coupon_unavailable';
+    END IF;
+    SELECT count(*), count(*) FILTER (WHERE i.available < u.q)
+      INTO v_found, v_short
+      FROM unnest(v_skus, v_qtys) AS u(sku, q)
+      JOIN inventory i ON i.sku = u.sku;
+    IF v_found < cardinality(v_skus) OR v_short > 0 THEN
+        RETURN 'out_of_stock';
+    END IF;
+
+    -- A concurrent place_order of the same order_no that committed after our check: duplicate,
+    -- and nothing has been written yet.
+    INSERT INTO orders (order_no, status, amount_cents, coupon_id, expire_at)
+    VALUES (p_order_no, 'pending_payment', p_amount, p_coupon, p_expire)
+    ON CONFLICT (order_no) DO NOTHING;
+    IF NOT FOUND THEN
+        RETURN 'duplicate';
+    END IF;
+
+    IF p_coupon IS NOT NULL THEN
+        UPDATE coupons c SET state = 'locked' WHERE c.coupon_id = p_coupon;
+    END IF;
+    UPDATE inventory i
+       SET available = i.available - u.q
+      FROM unnest(v_skus, v_qtys) AS u(sku, q)
+     WHERE i.sku = ANY (v_skus)
+       AND i.sku = u.sku;
+    INSERT INTO order_items (order_no, sku, qty)
+    SELECT p_order_no, u.sku, u.q::int FROM unnest(v_skus, v_qtys) AS u(sku, q);
+    RETURN 'placed';
+END
+$$;
+
+GRANT EXECUTE ON FUNCTION ordergate.place_order(text,bigint,jsonb,text,timestamptz) TO ordergate_service;

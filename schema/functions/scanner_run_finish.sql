@@ -1,0 +1,48 @@
+-- scanner_run_finish: the final counters, checkpoint and status ('done' or 'failed') with the
+-- reason and detail, the duration; then releases the sweep lock if this session holds it. A run
+-- already marked 'crashed' (it lost its session and another run took over) still gets its real
+-- ending recorded. Returns the row's status and duration afterwards (no row: no such run).
+CREATE OR REPLACE FUNCTION ordergate.scanner_run_finish(p_run_id bigint, p_status text, p_stop_reason text,
+                                             p_detail text, p_batches int, p_scanned bigint,
+                                             p_cancelled bigint, p_already_cancelled bigint,
+                                             p_already_paid bigint, p_not_due bigint,
+                                             p_not_found bigint,
+                                             p_checkpoint_expire_at timestamptz,
+                                             p_checkpoint_order_no text)
+RETURNS TABLE (status text, duration_ms bigint)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
+#variable_conflict use_column
+BEGIN
+    IF p_status IS NULL OR p_status NOT IN ('done', 'failed') THEN
+        PERFORM _bad_arg('scanner_run_finish: p_status must be done or failed');
+    END IF;
+    UPDATE scanner_runs r
+       SET status = p_status,
+           finished_at = clock_timestamp(),
+           duration_ms = (extract(epoch FROM clock_timestamp() - r.started_at) * 1000)::bigint,
+           batches = coalesce(p_batches, r.batches),
+           scanned = coalesce(p_scanned, r.scanned),
+           cancelled = coalesce(p_cancelled, r.cancelled),
+           already_cancelled = coalesce(p_already_cancelled, r.already_cancelled),
+           already_paid = coalesce(p_already_paid, r.already_paid),
+           not_due = coalesce(p_not_due, r.not_due),
+           not_found = coalesce(p_not_found, r.not_found),
+           checkpoint_expire_at = coalesce(p_checkpoint_expire_at, r.checkpoint_expire_at),
+           checkpoint_order_no = coalesce(p_checkpoint_order_no, r.checkpoint_order_no),
+           progress_at = clock_timestamp(),
+           stop_reason = p_stop_reason,
+           detail = CASE WHEN r.status = 'crashed'
+                         THEN concat_ws('; ', p_detail, r.detail)
+                         ELSE p_detail END
+     WHERE r.run_id = p_run_id AND r.status IN ('running', 'crashed');
+
+    -- Session-level advisory locks stack: release every level this session holds.
+    WHILE _scanner_lock_holder() IS NOT DISTINCT FROM pg_backend_pid() LOOP
+        EXIT WHEN NOT pg_advisory_unlock(scanner_lock_key());
+    END LOOP;
+
+    RETURN QUERY SELECT r.status, r.duration_ms FROM scanner_runs r WHERE r.run_id = p_run_id;
+END
+$$;
+
+GRANT EXECUTE ON FUNCTION ordergate.scanner_run_finish(bigint,text,text,text,int,bigint,bigint,bigint,bigint,bigint,bigint,timestamptz,text) TO ordergate_service;

@@ -1,0 +1,35 @@
+-- scanner_run_progress: the run's totals so far (absolute values, so a retried call is harmless)
+-- and its keyset checkpoint. Returns the row's status: anything but 'running' means another run
+-- has taken the lock and declared this one crashed, so the caller has lost its lock and stops.
+CREATE OR REPLACE FUNCTION ordergate.scanner_run_progress(p_run_id bigint, p_batches int, p_scanned bigint,
+                                               p_cancelled bigint, p_already_cancelled bigint,
+                                               p_already_paid bigint, p_not_due bigint,
+                                               p_not_found bigint,
+                                               p_checkpoint_expire_at timestamptz,
+                                               p_checkpoint_order_no text)
+RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
+DECLARE
+    v_status text;
+BEGIN
+    UPDATE scanner_runs r
+       SET batches = coalesce(p_batches, r.batches),
+           scanned = coalesce(p_scanned, r.scanned),
+           cancelled = coalesce(p_cancelled, r.cancelled),
+           already_cancelled = coalesce(p_already_cancelled, r.already_cancelled),
+           already_paid = coalesce(p_already_paid, r.already_paid),
+           not_due = coalesce(p_not_due, r.not_due),
+           not_found = coalesce(p_not_found, r.not_found),
+           checkpoint_expire_at = coalesce(p_checkpoint_expire_at, r.checkpoint_expire_at),
+           checkpoint_order_no = coalesce(p_checkpoint_order_no, r.checkpoint_order_no),
+           progress_at = clock_timestamp()
+     WHERE r.run_id = p_run_id AND r.status = 'running'
+    RETURNING r.status INTO v_status;
+    IF NOT FOUND THEN
+        SELECT r.status INTO v_status FROM scanner_runs r WHERE r.run_id = p_run_id;
+    END IF;
+    RETURN v_status;  -- NULL: no such run
+END
+$$;
+
+GRANT EXECUTE ON FUNCTION ordergate.scanner_run_progress(bigint,int,bigint,bigint,bigint,bigint,bigint,bigint,timestamptz,text) TO ordergate_service;

@@ -1,0 +1,21 @@
+-- set_setting: only known keys, only non-negative integers. Returns the previous value.
+CREATE OR REPLACE FUNCTION ordergate.set_setting(p_key text, p_value text) RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
+DECLARE
+    v_old text;
+BEGIN
+    IF p_key IS NULL OR p_key NOT IN ('auto_refund_limit_cents', 'max_hold_seconds') THEN
+        PERFORM _bad_arg('set_setting: key must be auto_refund_limit_cents or max_hold_seconds');
+    END IF;
+    IF p_value IS NULL OR p_value !~ '^[0-9]{1,15}$'
+       OR (p_key = 'max_hold_seconds' AND p_value::bigint NOT BETWEEN 1 AND 2147483647) THEN
+        PERFORM _bad_arg('set_setting: value must be a non-negative integer (max_hold_seconds >= 1)');
+    END IF;
+    SELECT s.value INTO v_old FROM settings s WHERE s.key = p_key FOR UPDATE;
+    INSERT INTO settings AS s (key, value) VALUES (p_key, p_value)
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+    RETURN v_old;
+END
+$$;
+
+GRANT EXECUTE ON FUNCTION ordergate.set_setting(text,text) TO ordergate_admin;

@@ -61,7 +61,9 @@ static int clock_expect(const char *s, size_t len, size_t *pos, char c)
 int clock_parse_iso(const char *s, size_t len, int64_t *ms)
 {
     static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int y, mo, d, h, mi, sec, frac = 0, oh = 0, om = 0, sign = 0;
+    /* Zeroed although every path that reads one has parsed it: gcc -O3 cannot
+     * see through the short-circuit chain and warns (maybe-uninitialized). */
+    int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0, frac = 0, oh = 0, om = 0, sign = 0;
     size_t pos = 0;
     int64_t total;
 

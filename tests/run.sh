@@ -72,7 +72,7 @@ for b in "${builds[@]}"; do
     step "building $b"
     extra=()
     [ "$b" = build-asan ] && extra=(-DOG_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug)
-    cmake -S . -B "$b" -G Ninja "${extra[@]}" >/dev/null
+    cmake -S . -B "$b" -G Ninja -DOG_WERROR=ON "${extra[@]}" >/dev/null
     cmake --build "$b" -j "$jobs"
 done
 

@@ -27,17 +27,22 @@ DECLARE
     v_skus    text[];
     v_qtys    bigint[];
 BEGIN
-    -- FOR NO KEY UPDATE in a subquery: the sort runs below the lock, so rows are locked in
-    -- order_no order whatever scan the planner picks. A row being paid or held concurrently is
-    -- waited for and re-checked; if it left pending or is no longer due it is not locked.
-    SELECT array_agg(c.ctid) INTO v_locked
-      FROM (SELECT o.ctid
+    -- The lock pass looks each listed order up by its primary key, one probe per distinct order
+    -- number, in order_no order: the LATERAL subquery depends on the outer row, so the plan is a
+    -- nested loop driven by the sorted array whatever the statistics say or whether the plan is
+    -- generic (schema/README.md, "Plan stability"), and the rows are locked in that order (two
+    -- batches sharing orders in opposite array order queue instead of deadlocking). A row being
+    -- paid or held concurrently is waited for and re-checked; if it left pending or is no longer
+    -- due it is not locked.
+    SELECT array_agg(l.ctid) INTO v_locked
+      FROM (SELECT u.x FROM unnest(p_nos) AS u(x) GROUP BY u.x ORDER BY u.x) n
+     CROSS JOIN LATERAL (
+            SELECT o.ctid
               FROM ordergate.orders o
-             WHERE o.order_no = ANY (p_nos)
+             WHERE o.order_no = n.x
                AND o.status = 'pending_payment'
                AND (NOT p_due_only OR o.expire_at <= now())
-             ORDER BY o.order_no
-               FOR NO KEY UPDATE) c;
+               FOR NO KEY UPDATE) l;
     IF v_locked IS NULL THEN
         RETURN NULL;
     END IF;

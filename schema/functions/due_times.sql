@@ -3,7 +3,10 @@
 -- for them. At most 10000 order numbers per call (the gate's batch limit).
 CREATE OR REPLACE FUNCTION ordergate.due_times(p_order_nos text[])
 RETURNS TABLE (order_no text, expire_at timestamptz)
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp
+-- Planned for each call's own arguments: schema/README.md, "Plan stability".
+SET plan_cache_mode = force_custom_plan
+AS $$
 BEGIN
     IF p_order_nos IS NULL THEN
         RAISE EXCEPTION 'due_times: order numbers must not be NULL' USING ERRCODE = '22023';

@@ -1,0 +1,62 @@
+-- Plan stability: the gate keeps its plan whatever the statistics say and however often a session
+-- has called it. PostgreSQL switches a cached statement to a generic plan (one plan for every
+-- argument value) after five custom ones; with no statistics yet (a flash sale's first minute),
+-- the generic plan of the cancel's lock pass walked every overdue pending order and tested it
+-- against the array, instead of looking up the listed orders: a batch of 500 among 20,000 went
+-- from 40 ms to 400 ms at the sixth call. force_generic_plan makes every call generic; the count
+-- of index entries read shows which plan ran (work, not time: no flake).
+
+SELECT t_reset();
+-- 20,000 overdue pending orders, written just now (directly: the test runs as the superuser, and
+-- place_order would take seconds); no ANALYZE has seen them, and autovacuum may not either.
+ALTER TABLE ordergate.orders SET (autovacuum_enabled = false);
+INSERT INTO ordergate.orders (order_no, amount_cents, expire_at)
+SELECT 'PL' || lpad(i::text, 5, '0'), 100, now() - interval '1 second' FROM generate_series(1, 20000) i;
+
+-- A backend flushes its counters when it goes idle: force that flush in one statement, read the
+-- counter in the next (pg_stat_force_next_flush, then a fresh snapshot).
+CREATE FUNCTION pg_temp.overdue_idx_reads() RETURNS bigint LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_stat_clear_snapshot();
+    RETURN (SELECT idx_tup_read FROM pg_stat_user_indexes WHERE indexrelname = 'orders_overdue_idx');
+END
+$$;
+
+-- Each call cancels 500 listed orders; a plan that walks the overdue index reads ~20,000 entries
+-- (and compares each with the 500 of the array).
+SET plan_cache_mode = force_generic_plan;
+SELECT pg_stat_force_next_flush();
+SELECT pg_temp.overdue_idx_reads() AS r0 \gset
+SELECT count(*) FROM ordergate.claim_cancel(ARRAY(SELECT 'PL' || lpad(i::text, 5, '0') FROM generate_series(1, 500) i), 'timeout_consumer');
+SELECT pg_stat_force_next_flush();
+SELECT pg_temp.overdue_idx_reads() AS r1 \gset
+SELECT t_check('claim_cancel under generic plans looks the listed orders up',
+               :r1 - :r0 < 2000, format('%s overdue index entries read for 500 orders', :r1 - :r0));
+SELECT t_eq('claim_cancel under generic plans cancels',
+            (SELECT count(*) FROM ordergate.orders WHERE order_no <= 'PL00500' AND status = 'cancelled'), 500::bigint);
+
+-- The sixth call of a session, in the default mode.
+RESET plan_cache_mode;
+SELECT count(*) FROM generate_series(0, 5) b,
+       LATERAL ordergate.claim_cancel(ARRAY(SELECT 'PL' || lpad((500 + b * 500 + i)::text, 5, '0')
+                                              FROM generate_series(1, 20) i), 'timeout_consumer');
+SELECT pg_stat_force_next_flush();
+SELECT pg_temp.overdue_idx_reads() AS r2 \gset
+SELECT count(*) FROM ordergate.claim_cancel(ARRAY(SELECT 'PL' || lpad(i::text, 5, '0') FROM generate_series(3501, 4000) i), 'timeout_consumer');
+SELECT pg_stat_force_next_flush();
+SELECT pg_temp.overdue_idx_reads() AS r3 \gset
+SELECT t_check('claim_cancel after a session''s sixth call looks the listed orders up',
+               :r3 - :r2 < 2000, format('%s overdue index entries read for 500 orders', :r3 - :r2));
+
+-- close_order shares the lock pass.
+SET plan_cache_mode = force_generic_plan;
+SELECT pg_stat_force_next_flush();
+SELECT pg_temp.overdue_idx_reads() AS r4 \gset
+SELECT * FROM ordergate.close_order('PL10000', 'ops', 'plan test');
+SELECT pg_stat_force_next_flush();
+SELECT pg_temp.overdue_idx_reads() AS r5 \gset
+SELECT t_check('close_order under generic plans looks the order up',
+               :r5 - :r4 < 2000, format('%s overdue index entries read for 1 order', :r5 - :r4));
+RESET plan_cache_mode;
+ALTER TABLE ordergate.orders RESET (autovacuum_enabled);
+SELECT t_eq('plans: books balance', (SELECT sum(violations) FROM ordergate.reconcile()), 0::numeric);

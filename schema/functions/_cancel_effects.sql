@@ -51,7 +51,10 @@ BEGIN
         UPDATE ordergate.orders o
            SET status = 'cancelled', closed_at = now()
          WHERE o.ctid = ANY (v_locked)
-           AND o.status = 'pending_payment'
+        -- No status re-check: every locked version was pending when the lock pass took it, and
+        -- the lock we hold keeps it so until the commit (the state-machine trigger refuses
+        -- anything else regardless). A status predicate here would let the planner pick a walk
+        -- of the partial overdue index instead of the TID scan.
         RETURNING o.order_no, o.amount_cents, o.coupon_id
     ), l AS (
         INSERT INTO ordergate.status_log

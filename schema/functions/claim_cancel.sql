@@ -5,10 +5,7 @@
 -- side effects are _cancel_effects'.
 CREATE OR REPLACE FUNCTION ordergate.claim_cancel(order_nos text[], source text)
 RETURNS TABLE (order_no text, outcome text, status text)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp
--- Planned for each call's own arguments: schema/README.md, "Plan stability".
-SET plan_cache_mode = force_custom_plan
-AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
 #variable_conflict use_column
 DECLARE
     p_nos    text[] := claim_cancel.order_nos;

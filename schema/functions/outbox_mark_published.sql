@@ -1,9 +1,6 @@
 -- The relay marks what the broker acknowledged, then commits. Returns how many rows it marked.
 CREATE OR REPLACE FUNCTION ordergate.outbox_mark_published(p_ids bigint[]) RETURNS bigint
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp
--- Planned for each call's own arguments: schema/README.md, "Plan stability".
-SET plan_cache_mode = force_custom_plan
-AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
 DECLARE
     v_n bigint;
 BEGIN

@@ -11,10 +11,7 @@
 CREATE OR REPLACE FUNCTION ordergate.place_order(order_no text, amount_cents bigint, items jsonb,
                                       coupon_id text, expire_at timestamptz)
 RETURNS text
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp
--- Planned for each call's own arguments: schema/README.md, "Plan stability".
-SET plan_cache_mode = force_custom_plan
-AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
 #variable_conflict use_column
 DECLARE
     p_order_no text        := place_order.order_no;

@@ -5,10 +5,7 @@
 CREATE OR REPLACE FUNCTION ordergate.scan_overdue(p_grace interval, p_after_expire timestamptz,
                                        p_after_order text, p_limit int)
 RETURNS TABLE (order_no text, expire_at timestamptz)
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp
--- Planned for each call's own arguments: schema/README.md, "Plan stability".
-SET plan_cache_mode = force_custom_plan
-AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
 #variable_conflict use_column
 DECLARE
     v_cutoff timestamptz;

@@ -1,10 +1,7 @@
 -- scan_overdue_count: what a sweep with this grace would find now (the dry run's figures).
 CREATE OR REPLACE FUNCTION ordergate.scan_overdue_count(p_grace interval)
 RETURNS TABLE (overdue bigint, oldest_expire_at timestamptz)
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp
--- Planned for each call's own arguments: schema/README.md, "Plan stability".
-SET plan_cache_mode = force_custom_plan
-AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
 #variable_conflict use_column
 BEGIN
     IF p_grace IS NULL OR p_grace < interval '0' THEN

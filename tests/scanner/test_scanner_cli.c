@@ -40,7 +40,7 @@ static void test_bad_usage_exits_2(void **state)
          "--max-seconds: scanner.max_seconds: expected an integer in 0..86400, got \"lots\""},
         {{"--every", "-1"},
          "--every: scanner.every_s: expected an integer in 0..86400, got \"-1\""},
-        {{"--every"}, "--every: missing value"},
+        {{"--every"}, "--every: needs a value (SECONDS)"},
         {{"--workers", "0"}, "--workers: scanner.workers: expected an integer in 1..16, got \"0\""},
         {{"--workers", "17"},
          "--workers: scanner.workers: expected an integer in 1..16, got \"17\""},
@@ -48,12 +48,19 @@ static void test_bad_usage_exits_2(void **state)
          "--workers: scanner.workers: expected an integer in 1..16, got \"two\""},
         {{"--log-level", "loud"},
          "--log-level: log_level: expected one of debug, info, warn, error, got \"loud\""},
-        {{"--bogus"}, "unknown option '--bogus'"},
+        {{"--bogus"}, "unknown option '--bogus' (see ordergate-scanner --help)"},
+        {{"--metrics-listen", "x"}, "unknown option '--metrics-listen'"},
+        {{"--grace", "5", "--grace", "6"}, "--grace: given more than once"},
+        {{"--since", "-5m", "--reconcile"}, "--since: expected an RFC 3339 time"},
         {{"sweep"}, "unexpected argument 'sweep'"},
-        {{"--config", "/nonexistent/scanner.conf"}, "--config: /nonexistent/scanner.conf"},
-        {{"--since", "yesterday", "--reconcile"}, "--since: 'yesterday' is neither"},
+        {{"--config", "/nonexistent/scanner.conf"},
+         "ordergate-scanner: /nonexistent/scanner.conf: cannot open"},
+        {{"--since", "yesterday", "--reconcile"},
+         "--since: expected an RFC 3339 time (e.g. 2026-11-30T00:00:00Z) or an age such as 90m, "
+         "24h, 7d, got \"yesterday\""},
         {{"--since", "24h"}, "--since applies to --reconcile only"},
-        {{"--scan-interval", "0", "--reconcile"}, "--scan-interval: '0' is not a number"},
+        {{"--scan-interval", "0", "--reconcile"},
+         "--scan-interval: expected an integer in 1..604800, got \"0\""},
         {{"--reconcile", "--every", "60"}, "cannot be combined with --reconcile"},
         {{"--dry-run", "--every", "60"}, "cannot be combined with --dry-run"},
     };
@@ -91,6 +98,16 @@ static void test_bad_config_file_exits_2(void **state)
     fclose(fp);
     assert_int_equal(scanner_child_run(&c, args), 2);
     assert_non_null(strstr(c.output, ":4: unknown setting 'scanner.batchsize'"));
+    scanner_child_free(&c);
+
+    /* A bad value in the file: FILE:LINE, then the setting, then the uniform wording. */
+    fp = fopen(path, "w");
+    assert_non_null(fp);
+    fprintf(fp, "scanner:\n{\n  batch_size = 100;\n  workers = 40;\n};\n");
+    fclose(fp);
+    assert_int_equal(scanner_child_run(&c, args), 2);
+    if (strstr(c.output, ":4: scanner.workers: expected an integer in 1..16, got \"40\"") == NULL)
+        fail_msg("no FILE:LINE for the bad value in:\n%s", c.output);
     scanner_child_free(&c);
     unlink(path);
 }

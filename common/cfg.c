@@ -109,20 +109,8 @@ static enum og_status cfg_refuse(struct og_error *err, const struct cfg_param *p
     vsnprintf(detail, sizeof(detail), fmt, ap);
     va_end(ap);
     og_error_set(err, OG_ERR_CONFIG, false, "%s: %s", p->name, detail);
-    return og_error_setting(err, p->name);
-}
-
-static enum og_status cfg_parse_int(const struct cfg_param *p, const char *value, long *out,
-                                    struct og_error *err)
-{
-    int64_t v;
-
-    if (parse_int64(p->name, value, p->min, p->max, &v, err) != OG_OK) {
-        err->status = OG_ERR_CONFIG;
-        return og_error_setting(err, p->name);
-    }
-    *out = (long)v;
-    return OG_OK;
+    og_error_setting(err, p->name);
+    return OG_ERR_CONFIG;
 }
 
 static enum og_status cfg_validate_str(const struct cfg_param *p, const char *value,
@@ -142,7 +130,7 @@ static enum og_status cfg_apply(struct og_config *cfg, const struct cfg_param *p
 {
     char *base = (char *)cfg;
     enum og_status st;
-    long v = 0;
+    int64_t v = 0;
 
     switch (p->type) {
     case CFG_STR:
@@ -151,9 +139,13 @@ static enum og_status cfg_apply(struct og_config *cfg, const struct cfg_param *p
             return st;
         return cfg_set_str((char **)(base + p->offset), value, err);
     case CFG_INT:
-        st = cfg_parse_int(p, value, &v, err);
-        if (st != OG_OK)
-            return st;
+        if (parse_int64(p->name, value, p->min, p->max, &v, err) != OG_OK) {
+            /* The command line's refusal, word for word, as a configuration error. */
+            if (err != NULL)
+                err->status = OG_ERR_CONFIG;
+            og_error_setting(err, p->name);
+            return OG_ERR_CONFIG;
+        }
         *(int *)(base + p->offset) = (int)v;
         return OG_OK;
     case CFG_BOOL:

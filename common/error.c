@@ -21,12 +21,10 @@ enum og_status og_error_set(struct og_error *err, enum og_status status, bool re
     return status;
 }
 
-enum og_status og_error_setting(struct og_error *err, const char *setting)
+void og_error_setting(struct og_error *err, const char *setting)
 {
-    if (err == NULL)
-        return OG_OK;
-    snprintf(err->setting, sizeof(err->setting), "%s", setting);
-    return err->status;
+    if (err != NULL)
+        snprintf(err->setting, sizeof(err->setting), "%s", setting);
 }
 
 void og_error_prefix(struct og_error *err, const char *fmt, ...)

@@ -36,9 +36,8 @@ struct og_error {
 /* Records an error and returns `status`, so callers can `return og_error_set(...)`. */
 enum og_status og_error_set(struct og_error *err, enum og_status status, bool retriable,
                             const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-/* Names the setting an error already recorded is about; returns err's status (OG_OK when err
- * is NULL), so callers can `return og_error_setting(err, "kafka.topics")`. */
-enum og_status og_error_setting(struct og_error *err, const char *setting);
+/* Names the setting an error already recorded is about (nothing when err is NULL). */
+void og_error_setting(struct og_error *err, const char *setting);
 /* Puts "<prefix>: " in front of the recorded message (truncated to fit), e.g. the option
  * name a value came from. Status, setting and sqlstate are left as they are. */
 void og_error_prefix(struct og_error *err, const char *fmt, ...)

@@ -299,7 +299,8 @@ enum og_status kafka_producer_new(const struct og_config *cfg, const char *clien
          * conflicting settings, so this is a configuration error. */
         rd_kafka_conf_destroy(conf);
         og_error_set(err, OG_ERR_CONFIG, false, "cannot create Kafka producer: %s", errstr);
-        return og_error_setting(err, "kafka.properties");
+        og_error_setting(err, "kafka.properties");
+        return OG_ERR_CONFIG;
     }
     return OG_OK; /* conf now belongs to the handle */
 }

@@ -1,10 +1,12 @@
 /* ordergatectl: the operator's command-line tool.
  *
- * Layout: main.c parses the global options, loads the configuration and
- * dispatches to one command; args.c is the option parser and the strict
- * value parsers; out.c prints results (text or one JSON object) and errors;
- * one file per group of commands (migrate.c, orders.c, show.c,
- * exceptions.c, schedule.c).
+ * Layout: main.c parses the command line (common/opt.h, the parser of every
+ * ordergate program), loads the configuration and dispatches to one command;
+ * numbers and durations go through common/parse.h, and args.c has the value
+ * parsers only this tool needs (money, timestamps, free text); out.c prints
+ * results (text or one JSON object) and errors; one file per group of
+ * commands (migrate.c, orders.c, show.c, exceptions.c, schedule.c, topics.c,
+ * drill.c).
  *
  * Contract of a command: run() validates every argument before it touches
  * the database or the broker (bad input: OG_ERR_ARG, nothing sent), then

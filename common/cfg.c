@@ -3,11 +3,13 @@
 #include <errno.h>
 #include <libconfig.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
+#include "common/parse.h"
 
 enum cfg_type { CFG_STR, CFG_INT, CFG_BOOL, CFG_STRLIST };
 
@@ -61,6 +63,10 @@ static const struct cfg_param cfg_params[] = {
 
 #define CFG_NPARAMS (sizeof(cfg_params) / sizeof(cfg_params[0]))
 
+_Static_assert(CFG_NPARAMS <= CFG_MAX_SETTINGS, "raise CFG_MAX_SETTINGS in cfg.h");
+
+static const char *const cfg_type_names[] = {"string", "int", "bool", "strlist"};
+
 static const struct cfg_param *cfg_find(const char *name)
 {
     for (size_t i = 0; i < CFG_NPARAMS; i++)
@@ -89,33 +95,31 @@ static enum og_status cfg_set_str(char **slot, const char *value, struct og_erro
     return OG_OK;
 }
 
-static enum og_status cfg_parse_int(const struct cfg_param *p, const char *value, long *out,
-                                    struct og_error *err)
-{
-    char *end = NULL;
-    long v;
+static enum og_status cfg_refuse(struct og_error *err, const struct cfg_param *p, const char *fmt,
+                                 ...) __attribute__((format(printf, 3, 4)));
 
-    errno = 0;
-    v = strtol(value, &end, 10);
-    if (errno != 0 || end == value || *end != '\0')
-        return og_error_set(err, OG_ERR_CONFIG, false, "%s: '%s' is not an integer", p->name,
-                            value);
-    if (v < p->min || v > p->max)
-        return og_error_set(err, OG_ERR_CONFIG, false, "%s: %ld is out of range [%ld, %ld]",
-                            p->name, v, p->min, p->max);
-    *out = v;
-    return OG_OK;
+/* Records "<setting>: <problem>" as a configuration error about p. */
+static enum og_status cfg_refuse(struct og_error *err, const struct cfg_param *p, const char *fmt,
+                                 ...)
+{
+    char detail[400];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof(detail), fmt, ap);
+    va_end(ap);
+    og_error_set(err, OG_ERR_CONFIG, false, "%s: %s", p->name, detail);
+    og_error_setting(err, p->name);
+    return OG_ERR_CONFIG;
 }
 
 static enum og_status cfg_validate_str(const struct cfg_param *p, const char *value,
                                        struct og_error *err)
 {
     if (strcmp(p->name, "log_level") == 0 && log_level_parse(value) < 0)
-        return og_error_set(err, OG_ERR_CONFIG, false,
-                            "log_level: '%s' is not one of debug, info, warn, error", value);
+        return cfg_refuse(err, p, "expected one of debug, info, warn, error, got \"%.64s\"", value);
     if (strcmp(p->name, "kafka.properties") == 0 && strchr(value, '=') == NULL)
-        return og_error_set(err, OG_ERR_CONFIG, false,
-                            "kafka.properties: '%s' is not of the form name=value", value);
+        return cfg_refuse(err, p, "expected name=value, got \"%.64s\"", value);
     return OG_OK;
 }
 
@@ -126,7 +130,7 @@ static enum og_status cfg_apply(struct og_config *cfg, const struct cfg_param *p
 {
     char *base = (char *)cfg;
     enum og_status st;
-    long v = 0;
+    int64_t v = 0;
 
     switch (p->type) {
     case CFG_STR:
@@ -135,9 +139,13 @@ static enum og_status cfg_apply(struct og_config *cfg, const struct cfg_param *p
             return st;
         return cfg_set_str((char **)(base + p->offset), value, err);
     case CFG_INT:
-        st = cfg_parse_int(p, value, &v, err);
-        if (st != OG_OK)
-            return st;
+        if (parse_int64(p->name, value, p->min, p->max, &v, err) != OG_OK) {
+            /* The command line's refusal, word for word, as a configuration error. */
+            if (err != NULL)
+                err->status = OG_ERR_CONFIG;
+            og_error_setting(err, p->name);
+            return OG_ERR_CONFIG;
+        }
         *(int *)(base + p->offset) = (int)v;
         return OG_OK;
     case CFG_BOOL:
@@ -146,8 +154,7 @@ static enum og_status cfg_apply(struct og_config *cfg, const struct cfg_param *p
         else if (strcmp(value, "false") == 0 || strcmp(value, "0") == 0 || strcmp(value, "no") == 0)
             *(int *)(base + p->offset) = 0;
         else
-            return og_error_set(err, OG_ERR_CONFIG, false, "%s: '%s' is not true or false", p->name,
-                                value);
+            return cfg_refuse(err, p, "expected true or false, got \"%.64s\"", value);
         return OG_OK;
     case CFG_STRLIST: {
         char ***list = (char ***)(base + p->offset);
@@ -183,16 +190,56 @@ enum og_status cfg_init(struct og_config *cfg, struct og_error *err)
     return st;
 }
 
-enum og_status cfg_set(struct og_config *cfg, const char *name, const char *value,
-                       struct og_error *err)
+/* Applies value to the setting `name` and records where it came from (flag, or neither). */
+static enum og_status cfg_set_from(struct og_config *cfg, const char *name, const char *value,
+                                   const char *flag, struct og_error *err)
 {
     const struct cfg_param *p = cfg_find(name);
 
     if (p == NULL)
         return og_error_set(err, OG_ERR_CONFIG, false, "unknown setting '%s'", name);
     if (value == NULL)
-        return og_error_set(err, OG_ERR_CONFIG, false, "%s: missing value", name);
+        return cfg_refuse(err, p, "missing value");
+    /* Recorded first, so that a refusal of this value is located at the flag (the program
+     * then stops; the refused value's origin is not needed after that). */
+    cfg->source[p - cfg_params] = (struct cfg_source){0, flag};
     return cfg_apply(cfg, p, value, err);
+}
+
+enum og_status cfg_set(struct og_config *cfg, const char *name, const char *value,
+                       struct og_error *err)
+{
+    return cfg_set_from(cfg, name, value, NULL, err);
+}
+
+enum og_status cfg_set_flag(struct og_config *cfg, const char *name, const char *value,
+                            const char *flag, struct og_error *err)
+{
+    return cfg_set_from(cfg, name, value, flag, err);
+}
+
+const char *cfg_error_format(const struct og_config *cfg, const struct og_error *err, char *buf,
+                             size_t size)
+{
+    const struct cfg_param *p = err->setting[0] != '\0' ? cfg_find(err->setting) : NULL;
+    const struct cfg_source *src = cfg != NULL && p != NULL ? &cfg->source[p - cfg_params] : NULL;
+
+    if (src != NULL && src->flag != NULL)
+        snprintf(buf, size, "--%s: %s", src->flag, err->msg);
+    else if (src != NULL && src->line > 0 && cfg->source_path != NULL)
+        snprintf(buf, size, "%s:%d: %s", cfg->source_path, src->line, err->msg);
+    else
+        snprintf(buf, size, "%s", err->msg);
+    return buf;
+}
+
+bool cfg_setting_info(size_t i, struct cfg_setting_info *info)
+{
+    if (i >= CFG_NPARAMS)
+        return false;
+    *info = (struct cfg_setting_info){cfg_params[i].name, cfg_type_names[cfg_params[i].type],
+                                      cfg_params[i].def, cfg_params[i].min, cfg_params[i].max};
+    return true;
 }
 
 /* Every group and setting in the file must be known: a typo such as
@@ -219,12 +266,12 @@ static enum og_status cfg_check_unknown(config_setting_t *group, const char *pre
     return OG_OK;
 }
 
-/* Reads one setting from the file into text form and applies it. */
+/* Reads one setting from the file into text form and applies it. The caller has recorded the
+ * setting's line, so errors name only the setting. */
 static enum og_status cfg_load_param(struct og_config *cfg, const struct cfg_param *p,
-                                     config_setting_t *s, const char *path, struct og_error *err)
+                                     config_setting_t *s, struct og_error *err)
 {
     char num[32];
-    int line = config_setting_source_line(s);
     int type = config_setting_type(s);
     enum og_status st = OG_OK;
 
@@ -236,16 +283,14 @@ static enum og_status cfg_load_param(struct og_config *cfg, const struct cfg_par
         int n;
 
         if (type != CONFIG_TYPE_ARRAY && type != CONFIG_TYPE_LIST)
-            return og_error_set(err, OG_ERR_CONFIG, false, "%s:%d: %s must be a list of strings",
-                                path, line, p->name);
+            return cfg_refuse(err, p, "expected a list of strings");
         if (p->type == CFG_STRLIST)
             cfg_strlist_free(&cfg->kafka_props, &cfg->kafka_props_n);
         n = config_setting_length(s);
         for (int i = 0; i < n && st == OG_OK; i++) {
             const char *v = config_setting_get_string_elem(s, i);
             if (v == NULL)
-                return og_error_set(err, OG_ERR_CONFIG, false,
-                                    "%s:%d: %s must be a list of strings", path, line, p->name);
+                return cfg_refuse(err, p, "expected a list of strings");
             if (p->type == CFG_STRLIST) {
                 st = cfg_apply(cfg, p, v, err);
             } else {
@@ -257,26 +302,17 @@ static enum og_status cfg_load_param(struct og_config *cfg, const struct cfg_par
             st = cfg_apply(cfg, p, joined, err);
     } else if (p->type == CFG_STR) {
         if (type != CONFIG_TYPE_STRING)
-            return og_error_set(err, OG_ERR_CONFIG, false, "%s:%d: %s must be a string", path, line,
-                                p->name);
+            return cfg_refuse(err, p, "expected a string");
         st = cfg_apply(cfg, p, config_setting_get_string(s), err);
     } else if (p->type == CFG_INT) {
         if (type != CONFIG_TYPE_INT && type != CONFIG_TYPE_INT64)
-            return og_error_set(err, OG_ERR_CONFIG, false, "%s:%d: %s must be an integer", path,
-                                line, p->name);
+            return cfg_refuse(err, p, "expected an integer in %ld..%ld", p->min, p->max);
         snprintf(num, sizeof(num), "%lld", config_setting_get_int64(s));
         st = cfg_apply(cfg, p, num, err);
     } else {
         if (type != CONFIG_TYPE_BOOL)
-            return og_error_set(err, OG_ERR_CONFIG, false, "%s:%d: %s must be true or false", path,
-                                line, p->name);
+            return cfg_refuse(err, p, "expected true or false");
         st = cfg_apply(cfg, p, config_setting_get_bool(s) ? "true" : "false", err);
-    }
-    if (st != OG_OK && err != NULL) {
-        /* Prefix the location so the operator can jump to it. */
-        char msg[sizeof(err->msg)];
-        snprintf(msg, sizeof(msg), "%s:%d: %s", path, line, err->msg);
-        snprintf(err->msg, sizeof(err->msg), "%s", msg);
     }
     return st;
 }
@@ -288,6 +324,12 @@ enum og_status cfg_load(struct og_config *cfg, const char *path, struct og_error
     FILE *f;
 
     config_init(&lc);
+    free(cfg->source_path);
+    cfg->source_path = strdup(path);
+    if (cfg->source_path == NULL) {
+        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
     f = fopen(path, "r");
     if (f == NULL) {
         st = og_error_set(err, OG_ERR_CONFIG, false, "%s: cannot open: %s", path, strerror(errno));
@@ -303,8 +345,10 @@ enum og_status cfg_load(struct og_config *cfg, const char *path, struct og_error
     st = cfg_check_unknown(config_root_setting(&lc), "", path, err);
     for (size_t i = 0; i < CFG_NPARAMS && st == OG_OK; i++) {
         config_setting_t *s = config_lookup(&lc, cfg_params[i].name);
-        if (s != NULL)
-            st = cfg_load_param(cfg, &cfg_params[i], s, path, err);
+        if (s != NULL) {
+            cfg->source[i] = (struct cfg_source){config_setting_source_line(s), NULL};
+            st = cfg_load_param(cfg, &cfg_params[i], s, err);
+        }
     }
 out:
     config_destroy(&lc);
@@ -338,8 +382,8 @@ enum og_status cfg_db_password(const struct og_config *cfg, char **password, str
         return OG_OK;
     f = fopen(cfg->db_password_file, "r");
     if (f == NULL)
-        return og_error_set(err, OG_ERR_CONFIG, false, "database.password_file %s: %s",
-                            cfg->db_password_file, strerror(errno));
+        return cfg_refuse(err, cfg_find("database.password_file"), "%s: %s", cfg->db_password_file,
+                          strerror(errno));
     n = fread(buf, 1, sizeof(buf) - 1, f);
     fclose(f);
     buf[n] = '\0';
@@ -399,4 +443,6 @@ void cfg_free(struct og_config *cfg)
         }
     }
     cfg_strlist_free(&cfg->kafka_props, &cfg->kafka_props_n);
+    free(cfg->source_path);
+    cfg->source_path = NULL;
 }

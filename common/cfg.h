@@ -8,10 +8,21 @@
 #ifndef OG_COMMON_CFG_H
 #define OG_COMMON_CFG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
 #include "common/error.h"
+
+/* Room for the settings table of cfg.c (checked there at compile time). */
+#define CFG_MAX_SETTINGS 48
+
+/* Where a setting's current value came from: a line of the file cfg_load read, a flag, or
+ * neither (default, environment, cfg_set). */
+struct cfg_source {
+    int line;         /* > 0: this line of og_config.source_path */
+    const char *flag; /* the option's name without dashes ("batch-size"), not owned, or NULL */
+};
 
 struct og_config {
     char *log_level;
@@ -56,19 +67,46 @@ struct og_config {
     int scan_every_s;     /* 0 = one run per invocation */
     int scan_workers;     /* claiming sessions per run (1 = the run's own session) */
     char *textfile_path;  /* Prometheus textfile for node_exporter; "" = none */
+
+    /* Where each value came from, indexed like the table in cfg.c; cfg_error_format() reads
+     * it to say "FILE:LINE" or "--flag" in front of an error about a setting. */
+    char *source_path; /* the file cfg_load read, or NULL */
+    struct cfg_source source[CFG_MAX_SETTINGS];
+};
+
+/* One row of the settings table, for listings (--list-settings). */
+struct cfg_setting_info {
+    const char *name; /* dotted name, as in the file */
+    const char *type; /* "string", "int", "bool" or "strlist" */
+    const char *def;  /* the default, as text */
+    long min, max;    /* bounds of an "int" */
 };
 
 /* Fills every field with its default. */
 enum og_status cfg_init(struct og_config *cfg, struct og_error *err);
-/* Reads a libconfig file over the current values. Errors name file:line. */
+/* Reads a libconfig file over the current values and records the line of each setting it
+ * sets. An error about one setting names it in err->setting (cfg_error_format() adds the
+ * file:line); an unknown setting or a syntax error carries file:line in its message. */
 enum og_status cfg_load(struct og_config *cfg, const char *path, struct og_error *err);
 /* Applies the environment defaults that only apply when the file left them
  * unset: ORDERGATE_BROKERS, ORDERGATE_DB, ORDERGATE_DB_PASSWORD_FILE. */
 enum og_status cfg_apply_env(struct og_config *cfg, struct og_error *err);
-/* Sets one setting by its dotted name (e.g. "consumer.batch_size") from a
- * string, with the same validation as the file; used for flags. */
+/* Sets one setting by its dotted name (e.g. "consumer.batch_size") from a string, with the
+ * same validation as the file. Errors are OG_ERR_CONFIG, "<name>: <problem>", with
+ * err->setting = name. */
 enum og_status cfg_set(struct og_config *cfg, const char *name, const char *value,
                        struct og_error *err);
+/* cfg_set for a command-line option: records `flag` (the option's name without dashes, a
+ * string that outlives cfg) as where the value came from. */
+enum og_status cfg_set_flag(struct og_config *cfg, const char *name, const char *value,
+                            const char *flag, struct og_error *err);
+/* The error as an operator reads it: "FILE:LINE: " or "--flag: " in front of the message
+ * when err->setting names a setting whose value came from the file or a flag, else the
+ * message alone. Writes into buf and returns it. */
+const char *cfg_error_format(const struct og_config *cfg, const struct og_error *err, char *buf,
+                             size_t size);
+/* Row i of the settings table (0-based), in table order; false past the last row. */
+bool cfg_setting_info(size_t i, struct cfg_setting_info *info);
 /* Prints every setting as "name = value" (secrets masked). */
 void cfg_dump(const struct og_config *cfg, FILE *out);
 /* Reads database.password_file when set: *password is NULL when no file is

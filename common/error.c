@@ -14,10 +14,31 @@ enum og_status og_error_set(struct og_error *err, enum og_status status, bool re
     err->status = status;
     err->retriable = retriable;
     err->sqlstate[0] = '\0';
+    err->setting[0] = '\0';
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
     va_end(ap);
     return status;
+}
+
+void og_error_setting(struct og_error *err, const char *setting)
+{
+    if (err != NULL)
+        snprintf(err->setting, sizeof(err->setting), "%s", setting);
+}
+
+void og_error_prefix(struct og_error *err, const char *fmt, ...)
+{
+    char prefix[256], msg[sizeof(err->msg)];
+    va_list ap;
+
+    if (err == NULL)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof(prefix), fmt, ap);
+    va_end(ap);
+    snprintf(msg, sizeof(msg), "%s: %s", prefix, err->msg);
+    memcpy(err->msg, msg, sizeof(err->msg));
 }
 
 void og_error_clear(struct og_error *err)

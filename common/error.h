@@ -26,12 +26,22 @@ struct og_error {
     enum og_status status;
     bool retriable;
     char sqlstate[6]; /* PostgreSQL SQLSTATE when the database said no, else "" */
+    /* The configuration setting the error is about ("consumer.batch_size"), else "". A
+     * reporter finds where that setting came from (a flag, a file line) from this name, never
+     * from the wording of msg. */
+    char setting[64];
     char msg[512];
 };
 
 /* Records an error and returns `status`, so callers can `return og_error_set(...)`. */
 enum og_status og_error_set(struct og_error *err, enum og_status status, bool retriable,
                             const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Names the setting an error already recorded is about (nothing when err is NULL). */
+void og_error_setting(struct og_error *err, const char *setting);
+/* Puts "<prefix>: " in front of the recorded message (truncated to fit), e.g. the option
+ * name a value came from. Status, setting and sqlstate are left as they are. */
+void og_error_prefix(struct og_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 void og_error_clear(struct og_error *err);
 const char *og_status_str(enum og_status status);
 

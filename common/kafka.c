@@ -205,10 +205,15 @@ enum og_status kafka_conf_new(const struct og_config *cfg, enum kafka_role role,
         return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
     if (cfg->brokers == NULL || *cfg->brokers == '\0') {
         st = og_error_set(err, OG_ERR_CONFIG, false, "kafka.brokers is empty");
+        og_error_setting(err, "kafka.brokers");
         goto fail;
     }
     /* 1. defaults */
     st = kafka_set(conf, "bootstrap.servers", cfg->brokers, err);
+    if (st != OG_OK) {
+        og_error_setting(err, "kafka.brokers");
+        goto fail;
+    }
     if (st == OG_OK)
         st = kafka_set(conf, "client.id", client_id ? client_id : "ordergate", err);
     if (role == KAFKA_ROLE_CONSUMER) {
@@ -244,16 +249,21 @@ enum og_status kafka_conf_new(const struct og_config *cfg, enum kafka_role role,
         st = kafka_prop_split(cfg->kafka_props[i], name, sizeof(name), &value, err);
         if (st == OG_OK && kafka_prop_applies(role, name))
             st = kafka_set(conf, name, value, err);
-        if (st != OG_OK)
+        if (st != OG_OK) {
+            og_error_setting(err, "kafka.properties");
             goto fail;
+        }
     }
     /* 3. what correctness rests on */
     if (role == KAFKA_ROLE_CONSUMER) {
         if (cfg->group == NULL || *cfg->group == '\0') {
             st = og_error_set(err, OG_ERR_CONFIG, false, "kafka.group is empty");
+            og_error_setting(err, "kafka.group");
             goto fail;
         }
         st = kafka_set(conf, "group.id", cfg->group, err);
+        if (st != OG_OK)
+            og_error_setting(err, "kafka.group");
         if (st == OG_OK)
             st = kafka_set(conf, "enable.auto.offset.store", "false", err);
     } else {
@@ -288,7 +298,9 @@ enum og_status kafka_producer_new(const struct og_config *cfg, const char *clien
         /* On failure the conf is still ours. rd_kafka_new fails on
          * conflicting settings, so this is a configuration error. */
         rd_kafka_conf_destroy(conf);
-        return og_error_set(err, OG_ERR_CONFIG, false, "cannot create Kafka producer: %s", errstr);
+        og_error_set(err, OG_ERR_CONFIG, false, "cannot create Kafka producer: %s", errstr);
+        og_error_setting(err, "kafka.properties");
+        return OG_ERR_CONFIG;
     }
     return OG_OK; /* conf now belongs to the handle */
 }
@@ -406,6 +418,8 @@ enum og_status kafka_topics_split(const char *csv, char ***topics, size_t *n, st
     return OG_OK;
 fail:
     kafka_topics_free(list, count);
+    if (st == OG_ERR_CONFIG)
+        og_error_setting(err, "kafka.topics");
     return st;
 }
 
@@ -423,12 +437,14 @@ enum og_status kafka_check_config(const struct og_config *cfg, struct og_error *
         st = og_error_set(err, OG_ERR_CONFIG, false,
                           "kafka.dead_letter_topic: '%.64s' is not a valid topic name",
                           cfg->dead_letter_topic);
+        og_error_setting(err, "kafka.dead_letter_topic");
         goto out;
     }
     if (*cfg->payments_topic != '\0' && !kafka_topic_valid(cfg->payments_topic)) {
         st = og_error_set(err, OG_ERR_CONFIG, false,
                           "kafka.payments_topic: '%.64s' is not a valid topic name",
                           cfg->payments_topic);
+        og_error_setting(err, "kafka.payments_topic");
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
@@ -437,12 +453,14 @@ enum og_status kafka_check_config(const struct og_config *cfg, struct og_error *
             st = og_error_set(err, OG_ERR_CONFIG, false,
                               "kafka.topics: '%s' is also the dead-letter or payments topic",
                               topics[i]);
+            og_error_setting(err, "kafka.topics");
             goto out;
         }
     }
     if (strcmp(cfg->dead_letter_topic, cfg->payments_topic) == 0) {
         st = og_error_set(err, OG_ERR_CONFIG, false,
                           "kafka.payments_topic and kafka.dead_letter_topic are the same");
+        og_error_setting(err, "kafka.payments_topic");
         goto out;
     }
     st = kafka_conf_new(cfg, KAFKA_ROLE_CONSUMER, "ordergate-check", &conf, err);

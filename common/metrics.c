@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/parse.h"
 
 /* A double lives in an atomic 64-bit word (bit copy), so readers never see a
  * torn value and writers never take a lock. */
@@ -639,8 +640,7 @@ static enum og_status metrics_http_addr(const char *listen, struct sockaddr_stor
 {
     char host[256];
     const char *colon, *port_s;
-    char *end = NULL;
-    long port;
+    int64_t port;
     size_t hlen;
     struct addrinfo hints, *res = NULL;
     int rc;
@@ -673,9 +673,7 @@ static enum og_status metrics_http_addr(const char *listen, struct sockaddr_stor
                                 "metrics listen '%s': write IPv6 addresses as [ADDR]:PORT", listen);
         port_s = colon + 1;
     }
-    errno = 0;
-    port = strtol(port_s, &end, 10);
-    if (*port_s == '\0' || *end != '\0' || errno != 0 || port < 0 || port > 65535)
+    if (parse_int64(NULL, port_s, 0, 65535, &port, NULL) != OG_OK)
         return og_error_set(err, OG_ERR_CONFIG, false,
                             "metrics listen '%s': port must be 0 to 65535", listen);
 

@@ -3,9 +3,10 @@
 # daemon or a running systemd:
 #
 #   - YAML: every deploy/**/*.yaml parses (PyYAML);
-#   - ordergate.conf: names every setting of the table in common/cfg.c with its default; every
-#     other config (compose, Kubernetes ConfigMap) uses only known names; all of them pass a
-#     binary's --check-config, and a broken file is refused with exit 2 and FILE:LINE;
+#   - ordergate.conf: names every setting of the table (as a built binary's --list-settings
+#     prints it) with its default; every other config (compose, Kubernetes ConfigMap) uses only
+#     known names; all of them pass a binary's --check-config, and a broken file is refused with
+#     exit 2 and FILE:LINE (these checks are in deploy/validate_config.py);
 #   - systemd: `systemd-analyze verify` on copies of the units whose ExecStart points at stubs
 #     (any warning fails), and `systemd-analyze security --offline` stays at "OK";
 #   - Prometheus: `promtool check rules` and `promtool test rules`; every alert has a severity, a
@@ -120,307 +121,40 @@ if not docs or any(d is None for d in docs):
 done
 
 # ---------------------------------------------------------------------------------------------
-# Structure and consistency checks (python); prints "ok|FAIL|skip<TAB>message" lines
+# The built binaries: the settings table comes from one (--list-settings), configs are checked
+# with one (--check-config)
 # ---------------------------------------------------------------------------------------------
-cat >"$TMP/checks.py" <<'PY'
-import json, os, re, sys
-import yaml
+CHECKER= LISTER=
+for b in consumer/ordergate-consumer scanner/ordergate-scanner tools/ordergatectl; do
+    [[ -x $BUILD_DIR/$b ]] || continue
+    [[ -n $CHECKER ]] || CHECKER=$BUILD_DIR/$b
+    [[ -n $LISTER || $b == tools/* ]] || LISTER=$BUILD_DIR/$b
+done
+SETTINGS=
+if [[ -n $LISTER ]]; then
+    if "$LISTER" --list-settings >"$TMP/settings.tsv" 2>"$TMP/settings.err"; then
+        SETTINGS=$TMP/settings.tsv
+    else
+        bad "$(basename "$LISTER") --list-settings failed: $(head -c 300 "$TMP/settings.err")"
+    fi
+fi
 
-repo, tmp = sys.argv[1], sys.argv[2]
-def out(kind, msg): print(f"{kind}\t{msg}")
-def check(cond, msg, detail=""):
-    out("ok" if cond else "FAIL", msg + ("" if cond or not detail else f": {detail}"))
-    return cond
-def rd(p): return open(os.path.join(repo, p)).read()
-
-# ---- the settings table of common/cfg.c ----
-table = {}
-for m in re.finditer(r'\{\s*"([a-z_.]+)"\s*,\s*CFG_(STR|INT|BOOL|STRLIST)\s*,\s*S\(\w+\)\s*,\s*'
-                     r'"((?:[^"\\]|\\.)*)"', rd("common/cfg.c")):
-    table[m.group(1)] = (m.group(2), m.group(3))
-check(len(table) >= 20, f"common/cfg.c: settings table read ({len(table)} settings)")
-
-def parse_conf(text):
-    """The subset of libconfig the shipped files use: groups, scalars, string lists."""
-    found, stack = {}, []
-    for ln, line in enumerate(text.splitlines(), 1):
-        s = line.strip()
-        if not s or s.startswith(("#", "//", "@include")):
-            continue
-        m = re.match(r'(\w+)\s*[=:]\s*\{\s*$', s)
-        if m:
-            stack.append(m.group(1)); continue
-        if re.match(r'\}\s*;?\s*$', s):
-            stack.pop(); continue
-        m = re.match(r'(\w+)\s*[=:]\s*(.*)$', s)
-        if not m:
-            raise ValueError(f"line {ln}: cannot read '{s}'")
-        name, rest = m.group(1), m.group(2)
-        if rest.startswith('"'):
-            v = re.match(r'"((?:[^"\\]|\\.)*)"\s*;', rest); val = v.group(1)
-        elif rest.startswith('['):
-            v = re.match(r'\[(.*?)\]\s*;', rest)
-            val = [x for x in re.findall(r'"((?:[^"\\]|\\.)*)"', v.group(1))]
-        else:
-            v = re.match(r'([^;]+);', rest); val = v.group(1).strip()
-        found[".".join(stack + [name])] = (val, ln)
-    return found
-
-def norm(kind, val):
-    if isinstance(val, list):
-        return ",".join(val)
-    return val
-
-conf = parse_conf(rd("deploy/ordergate.conf"))
-missing = [n for n in table if n not in conf]
-check(not missing, "deploy/ordergate.conf names every setting of common/cfg.c", f"missing {missing}")
-unknown = [n for n in conf if n not in table]
-check(not unknown, "deploy/ordergate.conf names no unknown setting", f"unknown {unknown}")
-wrong = [f"{n} = {conf[n][0]!r} (line {conf[n][1]}), default {table[n][1]!r}"
-         for n in table if n in conf and norm(table[n][0], conf[n][0]) != table[n][1]]
-check(not wrong, "deploy/ordergate.conf shows each setting's default", "; ".join(wrong))
-text = rd("deploy/ordergate.conf")
-for group in ("database", "kafka", "consumer", "outbox", "scanner"):
-    check(re.search(rf'^{group} = \{{', text, re.M) is not None, f"deploy/ordergate.conf has the group {group}")
-check(not re.search(r'password\s*=|sasl\.password=\S|PGPASSWORD=\S', text),
-      "deploy/ordergate.conf holds no inline password")
-
-# ---- other config files: only known names; extract the ConfigMap's copy for --check-config ----
-confs = {"deploy/docker/ordergate.compose.conf": rd("deploy/docker/ordergate.compose.conf")}
-cm = [d for d in yaml.safe_load_all(open(os.path.join(repo, "deploy/k8s/configmap.yaml")))
-      if d.get("kind") == "ConfigMap"]
-if check(len(cm) == 1 and "ordergate.conf" in cm[0].get("data", {}),
-         "deploy/k8s/configmap.yaml carries ordergate.conf"):
-    confs["deploy/k8s/configmap.yaml#ordergate.conf"] = cm[0]["data"]["ordergate.conf"]
-    with open(os.path.join(tmp, "configmap-ordergate.conf"), "w") as fh:
-        fh.write(cm[0]["data"]["ordergate.conf"])
-for name, body in confs.items():
-    try:
-        names = parse_conf(body)
-        unk = [n for n in names if n not in table]
-        check(not unk, f"{name}: only known settings", f"unknown {unk}")
-        check("database.password_file" not in names or names["database.password_file"][0].startswith("/"),
-              f"{name}: password from a file, not inline")
-    except Exception as e:  # noqa: BLE001
-        check(False, f"{name}: readable", str(e))
-
-# ---- docs: anchors and the metrics table ----
-docs = rd("docs/operations.md")
-def slug(h):
-    h = h.strip().lower()
-    h = re.sub(r'[^\w\- ]', '', h)
-    return h.replace(' ', '-')
-anchors = {slug(m.group(1)) for m in re.finditer(r'^#{1,6}\s+(.*)$', docs, re.M)}
-documented = set(re.findall(r'^\|\s*`(ordergate_[a-z0-9_]+)', docs, re.M))
-check(len(documented) >= 15, f"docs/operations.md: metrics table read ({len(documented)} metrics)")
-for m in re.finditer(r'\]\(#([^)]+)\)', docs):
-    check(m.group(1) in anchors, f"docs/operations.md: internal link #{m.group(1)} resolves")
-
-def metric_names(expr):
-    names = set()
-    for n in re.findall(r'\b(ordergate_[a-z0-9_]+)', expr):
-        names.add(re.sub(r'_(bucket|sum|count)$', '', n) if re.sub(r'_(bucket|sum|count)$', '', n) in documented else n)
-    return names
-
-# ---- alert rules ----
-rules = yaml.safe_load(open(os.path.join(repo, "deploy/prometheus/alerts.yaml")))
-alerts = {}
-for g in rules.get("groups", []):
-    for r in g.get("rules", []):
-        if "alert" in r:
-            alerts[r["alert"]] = r
-for name, r in alerts.items():
-    ann, lab = r.get("annotations", {}), r.get("labels", {})
-    url = ann.get("runbook_url", "")
-    problems = []
-    if lab.get("severity") not in ("critical", "warning"): problems.append("severity")
-    if not ann.get("summary") or not ann.get("description"): problems.append("summary/description")
-    if url != f"docs/operations.md#{name.lower()}": problems.append(f"runbook_url {url!r}")
-    elif name.lower() not in anchors: problems.append(f"no heading '### {name}' in docs/operations.md")
-    undoc = sorted(metric_names(r["expr"]) - documented)
-    if undoc: problems.append(f"undocumented metrics {undoc}")
-    check(not problems, f"alert {name}: severity, summary, runbook anchor, documented metrics", ", ".join(problems))
-needed = {"scanner found missed orders": "ordergate_scanner_missed_orders",
-          "due-but-not-fired growing": "ordergate_due_not_fired",
-          "open exceptions": "ordergate_exceptions_open",
-          "outbox backlog": "ordergate_outbox_backlog",
-          "dead letters": "ordergate_dead_lettered_total",
-          "consumer down": 'up{job="ordergate-consumer"}',
-          "scanner not run recently": "ordergate_scanner_last_run_timestamp_seconds",
-          "reconcile violations": "ordergate_reconcile_violations"}
-for what, needle in needed.items():
-    check(any(needle in r["expr"] for r in alerts.values()), f"alerts cover: {what}")
-
-# ---- Grafana dashboard ----
-dash = json.load(open(os.path.join(repo, "deploy/grafana/ordergate.json")))
-panels = dash.get("panels", [])
-ids = [p.get("id") for p in panels]
-check(len(ids) == len(set(ids)) and None not in ids, "dashboard: unique panel ids")
-exprs = [t["expr"] for p in panels for t in p.get("targets", [])]
-check(len(exprs) >= 10, f"dashboard: {len(exprs)} queries")
-undoc = sorted(set().union(*(metric_names(e) for e in exprs)) - documented)
-check(not undoc, "dashboard: every metric is documented", f"{undoc}")
-ds = {json.dumps(p.get("datasource")) for p in panels if p.get("type") != "row"}
-check(ds == {json.dumps({"type": "prometheus", "uid": "${datasource}"})}, "dashboard: panels use the ${datasource} variable")
-check(any(v.get("name") == "datasource" and v.get("type") == "datasource"
-          for v in dash.get("templating", {}).get("list", [])), "dashboard: datasource variable defined")
-
-# ---- Kubernetes ----
-kdir = os.path.join(repo, "deploy/k8s")
-kfiles = sorted(f for f in os.listdir(kdir) if f.endswith(".yaml") and f != "kustomization.yaml")
-kust = yaml.safe_load(open(os.path.join(kdir, "kustomization.yaml")))
-check(sorted(kust.get("resources", [])) == kfiles, "k8s: kustomization lists every manifest",
-      f"{sorted(kust.get('resources', []))} vs {kfiles}")
-objs = []
-for f in kfiles:
-    for d in yaml.safe_load_all(open(os.path.join(kdir, f))):
-        objs.append((f, d))
-check(all("namespace" not in d.get("metadata", {}) for _, d in objs), "k8s: namespace-free")
-by_kind = {}
-for f, d in objs:
-    by_kind.setdefault(d["kind"], []).append(d)
-cms = {d["metadata"]["name"]: d for d in by_kind.get("ConfigMap", [])}
-secrets = {d["metadata"]["name"]: d for d in by_kind.get("Secret", [])}
-def pod_specs():
-    for d in by_kind.get("Deployment", []) + by_kind.get("Job", []):
-        yield d["metadata"]["name"], d["spec"]["template"]["spec"], d
-    for d in by_kind.get("CronJob", []):
-        yield d["metadata"]["name"], d["spec"]["jobTemplate"]["spec"]["template"]["spec"], d
-for name, spec, _ in pod_specs():
-    probs = []
-    if not spec.get("securityContext", {}).get("runAsNonRoot"): probs.append("runAsNonRoot")
-    for c in spec.get("containers", []) + spec.get("initContainers", []):
-        sc = c.get("securityContext", {})
-        if not sc.get("readOnlyRootFilesystem") or sc.get("allowPrivilegeEscalation") is not False:
-            probs.append(f"{c['name']}: securityContext")
-        if "memory" not in c.get("resources", {}).get("limits", {}):
-            probs.append(f"{c['name']}: memory limit")
-        mounts = {m["name"] for m in c.get("volumeMounts", [])}
-        vols = {v["name"] for v in spec.get("volumes", [])}
-        if mounts - vols: probs.append(f"{c['name']}: mounts {sorted(mounts - vols)} without volumes")
-    for v in spec.get("volumes", []):
-        if "configMap" in v and v["configMap"]["name"] not in cms:
-            probs.append(f"ConfigMap {v['configMap']['name']} missing")
-        if "secret" in v:
-            s = secrets.get(v["secret"]["secretName"])
-            keys = set((s or {}).get("stringData", {})) | set((s or {}).get("data", {}))
-            for it in v["secret"].get("items", []):
-                if it["key"] not in keys: probs.append(f"Secret key {it['key']} missing")
-    check(not probs, f"k8s {name}: non-root, read-only, limits, volumes resolve", ", ".join(probs))
-for d in by_kind.get("Deployment", []):
-    sel = d["spec"]["selector"]["matchLabels"]
-    tl = d["spec"]["template"]["metadata"]["labels"]
-    check(all(tl.get(k) == v for k, v in sel.items()), f"k8s Deployment {d['metadata']['name']}: selector matches its pods")
-    c = d["spec"]["template"]["spec"]["containers"][0]
-    ports = {p["name"] for p in c.get("ports", [])}
-    check(c.get("livenessProbe", {}).get("httpGet", {}).get("path") == "/healthz"
-          and c.get("readinessProbe", {}).get("httpGet", {}).get("path") == "/readyz"
-          and c["livenessProbe"]["httpGet"]["port"] in ports,
-          f"k8s Deployment {d['metadata']['name']}: /healthz liveness, /readyz readiness on a declared port")
-    check("preStop" in c.get("lifecycle", {}) and d["spec"]["template"]["spec"].get("terminationGracePeriodSeconds", 0) >= 30,
-          f"k8s Deployment {d['metadata']['name']}: preStop and a termination grace period")
-    for other in by_kind.get("PodDisruptionBudget", []) + by_kind.get("Service", []):
-        osel = other["spec"]["selector"]
-        osel = osel.get("matchLabels", osel)
-        check(all(tl.get(k) == v for k, v in osel.items()),
-              f"k8s {other['kind']} {other['metadata']['name']}: selector matches the consumer pods")
-for d in by_kind.get("CronJob", []):
-    s = d["spec"]
-    check(s.get("concurrencyPolicy") == "Forbid" and isinstance(s.get("startingDeadlineSeconds"), int),
-          f"k8s CronJob {d['metadata']['name']}: concurrencyPolicy Forbid, startingDeadlineSeconds")
-sched = {d["metadata"]["name"]: d["spec"]["schedule"] for d in by_kind.get("CronJob", [])}
-check(sched.get("ordergate-scanner") == "* * * * *", "k8s: scanner CronJob every minute")
-check(re.match(r'^\d+ \d+ \* \* \*$', sched.get("ordergate-reconcile", "")) is not None, "k8s: reconcile CronJob daily")
-check(any("migrate" in c.get("args", []) for d in by_kind.get("Job", [])
-          for c in d["spec"]["template"]["spec"]["containers"]), "k8s: migrate Job runs ordergatectl migrate")
-
-# ---- Compose ----
-cdir = os.path.join(repo, "deploy/docker")
-comp = yaml.safe_load(open(os.path.join(cdir, "compose.yaml")))
-svcs = comp.get("services", {})
-probs = []
-for n, s in svcs.items():
-    for dep in (s.get("depends_on") or {}):
-        if dep not in svcs: probs.append(f"{n} depends on unknown {dep}")
-    for sec in s.get("secrets", []):
-        sec = sec if isinstance(sec, str) else sec.get("source")
-        if sec not in comp.get("secrets", {}): probs.append(f"{n} uses undefined secret {sec}")
-    for v in s.get("volumes", []):
-        src = v.split(":")[0] if isinstance(v, str) else v.get("source", "")
-        if src.startswith(".") and not os.path.exists(os.path.join(cdir, src)):
-            probs.append(f"{n} mounts missing {src}")
-        elif not src.startswith(("/", ".")) and src not in (comp.get("volumes") or {}):
-            probs.append(f"{n} uses undefined volume {src}")
-    b = s.get("build")
-    if b and not os.path.exists(os.path.join(cdir, b["context"], b["dockerfile"])):
-        probs.append(f"{n}: build {b} not found")
-check(not probs, "compose: dependencies, secrets, volumes and build paths resolve", "; ".join(probs))
-cmds = {n: " ".join(map(str, s.get("command") or [])) for n, s in svcs.items()}
-consumers = [n for n, c in cmds.items() if c.startswith("ordergate-consumer")]
-check(len(consumers) >= 2, f"compose: two consumers ({consumers})")
-check(any(c.startswith("ordergate-scanner") and "--every 60" in c for c in cmds.values()), "compose: scanner with --every 60")
-check(any("migrate" in c and "ordergatectl" in c for c in cmds.values()), "compose: one-shot ordergatectl migrate")
-kafka = [s for s in svcs.values() if str(s.get("image", "")).startswith("apache/kafka")
-         and "controller" in str((s.get("environment") or {}).get("KAFKA_PROCESS_ROLES", ""))]
-check(len(kafka) == 1, "compose: Kafka in KRaft mode from apache/kafka")
-check(any(str(s.get("image")) == "postgres:15" for s in svcs.values()), "compose: postgres:15")
-check(all("healthcheck" in svcs[n] for n in consumers), "compose: consumers have a health check")
-
-# ---- Dockerfile ----
-df = rd("deploy/docker/Dockerfile")
-stages = re.findall(r'^FROM\s+(\S+)(?:\s+AS\s+(\S+))?', df, re.M | re.I)
-check(len(stages) >= 2, f"Dockerfile: multi-stage ({len(stages)} stages)")
-check("debian:bookworm" in df, "Dockerfile: Debian bookworm")
-users = re.findall(r'^USER\s+(\S+)', df, re.M)
-check(bool(users) and not users[-1].startswith(("0", "root")), f"Dockerfile: runs as non-root ({users[-1] if users else 'no USER'})")
-probs = []
-for m in re.finditer(r'^COPY\s+(?!--from)(.+)$', df, re.M):
-    for src in m.group(1).split()[:-1]:
-        if not src.startswith("--") and not os.path.exists(os.path.join(repo, src)):
-            probs.append(src)
-check(not probs, "Dockerfile: every COPY source exists", f"missing {probs}")
-installs = re.findall(r'apt-get install[^\n]*((?:\\\n[^\n]*)+)', df)
-runtime = installs[-1] if installs else ""
-pk = set(re.findall(r'\b([a-z0-9][a-z0-9.+-]+)\b', runtime))
-need = {"librdkafka1", "libpq5", "libconfig9", "libjansson4", "libmicrohttpd12"}
-check(need <= pk and not any(p.endswith("-dev") for p in pk), "Dockerfile: runtime stage has the runtime libraries and no -dev package", f"{sorted(need - pk)}")
-with open(os.path.join(tmp, "packages"), "w") as fh:
-    for inst in installs:
-        for p in re.findall(r'(?<![-\w])([a-z0-9][a-z0-9.+]*(?:-[a-z0-9.+]+)*)', inst.replace("\\\n", " ")):
-            if p not in ("y", "no", "install", "recommends", "rm", "rf", "var", "lib", "apt", "lists") and not p.startswith("-"):
-                fh.write(p + "\n")
-with open(os.path.join(tmp, "runtime-packages"), "w") as fh:
-    fh.write("\n".join(sorted(pk)) + "\n")
-
-# ---- systemd (what systemd-analyze cannot judge) ----
-sd = os.path.join(repo, "deploy/systemd")
-def unit(n): return open(os.path.join(sd, n)).read()
-c = unit("ordergate-consumer.service")
-check("Type=notify" in c and re.search(r'^WatchdogSec=\d+', c, re.M) and "EnvironmentFile=" in c
-      and "NoNewPrivileges=yes" in c and "ProtectSystem=strict" in c,
-      "systemd: consumer is Type=notify with WatchdogSec, EnvironmentFile and hardening")
-t = unit("ordergate-scanner.timer")
-check("OnCalendar=minutely" in t and "Persistent=true" in t and "RandomizedDelaySec=" in t,
-      "systemd: scanner timer every minute, Persistent, RandomizedDelaySec")
-check("Type=oneshot" in unit("ordergate-scanner.service") and "--reconcile" in unit("ordergate-reconcile.service"),
-      "systemd: scanner and reconcile are oneshot runs")
-PY
+# ---------------------------------------------------------------------------------------------
+# Structure and consistency checks (deploy/validate_config.py); prints "ok|FAIL|skip<TAB>message"
+# ---------------------------------------------------------------------------------------------
 while IFS=$'\t' read -r kind msg; do
     case $kind in
         ok) ok "$msg" ;;
         FAIL) bad "$msg" ;;
         skip) skip "$msg" ;;
-        *) bad "checks.py: $kind $msg" ;;
+        *) bad "validate_config.py: $kind $msg" ;;
     esac
-done < <("$PY" "$TMP/checks.py" "$REPO" "$TMP" 2>&1 || echo "FAIL	checks.py stopped with an error (see above)")
+done < <("$PY" "$HERE/validate_config.py" "$REPO" "$TMP" ${SETTINGS:+"$SETTINGS"} 2>&1 ||
+    echo "FAIL	validate_config.py stopped with an error (see above)")
 
 # ---------------------------------------------------------------------------------------------
 # --check-config through a built binary
 # ---------------------------------------------------------------------------------------------
-CHECKER=
-for b in consumer/ordergate-consumer scanner/ordergate-scanner tools/ordergatectl; do
-    if [[ -x $BUILD_DIR/$b ]]; then CHECKER=$BUILD_DIR/$b; break; fi
-done
 if [[ -z $CHECKER ]]; then
     skip "--check-config: no ordergate binary built in $BUILD_DIR (pass --build-dir)"
 else

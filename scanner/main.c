@@ -5,11 +5,8 @@
  * Exit status: 0 done (also: skipped because another run holds the lock,
  * stopped by SIGTERM, a clean reconciliation), 1 runtime failure, 2 bad usage
  * or configuration, 3 reconciliation found violations. */
-#include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +16,8 @@
 #include "common/clock.h"
 #include "common/db.h"
 #include "common/log.h"
+#include "common/opt.h"
+#include "common/parse.h"
 #include "common/signals.h"
 #include "common/version.h"
 #include "scanner/reconcile.h"
@@ -29,72 +28,14 @@
 
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2, EXIT_VIOLATIONS = 3 };
 
-/* A flag that sets a configuration setting, applied after the file. */
-struct scanner_flag_setting {
-    const char *flag;    /* as the user typed it, for messages */
-    const char *setting; /* dotted name in common/cfg.c */
-    const char *value;
-};
-
-#define SCANNER_MAX_FLAGS 32
-
 struct scanner_args {
-    const char *config_path;
-    struct scanner_flag_setting settings[SCANNER_MAX_FLAGS];
-    int nsettings;
+    struct opt_args opts;
     bool dry_run;
     bool reconcile;
     bool check_config;
     const char *since_arg;
     char since[40];      /* normalized RFC 3339, "" = every order */
     int scan_interval_s; /* 0 = not given */
-};
-
-enum {
-    OPT_CONFIG = 256,
-    OPT_DB,
-    OPT_BROKERS,
-    OPT_TOPICS,
-    OPT_GROUP,
-    OPT_GRACE,
-    OPT_BATCH,
-    OPT_PAUSE,
-    OPT_MAX_ORDERS,
-    OPT_MAX_SECONDS,
-    OPT_EVERY,
-    OPT_WORKERS,
-    OPT_TEXTFILE,
-    OPT_LOG_LEVEL,
-    OPT_DRY_RUN,
-    OPT_RECONCILE,
-    OPT_SINCE,
-    OPT_SCAN_INTERVAL,
-    OPT_CHECK_CONFIG,
-};
-
-static const struct option scanner_options[] = {
-    {"config", required_argument, NULL, OPT_CONFIG},
-    {"db", required_argument, NULL, OPT_DB},
-    {"brokers", required_argument, NULL, OPT_BROKERS},
-    {"topics", required_argument, NULL, OPT_TOPICS},
-    {"group", required_argument, NULL, OPT_GROUP},
-    {"grace", required_argument, NULL, OPT_GRACE},
-    {"batch-size", required_argument, NULL, OPT_BATCH},
-    {"pause-ms", required_argument, NULL, OPT_PAUSE},
-    {"max-orders", required_argument, NULL, OPT_MAX_ORDERS},
-    {"max-seconds", required_argument, NULL, OPT_MAX_SECONDS},
-    {"every", required_argument, NULL, OPT_EVERY},
-    {"workers", required_argument, NULL, OPT_WORKERS},
-    {"textfile", required_argument, NULL, OPT_TEXTFILE},
-    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
-    {"dry-run", no_argument, NULL, OPT_DRY_RUN},
-    {"reconcile", no_argument, NULL, OPT_RECONCILE},
-    {"since", required_argument, NULL, OPT_SINCE},
-    {"scan-interval", required_argument, NULL, OPT_SCAN_INTERVAL},
-    {"check-config", no_argument, NULL, OPT_CHECK_CONFIG},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},
-    {NULL, 0, NULL, 0},
 };
 
 static void scanner_usage(FILE *out)
@@ -135,6 +76,8 @@ static void scanner_usage(FILE *out)
         "  --log-level LEVEL      debug, info, warn or error\n"
         "  --brokers, --topics, --group   accepted for a command line shared with the\n"
         "                         consumer; the scanner does not use Kafka\n"
+        "  --list-settings        print the settings table (name, flag, type, default,\n"
+        "                         bounds; tab-separated), exit\n"
         "  -h, --help             this text\n"
         "  -V, --version          print the version\n"
         "\n"
@@ -142,188 +85,71 @@ static void scanner_usage(FILE *out)
         "2 bad usage or configuration, 3 reconciliation found violations\n");
 }
 
-static int scanner_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* Prints "ordergate-scanner: <message>" and a hint; returns exit status 2. */
-static int scanner_usage_error(const char *fmt, ...)
+/* --since: RFC 3339, or an age (a duration: 90m, 24h, 7d) counted back from now. */
+static enum og_status scanner_parse_since(const char *arg, char *out, size_t size,
+                                          struct og_error *err)
 {
-    va_list ap;
-
-    fprintf(stderr, SCANNER_PROG ": ");
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\nTry '" SCANNER_PROG " --help'.\n");
-    return EXIT_USAGE;
-}
-
-static void scanner_add_setting(struct scanner_args *a, const char *flag, const char *setting,
-                                const char *value)
-{
-    if (a->nsettings < SCANNER_MAX_FLAGS)
-        a->settings[a->nsettings++] = (struct scanner_flag_setting){flag, setting, value};
-}
-
-/* --since: RFC 3339, or an age N with unit s, m, h or d counted back from now. */
-static int scanner_parse_since(const char *arg, char *out, size_t size)
-{
-    int64_t ms;
-    char *end = NULL;
-    long long n;
+    int64_t ms, age_s;
 
     if (clock_parse_iso(arg, strlen(arg), &ms) == 0) {
         clock_format_iso(ms, out, size);
-        return 0;
+        return OG_OK;
     }
-    errno = 0;
-    n = strtoll(arg, &end, 10);
-    if (errno != 0 || end == arg || n < 0 || n > 100LL * 365 * 86400 || end[0] == '\0' ||
-        end[1] != '\0')
-        return -1;
-    switch (end[0]) {
-    case 's':
-        break;
-    case 'm':
-        n *= 60;
-        break;
-    case 'h':
-        n *= 3600;
-        break;
-    case 'd':
-        n *= 86400;
-        break;
-    default:
-        return -1;
-    }
-    clock_format_iso(clock_wall_ms() - (int64_t)n * 1000, out, size);
-    return 0;
+    if (parse_duration("--since", arg, 0, INT64_C(100) * 365 * 86400, &age_s, NULL) != OG_OK)
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "--since: expected an RFC 3339 time (e.g. 2026-11-30T00:00:00Z) or "
+                            "an age such as 90m, 24h, 7d, got \"%.64s\"",
+                            arg);
+    clock_format_iso(clock_wall_ms() - age_s * 1000, out, size);
+    return OG_OK;
 }
 
-/* Returns -1 to go on, or the exit status. */
-static int scanner_parse_args(int argc, char **argv, struct scanner_args *a)
+/* Parses the command line into *a; on failure err says why (OG_ERR_ARG). */
+static enum og_status scanner_parse_args(int argc, char **argv, struct scanner_args *a,
+                                         struct og_error *err)
 {
-    int c;
+    const char *interval;
+    int64_t v;
 
     memset(a, 0, sizeof(*a));
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":hV", scanner_options, NULL)) != -1) {
-        switch (c) {
-        case OPT_CONFIG:
-            a->config_path = optarg;
-            break;
-        case OPT_DB:
-            scanner_add_setting(a, "--db", "database.conninfo", optarg);
-            break;
-        case OPT_BROKERS:
-            scanner_add_setting(a, "--brokers", "kafka.brokers", optarg);
-            break;
-        case OPT_TOPICS:
-            scanner_add_setting(a, "--topics", "kafka.topics", optarg);
-            break;
-        case OPT_GROUP:
-            scanner_add_setting(a, "--group", "kafka.group", optarg);
-            break;
-        case OPT_GRACE:
-            scanner_add_setting(a, "--grace", "scanner.grace_s", optarg);
-            break;
-        case OPT_BATCH:
-            scanner_add_setting(a, "--batch-size", "scanner.batch_size", optarg);
-            break;
-        case OPT_PAUSE:
-            scanner_add_setting(a, "--pause-ms", "scanner.pause_ms", optarg);
-            break;
-        case OPT_MAX_ORDERS:
-            scanner_add_setting(a, "--max-orders", "scanner.max_orders", optarg);
-            break;
-        case OPT_MAX_SECONDS:
-            scanner_add_setting(a, "--max-seconds", "scanner.max_seconds", optarg);
-            break;
-        case OPT_EVERY:
-            scanner_add_setting(a, "--every", "scanner.every_s", optarg);
-            break;
-        case OPT_WORKERS:
-            scanner_add_setting(a, "--workers", "scanner.workers", optarg);
-            break;
-        case OPT_TEXTFILE:
-            scanner_add_setting(a, "--textfile", "scanner.textfile_path", optarg);
-            break;
-        case OPT_LOG_LEVEL:
-            scanner_add_setting(a, "--log-level", "log_level", optarg);
-            break;
-        case OPT_DRY_RUN:
-            a->dry_run = true;
-            break;
-        case OPT_RECONCILE:
-            a->reconcile = true;
-            break;
-        case OPT_SINCE:
-            a->since_arg = optarg;
-            if (scanner_parse_since(optarg, a->since, sizeof(a->since)) != 0)
-                return scanner_usage_error("--since: '%s' is neither an RFC 3339 time (e.g. "
-                                           "2026-11-30T00:00:00Z) nor an age such as 90m, 24h, "
-                                           "7d",
-                                           optarg);
-            break;
-        case OPT_SCAN_INTERVAL: {
-            char *end = NULL;
-            long v;
-            errno = 0;
-            v = strtol(optarg, &end, 10);
-            if (errno != 0 || end == optarg || *end != '\0' || v < 1 || v > 7L * 86400)
-                return scanner_usage_error("--scan-interval: '%s' is not a number of seconds "
-                                           "in [1, 604800]",
-                                           optarg);
-            a->scan_interval_s = (int)v;
-            break;
-        }
-        case OPT_CHECK_CONFIG:
-            a->check_config = true;
-            break;
-        case 'h':
-            scanner_usage(stdout);
-            return EXIT_OK;
-        case 'V':
-            printf(SCANNER_PROG " %s (libpq %d)\n", OG_VERSION, PQlibVersion());
-            return EXIT_OK;
-        case ':':
-            return scanner_usage_error("%s: missing value", argv[optind - 1]);
-        default:
-            return scanner_usage_error("unknown option '%s'", argv[optind - 1]);
-        }
+    if (opt_parse(&a->opts, opt_services, NULL, OPT_SCANNER, argc - 1, argv + 1, err) != OG_OK)
+        return err->status;
+    if (a->opts.npos > 0)
+        return og_error_set(err, OG_ERR_ARG, false, "unexpected argument '%s'", a->opts.pos[0]);
+    a->dry_run = opt_flag(&a->opts, "dry-run");
+    a->reconcile = opt_flag(&a->opts, "reconcile");
+    a->check_config = opt_flag(&a->opts, "check-config");
+    a->since_arg = opt_arg(&a->opts, "since");
+    if (a->since_arg != NULL &&
+        scanner_parse_since(a->since_arg, a->since, sizeof(a->since), err) != OG_OK)
+        return err->status;
+    interval = opt_arg(&a->opts, "scan-interval");
+    if (interval != NULL) {
+        if (parse_int64("--scan-interval", interval, 1, 7 * 86400, &v, err) != OG_OK)
+            return err->status;
+        a->scan_interval_s = (int)v;
     }
-    if (a->nsettings == SCANNER_MAX_FLAGS)
-        return scanner_usage_error("too many options");
-    if (optind < argc)
-        return scanner_usage_error("unexpected argument '%s'", argv[optind]);
     if (a->dry_run && a->check_config)
-        return scanner_usage_error("--check-config and --dry-run exclude each other");
-    if (!a->reconcile && (a->since_arg != NULL || a->scan_interval_s > 0))
-        return scanner_usage_error("%s applies to --reconcile only",
-                                   a->since_arg != NULL ? "--since" : "--scan-interval");
-    return -1;
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "--check-config and --dry-run exclude each other");
+    if (!a->reconcile && (a->since_arg != NULL || interval != NULL))
+        return og_error_set(err, OG_ERR_ARG, false, "%s applies to --reconcile only",
+                            a->since_arg != NULL ? "--since" : "--scan-interval");
+    return OG_OK;
 }
 
 /* Loads the file, the environment defaults, then the flags. */
-static int scanner_configure(const struct scanner_args *a, struct og_config *cfg)
+static enum og_status scanner_configure(const struct scanner_args *a, struct og_config *cfg,
+                                        struct og_error *err)
 {
-    struct og_error err = {0};
-
-    if (cfg_init(cfg, &err) != OG_OK)
-        return scanner_usage_error("%s", err.msg);
-    if (a->config_path != NULL && cfg_load(cfg, a->config_path, &err) != OG_OK)
-        return scanner_usage_error("--config: %s", err.msg);
-    if (cfg_apply_env(cfg, &err) != OG_OK)
-        return scanner_usage_error("%s", err.msg);
-    for (int i = 0; i < a->nsettings; i++) {
-        const struct scanner_flag_setting *s = &a->settings[i];
-        if (cfg_set(cfg, s->setting, s->value, &err) != OG_OK)
-            return scanner_usage_error("%s: %s", s->flag, err.msg);
-    }
+    if (opt_configure(cfg, &a->opts, err) != OG_OK)
+        return err->status;
     if (cfg->scan_every_s > 0 && (a->reconcile || a->dry_run))
-        return scanner_usage_error("--every (scanner.every_s) repeats sweeps; it cannot be "
-                                   "combined with %s",
-                                   a->reconcile ? "--reconcile" : "--dry-run");
-    return -1;
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "--every (scanner.every_s) repeats sweeps; it cannot be combined with "
+                            "%s",
+                            a->reconcile ? "--reconcile" : "--dry-run");
+    return OG_OK;
 }
 
 static void scanner_write_metrics(const struct og_config *cfg, int *exit_code)
@@ -474,18 +300,31 @@ int main(int argc, char **argv)
     struct db *db = NULL;
     struct db *claim_dbs[SCANNER_WORKERS_MAX] = {NULL};
     char *password = NULL;
-    int code;
+    int code = EXIT_OK;
     char q[600];
 
     log_init(SCANNER_PROG, LOG_LVL_INFO);
     memset(&cfg, 0, sizeof(cfg));
-    code = scanner_parse_args(argc, argv, &args);
-    if (code >= 0)
+    if (scanner_parse_args(argc, argv, &args, &err) != OG_OK) {
+        code = EXIT_USAGE;
+        goto report;
+    }
+    if (opt_flag(&args.opts, "help")) {
+        scanner_usage(stdout);
         goto out;
-    code = scanner_configure(&args, &cfg);
-    if (code >= 0)
+    }
+    if (opt_flag(&args.opts, "version")) {
+        printf(SCANNER_PROG " %s (libpq %d)\n", OG_VERSION, PQlibVersion());
         goto out;
-    code = EXIT_OK;
+    }
+    if (opt_flag(&args.opts, "list-settings")) {
+        opt_list_settings(stdout, OPT_SCANNER);
+        goto out;
+    }
+    if (scanner_configure(&args, &cfg, &err) != OG_OK) {
+        code = EXIT_USAGE;
+        goto report;
+    }
     log_set_level((enum log_level)log_level_parse(cfg.log_level));
     if (args.check_config) {
         cfg_dump(&cfg, stdout);
@@ -494,8 +333,8 @@ int main(int argc, char **argv)
         goto out;
     }
     if (cfg_db_password(&cfg, &password, &err) != OG_OK) {
-        code = scanner_usage_error("%s", err.msg);
-        goto out;
+        code = EXIT_USAGE;
+        goto report;
     }
     if ((args.reconcile ? scanner_metrics_init_reconcile(&err) : scanner_metrics_init(&err)) !=
         OG_OK) {
@@ -524,6 +363,9 @@ int main(int argc, char **argv)
             code = cfg.scan_every_s > 0 ? scanner_sweep_every(db, claim, &cfg)
                                         : scanner_sweep_once(db, claim, &cfg);
     }
+    goto out;
+report:
+    opt_error_print(SCANNER_PROG, &cfg, &err);
 out:
     for (int i = 0; i < SCANNER_WORKERS_MAX; i++)
         db_free(claim_dbs[i]);
@@ -533,5 +375,6 @@ out:
         free(password);
     }
     cfg_free(&cfg);
+    opt_args_free(&args.opts);
     return code;
 }

@@ -107,9 +107,10 @@ static char *write_config(const char *name, const char *text, char *path, size_t
 
 static void test_help_version(void **state)
 {
-    static const char *const flags[] = {
-        "--config",         "--db",           "--brokers", "--topics", "--group", "--batch-size",
-        "--metrics-listen", "--check-config", "--help",    "--version"};
+    static const char *const flags[] = {"--config",         "--db",           "--brokers",
+                                        "--topics",         "--group",        "--batch-size",
+                                        "--metrics-listen", "--check-config", "--list-settings",
+                                        "--help",           "--version"};
     struct run r;
 
     (void)state;
@@ -129,10 +130,17 @@ static void test_bad_usage(void **state)
 {
     (void)state;
     usage_error((const char *const[]){"--bogus", NULL}, "unknown option '--bogus'");
-    usage_error((const char *const[]){"--batch-size", NULL}, "needs a value");
+    usage_error((const char *const[]){"--batch-size", NULL}, "--batch-size: needs a value (N)");
+    /* A scanner-only flag is unknown here, though the table has it. */
+    usage_error((const char *const[]){"--grace", "5", NULL}, "unknown option '--grace'");
     usage_error((const char *const[]){"extra", NULL}, "unexpected argument 'extra'");
     usage_error((const char *const[]){"--batch-size", "0", NULL}, "consumer.batch_size");
-    usage_error((const char *const[]){"--batch-size", "many", NULL}, "not an integer");
+    usage_error((const char *const[]){"--batch-size", "many", NULL},
+                "ordergate-consumer: --batch-size: consumer.batch_size: expected an integer in "
+                "1..10000, got \"many\"");
+    usage_error((const char *const[]){"--batch-size", "+5", NULL}, "got \"+5\"");
+    usage_error((const char *const[]){"--batch-size", "1", "--batch-size", "2", NULL},
+                "--batch-size: given more than once");
     usage_error((const char *const[]){"--topics", "bad topic!", NULL}, "not a valid topic name");
     usage_error((const char *const[]){"--topics", "a,,b", NULL}, "empty topic name");
     usage_error((const char *const[]){"--topics", "a,a", NULL}, "listed twice");
@@ -198,6 +206,21 @@ static void test_check_config(void **state)
     unlink(reserved);
 }
 
+/* --list-settings: one tab-separated line per setting, for deploy/validate.sh. */
+static void test_list_settings(void **state)
+{
+    struct run r;
+
+    (void)state;
+    run(&r, (const char *const[]){"--list-settings", NULL});
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "consumer.batch_size\t--batch-size\tint\t500\t1..10000\n"));
+    assert_non_null(strstr(r.out, "scanner.batch_size\t-\tint\t500\t1..10000\n"));
+    assert_non_null(strstr(r.out, "kafka.topics\t--topics\tstring\t"));
+    assert_non_null(strstr(r.out, "outbox.enabled\t-\tbool\ttrue\t-\n"));
+    assert_true(lines(r.out) >= 30);
+}
+
 static void test_runtime_failure(void **state)
 {
     struct sockaddr_in addr = {.sin_family = AF_INET};
@@ -223,9 +246,8 @@ static void test_runtime_failure(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_help_version),
-        cmocka_unit_test(test_bad_usage),
-        cmocka_unit_test(test_check_config),
+        cmocka_unit_test(test_help_version),    cmocka_unit_test(test_bad_usage),
+        cmocka_unit_test(test_check_config),    cmocka_unit_test(test_list_settings),
         cmocka_unit_test(test_runtime_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

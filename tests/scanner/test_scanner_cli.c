@@ -23,26 +23,44 @@ static void test_bad_usage_exits_2(void **state)
 {
     /* An unreachable database: none of these may get as far as connecting. */
     static const struct bad_case cases[] = {
-        {{"--batch-size", "-5"}, "--batch-size: scanner.batch_size: -5 is out of range"},
-        {{"--batch-size", "0"}, "--batch-size: scanner.batch_size: 0 is out of range"},
-        {{"--batch-size", "10001"}, "--batch-size: scanner.batch_size: 10001 is out of range"},
-        {{"--grace", "x"}, "--grace: scanner.grace_s: 'x' is not an integer"},
-        {{"--grace", "-1"}, "--grace: scanner.grace_s: -1 is out of range"},
-        {{"--pause-ms", "10ms"}, "--pause-ms: scanner.pause_ms: '10ms' is not an integer"},
-        {{"--max-orders", "-3"}, "--max-orders: scanner.max_orders: -3 is out of range"},
-        {{"--max-seconds", "lots"}, "--max-seconds: scanner.max_seconds: 'lots' is not an"},
-        {{"--every", "-1"}, "--every: scanner.every_s: -1 is out of range"},
-        {{"--every"}, "--every: missing value"},
-        {{"--workers", "0"}, "--workers: scanner.workers: 0 is out of range"},
-        {{"--workers", "17"}, "--workers: scanner.workers: 17 is out of range"},
-        {{"--workers", "two"}, "--workers: scanner.workers: 'two' is not an integer"},
-        {{"--log-level", "loud"}, "--log-level: log_level: 'loud' is not one of"},
-        {{"--bogus"}, "unknown option '--bogus'"},
+        {{"--batch-size", "-5"},
+         "--batch-size: scanner.batch_size: expected an integer in 1..10000, got \"-5\""},
+        {{"--batch-size", "0"},
+         "--batch-size: scanner.batch_size: expected an integer in 1..10000, got \"0\""},
+        {{"--batch-size", "10001"},
+         "--batch-size: scanner.batch_size: expected an integer in 1..10000, got \"10001\""},
+        {{"--grace", "x"}, "--grace: scanner.grace_s: expected an integer in 0..86400, got \"x\""},
+        {{"--grace", "-1"},
+         "--grace: scanner.grace_s: expected an integer in 0..86400, got \"-1\""},
+        {{"--pause-ms", "10ms"},
+         "--pause-ms: scanner.pause_ms: expected an integer in 0..600000, got \"10ms\""},
+        {{"--max-orders", "-3"},
+         "--max-orders: scanner.max_orders: expected an integer in 0..2147483647, got \"-3\""},
+        {{"--max-seconds", "lots"},
+         "--max-seconds: scanner.max_seconds: expected an integer in 0..86400, got \"lots\""},
+        {{"--every", "-1"},
+         "--every: scanner.every_s: expected an integer in 0..86400, got \"-1\""},
+        {{"--every"}, "--every: needs a value (SECONDS)"},
+        {{"--workers", "0"}, "--workers: scanner.workers: expected an integer in 1..16, got \"0\""},
+        {{"--workers", "17"},
+         "--workers: scanner.workers: expected an integer in 1..16, got \"17\""},
+        {{"--workers", "two"},
+         "--workers: scanner.workers: expected an integer in 1..16, got \"two\""},
+        {{"--log-level", "loud"},
+         "--log-level: log_level: expected one of debug, info, warn, error, got \"loud\""},
+        {{"--bogus"}, "unknown option '--bogus' (see ordergate-scanner --help)"},
+        {{"--metrics-listen", "x"}, "unknown option '--metrics-listen'"},
+        {{"--grace", "5", "--grace", "6"}, "--grace: given more than once"},
+        {{"--since", "-5m", "--reconcile"}, "--since: expected an RFC 3339 time"},
         {{"sweep"}, "unexpected argument 'sweep'"},
-        {{"--config", "/nonexistent/scanner.conf"}, "--config: /nonexistent/scanner.conf"},
-        {{"--since", "yesterday", "--reconcile"}, "--since: 'yesterday' is neither"},
+        {{"--config", "/nonexistent/scanner.conf"},
+         "ordergate-scanner: /nonexistent/scanner.conf: cannot open"},
+        {{"--since", "yesterday", "--reconcile"},
+         "--since: expected an RFC 3339 time (e.g. 2026-11-30T00:00:00Z) or an age such as 90m, "
+         "24h, 7d, got \"yesterday\""},
         {{"--since", "24h"}, "--since applies to --reconcile only"},
-        {{"--scan-interval", "0", "--reconcile"}, "--scan-interval: '0' is not a number"},
+        {{"--scan-interval", "0", "--reconcile"},
+         "--scan-interval: expected an integer in 1..604800, got \"0\""},
         {{"--reconcile", "--every", "60"}, "cannot be combined with --reconcile"},
         {{"--dry-run", "--every", "60"}, "cannot be combined with --dry-run"},
     };
@@ -80,6 +98,16 @@ static void test_bad_config_file_exits_2(void **state)
     fclose(fp);
     assert_int_equal(scanner_child_run(&c, args), 2);
     assert_non_null(strstr(c.output, ":4: unknown setting 'scanner.batchsize'"));
+    scanner_child_free(&c);
+
+    /* A bad value in the file: FILE:LINE, then the setting, then the uniform wording. */
+    fp = fopen(path, "w");
+    assert_non_null(fp);
+    fprintf(fp, "scanner:\n{\n  batch_size = 100;\n  workers = 40;\n};\n");
+    fclose(fp);
+    assert_int_equal(scanner_child_run(&c, args), 2);
+    if (strstr(c.output, ":4: scanner.workers: expected an integer in 1..16, got \"40\"") == NULL)
+        fail_msg("no FILE:LINE for the bad value in:\n%s", c.output);
     scanner_child_free(&c);
     unlink(path);
 }

@@ -70,18 +70,23 @@ static void test_file_and_flags(void **state)
     unlink(path);
 }
 
-static void expect_file_error(const char *text, const char *needle)
+/* Asserts cfg_load refuses text; the operator's line (cfg_error_format) must contain needle
+ * and name the file, and an error about a setting must carry it in err.setting. */
+static void expect_file_error(const char *text, const char *needle, const char *setting)
 {
     struct og_config cfg;
     struct og_error err = {0};
     char *path = write_tmp(text);
+    char line[1024];
 
     assert_int_equal(cfg_init(&cfg, &err), OG_OK);
     assert_int_equal(cfg_load(&cfg, path, &err), OG_ERR_CONFIG);
-    if (strstr(err.msg, needle) == NULL)
-        fail_msg("error '%s' does not contain '%s'", err.msg, needle);
-    if (strstr(err.msg, path) == NULL)
-        fail_msg("error '%s' does not name the file", err.msg);
+    cfg_error_format(&cfg, &err, line, sizeof(line));
+    if (strstr(line, needle) == NULL)
+        fail_msg("error '%s' does not contain '%s'", line, needle);
+    if (strstr(line, path) == NULL)
+        fail_msg("error '%s' does not name the file", line);
+    assert_string_equal(err.setting, setting);
     cfg_free(&cfg);
     unlink(path);
 }
@@ -89,12 +94,44 @@ static void expect_file_error(const char *text, const char *needle)
 static void test_file_errors(void **state)
 {
     (void)state;
-    expect_file_error("consumer: {\n batch_size = \"many\";\n};\n", ":2: consumer.batch_size");
-    expect_file_error("consumer: {\n\n batch_size = -5;\n};\n", ":3: consumer.batch_size: -5");
-    expect_file_error("consumer: { batchsize = 5; };\n", "unknown setting 'consumer.batchsize'");
-    expect_file_error("log_level = \"loud\";\n", "log_level");
-    expect_file_error("kafka: { properties = [\"novalue\"]; };\n", "name=value");
-    expect_file_error("consumer: { batch_size = 5 \n", ":2:");
+    expect_file_error("consumer: {\n batch_size = \"many\";\n};\n",
+                      ":2: consumer.batch_size: expected an integer in 1..10000",
+                      "consumer.batch_size");
+    expect_file_error("consumer: {\n\n batch_size = -5;\n};\n",
+                      ":3: consumer.batch_size: expected an integer in 1..10000, got \"-5\"",
+                      "consumer.batch_size");
+    expect_file_error("consumer: { batchsize = 5; };\n", "unknown setting 'consumer.batchsize'",
+                      "");
+    expect_file_error("log_level = \"loud\";\n", ":1: log_level: expected one of", "log_level");
+    expect_file_error("kafka: { properties = [\"novalue\"]; };\n", "name=value",
+                      "kafka.properties");
+    expect_file_error("consumer: { batch_size = 5 \n", ":2:", "");
+}
+
+/* A flag over the file: the error is located at the flag, not at the file's line. */
+static void test_error_located_at_flag(void **state)
+{
+    struct og_config cfg;
+    struct og_error err = {0};
+    char *path = write_tmp("scanner: {\n  workers = 2;\n  grace_s = 30;\n};\n");
+    char line[1024];
+
+    (void)state;
+    assert_int_equal(cfg_init(&cfg, &err), OG_OK);
+    assert_int_equal(cfg_load(&cfg, path, &err), OG_OK);
+    assert_int_equal(cfg_set_flag(&cfg, "scanner.workers", "+3", "workers", &err), OG_ERR_CONFIG);
+    assert_string_equal(err.setting, "scanner.workers");
+    assert_string_equal(cfg_error_format(&cfg, &err, line, sizeof(line)),
+                        "--workers: scanner.workers: expected an integer in 1..16, got \"+3\"");
+    assert_int_equal(cfg.scan_workers, 2); /* unchanged */
+    /* An error found later about a setting from the file names the file's line. */
+    og_error_set(&err, OG_ERR_CONFIG, false, "scanner.grace_s: too short for this database");
+    og_error_setting(&err, "scanner.grace_s");
+    cfg_error_format(&cfg, &err, line, sizeof(line));
+    assert_non_null(strstr(line, ":3: scanner.grace_s: too short"));
+    assert_non_null(strstr(line, path));
+    cfg_free(&cfg);
+    unlink(path);
 }
 
 static void test_flag_errors(void **state)
@@ -105,9 +142,16 @@ static void test_flag_errors(void **state)
     (void)state;
     assert_int_equal(cfg_init(&cfg, &err), OG_OK);
     assert_int_equal(cfg_set(&cfg, "scanner.batch_size", "-5", &err), OG_ERR_CONFIG);
-    assert_non_null(strstr(err.msg, "out of range"));
+    assert_string_equal(err.msg, "scanner.batch_size: expected an integer in 1..10000, got \"-5\"");
+    assert_string_equal(err.setting, "scanner.batch_size");
     assert_int_equal(cfg.scan_batch_size, 500); /* unchanged */
     assert_int_equal(cfg_set(&cfg, "scanner.batch_size", "12abc", &err), OG_ERR_CONFIG);
+    /* The same strict rules as the command line: no sign, no spaces. */
+    assert_int_equal(cfg_set(&cfg, "scanner.batch_size", "+12", &err), OG_ERR_CONFIG);
+    assert_int_equal(cfg_set(&cfg, "scanner.batch_size", " 12", &err), OG_ERR_CONFIG);
+    assert_int_equal(cfg_set(&cfg, "scanner.batch_size", "12 ", &err), OG_ERR_CONFIG);
+    assert_int_equal(cfg_set(&cfg, "scanner.batch_size", "", &err), OG_ERR_CONFIG);
+    assert_int_equal(cfg.scan_batch_size, 500);
     assert_int_equal(cfg_set(&cfg, "no.such", "1", &err), OG_ERR_CONFIG);
     assert_int_equal(cfg_set(&cfg, "outbox.enabled", "maybe", &err), OG_ERR_CONFIG);
     cfg_free(&cfg);
@@ -147,9 +191,13 @@ static void test_password_file(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),     cmocka_unit_test(test_file_and_flags),
-        cmocka_unit_test(test_file_errors),  cmocka_unit_test(test_flag_errors),
-        cmocka_unit_test(test_missing_file), cmocka_unit_test(test_password_file),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_file_and_flags),
+        cmocka_unit_test(test_file_errors),
+        cmocka_unit_test(test_flag_errors),
+        cmocka_unit_test(test_error_located_at_flag),
+        cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_password_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

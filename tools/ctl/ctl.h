@@ -1,10 +1,12 @@
 /* ordergatectl: the operator's command-line tool.
  *
- * Layout: main.c parses the global options, loads the configuration and
- * dispatches to one command; args.c is the option parser and the strict
- * value parsers; out.c prints results (text or one JSON object) and errors;
- * one file per group of commands (migrate.c, orders.c, show.c,
- * exceptions.c, schedule.c).
+ * Layout: main.c parses the command line (common/opt.h, the parser of every
+ * ordergate program), loads the configuration and dispatches to one command;
+ * numbers and durations go through common/parse.h, and args.c has the value
+ * parsers only this tool needs (money, timestamps, free text); out.c prints
+ * results (text or one JSON object) and errors; one file per group of
+ * commands (migrate.c, orders.c, show.c, exceptions.c, schedule.c, topics.c,
+ * drill.c).
  *
  * Contract of a command: run() validates every argument before it touches
  * the database or the broker (bad input: OG_ERR_ARG, nothing sent), then
@@ -29,58 +31,20 @@
 #include "common/cfg.h"
 #include "common/db.h"
 #include "common/error.h"
+#include "common/opt.h"
+#include "common/parse.h"
 
 #define CTL_PROG "ordergatectl"
 
-/* ---- options ----------------------------------------------------------- */
+/* ---- values ------------------------------------------------------------ */
 
-enum { CTL_OPT_ARG = 1, CTL_OPT_REPEAT = 2 };
+/* Options are rows of struct opt and parsed with opt_parse() (common/opt.h); integers and
+ * durations go through common/parse.h. The bounds every command shares: */
+#define CTL_CENTS_MAX    INT64_C(1000000000000000) /* money: 1 .. 10^15 cents */
+#define CTL_DURATION_MAX (INT64_C(3650) * 86400)   /* a duration: at most 3650d */
 
-struct ctl_opt {
-    const char *name;    /* long name without the dashes */
-    const char *metavar; /* NULL for a flag */
-    unsigned flags;      /* CTL_OPT_* */
-    const char *help;
-};
-
-struct ctl_seen {
-    const struct ctl_opt *opt;
-    const char *value; /* NULL for a flag */
-};
-
-/* Parsed command line: options in the order given, then positionals. Values
- * point into argv (not copied). */
-struct ctl_args {
-    struct ctl_seen *seen;
-    int nseen;
-    const char **pos;
-    int npos;
-};
-
-/* Parses argv[0..argc) against two tables (the command's, then the global
- * one; either may be NULL; both end with a zero entry). Accepts "--name
- * value", "--name=value", "-h" for --help, and "--" before positionals that
- * start with a dash. A non-repeatable option given twice is an error. */
-enum og_status ctl_args_parse(struct ctl_args *a, const struct ctl_opt *cmd_opts,
-                              const struct ctl_opt *global_opts, int argc, char **argv,
-                              struct og_error *err);
-void ctl_args_free(struct ctl_args *a);
-/* Last value of an option, or NULL when absent. */
-const char *ctl_arg(const struct ctl_args *a, const char *name);
-bool ctl_flag(const struct ctl_args *a, const char *name);
-/* Number of times an option was given; ctl_arg_nth() returns the i-th value. */
-int ctl_arg_count(const struct ctl_args *a, const char *name);
-const char *ctl_arg_nth(const struct ctl_args *a, const char *name, int i);
-
-/* Strict value parsers: digits only (no sign, space or exponent), within
- * [min, max]. `what` names the option in the message ("--amount"). */
-enum og_status ctl_parse_int64(const char *what, const char *s, int64_t min, int64_t max,
-                               int64_t *out, struct og_error *err);
 /* Money in whole cents, 1 .. 10^15. */
 enum og_status ctl_parse_cents(const char *what, const char *s, int64_t *out, struct og_error *err);
-/* "15m", "30s", "2h", "1d" (also a bare number of seconds) -> seconds. */
-enum og_status ctl_parse_duration(const char *what, const char *s, int64_t *seconds,
-                                  struct og_error *err);
 /* An RFC 3339 timestamp with a zone -> milliseconds since the epoch. */
 enum og_status ctl_parse_time(const char *what, const char *s, int64_t *ms, struct og_error *err);
 /* Free text for operator, reason, note: 1..max bytes, no control characters
@@ -102,10 +66,10 @@ struct ctl_command {
     const char *usage; /* the line after "usage: ordergatectl " */
     const char *summary;
     const char *details; /* extra paragraphs for --help, or NULL */
-    const struct ctl_opt *opts;
+    const struct opt *opts;
     int min_pos, max_pos; /* positional arguments after the command words */
     const char *pos_name; /* what they are ("ORDER"), for the missing-argument message */
-    enum og_status (*run)(struct ctl *ctl, const struct ctl_args *a, json_t **result,
+    enum og_status (*run)(struct ctl *ctl, const struct opt_args *a, json_t **result,
                           struct og_error *err);
     void (*text)(const json_t *result, FILE *out);
 };
@@ -136,6 +100,9 @@ extern const struct ctl_command ctl_cmd_exceptions;
 extern const struct ctl_command ctl_cmd_exceptions_resolve;
 extern const struct ctl_command ctl_cmd_schedule;
 extern const struct ctl_command ctl_cmd_topics;
+/* The drill (drill.c): races payments against cancellations through the real consumers and
+ * scanner, then reconciles; its result is the report, and violations are a failure (exit 1). */
+extern const struct ctl_command ctl_cmd_drill;
 
 /* ---- output ------------------------------------------------------------ */
 

@@ -1,4 +1,4 @@
-/* ordergatectl drill: the seed's acceptance test as a product feature.
+/* ordergatectl drill: the acceptance test of the gate as a product feature.
  *
  * Timeline of one drill:
  *   1. place N pending orders on a few hot SKUs (coupons on a share), due at
@@ -15,15 +15,12 @@
  *   5. reconcile: the database's invariants (ordergate.reconcile) and the
  *      drill's own ledger of every callback it sent.
  * Without Kafka (--no-kafka) the scanner, repeating every second, is the
- * only trigger: the seed's first tier.
+ * only trigger: the first tier.
  *
  * The drill's rows carry a unique prefix and the reconciliation is limited to
  * orders created since the drill began, so it can run on a shared database;
  * stock and coupon invariants are always checked whole. */
-#include "tools/ctl/drill.h"
-
 #include <errno.h>
-#include <getopt.h>
 #include <stdarg.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -45,7 +42,6 @@
 #include "common/gate.h"
 #include "common/kafka.h"
 #include "common/log.h"
-#include "common/parse.h"
 #include "common/signals.h"
 #include "tools/ctl/ctl.h"
 
@@ -69,7 +65,6 @@ struct drill_opts {
     int garbage;
     int payers;
     int settle_s;
-    int json;
     int no_kafka;
     uint64_t seed;
     const char *bin_dir;
@@ -1034,8 +1029,9 @@ static json_t *drill_lateness(struct db *db, const char *prefix, const char *sou
 /* ---------------------------------------------------------------------------------------- */
 /* Report */
 
-static void drill_report(struct drill *d, const struct drill_totals *t, json_t *lat_consumer,
-                         json_t *lat_scanner, double seconds)
+/* The drill's result: every count, the lateness of both triggers and the reconciliation. */
+static json_t *drill_report(struct drill *d, const struct drill_totals *t, json_t *lat_consumer,
+                            json_t *lat_scanner, double seconds)
 {
     long total_violations = d->violations + d->ledger_violations;
     json_t *j = json_object();
@@ -1063,222 +1059,176 @@ static void drill_report(struct drill *d, const struct drill_totals *t, json_t *
         {"violations", total_violations},
     };
 
-    json_object_set_new(j, "drill", json_string(d->prefix));
-    json_object_set_new(j, "trigger", json_string(d->o.no_kafka ? "scanner" : "consumer+scanner"));
+    ctl_json_set(j, "command", json_string("drill"));
+    ctl_json_set(j, "ok", json_boolean(total_violations == 0));
+    ctl_json_set(j, "drill", json_string(d->prefix));
+    ctl_json_set(j, "trigger", json_string(d->o.no_kafka ? "scanner" : "consumer+scanner"));
     for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
-        json_object_set_new(j, counts[i].key, json_integer(counts[i].value));
-    json_object_set_new(j, "seconds", json_real(seconds));
-    json_object_set(j, "lateness_consumer", lat_consumer);
-    json_object_set(j, "lateness_scanner", lat_scanner);
-    json_object_set_new(j, "reconcile", d->reconcile ? json_incref(d->reconcile) : json_null());
+        ctl_json_set(j, counts[i].key, json_integer(counts[i].value));
+    ctl_json_set(j, "seconds", json_real(seconds));
+    ctl_json_set(j, "lateness_consumer", json_incref(lat_consumer));
+    ctl_json_set(j, "lateness_scanner", json_incref(lat_scanner));
+    ctl_json_set(j, "reconcile", d->reconcile ? json_incref(d->reconcile) : json_null());
+    return j;
+}
 
-    if (d->o.json) {
-        char *s = json_dumps(j, JSON_COMPACT);
-        printf("%s\n", s ? s : "{}");
-        free(s);
-    } else {
-        printf("drill %s (%s), %.1f s\n", d->prefix,
-               d->o.no_kafka ? "scanner only" : "consumers + scanner", seconds);
-        printf("  %-34s %10ld\n", "orders placed", t->placed);
-        printf("  %-34s %10ld\n", "paid", t->paid);
-        printf("  %-34s %10ld\n", "cancelled by consumer", t->cancelled_consumer);
-        printf("  %-34s %10ld\n", "cancelled by scanner (missed)", t->cancelled_scanner);
-        printf("  %-34s %10ld\n", "cancelled manually", t->cancelled_manual);
-        printf("  %-34s %10ld\n", "late payments (exceptions)", t->late_payments);
-        printf("  %-34s %10ld\n", "double payments (exceptions)", t->double_payments);
-        printf("  %-34s %10ld\n", "cancel messages sent", d->messages);
-        printf("  %-34s %10ld\n", "  duplicated", d->dup_messages);
-        printf("  %-34s %10ld\n", "  lost on purpose", d->lost_messages);
-        printf("  %-34s %10ld\n", "duplicate callbacks absorbed", t->dup_callbacks_absorbed);
-        printf("  %-34s %10" PRId64 "\n", "dead-lettered", d->dlq_count);
-        printf("  %-34s %10d\n", "consumer restarts (SIGKILL)", d->restarts);
-        printf("  %-34s %10ld\n", "errors returned by the gate", t->errors);
-        printf("  lateness consumer  p50 %.0f ms  p99 %.0f ms  max %.0f ms  (n=%ld)\n",
-               json_real_value(json_object_get(lat_consumer, "p50_ms")),
-               json_real_value(json_object_get(lat_consumer, "p99_ms")),
-               json_real_value(json_object_get(lat_consumer, "max_ms")),
-               (long)json_integer_value(json_object_get(lat_consumer, "count")));
-        printf("  lateness scanner   p50 %.0f ms  p99 %.0f ms  max %.0f ms  (n=%ld)\n",
-               json_real_value(json_object_get(lat_scanner, "p50_ms")),
-               json_real_value(json_object_get(lat_scanner, "p99_ms")),
-               json_real_value(json_object_get(lat_scanner, "max_ms")),
-               (long)json_integer_value(json_object_get(lat_scanner, "count")));
-        printf("  reconciliation violations %ld, ledger violations %ld\n", d->violations,
-               d->ledger_violations);
-        printf("  VIOLATIONS %ld: %s\n", total_violations,
-               total_violations == 0 ? "the gate held" : "THE GATE DID NOT HOLD");
-    }
-    json_decref(j);
+static long drill_count(const json_t *r, const char *key)
+{
+    return (long)json_integer_value(json_object_get(r, key));
+}
+
+static void drill_text_lateness(FILE *out, const char *who, const json_t *lat)
+{
+    fprintf(out, "  lateness %-9s  p50 %.0f ms  p99 %.0f ms  max %.0f ms  (n=%ld)\n", who,
+            json_real_value(json_object_get(lat, "p50_ms")),
+            json_real_value(json_object_get(lat, "p99_ms")),
+            json_real_value(json_object_get(lat, "max_ms")), drill_count(lat, "count"));
+}
+
+/* The report as text, from the same object --json prints. */
+static void drill_text(const json_t *r, FILE *out)
+{
+    static const struct {
+        const char *label, *key;
+    } rows[] = {
+        {"orders placed", "placed"},
+        {"paid", "paid"},
+        {"cancelled by consumer", "cancelled_consumer"},
+        {"cancelled by scanner (missed)", "cancelled_scanner"},
+        {"cancelled manually", "cancelled_manual"},
+        {"late payments (exceptions)", "late_payments"},
+        {"double payments (exceptions)", "double_payments"},
+        {"cancel messages sent", "messages"},
+        {"  duplicated", "duplicate_messages"},
+        {"  lost on purpose", "lost_messages"},
+        {"duplicate callbacks absorbed", "duplicate_callbacks_absorbed"},
+        {"dead-lettered", "dead_lettered"},
+        {"consumer restarts (SIGKILL)", "consumer_restarts"},
+        {"errors returned by the gate", "gate_errors"},
+    };
+    long total = drill_count(r, "violations"), ledger = drill_count(r, "ledger_violations");
+    const char *trigger = ctl_json_str(r, "trigger");
+
+    fprintf(out, "drill %s (%s), %.1f s\n", ctl_json_str(r, "drill"),
+            trigger != NULL && strcmp(trigger, "scanner") == 0 ? "scanner only"
+                                                               : "consumers + scanner",
+            json_real_value(json_object_get(r, "seconds")));
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+        fprintf(out, "  %-34s %10ld\n", rows[i].label, drill_count(r, rows[i].key));
+    drill_text_lateness(out, "consumer", json_object_get(r, "lateness_consumer"));
+    drill_text_lateness(out, "scanner", json_object_get(r, "lateness_scanner"));
+    fprintf(out, "  reconciliation violations %ld, ledger violations %ld\n", total - ledger,
+            ledger);
+    fprintf(out, "  VIOLATIONS %ld: %s\n", total,
+            total == 0 ? "the gate held" : "THE GATE DID NOT HOLD");
 }
 
 /* ---------------------------------------------------------------------------------------- */
 
-static void drill_usage(FILE *out)
-{
-    fprintf(out,
-            "usage: ordergatectl drill [options]\n"
-            "\n"
-            "Races payment callbacks against timeout cancellations on one batch of pending\n"
-            "orders through the real consumers and scanner, then reconciles. Exit 0 only\n"
-            "with zero violations.\n"
-            "\n"
-            "  --orders N          orders to place (default 2000)\n"
-            "  --consumers K       consumer processes (default 2)\n"
-            "  --pay-ratio R       share of orders that get a payment callback (0.5)\n"
-            "  --dup-ratio R       share of duplicated messages and callbacks (0.1)\n"
-            "  --loss-ratio R      share of cancel messages never sent (0.02)\n"
-            "  --hold-ratio R      share of paying customers holding the deadline (0.02)\n"
-            "  --close-ratio R     share of orders closed manually around T (0.01)\n"
-            "  --kill-every S      SIGKILL a random consumer every S seconds (0 = never)\n"
-            "  --lead-ms MS        time from the end of placement to T (6000)\n"
-            "  --jitter-ms MS      payments and closes land within T +- MS (1500)\n"
-            "  --spread-ms MS      spread due times over MS after T (0: all at T)\n"
-            "  --skus N            hot SKUs shared by all orders (10)\n"
-            "  --garbage N         undecodable messages to send (3)\n"
-            "  --payers N          parallel payment callers (4)\n"
-            "  --settle-s S        how long to wait for the consumers after T (120)\n"
-            "  --seed N            random seed (default: time)\n"
-            "  --no-kafka          scanner-only tier: no consumers, the scanner repeats every s\n"
-            "  --bin-dir DIR       where ordergate-consumer and ordergate-scanner are\n"
-            "  --db CONNINFO       database (default: libpq's environment)\n"
-            "  --brokers LIST      Kafka bootstrap servers (default: $ORDERGATE_BROKERS)\n"
-            "  --json              print the report as one JSON object\n");
-}
+static const struct opt drill_opts[] = {
+    {"orders", "N", OPT_ARG, "orders to place (default 2000)", NULL, 0, 0},
+    {"consumers", "K", OPT_ARG, "consumer processes (default 2, at most 16)", NULL, 0, 0},
+    {"pay-ratio", "R", OPT_ARG, "share of orders that get a payment callback (0.5)", NULL, 0, 0},
+    {"dup-ratio", "R", OPT_ARG, "share of duplicated messages and callbacks (0.1)", NULL, 0, 0},
+    {"loss-ratio", "R", OPT_ARG, "share of cancel messages never sent (0.02)", NULL, 0, 0},
+    {"hold-ratio", "R", OPT_ARG, "share of paying customers holding the deadline (0.02)", NULL, 0,
+     0},
+    {"close-ratio", "R", OPT_ARG, "share of orders closed manually around T (0.01)", NULL, 0, 0},
+    {"kill-every", "S", OPT_ARG, "SIGKILL a random consumer every S seconds (0 = never)", NULL, 0,
+     0},
+    {"lead-ms", "MS", OPT_ARG, "time from the end of placement to T (6000)", NULL, 0, 0},
+    {"jitter-ms", "MS", OPT_ARG, "payments and closes land within T +- MS (1500)", NULL, 0, 0},
+    {"spread-ms", "MS", OPT_ARG, "spread due times over MS after T (0: all at T)", NULL, 0, 0},
+    {"skus", "N", OPT_ARG, "hot SKUs shared by all orders (10)", NULL, 0, 0},
+    {"garbage", "N", OPT_ARG, "undecodable messages to send (3)", NULL, 0, 0},
+    {"payers", "N", OPT_ARG, "parallel payment callers (4)", NULL, 0, 0},
+    {"settle-s", "S", OPT_ARG, "how long to wait for the consumers after T (120)", NULL, 0, 0},
+    {"seed", "N", OPT_ARG, "random seed (default: time)", NULL, 0, 0},
+    {"no-kafka", NULL, 0, "scanner-only tier: no consumers, the scanner repeats every second", NULL,
+     0, 0},
+    {"bin-dir", "DIR", OPT_ARG, "where ordergate-consumer and ordergate-scanner are", NULL, 0, 0},
+    {NULL, NULL, 0, NULL, NULL, 0, 0},
+};
 
-static int drill_parse_ratio(const char *s, double *out)
+/* A share in [0, 1]: digits, optionally '.' and more digits; nothing else (no sign, space or
+ * exponent), as strict as the integers of common/parse.h. */
+static enum og_status drill_parse_ratio(const char *what, const char *s, double *out,
+                                        struct og_error *err)
 {
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || *end != '\0' || !(v >= 0.0 && v <= 1.0))
-        return -1;
+    size_t whole = s != NULL ? strspn(s, "0123456789") : 0;
+    size_t frac = whole > 0 && s[whole] == '.' ? strspn(s + whole + 1, "0123456789") : 0;
+    size_t len = s != NULL ? strlen(s) : 0;
+    double v = -1;
+
+    if (whole > 0 && (len == whole || (frac > 0 && len == whole + 1 + frac)))
+        v = strtod(s, NULL);
+    if (!(v >= 0.0 && v <= 1.0))
+        return og_error_set(err, OG_ERR_ARG, false, "%s: expected a ratio in 0..1, got \"%.64s\"",
+                            what, s != NULL ? s : "");
     *out = v;
-    return 0;
+    return OG_OK;
 }
 
-static int drill_parse(struct drill *d, int argc, char **argv)
+/* Reads the drill's options into d->o (defaults already there); OG_ERR_ARG on a bad value. */
+static enum og_status drill_parse(struct drill *d, const struct opt_args *a, struct og_error *err)
 {
-    static const struct option opts[] = {{"orders", required_argument, NULL, 'n'},
-                                         {"consumers", required_argument, NULL, 'k'},
-                                         {"pay-ratio", required_argument, NULL, 'p'},
-                                         {"dup-ratio", required_argument, NULL, 'd'},
-                                         {"loss-ratio", required_argument, NULL, 'l'},
-                                         {"hold-ratio", required_argument, NULL, 'H'},
-                                         {"close-ratio", required_argument, NULL, 'C'},
-                                         {"kill-every", required_argument, NULL, 'K'},
-                                         {"lead-ms", required_argument, NULL, 'L'},
-                                         {"jitter-ms", required_argument, NULL, 'j'},
-                                         {"spread-ms", required_argument, NULL, 's'},
-                                         {"skus", required_argument, NULL, 'S'},
-                                         {"garbage", required_argument, NULL, 'g'},
-                                         {"payers", required_argument, NULL, 'P'},
-                                         {"settle-s", required_argument, NULL, 'w'},
-                                         {"seed", required_argument, NULL, 'r'},
-                                         {"no-kafka", no_argument, NULL, 'N'},
-                                         {"bin-dir", required_argument, NULL, 'b'},
-                                         {"db", required_argument, NULL, 'D'},
-                                         {"brokers", required_argument, NULL, 'B'},
-                                         {"json", no_argument, NULL, 'J'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    struct og_error err = {0};
-    long v = 0; /* copied out even when parse_long refused the value */
-    int c, li = -1;
+    static const struct {
+        const char *name;
+        int64_t min, max;
+        size_t offset; /* of an int in struct drill_opts */
+    } ints[] = {
+        {"consumers", 1, DRILL_MAX_CONSUMERS, offsetof(struct drill_opts, consumers)},
+        {"kill-every", 0, 3600, offsetof(struct drill_opts, kill_every_s)},
+        {"lead-ms", 0, 3600000, offsetof(struct drill_opts, lead_ms)},
+        {"jitter-ms", 0, 600000, offsetof(struct drill_opts, jitter_ms)},
+        {"spread-ms", 0, 86400000, offsetof(struct drill_opts, spread_ms)},
+        {"skus", 1, 99, offsetof(struct drill_opts, skus)},
+        {"garbage", 0, 1000, offsetof(struct drill_opts, garbage)},
+        {"payers", 1, 64, offsetof(struct drill_opts, payers)},
+        {"settle-s", 1, 86400, offsetof(struct drill_opts, settle_s)},
+    };
+    static const struct {
+        const char *name;
+        size_t offset; /* of a double in struct drill_opts */
+    } ratios[] = {
+        {"pay-ratio", offsetof(struct drill_opts, pay_ratio)},
+        {"dup-ratio", offsetof(struct drill_opts, dup_ratio)},
+        {"loss-ratio", offsetof(struct drill_opts, loss_ratio)},
+        {"hold-ratio", offsetof(struct drill_opts, hold_ratio)},
+        {"close-ratio", offsetof(struct drill_opts, close_ratio)},
+    };
+    char what[32], *base = (char *)&d->o;
+    const char *v;
+    int64_t n;
 
-    optind = 0; /* GNU getopt: restart scanning for the subcommand's arguments */
-    while ((c = getopt_long(argc, argv, "h", opts, &li)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case 'n':
-            bad = parse_long(optarg, 1, 10000000, &d->o.orders);
-            break;
-        case 'k':
-            bad = parse_long(optarg, 1, DRILL_MAX_CONSUMERS, &v);
-            d->o.consumers = (int)v;
-            break;
-        case 'p':
-            bad = drill_parse_ratio(optarg, &d->o.pay_ratio);
-            break;
-        case 'd':
-            bad = drill_parse_ratio(optarg, &d->o.dup_ratio);
-            break;
-        case 'l':
-            bad = drill_parse_ratio(optarg, &d->o.loss_ratio);
-            break;
-        case 'H':
-            bad = drill_parse_ratio(optarg, &d->o.hold_ratio);
-            break;
-        case 'C':
-            bad = drill_parse_ratio(optarg, &d->o.close_ratio);
-            break;
-        case 'K':
-            bad = parse_long(optarg, 0, 3600, &v);
-            d->o.kill_every_s = (int)v;
-            break;
-        case 'L':
-            bad = parse_long(optarg, 0, 3600000, &v);
-            d->o.lead_ms = (int)v;
-            break;
-        case 'j':
-            bad = parse_long(optarg, 0, 600000, &v);
-            d->o.jitter_ms = (int)v;
-            break;
-        case 's':
-            bad = parse_long(optarg, 0, 86400000, &v);
-            d->o.spread_ms = (int)v;
-            break;
-        case 'S':
-            bad = parse_long(optarg, 1, 99, &v);
-            d->o.skus = (int)v;
-            break;
-        case 'g':
-            bad = parse_long(optarg, 0, 1000, &v);
-            d->o.garbage = (int)v;
-            break;
-        case 'P':
-            bad = parse_long(optarg, 1, 64, &v);
-            d->o.payers = (int)v;
-            break;
-        case 'w':
-            bad = parse_long(optarg, 1, 86400, &v);
-            d->o.settle_s = (int)v;
-            break;
-        case 'r':
-            bad = parse_long(optarg, 1, LONG_MAX, &v);
-            d->o.seed = (uint64_t)v;
-            break;
-        case 'N':
-            d->o.no_kafka = 1;
-            break;
-        case 'b':
-            d->o.bin_dir = optarg;
-            break;
-        case 'D':
-            bad = cfg_set(d->cfg, "database.conninfo", optarg, &err) != OG_OK;
-            break;
-        case 'B':
-            bad = cfg_set(d->cfg, "kafka.brokers", optarg, &err) != OG_OK;
-            break;
-        case 'J':
-            d->o.json = 1;
-            break;
-        case 'h':
-            drill_usage(stdout);
-            return 1;
-        default:
-            drill_usage(stderr);
-            return 2;
-        }
-        if (bad) {
-            fprintf(stderr, "ordergatectl drill: invalid value '%s' for --%s%s%s\n", optarg,
-                    li >= 0 ? opts[li].name : "?", err.msg[0] ? ": " : "", err.msg);
-            return 2;
-        }
+    if ((v = opt_arg(a, "orders")) != NULL) {
+        if (parse_int64("--orders", v, 1, 10000000, &n, err) != OG_OK)
+            return err->status;
+        d->o.orders = (long)n;
     }
-    if (optind < argc) {
-        fprintf(stderr, "ordergatectl drill: unexpected argument '%s'\n", argv[optind]);
-        return 2;
+    if ((v = opt_arg(a, "seed")) != NULL) {
+        if (parse_int64("--seed", v, 1, INT64_MAX, &n, err) != OG_OK)
+            return err->status;
+        d->o.seed = (uint64_t)n;
     }
-    return 0;
+    for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
+        if ((v = opt_arg(a, ints[i].name)) == NULL)
+            continue;
+        snprintf(what, sizeof(what), "--%s", ints[i].name);
+        if (parse_int64(what, v, ints[i].min, ints[i].max, &n, err) != OG_OK)
+            return err->status;
+        *(int *)(base + ints[i].offset) = (int)n;
+    }
+    for (size_t i = 0; i < sizeof(ratios) / sizeof(ratios[0]); i++) {
+        if ((v = opt_arg(a, ratios[i].name)) == NULL)
+            continue;
+        snprintf(what, sizeof(what), "--%s", ratios[i].name);
+        if (drill_parse_ratio(what, v, (double *)(base + ratios[i].offset), err) != OG_OK)
+            return err->status;
+    }
+    d->o.no_kafka = opt_flag(a, "no-kafka");
+    d->o.bin_dir = opt_arg(a, "bin-dir");
+    return OG_OK;
 }
 
 /* Starts the triggers: K consumers, or the repeating scanner without Kafka. */
@@ -1368,7 +1318,8 @@ static int drill_run_scanner_once(struct drill *d)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-int ctl_drill(struct og_config *cfg, int argc, char **argv)
+static enum og_status drill_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
+                                struct og_error *err)
 {
     struct drill d;
     struct db *db = NULL;
@@ -1378,10 +1329,10 @@ int ctl_drill(struct og_config *cfg, int argc, char **argv)
     struct drill_totals totals = {0};
     json_t *lat_c = NULL, *lat_s = NULL;
     int64_t t0;
-    int rc = 1, prc;
+    enum og_status st;
 
     memset(&d, 0, sizeof(d));
-    d.cfg = cfg;
+    d.cfg = &ctl->cfg;
     d.o = (struct drill_opts){.orders = 2000,
                               .consumers = 2,
                               .pay_ratio = 0.5,
@@ -1398,10 +1349,10 @@ int ctl_drill(struct og_config *cfg, int argc, char **argv)
                               .payers = 4,
                               .settle_s = 120,
                               .seed = (uint64_t)clock_wall_ms()};
-    prc = drill_parse(&d, argc, argv);
-    if (prc != 0)
-        return prc == 1 ? 0 : prc;
-    signals_install();
+    if (drill_parse(&d, a, err) != OG_OK)
+        return err->status;
+    /* Until the report exists, a failure has been described on stderr as it happened. */
+    st = og_error_set(err, OG_ERR_INTERNAL, false, "the drill did not complete (see above)");
     t0 = clock_mono_ms();
     d.start_ms = clock_wall_ms();
     /* The reconciliation window opens a second early: clocks of client and
@@ -1420,9 +1371,9 @@ int ctl_drill(struct og_config *cfg, int argc, char **argv)
                                          sizeof(d.consumer_bin)) != 0) ||
         drill_find_bin(&d, "ordergate-scanner", "scanner", d.scanner_bin, sizeof(d.scanner_bin)) !=
             0) {
-        fprintf(stderr, "ordergatectl drill: ordergate-consumer/ordergate-scanner not found beside "
-                        "ordergatectl or on PATH (use --bin-dir)\n");
-        rc = 2;
+        st = og_error_set(err, OG_ERR_CONFIG, false,
+                          "ordergate-consumer/ordergate-scanner not found beside ordergatectl or "
+                          "on PATH (use --bin-dir)");
         goto out;
     }
     db = drill_db(&d, "ordergatectl-drill");
@@ -1464,8 +1415,8 @@ int ctl_drill(struct og_config *cfg, int argc, char **argv)
     }
     drill_wait(&d, db, tids);
     for (int k = 0; k < d.o.consumers && !d.o.no_kafka; k++) {
-        int st = drill_stop_child(d.consumers[k], SIGTERM, 30000);
-        if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        int ws = drill_stop_child(d.consumers[k], SIGTERM, 30000);
+        if (ws == -1 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
             drill_progress(&d, "consumer %d did not stop cleanly on SIGTERM", k);
         d.consumers[k] = 0;
     }
@@ -1492,8 +1443,12 @@ int ctl_drill(struct og_config *cfg, int argc, char **argv)
         goto out;
     lat_c = drill_lateness(db, d.prefix, "timeout_consumer");
     lat_s = drill_lateness(db, d.prefix, "timeout_scanner");
-    drill_report(&d, &totals, lat_c, lat_s, (double)(clock_mono_ms() - t0) / 1000.0);
-    rc = (d.violations + d.ledger_violations) == 0 ? 0 : 1;
+    *result = drill_report(&d, &totals, lat_c, lat_s, (double)(clock_mono_ms() - t0) / 1000.0);
+    if (d.violations + d.ledger_violations == 0)
+        st = OG_OK;
+    else
+        st = og_error_set(err, OG_ERR_INTERNAL, false, "%ld violations: the gate did not hold",
+                          d.violations + d.ledger_violations);
 out:
     for (int k = 0; k < DRILL_MAX_CONSUMERS; k++)
         if (d.consumers[k] > 0)
@@ -1511,5 +1466,22 @@ out:
     free(d.orders);
     free(d.actions);
     db_free(db);
-    return rc;
+    return st;
 }
+
+const struct ctl_command ctl_cmd_drill = {
+    .name = "drill",
+    .usage = "drill [options]",
+    .summary = "race payments against cancellations through the real triggers, then reconcile",
+    .details = "Races payment callbacks against timeout cancellations on one batch of pending\n"
+               "orders through the real consumers and scanner, then reconciles. Exit 0 only\n"
+               "with zero violations, 1 with violations or when the drill could not complete.\n"
+               "The database and the brokers are the global options' (--db, --brokers); --json\n"
+               "prints the report as one JSON object. Progress goes to stderr.\n",
+    .opts = drill_opts,
+    .min_pos = 0,
+    .max_pos = 0,
+    .pos_name = NULL,
+    .run = drill_run,
+    .text = drill_text,
+};

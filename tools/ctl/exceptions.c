@@ -30,13 +30,13 @@ static json_t *exc_cell(const PGresult *res, int row, int col, bool integer)
     return json_string(PQgetvalue(res, row, col));
 }
 
-static enum og_status exc_list_run(struct ctl *ctl, const struct ctl_args *a, json_t **result,
+static enum og_status exc_list_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
                                    struct og_error *err)
 {
     static const char *const cols[] = {"id",           "order_no",    "kind",       "txn_no",
                                        "amount_cents", "resolution",  "state",      "note",
                                        "created_at",   "resolved_at", "resolved_by"};
-    const char *state = ctl_flag(a, "all") ? "all" : "open";
+    const char *state = opt_flag(a, "all") ? "all" : "open";
     int64_t limit = EXC_DEFAULT_LIMIT;
     char limit_s[24];
     const char *params[2];
@@ -45,10 +45,10 @@ static enum og_status exc_list_run(struct ctl *ctl, const struct ctl_args *a, js
     struct db *db;
     enum og_status st;
 
-    if (ctl_flag(a, "all") && ctl_flag(a, "open"))
+    if (opt_flag(a, "all") && opt_flag(a, "open"))
         return og_error_set(err, OG_ERR_ARG, false, "give --open or --all, not both");
-    if (ctl_arg(a, "limit") != NULL) {
-        st = ctl_parse_int64("--limit", ctl_arg(a, "limit"), 1, EXC_MAX_LIMIT, &limit, err);
+    if (opt_arg(a, "limit") != NULL) {
+        st = parse_int64("--limit", opt_arg(a, "limit"), 1, EXC_MAX_LIMIT, &limit, err);
         if (st != OG_OK)
             return st;
     }
@@ -130,11 +130,11 @@ static void exc_list_text(const json_t *r, FILE *out)
             total, what);
 }
 
-static const struct ctl_opt exc_list_opts[] = {
-    {"open", NULL, 0, "only open exceptions (the default)"},
-    {"all", NULL, 0, "open and resolved exceptions"},
-    {"limit", "N", CTL_OPT_ARG, "show at most N, newest first (default 50, at most 10000)"},
-    {NULL, NULL, 0, NULL},
+static const struct opt exc_list_opts[] = {
+    {"open", NULL, 0, "only open exceptions (the default)", NULL, 0, 0},
+    {"all", NULL, 0, "open and resolved exceptions", NULL, 0, 0},
+    {"limit", "N", OPT_ARG, "show at most N, newest first (default 50, at most 10000)", NULL, 0, 0},
+    {NULL, NULL, 0, NULL, NULL, 0, 0},
 };
 
 const struct ctl_command ctl_cmd_exceptions = {
@@ -152,10 +152,10 @@ const struct ctl_command ctl_cmd_exceptions = {
 
 /* ---- resolve ----------------------------------------------------------- */
 
-static enum og_status exc_resolve_run(struct ctl *ctl, const struct ctl_args *a, json_t **result,
+static enum og_status exc_resolve_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
                                       struct og_error *err)
 {
-    const char *note = ctl_arg(a, "note"), *op = ctl_arg(a, "operator");
+    const char *note = opt_arg(a, "note"), *op = opt_arg(a, "operator");
     int64_t id = 0;
     char id_s[24];
     const char *params[3];
@@ -164,7 +164,7 @@ static enum og_status exc_resolve_run(struct ctl *ctl, const struct ctl_args *a,
     struct db *db;
     enum og_status st;
 
-    st = ctl_parse_int64("exception ID", a->pos[0], 1, INT64_MAX, &id, err);
+    st = parse_int64("exception ID", a->pos[0], 1, INT64_MAX, &id, err);
     if (st != OG_OK)
         return st;
     if (op == NULL)
@@ -216,10 +216,11 @@ static void exc_resolve_text(const json_t *r, FILE *out)
     ctl_print_fields(out, r, keys);
 }
 
-static const struct ctl_opt exc_resolve_opts[] = {
-    {"note", "TEXT", CTL_OPT_ARG, "what was done (required; appended to the exception's note)"},
-    {"operator", "NAME", CTL_OPT_ARG, "who resolves it (required)"},
-    {NULL, NULL, 0, NULL},
+static const struct opt exc_resolve_opts[] = {
+    {"note", "TEXT", OPT_ARG, "what was done (required; appended to the exception's note)", NULL, 0,
+     0},
+    {"operator", "NAME", OPT_ARG, "who resolves it (required)", NULL, 0, 0},
+    {NULL, NULL, 0, NULL, NULL, 0, 0},
 };
 
 const struct ctl_command ctl_cmd_exceptions_resolve = {

@@ -10,27 +10,30 @@
 #include "common/signals.h"
 #include "common/version.h"
 #include "tools/ctl/ctl.h"
-#include "tools/ctl/drill.h"
 
-static const struct ctl_opt ctl_global_opts[] = {
-    {"config", "FILE", CTL_OPT_ARG, "libconfig file (every setting optional; see deploy/)"},
-    {"db", "CONNINFO", CTL_OPT_ARG,
-     "PostgreSQL conninfo or URI (else database.conninfo, else PG* environment)"},
-    {"brokers", "HOST:PORT,...", CTL_OPT_ARG, "Kafka bootstrap servers (kafka.brokers)"},
-    {"topics", "A,B", CTL_OPT_ARG, "delay topics, one per level (kafka.topics; used by schedule)"},
-    {"group", "ID", CTL_OPT_ARG, "consumer group (kafka.group; accepted for uniformity)"},
-    {"json", NULL, 0, "print one JSON object per command on stdout"},
-    {"check-config", NULL, 0, "validate the configuration and exit (0 ok, 2 invalid)"},
-    {"version", NULL, 0, "print the version and exit"},
-    {"help", NULL, 0, "print help (for a command: ordergatectl COMMAND --help)"},
-    {NULL, NULL, 0, NULL},
+static const struct opt ctl_global_opts[] = {
+    {"config", "FILE", OPT_ARG, "libconfig file (every setting optional; see deploy/)", NULL, 0, 0},
+    {"db", "CONNINFO", OPT_ARG,
+     "PostgreSQL conninfo or URI (else database.conninfo, else PG* environment)",
+     "database.conninfo", 0, 0},
+    {"brokers", "HOST:PORT,...", OPT_ARG, "Kafka bootstrap servers (kafka.brokers)",
+     "kafka.brokers", 0, 0},
+    {"topics", "A,B", OPT_ARG, "delay topics, one per level (kafka.topics; used by schedule)",
+     "kafka.topics", 0, 0},
+    {"group", "ID", OPT_ARG, "consumer group (kafka.group; accepted for uniformity)", "kafka.group",
+     0, 0},
+    {"json", NULL, 0, "print one JSON object per command on stdout", NULL, 0, 0},
+    {"check-config", NULL, 0, "validate the configuration and exit (0 ok, 2 invalid)", NULL, 0, 0},
+    {"version", NULL, 0, "print the version and exit", NULL, 0, 0},
+    {"help", NULL, 0, "print help (for a command: ordergatectl COMMAND --help)", NULL, 'h', 0},
+    {NULL, NULL, 0, NULL, NULL, 0, 0},
 };
 
 /* The command table, in the order --help lists it. */
 static const struct ctl_command *const ctl_commands[] = {
     &ctl_cmd_migrate,  &ctl_cmd_place,  &ctl_cmd_pay,        &ctl_cmd_hold,
     &ctl_cmd_close,    &ctl_cmd_show,   &ctl_cmd_exceptions, &ctl_cmd_exceptions_resolve,
-    &ctl_cmd_schedule, &ctl_cmd_topics,
+    &ctl_cmd_schedule, &ctl_cmd_topics, &ctl_cmd_drill,
 };
 #define CTL_NCOMMANDS (sizeof(ctl_commands) / sizeof(ctl_commands[0]))
 
@@ -47,9 +50,9 @@ static int ctl_exit_code(enum og_status st)
     }
 }
 
-static void ctl_print_opts(FILE *out, const struct ctl_opt *opts)
+static void ctl_print_opts(FILE *out, const struct opt *opts)
 {
-    for (const struct ctl_opt *o = opts; o->name != NULL; o++) {
+    for (const struct opt *o = opts; o->name != NULL; o++) {
         char left[64];
         snprintf(left, sizeof(left), "--%s%s%s", o->name, o->metavar ? " " : "",
                  o->metavar ? o->metavar : "");
@@ -67,8 +70,6 @@ static void ctl_help_global(FILE *out)
                  "commands:\n");
     for (size_t i = 0; i < CTL_NCOMMANDS; i++)
         fprintf(out, "  %-20s %s\n", ctl_commands[i]->name, ctl_commands[i]->summary);
-    fprintf(out, "  %-20s %s\n", "drill",
-            "race payments against cancellations through the real triggers, then reconcile");
     fprintf(out, "\nglobal options (before or after the command):\n");
     ctl_print_opts(out, ctl_global_opts);
     fprintf(out,
@@ -136,40 +137,14 @@ struct db *ctl_db(struct ctl *ctl, struct og_error *err)
     return ctl->db;
 }
 
-/* Configuration: defaults, then the file, then the environment defaults,
- * then the flags (which win). */
-static enum og_status ctl_config(struct ctl *ctl, const struct ctl_args *a, struct og_error *err)
+/* Configuration: defaults, then the file, then the environment defaults, then the flags
+ * (which win). */
+static enum og_status ctl_config(struct ctl *ctl, const struct opt_args *a, struct og_error *err)
 {
-    static const struct {
-        const char *flag, *setting;
-    } flags[] = {
-        {"db", "database.conninfo"},
-        {"brokers", "kafka.brokers"},
-        {"topics", "kafka.topics"},
-        {"group", "kafka.group"},
-    };
-    const char *path = ctl_arg(a, "config");
-    enum og_status st;
     int level;
 
-    st = cfg_init(&ctl->cfg, err);
-    if (st == OG_OK && path != NULL)
-        st = cfg_load(&ctl->cfg, path, err);
-    if (st == OG_OK)
-        st = cfg_apply_env(&ctl->cfg, err);
-    for (size_t i = 0; st == OG_OK && i < sizeof(flags) / sizeof(flags[0]); i++) {
-        const char *v = ctl_arg(a, flags[i].flag);
-        if (v != NULL) {
-            st = cfg_set(&ctl->cfg, flags[i].setting, v, err);
-            if (st != OG_OK && err != NULL) {
-                char msg[sizeof(err->msg)];
-                snprintf(msg, sizeof(msg), "--%s: %s", flags[i].flag, err->msg);
-                snprintf(err->msg, sizeof(err->msg), "%s", msg);
-            }
-        }
-    }
-    if (st != OG_OK)
-        return st;
+    if (opt_configure(&ctl->cfg, a, err) != OG_OK)
+        return err->status;
     level = log_level_parse(ctl->cfg.log_level);
     log_set_level(level >= 0 ? (enum log_level)level : LOG_LVL_INFO);
     return OG_OK;
@@ -212,7 +187,7 @@ static bool ctl_wants_help(int argc, char **argv)
     return false;
 }
 
-static const struct ctl_opt *ctl_global_find(const char *arg)
+static const struct opt *ctl_global_find(const char *arg)
 {
     const char *name = arg + 2;
     size_t len = strcspn(name, "=");
@@ -223,7 +198,7 @@ static const struct ctl_opt *ctl_global_find(const char *arg)
     } else if (strncmp(arg, "--", 2) != 0) {
         return NULL;
     }
-    for (const struct ctl_opt *o = ctl_global_opts; o->name != NULL; o++)
+    for (const struct opt *o = ctl_global_opts; o->name != NULL; o++)
         if (strlen(o->name) == len && strncmp(o->name, name, len) == 0)
             return o;
     return NULL;
@@ -234,11 +209,13 @@ static const struct ctl_opt *ctl_global_find(const char *arg)
 static void ctl_report_error(const struct ctl *ctl, const char *cmd_name, json_t *result,
                              const struct og_error *err, int code)
 {
-    char hint[96] = "", msg[sizeof(err->msg)];
+    char hint[96] = "", located[sizeof(err->msg) + 300], msg[sizeof(located)];
     size_t len = 0;
 
-    /* One line: libpq's messages carry newlines and tabs. */
-    for (const char *p = err->msg; *p != '\0' && len + 1 < sizeof(msg); p++) {
+    /* Located like every program's errors ("--topics: ...", "FILE:LINE: ..."), on one line:
+     * libpq's messages carry newlines and tabs. */
+    cfg_error_format(&ctl->cfg, err, located, sizeof(located));
+    for (const char *p = located; *p != '\0' && len + 1 < sizeof(msg); p++) {
         if (*p == '\n' || *p == '\t' || *p == '\r') {
             if (len > 0 && msg[len - 1] != ' ')
                 msg[len++] = ' ';
@@ -271,12 +248,12 @@ static void ctl_report_error(const struct ctl *ctl, const char *cmd_name, json_t
 int main(int argc, char **argv)
 {
     struct ctl ctl;
-    struct ctl_args a;
+    struct opt_args a;
     struct og_error err;
     const struct ctl_command *cmd = NULL;
     json_t *result = NULL;
     char **rest = NULL;
-    int nrest = 0, i = 1, code = 0, drill_code = -1;
+    int nrest = 0, i = 1, code = 0;
     enum og_status st = OG_OK;
     bool help = ctl_wants_help(argc, argv);
 
@@ -291,7 +268,7 @@ int main(int argc, char **argv)
 
     /* Options before the command are global ones only. */
     while (i < argc && argv[i][0] == '-' && argv[i][1] != '\0' && strcmp(argv[i], "--") != 0) {
-        const struct ctl_opt *o = ctl_global_find(argv[i]);
+        const struct opt *o = ctl_global_find(argv[i]);
         if (o == NULL) {
             st = og_error_set(&err, OG_ERR_ARG, false,
                               "unknown option '%s' before the command (command options go "
@@ -315,16 +292,6 @@ int main(int argc, char **argv)
             ctl_help_command(stdout, cmd);
         else
             ctl_help_global(stdout);
-        goto out;
-    }
-    if (i < argc && strcmp(argv[i], "drill") == 0) {
-        /* The drill parses its own options and prints its own report; the
-         * global options before it set up the configuration. */
-        st = ctl_args_parse(&a, NULL, ctl_global_opts, i - 1, argv + 1, &err);
-        if (st == OG_OK && ctl_config(&ctl, &a, &err) != OG_OK)
-            st = OG_ERR_CONFIG;
-        if (st == OG_OK)
-            drill_code = ctl_drill(&ctl.cfg, argc - i, argv + i);
         goto out;
     }
     /* Everything but the command words: the options before it and the rest. */
@@ -356,11 +323,11 @@ int main(int argc, char **argv)
             ctl_help_global(stdout);
         goto out;
     }
-    st = ctl_args_parse(&a, cmd != NULL ? cmd->opts : NULL, ctl_global_opts, nrest, rest, &err);
+    st = opt_parse(&a, cmd != NULL ? cmd->opts : NULL, ctl_global_opts, 0, nrest, rest, &err);
     if (st != OG_OK)
         goto out;
-    ctl.json = ctl_flag(&a, "json");
-    if (ctl_flag(&a, "version")) {
+    ctl.json = opt_flag(&a, "json");
+    if (opt_flag(&a, "version")) {
         ctl_version(ctl.json);
         goto out;
     }
@@ -369,8 +336,8 @@ int main(int argc, char **argv)
         st = OG_ERR_CONFIG; /* a bad setting from a flag is a usage error too: exit 2 */
         goto out;
     }
-    if (ctl_flag(&a, "check-config")) {
-        const char *path = ctl_arg(&a, "config");
+    if (opt_flag(&a, "check-config")) {
+        const char *path = opt_arg(&a, "config");
         /* The Kafka settings too (topic names, kafka.properties), without
          * connecting: what the services would refuse at start. */
         st = kafka_check_config(&ctl.cfg, &err);
@@ -415,14 +382,14 @@ int main(int argc, char **argv)
     }
 
 out:
-    code = drill_code >= 0 ? drill_code : ctl_exit_code(st);
+    code = ctl_exit_code(st);
     if (st != OG_OK) {
         if (err.msg[0] == '\0')
             snprintf(err.msg, sizeof(err.msg), "%s", og_status_str(st));
         ctl_report_error(&ctl, cmd != NULL ? cmd->name : NULL, result, &err, code);
     }
     json_decref(result);
-    ctl_args_free(&a);
+    opt_args_free(&a);
     free(rest);
     db_free(ctl.db);
     cfg_free(&ctl.cfg);

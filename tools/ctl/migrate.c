@@ -117,10 +117,10 @@ static bool migrate_is_dir(const char *path)
 /* --schema-dir, then ORDERGATE_SCHEMA_DIR, then the installed copy next to
  * the binary (<prefix>/bin/../share/ordergate/schema), then the source tree
  * the binary was built from. */
-static enum og_status migrate_find_dir(const struct ctl_args *a, char *dir, size_t size,
+static enum og_status migrate_find_dir(const struct opt_args *a, char *dir, size_t size,
                                        struct og_error *err)
 {
-    const char *opt = ctl_arg(a, "schema-dir");
+    const char *opt = opt_arg(a, "schema-dir");
     const char *env = getenv("ORDERGATE_SCHEMA_DIR");
     char exe[PATH_MAX], installed[PATH_MAX + 64] = "";
     ssize_t n;
@@ -609,11 +609,11 @@ static void migrate_notice(void *arg, const char *message)
     log_info("pg_notice", "message=%s", log_quote(q, sizeof(q), copy));
 }
 
-static enum og_status migrate_run(struct ctl *ctl, const struct ctl_args *a, json_t **result,
+static enum og_status migrate_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
                                   struct og_error *err)
 {
     char dir[PATH_MAX];
-    bool dry = ctl_flag(a, "dry-run");
+    bool dry = opt_flag(a, "dry-run");
     json_t *out = NULL;
     struct db *db;
     PGresult *res = NULL;
@@ -739,12 +739,13 @@ static void migrate_text(const json_t *r, FILE *out)
             ctl_json_str(r, "schema_dir"));
 }
 
-static const struct ctl_opt migrate_opts[] = {
-    {"schema-dir", "DIR", CTL_OPT_ARG,
+static const struct opt migrate_opts[] = {
+    {"schema-dir", "DIR", OPT_ARG,
      "schema to apply: migrations/, functions/, upgrade/ (default: $ORDERGATE_SCHEMA_DIR, then "
-     "../share/ordergate/schema next to the binary, then the source tree's schema/)"},
-    {"dry-run", NULL, 0, "list what would be applied; change nothing"},
-    {NULL, NULL, 0, NULL},
+     "../share/ordergate/schema next to the binary, then the source tree's schema/)",
+     NULL, 0, 0},
+    {"dry-run", NULL, 0, "list what would be applied; change nothing", NULL, 0, 0},
+    {NULL, NULL, 0, NULL, NULL, 0, 0},
 };
 
 const struct ctl_command ctl_cmd_migrate = {

@@ -27,7 +27,7 @@ static const struct db_stmt orders_stmt_exception = {
     "ctl_exception_of_txn",
     "SELECT id, kind, resolution, state FROM ordergate.exceptions WHERE txn_no = $1", 1};
 
-static enum og_status orders_check_order_no(const struct ctl_args *a, const char **order_no,
+static enum og_status orders_check_order_no(const struct opt_args *a, const char **order_no,
                                             struct og_error *err)
 {
     *order_no = a->pos[0];
@@ -79,7 +79,7 @@ static enum og_status orders_parse_item(const char *arg, json_t *items, struct o
         if ((unsigned char)sku[i] < 0x20 || sku[i] == ' ')
             return og_error_set(err, OG_ERR_ARG, false,
                                 "--item '%s': SKU contains a blank or control character", arg);
-    if (ctl_parse_int64("qty", colon + 1, 1, INT_MAX, &qty, &inner) != OG_OK)
+    if (parse_int64("qty", colon + 1, 1, INT_MAX, &qty, &inner) != OG_OK)
         return og_error_set(err, OG_ERR_ARG, false,
                             "--item '%s': quantity must be a whole number from 1 to %d", arg,
                             INT_MAX);
@@ -95,19 +95,15 @@ static enum og_status orders_parse_item(const char *arg, json_t *items, struct o
 /* --expire-in: seconds ("600") or a duration ("10m"); 0 = due now. */
 static enum og_status orders_parse_expire_in(const char *s, int64_t *seconds, struct og_error *err)
 {
-    size_t len = strlen(s);
-
-    if (len > 0 && s[len - 1] >= '0' && s[len - 1] <= '9')
-        return ctl_parse_int64("--expire-in", s, 0, ORDERS_MAX_EXPIRE, seconds, err);
-    return ctl_parse_duration("--expire-in", s, seconds, err);
+    return parse_duration("--expire-in", s, 0, ORDERS_MAX_EXPIRE, seconds, err);
 }
 
-static enum og_status place_run(struct ctl *ctl, const struct ctl_args *a, json_t **result,
+static enum og_status place_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
                                 struct og_error *err)
 {
-    const char *order_no, *coupon = ctl_arg(a, "coupon");
-    const char *in = ctl_arg(a, "expire-in"), *at = ctl_arg(a, "expire-at");
-    int nitems = ctl_arg_count(a, "item");
+    const char *order_no, *coupon = opt_arg(a, "coupon");
+    const char *in = opt_arg(a, "expire-in"), *at = opt_arg(a, "expire-at");
+    int nitems = opt_count(a, "item");
     int64_t amount = 0, in_s = 0, at_ms = 0;
     char expire[40] = "", secs[24];
     char *items_json = NULL;
@@ -121,9 +117,9 @@ static enum og_status place_run(struct ctl *ctl, const struct ctl_args *a, json_
     st = orders_check_order_no(a, &order_no, err);
     if (st != OG_OK)
         return st;
-    if (ctl_arg(a, "amount") == NULL)
+    if (opt_arg(a, "amount") == NULL)
         return og_error_set(err, OG_ERR_ARG, false, "--amount CENTS is required");
-    st = ctl_parse_cents("--amount", ctl_arg(a, "amount"), &amount, err);
+    st = ctl_parse_cents("--amount", opt_arg(a, "amount"), &amount, err);
     if (st != OG_OK)
         return st;
     if (nitems == 0)
@@ -147,7 +143,7 @@ static enum og_status place_run(struct ctl *ctl, const struct ctl_args *a, json_
     if (items == NULL)
         return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
     for (int i = 0; i < nitems && st == OG_OK; i++)
-        st = orders_parse_item(ctl_arg_nth(a, "item", i), items, err);
+        st = orders_parse_item(opt_nth(a, "item", i), items, err);
     if (st != OG_OK)
         goto out;
     items_json = json_dumps(items, JSON_COMPACT);
@@ -209,14 +205,14 @@ static void place_text(const json_t *r, FILE *out)
     }
 }
 
-static const struct ctl_opt place_opts[] = {
-    {"amount", "CENTS", CTL_OPT_ARG, "order total in whole cents (> 0)"},
-    {"item", "SKU:QTY", CTL_OPT_ARG | CTL_OPT_REPEAT, "an order line; repeat for more (>= 1)"},
-    {"coupon", "ID", CTL_OPT_ARG, "coupon to lock for the order"},
-    {"expire-in", "SECONDS", CTL_OPT_ARG,
-     "payment window from now on the database clock (600, or 10m)"},
-    {"expire-at", "TIMESTAMP", CTL_OPT_ARG, "payment deadline, RFC 3339 with zone"},
-    {NULL, NULL, 0, NULL},
+static const struct opt place_opts[] = {
+    {"amount", "CENTS", OPT_ARG, "order total in whole cents (> 0)", NULL, 0, 0},
+    {"item", "SKU:QTY", OPT_ARG | OPT_REPEAT, "an order line; repeat for more (>= 1)", NULL, 0, 0},
+    {"coupon", "ID", OPT_ARG, "coupon to lock for the order", NULL, 0, 0},
+    {"expire-in", "SECONDS", OPT_ARG, "payment window from now on the database clock (600, or 10m)",
+     NULL, 0, 0},
+    {"expire-at", "TIMESTAMP", OPT_ARG, "payment deadline, RFC 3339 with zone", NULL, 0, 0},
+    {NULL, NULL, 0, NULL, NULL, 0, 0},
 };
 
 const struct ctl_command ctl_cmd_place = {
@@ -236,11 +232,11 @@ const struct ctl_command ctl_cmd_place = {
 
 /* ---- pay --------------------------------------------------------------- */
 
-static enum og_status pay_run(struct ctl *ctl, const struct ctl_args *a, json_t **result,
+static enum og_status pay_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
                               struct og_error *err)
 {
-    const char *order_no, *txn = ctl_arg(a, "txn");
-    const char *channel = ctl_arg(a, "channel") ? ctl_arg(a, "channel") : "manual";
+    const char *order_no, *txn = opt_arg(a, "txn");
+    const char *channel = opt_arg(a, "channel") ? opt_arg(a, "channel") : "manual";
     struct gate_payment_result pr;
     int64_t amount = 0;
     json_t *out = NULL, *exc = NULL;
@@ -259,9 +255,9 @@ static enum og_status pay_run(struct ctl *ctl, const struct ctl_args *a, json_t 
         return og_error_set(err, OG_ERR_ARG, false,
                             "--txn '%s': 1 to %d characters of A-Z a-z 0-9 . _ : -", txn,
                             GATE_TXN_NO_MAX);
-    if (ctl_arg(a, "amount") == NULL)
+    if (opt_arg(a, "amount") == NULL)
         return og_error_set(err, OG_ERR_ARG, false, "--amount CENTS is required");
-    st = ctl_parse_cents("--amount", ctl_arg(a, "amount"), &amount, err);
+    st = ctl_parse_cents("--amount", opt_arg(a, "amount"), &amount, err);
     if (st != OG_OK)
         return st;
     st = ctl_check_text("--channel", channel, 64, err);
@@ -331,11 +327,11 @@ static void pay_text(const json_t *r, FILE *out)
     json_decref(shown);
 }
 
-static const struct ctl_opt pay_opts[] = {
-    {"txn", "TXN", CTL_OPT_ARG, "the channel's transaction number (idempotency key)"},
-    {"amount", "CENTS", CTL_OPT_ARG, "amount paid in whole cents (> 0)"},
-    {"channel", "NAME", CTL_OPT_ARG, "payment channel, for refunds (default: manual)"},
-    {NULL, NULL, 0, NULL},
+static const struct opt pay_opts[] = {
+    {"txn", "TXN", OPT_ARG, "the channel's transaction number (idempotency key)", NULL, 0, 0},
+    {"amount", "CENTS", OPT_ARG, "amount paid in whole cents (> 0)", NULL, 0, 0},
+    {"channel", "NAME", OPT_ARG, "payment channel, for refunds (default: manual)", NULL, 0, 0},
+    {NULL, NULL, 0, NULL, NULL, 0, 0},
 };
 
 const struct ctl_command ctl_cmd_pay = {
@@ -355,7 +351,7 @@ const struct ctl_command ctl_cmd_pay = {
 
 /* ---- hold -------------------------------------------------------------- */
 
-static enum og_status hold_run(struct ctl *ctl, const struct ctl_args *a, json_t **result,
+static enum og_status hold_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
                                struct og_error *err)
 {
     const char *order_no;
@@ -369,9 +365,9 @@ static enum og_status hold_run(struct ctl *ctl, const struct ctl_args *a, json_t
     st = orders_check_order_no(a, &order_no, err);
     if (st != OG_OK)
         return st;
-    if (ctl_arg(a, "seconds") == NULL)
+    if (opt_arg(a, "seconds") == NULL)
         return og_error_set(err, OG_ERR_ARG, false, "--seconds N is required");
-    st = ctl_parse_int64("--seconds", ctl_arg(a, "seconds"), 1, INT_MAX, &seconds, err);
+    st = parse_int64("--seconds", opt_arg(a, "seconds"), 1, INT_MAX, &seconds, err);
     if (st != OG_OK)
         return st;
     db = ctl_db(ctl, err);
@@ -400,10 +396,11 @@ static void hold_text(const json_t *r, FILE *out)
     ctl_print_fields(out, r, keys);
 }
 
-static const struct ctl_opt hold_opts[] = {
-    {"seconds", "N", CTL_OPT_ARG,
-     "push expire_at to now + N (never earlier, at most the original expiry + max_hold_seconds)"},
-    {NULL, NULL, 0, NULL},
+static const struct opt hold_opts[] = {
+    {"seconds", "N", OPT_ARG,
+     "push expire_at to now + N (never earlier, at most the original expiry + max_hold_seconds)",
+     NULL, 0, 0},
+    {NULL, NULL, 0, NULL, NULL, 0, 0},
 };
 
 const struct ctl_command ctl_cmd_hold = {
@@ -422,10 +419,10 @@ const struct ctl_command ctl_cmd_hold = {
 
 /* ---- close ------------------------------------------------------------- */
 
-static enum og_status close_run(struct ctl *ctl, const struct ctl_args *a, json_t **result,
+static enum og_status close_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
                                 struct og_error *err)
 {
-    const char *order_no, *op = ctl_arg(a, "operator"), *reason = ctl_arg(a, "reason");
+    const char *order_no, *op = opt_arg(a, "operator"), *reason = opt_arg(a, "reason");
     enum gate_outcome outcome;
     enum order_status status;
     json_t *out;
@@ -470,10 +467,11 @@ static void close_text(const json_t *r, FILE *out)
     ctl_print_fields(out, r, keys);
 }
 
-static const struct ctl_opt close_opts[] = {
-    {"operator", "NAME", CTL_OPT_ARG, "who closes the order (required; recorded as the actor)"},
-    {"reason", "TEXT", CTL_OPT_ARG, "why (required; recorded in the status log)"},
-    {NULL, NULL, 0, NULL},
+static const struct opt close_opts[] = {
+    {"operator", "NAME", OPT_ARG, "who closes the order (required; recorded as the actor)", NULL, 0,
+     0},
+    {"reason", "TEXT", OPT_ARG, "why (required; recorded in the status log)", NULL, 0, 0},
+    {NULL, NULL, 0, NULL, NULL, 0, 0},
 };
 
 const struct ctl_command ctl_cmd_close = {

@@ -44,7 +44,7 @@ static int64_t sched_level_of(const char *topic)
     struct og_error ignored;
     int64_t s = -1;
 
-    if (dot == NULL || ctl_parse_duration("level", dot + 1, &s, &ignored) != OG_OK)
+    if (dot == NULL || parse_duration("level", dot + 1, 1, CTL_DURATION_MAX, &s, &ignored) != OG_OK)
         return -1;
     return s;
 }
@@ -192,12 +192,12 @@ static enum og_status sched_produce(rd_kafka_t *rk, const char *topic, const cha
     return OG_OK;
 }
 
-static enum og_status schedule_run(struct ctl *ctl, const struct ctl_args *a, json_t **result,
+static enum og_status schedule_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
                                    struct og_error *err)
 {
     const char *order_no = a->pos[0];
-    const char *due_opt = ctl_arg(a, "due-at"), *level_opt = ctl_arg(a, "delay-level");
-    const char *topic = ctl_arg(a, "topic"), *due_source, *status = NULL;
+    const char *due_opt = opt_arg(a, "due-at"), *level_opt = opt_arg(a, "delay-level");
+    const char *topic = opt_arg(a, "topic"), *due_source, *status = NULL;
     struct sched_level *levels = NULL;
     const struct sched_level *picked = NULL;
     char **names = NULL;
@@ -222,7 +222,7 @@ static enum og_status schedule_run(struct ctl *ctl, const struct ctl_args *a, js
             return st;
     }
     if (level_opt != NULL) {
-        st = ctl_parse_duration("--delay-level", level_opt, &level_s, err);
+        st = parse_duration("--delay-level", level_opt, 1, CTL_DURATION_MAX, &level_s, err);
         if (st != OG_OK)
             return st;
     }
@@ -352,13 +352,14 @@ static void schedule_text(const json_t *r, FILE *out)
     ctl_print_fields(out, r, keys);
 }
 
-static const struct ctl_opt schedule_opts[] = {
-    {"due-at", "TIMESTAMP", CTL_OPT_ARG,
-     "when the cancel is due, RFC 3339 with zone (default: the order's expire_at)"},
-    {"delay-level", "LEVEL", CTL_OPT_ARG,
-     "due LEVEL from now (15m, 30m, ...), on the delay topic of that level"},
-    {"topic", "T", CTL_OPT_ARG, "produce to T instead of the delay topic chosen from kafka.topics"},
-    {NULL, NULL, 0, NULL},
+static const struct opt schedule_opts[] = {
+    {"due-at", "TIMESTAMP", OPT_ARG,
+     "when the cancel is due, RFC 3339 with zone (default: the order's expire_at)", NULL, 0, 0},
+    {"delay-level", "LEVEL", OPT_ARG,
+     "due LEVEL from now (15m, 30m, ...), on the delay topic of that level", NULL, 0, 0},
+    {"topic", "T", OPT_ARG, "produce to T instead of the delay topic chosen from kafka.topics",
+     NULL, 0, 0},
+    {NULL, NULL, 0, NULL, NULL, 0, 0},
 };
 
 const struct ctl_command ctl_cmd_schedule = {

@@ -35,7 +35,7 @@ enum og_status ctl_order_report(struct db *db, const char *order_no, json_t **re
     return st;
 }
 
-static enum og_status show_run(struct ctl *ctl, const struct ctl_args *a, json_t **result,
+static enum og_status show_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
                                struct og_error *err)
 {
     const char *order_no = a->pos[0];

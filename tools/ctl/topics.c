@@ -9,7 +9,7 @@
 #include "common/kafka.h"
 #include "tools/ctl/ctl.h"
 
-static enum og_status topics_run(struct ctl *ctl, const struct ctl_args *a, json_t **result,
+static enum og_status topics_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
                                  struct og_error *err)
 {
     const struct og_config *cfg = &ctl->cfg;
@@ -25,10 +25,10 @@ static enum og_status topics_run(struct ctl *ctl, const struct ctl_args *a, json
     *result = json_object();
     ctl_json_set(*result, "command", json_string("topics"));
     st = kafka_topics_split(cfg->topics, &delay, &ndelay, err);
-    if (st == OG_OK && ctl_arg(a, "partitions") != NULL)
-        st = ctl_parse_int64("--partitions", ctl_arg(a, "partitions"), 1, 10000, &partitions, err);
-    if (st == OG_OK && ctl_arg(a, "replication") != NULL)
-        st = ctl_parse_int64("--replication", ctl_arg(a, "replication"), 1, 32, &replication, err);
+    if (st == OG_OK && opt_arg(a, "partitions") != NULL)
+        st = parse_int64("--partitions", opt_arg(a, "partitions"), 1, 10000, &partitions, err);
+    if (st == OG_OK && opt_arg(a, "replication") != NULL)
+        st = parse_int64("--replication", opt_arg(a, "replication"), 1, 32, &replication, err);
     if (st == OG_OK)
         st = kafka_producer_new(cfg, CTL_PROG, NULL, &rk, err);
     for (size_t i = 0; st == OG_OK && i < ndelay + sizeof(single) / sizeof(single[0]); i++) {
@@ -61,10 +61,11 @@ static void topics_text(const json_t *r, FILE *out)
     }
 }
 
-static const struct ctl_opt topics_opts[] = {
-    {"partitions", "N", CTL_OPT_ARG, "partitions of each new topic (default 4)"},
-    {"replication", "N", CTL_OPT_ARG, "replication factor of each new topic (default: broker's)"},
-    {NULL, NULL, 0, NULL},
+static const struct opt topics_opts[] = {
+    {"partitions", "N", OPT_ARG, "partitions of each new topic (default 4)", NULL, 0, 0},
+    {"replication", "N", OPT_ARG, "replication factor of each new topic (default: broker's)", NULL,
+     0, 0},
+    {NULL, NULL, 0, NULL, NULL, 0, 0},
 };
 
 const struct ctl_command ctl_cmd_topics = {

@@ -1,4 +1,5 @@
-/* The scanner's run log: the C face of schema/004_scanner.sql.
+/* The scanner's run log: the C face of the scanner's migration in schema/
+ * (docs/scanner.md, "The run log: ordergate.scanner_runs").
  *
  * One sweep run is one row of ordergate.scanner_runs: runlog_start() takes
  * the sweep's advisory lock and writes the row ('running'), or writes a

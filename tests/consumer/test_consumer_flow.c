@@ -160,7 +160,7 @@ static void test_flow(void **state)
                          (long long)end);
         }
     }
-    /* due_times (schema/005_consumer.sql) is the service's to call, nobody else's. */
+    /* due_times (the consumer's migration in schema/) is the service's to call, nobody else's. */
     assert_int_equal(ct_scalar(&t, "SELECT has_function_privilege('ordergate_service', "
                                    "'ordergate.due_times(text[])', 'execute')::int"),
                      1);

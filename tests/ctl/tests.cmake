@@ -1,5 +1,5 @@
 # ordergatectl, run as a child process (tools/ordergatectl) against a database of each
-# test's own, copied from the db fixture's template (which applies schema/*.sql, 006 too).
+# test's own, copied from the db fixture's template (which applies schema/*.sql, the ctl's too).
 og_add_test(NAME ctl_db
             SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ctl_db.c ${CMAKE_CURRENT_LIST_DIR}/ctl_run.c
             LABELS db FIXTURES db TIMEOUT 300)

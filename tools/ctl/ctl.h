@@ -3,8 +3,10 @@
  * Layout: main.c parses the global options, loads the configuration and
  * dispatches to one command; args.c is the option parser and the strict
  * value parsers; out.c prints results (text or one JSON object) and errors;
- * one file per group of commands (migrate.c, orders.c, show.c,
- * exceptions.c, schedule.c).
+ * one file per group of commands: migrate.c, orders.c (place, pay, hold,
+ * close), show.c, exceptions.c (exceptions, exceptions resolve), schedule.c,
+ * topics.c; drill.c and drill.h are the drill, which main.c runs with an
+ * option parser of its own.
  *
  * Contract of a command: run() validates every argument before it touches
  * the database or the broker (bad input: OG_ERR_ARG, nothing sent), then

@@ -1,4 +1,5 @@
-/* ordergatectl drill: the seed's acceptance test as a product feature.
+/* ordergatectl drill: the acceptance test (README.md, "The drill") as a
+ * product feature.
  *
  * Timeline of one drill:
  *   1. place N pending orders on a few hot SKUs (coupons on a share), due at
@@ -15,7 +16,8 @@
  *   5. reconcile: the database's invariants (ordergate.reconcile) and the
  *      drill's own ledger of every callback it sent.
  * Without Kafka (--no-kafka) the scanner, repeating every second, is the
- * only trigger: the seed's first tier.
+ * only trigger: the first deployment tier (docs/operations.md, "Choose a
+ * tier").
  *
  * The drill's rows carry a unique prefix and the reconciliation is limited to
  * orders created since the drill began, so it can run on a shared database;

@@ -1,6 +1,7 @@
 /* ordergatectl drill: races payment callbacks against timeout cancellations
  * on one batch of pending orders, through the real consumers and scanner,
- * then reconciles. The seed's acceptance method, shipped as a command. */
+ * then reconciles. The acceptance test of README.md, "The drill", shipped as
+ * a command. */
 #ifndef OG_TOOLS_CTL_DRILL_H
 #define OG_TOOLS_CTL_DRILL_H
 

@@ -1,7 +1,8 @@
 /* ordergatectl exceptions: the follow-up queue of payments that did not win
  * (late, double, mismatched, unknown order), and resolving one with a note.
- * Listing: ordergate.exception_list (schema/006_ctl.sql); resolving:
- * ordergate.resolve_exception (schema/002_gate.sql, role ordergate_admin). */
+ * Listing: ordergate.exception_list (the migration of ordergatectl in
+ * schema/); resolving: ordergate.resolve_exception (schema/README.md,
+ * "Support functions"; role ordergate_admin). */
 #include <inttypes.h>
 #include <libpq-fe.h>
 #include <stdlib.h>

@@ -1,8 +1,9 @@
 /* ordergate-consumer internals, shared by the files of consumer/.
  *
- * One thread runs the consume loop (loop.c): it polls the consumer group,
- * decodes each message (common/codec), asks common/sched whether it is due,
- * and collects due work in a batch (batch.c). A batch is committed in this
+ * consumer.c builds and frees a consumer. One thread runs the consume loop
+ * (loop.c): it polls the consumer group, decodes each message (common/codec),
+ * asks common/sched whether it is due, and collects due work in a batch
+ * (batch.c). A batch is committed in this
  * order, and only in this order, so that a crash at any point loses nothing:
  *   1. claim_cancel for every cancel in the batch, in one statement;
  *   2. claim_payment for every payment result;
@@ -144,12 +145,18 @@ struct consumer {
     struct relay *relay;
 };
 
-/* loop.c */
+/* consumer.c */
 struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err);
+void consumer_free(struct consumer *c);
+
+/* loop.c */
 /* Runs until signals_stop or a fatal error; then shuts down cleanly. Returns
  * 0 on a clean stop, 1 after a fatal (runtime) error. */
 int consumer_run(struct consumer *c);
-void consumer_free(struct consumer *c);
+/* Sets c as the opaque of the group member's configuration and the loop's
+ * callbacks (rebalance, error, offset commit, statistics for broker
+ * reachability). */
+void consumer_loop_conf(struct consumer *c, rd_kafka_conf_t *conf);
 /* Pauses a partition and seeks it back to offset. */
 void consumer_pause_seek(struct consumer *c, const char *topic, int32_t partition, int64_t offset);
 

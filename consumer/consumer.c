@@ -12,7 +12,7 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
 {
     struct consumer *c = calloc(1, sizeof(*c));
     /* The batch has a retry loop of its own that keeps polling Kafka
-     * between attempts (on hold), so each attempt may give up early: at
+     * between attempts (stalled), so each attempt may give up early: at
      * most CONSUMER_DB_ATTEMPTS tries inside one database call, which
      * keeps the loop from blocking for long while PostgreSQL is away. */
     struct db_retry retry = {cfg->db_retry_max < CONSUMER_DB_ATTEMPTS ? cfg->db_retry_max

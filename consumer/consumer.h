@@ -42,7 +42,7 @@
 /* Attempts inside one database call of the consume loop (see consumer_new). */
 #define CONSUMER_DB_ATTEMPTS 3
 /* Longest wait for delivery reports inside one flush; the loop keeps
- * polling (partitions on hold) when they take longer. */
+ * polling (partitions stalled) when they take longer. */
 #define CONSUMER_DELIVERY_WAIT_MS 2000
 /* Dead letters keep a copy of the bad message until acknowledged: values
  * and keys are cut to these sizes in the dead-letter topic (the original
@@ -117,7 +117,7 @@ struct consumer_metrics {
     struct metric *payments[GATE_OUTCOME_COUNT];
     struct metric *db_errors, *kafka_errors, *rebalances, *batches, *offsets_stored;
     struct metric *batch_size, *lateness, *db_seconds;
-    struct metric *paused, *due_pending, *hold;
+    struct metric *paused, *due_pending, *stalled;
     struct metric *outbox_backlog, *outbox_published, *outbox_errors;
 };
 
@@ -136,8 +136,8 @@ struct consumer {
     char **topics;                /* subscribed: the delay topics, then the payments topic */
     size_t ntopics;
     bool has_payments;   /* the last of topics is kafka.payments_topic */
-    bool hold;           /* the batch could not commit: every partition is paused */
-    int64_t retry_at_ms; /* monotonic; next flush attempt while on hold */
+    bool stalled;        /* the batch could not commit: every partition is paused */
+    int64_t retry_at_ms; /* monotonic; next flush attempt while stalled */
     int attempts;        /* consecutive failed flushes (backoff) */
     bool db_ok, kafka_ok, fatal;
     int64_t next_gauges_ms, next_stats_ms;

@@ -1,5 +1,5 @@
 /* The consume loop: group membership, per-message decisions, pause/seek/
- * resume, batching, holds during outages, and the shutdown sequence. */
+ * resume, batching, stalls during outages, and the shutdown sequence. */
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -120,32 +120,32 @@ static void loop_resume_due(struct consumer *c, int64_t now_wall)
 }
 
 /* The batch cannot commit: stop fetching everywhere, keep polling. */
-static void loop_hold(struct consumer *c)
+static void loop_stall(struct consumer *c)
 {
     rd_kafka_topic_partition_list_t *list;
 
-    if (c->hold)
+    if (c->stalled)
         return;
     list = rd_kafka_topic_partition_list_new(8);
-    sched_hold_begin(c->sched, loop_add_tp, list);
+    sched_stall_begin(c->sched, loop_add_tp, list);
     if (list->cnt > 0)
         rd_kafka_pause_partitions(c->rk, list);
-    c->hold = true;
-    metric_set(c->m.hold, 1);
-    log_warn("hold_begin", "batch=%zu paused=%d", c->batch.n, list->cnt);
+    c->stalled = true;
+    metric_set(c->m.stalled, 1);
+    log_warn("stall_begin", "batch=%zu paused=%d", c->batch.n, list->cnt);
     rd_kafka_topic_partition_list_destroy(list);
 }
 
-static void loop_release(struct consumer *c)
+static void loop_unstall(struct consumer *c)
 {
-    if (!c->hold)
+    if (!c->stalled)
         return;
-    sched_hold_end(c->sched);
-    c->hold = false;
-    metric_set(c->m.hold, 0);
-    log_info("hold_end", "after_attempts=%d", c->attempts);
+    sched_stall_end(c->sched);
+    c->stalled = false;
+    metric_set(c->m.stalled, 0);
+    log_info("stall_end", "after_attempts=%d", c->attempts);
     c->attempts = 0;
-    /* The held partitions resume on the next turn (loop_resume_due). */
+    /* The stalled partitions resume on the next turn (loop_resume_due). */
 }
 
 static void loop_flush(struct consumer *c)
@@ -155,11 +155,11 @@ static void loop_flush(struct consumer *c)
 
     switch (r) {
     case FLUSH_DONE:
-        loop_release(c);
+        loop_unstall(c);
         c->attempts = 0;
         break;
     case FLUSH_WAIT:
-        loop_hold(c);
+        loop_stall(c);
         c->retry_at_ms = now + 50;
         break;
     case FLUSH_RETRY: {
@@ -169,7 +169,7 @@ static void loop_flush(struct consumer *c)
         if (backoff > c->cfg->db_retry_cap_ms)
             backoff = c->cfg->db_retry_cap_ms;
         c->attempts++;
-        loop_hold(c);
+        loop_stall(c);
         c->retry_at_ms = now + backoff;
         log_warn("batch_retry", "attempt=%d backoff_ms=%ld batch=%zu", c->attempts, backoff,
                  c->batch.n);
@@ -202,7 +202,7 @@ static void loop_assign(struct consumer *c, rd_kafka_topic_partition_list_t *par
                   error ? rd_kafka_error_string(error) : rd_kafka_err2str(rerr));
         rd_kafka_error_destroy(error);
     }
-    /* On hold: new partitions wait with the others. */
+    /* Stalled: new partitions wait with the others. */
     if (pause->cnt > 0)
         rd_kafka_pause_partitions(c->rk, pause);
     rd_kafka_topic_partition_list_destroy(pause);
@@ -222,9 +222,9 @@ static void loop_revoke(struct consumer *c, rd_kafka_topic_partition_list_t *par
         ours = batch_has(&c->batch, parts->elems[i].topic, parts->elems[i].partition);
     /* Finish the batch while the partitions are still ours, so their
      * offsets are stored and committed by the unassign. Not when they are
-     * already lost, nor on hold (the database is down: don't block the
+     * already lost, nor stalled (the database is down: don't block the
      * group's rebalance on it). */
-    if (ours && !lost && !c->hold) {
+    if (ours && !lost && !c->stalled) {
         enum flush_result r = batch_flush(c, 5000);
         if (r == FLUSH_DONE)
             c->attempts = 0;
@@ -413,9 +413,9 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
     verdict = sched_offer(c->sched, topic, m->partition, m->offset, due, now);
     if (verdict == SCHED_DUE && batch_full(&c->batch)) {
         /* Never more than batch_size in hand: commit first. If that fails
-         * we are on hold and the message waits in Kafka like the rest. */
+         * we are stalled and the message waits in Kafka like the rest. */
         loop_flush(c);
-        if (c->hold)
+        if (c->stalled)
             verdict = sched_offer(c->sched, topic, m->partition, m->offset, due, now);
     }
     switch (verdict) {
@@ -484,14 +484,14 @@ static void loop_periodic(struct consumer *c, int64_t now)
         log_info("stats",
                  "cancelled=%.0f already_cancelled=%.0f already_paid=%.0f not_due=%.0f "
                  "not_found=%.0f dead_lettered=%.0f rescheduled=%.0f deferred=%.0f dropped=%.0f "
-                 "paused=%zu assigned=%zu hold=%d db_ok=%d kafka_ok=%d",
+                 "paused=%zu assigned=%zu stalled=%d db_ok=%d kafka_ok=%d",
                  metric_value(c->m.claims[GATE_CANCELLED]),
                  metric_value(c->m.claims[GATE_ALREADY_CANCELLED]),
                  metric_value(c->m.claims[GATE_ALREADY_PAID]),
                  metric_value(c->m.claims[GATE_NOT_DUE]), metric_value(c->m.claims[GATE_NOT_FOUND]),
                  metric_value(c->m.dead_lettered), metric_value(c->m.rescheduled),
                  metric_value(c->m.deferred), metric_value(c->m.dropped),
-                 sched_paused_count(c->sched), sched_assigned_count(c->sched), c->hold, c->db_ok,
+                 sched_paused_count(c->sched), sched_assigned_count(c->sched), c->stalled, c->db_ok,
                  c->kafka_ok);
     }
 }
@@ -501,7 +501,7 @@ static int loop_timeout(struct consumer *c, int64_t now, int64_t now_wall)
     int64_t t = c->cfg->poll_ms;
     int64_t next = sched_next_resume(c->sched);
 
-    if (c->hold) {
+    if (c->stalled) {
         if (c->retry_at_ms - now < t)
             t = c->retry_at_ms - now;
     } else if (c->batch.n > 0) {
@@ -562,7 +562,7 @@ static void loop_shutdown(struct consumer *c)
         if (batch_flush(c, 1000) == FLUSH_DONE)
             break;
         /* Fetch nothing more; keep serving the group while we wait. */
-        loop_hold(c);
+        loop_stall(c);
         rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, 100);
         if (m != NULL) {
             loop_message(c, m);
@@ -610,7 +610,7 @@ int consumer_run(struct consumer *c)
         int64_t now_wall = clock_wall_ms();
         rd_kafka_message_t *m;
 
-        if (!c->hold)
+        if (!c->stalled)
             loop_resume_due(c, now_wall);
         m = rd_kafka_consumer_poll(c->rk, loop_timeout(c, now, now_wall));
         if (m != NULL) {
@@ -620,7 +620,7 @@ int consumer_run(struct consumer *c)
         /* Delivery reports of re-schedules and dead letters, producer errors. */
         rd_kafka_poll(c->producer, 0);
         now = clock_mono_ms();
-        if (c->hold) {
+        if (c->stalled) {
             if (now >= c->retry_at_ms)
                 loop_flush(c);
         } else if (c->batch.n > 0 &&

@@ -1446,6 +1446,14 @@ int ctl_drill(struct og_config *cfg, int argc, char **argv)
             drill_create_topic(producer, d.topic, d.o.consumers > 2 ? 2 * d.o.consumers : 4) != 0 ||
             drill_create_topic(producer, d.dlq_topic, 1) != 0)
             goto out;
+        /* The consumers' outbox relay publishes to these (drill_write_config). */
+        static const char *const outbox_kinds[] = {"events", "refunds", "alerts"};
+        for (int k = 0; k < 3; k++) {
+            char name[sizeof(d.topic) + 16];
+            snprintf(name, sizeof(name), "%s.%s", d.topic, outbox_kinds[k]);
+            if (drill_create_topic(producer, name, 1) != 0)
+                goto out;
+        }
     }
     /* T is fixed now that placement is done; everything after is relative. */
     d.t_ms = clock_wall_ms() + d.o.lead_ms;

@@ -1,4 +1,5 @@
-/* The message contract of SPEC section 4: versioned JSON values on Kafka.
+/* The message contract (README.md, "The message contract (Kafka)"; details
+ * in docs/consumer.md): versioned JSON values on Kafka.
  *
  * Delayed cancel message (delay topics, key = order number):
  *   {"v":1,"order_no":"A-1001","due_at":"2026-11-30T16:00:00.000Z"}

@@ -25,7 +25,7 @@ static const char *const gate_outcome_words[GATE_OUTCOME_COUNT] = {
     [GATE_COUPON_UNAVAILABLE] = "coupon_unavailable",
 };
 
-/* Statements: each calls one gate function of schema/002_gate.sql. */
+/* Statements: each calls one gate function (schema/README.md, "The gate"). */
 static const struct db_stmt gate_stmt_cancel = {
     "og_claim_cancel",
     "SELECT order_no, outcome, status FROM ordergate.claim_cancel($1::text[], $2)", 2};
@@ -124,7 +124,8 @@ int gate_txn_no_valid(const char *s, size_t len)
 }
 
 /* Length in characters of a UTF-8 string (what the schema's length()
- * counts), or -1 when it is not valid UTF-8 at the byte level we check. */
+ * counts): the bytes that are not continuation bytes. It does not validate
+ * the encoding (the database refuses invalid UTF-8 itself) and never fails. */
 static long gate_utf8_chars(const char *s)
 {
     long n = 0;

@@ -4,7 +4,8 @@
  * wins (one conditional update) and does the side effects in the same
  * transaction. The client validates arguments before sending them (a clear
  * OG_ERR_ARG, nothing sent), maps outcome words to an enum, and lets db_call()
- * retry transient failures. Outcome words are the contract of SPEC section 3. */
+ * retry transient failures. Outcome words are the contract of schema/README.md,
+ * "The gate" (one table per function). */
 #ifndef OG_COMMON_GATE_H
 #define OG_COMMON_GATE_H
 
@@ -14,8 +15,9 @@
 #include "common/db.h"
 #include "common/error.h"
 
-/* Bounds shared with the CHECKs of schema/002_gate.sql: the client refuses
- * beyond them (OG_ERR_ARG, nothing sent) instead of a round trip for 22023. */
+/* Bounds shared with the argument checks of the gate functions (schema/README.md,
+ * "The gate" and "Errors (SQLSTATE)": 22023): the client refuses beyond them
+ * (OG_ERR_ARG, nothing sent) instead of a round trip for 22023. */
 #define GATE_ORDER_NO_MAX 64
 #define GATE_TXN_NO_MAX   128
 #define GATE_BATCH_MAX    10000

@@ -21,31 +21,31 @@ struct metric;
 /* Registers a metric. `labels` is a fixed label set in Prometheus syntax
  * without braces (e.g. "outcome=\"cancelled\""), or NULL. Metrics with the
  * same name and different labels share HELP/TYPE lines. Histogram buckets
- * are upper bounds in ascending order (seconds or plain numbers). Returns
- * NULL when out of memory. Register at startup, before serving. */
+ * are upper bounds in ascending order (seconds or plain numbers). Register at
+ * startup, before serving. Registering the same name and labels twice returns
+ * the first metric; the same name with another kind, an invalid name, label
+ * set or bucket list returns NULL, and so does running out of memory. */
 struct metric *metric_register(const char *name, const char *help, enum metric_kind kind,
                                const char *labels, const double *buckets, size_t nbuckets);
-void metric_inc(struct metric *m, double v);
-void metric_set(struct metric *m, double v);
-void metric_observe(struct metric *m, double v);
-double metric_value(const struct metric *m);
+
 /* Update contract: every update is lock-free and safe from any thread; a NULL
  * metric is ignored (so a failed registration never crashes the hot path).
  * metric_inc adds to a counter or gauge (a counter ignores negative steps);
  * metric_set sets a counter or gauge (counters only for values mirrored from
  * elsewhere); metric_observe feeds a histogram (upper bounds inclusive). NaN
- * is ignored everywhere but metric_set. metric_value is the current value of
- * a counter or gauge, or the observation count of a histogram. Registering
- * the same name and labels twice returns the first metric; the same name with
- * another kind, an invalid name, label set or bucket list returns NULL. */
+ * is ignored everywhere but metric_set. */
+void metric_inc(struct metric *m, double v);
+void metric_set(struct metric *m, double v);
+void metric_observe(struct metric *m, double v);
+/* The current value of a counter or gauge, or the observation count of a
+ * histogram. */
+double metric_value(const struct metric *m);
 /* Sum of the observations of a histogram (0 for other kinds). */
 double metric_sum(const struct metric *m);
 
-/* Renders every registered metric. Returns the bytes written (<size) or the
- * size needed when buf is too small, like snprintf. */
-/* (That is: the return value is the full text length without the NUL; when it
- * is >= size the text was cut, and size return+1 holds it. buf may be NULL
- * with size 0 to measure.) */
+/* Renders every registered metric, like snprintf: returns the full text
+ * length without the NUL; when it is >= size the text was cut, and a buffer
+ * of return + 1 bytes holds it. buf may be NULL with size 0 to measure. */
 size_t metrics_render(char *buf, size_t size);
 /* Writes the registry to a textfile atomically (write temp, rename). */
 enum og_status metrics_write_textfile(const char *path, struct og_error *err);
@@ -55,14 +55,14 @@ enum og_status metrics_write_textfile(const char *path, struct og_error *err);
  * ready. /healthz answers 200 "ok\n" or 503; /readyz 200 "ready\n" or 503. */
 void metrics_set_health(int live, int ready);
 
-/* Serves /metrics, /healthz, /readyz on "ADDR:PORT" in a background thread. */
-enum og_status metrics_http_start(const char *listen, struct og_error *err);
-void metrics_http_stop(void);
-/* ADDR is an IPv4 literal, a host name, "[IPv6]", or empty or "*" for every
+/* Serves /metrics, /healthz, /readyz on "ADDR:PORT" in a background thread.
+ * ADDR is an IPv4 literal, a host name, "[IPv6]", or empty or "*" for every
  * IPv4 interface; PORT 0 picks a free port (tests). An empty listen string
  * starts nothing and returns OG_OK (endpoint disabled). GET and HEAD only
  * (405 otherwise), 404 for other paths; /metrics is served with Content-Type
  * "text/plain; version=0.0.4". Only one server per process. */
+enum og_status metrics_http_start(const char *listen, struct og_error *err);
+void metrics_http_stop(void);
 /* The TCP port the server is bound to, or 0 when it is not running. */
 int metrics_http_port(void);
 /* Drops every registered metric (tests): pointers from metric_register become

@@ -7,7 +7,7 @@ struct sched_part {
     char *topic;
     int32_t partition;
     bool paused;         /* paused by us */
-    int64_t resume_at;   /* wall ms; 0 = as soon as no hold is active */
+    int64_t resume_at;   /* wall ms; 0 = as soon as no stall is active */
     int64_t seek_offset; /* where we sought the partition to, -1 when we did not seek */
 };
 
@@ -15,7 +15,7 @@ struct sched {
     struct sched_part *parts;
     size_t n, cap;
     size_t last; /* index of the last hit: messages arrive in runs per partition */
-    bool hold;
+    bool stalled;
     int64_t min_pause_ms;
 };
 
@@ -54,7 +54,7 @@ static struct sched_part *sched_find(struct sched *s, const char *topic, int32_t
 
 static void sched_reset(struct sched *s, struct sched_part *p)
 {
-    p->paused = s->hold;
+    p->paused = s->stalled;
     p->resume_at = 0;
     p->seek_offset = -1;
 }
@@ -121,16 +121,16 @@ enum sched_verdict sched_offer(struct sched *s, const char *topic, int32_t parti
     if (p->paused) {
         /* We are waiting on this partition already. A message at or after
          * the offset we sought to is a prefetched copy: it comes back after
-         * the resume. One before it (or when we did not seek: a hold pause)
+         * the resume. One before it (or when we did not seek: a stall pause)
          * would be skipped by the resume, so seek back to it. */
         if (p->seek_offset >= 0 && offset >= p->seek_offset)
             return SCHED_DROP;
         p->seek_offset = offset;
-        if (!s->hold && p->resume_at != 0 && due_ms < p->resume_at)
+        if (!s->stalled && p->resume_at != 0 && due_ms < p->resume_at)
             p->resume_at = due_ms < now_ms ? now_ms : due_ms;
         return SCHED_PAUSE;
     }
-    if (s->hold) {
+    if (s->stalled) {
         p->paused = true;
         p->resume_at = 0;
         p->seek_offset = offset;
@@ -148,7 +148,7 @@ size_t sched_take_resumable(struct sched *s, int64_t now_ms, sched_visit_fn fn, 
 {
     size_t n = 0;
 
-    if (s->hold)
+    if (s->stalled)
         return 0;
     for (size_t i = 0; i < s->n; i++) {
         struct sched_part *p = &s->parts[i];
@@ -165,11 +165,11 @@ size_t sched_take_resumable(struct sched *s, int64_t now_ms, sched_visit_fn fn, 
     return n;
 }
 
-size_t sched_hold_begin(struct sched *s, sched_visit_fn fn, void *arg)
+size_t sched_stall_begin(struct sched *s, sched_visit_fn fn, void *arg)
 {
     size_t n = 0;
 
-    s->hold = true;
+    s->stalled = true;
     for (size_t i = 0; i < s->n; i++) {
         struct sched_part *p = &s->parts[i];
         if (!p->paused) {
@@ -184,21 +184,21 @@ size_t sched_hold_begin(struct sched *s, sched_visit_fn fn, void *arg)
     return n;
 }
 
-void sched_hold_end(struct sched *s)
+void sched_stall_end(struct sched *s)
 {
-    s->hold = false;
+    s->stalled = false;
 }
 
-bool sched_on_hold(const struct sched *s)
+bool sched_stalled(const struct sched *s)
 {
-    return s->hold;
+    return s->stalled;
 }
 
 int64_t sched_next_resume(const struct sched *s)
 {
     int64_t next = SCHED_NEVER;
 
-    if (s->hold)
+    if (s->stalled)
         return SCHED_NEVER;
     for (size_t i = 0; i < s->n; i++)
         if (s->parts[i].paused && s->parts[i].resume_at < next)

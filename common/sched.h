@@ -15,9 +15,9 @@
  *     offset), or SCHED_DROP (a copy fetched before the pause took effect;
  *     it will be fetched again after the seek, so it is dropped unprocessed);
  *   - sched_take_resumable() at every loop turn: resume these partitions;
- *   - sched_hold_begin()/sched_hold_end(): while a batch cannot be committed
- *     (database down), every assigned partition is paused, and nothing is
- *     resumed until the hold ends;
+ *   - sched_stall_begin()/sched_stall_end(): while a batch cannot be
+ *     committed (database down) the consumer stalls: every assigned partition
+ *     is paused, and nothing is resumed until the stall ends;
  *   - sched_assign()/sched_revoke() from the rebalance callback: the state
  *     of those partitions starts afresh; revoke reports whether we had the
  *     partition paused, so the caller resumes it before giving it up
@@ -36,7 +36,7 @@
 #include <stdint.h>
 
 /* due_ms for messages that have no due time (payments, undecodable ones):
- * they are due at once unless their partition is paused or on hold. */
+ * they are due at once unless their partition is paused or stalled. */
 #define SCHED_ALWAYS_DUE INT64_MIN
 /* sched_next_resume() when nothing is waiting. */
 #define SCHED_NEVER INT64_MAX
@@ -52,7 +52,7 @@ struct sched;
 
 /* Called once per partition by the functions that hand partitions back.
  * offset: where we sought the partition to when pausing it (its next
- * message), -1 when we did not seek (a hold pause). */
+ * message), -1 when we did not seek (a stall pause). */
 typedef void (*sched_visit_fn)(void *arg, const char *topic, int32_t partition, int64_t offset);
 
 /* min_pause_ms: a partition paused for a due time stays paused at least
@@ -66,7 +66,7 @@ struct sched *sched_new(int64_t min_pause_ms);
 void sched_free(struct sched *s);
 
 /* A partition was assigned: its state starts afresh. Returns true when the
- * caller must pause it right away (a hold is active). Returns false, and
+ * caller must pause it right away (a stall is active). Returns false, and
  * records nothing, when out of memory (the partition then simply runs). */
 bool sched_assign(struct sched *s, const char *topic, int32_t partition);
 /* A partition was revoked or lost: its state is forgotten. Returns true when
@@ -74,22 +74,22 @@ bool sched_assign(struct sched *s, const char *topic, int32_t partition);
 bool sched_revoke(struct sched *s, const char *topic, int32_t partition);
 
 /* The decision for one polled message (see above). On SCHED_PAUSE the
- * partition is recorded as paused until due_ms (or until the hold ends). */
+ * partition is recorded as paused until due_ms (or until the stall ends). */
 enum sched_verdict sched_offer(struct sched *s, const char *topic, int32_t partition,
                                int64_t offset, int64_t due_ms, int64_t now_ms);
 
 /* Hands back (and marks running) every partition we paused whose resume
- * time is <= now_ms; none while a hold is active. Returns how many. */
+ * time is <= now_ms; none while a stall is active. Returns how many. */
 size_t sched_take_resumable(struct sched *s, int64_t now_ms, sched_visit_fn fn, void *arg);
 
-/* Starts a hold: hands back every assigned partition that is not paused yet
- * (the caller pauses them); they resume when the hold ends. Partitions that
+/* Starts a stall: hands back every assigned partition that is not paused yet
+ * (the caller pauses them); they resume when the stall ends. Partitions that
  * wait for a due time keep waiting for it. Idempotent. Returns how many. */
-size_t sched_hold_begin(struct sched *s, sched_visit_fn fn, void *arg);
-void sched_hold_end(struct sched *s);
-bool sched_on_hold(const struct sched *s);
+size_t sched_stall_begin(struct sched *s, sched_visit_fn fn, void *arg);
+void sched_stall_end(struct sched *s);
+bool sched_stalled(const struct sched *s);
 
-/* The earliest resume time, SCHED_NEVER when nothing waits or on hold. */
+/* The earliest resume time, SCHED_NEVER when nothing waits or stalled. */
 int64_t sched_next_resume(const struct sched *s);
 size_t sched_paused_count(const struct sched *s);
 size_t sched_assigned_count(const struct sched *s);

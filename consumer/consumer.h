@@ -1,8 +1,9 @@
 /* ordergate-consumer internals, shared by the files of consumer/.
  *
- * One thread runs the consume loop (loop.c): it polls the consumer group,
- * decodes each message (common/codec), asks common/sched whether it is due,
- * and collects due work in a batch (batch.c). A batch is committed in this
+ * consumer.c builds and frees a consumer. One thread runs the consume loop
+ * (loop.c): it polls the consumer group, decodes each message (common/codec),
+ * asks common/sched whether it is due, and collects due work in a batch
+ * (batch.c). A batch is committed in this
  * order, and only in this order, so that a crash at any point loses nothing:
  *   1. claim_cancel for every cancel in the batch, in one statement;
  *   2. claim_payment for every payment result;
@@ -41,7 +42,7 @@
 /* Attempts inside one database call of the consume loop (see consumer_new). */
 #define CONSUMER_DB_ATTEMPTS 3
 /* Longest wait for delivery reports inside one flush; the loop keeps
- * polling (partitions on hold) when they take longer. */
+ * polling (partitions stalled) when they take longer. */
 #define CONSUMER_DELIVERY_WAIT_MS 2000
 /* Dead letters keep a copy of the bad message until acknowledged: values
  * and keys are cut to these sizes in the dead-letter topic (the original
@@ -116,7 +117,7 @@ struct consumer_metrics {
     struct metric *payments[GATE_OUTCOME_COUNT];
     struct metric *db_errors, *kafka_errors, *rebalances, *batches, *offsets_stored;
     struct metric *batch_size, *lateness, *db_seconds;
-    struct metric *paused, *due_pending, *hold;
+    struct metric *paused, *due_pending, *stalled;
     struct metric *outbox_backlog, *outbox_published, *outbox_errors;
 };
 
@@ -135,8 +136,8 @@ struct consumer {
     char **topics;                /* subscribed: the delay topics, then the payments topic */
     size_t ntopics;
     bool has_payments;   /* the last of topics is kafka.payments_topic */
-    bool hold;           /* the batch could not commit: every partition is paused */
-    int64_t retry_at_ms; /* monotonic; next flush attempt while on hold */
+    bool stalled;        /* the batch could not commit: every partition is paused */
+    int64_t retry_at_ms; /* monotonic; next flush attempt while stalled */
     int attempts;        /* consecutive failed flushes (backoff) */
     bool db_ok, kafka_ok, fatal;
     int64_t next_gauges_ms, next_stats_ms;
@@ -144,12 +145,18 @@ struct consumer {
     struct relay *relay;
 };
 
-/* loop.c */
+/* consumer.c */
 struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err);
+void consumer_free(struct consumer *c);
+
+/* loop.c */
 /* Runs until signals_stop or a fatal error; then shuts down cleanly. Returns
  * 0 on a clean stop, 1 after a fatal (runtime) error. */
 int consumer_run(struct consumer *c);
-void consumer_free(struct consumer *c);
+/* Sets c as the opaque of the group member's configuration and the loop's
+ * callbacks (rebalance, error, offset commit, statistics for broker
+ * reachability). */
+void consumer_loop_conf(struct consumer *c, rd_kafka_conf_t *conf);
 /* Pauses a partition and seeks it back to offset. */
 void consumer_pause_seek(struct consumer *c, const char *topic, int32_t partition, int64_t offset);
 

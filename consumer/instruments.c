@@ -28,79 +28,83 @@ void consumer_metrics_register(struct consumer_metrics *m, char *const *topics, 
     /* Topic names are [A-Za-z0-9._-]: nothing to escape in a label value. */
     for (size_t i = 0; i < ntopics && i < CONSUMER_TOPICS_MAX; i++) {
         snprintf(labels, sizeof(labels), "topic=\"%s\"", topics[i]);
-        m->consumed[i] = metric_register("ordergate_messages_consumed_total",
+        m->consumed[i] = metric_register("ordergate_consumer_messages_consumed_total",
                                          "Messages received from Kafka, before any decision",
                                          METRIC_COUNTER, labels, NULL, 0);
     }
     m->deferred =
-        metric_register("ordergate_messages_deferred_total",
+        metric_register("ordergate_consumer_messages_deferred_total",
                         "Messages not due yet: their partition was paused and sought back to them",
                         METRIC_COUNTER, NULL, NULL, 0);
     m->dropped = metric_register(
-        "ordergate_messages_dropped_total",
+        "ordergate_consumer_messages_dropped_total",
         "Prefetched messages of a paused partition, dropped unprocessed (fetched again later)",
         METRIC_COUNTER, NULL, NULL, 0);
-    m->dead_lettered = metric_register("ordergate_dead_lettered_total",
+    m->dead_lettered = metric_register("ordergate_consumer_dead_lettered_total",
                                        "Undecodable or rejected messages acknowledged by the "
                                        "dead-letter topic",
                                        METRIC_COUNTER, NULL, NULL, 0);
-    m->rescheduled = metric_register("ordergate_rescheduled_total",
+    m->rescheduled = metric_register("ordergate_consumer_rescheduled_total",
                                      "New delayed messages for orders whose expire_at moved "
                                      "(claim outcome not_due), acknowledged",
                                      METRIC_COUNTER, NULL, NULL, 0);
     for (size_t i = 0; i < N(cancel_outcomes); i++) {
         snprintf(labels, sizeof(labels), "outcome=\"%s\"", gate_outcome_str(cancel_outcomes[i]));
         m->claims[cancel_outcomes[i]] =
-            metric_register("ordergate_claims_total",
+            metric_register("ordergate_consumer_claims_total",
                             "claim_cancel results by outcome (one per distinct order of a batch)",
                             METRIC_COUNTER, labels, NULL, 0);
     }
     for (size_t i = 0; i < N(payment_outcomes); i++) {
         snprintf(labels, sizeof(labels), "outcome=\"%s\"", gate_outcome_str(payment_outcomes[i]));
-        m->payments[payment_outcomes[i]] = metric_register(
-            "ordergate_payments_total", "Payment results applied with claim_payment, by outcome",
-            METRIC_COUNTER, labels, NULL, 0);
+        m->payments[payment_outcomes[i]] =
+            metric_register("ordergate_consumer_payments_total",
+                            "Payment results applied with claim_payment, by outcome",
+                            METRIC_COUNTER, labels, NULL, 0);
     }
-    m->db_errors = metric_register("ordergate_db_errors_total",
+    m->db_errors = metric_register("ordergate_consumer_db_errors_total",
                                    "Batch steps that failed in the database (retried)",
                                    METRIC_COUNTER, NULL, NULL, 0);
     m->kafka_errors =
-        metric_register("ordergate_kafka_errors_total", "Errors reported by the Kafka clients",
-                        METRIC_COUNTER, NULL, NULL, 0);
+        metric_register("ordergate_consumer_kafka_errors_total",
+                        "Errors reported by the Kafka clients", METRIC_COUNTER, NULL, NULL, 0);
     m->rebalances =
-        metric_register("ordergate_rebalances_total", "Partition assignments and revocations",
+        metric_register("ordergate_consumer_rebalances_total",
+                        "Partition assignments and revocations", METRIC_COUNTER, NULL, NULL, 0);
+    m->batches =
+        metric_register("ordergate_consumer_batches_total", "Batches committed (offsets stored)",
                         METRIC_COUNTER, NULL, NULL, 0);
-    m->batches = metric_register("ordergate_batches_total", "Batches committed (offsets stored)",
-                                 METRIC_COUNTER, NULL, NULL, 0);
-    m->offsets_stored = metric_register("ordergate_messages_committed_total",
+    m->offsets_stored = metric_register("ordergate_consumer_messages_committed_total",
                                         "Messages whose offsets were stored after the commit",
                                         METRIC_COUNTER, NULL, NULL, 0);
-    m->batch_size = metric_register("ordergate_batch_size", "Messages per committed batch",
+    m->batch_size = metric_register("ordergate_consumer_batch_size", "Messages per committed batch",
                                     METRIC_HISTOGRAM, NULL, batch_buckets, N(batch_buckets));
-    m->lateness = metric_register("ordergate_lateness_seconds",
+    m->lateness = metric_register("ordergate_consumer_lateness_seconds",
                                   "Commit time minus due time of each order this consumer "
                                   "cancelled",
                                   METRIC_HISTOGRAM, NULL, lateness_buckets, N(lateness_buckets));
-    m->db_seconds = metric_register("ordergate_db_latency_seconds",
+    m->db_seconds = metric_register("ordergate_consumer_db_latency_seconds",
                                     "Database round trip of claim_cancel, claim_payment and "
                                     "due_times",
                                     METRIC_HISTOGRAM, NULL, db_buckets, N(db_buckets));
-    m->paused = metric_register("ordergate_paused_partitions",
-                                "Partitions this consumer paused (waiting for a due time or on "
-                                "hold)",
+    m->paused = metric_register("ordergate_consumer_paused_partitions",
+                                "Partitions this consumer paused (waiting for a due time or "
+                                "stalled)",
                                 METRIC_GAUGE, NULL, NULL, 0);
     m->due_pending =
-        metric_register("ordergate_due_not_fired", "Due cancels received but not yet committed",
+        metric_register("ordergate_consumer_due_not_fired",
+                        "Due cancels received but not yet committed", METRIC_GAUGE, NULL, NULL, 0);
+    m->stalled = metric_register("ordergate_consumer_stalled",
+                                 "1 while the consumer is stalled: a batch cannot commit and every "
+                                 "partition is paused",
+                                 METRIC_GAUGE, NULL, NULL, 0);
+    m->outbox_backlog =
+        metric_register("ordergate_relay_outbox_backlog", "Outbox rows not yet published",
                         METRIC_GAUGE, NULL, NULL, 0);
-    m->hold = metric_register("ordergate_consumer_on_hold",
-                              "1 while a batch cannot commit and every partition is paused",
-                              METRIC_GAUGE, NULL, NULL, 0);
-    m->outbox_backlog = metric_register("ordergate_outbox_backlog", "Outbox rows not yet published",
-                                        METRIC_GAUGE, NULL, NULL, 0);
-    m->outbox_published = metric_register("ordergate_outbox_published_total",
+    m->outbox_published = metric_register("ordergate_relay_published_total",
                                           "Outbox rows published and marked by this relay",
                                           METRIC_COUNTER, NULL, NULL, 0);
     m->outbox_errors =
-        metric_register("ordergate_outbox_errors_total", "Outbox relay steps that failed (retried)",
+        metric_register("ordergate_relay_errors_total", "Outbox relay steps that failed (retried)",
                         METRIC_COUNTER, NULL, NULL, 0);
 }

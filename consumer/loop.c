@@ -1,5 +1,5 @@
 /* The consume loop: group membership, per-message decisions, pause/seek/
- * resume, batching, holds during outages, and the shutdown sequence. */
+ * resume, batching, stalls during outages, and the shutdown sequence. */
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -120,32 +120,32 @@ static void loop_resume_due(struct consumer *c, int64_t now_wall)
 }
 
 /* The batch cannot commit: stop fetching everywhere, keep polling. */
-static void loop_hold(struct consumer *c)
+static void loop_stall(struct consumer *c)
 {
     rd_kafka_topic_partition_list_t *list;
 
-    if (c->hold)
+    if (c->stalled)
         return;
     list = rd_kafka_topic_partition_list_new(8);
-    sched_hold_begin(c->sched, loop_add_tp, list);
+    sched_stall_begin(c->sched, loop_add_tp, list);
     if (list->cnt > 0)
         rd_kafka_pause_partitions(c->rk, list);
-    c->hold = true;
-    metric_set(c->m.hold, 1);
-    log_warn("hold_begin", "batch=%zu paused=%d", c->batch.n, list->cnt);
+    c->stalled = true;
+    metric_set(c->m.stalled, 1);
+    log_warn("stall_begin", "batch=%zu paused=%d", c->batch.n, list->cnt);
     rd_kafka_topic_partition_list_destroy(list);
 }
 
-static void loop_release(struct consumer *c)
+static void loop_unstall(struct consumer *c)
 {
-    if (!c->hold)
+    if (!c->stalled)
         return;
-    sched_hold_end(c->sched);
-    c->hold = false;
-    metric_set(c->m.hold, 0);
-    log_info("hold_end", "after_attempts=%d", c->attempts);
+    sched_stall_end(c->sched);
+    c->stalled = false;
+    metric_set(c->m.stalled, 0);
+    log_info("stall_end", "after_attempts=%d", c->attempts);
     c->attempts = 0;
-    /* The held partitions resume on the next turn (loop_resume_due). */
+    /* The stalled partitions resume on the next turn (loop_resume_due). */
 }
 
 static void loop_flush(struct consumer *c)
@@ -155,11 +155,11 @@ static void loop_flush(struct consumer *c)
 
     switch (r) {
     case FLUSH_DONE:
-        loop_release(c);
+        loop_unstall(c);
         c->attempts = 0;
         break;
     case FLUSH_WAIT:
-        loop_hold(c);
+        loop_stall(c);
         c->retry_at_ms = now + 50;
         break;
     case FLUSH_RETRY: {
@@ -169,7 +169,7 @@ static void loop_flush(struct consumer *c)
         if (backoff > c->cfg->db_retry_cap_ms)
             backoff = c->cfg->db_retry_cap_ms;
         c->attempts++;
-        loop_hold(c);
+        loop_stall(c);
         c->retry_at_ms = now + backoff;
         log_warn("batch_retry", "attempt=%d backoff_ms=%ld batch=%zu", c->attempts, backoff,
                  c->batch.n);
@@ -202,7 +202,7 @@ static void loop_assign(struct consumer *c, rd_kafka_topic_partition_list_t *par
                   error ? rd_kafka_error_string(error) : rd_kafka_err2str(rerr));
         rd_kafka_error_destroy(error);
     }
-    /* On hold: new partitions wait with the others. */
+    /* Stalled: new partitions wait with the others. */
     if (pause->cnt > 0)
         rd_kafka_pause_partitions(c->rk, pause);
     rd_kafka_topic_partition_list_destroy(pause);
@@ -222,9 +222,9 @@ static void loop_revoke(struct consumer *c, rd_kafka_topic_partition_list_t *par
         ours = batch_has(&c->batch, parts->elems[i].topic, parts->elems[i].partition);
     /* Finish the batch while the partitions are still ours, so their
      * offsets are stored and committed by the unassign. Not when they are
-     * already lost, nor on hold (the database is down: don't block the
+     * already lost, nor stalled (the database is down: don't block the
      * group's rebalance on it). */
-    if (ours && !lost && !c->hold) {
+    if (ours && !lost && !c->stalled) {
         enum flush_result r = batch_flush(c, 5000);
         if (r == FLUSH_DONE)
             c->attempts = 0;
@@ -413,9 +413,9 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
     verdict = sched_offer(c->sched, topic, m->partition, m->offset, due, now);
     if (verdict == SCHED_DUE && batch_full(&c->batch)) {
         /* Never more than batch_size in hand: commit first. If that fails
-         * we are on hold and the message waits in Kafka like the rest. */
+         * we are stalled and the message waits in Kafka like the rest. */
         loop_flush(c);
-        if (c->hold)
+        if (c->stalled)
             verdict = sched_offer(c->sched, topic, m->partition, m->offset, due, now);
     }
     switch (verdict) {
@@ -484,14 +484,14 @@ static void loop_periodic(struct consumer *c, int64_t now)
         log_info("stats",
                  "cancelled=%.0f already_cancelled=%.0f already_paid=%.0f not_due=%.0f "
                  "not_found=%.0f dead_lettered=%.0f rescheduled=%.0f deferred=%.0f dropped=%.0f "
-                 "paused=%zu assigned=%zu hold=%d db_ok=%d kafka_ok=%d",
+                 "paused=%zu assigned=%zu stalled=%d db_ok=%d kafka_ok=%d",
                  metric_value(c->m.claims[GATE_CANCELLED]),
                  metric_value(c->m.claims[GATE_ALREADY_CANCELLED]),
                  metric_value(c->m.claims[GATE_ALREADY_PAID]),
                  metric_value(c->m.claims[GATE_NOT_DUE]), metric_value(c->m.claims[GATE_NOT_FOUND]),
                  metric_value(c->m.dead_lettered), metric_value(c->m.rescheduled),
                  metric_value(c->m.deferred), metric_value(c->m.dropped),
-                 sched_paused_count(c->sched), sched_assigned_count(c->sched), c->hold, c->db_ok,
+                 sched_paused_count(c->sched), sched_assigned_count(c->sched), c->stalled, c->db_ok,
                  c->kafka_ok);
     }
 }
@@ -501,7 +501,7 @@ static int loop_timeout(struct consumer *c, int64_t now, int64_t now_wall)
     int64_t t = c->cfg->poll_ms;
     int64_t next = sched_next_resume(c->sched);
 
-    if (c->hold) {
+    if (c->stalled) {
         if (c->retry_at_ms - now < t)
             t = c->retry_at_ms - now;
     } else if (c->batch.n > 0) {
@@ -515,141 +515,21 @@ static int loop_timeout(struct consumer *c, int64_t now, int64_t now_wall)
 
 /* ------------------------------------------------------------------------------------------ */
 
-struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
+void consumer_loop_conf(struct consumer *c, rd_kafka_conf_t *conf)
 {
-    struct consumer *c = calloc(1, sizeof(*c));
-    /* The batch has a retry loop of its own that keeps polling Kafka
-     * between attempts (on hold), so each attempt may give up early: at
-     * most CONSUMER_DB_ATTEMPTS tries inside one database call, which
-     * keeps the loop from blocking for long while PostgreSQL is away. */
-    struct db_retry retry = {cfg->db_retry_max < CONSUMER_DB_ATTEMPTS ? cfg->db_retry_max
-                                                                      : CONSUMER_DB_ATTEMPTS,
-                             cfg->db_retry_base_ms, cfg->db_retry_cap_ms};
-    rd_kafka_conf_t *conf = NULL;
-    char *password = NULL;
-    char **delay = NULL;
-    size_t ndelay = 0;
-    char errstr[512];
-    enum og_status st;
+    char interval[32], errstr[512];
+    size_t size = sizeof(interval);
 
-    if (c == NULL) {
-        og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-        return NULL;
-    }
-    c->cfg = cfg;
-    st = kafka_check_config(cfg, err);
-    if (st != OG_OK)
-        goto fail;
-    st = kafka_topics_split(cfg->topics, &delay, &ndelay, err);
-    if (st != OG_OK)
-        goto fail;
-    if (ndelay + 1 > CONSUMER_TOPICS_MAX) {
-        st = og_error_set(err, OG_ERR_CONFIG, false, "kafka.topics: at most %d topics",
-                          CONSUMER_TOPICS_MAX - 1);
-        goto fail;
-    }
-    c->topics = calloc(ndelay + 1, sizeof(*c->topics));
-    if (c->topics == NULL) {
-        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-        goto fail;
-    }
-    memcpy(c->topics, delay, ndelay * sizeof(*delay));
-    c->ntopics = ndelay;
-    free(delay); /* the names now belong to c->topics */
-    delay = NULL;
-    if (*cfg->payments_topic != '\0') {
-        c->topics[c->ntopics] = strdup(cfg->payments_topic);
-        if (c->topics[c->ntopics] == NULL) {
-            st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-            goto fail;
-        }
-        c->ntopics++;
-        c->has_payments = true;
-    }
-    consumer_metrics_register(&c->m, c->topics, c->ntopics);
-
-    c->sched = sched_new(CONSUMER_MIN_PAUSE_MS);
-    c->rows = calloc((size_t)cfg->batch_size, sizeof(*c->rows));
-    c->nos = calloc((size_t)cfg->batch_size, sizeof(*c->nos));
-    c->row_seen = calloc((size_t)cfg->batch_size, sizeof(*c->row_seen));
-    if (c->sched == NULL || c->rows == NULL || c->nos == NULL || c->row_seen == NULL) {
-        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-        goto fail;
-    }
-    st = batch_init(&c->batch, (size_t)cfg->batch_size, err);
-    if (st != OG_OK)
-        goto fail;
-
-    st = cfg_db_password(cfg, &password, err);
-    if (st != OG_OK)
-        goto fail;
-    c->db = db_new(cfg->db_conninfo, password, "ordergate-consumer", &retry, &signals_stop);
-    if (password != NULL) {
-        memset(password, 0, strlen(password));
-        free(password);
-    }
-    if (c->db == NULL) {
-        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-        goto fail;
-    }
-
-    st = kafka_producer_new(cfg, "ordergate-consumer-reschedule", NULL, &c->producer, err);
-    if (st != OG_OK)
-        goto fail;
-    st = kafka_conf_new(cfg, KAFKA_ROLE_CONSUMER, "ordergate-consumer", &conf, err);
-    if (st != OG_OK)
-        goto fail;
     rd_kafka_conf_set_opaque(conf, c);
     rd_kafka_conf_set_rebalance_cb(conf, loop_rebalance_cb);
     rd_kafka_conf_set_error_cb(conf, loop_error_cb);
     rd_kafka_conf_set_offset_commit_cb(conf, loop_commit_cb);
     rd_kafka_conf_set_stats_cb(conf, loop_stats_cb);
-    {
-        char interval[32];
-        size_t size = sizeof(interval);
-        /* Unless kafka.properties chose an interval of its own. */
-        if (rd_kafka_conf_get(conf, "statistics.interval.ms", interval, &size) ==
-                RD_KAFKA_CONF_OK &&
-            strcmp(interval, "0") == 0)
-            rd_kafka_conf_set(conf, "statistics.interval.ms", LOOP_STATS_INTERVAL, errstr,
-                              sizeof(errstr));
-    }
-    c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
-    if (c->rk == NULL) {
-        rd_kafka_conf_destroy(conf);
-        st = og_error_set(err, OG_ERR_CONFIG, false, "cannot create Kafka consumer: %s", errstr);
-        goto fail;
-    }
-    conf = NULL; /* owned by the handle now */
-    /* Rebalances, errors and commits are all served by consumer_poll. */
-    rd_kafka_poll_set_consumer(c->rk);
-    return c;
-fail:
-    kafka_topics_free(delay, ndelay);
-    consumer_free(c);
-    return NULL;
-}
-
-void consumer_free(struct consumer *c)
-{
-    if (c == NULL)
-        return;
-    relay_stop(c);
-    if (c->rk != NULL)
-        rd_kafka_destroy(c->rk);
-    if (c->producer != NULL) {
-        rd_kafka_flush(c->producer, 5000);
-        rd_kafka_destroy(c->producer);
-    }
-    /* After the producer: a late delivery report writes into the batch. */
-    batch_free(&c->batch);
-    db_free(c->db);
-    sched_free(c->sched);
-    free(c->rows);
-    free(c->nos);
-    free(c->row_seen);
-    kafka_topics_free(c->topics, c->ntopics);
-    free(c);
+    /* Unless kafka.properties chose an interval of its own. */
+    if (rd_kafka_conf_get(conf, "statistics.interval.ms", interval, &size) == RD_KAFKA_CONF_OK &&
+        strcmp(interval, "0") == 0)
+        rd_kafka_conf_set(conf, "statistics.interval.ms", LOOP_STATS_INTERVAL, errstr,
+                          sizeof(errstr));
 }
 
 static int loop_subscribe(struct consumer *c)
@@ -682,7 +562,7 @@ static void loop_shutdown(struct consumer *c)
         if (batch_flush(c, 1000) == FLUSH_DONE)
             break;
         /* Fetch nothing more; keep serving the group while we wait. */
-        loop_hold(c);
+        loop_stall(c);
         rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, 100);
         if (m != NULL) {
             loop_message(c, m);
@@ -730,7 +610,7 @@ int consumer_run(struct consumer *c)
         int64_t now_wall = clock_wall_ms();
         rd_kafka_message_t *m;
 
-        if (!c->hold)
+        if (!c->stalled)
             loop_resume_due(c, now_wall);
         m = rd_kafka_consumer_poll(c->rk, loop_timeout(c, now, now_wall));
         if (m != NULL) {
@@ -740,7 +620,7 @@ int consumer_run(struct consumer *c)
         /* Delivery reports of re-schedules and dead letters, producer errors. */
         rd_kafka_poll(c->producer, 0);
         now = clock_mono_ms();
-        if (c->hold) {
+        if (c->stalled) {
             if (now >= c->retry_at_ms)
                 loop_flush(c);
         } else if (c->batch.n > 0 &&

@@ -136,10 +136,10 @@ for name, r in alerts.items():
     if undoc: problems.append(f"undocumented metrics {undoc}")
     check(not problems, f"alert {name}: severity, summary, runbook anchor, documented metrics", ", ".join(problems))
 needed = {"scanner found missed orders": "ordergate_scanner_missed_orders",
-          "due-but-not-fired growing": "ordergate_due_not_fired",
+          "due-but-not-fired growing": "ordergate_consumer_due_not_fired",
           "open exceptions": "ordergate_exceptions_open",
-          "outbox backlog": "ordergate_outbox_backlog",
-          "dead letters": "ordergate_dead_lettered_total",
+          "outbox backlog": "ordergate_relay_outbox_backlog",
+          "dead letters": "ordergate_consumer_dead_lettered_total",
           "consumer down": 'up{job="ordergate-consumer"}',
           "scanner not run recently": "ordergate_scanner_last_run_timestamp_seconds",
           "reconcile violations": "ordergate_reconcile_violations"}

@@ -1,5 +1,5 @@
-/* --reconcile: checks the seven invariants of SPEC section 3 with
- * ordergate.reconcile() (schema/functions/reconcile.sql), repairs what may be repaired (a
+/* --reconcile: checks the seven invariants (schema/README.md, "The
+ * invariants reconcile() checks") with ordergate.reconcile() (schema/functions/reconcile.sql), repairs what may be repaired (a
  * successful payment that hit a cancelled order without its exception gets
  * one, through ordergate.reconcile_repair()), and prints a report. */
 #ifndef OG_SCANNER_RECONCILE_H

@@ -6,7 +6,7 @@
 #
 #   tests/run.sh                 everything
 #   tests/run.sh -R consumer     only tests whose name matches (passed to ctest)
-#   tests/run.sh -L unit         only a label (unit, db, kafka, isolation, fuzz)
+#   tests/run.sh -L unit         only a label (unit, db, kafka, isolation, drill, deploy, fuzz)
 #
 # Environment:
 #   ORDERGATE_USE_EXISTING=1     use the PostgreSQL (PGHOST, PGPORT, PGUSER; a superuser

@@ -424,7 +424,9 @@ group.min.session.timeout.ms=1000
 # Creating 50 offset partitions on first group join takes seconds on a 2-core machine.
 offsets.topic.num.partitions=8
 transaction.state.log.num.partitions=8
-auto.create.topics.enable=true
+# Like production: a topic exists only when someone created it (ordergatectl topics, a test, the
+# drill), so nothing passes because a first produce or subscribe created a topic by accident.
+auto.create.topics.enable=false
 num.partitions=4
 EOF
 }

@@ -58,25 +58,12 @@ static void ct_conf(rd_kafka_conf_t *conf, const char *k, const char *v)
 
 void ct_create_topic(const char *topic, int partitions)
 {
-    char errstr[256];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    struct og_error err = {0};
-    bool created = false;
-    rd_kafka_t *rk;
-
-    ct_conf(conf, "bootstrap.servers", ct_brokers());
-    rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-    if (rk == NULL)
-        fail_msg("admin client: %s", errstr);
-    if (kafka_topic_create(rk, topic, partitions, 1, &created, &err) != OG_OK)
-        fail_msg("CreateTopics %s: %s", topic, err.msg);
-    if (!kafka_topic_wait_ready(rk, topic, partitions, 10000))
-        fail_msg("topic %s: partitions have no leader after 10 s", topic);
-    rd_kafka_destroy(rk);
+    testutil_topic_create(ct_brokers(), topic, partitions);
 }
 
 void ct_setup(struct ct *t, const char *tag, int partitions, unsigned flags)
 {
+    static const char *const outbox_kinds[] = {"events", "refunds", "alerts"};
     char errstr[256], base[96];
     rd_kafka_conf_t *conf;
     FILE *f;
@@ -97,6 +84,12 @@ void ct_setup(struct ct *t, const char *tag, int partitions, unsigned flags)
     ct_create_topic(t->topic2, partitions);
     ct_create_topic(t->dlq, 1);
     ct_create_topic(t->payments, 2);
+    /* The outbox relay's topics, named in the config below. */
+    for (size_t i = 0; i < sizeof(outbox_kinds) / sizeof(outbox_kinds[0]); i++) {
+        char name[160];
+        snprintf(name, sizeof(name), "og.%s.%s", base, outbox_kinds[i]);
+        ct_create_topic(name, 1);
+    }
 
     conf = rd_kafka_conf_new();
     ct_conf(conf, "bootstrap.servers", ct_brokers());

@@ -84,8 +84,9 @@ static void test_kill9_restart(void **state)
      * was cancelled by it. */
     int port = ct_metrics_port(&second);
     assert_int_equal(ct_http_get(port, "/metrics", body, sizeof(body)), 200);
-    double won = ct_metric(body, "ordergate_claims_total{outcome=\"cancelled\"}");
-    double again = ct_metric(body, "ordergate_claims_total{outcome=\"already_cancelled\"}");
+    double won = ct_metric(body, "ordergate_consumer_claims_total{outcome=\"cancelled\"}");
+    double again =
+        ct_metric(body, "ordergate_consumer_claims_total{outcome=\"already_cancelled\"}");
     if (won != N - before)
         fail_msg("second run cancelled %g, expected %ld", won, N - before);
     assert_true(again >= 0);

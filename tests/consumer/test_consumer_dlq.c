@@ -154,9 +154,9 @@ static void test_dead_letters_and_payments(void **state)
 
     int port = ct_metrics_port(&p);
     assert_int_equal(ct_http_get(port, "/metrics", body, sizeof(body)), 200);
-    assert_true(ct_metric(body, "ordergate_dead_lettered_total") == nbad + 1);
-    assert_true(ct_metric(body, "ordergate_payments_total{outcome=\"paid\"}") == 1);
-    assert_true(ct_metric(body, "ordergate_payments_total{outcome=\"duplicate\"}") == 1);
+    assert_true(ct_metric(body, "ordergate_consumer_dead_lettered_total") == nbad + 1);
+    assert_true(ct_metric(body, "ordergate_consumer_payments_total{outcome=\"paid\"}") == 1);
+    assert_true(ct_metric(body, "ordergate_consumer_payments_total{outcome=\"duplicate\"}") == 1);
 
     /* The consumer is alive and well; offsets cover every message. */
     assert_int_equal(ct_stop(&p, SIGTERM, 30000), 0);

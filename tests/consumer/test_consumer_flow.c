@@ -131,20 +131,22 @@ static void test_flow(void **state)
     assert_int_equal(ct_http_get(port, "/healthz", body, sizeof(body)), 200);
     assert_int_equal(ct_http_get(port, "/readyz", body, sizeof(body)), 200);
     assert_int_equal(ct_http_get(port, "/metrics", body, sizeof(body)), 200);
-    expect_metric(body, "ordergate_claims_total{outcome=\"cancelled\"}", 6);
-    expect_metric(body, "ordergate_claims_total{outcome=\"already_paid\"}", 1);
-    expect_metric(body, "ordergate_claims_total{outcome=\"not_due\"}", 1);
-    expect_metric(body, "ordergate_rescheduled_total", 1);
-    expect_metric(body, "ordergate_dead_lettered_total", 0);
-    expect_metric(body, "ordergate_lateness_seconds_count", 6);
+    expect_metric(body, "ordergate_consumer_claims_total{outcome=\"cancelled\"}", 6);
+    expect_metric(body, "ordergate_consumer_claims_total{outcome=\"already_paid\"}", 1);
+    expect_metric(body, "ordergate_consumer_claims_total{outcome=\"not_due\"}", 1);
+    expect_metric(body, "ordergate_consumer_rescheduled_total", 1);
+    expect_metric(body, "ordergate_consumer_dead_lettered_total", 0);
+    expect_metric(body, "ordergate_consumer_lateness_seconds_count", 6);
     /* 4 E + 3 D + 1 P + 1 H + 1 re-scheduled H on the two topics. */
-    snprintf(sample, sizeof(sample), "ordergate_messages_consumed_total{topic=\"%s\"}", t.topic);
+    snprintf(sample, sizeof(sample), "ordergate_consumer_messages_consumed_total{topic=\"%s\"}",
+             t.topic);
     double a = ct_metric(body, sample);
-    snprintf(sample, sizeof(sample), "ordergate_messages_consumed_total{topic=\"%s\"}", t.topic2);
+    snprintf(sample, sizeof(sample), "ordergate_consumer_messages_consumed_total{topic=\"%s\"}",
+             t.topic2);
     double b = ct_metric(body, sample);
     /* Deferred messages are received again after the resume: at least 10. */
     assert_true(a + b >= 10);
-    assert_true(ct_metric(body, "ordergate_messages_deferred_total") >= 1);
+    assert_true(ct_metric(body, "ordergate_consumer_messages_deferred_total") >= 1);
 
     /* SIGTERM: exit 0, offsets committed up to the end of every partition. */
     assert_int_equal(ct_stop(&p, SIGTERM, 30000), 0);

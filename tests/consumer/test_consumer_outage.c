@@ -1,8 +1,8 @@
 /* PostgreSQL goes away while due messages keep coming: first a real restart
  * of the server (pg_ctl restart -m fast; this test runs alone for that), then
  * a longer outage of the test database (no connections for 4 s, sessions
- * killed). The consumer keeps polling, holds the batch with every partition
- * paused, retries with backoff, moves no offset, and afterwards every order
+ * killed). The consumer keeps polling, stalls with the batch and every
+ * partition paused, retries with backoff, moves no offset, and afterwards every order
  * is cancelled exactly once, none early, nothing lost. */
 #include <setjmp.h>
 #include <signal.h>
@@ -77,9 +77,9 @@ static void test_database_outages(void **state)
     ct_db_outage(&t, true);
     long frozen = cancelled(&t);
     testutil_sleep_ms(4000);
-    /* Nothing can have been cancelled meanwhile, and the consumer holds. */
+    /* Nothing can have been cancelled meanwhile, and the consumer stalls. */
     assert_int_equal(cancelled(&t), frozen);
-    ct_log_wait(&p, "event=hold_begin", 1000);
+    ct_log_wait(&p, "event=stall_begin", 1000);
     ct_db_outage(&t, false);
 
     assert_int_equal(ct_wait_scalar(&t,
@@ -87,7 +87,7 @@ static void test_database_outages(void **state)
                                     "'cancelled'",
                                     N, 40000),
                      N);
-    ct_log_wait(&p, "event=hold_end", 5000);
+    ct_log_wait(&p, "event=stall_end", 5000);
     assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.status_log"), N);
     assert_int_equal(ct_scalar(&t, "SELECT count(DISTINCT order_no) FROM ordergate.status_log"), N);
     assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.outbox WHERE event_type = "

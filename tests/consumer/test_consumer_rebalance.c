@@ -88,13 +88,13 @@ static void test_two_consumers_rebalance(void **state)
                                    "expire_at"),
                      0);
     /* Both did part of the work, and together exactly all of it. */
-    double ca = metric_of(&a, "ordergate_claims_total{outcome=\"cancelled\"}");
-    double cb = metric_of(&b, "ordergate_claims_total{outcome=\"cancelled\"}");
+    double ca = metric_of(&a, "ordergate_consumer_claims_total{outcome=\"cancelled\"}");
+    double cb = metric_of(&b, "ordergate_consumer_claims_total{outcome=\"cancelled\"}");
     if (ca + cb != N || ca == 0 || cb == 0)
         fail_msg("cancelled by A %g, by B %g, expected both > 0 and %d together", ca, cb, N);
     /* Nobody asked the database early. */
-    assert_true(metric_of(&a, "ordergate_claims_total{outcome=\"not_due\"}") == 0);
-    assert_true(metric_of(&b, "ordergate_claims_total{outcome=\"not_due\"}") == 0);
+    assert_true(metric_of(&a, "ordergate_consumer_claims_total{outcome=\"not_due\"}") == 0);
+    assert_true(metric_of(&b, "ordergate_consumer_claims_total{outcome=\"not_due\"}") == 0);
 
     assert_int_equal(ct_stop(&b, SIGTERM, 30000), 0);
     assert_int_equal(ct_stop(&a, SIGTERM, 30000), 0);

@@ -8,5 +8,5 @@
 if(NOT OG_SANITIZE)
   add_test(NAME deploy_validate
            COMMAND ${PROJECT_SOURCE_DIR}/deploy/validate.sh --build-dir ${PROJECT_BINARY_DIR})
-  set_tests_properties(deploy_validate PROPERTIES LABELS unit TIMEOUT 900)
+  set_tests_properties(deploy_validate PROPERTIES LABELS deploy TIMEOUT 900)
 endif()

@@ -1,7 +1,8 @@
 -- A deliberately broken cancel, for the drill's own test only: it puts the side effects before
--- the claim, the bug the seed describes ("first restock inventory ... and only change the status at
--- the end"). Every order in the batch is restocked whether or not this call wins it, so an order
--- the customer just paid gives its goods back to the shelf. The drill must notice (stock
+-- the claim (restock first, change the status at the end), the order schema/README.md's "Design
+-- notes" rule out (the claim first, side effects only for its winners). Every order in the batch
+-- is restocked whether or not this call wins it, so an order the customer just paid gives its
+-- goods back to the shelf. The drill must notice (stock
 -- invariant, and late restocks of paid orders) and exit non-zero.
 BEGIN;
 -- Keep the correct function under another name (its body qualifies parameters with the function's

@@ -175,7 +175,7 @@ static void test_place_outcomes(void **state)
                                 when, &outcome, &err),
                      OG_OK);
     assert_int_equal(outcome, GATE_OUT_OF_STOCK);
-    /* An unknown sku is out_of_stock (schema/README.md documents it so), and
+    /* An unknown sku is out_of_stock (schema/README.md, place_order), and
      * changes nothing either. */
     assert_int_equal(gate_place(g->db, "o4", 1000, "[{\"sku\":\"no-such-sku\",\"qty\":1}]", NULL,
                                 when, &outcome, &err),

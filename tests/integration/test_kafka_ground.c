@@ -63,6 +63,8 @@ static void test_produce_consume_commit(void **state)
     (void)state;
     testutil_unique(topic, sizeof(topic), "og.ground");
     testutil_unique(group, sizeof(group), "og-ground");
+    /* Explicitly: the local broker creates no topic on first use. */
+    testutil_topic_create(testutil_brokers(), topic, 1);
     conf_set(pconf, "bootstrap.servers", testutil_brokers());
     conf_set(pconf, "enable.idempotence", "true");
     producer = rd_kafka_new(RD_KAFKA_PRODUCER, pconf, errstr, sizeof(errstr));

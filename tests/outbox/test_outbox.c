@@ -59,10 +59,13 @@ static int fixture_setup(struct fixture *f, const char *tag)
     /* Unique topics per test: nothing from another run can be consumed. */
     testutil_unique(name, sizeof(name), "og.test.events");
     assert_int_equal(cfg_set(&f->cfg, "outbox.topic", name, &err), OG_OK);
+    testutil_topic_create(testutil_brokers(), name, 1);
     testutil_unique(name, sizeof(name), "og.test.refunds");
     assert_int_equal(cfg_set(&f->cfg, "outbox.refund_topic", name, &err), OG_OK);
+    testutil_topic_create(testutil_brokers(), name, 1);
     testutil_unique(name, sizeof(name), "og.test.alerts");
     assert_int_equal(cfg_set(&f->cfg, "outbox.alert_topic", name, &err), OG_OK);
+    testutil_topic_create(testutil_brokers(), name, 1);
     testdb_exec(f->raw,
                 "INSERT INTO ordergate.inventory (sku, available) VALUES ('sku-a', 1000000)");
     return 0;

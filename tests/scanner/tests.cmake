@@ -1,4 +1,5 @@
-# ordergate-scanner: each test runs the built binary against its own database.
+# ordergate-scanner: each test (scanner_X, from test_scanner_X.c) runs the built binary against
+# its own database.
 set(OG_SCANNER_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 function(og_scanner_test name)
   cmake_parse_arguments(S "" "TIMEOUT" "LABELS;FIXTURES" ${ARGN})
@@ -6,16 +7,16 @@ function(og_scanner_test name)
     set(S_TIMEOUT 300)
   endif()
   og_add_test(NAME ${name}
-              SOURCES ${OG_SCANNER_TEST_DIR}/${name}.c ${OG_SCANNER_TEST_DIR}/scanner_child.c
+              SOURCES ${OG_SCANNER_TEST_DIR}/test_${name}.c ${OG_SCANNER_TEST_DIR}/scanner_child.c
               LABELS ${S_LABELS} FIXTURES ${S_FIXTURES} TIMEOUT ${S_TIMEOUT})
   target_include_directories(${name} PRIVATE ${OG_SCANNER_TEST_DIR})
   add_dependencies(${name} ordergate-scanner)
 endfunction()
 
-og_scanner_test(test_scanner_cli LABELS unit)
-og_scanner_test(test_scanner_sweep LABELS db FIXTURES db)
-og_scanner_test(test_scanner_lock LABELS db FIXTURES db)
-og_scanner_test(test_scanner_fault LABELS db FIXTURES db)
-og_scanner_test(test_scanner_every LABELS db FIXTURES db)
-og_scanner_test(test_scanner_reconcile LABELS db FIXTURES db)
-og_scanner_test(test_scanner_plan LABELS db FIXTURES db TIMEOUT 600)
+og_scanner_test(scanner_cli LABELS unit)
+og_scanner_test(scanner_sweep LABELS db FIXTURES db)
+og_scanner_test(scanner_lock LABELS db FIXTURES db)
+og_scanner_test(scanner_fault LABELS db FIXTURES db)
+og_scanner_test(scanner_every LABELS db FIXTURES db)
+og_scanner_test(scanner_reconcile LABELS db FIXTURES db)
+og_scanner_test(scanner_plan LABELS db FIXTURES db TIMEOUT 600)

@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <librdkafka/rdkafka.h>
+
+#include "common/kafka.h"
 
 const char *testutil_brokers(void)
 {
@@ -38,4 +41,25 @@ void testutil_sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
+}
+
+void testutil_topic_create(const char *brokers, const char *topic, int partitions)
+{
+    char errstr[256];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    struct og_error err = {0};
+    bool created = false;
+    rd_kafka_t *rk;
+
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, errstr, sizeof(errstr)) !=
+        RD_KAFKA_CONF_OK)
+        fail_msg("bootstrap.servers: %s", errstr);
+    rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    if (rk == NULL)
+        fail_msg("admin client: %s", errstr);
+    if (kafka_topic_create(rk, topic, partitions, 1, &created, &err) != OG_OK)
+        fail_msg("CreateTopics %s: %s", topic, err.msg);
+    if (!kafka_topic_wait_ready(rk, topic, partitions, 10000))
+        fail_msg("topic %s: partitions have no leader after 10 s", topic);
+    rd_kafka_destroy(rk);
 }

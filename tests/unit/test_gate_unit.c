@@ -30,7 +30,8 @@ static void test_outcome_words_round_trip(void **state)
 
 static void test_outcome_words_are_the_contract(void **state)
 {
-    /* SPEC section 3 spells these words; other programs compare them. */
+    /* schema/README.md ("The gate") spells these words; other programs
+     * compare them. */
     static const struct {
         const char *word;
         enum gate_outcome outcome;

@@ -151,7 +151,7 @@ static void test_rebalance_clears(void **state)
     sched_free(s);
 }
 
-static void test_hold(void **state)
+static void test_stall(void **state)
 {
     struct sched *s = sched_new(0);
     struct seen seen = {0};
@@ -162,35 +162,35 @@ static void test_hold(void **state)
     sched_assign(s, "t", 2);
     assert_int_equal(sched_offer(s, "t", 2, 40, T0 + 5000, T0), SCHED_PAUSE);
 
-    /* The hold pauses every partition not paused yet, and only those. */
-    assert_int_equal(sched_hold_begin(s, visit, &seen), 2);
+    /* The stall pauses every partition not paused yet, and only those. */
+    assert_int_equal(sched_stall_begin(s, visit, &seen), 2);
     assert_true(seen_has(&seen, "t/0") && seen_has(&seen, "t/1"));
     assert_false(seen_has(&seen, "t/2"));
-    assert_true(sched_on_hold(s));
-    assert_int_equal(sched_hold_begin(s, visit, &seen), 0); /* idempotent */
+    assert_true(sched_stalled(s));
+    assert_int_equal(sched_stall_begin(s, visit, &seen), 0); /* idempotent */
     assert_int_equal(sched_paused_count(s), 3);
 
-    /* Nothing resumes during a hold, not even a partition whose time came. */
+    /* Nothing resumes during a stall, not even a partition whose time came. */
     assert_int_equal(sched_next_resume(s), SCHED_NEVER);
     assert_int_equal(sched_take_resumable(s, T0 + 10000, visit, &seen), 0);
 
-    /* A message that slips through a hold pause (we did not seek) makes us
+    /* A message that slips through a stall pause (we did not seek) makes us
      * seek back to it; the ones after it are dropped. */
     assert_int_equal(sched_offer(s, "t", 0, 7, T0 - 1, T0 + 1), SCHED_PAUSE);
     assert_int_equal(sched_offer(s, "t", 0, 8, T0 - 1, T0 + 1), SCHED_DROP);
-    /* A partition assigned during the hold must be paused at once. */
+    /* A partition assigned during the stall must be paused at once. */
     assert_true(sched_assign(s, "t", 9));
     assert_true(sched_is_paused(s, "t", 9));
 
-    /* The hold ends: hold-only partitions resume at once; the one waiting
+    /* The stall ends: stall-only partitions resume at once; the one waiting
      * for its due time resumes at that time. */
-    sched_hold_end(s);
-    assert_false(sched_on_hold(s));
+    sched_stall_end(s);
+    assert_false(sched_stalled(s));
     seen.n = 0;
     assert_int_equal(sched_take_resumable(s, T0 + 2, visit, &seen), 3);
     assert_true(seen_has(&seen, "t/0") && seen_has(&seen, "t/1") && seen_has(&seen, "t/9"));
     assert_int_equal(seen_offset(&seen, "t/0"), 7);  /* sought back to the slipped message */
-    assert_int_equal(seen_offset(&seen, "t/1"), -1); /* a plain hold pause: no seek */
+    assert_int_equal(seen_offset(&seen, "t/1"), -1); /* a plain stall pause: no seek */
     assert_int_equal(sched_next_resume(s), T0 + 5000);
     seen.n = 0;
     assert_int_equal(sched_take_resumable(s, T0 + 5000, visit, &seen), 1);
@@ -199,17 +199,17 @@ static void test_hold(void **state)
     sched_free(s);
 }
 
-static void test_hold_pauses_unpaused_offer(void **state)
+static void test_stall_pauses_unpaused_offer(void **state)
 {
     struct sched *s = sched_new(0);
 
     (void)state;
-    sched_hold_begin(s, NULL, NULL);
+    sched_stall_begin(s, NULL, NULL);
     /* A partition the sched never heard of (a message raced the rebalance
-     * callback) is tracked from its first message, and held. */
+     * callback) is tracked from its first message, and paused with the rest. */
     assert_int_equal(sched_offer(s, "x", 4, 0, T0 - 1, T0), SCHED_PAUSE);
     assert_true(sched_is_paused(s, "x", 4));
-    sched_hold_end(s);
+    sched_stall_end(s);
     assert_int_equal(sched_take_resumable(s, T0, NULL, NULL), 1);
     assert_int_equal(sched_offer(s, "x", 4, 0, T0 - 1, T0), SCHED_DUE);
     sched_free(s);
@@ -252,8 +252,8 @@ int main(void)
         cmocka_unit_test(test_min_pause),
         cmocka_unit_test(test_rewind_before_seek),
         cmocka_unit_test(test_rebalance_clears),
-        cmocka_unit_test(test_hold),
-        cmocka_unit_test(test_hold_pauses_unpaused_offer),
+        cmocka_unit_test(test_stall),
+        cmocka_unit_test(test_stall_pauses_unpaused_offer),
         cmocka_unit_test(test_only_what_we_paused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

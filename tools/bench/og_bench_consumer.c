@@ -1451,7 +1451,7 @@ static void phase_e2e(const struct opts *o, const char *run, struct results *r)
         sleep_ms(250);
         now = mono_s();
         if (metrics_get(c.port, metrics, METRICS_MAX_BYTES))
-            done = (long)prom(metrics, "ordergate_claims_total{outcome=\"cancelled\"}");
+            done = (long)prom(metrics, "ordergate_consumer_claims_total{outcome=\"cancelled\"}");
         else
             done = db_count_log("e");
         sampler_rss(&s);
@@ -1632,18 +1632,18 @@ static void phase_e2e(const struct opts *o, const char *run, struct results *r)
            "rss max %.1f MB\n",
            r->e2e_autovacuums, r->e2e_checkpoints, r->e2e_rss_max);
     if (metrics[0] != '\0') {
-        prom_hist(metrics, "ordergate_batch_size", &h_batch);
-        prom_hist(metrics, "ordergate_db_latency_seconds", &h_db);
-        prom_hist(metrics, "ordergate_lateness_seconds", &h_late);
+        prom_hist(metrics, "ordergate_consumer_batch_size", &h_batch);
+        prom_hist(metrics, "ordergate_consumer_db_latency_seconds", &h_db);
+        prom_hist(metrics, "ordergate_consumer_lateness_seconds", &h_late);
         printf("  consumer metrics: consumed %.0f, committed %.0f in %.0f batches, deferred %.0f, "
                "dropped %.0f, not_due %.0f, db errors %.0f\n",
-               prom_sum(metrics, "ordergate_messages_consumed_total"),
-               prom(metrics, "ordergate_messages_committed_total"),
-               prom(metrics, "ordergate_batches_total"),
-               prom(metrics, "ordergate_messages_deferred_total"),
-               prom(metrics, "ordergate_messages_dropped_total"),
-               prom(metrics, "ordergate_claims_total{outcome=\"not_due\"}"),
-               prom(metrics, "ordergate_db_errors_total"));
+               prom_sum(metrics, "ordergate_consumer_messages_consumed_total"),
+               prom(metrics, "ordergate_consumer_messages_committed_total"),
+               prom(metrics, "ordergate_consumer_batches_total"),
+               prom(metrics, "ordergate_consumer_messages_deferred_total"),
+               prom(metrics, "ordergate_consumer_messages_dropped_total"),
+               prom(metrics, "ordergate_consumer_claims_total{outcome=\"not_due\"}"),
+               prom(metrics, "ordergate_consumer_db_errors_total"));
         printf("  %-34s %.0f batches, mean %.1f messages\n", "batch size", h_batch.count,
                hist_mean(&h_batch));
         print_buckets("batch size distribution", &h_batch);
@@ -1766,7 +1766,8 @@ static void phase_lateness(const struct opts *o, const char *run, struct results
         rd_kafka_poll(rk, 0);
         if (m >= next_line || (produced == n && now > end_ms + 60000)) {
             if (metrics_get(c.port, metrics, METRICS_MAX_BYTES))
-                done = (long)prom(metrics, "ordergate_claims_total{outcome=\"cancelled\"}");
+                done =
+                    (long)prom(metrics, "ordergate_consumer_claims_total{outcome=\"cancelled\"}");
             sampler_rss(&s);
             progress("lateness t=%+.0fs produced %ld cancelled %ld (%.0f/s over the last %.0f s) "
                      "rss %.1f MB",
@@ -1781,7 +1782,8 @@ static void phase_lateness(const struct opts *o, const char *run, struct results
         if (produced == n && now > end_ms) {
             /* Every message is out: look at the count more often. */
             if (metrics_get(c.port, metrics, METRICS_MAX_BYTES))
-                done = (long)prom(metrics, "ordergate_claims_total{outcome=\"cancelled\"}");
+                done =
+                    (long)prom(metrics, "ordergate_consumer_claims_total{outcome=\"cancelled\"}");
             sampler_rss(&s);
             if (done >= n)
                 break;
@@ -1843,12 +1845,13 @@ static void phase_lateness(const struct opts *o, const char *run, struct results
     snprintf(r->lat_h50, sizeof(r->lat_h50), "-");
     snprintf(r->lat_h99, sizeof(r->lat_h99), "-");
     if (metrics[0] != '\0') {
-        prom_hist(metrics, "ordergate_lateness_seconds", &h_late);
-        prom_hist(metrics, "ordergate_batch_size", &h_batch);
-        prom_hist(metrics, "ordergate_db_latency_seconds", &h_db);
+        prom_hist(metrics, "ordergate_consumer_lateness_seconds", &h_late);
+        prom_hist(metrics, "ordergate_consumer_batch_size", &h_batch);
+        prom_hist(metrics, "ordergate_consumer_db_latency_seconds", &h_db);
         hist_q(&h_late, 0.5, 1000, r->lat_h50, sizeof(r->lat_h50));
         hist_q(&h_late, 0.99, 1000, r->lat_h99, sizeof(r->lat_h99));
-        r->lat_not_due = (long)prom(metrics, "ordergate_claims_total{outcome=\"not_due\"}");
+        r->lat_not_due =
+            (long)prom(metrics, "ordergate_consumer_claims_total{outcome=\"not_due\"}");
         print_hist("consumer lateness (after commit)", &h_late, 1000, " ms");
         print_buckets("consumer lateness buckets (s)", &h_late);
         printf("  %-34s %.0f batches, mean %.1f messages\n", "batch size", h_batch.count,
@@ -1857,11 +1860,11 @@ static void phase_lateness(const struct opts *o, const char *run, struct results
         print_hist("db round trip", &h_db, 1000, " ms");
         printf("  consumer metrics: consumed %.0f, deferred (pause+seek) %.0f, dropped prefetch "
                "%.0f, not_due %.0f, rescheduled %.0f\n",
-               prom_sum(metrics, "ordergate_messages_consumed_total"),
-               prom(metrics, "ordergate_messages_deferred_total"),
-               prom(metrics, "ordergate_messages_dropped_total"),
-               prom(metrics, "ordergate_claims_total{outcome=\"not_due\"}"),
-               prom(metrics, "ordergate_rescheduled_total"));
+               prom_sum(metrics, "ordergate_consumer_messages_consumed_total"),
+               prom(metrics, "ordergate_consumer_messages_deferred_total"),
+               prom(metrics, "ordergate_consumer_messages_dropped_total"),
+               prom(metrics, "ordergate_consumer_claims_total{outcome=\"not_due\"}"),
+               prom(metrics, "ordergate_consumer_rescheduled_total"));
     }
     print_seeks(&c);
     fflush(stdout);
@@ -1910,7 +1913,7 @@ static void phase_memory(const struct opts *o, const char *run, struct results *
         child_alive(&c);
         check_stop();
         if (metrics_get(c.port, metrics, METRICS_MAX_BYTES) &&
-            prom(metrics, "ordergate_paused_partitions") >= o->partitions)
+            prom(metrics, "ordergate_consumer_paused_partitions") >= o->partitions)
             break;
         if (mono_s() - t_spawn > 120)
             die("memory: the consumer did not pause all %d partitions within 120 s (log %s)",
@@ -1945,12 +1948,12 @@ static void phase_memory(const struct opts *o, const char *run, struct results *
     }
     r->rss_hwm = proc_vm_mb(c.pid, "VmHWM:");
     if (metrics_get(c.port, metrics, METRICS_MAX_BYTES)) {
-        r->mem_claims = prom_sum(metrics, "ordergate_claims_total");
-        r->mem_committed = prom(metrics, "ordergate_messages_committed_total");
-        r->mem_consumed = prom_sum(metrics, "ordergate_messages_consumed_total");
-        r->mem_deferred = prom(metrics, "ordergate_messages_deferred_total");
-        r->mem_dropped = prom(metrics, "ordergate_messages_dropped_total");
-        r->mem_paused = prom(metrics, "ordergate_paused_partitions");
+        r->mem_claims = prom_sum(metrics, "ordergate_consumer_claims_total");
+        r->mem_committed = prom(metrics, "ordergate_consumer_messages_committed_total");
+        r->mem_consumed = prom_sum(metrics, "ordergate_consumer_messages_consumed_total");
+        r->mem_deferred = prom(metrics, "ordergate_consumer_messages_deferred_total");
+        r->mem_dropped = prom(metrics, "ordergate_consumer_messages_dropped_total");
+        r->mem_paused = prom(metrics, "ordergate_consumer_paused_partitions");
     } else {
         r->mem_claims = r->mem_committed = -1;
     }

@@ -1,4 +1,5 @@
-/* ordergatectl drill: the acceptance test of the gate as a product feature.
+/* ordergatectl drill: the acceptance test (README.md, "The drill") as a
+ * product feature.
  *
  * Timeline of one drill:
  *   1. place N pending orders on a few hot SKUs (coupons on a share), due at
@@ -15,7 +16,8 @@
  *   5. reconcile: the database's invariants (ordergate.reconcile) and the
  *      drill's own ledger of every callback it sent.
  * Without Kafka (--no-kafka) the scanner, repeating every second, is the
- * only trigger: the first tier.
+ * only trigger: the first deployment tier (docs/operations.md, "Choose a
+ * tier").
  *
  * The drill's rows carry a unique prefix and the reconciliation is limited to
  * orders created since the drill began, so it can run on a shared database;
@@ -1395,6 +1397,14 @@ static enum og_status drill_run(struct ctl *ctl, const struct opt_args *a, json_
             drill_create_topic(producer, d.topic, d.o.consumers > 2 ? 2 * d.o.consumers : 4) != 0 ||
             drill_create_topic(producer, d.dlq_topic, 1) != 0)
             goto out;
+        /* The consumers' outbox relay publishes to these (drill_write_config). */
+        static const char *const outbox_kinds[] = {"events", "refunds", "alerts"};
+        for (int k = 0; k < 3; k++) {
+            char name[sizeof(d.topic) + 16];
+            snprintf(name, sizeof(name), "%s.%s", d.topic, outbox_kinds[k]);
+            if (drill_create_topic(producer, name, 1) != 0)
+                goto out;
+        }
     }
     /* T is fixed now that placement is done; everything after is relative. */
     d.t_ms = clock_wall_ms() + d.o.lead_ms;

@@ -1,5 +1,5 @@
-/* ordergatectl schedule: produce one delayed cancel message (SPEC section 4)
- * and wait for the broker's delivery report.
+/* ordergatectl schedule: produce one delayed cancel message (the message
+ * contract: README.md, "The message contract (Kafka)") and wait for the broker's delivery report.
  *
  * Key: the order number. Value: {"v":1,"order_no":"...","due_at":"...Z"},
  * encoded by common/codec (the consumer's own decoder reads it back).

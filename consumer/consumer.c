@@ -1,0 +1,132 @@
+/* The consumer's lifetime: consumer_new() builds everything the consume
+ * loop (loop.c) needs from the configuration (topics, metrics, scheduler,
+ * batch, database client, producer, group member), consumer_free() takes it
+ * down again in a safe order. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/signals.h"
+#include "consumer/consumer.h"
+
+struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
+{
+    struct consumer *c = calloc(1, sizeof(*c));
+    /* The batch has a retry loop of its own that keeps polling Kafka
+     * between attempts (stalled), so each attempt may give up early: at
+     * most CONSUMER_DB_ATTEMPTS tries inside one database call, which
+     * keeps the loop from blocking for long while PostgreSQL is away. */
+    struct db_retry retry = {cfg->db_retry_max < CONSUMER_DB_ATTEMPTS ? cfg->db_retry_max
+                                                                      : CONSUMER_DB_ATTEMPTS,
+                             cfg->db_retry_base_ms, cfg->db_retry_cap_ms};
+    rd_kafka_conf_t *conf = NULL;
+    char *password = NULL;
+    char **delay = NULL;
+    size_t ndelay = 0;
+    char errstr[512];
+    enum og_status st;
+
+    if (c == NULL) {
+        og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        return NULL;
+    }
+    c->cfg = cfg;
+    st = kafka_check_config(cfg, err);
+    if (st != OG_OK)
+        goto fail;
+    st = kafka_topics_split(cfg->topics, &delay, &ndelay, err);
+    if (st != OG_OK)
+        goto fail;
+    if (ndelay + 1 > CONSUMER_TOPICS_MAX) {
+        st = og_error_set(err, OG_ERR_CONFIG, false, "kafka.topics: at most %d topics",
+                          CONSUMER_TOPICS_MAX - 1);
+        goto fail;
+    }
+    c->topics = calloc(ndelay + 1, sizeof(*c->topics));
+    if (c->topics == NULL) {
+        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        goto fail;
+    }
+    memcpy(c->topics, delay, ndelay * sizeof(*delay));
+    c->ntopics = ndelay;
+    free(delay); /* the names now belong to c->topics */
+    delay = NULL;
+    if (*cfg->payments_topic != '\0') {
+        c->topics[c->ntopics] = strdup(cfg->payments_topic);
+        if (c->topics[c->ntopics] == NULL) {
+            st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+            goto fail;
+        }
+        c->ntopics++;
+        c->has_payments = true;
+    }
+    consumer_metrics_register(&c->m, c->topics, c->ntopics);
+
+    c->sched = sched_new(CONSUMER_MIN_PAUSE_MS);
+    c->rows = calloc((size_t)cfg->batch_size, sizeof(*c->rows));
+    c->nos = calloc((size_t)cfg->batch_size, sizeof(*c->nos));
+    c->row_seen = calloc((size_t)cfg->batch_size, sizeof(*c->row_seen));
+    if (c->sched == NULL || c->rows == NULL || c->nos == NULL || c->row_seen == NULL) {
+        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        goto fail;
+    }
+    st = batch_init(&c->batch, (size_t)cfg->batch_size, err);
+    if (st != OG_OK)
+        goto fail;
+
+    st = cfg_db_password(cfg, &password, err);
+    if (st != OG_OK)
+        goto fail;
+    c->db = db_new(cfg->db_conninfo, password, "ordergate-consumer", &retry, &signals_stop);
+    if (password != NULL) {
+        memset(password, 0, strlen(password));
+        free(password);
+    }
+    if (c->db == NULL) {
+        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        goto fail;
+    }
+
+    st = kafka_producer_new(cfg, "ordergate-consumer-reschedule", NULL, &c->producer, err);
+    if (st != OG_OK)
+        goto fail;
+    st = kafka_conf_new(cfg, KAFKA_ROLE_CONSUMER, "ordergate-consumer", &conf, err);
+    if (st != OG_OK)
+        goto fail;
+    consumer_loop_conf(c, conf);
+    c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+    if (c->rk == NULL) {
+        rd_kafka_conf_destroy(conf);
+        st = og_error_set(err, OG_ERR_CONFIG, false, "cannot create Kafka consumer: %s", errstr);
+        goto fail;
+    }
+    conf = NULL; /* owned by the handle now */
+    /* Rebalances, errors and commits are all served by consumer_poll. */
+    rd_kafka_poll_set_consumer(c->rk);
+    return c;
+fail:
+    kafka_topics_free(delay, ndelay);
+    consumer_free(c);
+    return NULL;
+}
+
+void consumer_free(struct consumer *c)
+{
+    if (c == NULL)
+        return;
+    relay_stop(c);
+    if (c->rk != NULL)
+        rd_kafka_destroy(c->rk);
+    if (c->producer != NULL) {
+        rd_kafka_flush(c->producer, 5000);
+        rd_kafka_destroy(c->producer);
+    }
+    /* After the producer: a late delivery report writes into the batch. */
+    batch_free(&c->batch);
+    db_free(c->db);
+    sched_free(c->sched);
+    free(c->rows);
+    free(c->nos);
+    free(c->row_seen);
+    kafka_topics_free(c->topics, c->ntopics);
+    free(c);
+}

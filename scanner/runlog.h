@@ -1,4 +1,5 @@
-/* The scanner's run log: the C face of ordergate.scanner_runs and the scanner_run_* functions in schema/.
+/* The scanner's run log: the C face of ordergate.scanner_runs and the
+ * scanner_run_* functions in schema/ (docs/scanner.md, "The run log").
  *
  * One sweep run is one row of ordergate.scanner_runs: runlog_start() takes
  * the sweep's advisory lock and writes the row ('running'), or writes a

@@ -1,5 +1,5 @@
 # Deterministic interleavings of real sessions (PostgreSQL's isolationtester), one
-# test per spec: the seed's race windows W1-W4, manual close and hold against
+# test per spec: the four race windows W1-W4 (schema/README.md, "Tests"), manual close and hold against
 # payments, and overlapping batches that must not deadlock.
 file(GLOB OG_ISOLATION_SPECS CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/specs/*.spec)
 foreach(spec ${OG_ISOLATION_SPECS})

@@ -247,23 +247,11 @@ enum og_status db_exec(struct db *db, const char *sql, struct og_error *err)
 
 void db_backoff(const struct db_retry *retry, int attempt, volatile sig_atomic_t *stop)
 {
-    long ms = retry->base_ms;
-    struct timespec ts;
-
-    for (int i = 0; i < attempt && ms < retry->cap_ms; i++)
-        ms *= 2;
-    if (ms > retry->cap_ms)
-        ms = retry->cap_ms;
     /* Jitter keeps several consumers from retrying in lockstep. */
-    ms = ms / 2 + rand() % (ms / 2 + 1);
-    /* Sleep in slices so a shutdown request is honoured promptly. */
-    while (ms > 0 && !(stop != NULL && *stop)) {
-        long slice = ms > 100 ? 100 : ms;
-        ts.tv_sec = 0;
-        ts.tv_nsec = slice * 1000000L;
-        nanosleep(&ts, NULL);
-        ms -= slice;
-    }
+    long ms = clock_jitter_ms(clock_backoff_ms(retry->base_ms, retry->cap_ms, attempt),
+                              (unsigned long)rand());
+
+    clock_sleep_until_flag(ms, stop, NULL);
 }
 
 enum og_status db_call(struct db *db, const struct db_stmt *stmt, const char *const *params,

@@ -26,13 +26,7 @@ struct relay {
 
 static void relay_sleep_ms(struct relay *r, long ms)
 {
-    /* In slices, so that a shutdown request is seen promptly. */
-    while (ms > 0 && !signals_stop && !r->stop) {
-        long slice = ms > 50 ? 50 : ms;
-        struct timespec ts = {0, slice * 1000000L};
-        nanosleep(&ts, NULL);
-        ms -= slice;
-    }
+    clock_sleep_until_flag(ms, &signals_stop, &r->stop);
 }
 
 static void *relay_main(void *arg)
@@ -76,8 +70,9 @@ static void *relay_main(void *arg)
         if (st == OG_OK && published >= (size_t)cfg->outbox_batch)
             continue; /* a full batch: more is waiting */
         if (failures > 0) {
-            long backoff = (long)cfg->db_retry_base_ms << (failures < 8 ? failures : 8);
-            relay_sleep_ms(r, backoff < cfg->db_retry_cap_ms ? backoff : cfg->db_retry_cap_ms);
+            /* Growth stops after eight doublings, as it always has. */
+            relay_sleep_ms(r, clock_backoff_ms(cfg->db_retry_base_ms, cfg->db_retry_cap_ms,
+                                               failures < 8 ? failures : 8));
         } else {
             relay_sleep_ms(r, cfg->outbox_interval_ms);
         }

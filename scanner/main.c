@@ -383,7 +383,7 @@ static int scanner_sweep_every(struct db *db, struct db **claim_dbs, const struc
         now = clock_mono_ms();
         if (next < now)
             next = now;
-        sweep_sleep_ms((long)(next - now), &signals_stop);
+        clock_sleep_until_flag((long)(next - now), &signals_stop, NULL);
     }
     log_info("scanner_every_stopped", "runs=%" PRId64, runs);
     return EXIT_OK;

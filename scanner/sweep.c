@@ -152,19 +152,6 @@ static enum og_status sweep_check_session(struct db *db, int backend_pid, struct
                         backend_pid, now_pid);
 }
 
-void sweep_sleep_ms(long ms, volatile sig_atomic_t *stop)
-{
-    struct timespec ts;
-
-    while (ms > 0 && !(stop != NULL && *stop)) {
-        long slice = ms > 100 ? 100 : ms;
-        ts.tv_sec = 0;
-        ts.tv_nsec = slice * 1000000L;
-        nanosleep(&ts, NULL);
-        ms -= slice;
-    }
-}
-
 static void sweep_log_missed(const struct sweep_result *res)
 {
     char list[SWEEP_SAMPLE_MAX * (GATE_ORDER_NO_MAX + 1) + 1] = "";
@@ -288,7 +275,7 @@ static enum og_status sweep_batches(struct db *db, const struct sweep_params *p,
             break;
         }
         if (p->pause_ms > 0)
-            sweep_sleep_ms(p->pause_ms, p->stop);
+            clock_sleep_until_flag(p->pause_ms, p->stop, NULL);
     }
     sweep_page_free(&page);
     return st;
@@ -537,7 +524,7 @@ static enum og_status sweep_batches_parallel(struct db *db, const struct sweep_p
         }
         if (p->pause_ms > 0) {
             pthread_mutex_unlock(&pool.mu);
-            sweep_sleep_ms(p->pause_ms, p->stop);
+            clock_sleep_until_flag(p->pause_ms, p->stop, NULL);
             pthread_mutex_lock(&pool.mu);
         }
     }

@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "common/clock.h"
+
 const char *testutil_brokers(void)
 {
     const char *b = getenv("ORDERGATE_BROKERS");
@@ -36,6 +38,5 @@ void testutil_unique(char *buf, size_t size, const char *prefix)
 
 void testutil_sleep_ms(long ms)
 {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
+    clock_sleep_until_flag(ms, NULL, NULL);
 }

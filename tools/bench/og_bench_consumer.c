@@ -177,10 +177,7 @@ static void check_stop(void)
 
 static void sleep_ms(long ms)
 {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR && !stop_flag)
-        ;
+    clock_sleep_until_flag(ms, &stop_flag, NULL);
 }
 
 static double mono_s(void)

@@ -157,17 +157,7 @@ static long drill_rng_range(uint64_t *s, long lo, long hi)
 
 static void drill_sleep_until(int64_t wall_ms)
 {
-    while (!signals_stop) {
-        int64_t left = wall_ms - clock_wall_ms();
-        struct timespec ts;
-        if (left <= 0)
-            return;
-        if (left > 100)
-            left = 100;
-        ts.tv_sec = 0;
-        ts.tv_nsec = left * 1000000L;
-        nanosleep(&ts, NULL);
-    }
+    clock_sleep_until_flag((long)(wall_ms - clock_wall_ms()), &signals_stop, NULL);
 }
 
 static void drill_progress(const struct drill *d, const char *fmt, ...)

@@ -46,6 +46,7 @@
 #include "common/kafka.h"
 #include "common/log.h"
 #include "common/parse.h"
+#include "common/pgarray.h"
 #include "common/signals.h"
 #include "tools/ctl/ctl.h"
 
@@ -342,32 +343,27 @@ static const struct db_stmt drill_stmt_due = {
 
 static int drill_set_due(struct drill *d, struct db *db)
 {
-    size_t cap = (size_t)d->o.orders * 50 + 16, cap2 = (size_t)d->o.orders * 22 + 16;
-    char *names = malloc(cap), *times = malloc(cap2);
-    size_t n1 = 0, n2 = 0;
+    struct pgarray names, times;
     struct og_error err = {0};
     int rc = 0;
 
-    if (names == NULL || times == NULL) {
-        rc = -1;
-        goto out;
-    }
-    names[n1++] = '{';
-    times[n2++] = '{';
+    pgarray_init(&names);
+    pgarray_init(&times);
     for (long i = 0; i < d->o.orders; i++) {
-        n1 += (size_t)snprintf(names + n1, cap - n1, "%s%s", i ? "," : "", d->orders[i].order_no);
-        n2 += (size_t)snprintf(times + n2, cap2 - n2, "%s%" PRId64, i ? "," : "",
-                               d->orders[i].due_ms);
+        pgarray_append(&names, d->orders[i].order_no);
+        pgarray_append_int(&times, d->orders[i].due_ms);
     }
-    snprintf(names + n1, cap - n1, "}");
-    snprintf(times + n2, cap2 - n2, "}");
-    if (db_call(db, &drill_stmt_due, (const char *[]){names, times}, NULL, &err) != OG_OK) {
+    if (pgarray_str(&names) == NULL || pgarray_str(&times) == NULL) {
+        fprintf(stderr, "ordergatectl drill: setting due times: out of memory\n");
+        rc = -1;
+    } else if (db_call(db, &drill_stmt_due,
+                       (const char *[]){pgarray_str(&names), pgarray_str(&times)}, NULL,
+                       &err) != OG_OK) {
         fprintf(stderr, "ordergatectl drill: setting due times: %s\n", err.msg);
         rc = -1;
     }
-out:
-    free(names);
-    free(times);
+    pgarray_free(&names);
+    pgarray_free(&times);
     return rc;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/cfg.h"
+#include "common/db.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/signals.h"
@@ -210,7 +211,7 @@ int main(int argc, char **argv)
             status = config_error(config_path, from_flag, &err);
             goto out;
         }
-        free(password);
+        db_password_free(password);
     }
     if (check) {
         printf(PROG ": configuration OK\n");

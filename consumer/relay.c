@@ -101,7 +101,6 @@ enum og_status relay_start(struct consumer *c, struct og_error *err)
     const struct og_config *cfg = c->cfg;
     struct db_retry retry = {cfg->db_retry_max, cfg->db_retry_base_ms, cfg->db_retry_cap_ms};
     struct relay *r;
-    char *password = NULL;
     enum og_status st;
 
     if (!cfg->outbox_enabled)
@@ -110,18 +109,10 @@ enum og_status relay_start(struct consumer *c, struct og_error *err)
     if (r == NULL)
         return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
     r->c = c;
-    st = cfg_db_password(cfg, &password, err);
+    st = db_new_passfile(cfg->db_conninfo, cfg->db_password_file, "ordergate-consumer-outbox",
+                         &retry, &signals_stop, &r->db, err);
     if (st != OG_OK)
         goto fail;
-    r->db = db_new(cfg->db_conninfo, password, "ordergate-consumer-outbox", &retry, &signals_stop);
-    if (password != NULL) {
-        memset(password, 0, strlen(password));
-        free(password);
-    }
-    if (r->db == NULL) {
-        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-        goto fail;
-    }
     st = kafka_producer_new(cfg, "ordergate-consumer-outbox", outbox_dr_cb, &r->producer, err);
     if (st != OG_OK)
         goto fail;

@@ -528,10 +528,7 @@ out:
     for (int i = 0; i < SCANNER_WORKERS_MAX; i++)
         db_free(claim_dbs[i]);
     db_free(db);
-    if (password != NULL) {
-        memset(password, 0, strlen(password));
-        free(password);
-    }
+    db_password_free(password);
     cfg_free(&cfg);
     return code;
 }

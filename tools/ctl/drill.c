@@ -177,19 +177,17 @@ static void drill_progress(const struct drill *d, const char *fmt, ...)
 
 static struct db *drill_db(struct drill *d, const char *app)
 {
-    char *password = NULL;
     struct og_error err = {0};
     struct db_retry retry = {d->cfg->db_retry_max, d->cfg->db_retry_base_ms,
                              d->cfg->db_retry_cap_ms};
     struct db *db;
 
-    if (cfg_db_password(d->cfg, &password, &err) != OG_OK) {
+    if (db_new_passfile(d->cfg->db_conninfo, d->cfg->db_password_file, app, &retry, &signals_stop,
+                        &db, &err) != OG_OK) {
         fprintf(stderr, "ordergatectl drill: %s\n", err.msg);
         return NULL;
     }
-    db = db_new(d->cfg->db_conninfo, password, app, &retry, &signals_stop);
-    free(password);
-    if (db != NULL && db_connect(db, &err) != OG_OK) {
+    if (db_connect(db, &err) != OG_OK) {
         fprintf(stderr, "ordergatectl drill: %s\n", err.msg);
         db_free(db);
         db = NULL;

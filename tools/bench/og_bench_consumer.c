@@ -65,6 +65,7 @@
 #include "common/kafka.h"
 #include "common/log.h"
 #include "common/parse.h"
+#include "common/path.h"
 #include "common/version.h"
 #include "tools/bench/support/bench_proc.h"
 
@@ -2072,18 +2073,11 @@ static void usage(FILE *out)
 static void beside_self(char *out, size_t size, const char *rel)
 {
     char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    char *slash;
 
-    if (n <= 0) {
+    if (path_exe_dir(exe, sizeof(exe)))
+        snprintf(out, size, "%s/%s", exe, rel);
+    else
         snprintf(out, size, "%s", rel);
-        return;
-    }
-    exe[n] = '\0';
-    slash = strrchr(exe, '/');
-    if (slash != NULL)
-        *slash = '\0';
-    snprintf(out, size, "%s/%s", exe, rel);
 }
 
 static int parse_args(int argc, char **argv, struct opts *o)

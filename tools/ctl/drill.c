@@ -46,6 +46,7 @@
 #include "common/kafka.h"
 #include "common/log.h"
 #include "common/parse.h"
+#include "common/path.h"
 #include "common/pgarray.h"
 #include "common/signals.h"
 #include "tools/ctl/ctl.h"
@@ -406,28 +407,20 @@ static int drill_find_bin(const struct drill *d, const char *name, const char *s
                           size_t size)
 {
     char self[PATH_MAX];
-    ssize_t n;
     const char *path;
 
     if (d->o.bin_dir != NULL) {
         snprintf(out, size, "%s/%s", d->o.bin_dir, name);
         return access(out, X_OK) == 0 ? 0 : -1;
     }
-    n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n > 0) {
-        char *slash;
-        self[n] = '\0';
-        slash = strrchr(self, '/');
-        if (slash != NULL) {
-            *slash = '\0';
-            /* Installed side by side, or the build tree (tools/ next to consumer/). */
-            snprintf(out, size, "%s/%s", self, name);
-            if (access(out, X_OK) == 0)
-                return 0;
-            snprintf(out, size, "%s/../%s/%s", self, subdir, name);
-            if (access(out, X_OK) == 0)
-                return 0;
-        }
+    if (path_exe_dir(self, sizeof(self))) {
+        /* Installed side by side, or the build tree (tools/ next to consumer/). */
+        snprintf(out, size, "%s/%s", self, name);
+        if (access(out, X_OK) == 0)
+            return 0;
+        snprintf(out, size, "%s/../%s/%s", self, subdir, name);
+        if (access(out, X_OK) == 0)
+            return 0;
     }
     path = getenv("PATH");
     while (path != NULL && *path) {

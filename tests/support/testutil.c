@@ -40,3 +40,28 @@ void testutil_sleep_ms(long ms)
 {
     clock_sleep_until_flag(ms, NULL, NULL);
 }
+
+char *testutil_slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char *buf = NULL;
+    size_t used = 0, cap = 0;
+
+    if (f == NULL)
+        return NULL;
+    /* Read to the end rather than trust the size: the file may still grow. */
+    for (;;) {
+        if (cap - used < 4096) {
+            cap = cap ? cap * 2 : 8192;
+            buf = realloc(buf, cap);
+            assert_non_null(buf);
+        }
+        size_t n = fread(buf + used, 1, cap - used - 1, f);
+        used += n;
+        if (n == 0)
+            break;
+    }
+    fclose(f);
+    buf[used] = '\0';
+    return buf;
+}

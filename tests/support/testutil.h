@@ -10,6 +10,10 @@ const char *testutil_brokers(void);
 void testutil_binary(char *buf, size_t size, const char *relpath);
 /* A name unique to this process, e.g. for topics and groups. */
 void testutil_unique(char *buf, size_t size, const char *prefix);
+/* Sleeps ms milliseconds. */
 void testutil_sleep_ms(long ms);
+/* The whole file as a NUL-terminated string (free it), or NULL when it
+ * cannot be opened. */
+char *testutil_slurp(const char *path);
 
 #endif

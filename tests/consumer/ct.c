@@ -24,8 +24,12 @@
 
 #include "common/codec.h"
 #include "common/kafka.h"
+#include "common/scrape.h"
 #include "support/child.h"
 #include "support/testutil.h"
+
+/* The endpoint answers from memory: seconds mean it is stuck. */
+#define CT_HTTP_TIMEOUT_MS 10000
 
 const char *ct_brokers_override;
 
@@ -354,41 +358,18 @@ int ct_metrics_port(const struct ct_proc *p)
 
 int ct_http_get(int port, const char *path, char *buf, size_t size)
 {
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    char req[256];
-    size_t used = 0;
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    int status = -1;
+    int status = scrape_http(port, "GET", path, buf, size, CT_HTTP_TIMEOUT_MS);
 
-    assert_true(fd >= 0);
-    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0)
-        fail_msg("connect to metrics port %d: %s", port, strerror(errno));
-    snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
-    assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
-    for (;;) {
-        ssize_t n = read(fd, buf + used, size - 1 - used);
-        if (n <= 0)
-            break;
-        used += (size_t)n;
-        if (used + 1 >= size)
-            break;
-    }
-    buf[used] = '\0';
-    close(fd);
-    sscanf(buf, "HTTP/%*s %d", &status);
+    if (status < 0)
+        fail_msg("GET %s on metrics port %d: no HTTP answer", path, port);
     return status;
 }
 
 double ct_metric(const char *text, const char *sample)
 {
-    size_t n = strlen(sample);
+    double v;
 
-    for (const char *s = text; s != NULL && *s; s = strchr(s, '\n'), s = s ? s + 1 : NULL) {
-        if (strncmp(s, sample, n) == 0 && s[n] == ' ')
-            return strtod(s + n + 1, NULL);
-    }
-    return -1;
+    return scrape_sample(text, sample, &v) ? v : -1;
 }
 
 long ct_scalar(struct ct *t, const char *sql)

@@ -30,6 +30,7 @@ trap cleanup EXIT
 for f in "$top"/schema/[0-9][0-9][0-9]_*.sql; do
     "${psql[@]}" -d "$db" -f "$f" >/dev/null || die "applying $(basename "$f") failed"
 done
+"${psql[@]}" -d "$db" -f "$here/../support/reset.sql" >/dev/null || die "reset.sql failed"
 "${psql[@]}" -d "$db" -f "$here/helpers.sql" >/dev/null || die "helpers.sql failed"
 
 results="$work/results"

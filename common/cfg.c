@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/db.h"
 #include "common/log.h"
 #include "common/parse.h"
 
@@ -373,28 +374,11 @@ enum og_status cfg_apply_env(struct og_config *cfg, struct og_error *err)
 
 enum og_status cfg_db_password(const struct og_config *cfg, char **password, struct og_error *err)
 {
-    char buf[1024];
-    size_t n;
-    FILE *f;
+    enum og_status st = db_password_read(cfg->db_password_file, password, err);
 
-    *password = NULL;
-    if (cfg->db_password_file == NULL || *cfg->db_password_file == '\0')
-        return OG_OK;
-    f = fopen(cfg->db_password_file, "r");
-    if (f == NULL)
-        return cfg_refuse(err, cfg_find("database.password_file"), "%s: %s", cfg->db_password_file,
-                          strerror(errno));
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    /* Files written by editors or Kubernetes secrets often end in a newline. */
-    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-        buf[--n] = '\0';
-    *password = strdup(buf);
-    memset(buf, 0, sizeof(buf));
-    if (*password == NULL)
-        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-    return OG_OK;
+    if (st != OG_OK)
+        og_error_setting(err, "database.password_file");
+    return st;
 }
 
 void cfg_dump(const struct og_config *cfg, FILE *out)

@@ -110,7 +110,8 @@ bool cfg_setting_info(size_t i, struct cfg_setting_info *info);
 /* Prints every setting as "name = value" (secrets masked). */
 void cfg_dump(const struct og_config *cfg, FILE *out);
 /* Reads database.password_file when set: *password is NULL when no file is
- * configured (libpq then uses PGPASSWORD or ~/.pgpass). Caller frees. */
+ * configured (libpq then uses PGPASSWORD or ~/.pgpass). The caller releases
+ * it with db_password_free, which wipes it. */
 enum og_status cfg_db_password(const struct og_config *cfg, char **password, struct og_error *err);
 void cfg_free(struct og_config *cfg);
 

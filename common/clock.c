@@ -1,5 +1,6 @@
 #include "common/clock.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -20,6 +21,51 @@ int64_t clock_wall_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool clock_raised(const volatile sig_atomic_t *stop, const volatile sig_atomic_t *also)
+{
+    return (stop != NULL && *stop) || (also != NULL && *also);
+}
+
+bool clock_sleep_until_flag(long ms, const volatile sig_atomic_t *stop,
+                            const volatile sig_atomic_t *also)
+{
+    int64_t end = clock_mono_us() + (int64_t)(ms > 0 ? ms : 0) * 1000;
+
+    /* Slices with absolute deadlines: an interrupted slice neither shortens
+     * nor stretches the whole, and a flag is seen within one slice. */
+    for (;;) {
+        int64_t now = clock_mono_us(), until;
+        struct timespec ts;
+
+        if (clock_raised(stop, also))
+            return false;
+        if (now >= end)
+            return true;
+        until = end - now > CLOCK_SLEEP_SLICE_MS * 1000 ? now + CLOCK_SLEEP_SLICE_MS * 1000 : end;
+        ts.tv_sec = (time_t)(until / 1000000);
+        ts.tv_nsec = (long)(until % 1000000) * 1000;
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR &&
+               !clock_raised(stop, also))
+            ;
+    }
+}
+
+long clock_backoff_ms(long base_ms, long cap_ms, int attempt)
+{
+    long ms = base_ms;
+
+    for (int i = 0; i < attempt && ms < cap_ms; i++)
+        ms = ms > cap_ms / 2 ? cap_ms : ms * 2;
+    return ms > cap_ms ? cap_ms : ms;
+}
+
+long clock_jitter_ms(long ms, unsigned long r)
+{
+    if (ms <= 0)
+        return 0;
+    return ms / 2 + (long)(r % (unsigned long)(ms / 2 + 1));
 }
 
 /* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar. */

@@ -1,5 +1,7 @@
 #include "common/db.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -55,12 +57,78 @@ void db_free(struct db *db)
     if (db->conn != NULL)
         PQfinish(db->conn);
     free(db->conninfo);
-    if (db->password != NULL) {
-        memset(db->password, 0, strlen(db->password));
-        free(db->password);
-    }
+    db_password_free(db->password);
     free(db->app_name);
     free(db);
+}
+
+enum og_status db_password_read(const char *path, char **password, struct og_error *err)
+{
+    enum og_status st = OG_OK;
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = NULL;
+
+    *password = NULL;
+    if (path == NULL || *path == '\0')
+        return OG_OK;
+    /* Read straight into the buffer handed out: no other copy is left to
+     * wipe. */
+    buf = malloc(DB_PASSWORD_MAX + 1);
+    f = fopen(path, "r");
+    if (buf == NULL) {
+        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    if (f == NULL) {
+        st = og_error_set(err, OG_ERR_CONFIG, false, "database.password_file %s: %s", path,
+                          strerror(errno));
+        goto out;
+    }
+    /* Unbuffered: stdio would keep a copy in its own buffer. */
+    setvbuf(f, NULL, _IONBF, 0);
+    n = fread(buf, 1, DB_PASSWORD_MAX, f);
+    buf[n] = '\0';
+    /* Files written by editors or Kubernetes secrets often end in a newline. */
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+        buf[--n] = '\0';
+    *password = buf;
+    buf = NULL;
+out:
+    if (f != NULL)
+        fclose(f);
+    free(buf); /* nothing was read into it */
+    return st;
+}
+
+void db_password_wipe(char *password)
+{
+    if (password != NULL)
+        explicit_bzero(password, strlen(password));
+}
+
+void db_password_free(char *password)
+{
+    db_password_wipe(password);
+    free(password);
+}
+
+enum og_status db_new_passfile(const char *conninfo, const char *password_file,
+                               const char *app_name, const struct db_retry *retry,
+                               volatile sig_atomic_t *stop, struct db **out, struct og_error *err)
+{
+    char *password = NULL;
+    enum og_status st = db_password_read(password_file, &password, err);
+
+    *out = NULL;
+    if (st == OG_OK) {
+        *out = db_new(conninfo, password, app_name, retry, stop);
+        if (*out == NULL)
+            st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    }
+    /* db_new keeps its own copy, wiped by db_free. */
+    db_password_free(password);
+    return st;
 }
 
 bool db_sqlstate_retriable(const char *sqlstate)
@@ -247,23 +315,11 @@ enum og_status db_exec(struct db *db, const char *sql, struct og_error *err)
 
 void db_backoff(const struct db_retry *retry, int attempt, volatile sig_atomic_t *stop)
 {
-    long ms = retry->base_ms;
-    struct timespec ts;
-
-    for (int i = 0; i < attempt && ms < retry->cap_ms; i++)
-        ms *= 2;
-    if (ms > retry->cap_ms)
-        ms = retry->cap_ms;
     /* Jitter keeps several consumers from retrying in lockstep. */
-    ms = ms / 2 + rand() % (ms / 2 + 1);
-    /* Sleep in slices so a shutdown request is honoured promptly. */
-    while (ms > 0 && !(stop != NULL && *stop)) {
-        long slice = ms > 100 ? 100 : ms;
-        ts.tv_sec = 0;
-        ts.tv_nsec = slice * 1000000L;
-        nanosleep(&ts, NULL);
-        ms -= slice;
-    }
+    long ms = clock_jitter_ms(clock_backoff_ms(retry->base_ms, retry->cap_ms, attempt),
+                              (unsigned long)rand());
+
+    clock_sleep_until_flag(ms, stop, NULL);
 }
 
 enum og_status db_call(struct db *db, const struct db_stmt *stmt, const char *const *params,

@@ -41,6 +41,25 @@ struct db *db_new(const char *conninfo, const char *password, const char *app_na
                   const struct db_retry *retry, volatile sig_atomic_t *stop);
 void db_free(struct db *db);
 
+/* The longest password a password file may hold; more is cut off. */
+#define DB_PASSWORD_MAX 1023
+
+/* Reads a password file: its first DB_PASSWORD_MAX bytes without trailing
+ * newlines. path NULL or "" means no file: *password is NULL and the status
+ * OG_OK. Otherwise *password is set only on OG_OK; the caller releases it
+ * with db_password_free. */
+enum og_status db_password_read(const char *path, char **password, struct og_error *err);
+/* Overwrites a password with zeros (explicit_bzero, so the compiler cannot
+ * drop it); NULL is fine. */
+void db_password_wipe(char *password);
+/* Wipes, then frees; NULL is fine. */
+void db_password_free(char *password);
+/* db_new with the password read from password_file (NULL or "": none); the
+ * password read is wiped before this returns. *out is NULL unless OG_OK. */
+enum og_status db_new_passfile(const char *conninfo, const char *password_file,
+                               const char *app_name, const struct db_retry *retry,
+                               volatile sig_atomic_t *stop, struct db **out, struct og_error *err);
+
 /* Connects now (db_call connects on demand too). */
 enum og_status db_connect(struct db *db, struct og_error *err);
 

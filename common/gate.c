@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/pgarray.h"
+
 static const char *const gate_outcome_words[GATE_OUTCOME_COUNT] = {
     [GATE_UNKNOWN] = "unknown",
     [GATE_CANCELLED] = "cancelled",
@@ -259,13 +261,13 @@ enum og_status gate_claim_cancel(struct db *db, const char *const *order_nos, si
                                  enum gate_source source, struct gate_cancel_row *rows,
                                  size_t *nrows, struct og_error *err)
 {
-    char *array = NULL;
-    size_t cap, used = 0;
+    struct pgarray array;
     PGresult *res = NULL;
     enum og_status st = OG_OK;
     const char *params[2];
 
     *nrows = 0;
+    pgarray_init(&array);
     if (source != GATE_SRC_TIMEOUT_CONSUMER && source != GATE_SRC_TIMEOUT_SCANNER)
         return og_error_set(err, OG_ERR_ARG, false,
                             "claim_cancel source must be timeout_consumer or timeout_scanner");
@@ -277,28 +279,14 @@ enum og_status gate_claim_cancel(struct db *db, const char *const *order_nos, si
     for (size_t i = 0; i < n; i++) {
         st = gate_check_order_no(order_nos[i], err);
         if (st != OG_OK)
-            return st;
+            goto out;
+        pgarray_append(&array, order_nos[i]);
     }
-    /* Valid order numbers contain no quote, backslash, comma or brace, so
-     * each element can be written into the array literal verbatim, quoted. */
-    cap = 3 + n * (GATE_ORDER_NO_MAX + 3);
-    array = malloc(cap);
-    if (array == NULL)
-        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-    array[used++] = '{';
-    for (size_t i = 0; i < n; i++) {
-        size_t len = strlen(order_nos[i]);
-        if (i > 0)
-            array[used++] = ',';
-        array[used++] = '"';
-        memcpy(array + used, order_nos[i], len);
-        used += len;
-        array[used++] = '"';
+    params[0] = pgarray_str(&array);
+    if (params[0] == NULL) {
+        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        goto out;
     }
-    array[used++] = '}';
-    array[used] = '\0';
-
-    params[0] = array;
     params[1] = gate_source_str(source);
     st = db_call(db, &gate_stmt_cancel, params, &res, err);
     if (st != OG_OK)
@@ -324,7 +312,7 @@ enum og_status gate_claim_cancel(struct db *db, const char *const *order_nos, si
     *nrows = (size_t)PQntuples(res);
 out:
     PQclear(res);
-    free(array);
+    pgarray_free(&array);
     return st;
 }
 

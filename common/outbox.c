@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/pgarray.h"
 #include "common/signals.h"
 
 #define OUTBOX_SLOT_MAGIC          0x6f67626fu /* "ogbo" */
@@ -278,29 +279,13 @@ static rd_kafka_resp_err_t outbox_produce(struct outbox_relay *relay, struct out
     }
 }
 
-/* "{1,2,3}" from the id column. Ids are bigints printed by the server. */
-static char *outbox_id_array(PGresult *rows)
+/* The id column as an array literal for $1::bigint[]; NULL when out of
+ * memory. */
+static const char *outbox_id_array(PGresult *rows, struct pgarray *ids)
 {
-    int n = PQntuples(rows);
-    size_t cap = 3, used = 0;
-    char *s;
-
-    for (int i = 0; i < n; i++)
-        cap += (size_t)PQgetlength(rows, i, 0) + 1;
-    s = malloc(cap);
-    if (s == NULL)
-        return NULL;
-    s[used++] = '{';
-    for (int i = 0; i < n; i++) {
-        size_t len = (size_t)PQgetlength(rows, i, 0);
-        if (i > 0)
-            s[used++] = ',';
-        memcpy(s + used, PQgetvalue(rows, i, 0), len);
-        used += len;
-    }
-    s[used++] = '}';
-    s[used] = '\0';
-    return s;
+    for (int i = 0; i < PQntuples(rows); i++)
+        pgarray_append_len(ids, PQgetvalue(rows, i, 0), (size_t)PQgetlength(rows, i, 0));
+    return pgarray_str(ids);
 }
 
 enum og_status outbox_relay_step(struct outbox_relay *relay, size_t *published,
@@ -308,7 +293,7 @@ enum og_status outbox_relay_step(struct outbox_relay *relay, size_t *published,
 {
     struct outbox_batch *batch = NULL;
     PGresult *rows = NULL, *res = NULL;
-    char *ids = NULL;
+    struct pgarray ids;
     char limit[16];
     const char *params[1];
     bool in_tx = false;
@@ -317,6 +302,7 @@ enum og_status outbox_relay_step(struct outbox_relay *relay, size_t *published,
     int64_t deadline;
     int first_failed = -1;
 
+    pgarray_init(&ids);
     if (published != NULL)
         *published = 0;
     if (relay == NULL)
@@ -418,12 +404,11 @@ enum og_status outbox_relay_step(struct outbox_relay *relay, size_t *published,
     }
 
     /* Every message is acknowledged: now, and only now, mark the rows. */
-    ids = outbox_id_array(rows);
-    if (ids == NULL) {
+    params[0] = outbox_id_array(rows, &ids);
+    if (params[0] == NULL) {
         st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
         goto out;
     }
-    params[0] = ids;
     st = db_run(relay->db, &outbox_stmt_mark, params, &res, err);
     if (st != OG_OK)
         goto out;
@@ -444,7 +429,7 @@ out:
         outbox_rollback(relay->db);
     PQclear(rows);
     PQclear(res);
-    free(ids);
+    pgarray_free(&ids);
     free(batch);
     return st;
 }

@@ -8,6 +8,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/pgarray.h"
 #include "consumer/consumer.h"
 
 /* Rounded up to the millisecond: a due time a fraction early would meet
@@ -300,8 +301,8 @@ static enum flush_result batch_due_times(struct consumer *c)
     struct batch *b = &c->batch;
     struct og_error err = {0};
     PGresult *res = NULL;
-    char *array = NULL;
-    size_t n = 0, used = 0;
+    struct pgarray array;
+    size_t n = 0;
     enum flush_result r = FLUSH_DONE;
     int64_t now = clock_wall_ms();
 
@@ -316,31 +317,17 @@ static enum flush_result batch_due_times(struct consumer *c)
     }
     if (n == 0)
         return FLUSH_DONE;
-    /* Order numbers passed the codec's check: no quote, comma, brace or
-     * backslash can occur, so each goes into the array literal as is. */
-    array = malloc(3 + n * (GATE_ORDER_NO_MAX + 3));
-    if (array == NULL) {
+    pgarray_init(&array);
+    for (size_t i = 0; i < b->n; i++)
+        if (b->e[i].state == BATCH_RESCHEDULE)
+            pgarray_append(&array, b->e[i].order_no);
+    if (pgarray_str(&array) == NULL) {
         log_error("out_of_memory", "where=due_times");
-        return FLUSH_RETRY;
+        r = FLUSH_RETRY;
+        goto out;
     }
-    array[used++] = '{';
-    for (size_t i = 0; i < b->n; i++) {
-        struct batch_entry *e = &b->e[i];
-        size_t len;
-        if (e->state != BATCH_RESCHEDULE)
-            continue;
-        if (used > 1)
-            array[used++] = ',';
-        len = strlen(e->order_no);
-        array[used++] = '"';
-        memcpy(array + used, e->order_no, len);
-        used += len;
-        array[used++] = '"';
-    }
-    array[used++] = '}';
-    array[used] = '\0';
     {
-        const char *params[1] = {array};
+        const char *params[1] = {pgarray_str(&array)};
         if (db_call(c->db, &batch_stmt_due_times, params, &res, &err) != OG_OK) {
             metric_observe(c->m.db_seconds, db_last_ms(c->db) / 1000.0);
             batch_db_failed(c, "due_times", &err);
@@ -387,7 +374,7 @@ static enum flush_result batch_due_times(struct consumer *c)
     }
 out:
     PQclear(res);
-    free(array);
+    pgarray_free(&array);
     return r;
 }
 

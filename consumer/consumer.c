@@ -19,7 +19,6 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
                                                                       : CONSUMER_DB_ATTEMPTS,
                              cfg->db_retry_base_ms, cfg->db_retry_cap_ms};
     rd_kafka_conf_t *conf = NULL;
-    char *password = NULL;
     char **delay = NULL;
     size_t ndelay = 0;
     char errstr[512];
@@ -73,18 +72,10 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     if (st != OG_OK)
         goto fail;
 
-    st = cfg_db_password(cfg, &password, err);
+    st = db_new_passfile(cfg->db_conninfo, cfg->db_password_file, "ordergate-consumer", &retry,
+                         &signals_stop, &c->db, err);
     if (st != OG_OK)
         goto fail;
-    c->db = db_new(cfg->db_conninfo, password, "ordergate-consumer", &retry, &signals_stop);
-    if (password != NULL) {
-        memset(password, 0, strlen(password));
-        free(password);
-    }
-    if (c->db == NULL) {
-        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-        goto fail;
-    }
 
     st = kafka_producer_new(cfg, "ordergate-consumer-reschedule", NULL, &c->producer, err);
     if (st != OG_OK)

@@ -163,11 +163,8 @@ static void loop_flush(struct consumer *c)
         c->retry_at_ms = now + 50;
         break;
     case FLUSH_RETRY: {
-        long backoff = c->cfg->db_retry_base_ms;
-        for (int i = 0; i < c->attempts && backoff < c->cfg->db_retry_cap_ms; i++)
-            backoff *= 2;
-        if (backoff > c->cfg->db_retry_cap_ms)
-            backoff = c->cfg->db_retry_cap_ms;
+        long backoff =
+            clock_backoff_ms(c->cfg->db_retry_base_ms, c->cfg->db_retry_cap_ms, c->attempts);
         c->attempts++;
         loop_stall(c);
         c->retry_at_ms = now + backoff;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/cfg.h"
+#include "common/db.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/opt.h"
@@ -94,7 +95,7 @@ int main(int argc, char **argv)
             status = 2;
             goto report;
         }
-        free(password);
+        db_password_free(password);
     }
     if (opt_flag(&args, "check-config")) {
         printf(PROG ": configuration OK\n");

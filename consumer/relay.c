@@ -26,13 +26,7 @@ struct relay {
 
 static void relay_sleep_ms(struct relay *r, long ms)
 {
-    /* In slices, so that a shutdown request is seen promptly. */
-    while (ms > 0 && !signals_stop && !r->stop) {
-        long slice = ms > 50 ? 50 : ms;
-        struct timespec ts = {0, slice * 1000000L};
-        nanosleep(&ts, NULL);
-        ms -= slice;
-    }
+    clock_sleep_until_flag(ms, &signals_stop, &r->stop);
 }
 
 static void *relay_main(void *arg)
@@ -76,8 +70,9 @@ static void *relay_main(void *arg)
         if (st == OG_OK && published >= (size_t)cfg->outbox_batch)
             continue; /* a full batch: more is waiting */
         if (failures > 0) {
-            long backoff = (long)cfg->db_retry_base_ms << (failures < 8 ? failures : 8);
-            relay_sleep_ms(r, backoff < cfg->db_retry_cap_ms ? backoff : cfg->db_retry_cap_ms);
+            /* Growth stops after eight doublings, as it always has. */
+            relay_sleep_ms(r, clock_backoff_ms(cfg->db_retry_base_ms, cfg->db_retry_cap_ms,
+                                               failures < 8 ? failures : 8));
         } else {
             relay_sleep_ms(r, cfg->outbox_interval_ms);
         }
@@ -106,7 +101,6 @@ enum og_status relay_start(struct consumer *c, struct og_error *err)
     const struct og_config *cfg = c->cfg;
     struct db_retry retry = {cfg->db_retry_max, cfg->db_retry_base_ms, cfg->db_retry_cap_ms};
     struct relay *r;
-    char *password = NULL;
     enum og_status st;
 
     if (!cfg->outbox_enabled)
@@ -115,18 +109,10 @@ enum og_status relay_start(struct consumer *c, struct og_error *err)
     if (r == NULL)
         return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
     r->c = c;
-    st = cfg_db_password(cfg, &password, err);
+    st = db_new_passfile(cfg->db_conninfo, cfg->db_password_file, "ordergate-consumer-outbox",
+                         &retry, &signals_stop, &r->db, err);
     if (st != OG_OK)
         goto fail;
-    r->db = db_new(cfg->db_conninfo, password, "ordergate-consumer-outbox", &retry, &signals_stop);
-    if (password != NULL) {
-        memset(password, 0, strlen(password));
-        free(password);
-    }
-    if (r->db == NULL) {
-        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-        goto fail;
-    }
     st = kafka_producer_new(cfg, "ordergate-consumer-outbox", outbox_dr_cb, &r->producer, err);
     if (st != OG_OK)
         goto fail;

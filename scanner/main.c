@@ -209,7 +209,7 @@ static int scanner_sweep_every(struct db *db, struct db **claim_dbs, const struc
         now = clock_mono_ms();
         if (next < now)
             next = now;
-        sweep_sleep_ms((long)(next - now), &signals_stop);
+        clock_sleep_until_flag((long)(next - now), &signals_stop, NULL);
     }
     log_info("scanner_every_stopped", "runs=%" PRId64, runs);
     return EXIT_OK;
@@ -370,10 +370,7 @@ out:
     for (int i = 0; i < SCANNER_WORKERS_MAX; i++)
         db_free(claim_dbs[i]);
     db_free(db);
-    if (password != NULL) {
-        memset(password, 0, strlen(password));
-        free(password);
-    }
+    db_password_free(password);
     cfg_free(&cfg);
     opt_args_free(&args.opts);
     return code;

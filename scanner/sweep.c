@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "common/gate.h"
 #include "common/log.h"
+#include "scanner/claim_pool.h"
 
 static const struct db_stmt sweep_stmt_page = {
     "og_scan_page",
@@ -29,45 +30,10 @@ static const struct db_stmt sweep_stmt_count = {
 static const struct db_stmt sweep_stmt_idle_timeout = {
     "og_scan_idle_timeout", "SELECT set_config('idle_session_timeout', $1, false)", 1};
 
-/* One page of the keyset walk. */
-struct sweep_page {
-    int n;
-    char (*order_no)[GATE_ORDER_NO_MAX + 1];
-    char (*expire_at)[RUNLOG_TS_MAX];
-    const char **ptrs; /* order_no[i], for gate_claim_cancel */
-    struct gate_cancel_row *rows;
-};
-
-static void sweep_page_free(struct sweep_page *page)
-{
-    if (page == NULL)
-        return;
-    free(page->order_no);
-    free(page->expire_at);
-    free(page->ptrs);
-    free(page->rows);
-    memset(page, 0, sizeof(*page));
-}
-
-static enum og_status sweep_page_alloc(struct sweep_page *page, int size, struct og_error *err)
-{
-    memset(page, 0, sizeof(*page));
-    page->order_no = calloc((size_t)size, sizeof(*page->order_no));
-    page->expire_at = calloc((size_t)size, sizeof(*page->expire_at));
-    page->ptrs = calloc((size_t)size, sizeof(*page->ptrs));
-    page->rows = calloc((size_t)size, sizeof(*page->rows));
-    if (page->order_no == NULL || page->expire_at == NULL || page->ptrs == NULL ||
-        page->rows == NULL) {
-        sweep_page_free(page);
-        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory for a batch of %d", size);
-    }
-    return OG_OK;
-}
-
 /* Fetches up to limit overdue orders after the checkpoint (from the start
  * when the checkpoint is empty). */
 static enum og_status sweep_fetch(struct db *db, int grace_s, const struct runlog_checkpoint *cp,
-                                  int limit, struct sweep_page *page, struct og_error *err)
+                                  int limit, struct claim_page *page, struct og_error *err)
 {
     char grace[16], lim[16];
     const char *params[4];
@@ -138,6 +104,29 @@ static enum og_status sweep_tally(struct sweep_result *res, const struct gate_ca
     return OG_OK;
 }
 
+/* The bookkeeping of one claimed page, the same with or without claim
+ * sessions: outcomes, batch count, the caller's callback, the debug line.
+ * session 0 is the run's own. */
+static enum og_status sweep_count_batch(const struct sweep_params *p, struct sweep_result *res,
+                                        const struct claim_page *page, size_t nrows, int64_t seq,
+                                        int session, double page_s, double claim_s,
+                                        struct og_error *err)
+{
+    enum og_status st = sweep_tally(res, page->rows, nrows, err);
+
+    if (st != OG_OK)
+        return st;
+    res->counts.batches++;
+    if (p->on_batch != NULL)
+        p->on_batch(page_s, claim_s, p->on_batch_arg);
+    log_debug("scanner_batch",
+              "run_id=%" PRId64 " batch=%" PRId64 " orders=%d page_ms=%.1f claim_ms=%.1f "
+              "session=%d cancelled_total=%" PRId64,
+              res->run_id, seq + 1, page->n, page_s * 1000.0, claim_s * 1000.0, session,
+              res->counts.cancelled);
+    return OG_OK;
+}
+
 /* The run must stay on the session that holds its lock. */
 static enum og_status sweep_check_session(struct db *db, int backend_pid, struct og_error *err)
 {
@@ -150,19 +139,6 @@ static enum og_status sweep_check_session(struct db *db, int backend_pid, struct
                         "database session lost mid-run (backend pid %d, now %d): the sweep lock "
                         "went with it; the next run starts over",
                         backend_pid, now_pid);
-}
-
-void sweep_sleep_ms(long ms, volatile sig_atomic_t *stop)
-{
-    struct timespec ts;
-
-    while (ms > 0 && !(stop != NULL && *stop)) {
-        long slice = ms > 100 ? 100 : ms;
-        ts.tv_sec = 0;
-        ts.tv_nsec = slice * 1000000L;
-        nanosleep(&ts, NULL);
-        ms -= slice;
-    }
 }
 
 static void sweep_log_missed(const struct sweep_result *res)
@@ -227,11 +203,11 @@ static const char *sweep_limit(const struct sweep_params *p, int64_t t_start, in
 static enum og_status sweep_batches(struct db *db, const struct sweep_params *p,
                                     struct sweep_result *res, int backend_pid, struct og_error *err)
 {
-    struct sweep_page page;
+    struct claim_page page;
     int64_t t_start = clock_mono_ms();
     enum og_status st;
 
-    st = sweep_page_alloc(&page, p->batch_size, err);
+    st = claim_page_alloc(&page, p->batch_size, err);
     if (st != OG_OK)
         return st;
     for (;;) {
@@ -263,22 +239,14 @@ static enum og_status sweep_batches(struct db *db, const struct sweep_params *p,
             break;
         /* Whatever session the claim ran on, its outcomes happened: count
          * them before looking at the session. */
-        st = sweep_tally(res, page.rows, nrows, err);
+        st = sweep_count_batch(p, res, &page, nrows, res->counts.batches, 0,
+                               (double)(t1 - t0) / 1e6, (double)(clock_mono_us() - t1) / 1e6, err);
         if (st != OG_OK)
             break;
-        res->counts.batches++;
         snprintf(res->checkpoint.expire_at, sizeof(res->checkpoint.expire_at), "%s",
                  page.expire_at[page.n - 1]);
         snprintf(res->checkpoint.order_no, sizeof(res->checkpoint.order_no), "%s",
                  page.order_no[page.n - 1]);
-        if (p->on_batch != NULL)
-            p->on_batch((double)(t1 - t0) / 1e6, (double)(clock_mono_us() - t1) / 1e6,
-                        p->on_batch_arg);
-        log_debug("scanner_batch",
-                  "run_id=%" PRId64 " batch=%d orders=%d page_ms=%.1f claim_ms=%.1f "
-                  "cancelled_total=%" PRId64,
-                  res->run_id, res->counts.batches, page.n, (double)(t1 - t0) / 1000.0,
-                  (double)(clock_mono_us() - t1) / 1000.0, res->counts.cancelled);
         st = sweep_progress(db, res, backend_pid, err);
         if (st != OG_OK)
             break;
@@ -288,214 +256,88 @@ static enum og_status sweep_batches(struct db *db, const struct sweep_params *p,
             break;
         }
         if (p->pause_ms > 0)
-            sweep_sleep_ms(p->pause_ms, p->stop);
+            clock_sleep_until_flag(p->pause_ms, p->stop, NULL);
     }
-    sweep_page_free(&page);
+    claim_page_free(&page);
     return st;
 }
 
-/* --workers N: the run's session reads pages, N claim threads claim them.
- *
- * A slot is one claim thread with its own session and page buffer. The main
- * thread owns every decision (caps, stop, checkpoint, run log); a thread only
- * claims the page it was handed and reports. All slot fields are guarded by
- * the pool mutex except the page buffers, which belong to whoever holds the
- * slot's state (main while IDLE/DONE, the thread while BUSY). */
-enum sweep_slot_state { SLOT_IDLE, SLOT_BUSY, SLOT_DONE };
-
-struct sweep_slot {
-    struct sweep_pool *pool;
-    pthread_t thread;
-    bool started;
-    struct db *db;
-    struct sweep_page page;
-    enum sweep_slot_state state;
-    int64_t seq;                   /* page number of the run */
-    struct runlog_checkpoint from; /* the end of the page before this one */
-    double page_s, claim_s;
-    size_t nrows;
-    enum og_status st;
-    struct og_error err;
+/* What claim_pool_collect hands to sweep_collected. */
+struct sweep_collect {
+    const struct sweep_params *p;
+    struct sweep_result *res;
+    enum og_status st; /* the first failure */
+    struct og_error *err;
 };
 
-struct sweep_pool {
-    pthread_mutex_t mu;
-    pthread_cond_t work; /* a slot became BUSY, or quit */
-    pthread_cond_t done; /* a slot became DONE */
-    bool quit;
-    int n;
-    struct sweep_slot *slots;
-    int64_t next_seq;                /* next page to hand out */
-    struct runlog_checkpoint cursor; /* end of the last page handed out */
-    bool failed;                     /* a claim failed: the checkpoint stays where it is */
-};
-
-static void *sweep_slot_main(void *arg)
-{
-    struct sweep_slot *slot = arg;
-    struct sweep_pool *pool = slot->pool;
-
-    pthread_mutex_lock(&pool->mu);
-    for (;;) {
-        while (slot->state != SLOT_BUSY && !pool->quit)
-            pthread_cond_wait(&pool->work, &pool->mu);
-        if (slot->state != SLOT_BUSY)
-            break;
-        pthread_mutex_unlock(&pool->mu);
-
-        int64_t t0 = clock_mono_us();
-        struct og_error e = {0};
-        size_t nrows = 0;
-        enum og_status st =
-            gate_claim_cancel(slot->db, slot->page.ptrs, (size_t)slot->page.n,
-                              GATE_SRC_TIMEOUT_SCANNER, slot->page.rows, &nrows, &e);
-
-        pthread_mutex_lock(&pool->mu);
-        slot->claim_s = (double)(clock_mono_us() - t0) / 1e6;
-        slot->nrows = nrows;
-        slot->st = st;
-        slot->err = e;
-        slot->state = SLOT_DONE;
-        pthread_cond_signal(&pool->done);
-    }
-    pthread_mutex_unlock(&pool->mu);
-    return NULL;
-}
-
-/* Folds every DONE slot into the totals (called with the mutex held). The
- * outcomes of a claim happened whatever else failed, so they are counted
+/* The outcomes of a claim happened whatever else failed, so they are counted
  * first; the first error is kept. */
-static enum og_status sweep_pool_harvest(struct sweep_pool *pool, const struct sweep_params *p,
-                                         struct sweep_result *res, int *harvested,
-                                         struct og_error *err)
+static bool sweep_collected(const struct claim_done *d, void *arg)
 {
-    enum og_status first = OG_OK;
+    struct sweep_collect *c = arg;
+    struct og_error e = {0};
+    enum og_status st = d->st;
 
-    *harvested = 0;
-    for (int i = 0; i < pool->n; i++) {
-        struct sweep_slot *slot = &pool->slots[i];
-        enum og_status st;
-
-        if (slot->state != SLOT_DONE)
-            continue;
-        st = slot->st;
-        if (st == OG_OK)
-            st = sweep_tally(res, slot->page.rows, slot->nrows, &slot->err);
-        if (st == OG_OK) {
-            res->counts.batches++;
-            if (p->on_batch != NULL)
-                p->on_batch(slot->page_s, slot->claim_s, p->on_batch_arg);
-            log_debug("scanner_batch",
-                      "run_id=%" PRId64 " batch=%" PRId64 " orders=%d page_ms=%.1f claim_ms=%.1f "
-                      "session=%d cancelled_total=%" PRId64,
-                      res->run_id, slot->seq + 1, slot->page.n, slot->page_s * 1000.0,
-                      slot->claim_s * 1000.0, i + 1, res->counts.cancelled);
-        } else {
-            pool->failed = true;
-            if (first == OG_OK)
-                first = og_error_set(err, slot->err.status, slot->err.retriable,
-                                     "claim session %d: %s", i + 1, slot->err.msg);
-        }
-        slot->state = SLOT_IDLE;
-        (*harvested)++;
-    }
-    /* Pages go out in keyset order and each page's claim is all or nothing,
-     * so everything before the oldest page still in flight is claimed: the
-     * checkpoint is where that page starts (or, with none in flight, the end
-     * of the last page). */
-    if (!pool->failed) {
-        const struct sweep_slot *oldest = NULL;
-
-        for (int i = 0; i < pool->n; i++)
-            if (pool->slots[i].state == SLOT_BUSY &&
-                (oldest == NULL || pool->slots[i].seq < oldest->seq))
-                oldest = &pool->slots[i];
-        res->checkpoint = oldest != NULL ? oldest->from : pool->cursor;
-    }
-    return first;
-}
-
-static bool sweep_pool_busy(const struct sweep_pool *pool)
-{
-    for (int i = 0; i < pool->n; i++)
-        if (pool->slots[i].state == SLOT_BUSY)
-            return true;
+    if (st == OG_OK)
+        st = sweep_count_batch(c->p, c->res, d->page, d->nrows, d->seq, d->session, d->page_s,
+                               d->claim_s, &e);
+    else
+        e = *d->err;
+    if (st == OG_OK)
+        return true;
+    if (c->st == OG_OK)
+        c->st =
+            og_error_set(c->err, e.status, e.retriable, "claim session %d: %s", d->session, e.msg);
     return false;
 }
 
-static struct sweep_slot *sweep_pool_idle(struct sweep_pool *pool)
+/* Folds every finished claim into the totals and moves the checkpoint.
+ * Returns the first failure; *collected says how many claims came back. */
+static enum og_status sweep_collect(struct claim_pool *pool, const struct sweep_params *p,
+                                    struct sweep_result *res, int *collected, struct og_error *err)
 {
-    for (int i = 0; i < pool->n; i++)
-        if (pool->slots[i].state == SLOT_IDLE)
-            return &pool->slots[i];
-    return NULL;
+    struct sweep_collect c = {p, res, OG_OK, err};
+
+    *collected = claim_pool_collect(pool, sweep_collected, &c);
+    claim_pool_checkpoint(pool, &res->checkpoint);
+    return c.st;
 }
 
-/* Copies a fetched page into a slot's buffer (same capacity). */
-static void sweep_page_copy(struct sweep_page *dst, const struct sweep_page *src)
-{
-    memcpy(dst->order_no, src->order_no, (size_t)src->n * sizeof(*src->order_no));
-    memcpy(dst->expire_at, src->expire_at, (size_t)src->n * sizeof(*src->expire_at));
-    for (int i = 0; i < src->n; i++)
-        dst->ptrs[i] = dst->order_no[i];
-    dst->n = src->n;
-}
-
+/* --workers N: the run's session reads pages, the claim pool's sessions
+ * claim them. This thread owns every decision (caps, stop, checkpoint, run
+ * log). */
 static enum og_status sweep_batches_parallel(struct db *db, const struct sweep_params *p,
                                              struct sweep_result *res, int backend_pid,
                                              struct og_error *err)
 {
-    struct sweep_pool pool = {.n = p->nclaim, .quit = false};
-    struct sweep_page page = {0};
+    struct claim_pool *pool = NULL;
+    struct claim_page page = {0};
     int64_t dispatched = 0; /* orders handed out (the max_orders cap) */
     int64_t t_start = clock_mono_ms();
     bool more = true;
-    enum og_status st = OG_OK;
+    enum og_status st;
 
-    pthread_mutex_init(&pool.mu, NULL);
-    pthread_cond_init(&pool.work, NULL);
-    pthread_cond_init(&pool.done, NULL);
-    pool.slots = calloc((size_t)pool.n, sizeof(*pool.slots));
-    if (pool.slots == NULL) {
-        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory for %d claim sessions", pool.n);
-        goto out;
-    }
-    st = sweep_page_alloc(&page, p->batch_size, err);
-    for (int i = 0; st == OG_OK && i < pool.n; i++) {
-        struct sweep_slot *slot = &pool.slots[i];
-        slot->pool = &pool;
-        slot->db = p->claim_dbs[i];
-        st = sweep_page_alloc(&slot->page, p->batch_size, err);
-        if (st == OG_OK && pthread_create(&slot->thread, NULL, sweep_slot_main, slot) != 0)
-            st = og_error_set(err, OG_ERR_INTERNAL, false, "cannot start claim thread %d", i + 1);
-        slot->started = st == OG_OK;
-    }
-
-    pthread_mutex_lock(&pool.mu);
+    st = claim_page_alloc(&page, p->batch_size, err);
+    if (st == OG_OK)
+        st = claim_pool_start(&pool, p->claim_dbs, p->nclaim, p->batch_size, err);
     while (st == OG_OK) {
-        struct sweep_slot *slot;
-        int limit = p->batch_size, harvested = 0;
+        int limit = p->batch_size, collected = 0;
         const char *why;
         int64_t t0;
 
-        /* Wait for a free slot; fold in whatever finished meanwhile. */
-        while ((slot = sweep_pool_idle(&pool)) == NULL) {
-            st = sweep_pool_harvest(&pool, p, res, &harvested, err);
-            if (st != OG_OK || harvested > 0)
-                break;
-            pthread_cond_wait(&pool.done, &pool.mu);
-        }
-        if (st == OG_OK && harvested == 0)
-            st = sweep_pool_harvest(&pool, p, res, &harvested, err);
+        /* Fold in whatever finished; record it before handing out more. */
+        st = sweep_collect(pool, p, res, &collected, err);
         if (st != OG_OK)
             break;
-        if (harvested > 0) {
-            pthread_mutex_unlock(&pool.mu);
+        if (collected > 0) {
             st = sweep_progress(db, res, backend_pid, err);
-            pthread_mutex_lock(&pool.mu);
             if (st != OG_OK)
                 break;
-            continue; /* look for the free slot again: harvesting may have freed several */
+            continue; /* collecting may have freed several sessions */
+        }
+        if (!claim_pool_has_idle(pool)) {
+            claim_pool_wait(pool);
+            continue;
         }
         if (!more)
             break;
@@ -505,12 +347,10 @@ static enum og_status sweep_batches_parallel(struct db *db, const struct sweep_p
             break;
         }
 
-        pthread_mutex_unlock(&pool.mu);
         t0 = clock_mono_us();
-        st = sweep_fetch(db, p->grace_s, &pool.cursor, limit, &page, err);
+        st = sweep_fetch(db, p->grace_s, claim_pool_cursor(pool), limit, &page, err);
         if (st == OG_OK)
             st = sweep_check_session(db, backend_pid, err);
-        pthread_mutex_lock(&pool.mu);
         if (st != OG_OK)
             break;
         if (page.n == 0) {
@@ -518,64 +358,38 @@ static enum og_status sweep_batches_parallel(struct db *db, const struct sweep_p
             more = false;
             continue; /* drain */
         }
-        sweep_page_copy(&slot->page, &page);
-        slot->page_s = (double)(clock_mono_us() - t0) / 1e6;
-        slot->seq = pool.next_seq++;
-        slot->from = pool.cursor;
-        snprintf(pool.cursor.expire_at, sizeof(pool.cursor.expire_at), "%s",
-                 page.expire_at[page.n - 1]);
-        snprintf(pool.cursor.order_no, sizeof(pool.cursor.order_no), "%s",
-                 page.order_no[page.n - 1]);
-        slot->state = SLOT_BUSY;
+        claim_pool_submit(pool, &page, (double)(clock_mono_us() - t0) / 1e6);
         dispatched += page.n;
-        pthread_cond_broadcast(&pool.work);
         if (page.n < limit) {
             /* A short page: nothing more was overdue at that snapshot. */
             res->stop_reason = "complete";
             more = false;
             continue;
         }
-        if (p->pause_ms > 0) {
-            pthread_mutex_unlock(&pool.mu);
-            sweep_sleep_ms(p->pause_ms, p->stop);
-            pthread_mutex_lock(&pool.mu);
-        }
+        if (p->pause_ms > 0)
+            clock_sleep_until_flag(p->pause_ms, p->stop, NULL);
     }
     /* Drain: every page handed out is claimed (or failed) and counted before
      * the run is recorded; progress goes on being written meanwhile. */
-    for (;;) {
-        int harvested = 0;
-        struct og_error herr = {0};
-        enum og_status hst = sweep_pool_harvest(&pool, p, res, &harvested, &herr);
+    while (pool != NULL) {
+        int collected = 0;
+        struct og_error cerr = {0};
+        enum og_status cst = sweep_collect(pool, p, res, &collected, &cerr);
 
-        if (st == OG_OK && hst != OG_OK) {
-            st = hst;
-            *err = herr;
+        if (st == OG_OK && cst != OG_OK) {
+            st = cst;
+            *err = cerr;
         }
-        if (st == OG_OK && harvested > 0) {
-            pthread_mutex_unlock(&pool.mu);
+        if (st == OG_OK && collected > 0) {
             st = sweep_progress(db, res, backend_pid, err);
-            pthread_mutex_lock(&pool.mu);
             continue;
         }
-        if (!sweep_pool_busy(&pool))
+        if (!claim_pool_busy(pool))
             break;
-        pthread_cond_wait(&pool.done, &pool.mu);
+        claim_pool_wait(pool);
     }
-    pool.quit = true;
-    pthread_cond_broadcast(&pool.work);
-    pthread_mutex_unlock(&pool.mu);
-out:
-    for (int i = 0; pool.slots != NULL && i < pool.n; i++) {
-        if (pool.slots[i].started)
-            pthread_join(pool.slots[i].thread, NULL);
-        sweep_page_free(&pool.slots[i].page);
-    }
-    free(pool.slots);
-    sweep_page_free(&page);
-    pthread_cond_destroy(&pool.done);
-    pthread_cond_destroy(&pool.work);
-    pthread_mutex_destroy(&pool.mu);
+    claim_pool_free(pool);
+    claim_page_free(&page);
     return st;
 }
 

@@ -87,7 +87,4 @@ struct sweep_preview {
 enum og_status sweep_preview(struct db *db, int grace_s, struct sweep_preview *out,
                              struct og_error *err);
 
-/* Sleeps ms milliseconds in short slices; returns early when *stop is set. */
-void sweep_sleep_ms(long ms, volatile sig_atomic_t *stop);
-
 #endif

@@ -24,7 +24,12 @@
 
 #include "common/codec.h"
 #include "common/kafka.h"
+#include "common/scrape.h"
+#include "support/child.h"
 #include "support/testutil.h"
+
+/* The endpoint answers from memory: seconds mean it is stuck. */
+#define CT_HTTP_TIMEOUT_MS 10000
 
 const char *ct_brokers_override;
 
@@ -203,7 +208,7 @@ void ct_spawn(struct ct *t, struct ct_proc *p, const char *name, const char *top
 {
     char bin[512], db[160];
     const char *argv[64];
-    int argc = 0;
+    int argc = 0, fd;
     va_list ap;
     pid_t pid;
 
@@ -232,24 +237,11 @@ void ct_spawn(struct ct *t, struct ct_proc *p, const char *name, const char *top
     va_end(ap);
     argv[argc] = NULL;
 
-    pid_t parent = getpid();
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int fd;
-        /* Dies with the test, even when the test itself is killed (timeout). */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(127);
-        fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
-            dup2(fd, 2);
-            dup2(fd, 1);
-            close(fd);
-        }
-        execv(bin, (char *const *)argv);
-        _exit(127);
-    }
+    fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    /* child_start ties the consumer's life to the test's (timeouts too). */
+    pid = child_start(argv, &(struct child_opts){.out_fd = fd, .err_fd = fd});
+    close(fd);
     p->pid = pid;
     for (int i = 0; i < CT_MAX_CHILDREN; i++) {
         if (ct_children[i] == 0) {
@@ -272,7 +264,7 @@ int ct_cleanup(void **state)
     for (int i = 0; i < CT_MAX_CHILDREN; i++) {
         if (ct_children[i] > 0) {
             kill(ct_children[i], SIGKILL);
-            waitpid(ct_children[i], NULL, 0);
+            child_wait(ct_children[i], 10000, NULL);
             ct_children[i] = 0;
         }
     }
@@ -281,31 +273,14 @@ int ct_cleanup(void **state)
     return 0;
 }
 
-static int ct_decode_status(int ws)
-{
-    if (WIFEXITED(ws))
-        return WEXITSTATUS(ws);
-    if (WIFSIGNALED(ws))
-        return 128 + WTERMSIG(ws);
-    return -1;
-}
-
 int ct_wait_exit(struct ct_proc *p, long timeout_ms)
 {
-    int ws;
-
     if (p->status >= 0)
         return p->status;
-    for (long waited = 0; waited <= timeout_ms; waited += 20) {
-        pid_t r = waitpid(p->pid, &ws, WNOHANG);
-        if (r == p->pid) {
-            ct_forget(p->pid);
-            p->status = ct_decode_status(ws);
-            return p->status;
-        }
-        testutil_sleep_ms(20);
-    }
-    return -1;
+    p->status = child_wait(p->pid, timeout_ms, NULL);
+    if (p->status >= 0)
+        ct_forget(p->pid);
+    return p->status;
 }
 
 int ct_stop(struct ct_proc *p, int sig, long timeout_ms)
@@ -325,29 +300,9 @@ int ct_stop(struct ct_proc *p, int sig, long timeout_ms)
     return st;
 }
 
-static char *ct_slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    char *buf;
-    long n;
-
-    if (f == NULL)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    buf = malloc((size_t)n + 1);
-    if (buf != NULL) {
-        size_t got = fread(buf, 1, (size_t)n, f);
-        buf[got] = '\0';
-    }
-    fclose(f);
-    return buf;
-}
-
 bool ct_log_has(const struct ct_proc *p, const char *needle)
 {
-    char *text = ct_slurp(p->log);
+    char *text = testutil_slurp(p->log);
     bool found = text != NULL && strstr(text, needle) != NULL;
 
     free(text);
@@ -356,7 +311,7 @@ bool ct_log_has(const struct ct_proc *p, const char *needle)
 
 int ct_log_count(const struct ct_proc *p, const char *needle)
 {
-    char *text = ct_slurp(p->log);
+    char *text = testutil_slurp(p->log);
     int n = 0;
 
     for (const char *s = text; s != NULL && (s = strstr(s, needle)) != NULL; s++)
@@ -370,15 +325,9 @@ void ct_log_wait(const struct ct_proc *p, const char *needle, long timeout_ms)
     for (long waited = 0; waited <= timeout_ms; waited += 50) {
         if (ct_log_has(p, needle))
             return;
-        if (p->status < 0) {
-            int ws;
-            if (waitpid(p->pid, &ws, WNOHANG) == p->pid) {
-                ct_forget(p->pid);
-                ((struct ct_proc *)p)->status = ct_decode_status(ws);
-                fail_msg("consumer exited with %d while waiting for '%s' (log %s)", p->status,
-                         needle, p->log);
-            }
-        }
+        if (p->status < 0 && ct_wait_exit((struct ct_proc *)p, 0) >= 0)
+            fail_msg("consumer exited with %d while waiting for '%s' (log %s)", p->status, needle,
+                     p->log);
         testutil_sleep_ms(50);
     }
     fail_msg("'%s' did not appear in %s within %ld ms", needle, p->log, timeout_ms);
@@ -390,7 +339,7 @@ int ct_metrics_port(const struct ct_proc *p)
     int port = 0;
 
     ct_log_wait(p, "event=metrics_listening", 10000);
-    text = ct_slurp(p->log);
+    text = testutil_slurp(p->log);
     s = text ? strstr(text, "event=metrics_listening") : NULL;
     s = s ? strstr(s, "port=") : NULL;
     if (s != NULL)
@@ -402,41 +351,18 @@ int ct_metrics_port(const struct ct_proc *p)
 
 int ct_http_get(int port, const char *path, char *buf, size_t size)
 {
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    char req[256];
-    size_t used = 0;
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    int status = -1;
+    int status = scrape_http(port, "GET", path, buf, size, CT_HTTP_TIMEOUT_MS);
 
-    assert_true(fd >= 0);
-    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0)
-        fail_msg("connect to metrics port %d: %s", port, strerror(errno));
-    snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
-    assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
-    for (;;) {
-        ssize_t n = read(fd, buf + used, size - 1 - used);
-        if (n <= 0)
-            break;
-        used += (size_t)n;
-        if (used + 1 >= size)
-            break;
-    }
-    buf[used] = '\0';
-    close(fd);
-    sscanf(buf, "HTTP/%*s %d", &status);
+    if (status < 0)
+        fail_msg("GET %s on metrics port %d: no HTTP answer", path, port);
     return status;
 }
 
 double ct_metric(const char *text, const char *sample)
 {
-    size_t n = strlen(sample);
+    double v;
 
-    for (const char *s = text; s != NULL && *s; s = strchr(s, '\n'), s = s ? s + 1 : NULL) {
-        if (strncmp(s, sample, n) == 0 && s[n] == ' ')
-            return strtod(s + n + 1, NULL);
-    }
-    return -1;
+    return scrape_sample(text, sample, &v) ? v : -1;
 }
 
 long ct_scalar(struct ct *t, const char *sql)
@@ -560,8 +486,8 @@ bool ct_pg_restart(void)
     const char *bin = getenv("ORDERGATE_PG_BIN");
     char data[512], real[PATH_MAX], pg_ctl[512], log[600];
     struct stat st;
-    pid_t pid;
-    int ws;
+    const char *argv[16];
+    int argc = 0, ws;
 
     if (state == NULL || *state == '\0')
         return false;
@@ -570,25 +496,26 @@ bool ct_pg_restart(void)
         return false;
     snprintf(pg_ctl, sizeof(pg_ctl), "%s/pg_ctl", bin && *bin ? bin : "/usr/lib/postgresql/15/bin");
     snprintf(log, sizeof(log), "%s/../log/postgresql.log", real);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        /* The cluster's OS user may not read our working directory. */
-        if (chdir("/") != 0)
-            _exit(126);
-        if (geteuid() == 0 && st.st_uid != 0) {
-            struct passwd *pw = getpwuid(st.st_uid);
-            if (pw == NULL)
-                _exit(126);
-            execl("/usr/sbin/runuser", "runuser", "-u", pw->pw_name, "--", pg_ctl, "-D", real, "-m",
-                  "fast", "-w", "-t", "60", "-l", log, "restart", (char *)NULL);
-        } else {
-            execl(pg_ctl, pg_ctl, "-D", real, "-m", "fast", "-w", "-t", "60", "-l", log, "restart",
-                  (char *)NULL);
-        }
-        _exit(127);
+    if (geteuid() == 0 && st.st_uid != 0) {
+        struct passwd *pw = getpwuid(st.st_uid);
+        if (pw == NULL)
+            fail_msg("no user for uid %d, the owner of %s", (int)st.st_uid, real);
+        argv[argc++] = "/usr/sbin/runuser";
+        argv[argc++] = "-u";
+        argv[argc++] = pw->pw_name;
+        argv[argc++] = "--";
     }
-    if (waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+    argv[argc++] = pg_ctl;
+    for (const char *const *a = (const char *const[]){"-D", real, "-m", "fast", "-w", "-t", "60",
+                                                      "-l", log, "restart", NULL};
+         *a != NULL; a++)
+        argv[argc++] = *a;
+    argv[argc] = NULL;
+    /* The cluster's OS user may not read our working directory. pg_ctl
+     * gives up after its own 60 s (-t 60). */
+    ws = child_wait_or_fail(child_start(argv, &(struct child_opts){.dir = "/"}), 90000,
+                            "pg_ctl restart");
+    if (ws != 0)
         fail_msg("pg_ctl restart of %s failed (status %d)", real, ws);
     return true;
 }

@@ -17,7 +17,11 @@
 
 #include <cmocka.h>
 
+#include "support/child.h"
 #include "support/testutil.h"
+
+/* The runs here need no services and end in seconds. */
+#define CLI_RUN_TIMEOUT_MS 60000
 
 struct run {
     int status;
@@ -27,14 +31,10 @@ struct run {
 
 static void slurp(const char *path, char *buf, size_t size)
 {
-    FILE *f = fopen(path, "r");
-    size_t n = 0;
+    char *text = testutil_slurp(path);
 
-    if (f != NULL) {
-        n = fread(buf, 1, size - 1, f);
-        fclose(f);
-    }
-    buf[n] = '\0';
+    snprintf(buf, size, "%s", text != NULL ? text : "");
+    free(text);
 }
 
 /* Runs the consumer with argv (NULL-terminated) and an empty environment
@@ -43,8 +43,8 @@ static void run(struct run *r, const char *const *args)
 {
     char bin[512], out[256], err[256];
     const char *argv[32];
-    int argc = 0, ws;
-    pid_t pid;
+    static const char *const unset[] = {"ORDERGATE_BROKERS", "ORDERGATE_DB", NULL};
+    int argc = 0, fo, fe;
 
     testutil_binary(bin, sizeof(bin), "consumer/ordergate-consumer");
     snprintf(out, sizeof(out), "%s/tests/consumer/cli.%d.out", OG_BINARY_DIR, (int)getpid());
@@ -53,20 +53,14 @@ static void run(struct run *r, const char *const *args)
     for (int i = 0; args[i] != NULL && argc < 31; i++)
         argv[argc++] = args[i];
     argv[argc] = NULL;
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        unsetenv("ORDERGATE_BROKERS");
-        unsetenv("ORDERGATE_DB");
-        execv(bin, (char *const *)argv);
-        _exit(127);
-    }
-    assert_int_equal(waitpid(pid, &ws, 0), pid);
-    r->status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+    fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fo >= 0 && fe >= 0);
+    r->status = child_wait_or_fail(
+        child_start(argv, &(struct child_opts){.out_fd = fo, .err_fd = fe, .unset = unset}),
+        CLI_RUN_TIMEOUT_MS, "ordergate-consumer");
+    close(fo);
+    close(fe);
     slurp(out, r->out, sizeof(r->out));
     slurp(err, r->err, sizeof(r->err));
     unlink(out);

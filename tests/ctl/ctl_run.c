@@ -11,9 +11,12 @@
 
 #include <cmocka.h>
 
+#include "support/child.h"
 #include "support/testutil.h"
 
 #define CTL_RUN_MAX_ARGS 64
+/* Longer than any command the tests run, shorter than the test's timeout. */
+#define CTL_RUN_TIMEOUT_MS 240000
 
 static char *ctl_run_slurp(FILE *f)
 {
@@ -52,7 +55,7 @@ void ctl_runv(struct ctl_result *r, const char *const *args)
 {
     char bin[1024];
     char *argv[CTL_RUN_MAX_ARGS + 2];
-    int argc = 0, wstatus = 0;
+    int argc = 0;
     FILE *out = tmpfile(), *err = tmpfile();
     pid_t pid;
 
@@ -67,19 +70,9 @@ void ctl_runv(struct ctl_result *r, const char *const *args)
     }
     argv[argc] = NULL;
 
-    fflush(stdout);
-    fflush(stderr);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(fileno(out), STDOUT_FILENO);
-        dup2(fileno(err), STDERR_FILENO);
-        execv(bin, argv);
-        _exit(127);
-    }
-    if (waitpid(pid, &wstatus, 0) != pid)
-        fail_msg("waitpid failed");
-    r->status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+    pid = child_start((const char *const *)argv,
+                      &(struct child_opts){.out_fd = fileno(out), .err_fd = fileno(err)});
+    r->status = child_wait_or_fail(pid, CTL_RUN_TIMEOUT_MS, "ordergatectl");
     r->out = ctl_run_slurp(out);
     r->err = ctl_run_slurp(err);
     fclose(out);

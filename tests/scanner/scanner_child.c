@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "support/child.h"
 #include "support/testdb.h"
 #include "support/testutil.h"
 
@@ -34,57 +35,31 @@ void scanner_child_start(struct scanner_child *c, const char *const *args)
     argv[n] = NULL;
     fd = open(c->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     assert_true(fd >= 0);
-    c->pid = fork();
-    assert_true(c->pid >= 0);
-    if (c->pid == 0) {
-        dup2(fd, STDOUT_FILENO);
-        dup2(fd, STDERR_FILENO);
-        close(fd);
-        execv(bin, (char *const *)argv);
-        _exit(127);
-    }
+    c->pid = child_start(argv, &(struct child_opts){.out_fd = fd, .err_fd = fd});
     close(fd);
 }
 
-static char *scanner_slurp(const char *path)
+static char *scanner_output(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    char *buf;
-    long len;
+    char *text = testutil_slurp(path);
 
-    if (f == NULL)
-        return strdup("");
-    fseek(f, 0, SEEK_END);
-    len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    buf = calloc(1, (size_t)len + 1);
-    assert_non_null(buf);
-    if (len > 0 && fread(buf, 1, (size_t)len, f) != (size_t)len)
-        buf[0] = '\0';
-    fclose(f);
-    return buf;
+    return text != NULL ? text : strdup("");
 }
 
 int scanner_child_wait(struct scanner_child *c, int timeout_ms)
 {
-    int status = 0;
-    pid_t r = 0;
+    int ws = 0;
+    int st = child_wait(c->pid, timeout_ms, &ws);
 
-    for (int waited = 0; waited <= timeout_ms; waited += 20) {
-        r = waitpid(c->pid, &status, WNOHANG);
-        if (r == c->pid)
-            break;
-        testutil_sleep_ms(20);
-    }
-    if (r != c->pid) {
+    if (st < 0) {
         kill(c->pid, SIGKILL);
-        waitpid(c->pid, &status, 0);
-        c->output = scanner_slurp(c->log_path);
+        child_wait(c->pid, 10000, NULL);
+        c->output = scanner_output(c->log_path);
         fail_msg("scanner did not exit within %d ms; output:\n%s", timeout_ms, c->output);
     }
-    c->output = scanner_slurp(c->log_path);
+    c->output = scanner_output(c->log_path);
     unlink(c->log_path);
-    c->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    c->exit_code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
     /* Shown when a later assertion fails; cheap otherwise. */
     print_message("--- scanner exited %d:\n%s", c->exit_code, c->output);
     return c->exit_code;
@@ -127,4 +102,29 @@ void scanner_place(PGconn *conn, const char *prefix, int n, int offset_s)
              "interval '1 millisecond') AS o FROM generate_series(1, %d) g) x WHERE o = 'placed'",
              prefix, offset_s, n);
     assert_int_equal(testdb_scalar(conn, sql), n);
+}
+
+int scanner_fixture_setup(void **state, const char *tag, bool seed)
+{
+    struct scanner_fixture *f = calloc(1, sizeof(*f));
+
+    assert_non_null(f);
+    testdb_create(&f->t, tag);
+    f->conn = testdb_connect(&f->t);
+    snprintf(f->textfile, sizeof(f->textfile), "/tmp/og-%s.%d.prom", tag, (int)getpid());
+    if (seed)
+        scanner_seed(f->conn);
+    *state = f;
+    return 0;
+}
+
+int scanner_fixture_teardown(void **state)
+{
+    struct scanner_fixture *f = *state;
+
+    PQfinish(f->conn);
+    testdb_drop(&f->t);
+    unlink(f->textfile);
+    free(f);
+    return 0;
 }

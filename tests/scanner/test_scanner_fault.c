@@ -14,33 +14,9 @@
 #include "scanner_child.h"
 #include "support/testdb.h"
 
-struct fixture {
-    struct testdb t;
-    PGconn *conn;
-    char textfile[256];
-};
-
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof(*f));
-
-    testdb_create(&f->t, "scan_fault");
-    f->conn = testdb_connect(&f->t);
-    snprintf(f->textfile, sizeof(f->textfile), "/tmp/og-scanner-fault.%d.prom", (int)getpid());
-    scanner_seed(f->conn);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fixture *f = *state;
-
-    PQfinish(f->conn);
-    testdb_drop(&f->t);
-    unlink(f->textfile);
-    free(f);
-    return 0;
+    return scanner_fixture_setup(state, "scan_fault", true);
 }
 
 /* Every cancelled order was cancelled exactly once, through the gate. */
@@ -63,7 +39,7 @@ static void assert_books(PGconn *conn)
  * but the sweep lock went with the old session, so the run fails. */
 static void test_backend_terminated(void **state)
 {
-    struct fixture *f = *state;
+    struct scanner_fixture *f = *state;
     struct scanner_child c;
     const char *args[] = {"--db",         f->t.conninfo, "--grace",    "0",
                           "--batch-size", "2",           "--pause-ms", "300",
@@ -116,7 +92,7 @@ static void test_backend_terminated(void **state)
  * break): the failing batch rolls back whole, the run fails with the reason. */
 static void test_database_refuses(void **state)
 {
-    struct fixture *f = *state;
+    struct scanner_fixture *f = *state;
     struct scanner_child c;
     const char *args[] = {"--db", f->t.conninfo, "--grace", "0", "--batch-size",
                           "3",    "--pause-ms",  "300",     NULL};
@@ -155,8 +131,8 @@ static void test_database_refuses(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_backend_terminated, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_database_refuses, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_backend_terminated, setup, scanner_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_database_refuses, setup, scanner_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,36 +16,15 @@
 #include "scanner_child.h"
 #include "support/testdb.h"
 
-struct fixture {
-    struct testdb t;
-    PGconn *conn;
-};
-
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof(*f));
-
-    testdb_create(&f->t, "scan_lock");
-    f->conn = testdb_connect(&f->t);
-    scanner_seed(f->conn);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fixture *f = *state;
-
-    PQfinish(f->conn);
-    testdb_drop(&f->t);
-    free(f);
-    return 0;
+    return scanner_fixture_setup(state, "scan_lock", true);
 }
 
 /* Deterministic overlap: the test's own session holds the sweep lock. */
 static void test_lock_held_skips(void **state)
 {
-    struct fixture *f = *state;
+    struct scanner_fixture *f = *state;
     struct scanner_child c;
     const char *args[] = {"--db", f->t.conninfo, "--grace", "0", NULL};
     char expect[128];
@@ -88,7 +67,7 @@ static void test_lock_held_skips(void **state)
  * second apart); the second starts once the first's row says running. */
 static void test_two_scanners(void **state)
 {
-    struct fixture *f = *state;
+    struct scanner_fixture *f = *state;
     struct scanner_child a, b;
     const char *slow[] = {"--db", f->t.conninfo, "--grace", "0", "--batch-size",
                           "1",    "--pause-ms",  "1000",    NULL};
@@ -118,7 +97,7 @@ static void test_two_scanners(void **state)
  * reports it, and cancels what the dead one left. */
 static void test_crashed_run_reported(void **state)
 {
-    struct fixture *f = *state;
+    struct scanner_fixture *f = *state;
     struct scanner_child a, b;
     const char *slow[] = {"--db", f->t.conninfo, "--grace", "0", "--batch-size",
                           "1",    "--pause-ms",  "2000",    NULL};
@@ -165,9 +144,9 @@ static void test_crashed_run_reported(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_lock_held_skips, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_two_scanners, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_crashed_run_reported, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_held_skips, setup, scanner_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_two_scanners, setup, scanner_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_crashed_run_reported, setup, scanner_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,17 +16,12 @@
 #include "scanner_child.h"
 #include "support/testdb.h"
 
-struct fixture {
-    struct testdb t;
-    PGconn *conn;
-};
-
 /* A small, consistent book made through the gate: one order paid, one
  * pending with a coupon, one cancelled by the scanner with a coupon, one
  * cancelled then paid late (exception), one pending without coupon. */
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof(*f));
+    struct scanner_fixture *f;
     static const char *const book[] = {
         "SELECT ordergate.add_stock('SKU-A', 100)",
         "SELECT ordergate.add_stock('SKU-B', 50)",
@@ -47,24 +42,13 @@ static int setup(void **state)
         "SELECT * FROM ordergate.claim_payment('P-4', 'TX-4', 100, 'card')",
     };
 
-    testdb_create(&f->t, "scan_recon");
-    f->conn = testdb_connect(&f->t);
+    scanner_fixture_setup(state, "scan_recon", false);
+    f = *state;
     for (size_t i = 0; i < sizeof(book) / sizeof(book[0]); i++)
         testdb_exec(f->conn, book[i]);
     assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.exceptions WHERE "
                                             "kind = 'late_payment' AND txn_no = 'TX-4'"),
                      1);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fixture *f = *state;
-
-    PQfinish(f->conn);
-    testdb_drop(&f->t);
-    free(f);
     return 0;
 }
 
@@ -100,7 +84,8 @@ static void report_first(const char *out, int invariant, char *buf, size_t size)
     snprintf(buf, size, "%.*s", (int)(end ? end - q : (long)strlen(q)), q);
 }
 
-static struct scanner_child run_reconcile(struct fixture *f, int want_exit, const char *extra)
+static struct scanner_child run_reconcile(struct scanner_fixture *f, int want_exit,
+                                          const char *extra)
 {
     struct scanner_child c;
     const char *args[] = {"--db", f->t.conninfo, "--reconcile", "--grace", "60", "--scan-interval",
@@ -110,7 +95,7 @@ static struct scanner_child run_reconcile(struct fixture *f, int want_exit, cons
     return c;
 }
 
-static void expect_flagged(struct fixture *f, int invariant, const char *key)
+static void expect_flagged(struct scanner_fixture *f, int invariant, const char *key)
 {
     struct scanner_child c = run_reconcile(f, 3, NULL);
     char first[800];
@@ -127,7 +112,7 @@ static void expect_flagged(struct fixture *f, int invariant, const char *key)
 
 static void test_clean_book_exits_0(void **state)
 {
-    struct fixture *f = *state;
+    struct scanner_fixture *f = *state;
     struct scanner_child c = run_reconcile(f, 0, NULL);
 
     for (int i = 1; i <= 7; i++)
@@ -139,7 +124,7 @@ static void test_clean_book_exits_0(void **state)
 /* 1: the state-machine trigger disabled, a paid order put back to pending. */
 static void test_inv1_status_went_back(void **state)
 {
-    struct fixture *f = *state;
+    struct scanner_fixture *f = *state;
 
     testdb_exec(f->conn, "ALTER TABLE ordergate.orders DISABLE TRIGGER orders_guard_update");
     testdb_exec(f->conn,
@@ -151,7 +136,7 @@ static void test_inv1_status_went_back(void **state)
 /* 2: stock written directly. Also the textfile monitoring reads. */
 static void test_inv2_stock_drift(void **state)
 {
-    struct fixture *f = *state;
+    struct scanner_fixture *f = *state;
     struct scanner_child c;
     char prom[128], text[8192] = "";
     const char *args[] = {"--db", f->t.conninfo, "--reconcile", "--textfile", prom, NULL};
@@ -182,7 +167,7 @@ static void test_inv2_stock_drift(void **state)
 /* 3: the coupon of a pending order released behind its back. */
 static void test_inv3_coupon_state(void **state)
 {
-    struct fixture *f = *state;
+    struct scanner_fixture *f = *state;
 
     testdb_exec(f->conn,
                 "UPDATE ordergate.coupons SET state = 'available' WHERE coupon_id = 'CPN-2'");
@@ -192,7 +177,7 @@ static void test_inv3_coupon_state(void **state)
 /* 4: the append-only guard disabled, a log row's idempotency key rewritten. */
 static void test_inv4_status_log(void **state)
 {
-    struct fixture *f = *state;
+    struct scanner_fixture *f = *state;
 
     testdb_exec(f->conn, "ALTER TABLE ordergate.status_log DISABLE TRIGGER status_log_append_only");
     testdb_exec(f->conn, "UPDATE ordergate.status_log SET idempotency_key = 'SOMETHING-ELSE' "
@@ -205,7 +190,7 @@ static void test_inv4_status_log(void **state)
  * without exception beside it is repaired in the same run. */
 static void test_inv5_payments(void **state)
 {
-    struct fixture *f = *state;
+    struct scanner_fixture *f = *state;
     struct scanner_child c;
     char first[800];
 
@@ -240,7 +225,7 @@ static void test_inv5_payments(void **state)
 /* 5, repairable only: after the repair the book is clean, exit 0. */
 static void test_inv5_repair_makes_clean(void **state)
 {
-    struct fixture *f = *state;
+    struct scanner_fixture *f = *state;
     struct scanner_child c;
 
     testdb_exec(f->conn, "INSERT INTO ordergate.payments (txn_no, order_no, amount_cents, "
@@ -259,7 +244,7 @@ static void test_inv5_repair_makes_clean(void **state)
 /* 6: a pending order far past its expiry (nobody swept). --since limits it. */
 static void test_inv6_overdue_pending(void **state)
 {
-    struct fixture *f = *state;
+    struct scanner_fixture *f = *state;
     struct scanner_child c;
 
     testdb_exec(f->conn, "UPDATE ordergate.orders SET expire_at = now() - interval '2 hours' "
@@ -278,7 +263,7 @@ static void test_inv6_overdue_pending(void **state)
  * back), and an event for an order that never moved. */
 static void test_inv7_outbox(void **state)
 {
-    struct fixture *f = *state;
+    struct scanner_fixture *f = *state;
 
     testdb_exec(f->conn, "DELETE FROM ordergate.outbox WHERE order_no = 'P-1' AND event_type = "
                          "'order_paid'");
@@ -291,15 +276,17 @@ static void test_inv7_outbox(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_clean_book_exits_0, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_inv1_status_went_back, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_inv2_stock_drift, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_inv3_coupon_state, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_inv4_status_log, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_inv5_payments, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_inv5_repair_makes_clean, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_inv6_overdue_pending, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_inv7_outbox, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_clean_book_exits_0, setup, scanner_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_inv1_status_went_back, setup,
+                                        scanner_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_inv2_stock_drift, setup, scanner_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_inv3_coupon_state, setup, scanner_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_inv4_status_log, setup, scanner_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_inv5_payments, setup, scanner_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_inv5_repair_makes_clean, setup,
+                                        scanner_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_inv6_overdue_pending, setup, scanner_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_inv7_outbox, setup, scanner_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,49 +13,20 @@
 
 #include "scanner_child.h"
 #include "support/testdb.h"
-
-struct fixture {
-    struct testdb t;
-    PGconn *conn;
-    char db_arg[160];
-    char textfile[256];
-};
+#include "support/testutil.h"
 
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof(*f));
-
-    testdb_create(&f->t, "scan_sweep");
-    f->conn = testdb_connect(&f->t);
-    snprintf(f->db_arg, sizeof(f->db_arg), "%s", f->t.conninfo);
-    snprintf(f->textfile, sizeof(f->textfile), "/tmp/og-scanner-test.%d.prom", (int)getpid());
-    scanner_seed(f->conn);
-    *state = f;
-    return 0;
+    return scanner_fixture_setup(state, "scan_sweep", true);
 }
 
-static int teardown(void **state)
-{
-    struct fixture *f = *state;
-
-    PQfinish(f->conn);
-    testdb_drop(&f->t);
-    unlink(f->textfile);
-    free(f);
-    return 0;
-}
-
+/* The textfile a run wrote; fails the test when there is none. */
 static char *slurp(const char *path)
 {
-    FILE *fp = fopen(path, "r");
-    char *buf = calloc(1, 65536);
+    char *text = testutil_slurp(path);
 
-    assert_non_null(fp);
-    assert_non_null(buf);
-    if (fread(buf, 1, 65535, fp) == 0)
-        buf[0] = '\0';
-    fclose(fp);
-    return buf;
+    assert_non_null(text);
+    return text;
 }
 
 /* Totals that must not move when nothing is due. */
@@ -72,11 +43,11 @@ static void snapshot(PGconn *conn, long out[5])
 
 static void test_overdue_vs_not_due_vs_grace(void **state)
 {
-    struct fixture *f = *state;
+    struct scanner_fixture *f = *state;
     struct scanner_child c;
-    const char *args[] = {"--db",         f->db_arg,   "--grace",    "60",
-                          "--batch-size", "7",         "--pause-ms", "0",
-                          "--textfile",   f->textfile, NULL};
+    const char *args[] = {"--db",         f->t.conninfo, "--grace",    "60",
+                          "--batch-size", "7",           "--pause-ms", "0",
+                          "--textfile",   f->textfile,   NULL};
     long before[5], after[5];
     char *prom;
 
@@ -156,9 +127,9 @@ static void test_overdue_vs_not_due_vs_grace(void **state)
 
 static void test_caps(void **state)
 {
-    struct fixture *f = *state;
+    struct scanner_fixture *f = *state;
     struct scanner_child c;
-    const char *args[] = {"--db", f->db_arg,      "--grace", "0", "--batch-size", "4", "--pause-ms",
+    const char *args[] = {"--db", f->t.conninfo,  "--grace", "0", "--batch-size", "4", "--pause-ms",
                           "0",    "--max-orders", "10",      NULL};
 
     scanner_place(f->conn, "CAP", 20, -300);
@@ -196,10 +167,10 @@ static void test_caps(void **state)
  * stock back, the checkpoint at the last order. */
 static void test_workers_parallel_claims(void **state)
 {
-    struct fixture *f = *state;
+    struct scanner_fixture *f = *state;
     struct scanner_child c;
-    const char *args[] = {"--db", f->db_arg,   "--grace", "0", "--batch-size", "50", "--pause-ms",
-                          "0",    "--workers", "3",       NULL};
+    const char *args[] = {"--db", f->t.conninfo, "--grace", "0", "--batch-size", "50", "--pause-ms",
+                          "0",    "--workers",   "3",       NULL};
     PGconn *blocker = testdb_connect(&f->t);
 
     scanner_place(f->conn, "W", 2000, -300);
@@ -258,10 +229,10 @@ static void test_workers_parallel_claims(void **state)
  * handed out, so exactly max_orders are claimed. */
 static void test_workers_caps(void **state)
 {
-    struct fixture *f = *state;
+    struct scanner_fixture *f = *state;
     struct scanner_child c;
-    const char *args[] = {"--db",       f->db_arg, "--grace",      "0",  "--batch-size", "4",
-                          "--pause-ms", "0",       "--max-orders", "10", "--workers",    "2",
+    const char *args[] = {"--db",       f->t.conninfo, "--grace",      "0",  "--batch-size", "4",
+                          "--pause-ms", "0",           "--max-orders", "10", "--workers",    "2",
                           NULL};
 
     scanner_place(f->conn, "WCAP", 20, -300);
@@ -280,9 +251,9 @@ static void test_workers_caps(void **state)
 
 static void test_dry_run_changes_nothing(void **state)
 {
-    struct fixture *f = *state;
+    struct scanner_fixture *f = *state;
     struct scanner_child c;
-    const char *args[] = {"--db", f->db_arg, "--grace", "60", "--dry-run", NULL};
+    const char *args[] = {"--db", f->t.conninfo, "--grace", "60", "--dry-run", NULL};
     long before[5], after[5];
 
     scanner_place(f->conn, "DRY", 12, -600);
@@ -304,7 +275,7 @@ static void test_dry_run_changes_nothing(void **state)
  * only a member of it sweeps. */
 static void test_least_privilege(void **state)
 {
-    struct fixture *f = *state;
+    struct scanner_fixture *f = *state;
     struct scanner_child c;
     char role[64], sql[256], db_arg[256];
     const char *args[] = {"--db", db_arg, "--grace", "0", NULL};
@@ -337,7 +308,7 @@ static void test_least_privilege(void **state)
 /* No --db and no database.conninfo: libpq's environment (PGDATABASE here). */
 static void test_libpq_environment(void **state)
 {
-    struct fixture *f = *state;
+    struct scanner_fixture *f = *state;
     struct scanner_child c;
     const char *args[] = {"--grace", "0", NULL};
     const char *old = getenv("PGDATABASE");
@@ -362,13 +333,16 @@ static void test_libpq_environment(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_overdue_vs_not_due_vs_grace, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_caps, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_workers_parallel_claims, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_workers_caps, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_dry_run_changes_nothing, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_least_privilege, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_libpq_environment, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_overdue_vs_not_due_vs_grace, setup,
+                                        scanner_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_caps, setup, scanner_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_workers_parallel_claims, setup,
+                                        scanner_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_workers_caps, setup, scanner_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_dry_run_changes_nothing, setup,
+                                        scanner_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_least_privilege, setup, scanner_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_libpq_environment, setup, scanner_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,6 @@
 -- Bad arguments: SQLSTATE 22023, nothing changes.
 
-SELECT t_reset();
+SELECT og_reset();
 SELECT ordergate.add_stock('S1', 10);
 SELECT ordergate.place_order('V1', 100, '[{"sku":"S1","qty":1}]', NULL, now() - interval '1 minute');
 

@@ -1,6 +1,6 @@
 -- The state machine trigger and least privilege.
 
-SELECT t_reset();
+SELECT og_reset();
 SELECT ordergate.add_stock('S1', 10);
 SELECT ordergate.add_coupon('C1');
 SELECT ordergate.place_order('G1', 100, '[{"sku":"S1","qty":1}]', 'C1', now() - interval '1 minute');

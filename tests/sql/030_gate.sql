@@ -1,6 +1,6 @@
 -- Gate outcomes and side effects, one session (the races are in tests/isolation).
 
-SELECT t_reset();
+SELECT og_reset();
 SELECT ordergate.add_stock('S1', 10);
 SELECT ordergate.add_stock('S2', 3);
 SELECT ordergate.add_coupon('C1');

@@ -1,7 +1,7 @@
 -- reconcile(): clean books report 0 on all seven rows; each planted violation is found, with a
 -- sample; reconcile_repair() creates the missing late_payment exception.
 
-SELECT t_reset();
+SELECT og_reset();
 SELECT ordergate.add_stock('S1', 100);
 SELECT ordergate.add_coupon('C1');
 SELECT ordergate.add_coupon('C2');

@@ -36,18 +36,6 @@ BEGIN
 END
 $$;
 
--- Empty all ordergate tables (the tests run as superuser).
-CREATE FUNCTION public.t_reset() RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-    TRUNCATE ordergate.orders, ordergate.order_items, ordergate.inventory, ordergate.coupons,
-             ordergate.status_log, ordergate.payments, ordergate.exceptions, ordergate.outbox
-             RESTART IDENTITY;
-    UPDATE ordergate.settings SET value = '5000' WHERE key = 'auto_refund_limit_cents';
-    UPDATE ordergate.settings SET value = '900' WHERE key = 'max_hold_seconds';
-END
-$$;
-
 -- Violations of one invariant.
 CREATE FUNCTION public.t_viol(p_invariant int) RETURNS bigint
 LANGUAGE sql AS $$

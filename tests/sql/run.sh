@@ -28,6 +28,7 @@ trap cleanup EXIT
 
 "${psql[@]}" -d postgres -c "CREATE DATABASE \"$db\" TEMPLATE template0" >/dev/null || die "cannot create $db"
 "${psql[@]}" -d "$db" -f "$top/schema/install.sql" >/dev/null || die "schema/install.sql failed"
+"${psql[@]}" -d "$db" -f "$here/../support/reset.sql" >/dev/null || die "reset.sql failed"
 "${psql[@]}" -d "$db" -f "$here/helpers.sql" >/dev/null || die "helpers.sql failed"
 
 results="$work/results"

@@ -13,6 +13,8 @@
 
 #include "common/kafka.h"
 
+#include "common/clock.h"
+
 const char *testutil_brokers(void)
 {
     const char *b = getenv("ORDERGATE_BROKERS");
@@ -39,8 +41,32 @@ void testutil_unique(char *buf, size_t size, const char *prefix)
 
 void testutil_sleep_ms(long ms)
 {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
+    clock_sleep_until_flag(ms, NULL, NULL);
+}
+
+char *testutil_slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char *buf = NULL;
+    size_t used = 0, cap = 0;
+
+    if (f == NULL)
+        return NULL;
+    /* Read to the end rather than trust the size: the file may still grow. */
+    for (;;) {
+        if (cap - used < 4096) {
+            cap = cap ? cap * 2 : 8192;
+            buf = realloc(buf, cap);
+            assert_non_null(buf);
+        }
+        size_t n = fread(buf + used, 1, cap - used - 1, f);
+        used += n;
+        if (n == 0)
+            break;
+    }
+    fclose(f);
+    buf[used] = '\0';
+    return buf;
 }
 
 void testutil_topic_create(const char *brokers, const char *topic, int partitions)

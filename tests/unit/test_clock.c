@@ -3,7 +3,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -78,13 +82,119 @@ static void test_format_roundtrip(void **state)
                         "2026-11-30T16:00:00.123Z");
 }
 
+static void test_sleep_whole(void **state)
+{
+    volatile sig_atomic_t down = 0;
+    int64_t t0 = clock_mono_ms();
+
+    (void)state;
+    assert_true(clock_sleep_until_flag(120, &down, NULL));
+    assert_true(clock_mono_ms() - t0 >= 120);
+    assert_true(clock_sleep_until_flag(0, NULL, NULL));
+    assert_true(clock_sleep_until_flag(-5, NULL, NULL));
+}
+
+static void test_sleep_raised_before(void **state)
+{
+    volatile sig_atomic_t up = 1;
+    int64_t t0 = clock_mono_ms();
+
+    (void)state;
+    assert_false(clock_sleep_until_flag(10000, NULL, &up));
+    assert_true(clock_mono_ms() - t0 < CLOCK_SLEEP_SLICE_MS);
+}
+
+static volatile sig_atomic_t raise_flag;
+
+static void *raise_later(void *arg)
+{
+    (void)arg;
+    clock_sleep_until_flag(100, NULL, NULL);
+    raise_flag = 1;
+    return NULL;
+}
+
+/* A flag raised by another thread ends a long sleep within one slice. */
+static void test_sleep_interrupted(void **state)
+{
+    pthread_t t;
+    int64_t t0 = clock_mono_ms(), took;
+
+    (void)state;
+    raise_flag = 0;
+    assert_int_equal(pthread_create(&t, NULL, raise_later, NULL), 0);
+    assert_false(clock_sleep_until_flag(10000, NULL, &raise_flag));
+    took = clock_mono_ms() - t0;
+    pthread_join(t, NULL);
+    assert_true(took >= 100);
+    assert_true(took < 100 + CLOCK_SLEEP_SLICE_MS + 200);
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    raise_flag = 1;
+}
+
+/* A signal handler that raises the flag ends the sleep at once. */
+static void test_sleep_signal(void **state)
+{
+    struct sigaction sa = {.sa_handler = on_alarm};
+    int64_t t0 = clock_mono_ms(), took;
+
+    (void)state;
+    raise_flag = 0;
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaction(SIGALRM, &sa, NULL), 0);
+    ualarm(80 * 1000, 0);
+    assert_false(clock_sleep_until_flag(10000, &raise_flag, NULL));
+    took = clock_mono_ms() - t0;
+    signal(SIGALRM, SIG_DFL);
+    assert_true(took >= 70);
+    assert_true(took < 80 + CLOCK_SLEEP_SLICE_MS + 200);
+}
+
+static void test_backoff_bounds(void **state)
+{
+    (void)state;
+    assert_int_equal(clock_backoff_ms(50, 5000, 0), 50);
+    assert_int_equal(clock_backoff_ms(50, 5000, 1), 100);
+    assert_int_equal(clock_backoff_ms(50, 5000, 6), 3200);
+    assert_int_equal(clock_backoff_ms(50, 5000, 7), 5000);
+    assert_int_equal(clock_backoff_ms(50, 5000, 1000000), 5000);
+    assert_int_equal(clock_backoff_ms(7000, 5000, 0), 5000);
+    /* No overflow on a huge cap. */
+    assert_int_equal(clock_backoff_ms(1, LONG_MAX, 200), LONG_MAX);
+    for (int a = 0; a < 70; a++) {
+        long ms = clock_backoff_ms(3, 1000000, a);
+        assert_true(ms >= 3 && ms <= 1000000);
+        assert_true(ms >= clock_backoff_ms(3, 1000000, a > 0 ? a - 1 : 0));
+    }
+}
+
+static void test_jitter_bounds(void **state)
+{
+    (void)state;
+    assert_int_equal(clock_jitter_ms(0, 12345), 0);
+    assert_int_equal(clock_jitter_ms(-3, 12345), 0);
+    assert_int_equal(clock_jitter_ms(1, 0), 0);
+    assert_int_equal(clock_jitter_ms(100, 0), 50);
+    assert_int_equal(clock_jitter_ms(100, 50), 100);
+    assert_int_equal(clock_jitter_ms(100, 51), 50);
+    for (unsigned long r = 0; r < 5000; r += 7) {
+        long ms = clock_jitter_ms(1001, r * 2654435761UL);
+        assert_true(ms >= 500 && ms <= 1001);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_utc),
-        cmocka_unit_test(test_parse_offsets),
-        cmocka_unit_test(test_parse_rejects),
-        cmocka_unit_test(test_format_roundtrip),
+        cmocka_unit_test(test_parse_utc),         cmocka_unit_test(test_parse_offsets),
+        cmocka_unit_test(test_parse_rejects),     cmocka_unit_test(test_format_roundtrip),
+        cmocka_unit_test(test_sleep_whole),       cmocka_unit_test(test_sleep_raised_before),
+        cmocka_unit_test(test_sleep_interrupted), cmocka_unit_test(test_sleep_signal),
+        cmocka_unit_test(test_backoff_bounds),    cmocka_unit_test(test_jitter_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/metrics.h"
+#include "common/scrape.h"
 
 static int reset(void **state)
 {
@@ -197,42 +198,21 @@ static void test_concurrent_updates(void **state)
     assert_non_null(strstr(buf, "og_c_total 800000\n"));
 }
 
-/* One HTTP/1.1 request over a plain socket; returns the status code and
- * copies the whole response (head and body) into resp. */
+/* One request; fails the test when nothing answers HTTP. */
 static int http_request(int port, const char *method, const char *path, char *resp, size_t size)
 {
-    struct sockaddr_in sa;
-    char req[256];
-    size_t used = 0;
-    int fd, code = -1;
-    ssize_t n;
+    int code = scrape_http(port, method, path, resp, size, 10000);
 
-    fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons((uint16_t)port);
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
-        fail_msg("connect to port %d: %s", port, strerror(errno));
-    snprintf(req, sizeof(req),
-             "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
-             method, path);
-    assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
-    while (used + 1 < size && (n = read(fd, resp + used, size - used - 1)) > 0)
-        used += (size_t)n;
-    resp[used] = '\0';
-    close(fd);
-    if (sscanf(resp, "HTTP/1.%*d %d", &code) != 1)
-        fail_msg("not an HTTP response: %s", resp);
+    if (code < 0)
+        fail_msg("%s %s on port %d: not an HTTP response: %s", method, path, port, resp);
     return code;
 }
 
 static const char *http_body(const char *resp)
 {
-    const char *p = strstr(resp, "\r\n\r\n");
+    const char *p = scrape_body(resp);
     assert_non_null(p);
-    return p + 4;
+    return p;
 }
 
 static void test_http_endpoints(void **state)

@@ -27,7 +27,6 @@
  * PGUSER). Exit status: 0 done, 1 runtime failure, 2 bad usage. */
 #include <errno.h>
 #include <getopt.h>
-#include <libgen.h>
 #include <libpq-fe.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -39,6 +38,7 @@
 
 #include "common/clock.h"
 #include "common/parse.h"
+#include "common/path.h"
 
 /* Largest table the options accept; the sweep's cap is an int in the
  * scanner (--max-orders), and this keeps it there. */
@@ -576,14 +576,10 @@ int main(int argc, char **argv)
                            .chunk = 1000000};
     char self[PATH_MAX], conninfo[256];
     PGconn *admin;
-    ssize_t len;
     int c;
 
-    len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (len > 0) {
-        self[len] = '\0';
-        snprintf(o.scanner, sizeof(o.scanner), "%s/../scanner/ordergate-scanner", dirname(self));
-    }
+    if (path_exe_dir(self, sizeof(self)))
+        snprintf(o.scanner, sizeof(o.scanner), "%s/../scanner/ordergate-scanner", self);
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'd':

@@ -44,6 +44,9 @@
 #include "common/gate.h"
 #include "common/kafka.h"
 #include "common/log.h"
+#include "common/parse.h"
+#include "common/path.h"
+#include "common/pgarray.h"
 #include "common/signals.h"
 #include "tools/ctl/ctl.h"
 
@@ -154,17 +157,7 @@ static long drill_rng_range(uint64_t *s, long lo, long hi)
 
 static void drill_sleep_until(int64_t wall_ms)
 {
-    while (!signals_stop) {
-        int64_t left = wall_ms - clock_wall_ms();
-        struct timespec ts;
-        if (left <= 0)
-            return;
-        if (left > 100)
-            left = 100;
-        ts.tv_sec = 0;
-        ts.tv_nsec = left * 1000000L;
-        nanosleep(&ts, NULL);
-    }
+    clock_sleep_until_flag((long)(wall_ms - clock_wall_ms()), &signals_stop, NULL);
 }
 
 static void drill_progress(const struct drill *d, const char *fmt, ...)
@@ -183,19 +176,17 @@ static void drill_progress(const struct drill *d, const char *fmt, ...)
 
 static struct db *drill_db(struct drill *d, const char *app)
 {
-    char *password = NULL;
     struct og_error err = {0};
     struct db_retry retry = {d->cfg->db_retry_max, d->cfg->db_retry_base_ms,
                              d->cfg->db_retry_cap_ms};
     struct db *db;
 
-    if (cfg_db_password(d->cfg, &password, &err) != OG_OK) {
+    if (db_new_passfile(d->cfg->db_conninfo, d->cfg->db_password_file, app, &retry, &signals_stop,
+                        &db, &err) != OG_OK) {
         fprintf(stderr, "ordergatectl drill: %s\n", err.msg);
         return NULL;
     }
-    db = db_new(d->cfg->db_conninfo, password, app, &retry, &signals_stop);
-    free(password);
-    if (db != NULL && db_connect(db, &err) != OG_OK) {
+    if (db_connect(db, &err) != OG_OK) {
         fprintf(stderr, "ordergatectl drill: %s\n", err.msg);
         db_free(db);
         db = NULL;
@@ -349,32 +340,27 @@ static const struct db_stmt drill_stmt_due = {
 
 static int drill_set_due(struct drill *d, struct db *db)
 {
-    size_t cap = (size_t)d->o.orders * 50 + 16, cap2 = (size_t)d->o.orders * 22 + 16;
-    char *names = malloc(cap), *times = malloc(cap2);
-    size_t n1 = 0, n2 = 0;
+    struct pgarray names, times;
     struct og_error err = {0};
     int rc = 0;
 
-    if (names == NULL || times == NULL) {
-        rc = -1;
-        goto out;
-    }
-    names[n1++] = '{';
-    times[n2++] = '{';
+    pgarray_init(&names);
+    pgarray_init(&times);
     for (long i = 0; i < d->o.orders; i++) {
-        n1 += (size_t)snprintf(names + n1, cap - n1, "%s%s", i ? "," : "", d->orders[i].order_no);
-        n2 += (size_t)snprintf(times + n2, cap2 - n2, "%s%" PRId64, i ? "," : "",
-                               d->orders[i].due_ms);
+        pgarray_append(&names, d->orders[i].order_no);
+        pgarray_append_int(&times, d->orders[i].due_ms);
     }
-    snprintf(names + n1, cap - n1, "}");
-    snprintf(times + n2, cap2 - n2, "}");
-    if (db_call(db, &drill_stmt_due, (const char *[]){names, times}, NULL, &err) != OG_OK) {
+    if (pgarray_str(&names) == NULL || pgarray_str(&times) == NULL) {
+        fprintf(stderr, "ordergatectl drill: setting due times: out of memory\n");
+        rc = -1;
+    } else if (db_call(db, &drill_stmt_due,
+                       (const char *[]){pgarray_str(&names), pgarray_str(&times)}, NULL,
+                       &err) != OG_OK) {
         fprintf(stderr, "ordergatectl drill: setting due times: %s\n", err.msg);
         rc = -1;
     }
-out:
-    free(names);
-    free(times);
+    pgarray_free(&names);
+    pgarray_free(&times);
     return rc;
 }
 
@@ -419,28 +405,20 @@ static int drill_find_bin(const struct drill *d, const char *name, const char *s
                           size_t size)
 {
     char self[PATH_MAX];
-    ssize_t n;
     const char *path;
 
     if (d->o.bin_dir != NULL) {
         snprintf(out, size, "%s/%s", d->o.bin_dir, name);
         return access(out, X_OK) == 0 ? 0 : -1;
     }
-    n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n > 0) {
-        char *slash;
-        self[n] = '\0';
-        slash = strrchr(self, '/');
-        if (slash != NULL) {
-            *slash = '\0';
-            /* Installed side by side, or the build tree (tools/ next to consumer/). */
-            snprintf(out, size, "%s/%s", self, name);
-            if (access(out, X_OK) == 0)
-                return 0;
-            snprintf(out, size, "%s/../%s/%s", self, subdir, name);
-            if (access(out, X_OK) == 0)
-                return 0;
-        }
+    if (path_exe_dir(self, sizeof(self))) {
+        /* Installed side by side, or the build tree (tools/ next to consumer/). */
+        snprintf(out, size, "%s/%s", self, name);
+        if (access(out, X_OK) == 0)
+            return 0;
+        snprintf(out, size, "%s/../%s/%s", self, subdir, name);
+        if (access(out, X_OK) == 0)
+            return 0;
     }
     path = getenv("PATH");
     while (path != NULL && *path) {

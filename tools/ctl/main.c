@@ -117,23 +117,15 @@ static void ctl_version(bool json)
 struct db *ctl_db(struct ctl *ctl, struct og_error *err)
 {
     struct db_retry retry;
-    char *password = NULL;
 
     if (ctl->db != NULL)
         return ctl->db;
-    if (cfg_db_password(&ctl->cfg, &password, err) != OG_OK)
-        return NULL;
     retry.max_attempts = ctl->cfg.db_retry_max;
     retry.base_ms = ctl->cfg.db_retry_base_ms;
     retry.cap_ms = ctl->cfg.db_retry_cap_ms;
     /* The application name is the actor the gate records for this tool. */
-    ctl->db = db_new(ctl->cfg.db_conninfo, password, CTL_PROG, &retry, &signals_stop);
-    if (password != NULL) {
-        memset(password, 0, strlen(password));
-        free(password);
-    }
-    if (ctl->db == NULL)
-        og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    db_new_passfile(ctl->cfg.db_conninfo, ctl->cfg.db_password_file, CTL_PROG, &retry,
+                    &signals_stop, &ctl->db, err);
     return ctl->db;
 }
 

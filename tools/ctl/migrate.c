@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/path.h"
 #include "tools/ctl/ctl.h"
 
 #ifndef OG_SCHEMA_DIR
@@ -123,7 +124,6 @@ static enum og_status migrate_find_dir(const struct opt_args *a, char *dir, size
     const char *opt = opt_arg(a, "schema-dir");
     const char *env = getenv("ORDERGATE_SCHEMA_DIR");
     char exe[PATH_MAX], installed[PATH_MAX + 64] = "";
-    ssize_t n;
 
     if (opt != NULL) {
         if (!migrate_is_dir(opt))
@@ -138,20 +138,13 @@ static enum og_status migrate_find_dir(const struct opt_args *a, char *dir, size
         snprintf(dir, size, "%s", env);
         return OG_OK;
     }
-    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n > 0) {
-        char *slash;
-        exe[n] = '\0';
-        slash = strrchr(exe, '/');
-        if (slash != NULL) {
-            *slash = '\0';
-            snprintf(installed, sizeof(installed), "%s/../share/ordergate/schema", exe);
-            if (migrate_is_dir(installed)) {
-                char *real = realpath(installed, NULL);
-                snprintf(dir, size, "%s", real != NULL ? real : installed);
-                free(real);
-                return OG_OK;
-            }
+    if (path_exe_dir(exe, sizeof(exe))) {
+        snprintf(installed, sizeof(installed), "%s/../share/ordergate/schema", exe);
+        if (migrate_is_dir(installed)) {
+            char *real = realpath(installed, NULL);
+            snprintf(dir, size, "%s", real != NULL ? real : installed);
+            free(real);
+            return OG_OK;
         }
     }
     if (migrate_is_dir(OG_SCHEMA_DIR)) {

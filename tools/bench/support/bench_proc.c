@@ -1,6 +1,7 @@
 #include "tools/bench/support/bench_proc.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -40,4 +41,37 @@ const char *bench_load_average(char *buf, size_t size)
         fclose(f);
     }
     return buf;
+}
+
+double bench_proc_vm_mb(pid_t pid, const char *field)
+{
+    char path[64], line[256];
+    double mb = -1;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, field, strlen(field)) == 0) {
+            mb = strtod(line + strlen(field), NULL) / 1024.0;
+            break;
+        }
+    }
+    fclose(f);
+    return mb;
+}
+
+void bench_cpu_pressure(char *buf, size_t size)
+{
+    FILE *f = fopen("/proc/pressure/cpu", "r");
+    double avg10 = 0, avg60 = 0;
+
+    snprintf(buf, size, "?");
+    if (f != NULL) {
+        if (fscanf(f, "some avg10=%lf avg60=%lf", &avg10, &avg60) == 2)
+            snprintf(buf, size, "%.0f %%", avg60);
+        fclose(f);
+    }
 }

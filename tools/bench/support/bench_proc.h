@@ -15,4 +15,12 @@ double bench_proc_cpu_s(pid_t pid);
 /* "1.23 0.98 0.50" from /proc/loadavg into buf, or "?"; returns buf. */
 const char *bench_load_average(char *buf, size_t size);
 
+/* A "Vm...:" line of /proc/PID/status in MB (field e.g. "VmRSS:"); -1 if
+ * unknown. */
+double bench_proc_vm_mb(pid_t pid, const char *field);
+
+/* CPU pressure (PSI "some" avg60: share of time runnable tasks waited for a
+ * CPU) as "12 %" into buf, or "?" where the kernel does not report it. */
+void bench_cpu_pressure(char *buf, size_t size);
+
 #endif

@@ -1,0 +1,181 @@
+/* og_bench_consumer's parts (see tools/bench/og_bench_consumer.c for what it
+ * measures): the options, the state the cleanup undoes, the results, and the
+ * functions the phases share. */
+#ifndef OG_TOOLS_BENCH_CONSUMER_H
+#define OG_TOOLS_BENCH_CONSUMER_H
+
+#include <libpq-fe.h>
+#include <librdkafka/rdkafka.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "tools/bench/support/bench_child.h"
+#include "tools/bench/support/bench_prom.h"
+
+#define PROG "og_bench_consumer"
+
+#define TARGET_RATIO      0.80  /* end-to-end >= 80 % of the gate ceiling */
+#define TARGET_P99_MS     250.0 /* lateness p99 at a steady 5,000 due orders/s */
+#define TARGET_RSS_MB     64.0  /* resident memory with 10M messages waiting */
+#define TARGET_RSS_FLAT   0.10  /* "flat": final within 10 % of the first sample */
+#define LOAD_CHUNK        200000
+#define MAX_TOPICS        8
+#define METRICS_MAX_BYTES (256 * 1024)
+
+struct opts {
+    bool e2e, lateness, memory;
+    long orders;         /* e2e backlog */
+    long ceiling_orders; /* per ceiling measurement */
+    int slice_s;         /* e2e: consumer seconds between paired gate slices; 0 = none */
+    int slice_ms;        /* e2e: length of one paired gate slice */
+    long slice_pool;     /* e2e: orders loaded for the paired slices */
+    int rate;            /* lateness: due orders per second */
+    int duration;        /* lateness: seconds */
+    int ahead_ms;        /* lateness: a message is produced this long before it is due */
+    int lead_s;          /* lateness: start to first due time; 0 = from the size */
+    long waiting;        /* memory: messages due in an hour */
+    long waiting_db;     /* memory: overdue orders in the database for the first messages */
+    int rss_seconds;
+    int partitions;
+    int batch_size;
+    int linger_ms, poll_ms; /* -1: the consumer's defaults */
+    int items, skus, coupon_every;
+    bool outbox;
+    const char *log_level; /* the consumer's */
+    const char *compression;
+    const char *dbname;
+    const char *template_db;
+    const char *brokers;
+    int metrics_port;
+    char consumer[PATH_MAX];
+    char gate_bench[PATH_MAX]; /* "" = not run */
+    bool reconcile;
+    int timeout_s;
+    bool keep;
+};
+
+/* What the cleanup needs to undo, whatever way the program ends. */
+struct bench_consumer_state {
+    PGconn *admin; /* dbname=postgres */
+    PGconn *conn;  /* the phase's database */
+    char dbname[64];
+    bool db_created;
+    rd_kafka_t *admin_rk;
+    char topics[MAX_TOPICS][160];
+    int ntopics;
+    char workdir[PATH_MAX];
+    bool keep;
+    long dr_ok, dr_failed;
+    char dr_error[256];
+};
+extern struct bench_consumer_state g;
+
+struct ceiling {
+    long orders;
+    double seconds, rate, p50_ms, p99_ms, backend_cpu_s, wal_kb_per_order;
+};
+
+/* CPU seconds and peak memory while a phase runs. */
+struct sampler {
+    pid_t consumer, backend, broker;
+    double c0, b0, k0; /* CPU seconds at the start */
+    double rss_max;
+};
+
+struct results {
+    /* e2e */
+    bool e2e;
+    long e2e_orders;
+    double produce_rate;
+    double startup_s, steady_s, wall_s, steady_rate, wall_rate;
+    struct ceiling ceil[2];
+    double ceiling_mean;
+    /* paired windows: the consumer running vs the gate alone, alternating */
+    int pairs;
+    long pair_e2e_n, pair_gate_n;
+    double pair_e2e_s, pair_gate_s, pair_min, pair_max;
+    double frozen_s; /* consumer frozen for the slices, inside first..last */
+    double pair_gate_cpu_s, pair_gate_wal_kb; /* the slices' backend CPU and WAL */
+    double gate_bench_rate;                   /* og_bench_gate's figure, -1 when not run */
+    double consumer_cpu_s, backend_cpu_s, broker_cpu_s, e2e_wal_kb_per_order;
+    double e2e_autovacuums, e2e_checkpoints;
+    double e2e_rss_max;
+    long e2e_violations; /* -1: not checked */
+    int e2e_exit;
+    /* lateness */
+    bool lat;
+    long lat_orders, lat_cancelled, lat_early, lat_not_due;
+    double lat_p50, lat_p90, lat_p99, lat_p999, lat_max, lat_min;
+    char lat_h50[48], lat_h99[48]; /* buckets of the consumer's histogram, ms */
+    double lat_produce_rate, lat_rss_max, lat_consumer_cpu, lat_backend_cpu, lat_broker_cpu,
+        lat_wall;
+    int lat_exit;
+    /* memory */
+    bool mem;
+    long mem_messages;
+    double mem_produce_rate, mem_topic_mb, mem_to_paused_s;
+    double rss_first, rss_min, rss_max, rss_final, rss_hwm;
+    int rss_samples;
+    long mem_log_rows;
+    double mem_claims, mem_committed, mem_consumed, mem_deferred, mem_dropped, mem_paused;
+    int mem_exit;
+};
+
+/* tools/bench/consumer/db.c */
+void db_drop(void);
+void db_fresh(const struct opts *o);
+void db_stock(const struct opts *o);
+void db_load(const struct opts *o, const char *prefix, long n, int64_t base_ms, long per_s);
+void db_settle(void);
+double db_wal_lsn_bytes(void);
+void db_background(double *autovacuums, double *checkpoints);
+long db_count_log(const char *prefix);
+pid_t db_consumer_backend(void);
+void db_backend_idle(pid_t backend, struct bench_child *c);
+
+/* tools/bench/consumer/kafka.c */
+rd_kafka_t *kafka_client(const struct opts *o, rd_kafka_type_t type, const char *const *props);
+void topic_create(const struct opts *o, const char *topic, int partitions);
+void topics_delete(void);
+size_t msg_value(char *buf, size_t size, const char *order_no, const char *due_iso);
+void msg_check(const char *order_no, int64_t due_ms);
+void produce(rd_kafka_t *rk, rd_kafka_topic_t *rkt, const char *key, size_t key_len,
+             const char *value, size_t len);
+void producer_finish(rd_kafka_t *rk, long expected);
+double produce_backlog(const struct opts *o, const char *topic, const char *prefix, long n,
+                       int64_t due_ms);
+double topic_disk_mb(const char *topic);
+
+/* tools/bench/consumer/child.c */
+void child_config(const struct opts *o, struct bench_child *c, const char *tag, const char *base);
+void child_spawn(const struct opts *o, struct bench_child *c, const char *tag, const char *topic,
+                 const char *group);
+
+/* tools/bench/consumer/ceiling.c */
+struct db *ceiling_session(void);
+void ceiling_run(const struct opts *o, struct db *db, const char *prefix, long first, long n,
+                 double max_s, struct ceiling *r, bool verbose);
+double gate_bench_run(const struct opts *o);
+void print_seeks(const struct bench_child *c);
+
+/* tools/bench/consumer/sampler.c */
+void sampler_start(struct sampler *s, pid_t consumer, pid_t backend);
+void sampler_rss(struct sampler *s);
+double cpu_since(pid_t pid, double start);
+
+/* tools/bench/consumer/phase_e2e.c */
+void phase_e2e(const struct opts *o, const char *run, struct results *r);
+
+/* tools/bench/consumer/phase_lateness.c */
+void phase_lateness(const struct opts *o, const char *run, struct results *r);
+
+/* tools/bench/consumer/phase_memory.c */
+void phase_memory(const struct opts *o, const char *run, struct results *r);
+
+/* tools/bench/consumer/opts.c */
+int parse_args(int argc, char **argv, struct opts *o);
+
+#endif

@@ -1,0 +1,93 @@
+/* og_bench_consumer: the consumer under benchmark: its config file and command line. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <librdkafka/rdkafka.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/codec.h"
+#include "common/db.h"
+#include "common/gate.h"
+#include "common/kafka.h"
+#include "common/log.h"
+#include "common/parse.h"
+#include "common/path.h"
+#include "common/version.h"
+#include "tools/bench/consumer/bench_consumer.h"
+#include "tools/bench/support/bench_child.h"
+#include "tools/bench/support/bench_pg.h"
+#include "tools/bench/support/bench_proc.h"
+#include "tools/bench/support/bench_prom.h"
+#include "tools/bench/support/bench_run.h"
+
+void child_config(const struct opts *o, struct bench_child *c, const char *tag, const char *base)
+{
+    FILE *f;
+
+    snprintf(c->config, sizeof(c->config), "%s/%s.conf", g.workdir, tag);
+    f = fopen(c->config, "w");
+    if (f == NULL)
+        bench_die("%s: %s", c->config, strerror(errno));
+    fprintf(f, "# written by " PROG " for the %s phase\n", tag);
+    fprintf(f, "log_level = \"%s\";\n", o->log_level);
+    fprintf(f, "kafka = { dead_letter_topic = \"%s.dlq\"; };\n", base);
+    fprintf(f, "consumer = { batch_size = %d;", o->batch_size);
+    if (o->linger_ms >= 0)
+        fprintf(f, " linger_ms = %d;", o->linger_ms);
+    if (o->poll_ms >= 0)
+        fprintf(f, " poll_ms = %d;", o->poll_ms);
+    fprintf(f, " };\n");
+    fprintf(f,
+            "outbox = { enabled = %s; topic = \"%s.events\"; refund_topic = \"%s.refunds\"; "
+            "alert_topic = \"%s.alerts\"; };\n",
+            o->outbox ? "true" : "false", base, base, base);
+    fclose(f);
+}
+
+void child_spawn(const struct opts *o, struct bench_child *c, const char *tag, const char *topic,
+                 const char *group)
+{
+    char db[96], port[32], batch[16];
+    const char *argv[20];
+    int argc = 0;
+
+    snprintf(c->log, sizeof(c->log), "%s/%s.log", g.workdir, tag);
+    snprintf(db, sizeof(db), "dbname=%s", g.dbname);
+    snprintf(port, sizeof(port), "127.0.0.1:%d", o->metrics_port);
+    snprintf(batch, sizeof(batch), "%d", o->batch_size);
+    argv[argc++] = o->consumer;
+    argv[argc++] = "--config";
+    argv[argc++] = c->config;
+    argv[argc++] = "--db";
+    argv[argc++] = db;
+    argv[argc++] = "--brokers";
+    argv[argc++] = o->brokers;
+    argv[argc++] = "--topics";
+    argv[argc++] = topic;
+    argv[argc++] = "--group";
+    argv[argc++] = group;
+    argv[argc++] = "--batch-size";
+    argv[argc++] = batch;
+    argv[argc++] = "--metrics-listen";
+    argv[argc++] = port;
+    argv[argc] = NULL;
+    bench_child_start(c, "the consumer", argv);
+    bench_progress("consumer pid %d: %s --topics %s --group %s --batch-size %s (log %s)",
+                   (int)c->pid, o->consumer, topic, group, batch, c->log);
+}

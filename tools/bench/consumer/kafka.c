@@ -1,0 +1,271 @@
+/* og_bench_consumer: Kafka: clients, topics, producing the backlogs. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <librdkafka/rdkafka.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/codec.h"
+#include "common/db.h"
+#include "common/gate.h"
+#include "common/kafka.h"
+#include "common/log.h"
+#include "common/parse.h"
+#include "common/path.h"
+#include "common/version.h"
+#include "tools/bench/consumer/bench_consumer.h"
+#include "tools/bench/support/bench_child.h"
+#include "tools/bench/support/bench_pg.h"
+#include "tools/bench/support/bench_proc.h"
+#include "tools/bench/support/bench_prom.h"
+#include "tools/bench/support/bench_run.h"
+
+static void kconf(rd_kafka_conf_t *conf, const char *name, const char *value)
+{
+    char errstr[256];
+
+    if (rd_kafka_conf_set(conf, name, value, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
+        bench_die("kafka property %s=%s: %s", name, value, errstr);
+}
+
+static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    (void)rk;
+    (void)opaque;
+    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        g.dr_ok++;
+    } else {
+        if (g.dr_failed++ == 0)
+            snprintf(g.dr_error, sizeof(g.dr_error), "%s", rd_kafka_err2str(m->err));
+    }
+}
+
+rd_kafka_t *kafka_client(const struct opts *o, rd_kafka_type_t type, const char *const *props)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    char errstr[512];
+    rd_kafka_t *rk;
+
+    kconf(conf, "bootstrap.servers", o->brokers);
+    kconf(conf, "client.id", PROG);
+    kconf(conf, "log_level", "4"); /* no notices about the topics we delete */
+    /* A metadata refresh for a topic deleted at the end of a phase must not
+     * create it again on a broker that auto-creates topics (the local one
+     * does not; a shop's may). */
+    kconf(conf, "allow.auto.create.topics", "false");
+    for (size_t i = 0; props != NULL && props[i] != NULL; i += 2)
+        kconf(conf, props[i], props[i + 1]);
+    if (type == RD_KAFKA_PRODUCER)
+        rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
+    rk = rd_kafka_new(type, conf, errstr, sizeof(errstr));
+    if (rk == NULL) {
+        rd_kafka_conf_destroy(conf);
+        bench_die("kafka client: %s", errstr);
+    }
+    return rk;
+}
+
+void topic_create(const struct opts *o, const char *topic, int partitions)
+{
+    struct og_error err = {0};
+    bool created = false;
+
+    if (g.admin_rk == NULL)
+        g.admin_rk = kafka_client(o, RD_KAFKA_PRODUCER, NULL);
+    if (g.ntopics == MAX_TOPICS)
+        bench_die("too many topics");
+    if (kafka_topic_create(g.admin_rk, topic, partitions, 1, &created, &err) != OG_OK)
+        bench_die("CreateTopics %s: %s", topic, err.msg);
+    /* Every run names its topics afresh: one that exists is someone else's. */
+    if (!created)
+        bench_die("CreateTopics %s: the topic already exists", topic);
+    snprintf(g.topics[g.ntopics++], sizeof(g.topics[0]), "%s", topic);
+    if (!kafka_topic_wait_ready(g.admin_rk, topic, partitions, 10000))
+        bench_die("topic %s: partitions have no leader after 10 s", topic);
+}
+
+/* Deletes every topic this run created (frees the broker's disk). */
+void topics_delete(void)
+{
+    rd_kafka_DeleteTopic_t *dt[MAX_TOPICS];
+    rd_kafka_queue_t *q;
+    rd_kafka_event_t *ev = NULL;
+
+    if (g.admin_rk == NULL || g.ntopics == 0)
+        return;
+    for (int i = 0; i < g.ntopics; i++)
+        dt[i] = rd_kafka_DeleteTopic_new(g.topics[i]);
+    q = rd_kafka_queue_new(g.admin_rk);
+    rd_kafka_DeleteTopics(g.admin_rk, dt, (size_t)g.ntopics, NULL, q);
+    for (int i = 0; i < 60 && ev == NULL; i++) {
+        ev = rd_kafka_queue_poll(q, 1000);
+        if (ev != NULL && rd_kafka_event_type(ev) != RD_KAFKA_EVENT_DELETETOPICS_RESULT) {
+            rd_kafka_event_destroy(ev);
+            ev = NULL;
+        }
+    }
+    if (ev == NULL) {
+        fprintf(stderr, PROG ": DeleteTopics: no answer; delete these topics by hand:");
+        for (int i = 0; i < g.ntopics; i++)
+            fprintf(stderr, " %s", g.topics[i]);
+        fprintf(stderr, "\n");
+    } else {
+        size_t n;
+        const rd_kafka_topic_result_t **res =
+            rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(ev), &n);
+        for (size_t i = 0; i < n; i++)
+            if (rd_kafka_topic_result_error(res[i]) != RD_KAFKA_RESP_ERR_NO_ERROR)
+                fprintf(stderr, PROG ": DeleteTopics %s: %s\n", rd_kafka_topic_result_name(res[i]),
+                        rd_kafka_err2str(rd_kafka_topic_result_error(res[i])));
+        rd_kafka_event_destroy(ev);
+    }
+    rd_kafka_queue_destroy(q);
+    for (int i = 0; i < g.ntopics; i++)
+        rd_kafka_DeleteTopic_destroy(dt[i]);
+    g.ntopics = 0;
+}
+
+/* The message value of the contract, built without a JSON library so that
+ * 10M of them cost little; msg_check() compares it with the codec's once. */
+size_t msg_value(char *buf, size_t size, const char *order_no, const char *due_iso)
+{
+    int n =
+        snprintf(buf, size, "{\"v\":1,\"order_no\":\"%s\",\"due_at\":\"%s\"}", order_no, due_iso);
+
+    return n > 0 && (size_t)n < size ? (size_t)n : 0;
+}
+
+void msg_check(const char *order_no, int64_t due_ms)
+{
+    char ours[256], codec[256], iso[32];
+    size_t len = 0, ours_len;
+    struct og_error err = {0};
+
+    clock_format_iso(due_ms, iso, sizeof(iso));
+    ours_len = msg_value(ours, sizeof(ours), order_no, iso);
+    if (codec_encode_cancel(order_no, due_ms, codec, sizeof(codec), &len, &err) != OG_OK)
+        bench_die("codec_encode_cancel: %s", err.msg);
+    if (len != ours_len || memcmp(ours, codec, len) != 0)
+        bench_die("the message format differs from common/codec (%s vs %s): update msg_value()",
+                  ours, codec);
+}
+
+void produce(rd_kafka_t *rk, rd_kafka_topic_t *rkt, const char *key, size_t key_len,
+             const char *value, size_t len)
+{
+    while (rd_kafka_produce(rkt, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY, (void *)value, len,
+                            key, key_len, NULL) != 0) {
+        if (rd_kafka_last_error() != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+            bench_die("produce: %s", rd_kafka_err2str(rd_kafka_last_error()));
+        rd_kafka_poll(rk, 5);
+        bench_check_stop();
+    }
+}
+
+void producer_finish(rd_kafka_t *rk, long expected)
+{
+    rd_kafka_resp_err_t err = rd_kafka_flush(rk, 300000);
+
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        bench_die("producer flush: %s", rd_kafka_err2str(err));
+    if (g.dr_failed > 0 || g.dr_ok != expected)
+        bench_die("producer: %ld of %ld messages acknowledged, %ld failed (%s)", g.dr_ok, expected,
+                  g.dr_failed, g.dr_error);
+}
+
+/* Produces n messages prefix<i>, all due at due_ms, at full speed. Returns
+ * messages per second. */
+double produce_backlog(const struct opts *o, const char *topic, const char *prefix, long n,
+                       int64_t due_ms)
+{
+    const char *props[] = {"linger.ms",
+                           "100",
+                           "batch.num.messages",
+                           "100000",
+                           "batch.size",
+                           "1000000",
+                           "queue.buffering.max.messages",
+                           "2000000",
+                           "queue.buffering.max.kbytes",
+                           "262144",
+                           "compression.codec",
+                           o->compression,
+                           NULL};
+    rd_kafka_t *rk = kafka_client(o, RD_KAFKA_PRODUCER, props);
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    char iso[32], key[48], value[160];
+    double t0 = bench_mono_s(), next = t0 + 10, secs;
+
+    clock_format_iso(due_ms, iso, sizeof(iso));
+    g.dr_ok = g.dr_failed = 0;
+    snprintf(key, sizeof(key), "%s0", prefix);
+    msg_check(key, due_ms);
+    for (long i = 0; i < n; i++) {
+        int klen = snprintf(key, sizeof(key), "%s%ld", prefix, i);
+        size_t vlen = msg_value(value, sizeof(value), key, iso);
+        produce(rk, rkt, key, (size_t)klen, value, vlen);
+        if ((i & 0xffff) == 0) {
+            rd_kafka_poll(rk, 0);
+            if (bench_mono_s() >= next) {
+                bench_progress("produced %ld of %ld messages", i, n);
+                next += 10;
+            }
+        }
+    }
+    producer_finish(rk, n);
+    secs = bench_mono_s() - t0;
+    rd_kafka_topic_destroy(rkt);
+    rd_kafka_destroy(rk);
+    bench_progress("produced %ld messages to %s in %.1f s (%.0f/s, compression %s)", n, topic, secs,
+                   (double)n / secs, o->compression);
+    return (double)n / secs;
+}
+
+/* Megabytes the broker keeps for topic (the .log segments of its partition
+ * directories), when ORDERGATE_STATE_DIR names the local broker; else -1. */
+double topic_disk_mb(const char *topic)
+{
+    const char *state = getenv("ORDERGATE_STATE_DIR");
+    char path[PATH_MAX], file[PATH_MAX + 300];
+    double bytes = 0;
+    bool any = false;
+
+    if (state == NULL || *state == '\0')
+        return -1;
+    for (int p = 0; p < 1024; p++) {
+        DIR *d;
+        struct dirent *e;
+        snprintf(path, sizeof(path), "%s/kafka/data/%s-%d", state, topic, p);
+        d = opendir(path);
+        if (d == NULL)
+            break;
+        any = true;
+        while ((e = readdir(d)) != NULL) {
+            struct stat st;
+            size_t len = strlen(e->d_name);
+            if (len < 5 || strcmp(e->d_name + len - 4, ".log") != 0)
+                continue;
+            snprintf(file, sizeof(file), "%s/%s", path, e->d_name);
+            if (stat(file, &st) == 0)
+                bytes += (double)st.st_size;
+        }
+        closedir(d);
+    }
+    return any ? bytes / 1048576.0 : -1;
+}

@@ -1,0 +1,247 @@
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <librdkafka/rdkafka.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/codec.h"
+#include "common/db.h"
+#include "common/gate.h"
+#include "common/kafka.h"
+#include "common/log.h"
+#include "common/parse.h"
+#include "common/path.h"
+#include "common/version.h"
+#include "tools/bench/consumer/bench_consumer.h"
+#include "tools/bench/support/bench_child.h"
+#include "tools/bench/support/bench_pg.h"
+#include "tools/bench/support/bench_proc.h"
+#include "tools/bench/support/bench_prom.h"
+#include "tools/bench/support/bench_run.h"
+
+/* ------------------------------------------------------------------------------------------ */
+/* Phase 2: lateness at a steady rate */
+
+void phase_lateness(const struct opts *o, const char *run, struct results *r)
+{
+    char topic[160], group[160], base[128], *metrics = malloc(METRICS_MAX_BYTES);
+    long n = (long)o->rate * o->duration;
+    int lead = o->lead_s > 0 ? o->lead_s : 20 + (int)(n / 7500);
+    int64_t t0_ms = clock_wall_ms() + (int64_t)lead * 1000, end_ms;
+    double setup_start = bench_mono_s(), next_line, last_line_t, prod_t0, prod_t1, lat_t0;
+    long last_line_n = 0, done = 0, produced = 0;
+    struct bench_child c;
+    struct sampler s;
+    struct bench_hist h_late, h_batch, h_db;
+    rd_kafka_t *rk;
+    rd_kafka_topic_t *rkt;
+    /* Messages go out ahead_ms before they are due, so the producer may
+     * linger a little without making anything late; 5 ms batches of a few
+     * messages cost the broker (on the same 2 cores) ~2.5x the CPU. */
+    char linger[16];
+    const char *props[] = {"linger.ms", linger, "compression.codec", o->compression, NULL};
+
+    if (metrics == NULL)
+        bench_die("out of memory");
+    printf("\n== lateness: %d due orders/s for %d s (%ld orders), produced %d ms ahead (producer "
+           "linger.ms %d) ==\n",
+           o->rate, o->duration, n, o->ahead_ms, o->ahead_ms / 4 < 50 ? o->ahead_ms / 4 : 50);
+    fflush(stdout);
+    r->lat = true;
+    r->lat_orders = n;
+    db_fresh(o);
+    db_stock(o);
+    db_load(o, "l", n, t0_ms, o->rate);
+    db_settle();
+    {
+        /* The database's expire_at must be the message's due_at to the millisecond. */
+        char no[32];
+        const char *p[1] = {no};
+        long last = n - 1;
+        int64_t want = t0_ms + (int64_t)last * 1000 / o->rate, got;
+        snprintf(no, sizeof(no), "l%ld", last);
+        got = (int64_t)bench_pg_num(g.conn,
+                                    "SELECT (extract(epoch FROM expire_at) * 1000)::bigint "
+                                    "FROM ordergate.orders WHERE order_no = $1",
+                                    1, p);
+        if (got != want)
+            bench_die("lateness: expire_at of %s is %lld ms, the message says %lld", no,
+                      (long long)got, (long long)want);
+        msg_check(no, want);
+    }
+    snprintf(base, sizeof(base), "ogbench.%s.lat", run);
+    snprintf(topic, sizeof(topic), "%s.cancel", base);
+    snprintf(group, sizeof(group), "%s.group", base);
+    topic_create(o, topic, o->partitions);
+    child_config(o, &c, "lateness", base);
+    child_spawn(o, &c, "lateness", topic, group);
+    bench_child_port(&c);
+    bench_child_wait_log(&c, "event=partitions_assigned", 60);
+    {
+        pid_t backend = 0;
+        for (int i = 0; i < 200 && backend == 0; i++) {
+            backend = db_consumer_backend();
+            if (backend == 0)
+                bench_sleep_ms(50);
+        }
+        sampler_start(&s, c.pid, backend);
+    }
+    lat_t0 = bench_mono_s();
+    if (clock_wall_ms() > t0_ms - o->ahead_ms - 1000)
+        bench_die("lateness: setup took %.0f s, longer than the lead of %d s; rerun with --lead %d",
+                  bench_mono_s() - setup_start, lead, (int)(bench_mono_s() - setup_start) * 2 + 10);
+    bench_progress("setup took %.0f s of the %d s lead; first order due in %.1f s",
+                   bench_mono_s() - setup_start, lead, (double)(t0_ms - clock_wall_ms()) / 1000.0);
+
+    snprintf(linger, sizeof(linger), "%d", o->ahead_ms / 4 < 50 ? o->ahead_ms / 4 : 50);
+    rk = kafka_client(o, RD_KAFKA_PRODUCER, props);
+    rkt = rd_kafka_topic_new(rk, topic, NULL);
+    g.dr_ok = g.dr_failed = 0;
+    end_ms = t0_ms + (int64_t)(n - 1) * 1000 / o->rate;
+    next_line = bench_mono_s() + 10;
+    last_line_t = bench_mono_s();
+    prod_t0 = -1;
+    prod_t1 = -1;
+    while (produced < n || done < n) {
+        int64_t now = clock_wall_ms();
+        double m = bench_mono_s();
+
+        bench_check_stop();
+        bench_child_alive(&c);
+        while (produced < n && t0_ms + produced * 1000 / o->rate - o->ahead_ms <= now) {
+            char key[32], value[160], iso[32];
+            int64_t due = t0_ms + produced * 1000 / o->rate;
+            int klen = snprintf(key, sizeof(key), "l%ld", produced);
+            clock_format_iso(due, iso, sizeof(iso));
+            produce(rk, rkt, key, (size_t)klen, value, msg_value(value, sizeof(value), key, iso));
+            if (produced == 0)
+                prod_t0 = m;
+            produced++;
+            if (produced == n)
+                prod_t1 = m;
+        }
+        rd_kafka_poll(rk, 0);
+        if (m >= next_line || (produced == n && now > end_ms + 60000)) {
+            if (bench_metrics_get(c.port, metrics, METRICS_MAX_BYTES))
+                done = (long)bench_prom(metrics, "ordergate_consumer_claims_total{outcome=\"cancelled\"}");
+            sampler_rss(&s);
+            bench_progress(
+                "lateness t=%+.0fs produced %ld cancelled %ld (%.0f/s over the last %.0f s) "
+                "rss %.1f MB",
+                (double)(now - t0_ms) / 1000.0, produced, done,
+                (double)(done - last_line_n) / (m - last_line_t), m - last_line_t, s.rss_max);
+            last_line_n = done;
+            last_line_t = m;
+            next_line = m + 10;
+            if (produced == n && now > end_ms + 60000)
+                bench_die("lateness: %ld of %ld cancelled 60 s after the last due time", done, n);
+        }
+        if (produced == n && now > end_ms) {
+            /* Every message is out: look at the count more often. */
+            if (bench_metrics_get(c.port, metrics, METRICS_MAX_BYTES))
+                done = (long)bench_prom(metrics, "ordergate_consumer_claims_total{outcome=\"cancelled\"}");
+            sampler_rss(&s);
+            if (done >= n)
+                break;
+            bench_sleep_ms(100);
+        } else {
+            bench_sleep_ms(2);
+        }
+    }
+    producer_finish(rk, n);
+    rd_kafka_topic_destroy(rkt);
+    rd_kafka_destroy(rk);
+    r->lat_produce_rate = prod_t1 > prod_t0 ? (double)(n - 1) / (prod_t1 - prod_t0) : 0;
+    r->lat_rss_max = s.rss_max;
+    r->lat_consumer_cpu = cpu_since(s.consumer, s.c0);
+    r->lat_backend_cpu = cpu_since(s.backend, s.b0);
+    r->lat_broker_cpu = cpu_since(s.broker, s.k0);
+    r->lat_wall = bench_mono_s() - lat_t0;
+    if (!bench_metrics_get(c.port, metrics, METRICS_MAX_BYTES))
+        metrics[0] = '\0';
+    r->lat_exit = bench_child_stop(&c);
+
+    {
+        PGresult *res = bench_pg_query(
+            g.conn,
+            "SELECT count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY ms), "
+            "       percentile_cont(0.9) WITHIN GROUP (ORDER BY ms), "
+            "       percentile_cont(0.99) WITHIN GROUP (ORDER BY ms), "
+            "       percentile_cont(0.999) WITHIN GROUP (ORDER BY ms), max(ms), min(ms), "
+            "       count(*) FILTER (WHERE ms < 0) "
+            "FROM (SELECT extract(epoch FROM l.created_at - o.expire_at) * 1000 AS ms "
+            "      FROM ordergate.status_log l JOIN ordergate.orders o USING (order_no) "
+            "      WHERE l.order_no LIKE 'l%') x",
+            0, NULL);
+        r->lat_cancelled = atol(PQgetvalue(res, 0, 0));
+        r->lat_p50 = strtod(PQgetvalue(res, 0, 1), NULL);
+        r->lat_p90 = strtod(PQgetvalue(res, 0, 2), NULL);
+        r->lat_p99 = strtod(PQgetvalue(res, 0, 3), NULL);
+        r->lat_p999 = strtod(PQgetvalue(res, 0, 4), NULL);
+        r->lat_max = strtod(PQgetvalue(res, 0, 5), NULL);
+        r->lat_min = strtod(PQgetvalue(res, 0, 6), NULL);
+        r->lat_early = atol(PQgetvalue(res, 0, 7));
+        PQclear(res);
+    }
+    printf("  produced at %.0f msg/s (target %d) over %d partitions; consumer exit status %d; rss "
+           "max %.1f MB\n",
+           r->lat_produce_rate, o->rate, o->partitions, r->lat_exit, r->lat_rss_max);
+    printf(
+        "  cpu over %.0f s: consumer %.1f s (%.0f %%), its backend %.1f s (%.0f %%), broker %.1f "
+        "s (%.0f %%)\n",
+        r->lat_wall, r->lat_consumer_cpu, 100 * r->lat_consumer_cpu / r->lat_wall,
+        r->lat_backend_cpu, 100 * r->lat_backend_cpu / r->lat_wall, r->lat_broker_cpu,
+        100 * r->lat_broker_cpu / r->lat_wall);
+    printf("  lateness = status_log.created_at (claim transaction start) - expire_at, %ld "
+           "orders:\n",
+           r->lat_cancelled);
+    printf("    p50 %.1f ms  p90 %.1f ms  p99 %.1f ms  p99.9 %.1f ms  max %.1f ms  min %.1f ms; "
+           "cancelled before expire_at: %ld\n",
+           r->lat_p50, r->lat_p90, r->lat_p99, r->lat_p999, r->lat_max, r->lat_min, r->lat_early);
+    snprintf(r->lat_h50, sizeof(r->lat_h50), "-");
+    snprintf(r->lat_h99, sizeof(r->lat_h99), "-");
+    if (metrics[0] != '\0') {
+        bench_prom_hist(metrics, "ordergate_consumer_lateness_seconds", &h_late);
+        bench_prom_hist(metrics, "ordergate_consumer_batch_size", &h_batch);
+        bench_prom_hist(metrics, "ordergate_consumer_db_latency_seconds", &h_db);
+        bench_hist_q(&h_late, 0.5, 1000, r->lat_h50, sizeof(r->lat_h50));
+        bench_hist_q(&h_late, 0.99, 1000, r->lat_h99, sizeof(r->lat_h99));
+        r->lat_not_due = (long)bench_prom(metrics, "ordergate_consumer_claims_total{outcome=\"not_due\"}");
+        bench_print_hist("consumer lateness (after commit)", &h_late, 1000, " ms");
+        bench_print_buckets("consumer lateness buckets (s)", &h_late);
+        printf("  %-34s %.0f batches, mean %.1f messages\n", "batch size", h_batch.count,
+               bench_hist_mean(&h_batch));
+        bench_print_buckets("batch size distribution", &h_batch);
+        bench_print_hist("db round trip", &h_db, 1000, " ms");
+        printf("  consumer metrics: consumed %.0f, deferred (pause+seek) %.0f, dropped prefetch "
+               "%.0f, not_due %.0f, rescheduled %.0f\n",
+               bench_prom_sum(metrics, "ordergate_consumer_messages_consumed_total"),
+               bench_prom(metrics, "ordergate_consumer_messages_deferred_total"),
+               bench_prom(metrics, "ordergate_consumer_messages_dropped_total"),
+               bench_prom(metrics, "ordergate_consumer_claims_total{outcome=\"not_due\"}"),
+               bench_prom(metrics, "ordergate_consumer_rescheduled_total"));
+    }
+    print_seeks(&c);
+    fflush(stdout);
+    if (!g.keep) {
+        db_drop();
+        topics_delete();
+    }
+    free(metrics);
+}

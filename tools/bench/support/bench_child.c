@@ -1,0 +1,131 @@
+#include "tools/bench/support/bench_child.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tools/bench/support/bench_run.h"
+
+static pid_t bench_child_running;
+
+static int bench_child_decode(int ws)
+{
+    return WIFEXITED(ws) ? WEXITSTATUS(ws) : WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : -1;
+}
+
+void bench_child_start(struct bench_child *c, const char *what, const char *const *argv)
+{
+    snprintf(c->what, sizeof(c->what), "%s", what);
+    c->status = -1;
+    c->port = 0;
+    c->pid = fork();
+    if (c->pid < 0)
+        bench_die("fork: %s", strerror(errno));
+    if (c->pid == 0) {
+        int fd = open(c->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, STDOUT_FILENO);
+            dup2(fd, STDERR_FILENO);
+            close(fd);
+        }
+        execv(argv[0], (char *const *)argv);
+        fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    bench_child_running = c->pid;
+}
+
+void bench_child_alive(struct bench_child *c)
+{
+    int ws;
+
+    if (c->status < 0 && waitpid(c->pid, &ws, WNOHANG) == c->pid) {
+        char *text = bench_slurp(c->log);
+        const char *tail = text ? text : "";
+        size_t n = strlen(tail);
+        c->status = bench_child_decode(ws);
+        bench_child_running = 0;
+        fprintf(stderr, "%s\n", n > 3000 ? tail + n - 3000 : tail);
+        free(text);
+        bench_die("%s exited with status %d (log %s)", c->what, c->status, c->log);
+    }
+}
+
+bool bench_child_log_has(const struct bench_child *c, const char *needle)
+{
+    char *text = bench_slurp(c->log);
+    bool found = text != NULL && strstr(text, needle) != NULL;
+
+    free(text);
+    return found;
+}
+
+void bench_child_wait_log(struct bench_child *c, const char *needle, int timeout_s)
+{
+    double deadline = bench_mono_s() + timeout_s;
+
+    while (!bench_child_log_has(c, needle)) {
+        bench_child_alive(c);
+        bench_check_stop();
+        if (bench_mono_s() > deadline)
+            bench_die("'%s' did not appear in %s within %d s", needle, c->log, timeout_s);
+        bench_sleep_ms(50);
+    }
+}
+
+void bench_child_port(struct bench_child *c)
+{
+    char *text, *s;
+
+    bench_child_wait_log(c, "event=metrics_listening", 30);
+    text = bench_slurp(c->log);
+    s = text ? strstr(text, "event=metrics_listening") : NULL;
+    s = s ? strstr(s, "port=") : NULL;
+    c->port = s ? atoi(s + 5) : 0;
+    free(text);
+    if (c->port <= 0)
+        bench_die("no metrics port in %s", c->log);
+}
+
+int bench_child_stop(struct bench_child *c)
+{
+    int ws;
+
+    if (c->status >= 0)
+        return c->status;
+    kill(c->pid, SIGTERM);
+    for (int i = 0; i < 600; i++) {
+        if (waitpid(c->pid, &ws, WNOHANG) == c->pid) {
+            c->status = bench_child_decode(ws);
+            bench_child_running = 0;
+            return c->status;
+        }
+        bench_sleep_ms(100);
+    }
+    kill(c->pid, SIGKILL);
+    waitpid(c->pid, &ws, 0);
+    bench_child_running = 0;
+    c->status = 128 + SIGKILL;
+    return c->status;
+}
+
+void bench_child_kill_running(void)
+{
+    int ws;
+
+    if (bench_child_running <= 0)
+        return;
+    /* SIGCONT first: a child stopped on purpose would not see SIGTERM. */
+    kill(bench_child_running, SIGCONT);
+    kill(bench_child_running, SIGTERM);
+    for (int i = 0; i < 100 && waitpid(bench_child_running, &ws, WNOHANG) == 0; i++)
+        bench_sleep_ms(100);
+    kill(bench_child_running, SIGKILL);
+    waitpid(bench_child_running, &ws, WNOHANG);
+    bench_child_running = 0;
+}

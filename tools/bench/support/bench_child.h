@@ -1,0 +1,37 @@
+/* A program under benchmark running as a child process: its output in a log
+ * file, its announcements read from there, its end awaited with a bound. One
+ * child at a time is the "running" one that bench_child_kill_running ends,
+ * for a driver's cleanup on any exit. */
+#ifndef OG_TOOLS_BENCH_CHILD_H
+#define OG_TOOLS_BENCH_CHILD_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct bench_child {
+    pid_t pid;
+    char what[32];         /* "the consumer": how messages name it */
+    char log[PATH_MAX];    /* its stdout and stderr */
+    char config[PATH_MAX]; /* the config file it was started with, if any */
+    int port;              /* the metrics port it announced; 0 until bench_child_port */
+    int status;            /* exit status once reaped; -1 before; 128 + n for signal n */
+};
+
+/* Starts argv (argv[0] a path) with stdout and stderr into c->log, which the
+ * caller has set. Dies when it cannot fork. */
+void bench_child_start(struct bench_child *c, const char *what, const char *const *argv);
+/* Dies, with the log's tail, when the child has exited. */
+void bench_child_alive(struct bench_child *c);
+bool bench_child_log_has(const struct bench_child *c, const char *needle);
+/* Waits until the log holds needle; dies when the child exits, on a stop
+ * request, or after timeout_s. */
+void bench_child_wait_log(struct bench_child *c, const char *needle, int timeout_s);
+/* Reads the port of "event=metrics_listening ... port=N" (waits 30 s). */
+void bench_child_port(struct bench_child *c);
+/* SIGTERM, then waits; SIGKILL after 60 s. Returns the exit status. */
+int bench_child_stop(struct bench_child *c);
+/* Ends the running child, if any (SIGTERM, 10 s, SIGKILL). */
+void bench_child_kill_running(void);
+
+#endif

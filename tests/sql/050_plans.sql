@@ -6,7 +6,7 @@
 -- from 40 ms to 400 ms at the sixth call. force_generic_plan makes every call generic; the count
 -- of index entries read shows which plan ran (work, not time: no flake).
 
-SELECT t_reset();
+SELECT og_reset();
 -- 20,000 overdue pending orders, written just now (directly: the test runs as the superuser, and
 -- place_order would take seconds); autovacuum is kept away so the statistics stay as planted.
 ALTER TABLE ordergate.orders SET (autovacuum_enabled = false);

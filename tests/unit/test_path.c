@@ -23,7 +23,7 @@ static void test_exe_dir(void **state)
     assert_non_null(want);
     assert_string_equal(dir, want);
     assert_true(dir[strlen(dir) - 1] != '/');
-    snprintf(self, sizeof(self), "%s/unit_test_path", dir);
+    snprintf(self, sizeof(self), "%s/unit_path", dir);
     assert_int_equal(access(self, X_OK), 0);
     free(want);
 }

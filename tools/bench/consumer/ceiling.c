@@ -120,8 +120,9 @@ void ceiling_run(const struct opts *o, struct db *db, const char *prefix, long f
 double gate_bench_run(const struct opts *o)
 {
     char orders[24], batch[16], dbname[80], *out = malloc(65536);
-    char *const argv[] = {(char *)o->gate_bench, "--dbname", dbname,         "--batches", batch,
-                          "--orders",    orders,     "--no-pgbench", NULL};
+    char *const argv[] = {
+        (char *)o->gate_bench, "--dbname", dbname, "--batches", batch, "--orders", orders,
+        "--no-pgbench",        NULL};
     double rate = -1;
     int status;
 

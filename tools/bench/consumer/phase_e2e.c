@@ -108,7 +108,8 @@ void phase_e2e(const struct opts *o, const char *run, struct results *r)
         bench_sleep_ms(250);
         now = bench_mono_s();
         if (bench_metrics_get(c.port, metrics, METRICS_MAX_BYTES))
-            done = (long)bench_prom(metrics, "ordergate_consumer_claims_total{outcome=\"cancelled\"}");
+            done =
+                (long)bench_prom(metrics, "ordergate_consumer_claims_total{outcome=\"cancelled\"}");
         else
             done = db_count_log("e");
         sampler_rss(&s);

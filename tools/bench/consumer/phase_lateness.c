@@ -139,7 +139,8 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
         rd_kafka_poll(rk, 0);
         if (m >= next_line || (produced == n && now > end_ms + 60000)) {
             if (bench_metrics_get(c.port, metrics, METRICS_MAX_BYTES))
-                done = (long)bench_prom(metrics, "ordergate_consumer_claims_total{outcome=\"cancelled\"}");
+                done = (long)bench_prom(metrics,
+                                        "ordergate_consumer_claims_total{outcome=\"cancelled\"}");
             sampler_rss(&s);
             bench_progress(
                 "lateness t=%+.0fs produced %ld cancelled %ld (%.0f/s over the last %.0f s) "
@@ -155,7 +156,8 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
         if (produced == n && now > end_ms) {
             /* Every message is out: look at the count more often. */
             if (bench_metrics_get(c.port, metrics, METRICS_MAX_BYTES))
-                done = (long)bench_prom(metrics, "ordergate_consumer_claims_total{outcome=\"cancelled\"}");
+                done = (long)bench_prom(metrics,
+                                        "ordergate_consumer_claims_total{outcome=\"cancelled\"}");
             sampler_rss(&s);
             if (done >= n)
                 break;
@@ -222,7 +224,8 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
         bench_prom_hist(metrics, "ordergate_consumer_db_latency_seconds", &h_db);
         bench_hist_q(&h_late, 0.5, 1000, r->lat_h50, sizeof(r->lat_h50));
         bench_hist_q(&h_late, 0.99, 1000, r->lat_h99, sizeof(r->lat_h99));
-        r->lat_not_due = (long)bench_prom(metrics, "ordergate_consumer_claims_total{outcome=\"not_due\"}");
+        r->lat_not_due =
+            (long)bench_prom(metrics, "ordergate_consumer_claims_total{outcome=\"not_due\"}");
         bench_print_hist("consumer lateness (after commit)", &h_late, 1000, " ms");
         bench_print_buckets("consumer lateness buckets (s)", &h_late);
         printf("  %-34s %.0f batches, mean %.1f messages\n", "batch size", h_batch.count,

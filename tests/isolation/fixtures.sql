@@ -2,17 +2,7 @@
 -- template, never to a real database). They read the books so each spec's final step shows them.
 BEGIN;
 
--- Empty every ordergate table and restore the default settings (global setup of each permutation).
-CREATE FUNCTION public.og_reset() RETURNS void
-LANGUAGE plpgsql SET search_path = ordergate, pg_temp AS $$
-BEGIN
-    TRUNCATE ordergate.orders, ordergate.order_items, ordergate.inventory, ordergate.coupons,
-             ordergate.status_log, ordergate.payments, ordergate.exceptions, ordergate.outbox
-             RESTART IDENTITY;
-    UPDATE ordergate.settings SET value = '5000' WHERE key = 'auto_refund_limit_cents';
-    UPDATE ordergate.settings SET value = '900' WHERE key = 'max_hold_seconds';
-END
-$$;
+-- og_reset() (the global setup of each permutation) is tests/support/reset.sql's, loaded first.
 
 -- 'SKU-1:2,SKU-2:1' -> '[{"sku":"SKU-1","qty":2},{"sku":"SKU-2","qty":1}]' (spec files cannot
 -- contain braces inside a step).

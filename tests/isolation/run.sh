@@ -60,7 +60,7 @@ for s in "${specs[@]}"; do
     ok=1
     if ! "${psql[@]}" -d postgres -c "CREATE DATABASE $(qi "$db") TEMPLATE $(qi "$tpl")" >/dev/null; then
         echo "FAIL $s: cannot create database $db from $tpl"; ok=0
-    elif ! "${psql[@]}" -d "$db" -f "$here/fixtures.sql" >/dev/null; then
+    elif ! "${psql[@]}" -d "$db" -f "$top/tests/support/reset.sql" -f "$here/fixtures.sql" >/dev/null; then
         echo "FAIL $s: fixtures.sql failed"; ok=0
     else
         rc=0

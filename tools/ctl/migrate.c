@@ -360,17 +360,19 @@ static const char *migrate_lookup(const PGresult *res, const char *key)
     return NULL;
 }
 
-static json_t *migrate_item(json_t *list, const char *key, const char *value, const char *file)
+/* Appends {key: value, "file": f->name} to list (key NULL: only the file)
+ * and computes f->sum. */
+static enum og_status migrate_item(struct db *db, json_t *list, const char *key, const char *value,
+                                   struct migrate_file *f, json_t **item, struct og_error *err)
 {
-    json_t *item = json_object();
-
-    if (item == NULL)
-        return NULL;
+    *item = json_object();
+    if (*item == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
     if (key != NULL)
-        ctl_json_set(item, key, json_string(value));
-    ctl_json_set(item, "file", json_string(file));
-    json_array_append_new(list, item);
-    return item;
+        ctl_json_set(*item, key, json_string(value));
+    ctl_json_set(*item, "file", json_string(f->name));
+    json_array_append_new(list, *item);
+    return migrate_sum(db, f, err);
 }
 
 /* The whole run, inside the caller's transaction. Fills out as it goes. */
@@ -433,14 +435,10 @@ static enum og_status migrate_apply(struct db *db, const char *dir, bool dry, js
     for (size_t i = 0; i < mig.n; i++) {
         struct migrate_file *f = &mig.files[i];
         const char *have = migrate_lookup(recorded, f->version);
-        json_t *item = migrate_item(mlist, "version", f->version, f->name);
+        json_t *item;
         const char *what;
 
-        if (item == NULL) {
-            st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-            goto out;
-        }
-        st = migrate_sum(db, f, err);
+        st = migrate_item(db, mlist, "version", f->version, f, &item, err);
         if (st != OG_OK)
             goto out;
         if (have == NULL && dry && strcmp(layout, "0.1.0") == 0 && strcmp(f->version, "001") == 0)
@@ -506,13 +504,9 @@ static enum og_status migrate_apply(struct db *db, const char *dir, bool dry, js
     for (size_t i = 0; i < fns.n; i++) {
         struct migrate_file *f = &fns.files[i];
         const char *have;
-        json_t *item = migrate_item(flist, NULL, NULL, f->name);
+        json_t *item;
 
-        if (item == NULL) {
-            st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-            goto out;
-        }
-        st = migrate_sum(db, f, err);
+        st = migrate_item(db, flist, NULL, NULL, f, &item, err);
         if (st != OG_OK)
             goto out;
         have = migrate_lookup(fnrec, f->name);

@@ -31,6 +31,7 @@
 #include "common/log.h"
 #include "common/parse.h"
 #include "tools/bench/support/bench_proc.h"
+#include "tools/bench/support/bench_run.h"
 
 #define BENCH_MAX_BATCHES  16
 #define BENCH_TARGET_BATCH 500
@@ -92,15 +93,6 @@ static void usage(FILE *out)
 
 /* A database name we create: lower-case identifier characters only, so it
  * needs no quoting and cannot carry anything else. */
-static int name_valid(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > 63 || (s[0] >= '0' && s[0] <= '9'))
-        return 0;
-    return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") == n;
-}
-
 static int parse_batches(const char *list, struct bench_opts *o)
 {
     char buf[256], *save = NULL, *tok;
@@ -161,7 +153,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
         switch (c) {
         case 'n':
             o->dbname = optarg;
-            bad = !name_valid(optarg);
+            bad = !bench_name_valid(optarg);
             break;
         case 'd':
             o->db = optarg;
@@ -192,7 +184,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
             break;
         case 'p':
             o->pgbench_db = optarg;
-            bad = !name_valid(optarg);
+            bad = !bench_name_valid(optarg);
             break;
         case 'T':
             bad = parse_int(optarg, 1, 3600, &o->pgbench_seconds) != 0;
@@ -233,61 +225,6 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
         return -1;
     }
     return 0;
-}
-
-/* Runs a program (no shell), collecting its stdout and stderr into out.
- * Returns its exit status, or -1 when it could not be run. */
-static int run_program(char *const argv[], char *out, size_t out_size)
-{
-    int fds[2], status = 0;
-    size_t used = 0;
-    pid_t pid;
-
-    if (out_size > 0)
-        out[0] = '\0';
-    if (pipe(fds) != 0)
-        return -1;
-    pid = fork();
-    if (pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        return -1;
-    }
-    if (pid == 0) {
-        dup2(fds[1], STDOUT_FILENO);
-        dup2(fds[1], STDERR_FILENO);
-        close(fds[0]);
-        close(fds[1]);
-        execvp(argv[0], argv);
-        fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    close(fds[1]);
-    for (;;) {
-        char buf[4096];
-        ssize_t r = read(fds[0], buf, sizeof(buf));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        /* Keep the tail: errors come last. */
-        if (used + (size_t)r >= out_size && out_size > 0) {
-            size_t drop = used + (size_t)r - out_size + 1;
-            if (drop > used)
-                drop = used;
-            memmove(out, out + drop, used - drop);
-            used -= drop;
-        }
-        if ((size_t)r < out_size) {
-            memcpy(out + used, buf, (size_t)r);
-            used += (size_t)r;
-            out[used] = '\0';
-        }
-    }
-    close(fds[0]);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 static int sql_ok(PGconn *c, const char *sql, int n, const char *const *params, PGresult **out)
@@ -332,7 +269,7 @@ static PGconn *connect_db(const char *conninfo)
     return c;
 }
 
-/* DROP and CREATE a database whose name passed name_valid(). */
+/* DROP and CREATE a database whose name passed bench_name_valid(). */
 static int recreate_db(PGconn *admin, const char *name)
 {
     char sql[160];
@@ -398,7 +335,7 @@ static int apply_schema(const struct bench_opts *o)
         if (strcmp(files[n - 1], "install.sql") == 0 && i != n - 1)
             continue;
         snprintf(path, sizeof(path), "%s/%s", o->schema_dir, files[i]);
-        if (run_program(argv, out, sizeof(out)) != 0) {
+        if (bench_run_capture(argv, out, sizeof(out)) != 0) {
             fprintf(stderr, "og_bench_gate: psql -f %s failed:\n%s\n", path, out);
             goto out;
         }
@@ -423,7 +360,7 @@ static double run_pgbench(const struct bench_opts *o, PGconn *admin)
         return -1;
     {
         char *const argv[] = {"pgbench", "-i", "-q", "-s", "1", (char *)o->pgbench_db, NULL};
-        if (run_program(argv, out, sizeof(out)) != 0) {
+        if (bench_run_capture(argv, out, sizeof(out)) != 0) {
             fprintf(stderr, "og_bench_gate: pgbench -i failed:\n%s\n", out);
             return -1;
         }
@@ -433,7 +370,7 @@ static double run_pgbench(const struct bench_opts *o, PGconn *admin)
     {
         char *const argv[] = {
             "pgbench", "-N", "-c", "1", "-j", "1", "-T", secs, (char *)o->pgbench_db, NULL};
-        if (run_program(argv, out, sizeof(out)) != 0) {
+        if (bench_run_capture(argv, out, sizeof(out)) != 0) {
             fprintf(stderr, "og_bench_gate: pgbench failed:\n%s\n", out);
             return -1;
         }
@@ -489,12 +426,6 @@ static int place_phase_orders(PGconn *c, const struct bench_opts *o, const char 
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Cancels the n orders "<prefix><i>" in batches through the gate client. */
 static int run_phase(struct db *db, const struct bench_opts *o, const char *prefix, int n,
                      int batch, struct phase_result *r)
@@ -547,7 +478,7 @@ static int run_phase(struct db *db, const struct bench_opts *o, const char *pref
         r->cpu_s = bench_proc_cpu_s(pid) - cpu0;
     else
         r->cpu_s = -1;
-    qsort(lat, (size_t)r->calls, sizeof(*lat), cmp_double);
+    qsort(lat, (size_t)r->calls, sizeof(*lat), bench_cmp_double);
     r->p50_ms = lat[(r->calls - 1) / 2];
     r->p99_ms = lat[(r->calls - 1) * 99 / 100];
     rc = 0;

@@ -39,6 +39,8 @@
 #include "common/clock.h"
 #include "common/parse.h"
 #include "common/path.h"
+#include "tools/bench/support/bench_prom.h"
+#include "tools/bench/support/bench_run.h"
 
 /* Largest table the options accept; the sweep's cap is an int in the
  * scanner (--max-orders), and this keeps it there. */
@@ -60,20 +62,6 @@ struct bench_opts {
 };
 
 static PGconn *bench_conn;
-
-static void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void bench_die(const char *fmt, ...)
-{
-    va_list ap;
-
-    fprintf(stderr, "og_bench_scanner: ");
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n");
-    exit(1);
-}
 
 static void bench_exec(PGconn *conn, const char *sql)
 {
@@ -119,25 +107,6 @@ static void bench_execf(PGconn *conn, const char *fmt, ...)
     vsnprintf(sql, sizeof(sql), fmt, ap);
     va_end(ap);
     bench_exec(conn, sql);
-}
-
-static void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void bench_progress(const char *fmt, ...)
-{
-    va_list ap;
-
-    fprintf(stderr, "  .. ");
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n");
-}
-
-static int bench_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 /* Loads rows (lo, hi] in chunks: coupons first (foreign key), then orders
@@ -288,17 +257,6 @@ static void bench_pages_middle(const char *label, const struct bench_opts *o)
         bench_die("middle: %s", PQerrorMessage(bench_conn));
     bench_pages(label, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1), o->pages, o->batch);
     PQclear(r);
-}
-
-/* Reads "name value" from a Prometheus textfile. */
-static double bench_prom(const char *text, const char *name)
-{
-    char key[128];
-    const char *p;
-
-    snprintf(key, sizeof(key), "\n%s ", name);
-    p = strstr(text, key);
-    return p != NULL ? strtod(p + strlen(key), NULL) : -1;
 }
 
 /* Cluster-wide WAL and checkpoint counters (pg_stat_wal, pg_stat_bgwriter)
@@ -578,6 +536,7 @@ int main(int argc, char **argv)
     PGconn *admin;
     int c;
 
+    bench_init("og_bench_scanner", NULL);
     if (path_exe_dir(self, sizeof(self)))
         snprintf(o.scanner, sizeof(o.scanner), "%s/../scanner/ordergate-scanner", self);
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {

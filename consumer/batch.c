@@ -169,7 +169,7 @@ static void batch_db_failed(struct consumer *c, const char *step, const struct o
                   og_status_str(err->status), err->sqlstate, log_quote(q, sizeof(q), err->msg));
 }
 
-/* Step 1: every live cancel of the batch in one claim_cancel. */
+/* Step 2: every live cancel of the batch in one claim_cancel. */
 static enum flush_result batch_claim(struct consumer *c)
 {
     struct batch *b = &c->batch;
@@ -246,7 +246,7 @@ static void batch_payment_to_dlq(struct consumer *c, struct batch_entry *e,
     c->batch.dlq_bytes += e->dlq_value_len + e->dlq_key_len;
 }
 
-/* Step 2: payment results, one claim_payment each (idempotent by txn_no). */
+/* Step 1: payment results, one claim_payment each (idempotent by txn_no). */
 static enum flush_result batch_payments(struct consumer *c)
 {
     struct batch *b = &c->batch;
@@ -559,9 +559,12 @@ enum flush_result batch_flush(struct consumer *c, int wait_ms)
 
     if (b->n == 0)
         return FLUSH_DONE;
-    r = batch_claim(c);
+    /* Payments first: a payment consumed into the same batch as a cancel
+     * that fell due meanwhile was made before that cancel reached the gate,
+     * and the gate lets the first claim win. */
+    r = batch_payments(c);
     if (r == FLUSH_DONE)
-        r = batch_payments(c);
+        r = batch_claim(c);
     if (r == FLUSH_DONE)
         r = batch_due_times(c);
     /* Deliveries run even after a database failure: dead letters already

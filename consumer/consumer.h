@@ -5,8 +5,9 @@
  * asks common/sched whether it is due, and collects due work in a batch
  * (batch.c). A batch is committed in this
  * order, and only in this order, so that a crash at any point loses nothing:
- *   1. claim_cancel for every cancel in the batch, in one statement;
- *   2. claim_payment for every payment result;
+ *   1. claim_payment for every payment result (first: a payment consumed
+ *      with a cancel that fell due meanwhile was made before that cancel);
+ *   2. claim_cancel for every cancel in the batch, in one statement;
  *   3. for not_due orders, due_times() and one new delayed message each,
  *      produced with the idempotent producer;
  *   4. every produced message (re-schedules, dead letters) acknowledged;
@@ -98,7 +99,7 @@ struct batch {
     size_t ntps, tps_cap;
     int64_t first_ms; /* monotonic time the first entry arrived (linger) */
     size_t dlq_bytes;
-    bool claimed; /* step 1 done for this batch */
+    bool claimed; /* step 2 (the cancels' claim) done for this batch */
 };
 
 enum flush_result {

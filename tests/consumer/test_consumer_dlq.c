@@ -166,10 +166,71 @@ static void test_dead_letters_and_payments(void **state)
     ct_teardown(&t);
 }
 
+/* A payment and a cancel of the same order consumed into one batch: the
+ * payment is applied first. The order is due (its payment came in after
+ * expire_at but before any cancel), so the contract says the payment wins;
+ * a flush that claimed the cancels first turned it into a late payment. */
+static void test_payment_before_cancel_in_one_batch(void **state)
+{
+    static struct ct t; /* static: ct_cleanup may tear it down after a failure */
+    struct ct_proc p;
+    char topics[300];
+    int64_t due;
+    FILE *f;
+    char conf[4096];
+    size_t len;
+    char *at;
+
+    (void)state;
+    ct_setup(&t, "cpayfirst", 1, CT_PAYMENTS);
+    /* A long linger: both messages are in Kafka before the consumer starts,
+     * so they land in the same batch. */
+    f = fopen(t.config, "r");
+    assert_non_null(f);
+    len = fread(conf, 1, sizeof(conf) - 1, f);
+    fclose(f);
+    conf[len] = '\0';
+    at = strstr(conf, "linger_ms = 20;");
+    assert_non_null(at);
+    memcpy(at, "linger_ms=2000;", 15);
+    f = fopen(t.config, "w");
+    assert_non_null(f);
+    fputs(conf, f);
+    fclose(f);
+
+    due = ct_place(&t, "R-1", -500);
+    ct_produce_cancel(&t, t.topic, 0, "R-1", due);
+    const char *pay = "{\"v\":1,\"order_no\":\"R-1\",\"txn_no\":\"TXN-R-1\",\"amount_cents\":1000,"
+                      "\"channel\":\"card\"}";
+    ct_produce_raw(&t, t.payments, 0, "R-1", 3, pay, strlen(pay));
+
+    snprintf(topics, sizeof(topics), "%s", t.topic);
+    ct_spawn(&t, &p, "c1", topics, NULL);
+    assert_int_equal(ct_wait_scalar(&t,
+                                    "SELECT count(*) FROM ordergate.orders WHERE order_no = 'R-1' "
+                                    "AND status <> 'pending_payment'",
+                                    1, 30000),
+                     1);
+    ct_log_wait(&p, "event=payment_applied order_no=R-1", 10000);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.orders WHERE order_no = 'R-1' "
+                                   "AND status = 'paid'"),
+                     1);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.exceptions"), 0);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.payments WHERE txn_no = "
+                                   "'TXN-R-1' AND outcome = 'paid'"),
+                     1);
+    assert_true(ct_log_has(&p, "outcome=paid"));
+    assert_int_equal(ct_stop(&p, SIGTERM, 30000), 0);
+    assert_int_equal(ct_committed(t.group, t.topic, 0), ct_end_offset(t.topic, 0));
+    assert_int_equal(ct_committed(t.group, t.payments, 0), ct_end_offset(t.payments, 0));
+    ct_teardown(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_dead_letters_and_payments, ct_cleanup),
+        cmocka_unit_test_teardown(test_payment_before_cancel_in_one_batch, ct_cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

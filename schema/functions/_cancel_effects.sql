@@ -6,9 +6,9 @@
 -- Set-based, a fixed number of statements whatever the batch size:
 --  1. lock the pending candidates in order_no order (two batches sharing orders in opposite array
 --     order queue instead of deadlocking); the lock pass returns the locked row versions;
---  2. the claim updates exactly those versions by ctid (a TID scan, no second primary-key probe),
---     re-checking status, with, for exactly the returned rows, one status_log row and one outbox
---     event each (data-modifying CTEs of the same statement);
+--  2. the claim updates exactly those versions by ctid (a TID scan, no second primary-key probe;
+--     the lock taken in 1 keeps them pending), with, for exactly the returned rows, one
+--     status_log row and one outbox event each (data-modifying CTEs of the same statement);
 --  3. coupons of the winners back to available;
 --  4. stock to give back summed per SKU (an UPDATE ... FROM with repeated keys would apply only
 --     one of them), then the inventory rows locked in sku order and updated. Stock goes last, so

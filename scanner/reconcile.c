@@ -19,8 +19,14 @@ static const struct db_stmt recon_stmt_check = {
 static const struct db_stmt recon_stmt_repair = {"og_reconcile_repair",
                                                  "SELECT ordergate.reconcile_repair()", 0};
 
-static const struct db_stmt recon_stmt_open = {"og_exceptions_open",
-                                               "SELECT ordergate.exceptions_open_count()", 0};
+/* Open exceptions, and the overdue ones among them (what the alerts are about:
+ * an unconfirmed auto-refund past refund_confirm_seconds, a manual review
+ * past manual_review_max_age_seconds). */
+static const struct db_stmt recon_stmt_open = {
+    "og_exceptions_open",
+    "SELECT ordergate.exceptions_open_count(), o.refunds_unconfirmed, o.reviews_overdue "
+    "FROM ordergate.exceptions_overdue() o",
+    0};
 
 struct recon_row {
     int invariant;
@@ -143,10 +149,13 @@ enum og_status reconcile_run(struct db *db, const struct reconcile_params *p, FI
     }
 
     st = db_call(db, &recon_stmt_open, NULL, &res, err);
-    if (st == OG_OK && (PQnfields(res) != 1 || PQntuples(res) != 1))
-        st = og_error_set(err, OG_ERR_INTERNAL, false, "exceptions_open_count: unexpected result");
-    if (st == OG_OK)
+    if (st == OG_OK && (PQnfields(res) != 3 || PQntuples(res) != 1))
+        st = og_error_set(err, OG_ERR_INTERNAL, false, "exceptions_overdue: unexpected result");
+    if (st == OG_OK) {
         result->exceptions_open = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+        result->refunds_unconfirmed = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+        result->reviews_overdue = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
+    }
     PQclear(res);
     res = NULL;
     if (st != OG_OK)
@@ -176,8 +185,10 @@ enum og_status reconcile_run(struct db *db, const struct reconcile_params *p, FI
                 recon_violations_of(rows, nrows, 5));
     else if (!p->repair && inv5_before > 0)
         fprintf(out, "repair: skipped (--dry-run)\n");
-    fprintf(out, "open payment exceptions: %" PRId64 " (ordergatectl exceptions)\n",
-            result->exceptions_open);
+    fprintf(out,
+            "open payment exceptions: %" PRId64 " (ordergatectl exceptions); overdue: %" PRId64
+            " unconfirmed auto-refunds, %" PRId64 " manual reviews\n",
+            result->exceptions_open, result->refunds_unconfirmed, result->reviews_overdue);
     if (result->invariants_violated == 0)
         fprintf(out, "result: clean: all %d invariants hold\n", nrows);
     else
@@ -187,8 +198,9 @@ enum og_status reconcile_run(struct db *db, const struct reconcile_params *p, FI
     fflush(out);
     log_info("reconcile_done",
              "invariants=%d invariants_violated=%d violations=%" PRId64 " repaired=%" PRId64
-             " exceptions_open=%" PRId64,
+             " exceptions_open=%" PRId64 " refunds_unconfirmed=%" PRId64
+             " reviews_overdue=%" PRId64,
              nrows, result->invariants_violated, result->violations, result->repaired,
-             result->exceptions_open);
+             result->exceptions_open, result->refunds_unconfirmed, result->reviews_overdue);
     return OG_OK;
 }

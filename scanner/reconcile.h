@@ -1,4 +1,4 @@
-/* --reconcile: checks the seven invariants (schema/README.md, "The
+/* --reconcile: checks the eight invariants (schema/README.md, "The
  * invariants reconcile() checks") with ordergate.reconcile()
  * (schema/functions/reconcile.sql), repairs what may be repaired (a
  * successful payment that hit a cancelled order without its exception gets
@@ -28,7 +28,9 @@ struct reconcile_result {
     int64_t violations;                                /* total after any repair */
     int64_t by_invariant[RECONCILE_MAX_INVARIANT + 1]; /* index = invariant number */
     int64_t repaired;                                  /* exceptions created by reconcile_repair */
-    int64_t exceptions_open; /* payment exceptions waiting for an operator or a refund */
+    int64_t exceptions_open;     /* payment exceptions waiting for an operator or a refund */
+    int64_t refunds_unconfirmed; /* auto-refunds older than refund_confirm_seconds, unconfirmed */
+    int64_t reviews_overdue;     /* manual reviews older than manual_review_max_age_seconds */
 };
 
 /* Writes the report to out. OG_OK means the check ran (violations or not). */

@@ -147,7 +147,7 @@ void scanner_metrics_record_reconcile(const struct reconcile_result *r)
         char label[32];
         snprintf(label, sizeof(label), "invariant=\"%d\"", i);
         metric_set(metric_register("ordergate_reconcile_violations",
-                                   "Rows breaking invariant 1..7 in the last reconciliation, "
+                                   "Rows breaking invariant 1..8 in the last reconciliation, "
                                    "after its repairs",
                                    METRIC_GAUGE, label, NULL, 0),
                    (double)r->by_invariant[i]);
@@ -161,6 +161,16 @@ void scanner_metrics_record_reconcile(const struct reconcile_result *r)
                                "pending)",
                                METRIC_GAUGE, NULL, NULL, 0),
                (double)r->exceptions_open);
+    metric_set(metric_register("ordergate_refunds_unconfirmed_overdue",
+                               "Auto-refunds not confirmed by record_refund within "
+                               "refund_confirm_seconds",
+                               METRIC_GAUGE, NULL, NULL, 0),
+               (double)r->refunds_unconfirmed);
+    metric_set(metric_register("ordergate_reviews_overdue",
+                               "Payment exceptions in manual review for longer than "
+                               "manual_review_max_age_seconds",
+                               METRIC_GAUGE, NULL, NULL, 0),
+               (double)r->reviews_overdue);
 }
 
 enum og_status scanner_metrics_write(const char *path, struct og_error *err)

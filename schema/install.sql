@@ -10,6 +10,9 @@
 BEGIN;
 \ir migrations/001_core.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('001');
+RESET ROLE;
+\ir migrations/002_adoption.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('002');
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 -- Bodies are checked when called (and by the tests, which call every function): a SQL
@@ -18,17 +21,23 @@ SET LOCAL check_function_bodies = off;
 \ir functions/_actor.sql
 \ir functions/_bad_arg.sql
 \ir functions/_cancel_effects.sql
+\ir functions/_cancel_message.sql
 \ir functions/_ctl_iso.sql
+\ir functions/_hooks_run.sql
+\ir functions/_order_items_json.sql
 \ir functions/_scanner_lock_holder.sql
 \ir functions/_setting_bigint.sql
 \ir functions/add_coupon.sql
+\ir functions/add_hook.sql
 \ir functions/add_stock.sql
 \ir functions/claim_cancel.sql
 \ir functions/claim_payment.sql
 \ir functions/close_order.sql
+\ir functions/drop_hook.sql
 \ir functions/due_times.sql
 \ir functions/exception_list.sql
 \ir functions/exceptions_open_count.sql
+\ir functions/exceptions_overdue.sql
 \ir functions/hold_for_payment.sql
 \ir functions/inventory_defaults.sql
 \ir functions/order_report.sql
@@ -41,6 +50,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/place_order.sql
 \ir functions/reconcile.sql
 \ir functions/reconcile_repair.sql
+\ir functions/record_refund.sql
 \ir functions/resolve_exception.sql
 \ir functions/scan_overdue.sql
 \ir functions/scan_overdue_count.sql

@@ -13,6 +13,7 @@
 --  4. stock to give back summed per SKU (an UPDATE ... FROM with repeated keys would apply only
 --     one of them), then the inventory rows locked in sku order and updated. Stock goes last, so
 --     hot SKU rows stay locked only from here to the commit.
+--  5. the shop's hooks for 'cancelled' (_hooks_run), with exactly the winners.
 -- Steps 3 and 4 look rows up by key arrays (= ANY on the primary keys): index probes whatever the
 -- planner thinks of the CTE's row count.
 CREATE OR REPLACE FUNCTION ordergate._cancel_effects(p_nos text[], p_source text, p_actor text,
@@ -24,6 +25,7 @@ DECLARE
     v_won     text[];
     v_coupons text[];
     v_at      text := to_json(now())::text;   -- closed_at of every winner, formatted once
+    v_actor   text := to_json(p_actor)::text;
     v_skus    text[];
     v_qtys    bigint[];
 BEGIN
@@ -66,15 +68,22 @@ BEGIN
         INSERT INTO ordergate.outbox (event_type, order_no, payload)
         SELECT 'order_cancelled', won.order_no,
                -- The document jsonb_build_object('v', 1, 'event', 'order_cancelled', 'order_no',
-               -- ..., 'source', ..., 'amount_cents', ..., 'coupon_id', ..., 'cancelled_at', ...)
-               -- would give, spliced as text at a fraction of its cost. Safe: order_no is
-               -- [A-Za-z0-9._:-] (checked by the table), source one of four words, amount an
-               -- integer; coupon_id and the timestamp go through to_json. The json cast checks
-               -- the result is valid JSON.
+               -- ..., 'source', ..., 'actor', ..., 'amount_cents', ..., 'coupon_id', ...,
+               -- 'items', ..., 'cancelled_at', ...) would give, spliced as text at a fraction of
+               -- its cost. Safe: order_no is [A-Za-z0-9._:-] (checked by the table), source one
+               -- of four words, amount an integer; actor, coupon_id, the items and the timestamp
+               -- go through to_json / json_agg. The json cast checks the result is valid JSON.
+               -- items: the order's lines, sku order ([] for a gate-only order), so a reader can
+               -- restock from the event alone.
                ('{"v": 1, "event": "order_cancelled", "order_no": "' || won.order_no
                 || '", "source": "' || p_source
-                || '", "amount_cents": ' || won.amount_cents
+                || '", "actor": ' || v_actor
+                || ', "amount_cents": ' || won.amount_cents
                 || ', "coupon_id": ' || coalesce(to_json(won.coupon_id)::text, 'null')
+                || ', "items": ' || coalesce((SELECT json_agg(json_build_object('sku', it.sku, 'qty', it.qty)
+                                                              ORDER BY it.sku)::text
+                                                FROM ordergate.order_items it
+                                               WHERE it.order_no = won.order_no), '[]')
                 || ', "cancelled_at": ' || v_at || '}')::json
           FROM won
         RETURNING 1
@@ -114,6 +123,10 @@ BEGIN
          WHERE i.sku = ANY (v_skus)
            AND i.sku = u.sku;
     END IF;
+
+    -- The shop's hooks last, with every lock ordergate takes already held: a hook then locks
+    -- the shop's rows (docs/integrate.md, "Lock order"). A hook that raises aborts the claim.
+    PERFORM _hooks_run('cancelled', v_won, p_source);
     RETURN v_won;
 END
 $$;

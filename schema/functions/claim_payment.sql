@@ -8,7 +8,9 @@
 --   amount_mismatch order pending but amount differs: order stays pending; exception manual_review
 --                   + reconciliation_alert
 --   not_found       unknown order: exception unknown_order (manual_review) + reconciliation_alert
--- Every call with a new txn_no records a payments row with its outcome. status = the order's
+-- Every call with a new txn_no records a payments row with its outcome. The shop's hooks run last,
+-- inside this transaction: 'paid' for a paid outcome, 'late_payment' for a late one
+-- (_hooks_run); a hook that raises aborts the call, payments row included. status = the order's
 -- status after the call (for duplicate: the status of the order the txn was first recorded for).
 --
 -- The payments row is inserted first (ON CONFLICT DO NOTHING): concurrent retries of one txn_no
@@ -30,6 +32,7 @@ DECLARE
     v_kind     text;
     v_res      text;
     v_exc_id   bigint;
+    v_actor    text := _actor();
 BEGIN
     IF p_order_no IS NULL OR length(p_order_no) > 64 OR p_order_no !~ '^[A-Za-z0-9._:-]+$' THEN
         PERFORM _bad_arg('claim_payment: order_no must be 1..64 characters of [A-Za-z0-9._:-]');
@@ -69,20 +72,25 @@ BEGIN
             UPDATE coupons c SET state = 'used' WHERE c.coupon_id = v_coupon AND c.state = 'locked';
         END IF;
         INSERT INTO status_log (order_no, from_status, to_status, source, idempotency_key, actor)
-        VALUES (p_order_no, 'pending_payment', 'paid', 'payment_callback', p_txn, _actor());
+        VALUES (p_order_no, 'pending_payment', 'paid', 'payment_callback', p_txn, v_actor);
         INSERT INTO outbox (event_type, order_no, payload)
         VALUES ('order_paid', p_order_no,
                 jsonb_build_object('v', 1, 'event', 'order_paid', 'order_no', p_order_no,
                                    'txn_no', p_txn, 'amount_cents', p_amount, 'channel', p_channel,
+                                   'source', 'payment_callback', 'actor', v_actor,
+                                   'coupon_id', v_coupon, 'items', _order_items_json(p_order_no),
                                    'paid_at', now()));
         UPDATE payments p SET outcome = 'paid' WHERE p.txn_no = p_txn;
+        PERFORM _hooks_run('paid', ARRAY[p_order_no], 'payment_callback');
         RETURN QUERY SELECT 'paid'::text, 'paid'::text, 'paid'::text;
         RETURN;
     END IF;
 
     -- Lost (or amount differs): read the current status under a share lock, so a pending order
     -- cannot be cancelled between this read and the exception we record for it.
-    SELECT o.status INTO v_status FROM orders o WHERE o.order_no = p_order_no FOR SHARE;
+    -- The coupon too, for the event.
+    SELECT o.status, o.coupon_id INTO v_status, v_coupon
+      FROM orders o WHERE o.order_no = p_order_no FOR SHARE;
 
     IF v_status IS NULL THEN
         v_outcome := 'not_found';       v_kind := 'unknown_order';   v_res := 'manual_review';
@@ -103,6 +111,7 @@ BEGIN
             format('payment %s via %s, order status %s', p_txn, p_channel, coalesce(v_status, 'unknown')))
     RETURNING id INTO v_exc_id;
 
+    -- The order's coupon and lines go with the event: a refund reader knows what the money was for.
     INSERT INTO outbox (event_type, order_no, payload)
     VALUES (CASE v_res WHEN 'auto_refund' THEN 'refund_requested' ELSE 'reconciliation_alert' END,
             p_order_no,
@@ -111,9 +120,14 @@ BEGIN
                                                    ELSE 'reconciliation_alert' END,
                                'order_no', p_order_no, 'txn_no', p_txn, 'amount_cents', p_amount,
                                'channel', p_channel, 'kind', v_kind, 'resolution', v_res,
-                               'exception_id', v_exc_id, 'order_status', v_status));
+                               'exception_id', v_exc_id, 'order_status', v_status,
+                               'source', 'payment_callback', 'actor', v_actor,
+                               'coupon_id', v_coupon, 'items', _order_items_json(p_order_no)));
 
     UPDATE payments p SET outcome = v_outcome WHERE p.txn_no = p_txn;
+    IF v_outcome = 'late_payment' THEN
+        PERFORM _hooks_run('late_payment', ARRAY[p_order_no], 'payment_callback');
+    END IF;
     RETURN QUERY SELECT v_outcome, v_status, v_outcome;
 END
 $$;

@@ -2,7 +2,9 @@
 -- new expire_at = greatest(expire_at, least(now() + seconds, original_expire_at + max_hold_seconds)):
 -- never shortens, never beyond the order's original expiry + max_hold_seconds.
 -- seconds must be 1..max_hold_seconds. Outcomes: held | not_pending | not_found.
--- A hold is not a transition: no status_log row, no outbox event.
+-- A hold is not a transition: no status_log row, no transition event. With schedule_cancels = 1
+-- a hold that moves expire_at writes a cancel_scheduled outbox event for the new deadline (the
+-- message already scheduled for the old one would find the order not_due).
 CREATE OR REPLACE FUNCTION ordergate.hold_for_payment(order_no text, seconds int)
 RETURNS TABLE (outcome text, expire_at timestamptz)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
@@ -12,6 +14,7 @@ DECLARE
     p_seconds  int  := hold_for_payment.seconds;
     v_max      bigint := _setting_bigint('max_hold_seconds', 900);
     v_expire   timestamptz;
+    v_old      timestamptz;
 BEGIN
     IF p_order_no IS NULL OR length(p_order_no) > 64 OR p_order_no !~ '^[A-Za-z0-9._:-]+$' THEN
         PERFORM _bad_arg('hold_for_payment: order_no must be 1..64 characters of [A-Za-z0-9._:-]');
@@ -19,6 +22,13 @@ BEGIN
     IF p_seconds IS NULL OR p_seconds < 1 OR p_seconds > v_max THEN
         PERFORM _bad_arg(format('hold_for_payment: seconds must be 1..%s (max_hold_seconds)', v_max));
     END IF;
+
+    -- The old deadline, under the lock the update takes anyway, to know whether it moved.
+    SELECT o.expire_at INTO v_old
+      FROM orders o
+     WHERE o.order_no = p_order_no
+       AND o.status = 'pending_payment'
+       FOR NO KEY UPDATE;
 
     UPDATE orders o
        SET expire_at = greatest(o.expire_at,
@@ -28,6 +38,10 @@ BEGIN
        AND o.status = 'pending_payment'
     RETURNING o.expire_at INTO v_expire;
     IF FOUND THEN
+        IF v_expire > v_old AND _setting_bigint('schedule_cancels', 0) = 1 THEN
+            INSERT INTO outbox (event_type, order_no, payload)
+            VALUES ('cancel_scheduled', p_order_no, _cancel_message(p_order_no, v_expire));
+        END IF;
         RETURN QUERY SELECT 'held'::text, v_expire;
         RETURN;
     END IF;

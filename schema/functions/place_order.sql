@@ -1,7 +1,13 @@
 -- place_order: reserve stock, lock the coupon, insert the order. Outcomes:
 --   placed | duplicate | out_of_stock | coupon_unavailable     (only 'placed' changes anything)
--- items: [{"sku": "...", "qty": N}, ...], 1..1000 lines, qty a positive integer; repeated skus are
--- summed; an unknown sku is out_of_stock. coupon_id NULL = no coupon. expire_at may be in the past.
+-- items: [{"sku": "...", "qty": N}, ...], 0..1000 lines, qty a positive integer; repeated skus are
+-- summed; an unknown sku is out_of_stock. items '[]' is a gate-only order: the shop keeps its own
+-- stock, and no inventory row is read or written for it (docs/integrate.md). coupon_id NULL = no
+-- coupon. expire_at may be in the past.
+-- With the setting schedule_cancels = 1 the order's cancel message is written in the same
+-- transaction: an outbox event cancel_scheduled whose payload is the cancel message
+-- ({"v":1,"order_no":...,"due_at":...}, due_at = expire_at to the microsecond), which the relay
+-- publishes to the delay topic that fits (docs/consumer.md, "Scheduling from the database").
 --
 -- Lock order: the coupon, then inventory rows in sku order, then the new order row (its primary
 -- key). Checks happen after the locks, so nothing is written unless everything is available.
@@ -39,8 +45,8 @@ BEGIN
         PERFORM _bad_arg('place_order: coupon_id must be NULL (no coupon) or 1..128 characters');
     END IF;
     IF p_items IS NULL OR jsonb_typeof(p_items) <> 'array'
-       OR jsonb_array_length(p_items) NOT BETWEEN 1 AND 1000 THEN
-        PERFORM _bad_arg('place_order: items must be a JSON array of 1..1000 {"sku": text, "qty": positive integer}');
+       OR jsonb_array_length(p_items) > 1000 THEN
+        PERFORM _bad_arg('place_order: items must be a JSON array of 0..1000 {"sku": text, "qty": positive integer}');
     END IF;
     SELECT count(*) INTO v_bad
       FROM jsonb_array_elements(p_items) e
@@ -54,7 +60,7 @@ BEGIN
                  ELSE false
                END;
     IF v_bad > 0 THEN
-        PERFORM _bad_arg('place_order: items must be a JSON array of 1..1000 {"sku": text, "qty": positive integer}');
+        PERFORM _bad_arg('place_order: items must be a JSON array of 0..1000 {"sku": text, "qty": positive integer}');
     END IF;
 
     SELECT array_agg(s.sku ORDER BY s.sku), array_agg(s.q ORDER BY s.sku)
@@ -71,7 +77,9 @@ BEGIN
     IF p_coupon IS NOT NULL THEN
         SELECT c.state INTO v_state FROM coupons c WHERE c.coupon_id = p_coupon FOR NO KEY UPDATE;
     END IF;
-    PERFORM 1 FROM inventory i WHERE i.sku = ANY (v_skus) ORDER BY i.sku FOR NO KEY UPDATE;
+    IF v_skus IS NOT NULL THEN
+        PERFORM 1 FROM inventory i WHERE i.sku = ANY (v_skus) ORDER BY i.sku FOR NO KEY UPDATE;
+    END IF;
 
     IF EXISTS (SELECT 1 FROM orders o WHERE o.order_no = p_order_no) THEN
         RETURN 'duplicate';
@@ -79,12 +87,14 @@ BEGIN
     IF p_coupon IS NOT NULL AND v_state IS DISTINCT FROM 'available' THEN
         RETURN 'coupon_unavailable';
     END IF;
-    SELECT count(*), count(*) FILTER (WHERE i.available < u.q)
-      INTO v_found, v_short
-      FROM unnest(v_skus, v_qtys) AS u(sku, q)
-      JOIN inventory i ON i.sku = u.sku;
-    IF v_found < cardinality(v_skus) OR v_short > 0 THEN
-        RETURN 'out_of_stock';
+    IF v_skus IS NOT NULL THEN
+        SELECT count(*), count(*) FILTER (WHERE i.available < u.q)
+          INTO v_found, v_short
+          FROM unnest(v_skus, v_qtys) AS u(sku, q)
+          JOIN inventory i ON i.sku = u.sku;
+        IF v_found < cardinality(v_skus) OR v_short > 0 THEN
+            RETURN 'out_of_stock';
+        END IF;
     END IF;
 
     -- A concurrent place_order of the same order_no that committed after our check: duplicate,
@@ -99,13 +109,19 @@ BEGIN
     IF p_coupon IS NOT NULL THEN
         UPDATE coupons c SET state = 'locked' WHERE c.coupon_id = p_coupon;
     END IF;
-    UPDATE inventory i
-       SET available = i.available - u.q
-      FROM unnest(v_skus, v_qtys) AS u(sku, q)
-     WHERE i.sku = ANY (v_skus)
-       AND i.sku = u.sku;
-    INSERT INTO order_items (order_no, sku, qty)
-    SELECT p_order_no, u.sku, u.q::int FROM unnest(v_skus, v_qtys) AS u(sku, q);
+    IF v_skus IS NOT NULL THEN
+        UPDATE inventory i
+           SET available = i.available - u.q
+          FROM unnest(v_skus, v_qtys) AS u(sku, q)
+         WHERE i.sku = ANY (v_skus)
+           AND i.sku = u.sku;
+        INSERT INTO order_items (order_no, sku, qty)
+        SELECT p_order_no, u.sku, u.q::int FROM unnest(v_skus, v_qtys) AS u(sku, q);
+    END IF;
+    IF _setting_bigint('schedule_cancels', 0) = 1 THEN
+        INSERT INTO outbox (event_type, order_no, payload)
+        VALUES ('cancel_scheduled', p_order_no, _cancel_message(p_order_no, p_expire));
+    END IF;
     RETURN 'placed';
 END
 $$;

@@ -1,12 +1,12 @@
--- reconcile: the seven invariants of schema/README.md ("The invariants reconcile() checks"), and
+-- reconcile: the eight invariants of schema/README.md ("The invariants reconcile() checks"), and
 -- nothing else; reconcile_repair creates what can be created safely.
 --
--- STABLE: all seven checks read one snapshot, so a claim committing meanwhile is seen whole or not
+-- STABLE: all eight checks read one snapshot, so a claim committing meanwhile is seen whole or not
 -- at all (every claim writes all its rows in one transaction). Each check is one set-based query
 -- (hash joins / aggregates, no per-row loops): seconds on 1,000,000 orders.
 --
 -- p_since limits the order-scoped checks (1, 4, 6, 7: orders created at or after it; 5: payments
--- created at or after it), e.g. to one drill's orders. Invariants 2 (stock per SKU) and 3 (coupon
+-- created at or after it; 8: exceptions created at or after it), e.g. to one drill's orders. Invariants 2 (stock per SKU) and 3 (coupon
 -- per coupon) are global state and always checked whole.
 CREATE OR REPLACE FUNCTION ordergate.reconcile(p_since timestamptz DEFAULT '-infinity',
                                     p_grace interval DEFAULT '0 seconds',
@@ -164,6 +164,25 @@ BEGIN
     )
     SELECT 7, 'exactly one outbox event per winning transition'::text,
            count(*), (array_agg(bad.order_no ORDER BY bad.order_no))[1:10]
+      FROM bad;
+
+    -- 8. Every requested refund is confirmed in time: no auto-refund still unconfirmed
+    --    refund_confirm_seconds after its payment, and the refund results agree with the
+    --    exception (state 'refunded' exactly when one refund of it succeeded). Sample: txn_no.
+    RETURN QUERY
+    WITH ok AS (
+        SELECT r.exception_id FROM refunds r WHERE r.outcome = 'succeeded'
+    ), bad AS (
+        SELECT e.txn_no
+          FROM exceptions e
+          LEFT JOIN ok ON ok.exception_id = e.id
+         WHERE e.created_at >= v_since
+           AND ((e.state = 'open' AND e.resolution = 'auto_refund'
+                 AND e.created_at < now() - make_interval(secs => _setting_bigint('refund_confirm_seconds', 86400)))
+                OR ((e.state = 'refunded') IS DISTINCT FROM (ok.exception_id IS NOT NULL)))
+    )
+    SELECT 8, 'every requested refund confirmed in time'::text,
+           count(*), (array_agg(bad.txn_no ORDER BY bad.txn_no))[1:10]
       FROM bad;
 END
 $$;

@@ -1,15 +1,21 @@
 -- set_setting: only known keys, only non-negative integers. Returns the previous value.
+-- Keys (schema/README.md, "Tables", settings): auto_refund_limit_cents, max_hold_seconds (>= 1),
+-- schedule_cancels (0 or 1), refund_confirm_seconds, manual_review_max_age_seconds.
 CREATE OR REPLACE FUNCTION ordergate.set_setting(p_key text, p_value text) RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
 DECLARE
     v_old text;
 BEGIN
-    IF p_key IS NULL OR p_key NOT IN ('auto_refund_limit_cents', 'max_hold_seconds') THEN
-        PERFORM _bad_arg('set_setting: key must be auto_refund_limit_cents or max_hold_seconds');
+    IF p_key IS NULL OR p_key NOT IN ('auto_refund_limit_cents', 'max_hold_seconds', 'schedule_cancels',
+                                      'refund_confirm_seconds', 'manual_review_max_age_seconds') THEN
+        PERFORM _bad_arg('set_setting: key must be auto_refund_limit_cents, max_hold_seconds, schedule_cancels, '
+                         'refund_confirm_seconds or manual_review_max_age_seconds');
     END IF;
     IF p_value IS NULL OR p_value !~ '^[0-9]{1,15}$'
-       OR (p_key = 'max_hold_seconds' AND p_value::bigint NOT BETWEEN 1 AND 2147483647) THEN
-        PERFORM _bad_arg('set_setting: value must be a non-negative integer (max_hold_seconds >= 1)');
+       OR (p_key = 'max_hold_seconds' AND p_value::bigint NOT BETWEEN 1 AND 2147483647)
+       OR (p_key = 'schedule_cancels' AND p_value NOT IN ('0', '1')) THEN
+        PERFORM _bad_arg('set_setting: value must be a non-negative integer (max_hold_seconds >= 1, '
+                         'schedule_cancels 0 or 1)');
     END IF;
     SELECT s.value INTO v_old FROM settings s WHERE s.key = p_key FOR UPDATE;
     INSERT INTO settings AS s (key, value) VALUES (p_key, p_value)

@@ -115,7 +115,7 @@ static const struct raw_case raw_cases[] = {
     {SQL_PLACE, 5, {"o-new", NULL, ITEMS, NULL, FUTURE}, "22023"},
     {SQL_PLACE, 5, {"o-new", "100", NULL, NULL, FUTURE}, "22023"},
     {SQL_PLACE, 5, {"o-new", "100", "{}", NULL, FUTURE}, "22023"},
-    {SQL_PLACE, 5, {"o-new", "100", "[]", NULL, FUTURE}, "22023"},
+    {SQL_PLACE, 5, {"o-new", "100", "\"s1\"", NULL, FUTURE}, "22023"},
     {SQL_PLACE, 5, {"o-new", "100", "[1]", NULL, FUTURE}, "22023"},
     {SQL_PLACE, 5, {"o-new", "100", "[{\"sku\":\"s1\",\"qty\":0}]", NULL, FUTURE}, "22023"},
     {SQL_PLACE, 5, {"o-new", "100", "[{\"sku\":\"s1\",\"qty\":-1}]", NULL, FUTURE}, "22023"},

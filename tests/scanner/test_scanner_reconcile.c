@@ -1,4 +1,4 @@
-/* --reconcile against planted violations: each of the seven invariants is
+/* --reconcile against planted violations: each of the eight invariants is
  * broken on purpose in its own database (bypassing the gate as a superuser:
  * direct writes, triggers disabled) and must be reported with the offending
  * key and exit 3; a clean book exits 0; a payment that hit a cancelled order
@@ -117,7 +117,7 @@ static void test_clean_book_exits_0(void **state)
 
     for (int i = 1; i <= 7; i++)
         assert_int_equal(report_count(c.output, i), 0);
-    assert_non_null(strstr(c.output, "result: clean: all 7 invariants hold"));
+    assert_non_null(strstr(c.output, "result: clean: all 8 invariants hold"));
     scanner_child_free(&c);
 }
 
@@ -273,6 +273,35 @@ static void test_inv7_outbox(void **state)
     expect_flagged(f, 7, "P-5");
 }
 
+/* 8: an auto-refund nobody confirmed within refund_confirm_seconds; the
+ * overdue count reaches the metrics. */
+static void test_inv8_refund_unconfirmed(void **state)
+{
+    struct scanner_fixture *f = *state;
+    struct scanner_child c;
+    char prom[128], text[8192] = "";
+    const char *args[] = {"--db", f->t.conninfo, "--reconcile", "--textfile", prom, NULL};
+    FILE *fp;
+
+    testdb_exec(f->conn, "INSERT INTO ordergate.exceptions (order_no, kind, txn_no, amount_cents, "
+                         "resolution, created_at) VALUES ('P-5', 'late_payment', 'T-UNCONFIRMED', "
+                         "100, 'auto_refund', now() - interval '2 days')");
+    expect_flagged(f, 8, "T-UNCONFIRMED");
+
+    snprintf(prom, sizeof(prom), "/tmp/og-scanner-recon8.%d.prom", (int)getpid());
+    assert_int_equal(scanner_child_run(&c, args), 3);
+    assert_non_null(strstr(c.output, "overdue: 1 unconfirmed auto-refunds, 0 manual reviews"));
+    scanner_child_free(&c);
+    fp = fopen(prom, "r");
+    assert_non_null(fp);
+    assert_true(fread(text, 1, sizeof(text) - 1, fp) > 0);
+    fclose(fp);
+    unlink(prom);
+    assert_non_null(strstr(text, "ordergate_reconcile_violations{invariant=\"8\"} 1\n"));
+    assert_non_null(strstr(text, "ordergate_refunds_unconfirmed_overdue 1\n"));
+    assert_non_null(strstr(text, "ordergate_reviews_overdue 0\n"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -287,6 +316,8 @@ int main(void)
                                         scanner_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_inv6_overdue_pending, setup, scanner_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_inv7_outbox, setup, scanner_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_inv8_refund_unconfirmed, setup,
+                                        scanner_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

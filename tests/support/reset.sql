@@ -5,9 +5,13 @@ CREATE FUNCTION public.og_reset() RETURNS void
 LANGUAGE plpgsql SET search_path = ordergate, pg_temp AS $$
 BEGIN
     TRUNCATE ordergate.orders, ordergate.order_items, ordergate.inventory, ordergate.coupons,
-             ordergate.status_log, ordergate.payments, ordergate.exceptions, ordergate.outbox
+             ordergate.status_log, ordergate.payments, ordergate.exceptions, ordergate.outbox,
+             ordergate.hooks, ordergate.refunds
              RESTART IDENTITY;
     UPDATE ordergate.settings SET value = '5000' WHERE key = 'auto_refund_limit_cents';
     UPDATE ordergate.settings SET value = '900' WHERE key = 'max_hold_seconds';
+    UPDATE ordergate.settings SET value = '0' WHERE key = 'schedule_cancels';
+    UPDATE ordergate.settings SET value = '86400' WHERE key = 'refund_confirm_seconds';
+    UPDATE ordergate.settings SET value = '259200' WHERE key = 'manual_review_max_age_seconds';
 END
 $$;

@@ -137,7 +137,8 @@ for name, r in alerts.items():
     check(not problems, f"alert {name}: severity, summary, runbook anchor, documented metrics", ", ".join(problems))
 needed = {"scanner found missed orders": "ordergate_scanner_missed_orders",
           "due-but-not-fired growing": "ordergate_consumer_due_not_fired",
-          "open exceptions": "ordergate_exceptions_open",
+          "unconfirmed refunds": "ordergate_refunds_unconfirmed_overdue",
+          "overdue reviews": "ordergate_reviews_overdue",
           "outbox backlog": "ordergate_relay_outbox_backlog",
           "dead letters": "ordergate_consumer_dead_lettered_total",
           "consumer down": 'up{job="ordergate-consumer"}',

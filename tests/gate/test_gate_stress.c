@@ -13,8 +13,15 @@
  * database: every order left pending_payment exactly once and exactly one
  * caller was told it won; every txn_no had exactly one non-duplicate answer
  * and every duplicate repeated it; stock per SKU; coupons; exceptions and
- * outbox events; and no error (deadlock or other) ever reached a caller. */
+ * outbox events; and no error (deadlock or other) ever reached a caller.
+ *
+ * The second case runs the same race with a shop's hooks registered
+ * (docs/integrate.md): SECURITY DEFINER functions that record each call and
+ * write the shop's stock rows of the hot SKUs, in the documented lock order
+ * (orders by number, then stock by sku). Every winner must call its hook
+ * exactly once, and the hooks must add no deadlock and no error. */
 #include <pthread.h>
+#include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -347,7 +354,48 @@ static void arm_expiry(struct stress *s)
              NULL);
 }
 
-static void test_stress_cancel_vs_pay(void **state)
+/* A shop beside ordergate: its hooks record every call (a second call for
+ * one order and event would violate the key and fail the claim) and move the
+ * shop's own stock rows, locked in sku order after the orders. */
+static const char stress_hooks_sql[] =
+    "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'og_stress_shop') THEN "
+    "  CREATE ROLE og_stress_shop NOLOGIN; END IF; END $$;"
+    "GRANT ordergate_service TO og_stress_shop;"
+    "CREATE SCHEMA shop AUTHORIZATION og_stress_shop;"
+    "GRANT USAGE ON SCHEMA shop TO ordergate_owner;"
+    "SET ROLE og_stress_shop;"
+    "CREATE TABLE shop.calls (event text, order_no text, source text);"
+    /* A transition happens once per order; a late payment once per payment. */
+    "CREATE UNIQUE INDEX ON shop.calls (event, order_no) WHERE event <> 'late_payment';"
+    "CREATE TABLE shop.stock (sku text PRIMARY KEY, moved bigint NOT NULL DEFAULT 0);"
+    "INSERT INTO shop.stock (sku) SELECT sku FROM ordergate.inventory;"
+    "CREATE FUNCTION shop.record(p_event text, p_nos text[], p_source text) RETURNS void "
+    "LANGUAGE sql SECURITY DEFINER SET search_path = shop, pg_temp AS $f$"
+    "  INSERT INTO shop.calls SELECT p_event, x, p_source FROM unnest(p_nos) x ORDER BY x;"
+    "  SELECT 1 FROM shop.stock s WHERE s.sku IN (SELECT it.sku FROM ordergate.order_items it"
+    "    WHERE it.order_no = ANY (p_nos)) AND p_event <> 'late_payment' ORDER BY s.sku FOR UPDATE;"
+    "  UPDATE shop.stock s SET moved = s.moved + q.n FROM (SELECT it.sku, sum(it.qty) AS n"
+    "    FROM ordergate.order_items it WHERE it.order_no = ANY (p_nos) GROUP BY it.sku) q"
+    "   WHERE s.sku = q.sku AND p_event <> 'late_payment';"
+    "$f$;"
+    "CREATE FUNCTION shop.on_cancelled(order_nos text[], source text) RETURNS void LANGUAGE sql "
+    "SECURITY DEFINER SET search_path = shop, pg_temp AS $f$ SELECT shop.record('cancelled', "
+    "order_nos, source) $f$;"
+    "CREATE FUNCTION shop.on_paid(order_nos text[], source text) RETURNS void LANGUAGE sql "
+    "SECURITY DEFINER SET search_path = shop, pg_temp AS $f$ SELECT shop.record('paid', "
+    "order_nos, source) $f$;"
+    "CREATE FUNCTION shop.on_late(order_nos text[], source text) RETURNS void LANGUAGE sql "
+    "SECURITY DEFINER SET search_path = shop, pg_temp AS $f$ SELECT shop.record('late_payment', "
+    "order_nos, source) $f$;"
+    "REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA shop FROM PUBLIC;"
+    "GRANT EXECUTE ON FUNCTION shop.on_cancelled(text[],text), shop.on_paid(text[],text), "
+    "shop.on_late(text[],text) TO ordergate_owner;"
+    "RESET ROLE;"
+    "SELECT ordergate.add_hook('cancelled', 'shop.on_cancelled(text[],text)'),"
+    "       ordergate.add_hook('paid', 'shop.on_paid(text[],text)'),"
+    "       ordergate.add_hook('late_payment', 'shop.on_late(text[],text)');";
+
+static void stress_run(bool hooks)
 {
     static struct stress s; /* large: keep it off the stack */
     struct worker cancellers[N_CANCELLERS], payers[N_PAYERS];
@@ -355,11 +403,17 @@ static void test_stress_cancel_vs_pay(void **state)
     PGresult *res;
     int64_t t_end;
 
-    (void)state;
     memset(&s, 0, sizeof(s));
     pthread_mutex_init(&s.lock, NULL);
-    s.g = gfx_new("gstress");
+    s.g = gfx_new(hooks ? "gstressh" : "gstress");
     place_orders(&s);
+    if (hooks) {
+        /* Several statements: the simple protocol (no parameters). */
+        res = PQexec(s.g->sql, stress_hooks_sql);
+        if (PQresultStatus(res) != PGRES_TUPLES_OK)
+            fail_msg("installing the shop's hooks failed: %s", PQerrorMessage(s.g->sql));
+        PQclear(res);
+    }
     arm_expiry(&s);
     s.t0_ms = clock_wall_ms();
     for (int i = 0; i < N_CANCELLERS; i++) {
@@ -487,14 +541,38 @@ static void test_stress_cancel_vs_pay(void **state)
     assert_int_equal(gfx_long(s.g->sql, "SELECT count(*) FROM ordergate.outbox", NULL),
                      N_ORDERS + late + doubles);
     gfx_reconcile_clean(s.g->sql);
+    if (hooks) {
+        /* Each winner called its hook once with its source, each late
+         * payment once per payment; the shop's stock moved by exactly the
+         * winners' lines (cancelled and paid alike), nothing else was called. */
+        assert_int_equal(
+            gfx_long(s.g->sql,
+                     "SELECT count(*) FROM ((SELECT CASE l.to_status WHEN 'paid' THEN "
+                     "'paid' ELSE 'cancelled' END, l.order_no, l.source FROM "
+                     "ordergate.status_log l UNION ALL SELECT "
+                     "'late_payment', e.order_no, 'payment_callback' FROM "
+                     "ordergate.exceptions e WHERE e.kind = 'late_payment') EXCEPT ALL "
+                     "SELECT * FROM shop.calls) d",
+                     NULL),
+            0);
+        assert_int_equal(gfx_long(s.g->sql, "SELECT count(*) FROM shop.calls", NULL),
+                         N_ORDERS + late);
+        assert_int_equal(gfx_long(s.g->sql,
+                                  "SELECT count(*) FROM shop.stock s WHERE s.moved <> "
+                                  "coalesce((SELECT sum(it.qty) FROM ordergate.order_items it "
+                                  "JOIN shop.calls c ON c.order_no = it.order_no WHERE it.sku = "
+                                  "s.sku AND c.event <> 'late_payment'), 0)",
+                                  NULL),
+                         0);
+    }
 
     retries = gfx_log_count(s.g, "event=db_retry ", NULL);
-    print_message("stress: %ld gate calls in %.1f s; paid %d, cancelled %d (%d by the final "
+    print_message("stress%s: %ld gate calls in %.1f s; paid %d, cancelled %d (%d by the final "
                   "sweep), late payments %d, double payments %d, retries inside db_call %d "
                   "(deadlocks %d), errors to callers 0\n",
-                  atomic_load(&s.calls), (double)(t_end - s.t0_ms) / 1000.0, paid, cancelled, swept,
-                  late, doubles, retries,
-                  gfx_log_count(s.g, "event=db_retry ", "sqlstate=40P01", NULL));
+                  hooks ? " with hooks" : "", atomic_load(&s.calls),
+                  (double)(t_end - s.t0_ms) / 1000.0, paid, cancelled, swept, late, doubles,
+                  retries, gfx_log_count(s.g, "event=db_retry ", "sqlstate=40P01", NULL));
     /* The run raced for real: both sides won some, and payments lost some. */
     assert_true(paid > 0);
     assert_true(cancelled - swept > 0);
@@ -502,10 +580,23 @@ static void test_stress_cancel_vs_pay(void **state)
     pthread_mutex_destroy(&s.lock);
 }
 
+static void test_stress_cancel_vs_pay(void **state)
+{
+    (void)state;
+    stress_run(false);
+}
+
+static void test_stress_with_hooks(void **state)
+{
+    (void)state;
+    stress_run(true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_stress_cancel_vs_pay, gfx_teardown),
+        cmocka_unit_test_teardown(test_stress_with_hooks, gfx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 # Each spec runs in its own fresh database, created from the template database
 # ${ORDERGATE_TEMPLATE_DB:-ordergate_tpl}, which tests/support/db_template.sh (re)builds with
 # schema/install.sql when it is missing or was built from different schema files.
+# ORDERGATE_ISOLATION_HOOKS=1 runs them with a shop's hooks registered (hooks.sql).
 # Exit status: 0 all passed, 1 a spec's output differs or it could not run (never skipped),
 # 2 bad usage.
 set -euo pipefail
@@ -24,6 +25,9 @@ outdir=${ORDERGATE_ISOLATION_OUT:-${TMPDIR:-/tmp}/ordergate-isolation}
 psql=(env PGOPTIONS="-c client_min_messages=warning" "$pgbin/psql" -X -q -v ON_ERROR_STOP=1)
 
 accept=0
+# ORDERGATE_ISOLATION_HOOKS=1: the same specs, the same expected output, with a shop's hooks
+# registered that write shop tables (hooks.sql); each permutation checks the hook calls.
+hooks=${ORDERGATE_ISOLATION_HOOKS:-0}
 if [ "${1:-}" = "--accept" ]; then accept=1; shift; fi
 case "${1:-}" in -h|--help) sed -n '2,16p' "$0"; exit 0 ;; esac
 
@@ -57,11 +61,14 @@ for s in "${specs[@]}"; do
         echo "FAIL $s: no such spec $spec"; failed=$((failed + 1)); continue
     fi
     db="og_iso_${s}_$$"
+    [ "$hooks" = 1 ] && db="og_isoh_${s}_$$"
     ok=1
     if ! "${psql[@]}" -d postgres -c "CREATE DATABASE $(qi "$db") TEMPLATE $(qi "$tpl")" >/dev/null; then
         echo "FAIL $s: cannot create database $db from $tpl"; ok=0
     elif ! "${psql[@]}" -d "$db" -f "$top/tests/support/reset.sql" -f "$here/fixtures.sql" >/dev/null; then
         echo "FAIL $s: fixtures.sql failed"; ok=0
+    elif [ "$hooks" = 1 ] && ! "${psql[@]}" -d "$db" -f "$here/hooks.sql" >/dev/null; then
+        echo "FAIL $s: hooks.sql failed"; ok=0
     else
         rc=0
         "$tester" "dbname=$db" <"$spec" >"$actual" 2>&1 || rc=$?

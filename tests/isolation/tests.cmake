@@ -8,4 +8,9 @@ foreach(spec ${OG_ISOLATION_SPECS})
   set_tests_properties(isolation_${name} PROPERTIES
                        FIXTURES_REQUIRED db LABELS "db;isolation" TIMEOUT 120
                        ENVIRONMENT "ORDERGATE_ISOLATION_OUT=${PROJECT_BINARY_DIR}/isolation")
+  # The same interleavings with a shop's hooks writing shop tables (tests/isolation/hooks.sql).
+  add_test(NAME isolation_hooks_${name} COMMAND ${CMAKE_CURRENT_LIST_DIR}/run.sh ${name})
+  set_tests_properties(isolation_hooks_${name} PROPERTIES
+                       FIXTURES_REQUIRED db LABELS "db;isolation" TIMEOUT 120
+                       ENVIRONMENT "ORDERGATE_ISOLATION_OUT=${PROJECT_BINARY_DIR}/isolation-hooks;ORDERGATE_ISOLATION_HOOKS=1")
 endforeach()

@@ -201,7 +201,10 @@ SELECT t_eq('HL cancelled once', (SELECT string_agg(hook || ':' || order_nos::te
 SELECT t_eq('reconcile clean after hooks', (SELECT sum(violations) FROM ordergate.reconcile()), 0::numeric);
 
 ------------------------------------------------------------------------------------------------
--- Scheduling the cancel in the order's transaction.
+-- Scheduling the cancel in the order's transaction (og_reset keeps hooks: remove the shop's).
+SET ROLE ordergate_admin;
+SELECT t_eq('drop remaining hooks', (SELECT string_agg(ordergate.drop_hook(id), ',') FROM ordergate.hooks), 'dropped,dropped,dropped');
+RESET ROLE;
 SELECT og_reset();
 SET ROLE ordergate_service;
 SELECT t_eq('scheduling off: no event', ordergate.place_order('Q0', 100, '[]', NULL, now() + interval '10 minutes'), 'placed');

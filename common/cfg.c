@@ -35,6 +35,7 @@ static const struct cfg_param cfg_params[] = {
     {"database.retry_cap_ms", CFG_INT, S(db_retry_cap_ms), "5000", 1, 600000, 0},
     {"kafka.brokers", CFG_STR, S(brokers), "localhost:9092", 0, 0, 0},
     {"kafka.topics", CFG_STR, S(topics), "ordergate.cancel.15m,ordergate.cancel.30m", 0, 0, 0},
+    {"kafka.topic_levels", CFG_STR, S(topic_levels), "", 0, 0, 0},
     {"kafka.group", CFG_STR, S(group), "ordergate-consumer", 0, 0, 0},
     {"kafka.dead_letter_topic", CFG_STR, S(dead_letter_topic), "ordergate.cancel.dlq", 0, 0, 0},
     {"kafka.payments_topic", CFG_STR, S(payments_topic), "", 0, 0, 0},

@@ -35,8 +35,9 @@ struct og_config {
     int db_retry_cap_ms;
 
     /* kafka */
-    char *brokers; /* bootstrap.servers */
-    char *topics;  /* comma-separated delay topics */
+    char *brokers;      /* bootstrap.servers */
+    char *topics;       /* comma-separated delay topics */
+    char *topic_levels; /* one delay level per topic ("15m,30m"); "" = from the names (delay.h) */
     char *group;
     char *dead_letter_topic;
     char *payments_topic; /* "" = not consumed */

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/codec.h"
+#include "common/delay.h"
 #include "common/log.h"
 #include "common/pgarray.h"
 #include "common/signals.h"
@@ -42,6 +44,11 @@ struct outbox_relay {
     struct db *db;
     rd_kafka_t *producer;
     char *topics[3]; /* by enum outbox_route, resolved once from the config */
+    /* cancel_scheduled events go to the delay topic that fits their due time.
+     * levels_err: why the levels could not be read from the config (then
+     * such an event fails the step, with this message). */
+    struct delay_levels levels;
+    char levels_err[512];
     int batch_size;
     int timeout_ms;
     /* A batch whose wait timed out: reports may still arrive for it, so it
@@ -72,12 +79,19 @@ void outbox_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
     atomic_fetch_sub(&slot->batch->outstanding, 1);
 }
 
-enum outbox_route { OUTBOX_ROUTE_EVENTS, OUTBOX_ROUTE_REFUNDS, OUTBOX_ROUTE_ALERTS };
+enum outbox_route {
+    OUTBOX_ROUTE_EVENTS,
+    OUTBOX_ROUTE_REFUNDS,
+    OUTBOX_ROUTE_ALERTS,
+    OUTBOX_ROUTE_DELAY
+};
 
 /* order_paid, order_cancelled and any event type added later go to the
- * events topic. */
+ * events topic; cancel_scheduled is a cancel message for a delay topic. */
 static enum outbox_route outbox_route_of(const char *event_type)
 {
+    if (event_type != NULL && strcmp(event_type, "cancel_scheduled") == 0)
+        return OUTBOX_ROUTE_DELAY;
     if (event_type != NULL && strcmp(event_type, "refund_requested") == 0)
         return OUTBOX_ROUTE_REFUNDS;
     if (event_type != NULL && strcmp(event_type, "reconciliation_alert") == 0)
@@ -97,6 +111,7 @@ const char *outbox_topic_for(const struct og_config *cfg, const char *event_type
         topic = cfg->outbox_alert_topic;
         break;
     case OUTBOX_ROUTE_EVENTS:
+    case OUTBOX_ROUTE_DELAY: /* per message: outbox_relay_step */
         break;
     }
     if (topic == NULL || *topic == '\0')
@@ -141,6 +156,18 @@ struct outbox_relay *outbox_relay_new(struct db *db, rd_kafka_t *producer,
     relay->topics[OUTBOX_ROUTE_EVENTS] = strdup(outbox_topic_for(cfg, "order_paid"));
     relay->topics[OUTBOX_ROUTE_REFUNDS] = strdup(outbox_topic_for(cfg, "refund_requested"));
     relay->topics[OUTBOX_ROUTE_ALERTS] = strdup(outbox_topic_for(cfg, "reconciliation_alert"));
+    {
+        struct og_error lerr = {0};
+        if (delay_levels_parse(cfg, &relay->levels, &lerr) != OG_OK) {
+            char q[600];
+            snprintf(relay->levels_err, sizeof(relay->levels_err), "%s", lerr.msg);
+            /* Loud but not fatal: only cancel_scheduled events need the
+             * levels, and only when the database schedules cancels. */
+            log_error("outbox_delay_levels_invalid",
+                      "error=%s effect=\"cancel_scheduled events cannot be published\"",
+                      log_quote(q, sizeof(q), lerr.msg));
+        }
+    }
     relay->batch_size = cfg->outbox_batch > 0 ? cfg->outbox_batch : 500;
     relay->timeout_ms = OUTBOX_DEFAULT_TIMEOUT_MS;
     for (int i = 0; i < 3; i++) {
@@ -218,6 +245,7 @@ void outbox_relay_free(struct outbox_relay *relay)
     }
     for (int i = 0; i < 3; i++)
         free(relay->topics[i]);
+    delay_levels_free(&relay->levels);
     free(relay);
 }
 
@@ -277,6 +305,30 @@ static rd_kafka_resp_err_t outbox_produce(struct outbox_relay *relay, struct out
             return e;
         rd_kafka_poll(relay->producer, OUTBOX_POLL_MS);
     }
+}
+
+/* The delay topic for a cancel_scheduled row: its payload is the consumer's
+ * cancel message, decoded as the consumer will decode it (a payload it would
+ * refuse is never published), due in due_at - now. */
+static enum og_status outbox_delay_topic(struct outbox_relay *relay, PGresult *rows, int i,
+                                         const char **topic, struct og_error *err)
+{
+    struct codec_cancel msg;
+    struct og_error derr = {0};
+
+    if (relay->levels.n == 0)
+        return og_error_set(err, OG_ERR_CONFIG, false,
+                            "outbox event %s is a cancel_scheduled but no delay topic is known: %s",
+                            PQgetvalue(rows, i, 0),
+                            relay->levels_err[0] ? relay->levels_err : "kafka.topics is empty");
+    if (codec_decode_cancel(PQgetvalue(rows, i, 2), (size_t)PQgetlength(rows, i, 2),
+                            PQgetvalue(rows, i, 3), (size_t)PQgetlength(rows, i, 3), &msg,
+                            &derr) != OG_OK)
+        return og_error_set(err, OG_ERR_INTERNAL, false,
+                            "outbox event %s (cancel_scheduled) is not a cancel message: %s",
+                            PQgetvalue(rows, i, 0), derr.msg);
+    *topic = delay_topic_for(&relay->levels, msg.due_ms - clock_wall_ms());
+    return OG_OK;
 }
 
 /* The id column as an array literal for $1::bigint[]; NULL when out of
@@ -349,8 +401,15 @@ enum og_status outbox_relay_step(struct outbox_relay *relay, size_t *published,
     deadline = clock_mono_ms() + relay->timeout_ms;
     for (size_t i = 0; i < n; i++) {
         struct outbox_slot *slot = &batch->slots[i];
-        const char *topic = relay->topics[outbox_route_of(PQgetvalue(rows, (int)i, 1))];
+        enum outbox_route route = outbox_route_of(PQgetvalue(rows, (int)i, 1));
+        const char *topic = route == OUTBOX_ROUTE_DELAY ? NULL : relay->topics[route];
         rd_kafka_resp_err_t e;
+
+        if (route == OUTBOX_ROUTE_DELAY) {
+            st = outbox_delay_topic(relay, rows, (int)i, &topic, err);
+            if (st != OG_OK)
+                break;
+        }
 
         if (signals_stop) {
             st = og_error_set(err, OG_ERR_STOPPED, true,

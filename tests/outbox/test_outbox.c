@@ -383,6 +383,109 @@ static void test_publish_roundtrip(void **state)
     fixture_teardown(&f);
 }
 
+/* schedule_cancels = 1: place_order writes the cancel message, and the relay
+ * publishes it to the delay topic whose level fits the time left (the
+ * smallest level long enough, the longest when none is), byte for byte,
+ * keyed by order number. Delay topics whose names carry no level make such a
+ * step fail with a message that says so, and nothing is marked published. */
+static void test_cancel_scheduled_routing(void **state)
+{
+    struct fixture f;
+    struct og_error err = {0};
+    struct outbox_relay *relay;
+    rd_kafka_t *producer;
+    struct consumed *got = calloc(MAX_MSGS, sizeof(*got));
+    char t1[128], t15[128], t30[128], topics[400], bad[128];
+    const char *subs[3];
+    size_t published = 0, n;
+    PGresult *rows;
+
+    (void)state;
+    assert_non_null(got);
+    fixture_setup(&f, "outbox_sched");
+    testutil_unique(t1, sizeof(t1), "og.test.cancel");
+    snprintf(t15, sizeof(t15), "%s.15m", t1);
+    snprintf(t30, sizeof(t30), "%s.30m", t1);
+    strcat(t1, ".1m");
+    snprintf(topics, sizeof(topics), "%s,%s,%s", t30, t1, t15);
+    assert_int_equal(cfg_set(&f.cfg, "kafka.topics", topics, &err), OG_OK);
+    testutil_topic_create(testutil_brokers(), t1, 1);
+    testutil_topic_create(testutil_brokers(), t15, 1);
+    testutil_topic_create(testutil_brokers(), t30, 1);
+    testdb_exec(f.raw, "SELECT ordergate.set_setting('schedule_cancels', '1')");
+    /* Due now, in 10 minutes, in 20 minutes, in two days; and one held. */
+    testdb_exec(f.raw,
+                "SET ROLE ordergate_service; "
+                "SELECT ordergate.place_order('sc-now', 100, '[]', NULL, now()), "
+                "ordergate.place_order('sc-10m', 100, '[]', NULL, now() + interval '10 min'), "
+                "ordergate.place_order('sc-20m', 100, '[]', NULL, now() + interval '20 min'), "
+                "ordergate.place_order('sc-2d', 100, '[]', NULL, now() + interval '2 days'), "
+                "ordergate.place_order('sc-held', 100, '[]', NULL, now() + interval '5 s'); "
+                "SELECT ordergate.hold_for_payment('sc-held', 600); RESET ROLE");
+    assert_int_equal(testdb_scalar(f.raw, "SELECT count(*) FROM ordergate.outbox WHERE "
+                                          "event_type = 'cancel_scheduled'"),
+                     6);
+
+    producer = producer_new(testutil_brokers(), 30000, true);
+    relay = outbox_relay_new(f.db, producer, &f.cfg);
+    assert_non_null(relay);
+    if (outbox_relay_step(relay, &published, &err) != OG_OK)
+        fail_msg("relay step: %s", err.msg);
+    assert_int_equal(published, 6);
+
+    subs[0] = t1;
+    subs[1] = t15;
+    subs[2] = t30;
+    n = consume(testutil_brokers(), subs, 3, got, MAX_MSGS, 6, 2000);
+    assert_int_equal(n, 6);
+    rows = PQexec(f.raw, "SELECT id, order_no, payload::text, (payload->>'due_at')::timestamptz "
+                         "- created_at FROM ordergate.outbox ORDER BY id");
+    assert_int_equal(PQntuples(rows), 6);
+    for (int i = 0; i < 6; i++) {
+        const char *no = PQgetvalue(rows, i, 1);
+        int matches = 0;
+        for (size_t j = 0; j < n; j++) {
+            if (strcmp(got[j].id, PQgetvalue(rows, i, 0)) != 0)
+                continue;
+            matches++;
+            assert_string_equal(got[j].type, "cancel_scheduled");
+            assert_string_equal(got[j].key, no);
+            assert_string_equal(got[j].value, PQgetvalue(rows, i, 2));
+            /* Due now or in 5 s: 1m; 10 min (and the hold to 10 min): 15m;
+             * 20 min: 30m; two days fits no level: the longest, 30m. */
+            if (strcmp(no, "sc-now") == 0 ||
+                (strcmp(no, "sc-held") == 0 && strstr(PQgetvalue(rows, i, 3), "00:00:05")))
+                assert_string_equal(got[j].topic, t1);
+            else if (strcmp(no, "sc-10m") == 0 || strcmp(no, "sc-held") == 0)
+                assert_string_equal(got[j].topic, t15);
+            else
+                assert_string_equal(got[j].topic, t30);
+        }
+        if (matches != 1)
+            fail_msg("cancel_scheduled %s consumed %d times", no, matches);
+    }
+    PQclear(rows);
+    outbox_relay_free(relay);
+
+    /* Delay topics without a level in their name: refused, with the reason. */
+    testutil_unique(bad, sizeof(bad), "og-test-nolevel");
+    assert_int_equal(cfg_set(&f.cfg, "kafka.topics", bad, &err), OG_OK);
+    relay = outbox_relay_new(f.db, producer, &f.cfg);
+    assert_non_null(relay);
+    testdb_exec(f.raw, "SET ROLE ordergate_service; SELECT ordergate.place_order('sc-bad', 100, "
+                       "'[]', NULL, now()); RESET ROLE");
+    assert_int_not_equal(outbox_relay_step(relay, &published, &err), OG_OK);
+    if (strstr(err.msg, "no delay level in its name") == NULL)
+        fail_msg("unexpected error: %s", err.msg);
+    assert_int_equal(unpublished(&f), 1);
+    outbox_relay_free(relay);
+
+    producer_free(producer);
+    consumed_free(got, n);
+    free(got);
+    fixture_teardown(&f);
+}
+
 /* Rows locked by another session are skipped, not waited for. */
 static void test_skip_locked(void **state)
 {
@@ -809,15 +912,11 @@ static void test_stop_requested(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_topic_mapping),
-        cmocka_unit_test(test_relay_requires_dr_cb),
-        cmocka_unit_test(test_publish_roundtrip),
-        cmocka_unit_test(test_skip_locked),
-        cmocka_unit_test(test_two_relays_exactly_once),
-        cmocka_unit_test(test_broker_unreachable),
-        cmocka_unit_test(test_delivery_timeout),
-        cmocka_unit_test(test_db_session_lost),
-        cmocka_unit_test(test_service_role),
+        cmocka_unit_test(test_topic_mapping),      cmocka_unit_test(test_relay_requires_dr_cb),
+        cmocka_unit_test(test_publish_roundtrip),  cmocka_unit_test(test_cancel_scheduled_routing),
+        cmocka_unit_test(test_skip_locked),        cmocka_unit_test(test_two_relays_exactly_once),
+        cmocka_unit_test(test_broker_unreachable), cmocka_unit_test(test_delivery_timeout),
+        cmocka_unit_test(test_db_session_lost),    cmocka_unit_test(test_service_role),
         cmocka_unit_test(test_stop_requested),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

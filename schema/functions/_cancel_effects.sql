@@ -8,14 +8,16 @@
 --     order queue instead of deadlocking); the lock pass returns the locked row versions;
 --  2. the claim updates exactly those versions by ctid (a TID scan, no second primary-key probe;
 --     the lock taken in 1 keeps them pending), with, for exactly the returned rows, one
---     status_log row and one outbox event each (data-modifying CTEs of the same statement);
+--     status_log row and one outbox event each (data-modifying CTEs of the same statement); the
+--     same statement reads the winners' lines once, for the events' items and for the stock to
+--     give back summed per SKU;
 --  3. coupons of the winners back to available;
---  4. stock to give back summed per SKU (an UPDATE ... FROM with repeated keys would apply only
---     one of them), then the inventory rows locked in sku order and updated. Stock goes last, so
---     hot SKU rows stay locked only from here to the commit.
+--  4. the inventory rows locked in sku order and updated. Stock goes last, so hot SKU rows stay
+--     locked only from here to the commit;
 --  5. the shop's hooks for 'cancelled' (_hooks_run), with exactly the winners.
--- Steps 3 and 4 look rows up by key arrays (= ANY on the primary keys): index probes whatever the
--- planner thinks of the CTE's row count.
+-- The lines are read by a primary-key probe per winner (LATERAL), steps 3 and 4 look rows up by
+-- key arrays (= ANY on the primary keys): index probes whatever the planner thinks of the CTE's
+-- row count.
 CREATE OR REPLACE FUNCTION ordergate._cancel_effects(p_nos text[], p_source text, p_actor text,
                                                      p_note text, p_due_only boolean DEFAULT false)
 RETURNS text[]
@@ -64,6 +66,20 @@ BEGIN
         SELECT won.order_no, 'pending_payment', 'cancelled', p_source, won.order_no, p_actor, p_note
           FROM won
         RETURNING 1
+    ), wi AS (
+        -- The winners' lines, read once (a primary-key probe per winner, LATERAL as in the lock
+        -- pass): for the events' items and for the stock to give back.
+        SELECT won.order_no, i.sku, i.qty
+          FROM won
+         CROSS JOIN LATERAL (SELECT it.sku, it.qty
+                               FROM ordergate.order_items it
+                              WHERE it.order_no = won.order_no) i
+    ), wa AS (
+        SELECT wi.order_no,
+               string_agg('{"sku": ' || to_json(wi.sku)::text || ', "qty": ' || wi.qty || '}',
+                          ', ' ORDER BY wi.sku) AS items
+          FROM wi
+         GROUP BY wi.order_no
     ), ev AS (
         INSERT INTO ordergate.outbox (event_type, order_no, payload)
         SELECT 'order_cancelled', won.order_no,
@@ -71,26 +87,30 @@ BEGIN
                -- ..., 'source', ..., 'actor', ..., 'amount_cents', ..., 'coupon_id', ...,
                -- 'items', ..., 'cancelled_at', ...) would give, spliced as text at a fraction of
                -- its cost. Safe: order_no is [A-Za-z0-9._:-] (checked by the table), source one
-               -- of four words, amount an integer; actor, coupon_id, the items and the timestamp
-               -- go through to_json / json_agg. The json cast checks the result is valid JSON.
-               -- items: the order's lines, sku order ([] for a gate-only order), so a reader can
-               -- restock from the event alone.
+               -- of four words, amount an integer; actor, coupon_id, each sku and the timestamp
+               -- go through to_json. The json cast checks the result is valid JSON.
+               -- items: the order's lines in sku order ([] for a gate-only order), so a reader
+               -- can restock from the event alone.
                ('{"v": 1, "event": "order_cancelled", "order_no": "' || won.order_no
                 || '", "source": "' || p_source
                 || '", "actor": ' || v_actor
                 || ', "amount_cents": ' || won.amount_cents
                 || ', "coupon_id": ' || coalesce(to_json(won.coupon_id)::text, 'null')
-                || ', "items": ' || coalesce((SELECT json_agg(json_build_object('sku', it.sku, 'qty', it.qty)
-                                                              ORDER BY it.sku)::text
-                                                FROM ordergate.order_items it
-                                               WHERE it.order_no = won.order_no), '[]')
+                || ', "items": [' || coalesce(wa.items, '') || ']'
                 || ', "cancelled_at": ' || v_at || '}')::json
           FROM won
+          LEFT JOIN wa ON wa.order_no = won.order_no
         RETURNING 1
+    ), ws AS (
+        -- Stock to give back, summed per sku (an UPDATE ... FROM with repeated skus would
+        -- apply only one of them).
+        SELECT wi.sku, sum(wi.qty)::bigint AS q FROM wi GROUP BY wi.sku
     )
-    SELECT array_agg(won.order_no), array_agg(won.coupon_id) FILTER (WHERE won.coupon_id IS NOT NULL)
-      INTO v_won, v_coupons
-      FROM won;
+    SELECT (SELECT array_agg(won.order_no) FROM won),
+           (SELECT array_agg(won.coupon_id) FILTER (WHERE won.coupon_id IS NOT NULL) FROM won),
+           (SELECT array_agg(ws.sku ORDER BY ws.sku) FROM ws),
+           (SELECT array_agg(ws.q ORDER BY ws.sku) FROM ws)
+      INTO v_won, v_coupons, v_skus, v_qtys;
 
     IF v_won IS NULL THEN
         RETURN NULL;
@@ -103,15 +123,8 @@ BEGIN
            AND c.state = 'locked';
     END IF;
 
-    -- Stock back summed per sku (an UPDATE ... FROM with repeated skus would apply only one),
-    -- inventory rows locked in sku order and updated last: hot rows stay locked only until the
-    -- commit.
-    SELECT array_agg(s.sku ORDER BY s.sku), array_agg(s.q ORDER BY s.sku)
-      INTO v_skus, v_qtys
-      FROM (SELECT it.sku, sum(it.qty)::bigint AS q
-              FROM ordergate.order_items it
-             WHERE it.order_no = ANY (v_won)
-             GROUP BY it.sku) s;
+    -- Stock back: inventory rows locked in sku order and updated last, so hot rows stay locked
+    -- only until the commit.
     IF v_skus IS NOT NULL THEN
         PERFORM 1 FROM ordergate.inventory i
          WHERE i.sku = ANY (v_skus)

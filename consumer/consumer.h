@@ -99,7 +99,6 @@ struct batch {
     size_t ntps, tps_cap;
     int64_t first_ms; /* monotonic time the first entry arrived (linger) */
     size_t dlq_bytes;
-    bool claimed; /* step 2 (the cancels' claim) done for this batch */
 };
 
 enum flush_result {

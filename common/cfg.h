@@ -38,6 +38,7 @@ struct og_config {
     char *brokers; /* bootstrap.servers */
     char *topics;  /* comma-separated delay topics */
     char *group;
+    char *group_instance_id; /* static membership; "" = derived (see kafka_group_instance_id) */
     char *dead_letter_topic;
     char *payments_topic; /* "" = not consumed */
     char **kafka_props;   /* "name=value", passed verbatim to rd_kafka_conf_set */

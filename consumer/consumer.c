@@ -80,6 +80,9 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     st = kafka_producer_new(cfg, "ordergate-consumer-reschedule", NULL, &c->producer, err);
     if (st != OG_OK)
         goto fail;
+    st = kafka_group_instance_id(cfg, c->instance_id, sizeof(c->instance_id), err);
+    if (st != OG_OK)
+        goto fail;
     st = kafka_conf_new(cfg, KAFKA_ROLE_CONSUMER, "ordergate-consumer", &conf, err);
     if (st != OG_OK)
         goto fail;

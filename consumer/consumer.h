@@ -140,6 +140,8 @@ struct consumer {
     int64_t retry_at_ms; /* monotonic; next flush attempt while stalled */
     int attempts;        /* consecutive failed flushes (backoff) */
     bool db_ok, kafka_ok, fatal;
+    bool fenced; /* the broker fenced our group.instance.id: another member has it */
+    char instance_id[KAFKA_INSTANCE_ID_MAX + 1]; /* "" = dynamic membership */
     int64_t next_gauges_ms, next_stats_ms;
     struct consumer_metrics m;
     struct relay *relay;
@@ -151,7 +153,9 @@ void consumer_free(struct consumer *c);
 
 /* loop.c */
 /* Runs until signals_stop or a fatal error; then shuts down cleanly. Returns
- * 0 on a clean stop, 1 after a fatal (runtime) error. */
+ * 0 on a clean stop, 1 after a fatal (runtime) error, 2 when the broker fenced
+ * this member's group.instance.id (two instances configured with one id: a
+ * configuration error, and a restart would only fence the other). */
 int consumer_run(struct consumer *c);
 /* Sets c as the opaque of the group member's configuration and the loop's
  * callbacks (rebalance, error, offset commit, statistics for broker

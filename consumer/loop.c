@@ -265,16 +265,40 @@ static void loop_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     }
 }
 
+/* A fatal error of the group member. FENCED_INSTANCE_ID means another process joined with our
+ * group.instance.id and the broker gave it our place: one line that says what to fix (exit 2,
+ * since restarting would fence the other one in turn). librdkafka reports a fatal error on
+ * several paths (error callback, a consume error, a failed commit): whichever comes first
+ * says it, once. */
+static void loop_kafka_fatal(struct consumer *c)
+{
+    char why[512];
+
+    c->fatal = true;
+    if (c->fenced ||
+        rd_kafka_fatal_error(c->rk, why, sizeof(why)) != RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID)
+        return;
+    c->fenced = true;
+    log_error("group_instance_fenced",
+              "group=%s instance_id=%s note=\"another consumer joined this group with the same "
+              "group.instance.id; give each instance its own (kafka.group_instance_id, "
+              "--group-instance-id or ORDERGATE_INSTANCE); exiting\"",
+              c->cfg->group, c->instance_id);
+}
+
 static void loop_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque)
 {
     struct consumer *c = opaque;
 
-    kafka_error_cb(rk, code, reason, NULL);
     metric_inc(c->m.kafka_errors, 1);
+    if (code == RD_KAFKA_RESP_ERR__FATAL) {
+        loop_kafka_fatal(c);
+        if (c->fenced)
+            return;
+    }
+    kafka_error_cb(rk, code, reason, NULL);
     if (code == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
         c->kafka_ok = false;
-    if (code == RD_KAFKA_RESP_ERR__FATAL)
-        c->fatal = true;
 }
 
 /* Broker reachability for /readyz: the error callback says when every
@@ -315,6 +339,10 @@ static void loop_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         c->kafka_ok = true;
         if (offsets != NULL)
             loop_log_tps(LOG_LVL_DEBUG, "offsets_committed", offsets, NULL);
+    } else if (err == RD_KAFKA_RESP_ERR__FATAL) {
+        loop_kafka_fatal(c);
+        if (!c->fenced)
+            log_warn("commit_failed", "error=%s", rd_kafka_err2name(err));
     } else if (err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
         /* The next auto-commit carries the same or newer offsets. */
         log_warn("commit_failed", "error=%s", rd_kafka_err2name(err));
@@ -390,11 +418,13 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
         if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
             return;
         metric_inc(c->m.kafka_errors, 1);
+        if (m->err == RD_KAFKA_RESP_ERR__FATAL)
+            loop_kafka_fatal(c);
+        if (c->fenced)
+            return; /* said once, by loop_kafka_fatal */
         log_warn("consume_error", "topic=%s partition=%" PRId32 " error=%s reason=\"%.200s\"",
                  m->rkt ? rd_kafka_topic_name(m->rkt) : "-", m->partition,
                  rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
-        if (m->err == RD_KAFKA_RESP_ERR__FATAL)
-            c->fatal = true;
         return;
     }
     c->kafka_ok = true;
@@ -542,8 +572,10 @@ static int loop_subscribe(struct consumer *c)
         log_error("subscribe_failed", "error=%s", rd_kafka_err2str(rerr));
         return -1;
     }
-    log_info("subscribed", "topics=%s%s%s group=%s", c->cfg->topics, c->has_payments ? "," : "",
-             c->has_payments ? c->cfg->payments_topic : "", c->cfg->group);
+    log_info("subscribed", "topics=%s%s%s group=%s membership=%s instance_id=%s", c->cfg->topics,
+             c->has_payments ? "," : "", c->has_payments ? c->cfg->payments_topic : "",
+             c->cfg->group, *c->instance_id ? "static" : "dynamic",
+             *c->instance_id ? c->instance_id : "-");
     return 0;
 }
 
@@ -626,8 +658,8 @@ int consumer_run(struct consumer *c)
         }
         loop_periodic(c, now);
     }
-    if (c->fatal)
+    if (c->fatal && !c->fenced)
         log_error("consumer_fatal", "note=\"stopping; offsets of unfinished work are not stored\"");
     loop_shutdown(c);
-    return c->fatal ? 1 : 0;
+    return c->fenced ? 2 : c->fatal ? 1 : 0;
 }

@@ -25,3 +25,5 @@ og_consumer_test(consumer_cli LABELS unit TIMEOUT 60)
 # The broker goes down and comes back: librdkafka's mock cluster inside the test, so the
 # shared broker stays up for the other tests. Needs only PostgreSQL.
 og_consumer_test(consumer_broker LABELS db FIXTURES db TIMEOUT 120)
+# Static group membership: a restart under the same instance id, two instances with one id.
+og_consumer_test(consumer_static LABELS kafka FIXTURES db kafka TIMEOUT 150)

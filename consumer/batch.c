@@ -190,6 +190,7 @@ static enum flush_result batch_claim(struct consumer *c)
             return FLUSH_RETRY;
         }
         c->db_ok = true;
+        consumer_watchdog(c);
         for (size_t i = 0; i < nrows; i++)
             metric_inc(c->m.claims[c->rows[i].outcome] ? c->m.claims[c->rows[i].outcome]
                                                        : c->m.claims[GATE_UNKNOWN],
@@ -267,6 +268,7 @@ static enum flush_result batch_payments(struct consumer *c)
         metric_observe(c->m.db_seconds, db_last_ms(c->db) / 1000.0);
         if (st == OG_OK) {
             c->db_ok = true;
+            consumer_watchdog(c);
             e->outcome = res.outcome;
             e->state = BATCH_DONE;
             metric_inc(c->m.payments[res.outcome] ? c->m.payments[res.outcome]
@@ -336,6 +338,7 @@ static enum flush_result batch_due_times(struct consumer *c)
         metric_observe(c->m.db_seconds, db_last_ms(c->db) / 1000.0);
     }
     c->db_ok = true;
+    consumer_watchdog(c);
     for (size_t i = 0; i < b->n; i++) {
         struct batch_entry *e = &b->e[i];
         int found = -1;

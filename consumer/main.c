@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/cfg.h"
 #include "common/db.h"
@@ -126,6 +127,13 @@ int main(int argc, char **argv)
              rd_kafka_version_str(), cfg.batch_size, cfg.linger_ms);
     status = consumer_run(c);
     log_info("stopped", "status=%d", status);
+    if (c->abandon) {
+        /* The group membership or the relay thread did not stop in time (loop_shutdown):
+         * taking them down would wait again, and the relay may still use c and cfg. The
+         * process's exit ends them; nothing is lost (offsets follow the database commit). */
+        fflush(NULL);
+        _exit(status);
+    }
     goto out;
 report:
     opt_error_print(PROG, &cfg, &err);

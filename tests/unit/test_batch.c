@@ -24,6 +24,15 @@ enum og_status __wrap_gate_claim_cancel(struct db *db, const char *const *order_
 enum og_status __wrap_db_call(struct db *db, const struct db_stmt *stmt, const char *const *params,
                               PGresult **res, struct og_error *err);
 
+/* loop.c's, which this test does not link: counts the pings after database answers. */
+static int watchdog_calls;
+
+void consumer_watchdog(struct consumer *c)
+{
+    (void)c;
+    watchdog_calls++;
+}
+
 /* What the wrapped calls saw and answer. */
 static struct {
     int claims;           /* gate_claim_cancel calls */
@@ -86,6 +95,7 @@ static int fixture_setup(void **state)
 
     memset(&f, 0, sizeof(f));
     memset(&fake, 0, sizeof(fake));
+    watchdog_calls = 0;
     log_init("unit_batch", LOG_LVL_WARN);
     assert_int_equal(cfg_init(&f.cfg, &err), OG_OK);
     f.cfg.batch_size = 8;
@@ -178,6 +188,8 @@ static void test_claim_covers_only_new_entries(void **state)
     assert_string_equal(fake.claimed[1], "A-4");
     assert_int_equal(fake.due_times, 2);
     assert_int_equal(c->batch.n, 0);
+    /* Every database answer proved progress to the watchdog, the failure did not. */
+    assert_int_equal(watchdog_calls, 3);
 }
 
 int main(void)

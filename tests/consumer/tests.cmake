@@ -31,3 +31,5 @@ og_consumer_test(consumer_static LABELS kafka FIXTURES db kafka TIMEOUT 150)
 og_consumer_test(consumer_shutdown LABELS kafka FIXTURES db kafka TIMEOUT 150)
 # The systemd watchdog while the database never answers: pings stay within WatchdogSec/2.
 og_consumer_test(consumer_watchdog LABELS kafka FIXTURES db kafka TIMEOUT 120)
+# The takeover drill: SIGKILL and immediate restart of static members while orders fall due.
+og_consumer_test(consumer_takeover LABELS kafka FIXTURES db kafka TIMEOUT 150)

@@ -37,6 +37,7 @@ static const struct cfg_param cfg_params[] = {
     {"kafka.topics", CFG_STR, S(topics), "ordergate.cancel.15m,ordergate.cancel.30m", 0, 0, 0},
     {"kafka.topic_levels", CFG_STR, S(topic_levels), "", 0, 0, 0},
     {"kafka.group", CFG_STR, S(group), "ordergate-consumer", 0, 0, 0},
+    {"kafka.group_instance_id", CFG_STR, S(group_instance_id), "", 0, 0, 0},
     {"kafka.dead_letter_topic", CFG_STR, S(dead_letter_topic), "ordergate.cancel.dlq", 0, 0, 0},
     {"kafka.payments_topic", CFG_STR, S(payments_topic), "", 0, 0, 0},
     {"kafka.properties", CFG_STRLIST, S(kafka_props), "", 0, 0, 1},

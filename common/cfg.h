@@ -39,6 +39,7 @@ struct og_config {
     char *topics;       /* comma-separated delay topics */
     char *topic_levels; /* one delay level per topic ("15m,30m"); "" = from the names (delay.h) */
     char *group;
+    char *group_instance_id; /* static membership; "" = derived (see kafka_group_instance_id) */
     char *dead_letter_topic;
     char *payments_topic; /* "" = not consumed */
     char **kafka_props;   /* "name=value", passed verbatim to rd_kafka_conf_set */

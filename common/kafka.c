@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -17,6 +18,7 @@ static const struct {
     {"bootstrap.servers", NULL, "use kafka.brokers (or --brokers)"},
     {"metadata.broker.list", NULL, "use kafka.brokers (or --brokers)"},
     {"group.id", NULL, "use kafka.group (or --group)"},
+    {"group.instance.id", NULL, "use kafka.group_instance_id (or --group-instance-id)"},
     {"queued.max.messages.kbytes", NULL, "use kafka.queued_max_kbytes"},
     {"enable.auto.offset.store", NULL,
      "offsets are stored by ordergate only after the database commit"},
@@ -237,6 +239,12 @@ enum og_status kafka_conf_new(const struct og_config *cfg, enum kafka_role role,
          * the default 500 ms would show up as lateness. */
         if (st == OG_OK)
             st = kafka_set(conf, "fetch.wait.max.ms", "100", err);
+        snprintf(num, sizeof(num), "%d", KAFKA_SESSION_TIMEOUT_MS);
+        if (st == OG_OK)
+            st = kafka_set(conf, "session.timeout.ms", num, err);
+        snprintf(num, sizeof(num), "%d", KAFKA_HEARTBEAT_INTERVAL_MS);
+        if (st == OG_OK)
+            st = kafka_set(conf, "heartbeat.interval.ms", num, err);
     } else {
         rd_kafka_conf_set_dr_msg_cb(conf, kafka_dr_cb);
     }
@@ -266,6 +274,15 @@ enum og_status kafka_conf_new(const struct og_config *cfg, enum kafka_role role,
             og_error_setting(err, "kafka.group");
         if (st == OG_OK)
             st = kafka_set(conf, "enable.auto.offset.store", "false", err);
+        if (st == OG_OK) {
+            char id[KAFKA_INSTANCE_ID_MAX + 1];
+            st = kafka_group_instance_id(cfg, id, sizeof(id), err);
+            if (st == OG_OK && *id != '\0') {
+                st = kafka_set(conf, "group.instance.id", id, err);
+                if (st != OG_OK)
+                    og_error_setting(err, "kafka.group_instance_id");
+            }
+        }
     } else {
         st = kafka_set(conf, "enable.idempotence", "true", err);
     }
@@ -329,19 +346,65 @@ size_t kafka_wait(rd_kafka_t *producer, struct kafka_delivery *const *d, size_t 
     }
 }
 
-bool kafka_topic_valid(const char *name)
+/* Kafka's rule for names (topics, group instance ids): 1..249 of [A-Za-z0-9._-]. */
+static bool kafka_name_valid(const char *name, size_t len)
 {
-    size_t len = name ? strlen(name) : 0;
-
-    if (len == 0 || len > KAFKA_TOPIC_MAX || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-        return false;
     for (size_t i = 0; i < len; i++) {
         char c = name[i];
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
               c == '.' || c == '_' || c == '-'))
             return false;
     }
-    return true;
+    return len > 0 && len <= KAFKA_TOPIC_MAX;
+}
+
+enum og_status kafka_group_instance_id(const struct og_config *cfg, char *buf, size_t size,
+                                       struct og_error *err)
+{
+    const char *set = cfg->group_instance_id != NULL ? cfg->group_instance_id : "";
+    const char *inst = getenv("ORDERGATE_INSTANCE");
+    char host[256];
+    int n;
+
+    buf[0] = '\0';
+    if (*set != '\0') {
+        if (!kafka_name_valid(set, strlen(set)) || strlen(set) >= size) {
+            og_error_set(err, OG_ERR_CONFIG, false,
+                         "kafka.group_instance_id: '%.64s' is not a valid group instance id "
+                         "(1 to %d of A-Z a-z 0-9 . _ -)",
+                         set, KAFKA_INSTANCE_ID_MAX);
+            og_error_setting(err, "kafka.group_instance_id");
+            return OG_ERR_CONFIG;
+        }
+        snprintf(buf, size, "%s", set);
+        return OG_OK;
+    }
+    if (inst == NULL || *inst == '\0')
+        return OG_OK; /* dynamic membership */
+    if (gethostname(host, sizeof(host) - 1) != 0)
+        return og_error_set(err, OG_ERR_CONFIG, false,
+                            "ORDERGATE_INSTANCE is set but the host name cannot be read; set "
+                            "kafka.group_instance_id");
+    host[sizeof(host) - 1] = '\0';
+    n = snprintf(buf, size, "%s-%s", host, inst);
+    if (n < 0 || (size_t)n >= size || !kafka_name_valid(buf, (size_t)n)) {
+        buf[0] = '\0';
+        return og_error_set(err, OG_ERR_CONFIG, false,
+                            "ORDERGATE_INSTANCE: group instance id '%.64s-%.64s' (host name, "
+                            "instance) is not 1 to %d of A-Z a-z 0-9 . _ -; set "
+                            "kafka.group_instance_id",
+                            host, inst, KAFKA_INSTANCE_ID_MAX);
+    }
+    return OG_OK;
+}
+
+bool kafka_topic_valid(const char *name)
+{
+    size_t len = name ? strlen(name) : 0;
+
+    if (strcmp(name ? name : "", ".") == 0 || strcmp(name ? name : "", "..") == 0)
+        return false;
+    return kafka_name_valid(name, len);
 }
 
 void kafka_topics_free(char **topics, size_t n)

@@ -10,7 +10,8 @@
  *   3. the settings correctness rests on. kafka.properties may not name
  *      them (refused with a clear error rather than silently overridden):
  *      bootstrap.servers/metadata.broker.list (use kafka.brokers or
- *      --brokers), group.id (kafka.group, --group),
+ *      --brokers), group.id (kafka.group, --group), group.instance.id
+ *      (kafka.group_instance_id, --group-instance-id),
  *      queued.max.messages.kbytes (kafka.queued_max_kbytes),
  *      enable.auto.offset.store (offsets are stored after the database
  *      commit, never automatically), enable.auto.commit=false (the stored
@@ -31,6 +32,32 @@
 
 enum kafka_role { KAFKA_ROLE_CONSUMER, KAFKA_ROLE_PRODUCER };
 
+/* Group session defaults of the consumer (kafka.properties may change them). A member that
+ * stops heartbeating (killed, its host gone) is declared dead after the session timeout; with
+ * static membership that is also how long the partitions of a member that stopped cleanly,
+ * and does not come back, wait for a new owner (a static member sends no LeaveGroup). 10 s
+ * bounds that takeover; the heartbeats run on librdkafka's own thread, so a slow database
+ * call in the consume loop never expires a session. The brokers' group.min.session.timeout.ms
+ * (6 s by default) must allow it. */
+#define KAFKA_SESSION_TIMEOUT_MS    10000
+#define KAFKA_HEARTBEAT_INTERVAL_MS 1000
+
+/* Longest group.instance.id: Kafka applies its topic-name rule to it. */
+#define KAFKA_INSTANCE_ID_MAX 249
+
+/* The consumer's group.instance.id (static membership), in buf:
+ *   - kafka.group_instance_id when set;
+ *   - else "<host name>-<ORDERGATE_INSTANCE>" when that environment variable is set (the
+ *     systemd units set it: the template to its instance name %i, the single unit to
+ *     "main"), stable across restarts of that instance;
+ *   - else "" (dynamic membership: ad-hoc runs, several consumers started by hand on one
+ *     host).
+ * A value that is not 1..249 of [A-Za-z0-9._-] is OG_ERR_CONFIG naming the setting or the
+ * variable. Two running members with one id fence each other: the broker fences the older
+ * (FENCED_INSTANCE_ID). */
+enum og_status kafka_group_instance_id(const struct og_config *cfg, char *buf, size_t size,
+                                       struct og_error *err);
+
 /* Whether a kafka.properties entry is set on a handle of this role: false
  * for the properties only the other role reads (which librdkafka would
  * ignore with a warning). */
@@ -43,7 +70,8 @@ bool kafka_prop_applies(enum kafka_role role, const char *name);
  * waiting), queued.max.messages.kbytes from kafka.queued_max_kbytes and
  * fetch.message.max.bytes=65536 (bounded prefetch: flat memory),
  * fetch.wait.max.ms=100 (a resumed partition waits at most this long for
- * the fetch in flight).
+ * the fetch in flight), session.timeout.ms and heartbeat.interval.ms from
+ * the constants above, and group.instance.id from kafka_group_instance_id.
  * Producer defaults: enable.idempotence=true (acks=all, no duplicates or
  * reordering from internal retries) and the delivery report callback that
  * fills struct kafka_delivery. On success the caller owns *conf (hand it to

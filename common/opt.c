@@ -13,6 +13,8 @@ const struct opt opt_services[] = {
     {"brokers", "HOST:PORT,...", 0, "Kafka bootstrap brokers", "kafka.brokers", 0, BOTH},
     {"topics", "A,B", 0, "delay topics", "kafka.topics", 0, BOTH},
     {"group", "ID", 0, "consumer group id", "kafka.group", 0, BOTH},
+    {"group-instance-id", "ID", 0, "static group membership", "kafka.group_instance_id", 0,
+     OPT_CONSUMER},
     {"batch-size", "N", 0, "orders per claim", "consumer.batch_size", 0, OPT_CONSUMER},
     {"metrics-listen", "ADDR:PORT", 0, "HTTP endpoint", "consumer.metrics_listen", 0, OPT_CONSUMER},
     {"batch-size", "N", 0, "orders per claim", "scanner.batch_size", 0, OPT_SCANNER},

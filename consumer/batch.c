@@ -42,7 +42,6 @@ static void batch_clear(struct batch *b)
     b->n = 0;
     b->ntps = 0;
     b->dlq_bytes = 0;
-    b->claimed = false;
     b->first_ms = 0;
 }
 
@@ -169,15 +168,16 @@ static void batch_db_failed(struct consumer *c, const char *step, const struct o
                   og_status_str(err->status), err->sqlstate, log_quote(q, sizeof(q), err->msg));
 }
 
-/* Step 2: every live cancel of the batch in one claim_cancel. */
+/* Step 2: every live cancel of the batch not claimed yet (state BATCH_NEW) in one
+ * claim_cancel. Claim state is per entry: a flush that claimed and then failed a later step
+ * leaves its entries past BATCH_NEW, so the next flush claims only cancels that joined the
+ * batch since, and claims them before anything is stored. */
 static enum flush_result batch_claim(struct consumer *c)
 {
     struct batch *b = &c->batch;
     struct og_error err = {0};
     size_t n = 0, nrows = 0;
 
-    if (b->claimed)
-        return FLUSH_DONE;
     for (size_t i = 0; i < b->n; i++)
         if (b->e[i].kind == BATCH_CANCEL && b->e[i].state == BATCH_NEW && batch_live(b, &b->e[i]))
             c->nos[n++] = b->e[i].order_no;
@@ -190,6 +190,7 @@ static enum flush_result batch_claim(struct consumer *c)
             return FLUSH_RETRY;
         }
         c->db_ok = true;
+        consumer_watchdog(c);
         for (size_t i = 0; i < nrows; i++)
             metric_inc(c->m.claims[c->rows[i].outcome] ? c->m.claims[c->rows[i].outcome]
                                                        : c->m.claims[GATE_UNKNOWN],
@@ -220,7 +221,6 @@ static enum flush_result batch_claim(struct consumer *c)
         }
         e->state = e->outcome == GATE_NOT_DUE ? BATCH_RESCHEDULE : BATCH_DONE;
     }
-    b->claimed = true;
     return FLUSH_DONE;
 }
 
@@ -268,6 +268,7 @@ static enum flush_result batch_payments(struct consumer *c)
         metric_observe(c->m.db_seconds, db_last_ms(c->db) / 1000.0);
         if (st == OG_OK) {
             c->db_ok = true;
+            consumer_watchdog(c);
             e->outcome = res.outcome;
             e->state = BATCH_DONE;
             metric_inc(c->m.payments[res.outcome] ? c->m.payments[res.outcome]
@@ -337,6 +338,7 @@ static enum flush_result batch_due_times(struct consumer *c)
         metric_observe(c->m.db_seconds, db_last_ms(c->db) / 1000.0);
     }
     c->db_ok = true;
+    consumer_watchdog(c);
     for (size_t i = 0; i < b->n; i++) {
         struct batch_entry *e = &b->e[i];
         int found = -1;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/signals.h"
 #include "consumer/consumer.h"
 
@@ -12,9 +13,10 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
 {
     struct consumer *c = calloc(1, sizeof(*c));
     /* The batch has a retry loop of its own that keeps polling Kafka
-     * between attempts (stalled), so each attempt may give up early: at
-     * most CONSUMER_DB_ATTEMPTS tries inside one database call, which
-     * keeps the loop from blocking for long while PostgreSQL is away. */
+     * between attempts (stalled), so each database call of the loop makes
+     * CONSUMER_DB_ATTEMPTS attempts (or database.retry_max if smaller): the
+     * loop never blocks longer than one attempt (the watchdog budget in
+     * consumer.h). */
     struct db_retry retry = {cfg->db_retry_max < CONSUMER_DB_ATTEMPTS ? cfg->db_retry_max
                                                                       : CONSUMER_DB_ATTEMPTS,
                              cfg->db_retry_base_ms, cfg->db_retry_cap_ms};
@@ -80,6 +82,9 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     st = kafka_producer_new(cfg, "ordergate-consumer-reschedule", NULL, &c->producer, err);
     if (st != OG_OK)
         goto fail;
+    st = kafka_group_instance_id(cfg, c->instance_id, sizeof(c->instance_id), err);
+    if (st != OG_OK)
+        goto fail;
     st = kafka_conf_new(cfg, KAFKA_ROLE_CONSUMER, "ordergate-consumer", &conf, err);
     if (st != OG_OK)
         goto fail;
@@ -104,11 +109,20 @@ void consumer_free(struct consumer *c)
 {
     if (c == NULL)
         return;
-    relay_stop(c);
+    /* Something that did not stop in time (see loop_shutdown) may still be in use: the
+     * process's exit takes it all down (main.c exits right after). */
+    if (c->abandon)
+        return;
+    relay_stop(c, clock_mono_ms() + 1000);
+    if (c->relay != NULL)
+        return;
     if (c->rk != NULL)
         rd_kafka_destroy(c->rk);
     if (c->producer != NULL) {
-        rd_kafka_flush(c->producer, 5000);
+        /* loop_shutdown flushed what it could; unacknowledged re-schedules and dead letters
+         * have no stored source offset, so their messages come again. */
+        rd_kafka_purge(c->producer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        rd_kafka_flush(c->producer, 1000);
         rd_kafka_destroy(c->producer);
     }
     /* After the producer: a late delivery report writes into the batch. */

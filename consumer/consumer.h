@@ -40,11 +40,40 @@
  * passed by our clock, our clock runs ahead of the database's: look again
  * this much later instead of spinning. */
 #define CONSUMER_SKEW_RETRY_MS 250
-/* Attempts inside one database call of the consume loop (see consumer_new). */
-#define CONSUMER_DB_ATTEMPTS 3
+/* Attempts inside one database call of the consume loop (see consumer_new): one. The loop
+ * retries a failed batch itself, with backoff, polling Kafka and pinging the watchdog in
+ * between, so no call repeats a blocking attempt out of the loop's sight. */
+#define CONSUMER_DB_ATTEMPTS 1
+
+/* The systemd watchdog budget. The loop pings (WATCHDOG=1) at most every
+ * CONSUMER_WATCHDOG_EVERY_MS from each turn and after every database answer
+ * (consumer_watchdog): both prove progress. The longest gap between pings is then the longest
+ * blocking step, a poll (consumer.poll_ms, at most 10 s) and one database call:
+ *   - libpq's connect_timeout of common/db.c, 10 s, for a fresh connection (per address of
+ *     the conninfo's hosts: list one host, or raise WatchdogSec by 10 s per extra address);
+ *   - the prepare and the statement on it, each bounded by the session's statement_timeout
+ *     and, on a link that drops packets, its TCP keepalives (common/db.c): at most
+ *     CONSUMER_DB_STATEMENT_BOUND_S each, the bound those session settings must keep;
+ * so 10 + 2 x 10 = 30 s per call, and 1 + 10 + 30 = 41 s per gap with poll_ms at its maximum
+ * (31 s at the default 50 ms). systemd kills at WatchdogSec and asks for a ping every half:
+ * WatchdogSec >= 2 x 41 = 82 s; deploy/systemd says 90 s (45 s per half, 4 s to spare at
+ * poll_ms 10 s, 14 s at the default). The revoke callback's flush waits up to 5 s for
+ * delivery reports after a database answer, never after a failed call: 5 s < 30 s. */
+#define CONSUMER_WATCHDOG_EVERY_MS    1000
+#define CONSUMER_DB_CONNECT_S         10
+#define CONSUMER_DB_STATEMENT_BOUND_S 10
+#define CONSUMER_POLL_MAX_S           10
+#define CONSUMER_DB_CALL_MAX_S        (CONSUMER_DB_CONNECT_S + 2 * CONSUMER_DB_STATEMENT_BOUND_S)
+#define CONSUMER_WATCHDOG_GAP_MAX_S                                                                \
+    (CONSUMER_WATCHDOG_EVERY_MS / 1000 + CONSUMER_POLL_MAX_S + CONSUMER_DB_CALL_MAX_S)
+#define CONSUMER_WATCHDOG_MIN_S (2 * CONSUMER_WATCHDOG_GAP_MAX_S)
 /* Longest wait for delivery reports inside one flush; the loop keeps
  * polling (partitions stalled) when they take longer. */
 #define CONSUMER_DELIVERY_WAIT_MS 2000
+/* SIGTERM to exit, at most, whatever the group's or the database's state (loop.c's stop
+ * guard ends the process then; the orderly shutdown's steps fit well inside). Below
+ * TimeoutStopSec and terminationGracePeriodSeconds of deploy/, with room for a preStop. */
+#define CONSUMER_STOP_MS 9500
 /* Dead letters keep a copy of the bad message until acknowledged: values
  * and keys are cut to these sizes in the dead-letter topic (the original
  * size travels in a header), and a batch is flushed early when its copies
@@ -99,7 +128,6 @@ struct batch {
     size_t ntps, tps_cap;
     int64_t first_ms; /* monotonic time the first entry arrived (linger) */
     size_t dlq_bytes;
-    bool claimed; /* step 2 (the cancels' claim) done for this batch */
 };
 
 enum flush_result {
@@ -141,7 +169,14 @@ struct consumer {
     int64_t retry_at_ms; /* monotonic; next flush attempt while stalled */
     int attempts;        /* consecutive failed flushes (backoff) */
     bool db_ok, kafka_ok, fatal;
+    bool fenced;  /* the broker fenced our group.instance.id: another member has it */
+    bool closed;  /* the group membership was closed (loop_shutdown) */
+    bool abandon; /* something did not stop in time (the membership, the relay): the
+                   * process exits without taking the rest down (main.c) */
+    char instance_id[KAFKA_INSTANCE_ID_MAX + 1]; /* "" = dynamic membership */
     int64_t next_gauges_ms, next_stats_ms;
+    int64_t watchdog_every_ms; /* 0: no systemd watchdog */
+    int64_t next_watchdog_ms;
     struct consumer_metrics m;
     struct relay *relay;
 };
@@ -152,12 +187,17 @@ void consumer_free(struct consumer *c);
 
 /* loop.c */
 /* Runs until signals_stop or a fatal error; then shuts down cleanly. Returns
- * 0 on a clean stop, 1 after a fatal (runtime) error. */
+ * 0 on a clean stop, 1 after a fatal (runtime) error, 2 when the broker fenced
+ * this member's group.instance.id (two instances configured with one id: a
+ * configuration error, and a restart would only fence the other). */
 int consumer_run(struct consumer *c);
 /* Sets c as the opaque of the group member's configuration and the loop's
  * callbacks (rebalance, error, offset commit, statistics for broker
  * reachability). */
 void consumer_loop_conf(struct consumer *c, rd_kafka_conf_t *conf);
+/* Pings the systemd watchdog when CONSUMER_WATCHDOG_EVERY_MS have passed since the last ping.
+ * Called where the consumer has made progress: each loop turn, each database answer. */
+void consumer_watchdog(struct consumer *c);
 /* Pauses a partition and seeks it back to offset. */
 void consumer_pause_seek(struct consumer *c, const char *topic, int32_t partition, int64_t offset);
 
@@ -183,7 +223,10 @@ enum flush_result batch_flush(struct consumer *c, int wait_ms);
 
 /* relay.c: the outbox relay thread (a no-op when outbox.enabled is false) */
 enum og_status relay_start(struct consumer *c, struct og_error *err);
-void relay_stop(struct consumer *c);
+/* Stops the relay thread, waiting for it until deadline_ms (monotonic). False when it did
+ * not stop in time: c->relay stays set, and the thread may still use c and its
+ * configuration, so the caller must exit without freeing them (c->abandon). */
+bool relay_stop(struct consumer *c, int64_t deadline_ms);
 
 /* instruments.c */
 void consumer_metrics_register(struct consumer_metrics *m, char *const *topics, size_t ntopics);

@@ -2,9 +2,11 @@
  * resume, batching, stalls during outages, and the shutdown sequence. */
 #include <inttypes.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -14,8 +16,14 @@
 
 #define LOOP_GAUGES_EVERY_MS 1000
 #define LOOP_STATS_EVERY_MS  30000
-#define LOOP_SHUTDOWN_MS     5000
-#define LOOP_STATS_INTERVAL  "5000" /* librdkafka statistics, for broker reachability */
+/* Shutdown steps, in milliseconds from its start (loop_shutdown). The whole stays below
+ * CONSUMER_STOP_MS, after which the guard ends the process whatever it is doing. */
+#define LOOP_SHUTDOWN_BATCH_MS  3000   /* finishing the batch in hand */
+#define LOOP_SHUTDOWN_COMMIT_MS 2000   /* the final commit, from its start */
+#define LOOP_SHUTDOWN_CLOSE_MS  7000   /* the group membership closed */
+#define LOOP_SHUTDOWN_RELAY_MS  7500   /* the outbox relay thread joined */
+#define LOOP_SHUTDOWN_MS        8000   /* the producer flushed */
+#define LOOP_STATS_INTERVAL     "5000" /* librdkafka statistics, for broker reachability */
 
 static void loop_add_tp(void *arg, const char *topic, int32_t partition, int64_t offset)
 {
@@ -265,16 +273,40 @@ static void loop_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     }
 }
 
+/* A fatal error of the group member. FENCED_INSTANCE_ID means another process joined with our
+ * group.instance.id and the broker gave it our place: one line that says what to fix (exit 2,
+ * since restarting would fence the other one in turn). librdkafka reports a fatal error on
+ * several paths (error callback, a consume error, a failed commit): whichever comes first
+ * says it, once. */
+static void loop_kafka_fatal(struct consumer *c)
+{
+    char why[512];
+
+    c->fatal = true;
+    if (c->fenced ||
+        rd_kafka_fatal_error(c->rk, why, sizeof(why)) != RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID)
+        return;
+    c->fenced = true;
+    log_error("group_instance_fenced",
+              "group=%s instance_id=%s note=\"another consumer joined this group with the same "
+              "group.instance.id; give each instance its own (kafka.group_instance_id, "
+              "--group-instance-id or ORDERGATE_INSTANCE); exiting\"",
+              c->cfg->group, c->instance_id);
+}
+
 static void loop_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque)
 {
     struct consumer *c = opaque;
 
-    kafka_error_cb(rk, code, reason, NULL);
     metric_inc(c->m.kafka_errors, 1);
+    if (code == RD_KAFKA_RESP_ERR__FATAL) {
+        loop_kafka_fatal(c);
+        if (c->fenced)
+            return;
+    }
+    kafka_error_cb(rk, code, reason, NULL);
     if (code == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
         c->kafka_ok = false;
-    if (code == RD_KAFKA_RESP_ERR__FATAL)
-        c->fatal = true;
 }
 
 /* Broker reachability for /readyz: the error callback says when every
@@ -315,6 +347,10 @@ static void loop_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         c->kafka_ok = true;
         if (offsets != NULL)
             loop_log_tps(LOG_LVL_DEBUG, "offsets_committed", offsets, NULL);
+    } else if (err == RD_KAFKA_RESP_ERR__FATAL) {
+        loop_kafka_fatal(c);
+        if (!c->fenced)
+            log_warn("commit_failed", "error=%s", rd_kafka_err2name(err));
     } else if (err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
         /* The next auto-commit carries the same or newer offsets. */
         log_warn("commit_failed", "error=%s", rd_kafka_err2name(err));
@@ -390,11 +426,13 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
         if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
             return;
         metric_inc(c->m.kafka_errors, 1);
+        if (m->err == RD_KAFKA_RESP_ERR__FATAL)
+            loop_kafka_fatal(c);
+        if (c->fenced)
+            return; /* said once, by loop_kafka_fatal */
         log_warn("consume_error", "topic=%s partition=%" PRId32 " error=%s reason=\"%.200s\"",
                  m->rkt ? rd_kafka_topic_name(m->rkt) : "-", m->partition,
                  rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
-        if (m->err == RD_KAFKA_RESP_ERR__FATAL)
-            c->fatal = true;
         return;
     }
     c->kafka_ok = true;
@@ -454,18 +492,21 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
 
 /* ------------------------------------------------------------------------------------------ */
 
+void consumer_watchdog(struct consumer *c)
+{
+    int64_t now = clock_mono_ms();
+
+    if (c->watchdog_every_ms <= 0 || now < c->next_watchdog_ms)
+        return;
+    notify_send("WATCHDOG=1");
+    c->next_watchdog_ms = now + c->watchdog_every_ms;
+}
+
 static void loop_periodic(struct consumer *c, int64_t now)
 {
-    static uint64_t watchdog_us;
-    static int64_t next_watchdog;
     char fatal[256];
 
-    if (watchdog_us == 0)
-        watchdog_us = notify_watchdog_interval_us();
-    if (watchdog_us > 0 && now >= next_watchdog) {
-        notify_send("WATCHDOG=1");
-        next_watchdog = now + (int64_t)(watchdog_us / 1000);
-    }
+    consumer_watchdog(c);
     if (now < c->next_gauges_ms)
         return;
     c->next_gauges_ms = now + LOOP_GAUGES_EVERY_MS;
@@ -542,20 +583,141 @@ static int loop_subscribe(struct consumer *c)
         log_error("subscribe_failed", "error=%s", rd_kafka_err2str(rerr));
         return -1;
     }
-    log_info("subscribed", "topics=%s%s%s group=%s", c->cfg->topics, c->has_payments ? "," : "",
-             c->has_payments ? c->cfg->payments_topic : "", c->cfg->group);
+    log_info("subscribed", "topics=%s%s%s group=%s membership=%s instance_id=%s", c->cfg->topics,
+             c->has_payments ? "," : "", c->has_payments ? c->cfg->payments_topic : "",
+             c->cfg->group, *c->instance_id ? "static" : "dynamic",
+             *c->instance_id ? c->instance_id : "-");
     return 0;
 }
 
-/* SIGTERM: finish the batch, store, commit, leave the group. */
-static void loop_shutdown(struct consumer *c)
+/* The stop guard: a thread that waits for the stop signal (or loop_guard_arm, when a fatal
+ * error stops the loop) and ends the process CONSUMER_STOP_MS later if it is still there.
+ * Each shutdown step has a bound of its own; the guard also covers what has none (a
+ * database call in flight when the signal came, a thread that does not join). Ending the
+ * process there is as safe as a crash: offsets are stored only after the database commit. */
+static volatile sig_atomic_t loop_guard_armed;
+
+static void loop_guard_arm(void)
 {
-    int64_t deadline = clock_mono_ms() + LOOP_SHUTDOWN_MS;
+    loop_guard_armed = 1;
+}
+
+static void *loop_guard_main(void *arg)
+{
+    (void)arg;
+    while (clock_sleep_until_flag(60000, &signals_stop, &loop_guard_armed))
+        ;
+    clock_sleep_until_flag(CONSUMER_STOP_MS, NULL, NULL);
+    log_error("shutdown_overdue",
+              "bound_ms=%d note=\"exiting now; offsets of unfinished work "
+              "are not stored: those messages are delivered again\"",
+              CONSUMER_STOP_MS);
+    _exit(1);
+    return NULL;
+}
+
+static void loop_guard_start(void)
+{
+    pthread_t t;
+
+    if (pthread_create(&t, NULL, loop_guard_main, NULL) != 0) {
+        log_warn("stop_guard_failed", "note=\"shutdown runs without its overall bound\"");
+        return;
+    }
+    pthread_detach(t);
+}
+
+/* The final commit's answer (rd_kafka_commit_queue's callback). */
+struct loop_commit_wait {
+    bool done;
+    rd_kafka_resp_err_t err;
+};
+
+static void loop_final_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                                 rd_kafka_topic_partition_list_t *offsets, void *opaque)
+{
+    struct loop_commit_wait *w = opaque;
+
+    (void)rk;
+    (void)offsets;
+    w->err = err;
+    w->done = true;
+}
+
+/* Commits the stored offsets, waiting for the coordinator until deadline. rd_kafka_commit
+ * has no bound of its own: during a rebalance the answer can take as long as the round. */
+static void loop_commit_final(struct consumer *c, int64_t deadline)
+{
+    /* Static: an answer that comes after we stopped waiting finds it still there. */
+    static struct loop_commit_wait w;
+    rd_kafka_queue_t *q = rd_kafka_queue_new(c->rk);
     rd_kafka_resp_err_t rerr;
 
+    w = (struct loop_commit_wait){false, RD_KAFKA_RESP_ERR_NO_ERROR};
+    rerr = rd_kafka_commit_queue(c->rk, NULL, q, loop_final_commit_cb, &w);
+    while (rerr == RD_KAFKA_RESP_ERR_NO_ERROR && !w.done) {
+        int64_t left = deadline - clock_mono_ms();
+        if (left <= 0)
+            break;
+        rd_kafka_queue_poll_callback(q, left < 100 ? (int)left : 100);
+    }
+    if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR && w.done)
+        rerr = w.err;
+    if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR && !w.done)
+        log_warn("final_commit_timeout",
+                 "note=\"no answer in time; offsets committed earlier (auto-commit, revoke) "
+                 "stand, the rest is delivered again\"");
+    else if (rerr != RD_KAFKA_RESP_ERR_NO_ERROR && rerr != RD_KAFKA_RESP_ERR__NO_OFFSET &&
+             !c->fenced)
+        log_warn("final_commit_failed", "error=%s", rd_kafka_err2name(rerr));
+    rd_kafka_queue_destroy(q);
+}
+
+/* Closes the group membership, serving its rebalance callbacks, until deadline. A dynamic
+ * member's LeaveGroup waits behind a JoinGroup the coordinator holds for a rebalance round
+ * (the broker answers one request per connection at a time), so the close can take as long
+ * as the round; past the deadline the member is simply gone, and the group drops it after
+ * session.timeout.ms, as after a crash. */
+static void loop_close(struct consumer *c, int64_t deadline)
+{
+    rd_kafka_queue_t *q = rd_kafka_queue_new(c->rk);
+    rd_kafka_error_t *error = rd_kafka_consumer_close_queue(c->rk, q);
+
+    if (error != NULL) {
+        if (!c->fenced)
+            log_warn("consumer_close_failed", "error=%s", rd_kafka_error_name(error));
+        rd_kafka_error_destroy(error);
+    } else {
+        while (!rd_kafka_consumer_closed(c->rk)) {
+            int64_t left = deadline - clock_mono_ms();
+            if (left <= 0)
+                break;
+            rd_kafka_queue_poll_callback(q, left < 100 ? (int)left : 100);
+        }
+    }
+    c->closed = rd_kafka_consumer_closed(c->rk);
+    if (!c->closed && error == NULL)
+        log_warn("consumer_close_timeout",
+                 "note=\"the group is rebalancing; it drops this member after "
+                 "session.timeout.ms\"");
+    rd_kafka_queue_destroy(q);
+}
+
+/* SIGTERM: finish the batch, store, commit, close the membership, each step bounded so that
+ * the whole fits LOOP_SHUTDOWN_MS (and the guard's CONSUMER_STOP_MS, counted from the
+ * signal) whatever the group's state. */
+static void loop_shutdown(struct consumer *c)
+{
+    int64_t t0 = clock_mono_ms();
+    int64_t deadline = t0 + LOOP_SHUTDOWN_MS;
+    rd_kafka_resp_err_t rerr;
+
+    loop_guard_arm();
     notify_send("STOPPING=1");
     log_info("shutdown_begin", "batch=%zu", c->batch.n);
-    while (c->batch.n > 0 && clock_mono_ms() < deadline) {
+    /* Only while the database answers: a call to a database that is away may block for a
+     * whole connect_timeout, and the unfinished batch is delivered again anyway. */
+    while (c->batch.n > 0 && c->db_ok && clock_mono_ms() < t0 + LOOP_SHUTDOWN_BATCH_MS) {
         if (batch_flush(c, 1000) == FLUSH_DONE)
             break;
         /* Fetch nothing more; keep serving the group while we wait. */
@@ -570,24 +732,44 @@ static void loop_shutdown(struct consumer *c)
         log_warn("shutdown_batch_unfinished",
                  "batch=%zu note=\"offsets not stored: these messages are delivered again\"",
                  c->batch.n);
-    rerr = rd_kafka_commit(c->rk, NULL, 0);
-    if (rerr != RD_KAFKA_RESP_ERR_NO_ERROR && rerr != RD_KAFKA_RESP_ERR__NO_OFFSET)
-        log_warn("final_commit_failed", "error=%s", rd_kafka_err2name(rerr));
-    /* Leaves the group: the revoke callback runs once more (nothing left). */
-    rerr = rd_kafka_consumer_close(c->rk);
-    if (rerr != RD_KAFKA_RESP_ERR_NO_ERROR)
-        log_warn("consumer_close_failed", "error=%s", rd_kafka_err2name(rerr));
-    relay_stop(c);
-    rerr = rd_kafka_flush(c->producer, 5000);
+    loop_commit_final(c, clock_mono_ms() + LOOP_SHUTDOWN_COMMIT_MS);
+    /* The revoke callback runs once more (nothing left to flush). A static member sends no
+     * LeaveGroup: its partitions wait for it to come back, up to session.timeout.ms. */
+    loop_close(c, t0 + LOOP_SHUTDOWN_CLOSE_MS);
+    if (!relay_stop(c, t0 + LOOP_SHUTDOWN_RELAY_MS))
+        c->abandon = true;
+    /* Destroying a handle whose close did not finish waits for the same round again
+     * (librdkafka waits for the JoinGroup answer): the process's exit ends it instead. */
+    if (!c->closed)
+        c->abandon = true;
+    {
+        int64_t left = deadline - clock_mono_ms();
+        rerr = rd_kafka_flush(c->producer, left > 0 ? (int)left : 0);
+    }
+    /* Unacknowledged re-schedules and dead letters: their source offsets were not stored,
+     * so the messages come again. consumer_free purges them. */
     if (rerr != RD_KAFKA_RESP_ERR_NO_ERROR)
         log_warn("producer_flush_failed", "error=%s", rd_kafka_err2name(rerr));
+    log_info("shutdown_done", "ms=%" PRId64 " closed=%d", clock_mono_ms() - t0, c->closed);
+    /* What is left to do fits the guard: destroying handles that are closed and flushed. */
 }
 
 int consumer_run(struct consumer *c)
 {
     struct og_error err = {0};
+    uint64_t watchdog_us = notify_watchdog_interval_us();
     char q[600];
 
+    /* systemd asks for a ping every half of WatchdogSec; we ping more often than that, at
+     * most every CONSUMER_WATCHDOG_EVERY_MS, so the gaps are the blocking steps alone. */
+    if (watchdog_us > 0) {
+        c->watchdog_every_ms = (int64_t)(watchdog_us / 1000);
+        if (c->watchdog_every_ms > CONSUMER_WATCHDOG_EVERY_MS)
+            c->watchdog_every_ms = CONSUMER_WATCHDOG_EVERY_MS;
+        if (c->watchdog_every_ms < 1)
+            c->watchdog_every_ms = 1;
+    }
+    consumer_watchdog(c);
     if (db_connect(c->db, &err) == OG_OK) {
         c->db_ok = true;
         log_info("db_connected", NULL);
@@ -601,6 +783,7 @@ int consumer_run(struct consumer *c)
     }
     if (loop_subscribe(c) != 0)
         return 1;
+    loop_guard_start();
     notify_send("READY=1");
     while (!signals_stop && !c->fatal) {
         int64_t now = clock_mono_ms();
@@ -610,6 +793,7 @@ int consumer_run(struct consumer *c)
         if (!c->stalled)
             loop_resume_due(c, now_wall);
         m = rd_kafka_consumer_poll(c->rk, loop_timeout(c, now, now_wall));
+        consumer_watchdog(c);
         if (m != NULL) {
             loop_message(c, m);
             rd_kafka_message_destroy(m);
@@ -626,8 +810,8 @@ int consumer_run(struct consumer *c)
         }
         loop_periodic(c, now);
     }
-    if (c->fatal)
+    if (c->fatal && !c->fenced)
         log_error("consumer_fatal", "note=\"stopping; offsets of unfinished work are not stored\"");
     loop_shutdown(c);
-    return c->fatal ? 1 : 0;
+    return c->fenced ? 2 : c->fatal ? 1 : 0;
 }

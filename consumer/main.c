@@ -1,11 +1,13 @@
 /* ordergate-consumer: command line, configuration, exit status.
  *
  * Exit status: 0 stopped cleanly (SIGTERM/SIGINT, or --check-config/--help/
- * --version), 1 runtime failure, 2 bad usage or configuration. */
+ * --version), 1 runtime failure, 2 bad usage or configuration (also: the
+ * broker fenced our group.instance.id, which another instance uses too). */
 #include <librdkafka/rdkafka.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/cfg.h"
 #include "common/db.h"
@@ -34,6 +36,10 @@ static void usage(FILE *out)
             "                         ORDERGATE_BROKERS, else localhost:9092).\n"
             "  --topics A,B           delay topics to consume (kafka.topics).\n"
             "  --group ID             consumer group id (kafka.group).\n"
+            "  --group-instance-id ID  static group membership (kafka.group_instance_id):\n"
+            "                         a restarted instance gets its partitions back at once.\n"
+            "                         Default: HOSTNAME-$ORDERGATE_INSTANCE when that is set,\n"
+            "                         else dynamic membership. One id per running instance.\n"
             "  --batch-size N         most orders per claim statement, 1..10000\n"
             "                         (consumer.batch_size).\n"
             "  --metrics-listen ADDR:PORT  HTTP endpoint for /metrics, /healthz, /readyz\n"
@@ -48,7 +54,8 @@ static void usage(FILE *out)
             "\n"
             "Signals: SIGTERM or SIGINT finishes the batch in hand, stores and commits its\n"
             "offsets, leaves the group and exits 0; a second signal exits at once.\n"
-            "Exit status: 0 clean stop, 1 runtime failure, 2 bad usage or configuration.\n");
+            "Exit status: 0 clean stop, 1 runtime failure, 2 bad usage or configuration\n"
+            "(also when another instance runs with the same group instance id).\n");
 }
 
 int main(int argc, char **argv)
@@ -120,6 +127,13 @@ int main(int argc, char **argv)
              rd_kafka_version_str(), cfg.batch_size, cfg.linger_ms);
     status = consumer_run(c);
     log_info("stopped", "status=%d", status);
+    if (c->abandon) {
+        /* The group membership or the relay thread did not stop in time (loop_shutdown):
+         * taking them down would wait again, and the relay may still use c and cfg. The
+         * process's exit ends them; nothing is lost (offsets follow the database commit). */
+        fflush(NULL);
+        _exit(status);
+    }
     goto out;
 report:
     opt_error_print(PROG, &cfg, &err);

@@ -2,6 +2,7 @@
  * (at once again while steps come back full), on a database connection and
  * an idempotent producer of its own, so a slow step never delays the
  * consume loop. At least once: see common/outbox.h. */
+#define _GNU_SOURCE /* pthread_timedjoin_np */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,7 +82,9 @@ static void *relay_main(void *arg)
     return NULL;
 }
 
-static void relay_destroy(struct relay *r)
+/* flush_ms bounds the wait for messages still unacknowledged: a step marks its rows
+ * published only after every report, so what is dropped here is published again. */
+static void relay_destroy(struct relay *r, int flush_ms)
 {
     if (r == NULL)
         return;
@@ -89,7 +92,8 @@ static void relay_destroy(struct relay *r)
      * report writes into the relay's memory. */
     outbox_relay_free(r->relay);
     if (r->producer != NULL) {
-        rd_kafka_flush(r->producer, 5000);
+        rd_kafka_flush(r->producer, flush_ms);
+        rd_kafka_purge(r->producer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
         rd_kafka_destroy(r->producer);
     }
     db_free(r->db);
@@ -128,16 +132,37 @@ enum og_status relay_start(struct consumer *c, struct og_error *err)
     c->relay = r;
     return OG_OK;
 fail:
-    relay_destroy(r);
+    relay_destroy(r, 0);
     return st;
 }
 
-void relay_stop(struct consumer *c)
+bool relay_stop(struct consumer *c, int64_t deadline_ms)
 {
+    struct timespec until;
+    int64_t left;
+
     if (c->relay == NULL)
-        return;
+        return true;
     c->relay->stop = 1;
-    pthread_join(c->relay->thread, NULL);
-    relay_destroy(c->relay);
+    /* A step in flight ends at its next database answer or delivery report; each of them is
+     * bounded, but not necessarily by our deadline. */
+    clock_gettime(CLOCK_REALTIME, &until);
+    left = deadline_ms - clock_mono_ms();
+    left = left > 0 ? left : 0;
+    until.tv_sec += (time_t)(left / 1000);
+    until.tv_nsec += (long)(left % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    if (pthread_timedjoin_np(c->relay->thread, NULL, &until) != 0) {
+        log_warn(
+            "outbox_relay_stop_timeout",
+            "note=\"a step is still in flight; its rows stay unpublished and are sent again\"");
+        return false;
+    }
+    left = deadline_ms - clock_mono_ms();
+    relay_destroy(c->relay, left > 0 ? (int)left : 0);
     c->relay = NULL;
+    return true;
 }

@@ -178,7 +178,7 @@ for f, d in objs:
 cms = {d["metadata"]["name"]: d for d in by_kind.get("ConfigMap", [])}
 secrets = {d["metadata"]["name"]: d for d in by_kind.get("Secret", [])}
 def pod_specs():
-    for d in by_kind.get("Deployment", []) + by_kind.get("Job", []):
+    for d in by_kind.get("Deployment", []) + by_kind.get("StatefulSet", []) + by_kind.get("Job", []):
         yield d["metadata"]["name"], d["spec"]["template"]["spec"], d
     for d in by_kind.get("CronJob", []):
         yield d["metadata"]["name"], d["spec"]["jobTemplate"]["spec"]["template"]["spec"], d
@@ -203,23 +203,31 @@ for name, spec, _ in pod_specs():
             for it in v["secret"].get("items", []):
                 if it["key"] not in keys: probs.append(f"Secret key {it['key']} missing")
     check(not probs, f"k8s {name}: non-root, read-only, limits, volumes resolve", ", ".join(probs))
-for d in by_kind.get("Deployment", []):
+for d in by_kind.get("Deployment", []) + by_kind.get("StatefulSet", []):
     sel = d["spec"]["selector"]["matchLabels"]
     tl = d["spec"]["template"]["metadata"]["labels"]
-    check(all(tl.get(k) == v for k, v in sel.items()), f"k8s Deployment {d['metadata']['name']}: selector matches its pods")
+    check(all(tl.get(k) == v for k, v in sel.items()), f"k8s {d['kind']} {d['metadata']['name']}: selector matches its pods")
     c = d["spec"]["template"]["spec"]["containers"][0]
     ports = {p["name"] for p in c.get("ports", [])}
     check(c.get("livenessProbe", {}).get("httpGet", {}).get("path") == "/healthz"
           and c.get("readinessProbe", {}).get("httpGet", {}).get("path") == "/readyz"
           and c["livenessProbe"]["httpGet"]["port"] in ports,
-          f"k8s Deployment {d['metadata']['name']}: /healthz liveness, /readyz readiness on a declared port")
+          f"k8s {d['kind']} {d['metadata']['name']}: /healthz liveness, /readyz readiness on a declared port")
     check("preStop" in c.get("lifecycle", {}) and d["spec"]["template"]["spec"].get("terminationGracePeriodSeconds", 0) >= 30,
-          f"k8s Deployment {d['metadata']['name']}: preStop and a termination grace period")
+          f"k8s {d['kind']} {d['metadata']['name']}: preStop and a termination grace period")
     for other in by_kind.get("PodDisruptionBudget", []) + by_kind.get("Service", []):
         osel = other["spec"]["selector"]
         osel = osel.get("matchLabels", osel)
         check(all(tl.get(k) == v for k, v in osel.items()),
               f"k8s {other['kind']} {other['metadata']['name']}: selector matches the consumer pods")
+# Static group membership: the consumer pods have stable names and pass them as instance ids.
+for d in by_kind.get("StatefulSet", []):
+    c = d["spec"]["template"]["spec"]["containers"][0]
+    args = c.get("args", [])
+    env = {e["name"]: e for e in c.get("env", [])}
+    check("--group-instance-id" in args and args[args.index("--group-instance-id") + 1] == "$(POD_NAME)"
+          and env.get("POD_NAME", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "metadata.name",
+          f"k8s StatefulSet {d['metadata']['name']}: the pod name is the group instance id")
 for d in by_kind.get("CronJob", []):
     s = d["spec"]
     check(s.get("concurrencyPolicy") == "Forbid" and isinstance(s.get("startingDeadlineSeconds"), int),

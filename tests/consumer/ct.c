@@ -32,6 +32,7 @@
 #define CT_HTTP_TIMEOUT_MS 10000
 
 const char *ct_brokers_override;
+const char *ct_db_override;
 
 /* What a failed test must not leave behind: its consumers and its database.
  * A failure leaves the test function by longjmp, so ct_cleanup (the tests'
@@ -69,9 +70,8 @@ void ct_create_topic(const char *topic, int partitions)
 void ct_setup(struct ct *t, const char *tag, int partitions, unsigned flags)
 {
     static const char *const outbox_kinds[] = {"events", "refunds", "alerts"};
-    char errstr[256], base[96];
+    char errstr[256], *base = t->base;
     rd_kafka_conf_t *conf;
-    FILE *f;
 
     memset(t, 0, sizeof(*t));
     snprintf(t->tag, sizeof(t->tag), "%s", tag);
@@ -79,7 +79,7 @@ void ct_setup(struct ct *t, const char *tag, int partitions, unsigned flags)
     testdb_create(&t->db, tag);
     t->conn = testdb_connect(&t->db);
     testdb_exec(t->conn, "SELECT ordergate.add_stock('sku-1', 1000000)");
-    testutil_unique(base, sizeof(base), tag);
+    testutil_unique(t->base, sizeof(t->base), tag);
     snprintf(t->topic, sizeof(t->topic), "og.%s.cancel.a", base);
     snprintf(t->topic2, sizeof(t->topic2), "og.%s.cancel.b", base);
     snprintf(t->dlq, sizeof(t->dlq), "og.%s.dlq", base);
@@ -106,6 +106,16 @@ void ct_setup(struct ct *t, const char *tag, int partitions, unsigned flags)
 
     snprintf(t->config, sizeof(t->config), "%s/tests/consumer/%s.%d.conf", OG_BINARY_DIR, tag,
              (int)getpid());
+    t->payments_on = (flags & CT_PAYMENTS) != 0;
+    /* A killed member leaves the group after 4 s, not 10. */
+    ct_write_config(t, "\"session.timeout.ms=4000\", \"heartbeat.interval.ms=500\"");
+}
+
+void ct_write_config(struct ct *t, const char *props)
+{
+    const char *base = t->base;
+    FILE *f;
+
     f = fopen(t->config, "w");
     assert_non_null(f);
     /* Short retries and backoffs so outages are ridden out within a test. */
@@ -116,9 +126,8 @@ void ct_setup(struct ct *t, const char *tag, int partitions, unsigned flags)
             "outbox = { interval_ms = 100; topic = \"og.%s.events\"; refund_topic = "
             "\"og.%s.refunds\"; alert_topic = \"og.%s.alerts\"; };\n"
             "kafka = { dead_letter_topic = \"%s\"; payments_topic = \"%s\";\n"
-            /* A killed member leaves the group after 4 s, not 45. */
-            "  properties = [\"session.timeout.ms=4000\", \"heartbeat.interval.ms=500\"]; };\n",
-            base, base, base, t->dlq, (flags & CT_PAYMENTS) ? t->payments : "");
+            "  properties = [%s]; };\n",
+            base, base, base, t->dlq, t->payments_on ? t->payments : "", props);
     fclose(f);
 }
 
@@ -216,7 +225,7 @@ void ct_spawn(struct ct *t, struct ct_proc *p, const char *name, const char *top
     snprintf(p->log, sizeof(p->log), "%s/tests/consumer/%s.%s.%d.log", OG_BINARY_DIR, t->tag, name,
              (int)getpid());
     p->status = -1;
-    snprintf(db, sizeof(db), "%s", t->db.conninfo);
+    snprintf(db, sizeof(db), "%s", ct_db_override != NULL ? ct_db_override : t->db.conninfo);
     argv[argc++] = bin;
     argv[argc++] = "--config";
     argv[argc++] = t->config;
@@ -424,6 +433,32 @@ int64_t ct_end_offset(const char *topic, int partition)
         fail_msg("watermarks %s/%d: %s", topic, partition, rd_kafka_err2str(err));
     rd_kafka_destroy(rk);
     return hi;
+}
+
+const char *ct_group_state(const char *group)
+{
+    rd_kafka_t *rk = ct_group_handle("og-describe");
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    const char *groups[1] = {group};
+    rd_kafka_event_t *ev;
+    const rd_kafka_DescribeConsumerGroups_result_t *res;
+    const rd_kafka_ConsumerGroupDescription_t **descs;
+    size_t n = 0;
+    const char *state = "?";
+
+    rd_kafka_DescribeConsumerGroups(rk, groups, 1, NULL, q);
+    ev = rd_kafka_queue_poll(q, 10000);
+    if (ev == NULL)
+        fail_msg("describe group %s: no answer within 10 s", group);
+    res = rd_kafka_event_DescribeConsumerGroups_result(ev);
+    descs = res != NULL ? rd_kafka_DescribeConsumerGroups_result_groups(res, &n) : NULL;
+    if (n == 1)
+        state =
+            rd_kafka_consumer_group_state_name(rd_kafka_ConsumerGroupDescription_state(descs[0]));
+    rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+    return state; /* a constant string of librdkafka's */
 }
 
 int ct_consume_all(const char *topic, int partition, ct_msg_fn fn, void *arg, long timeout_ms)

@@ -19,12 +19,14 @@ struct ct {
     struct testdb db;
     PGconn *conn;
     char tag[32];
+    char base[96];    /* unique part of the names of the topics and the group */
     char topic[128];  /* first delay topic */
     char topic2[128]; /* second delay topic */
     char dlq[128];    /* dead-letter topic */
     char payments[128];
     char group[128];
     char config[256]; /* config file written for the consumer */
+    bool payments_on; /* the config names the payments topic (CT_PAYMENTS) */
     rd_kafka_t *producer;
 };
 
@@ -37,6 +39,8 @@ struct ct_proc {
 /* When set, every helper (and the spawned consumer) uses these brokers
  * instead of ORDERGATE_BROKERS: a librdkafka mock cluster. */
 extern const char *ct_brokers_override;
+/* When set, the spawned consumer's --db instead of the test database. */
+extern const char *ct_db_override;
 
 /* ct_setup flags */
 #define CT_PAYMENTS 1u /* the consumer also reads the payments topic */
@@ -45,6 +49,9 @@ extern const char *ct_brokers_override;
  * writes a consumer config file with short retry and poll settings. */
 void ct_setup(struct ct *t, const char *tag, int partitions, unsigned flags);
 void ct_teardown(struct ct *t);
+/* Writes the consumer config file again with these kafka.properties (the inside of the
+ * libconfig list, e.g. "\"session.timeout.ms=30000\""); consumers spawned afterwards read it. */
+void ct_write_config(struct ct *t, const char *props);
 /* cmocka teardown for every test that spawns consumers: kills the ones
  * still running and tears down the ct of a test that failed half-way. */
 int ct_cleanup(void **state);
@@ -92,6 +99,9 @@ long ct_scalar(struct ct *t, const char *sql);
 
 /* The group's committed offset for topic/partition (-1001 when none). */
 int64_t ct_committed(const char *group, const char *topic, int partition);
+/* The group's state as the coordinator describes it ("Stable", "PreparingRebalance",
+ * "CompletingRebalance", "Empty", "Dead"). */
+const char *ct_group_state(const char *group);
 /* The end (high watermark) offset of topic/partition. */
 int64_t ct_end_offset(const char *topic, int partition);
 

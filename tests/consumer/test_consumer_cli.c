@@ -142,6 +142,9 @@ static void test_bad_usage(void **state)
                 "dead-letter or payments topic");
     usage_error((const char *const[]){"--config", "/nonexistent/ordergate.conf", NULL},
                 "cannot open");
+    usage_error((const char *const[]){"--group-instance-id", "host a", NULL},
+                "ordergate-consumer: --group-instance-id: kafka.group_instance_id: 'host a' is "
+                "not a valid group instance id");
 }
 
 static void test_check_config(void **state)

@@ -25,3 +25,11 @@ og_consumer_test(consumer_cli LABELS unit TIMEOUT 60)
 # The broker goes down and comes back: librdkafka's mock cluster inside the test, so the
 # shared broker stays up for the other tests. Needs only PostgreSQL.
 og_consumer_test(consumer_broker LABELS db FIXTURES db TIMEOUT 120)
+# Static group membership: a restart under the same instance id, two instances with one id.
+og_consumer_test(consumer_static LABELS kafka FIXTURES db kafka TIMEOUT 150)
+# SIGTERM while the group rebalances: out within 10 s, no offset past unclaimed work.
+og_consumer_test(consumer_shutdown LABELS kafka FIXTURES db kafka TIMEOUT 150)
+# The systemd watchdog while the database never answers: pings stay within WatchdogSec/2.
+og_consumer_test(consumer_watchdog LABELS kafka FIXTURES db kafka TIMEOUT 120)
+# The takeover drill: SIGKILL and immediate restart of static members while orders fall due.
+og_consumer_test(consumer_takeover LABELS kafka FIXTURES db kafka TIMEOUT 150)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -97,12 +98,70 @@ static void test_reserved_refused_for_both_roles(void **state)
     cfg_free(&cfg);
 }
 
+/* Static membership: the setting, else host name and ORDERGATE_INSTANCE, else none. */
+static void test_group_instance_id(void **state)
+{
+    struct og_config cfg;
+    struct og_error err = {0};
+    rd_kafka_conf_t *conf = NULL;
+    char v[300], host[256], want[300];
+    size_t size = sizeof(v);
+
+    (void)state;
+    unsetenv("ORDERGATE_INSTANCE");
+    config_with(&cfg, (const char *[]){NULL});
+    assert_int_equal(kafka_conf_new(&cfg, KAFKA_ROLE_CONSUMER, NULL, &conf, &err), OG_OK);
+    /* Dynamic: never set (librdkafka reports an unset string property as invalid). */
+    assert_int_not_equal(rd_kafka_conf_get(conf, "group.instance.id", v, &size), RD_KAFKA_CONF_OK);
+    conf_get(conf, "session.timeout.ms", v, sizeof(v));
+    assert_string_equal(v, "10000");
+    rd_kafka_conf_destroy(conf);
+
+    setenv("ORDERGATE_INSTANCE", "b", 1);
+    assert_int_equal(gethostname(host, sizeof(host)), 0);
+    snprintf(want, sizeof(want), "%s-b", host);
+    assert_int_equal(kafka_conf_new(&cfg, KAFKA_ROLE_CONSUMER, NULL, &conf, &err), OG_OK);
+    conf_get(conf, "group.instance.id", v, sizeof(v));
+    assert_string_equal(v, want);
+    rd_kafka_conf_destroy(conf);
+    /* Producers are not group members. */
+    assert_int_equal(kafka_conf_new(&cfg, KAFKA_ROLE_PRODUCER, NULL, &conf, &err), OG_OK);
+    size = sizeof(v);
+    assert_int_not_equal(rd_kafka_conf_get(conf, "group.instance.id", v, &size), RD_KAFKA_CONF_OK);
+    rd_kafka_conf_destroy(conf);
+
+    setenv("ORDERGATE_INSTANCE", "a/b", 1);
+    assert_int_equal(kafka_conf_new(&cfg, KAFKA_ROLE_CONSUMER, NULL, &conf, &err), OG_ERR_CONFIG);
+    assert_null(conf);
+    assert_non_null(strstr(err.msg, "ORDERGATE_INSTANCE"));
+
+    /* The setting wins over the environment. */
+    assert_int_equal(cfg_set(&cfg, "kafka.group_instance_id", "shop-consumer-1", &err), OG_OK);
+    assert_int_equal(kafka_conf_new(&cfg, KAFKA_ROLE_CONSUMER, NULL, &conf, &err), OG_OK);
+    conf_get(conf, "group.instance.id", v, sizeof(v));
+    assert_string_equal(v, "shop-consumer-1");
+    rd_kafka_conf_destroy(conf);
+    unsetenv("ORDERGATE_INSTANCE");
+
+    assert_int_equal(cfg_set(&cfg, "kafka.group_instance_id", "no spaces", &err), OG_OK);
+    assert_int_equal(kafka_conf_new(&cfg, KAFKA_ROLE_CONSUMER, NULL, &conf, &err), OG_ERR_CONFIG);
+    assert_string_equal(err.setting, "kafka.group_instance_id");
+    cfg_free(&cfg);
+
+    /* Only through the setting, never kafka.properties. */
+    config_with(&cfg, (const char *[]){"group.instance.id=x", NULL});
+    assert_int_equal(kafka_conf_new(&cfg, KAFKA_ROLE_CONSUMER, NULL, &conf, &err), OG_ERR_CONFIG);
+    assert_non_null(strstr(err.msg, "use kafka.group_instance_id"));
+    cfg_free(&cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roles),
         cmocka_unit_test(test_handles_get_their_share),
         cmocka_unit_test(test_reserved_refused_for_both_roles),
+        cmocka_unit_test(test_group_instance_id),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -157,16 +157,13 @@ struct outbox_relay *outbox_relay_new(struct db *db, rd_kafka_t *producer,
     relay->topics[OUTBOX_ROUTE_REFUNDS] = strdup(outbox_topic_for(cfg, "refund_requested"));
     relay->topics[OUTBOX_ROUTE_ALERTS] = strdup(outbox_topic_for(cfg, "reconciliation_alert"));
     {
+        /* Only cancel_scheduled events need the levels, and only when the database schedules
+         * cancels (schema setting schedule_cancels): delay topics without levels are fine
+         * until such an event comes; then the step fails with this reason
+         * (outbox_delay_topic). */
         struct og_error lerr = {0};
-        if (delay_levels_parse(cfg, &relay->levels, &lerr) != OG_OK) {
-            char q[600];
+        if (delay_levels_parse(cfg, &relay->levels, &lerr) != OG_OK)
             snprintf(relay->levels_err, sizeof(relay->levels_err), "%s", lerr.msg);
-            /* Loud but not fatal: only cancel_scheduled events need the
-             * levels, and only when the database schedules cancels. */
-            log_error("outbox_delay_levels_invalid",
-                      "error=%s effect=\"cancel_scheduled events cannot be published\"",
-                      log_quote(q, sizeof(q), lerr.msg));
-        }
     }
     relay->batch_size = cfg->outbox_batch > 0 ? cfg->outbox_batch : 500;
     relay->timeout_ms = OUTBOX_DEFAULT_TIMEOUT_MS;

@@ -435,7 +435,7 @@ static int drill_find_bin(const struct drill *d, const char *name, const char *s
 /* The children read config files written for this drill: the database and
  * brokers of the drill, its own topics and group, no HTTP endpoint. Each
  * consumer slot gets its own file with a static group membership
- * (group.instance.id): a consumer killed and restarted in the same slot takes
+ * (kafka.group_instance_id): a consumer killed and restarted in the same slot takes
  * its partitions back at once instead of waiting for the group to time the
  * dead member out. slot -1 is the scanner's file. */
 static int drill_write_config(struct drill *d, int slot)
@@ -456,12 +456,13 @@ static int drill_write_config(struct drill *d, int slot)
             c->db_password_file);
     fprintf(f,
             "kafka: { brokers = \"%s\"; topics = \"%s\"; group = \"%s\"; "
-            "dead_letter_topic = \"%s\";\n  properties = [",
+            "dead_letter_topic = \"%s\";\n",
             c->brokers, d->topic, d->group, d->dlq_topic);
-    for (size_t i = 0; i < c->kafka_props_n; i++)
-        fprintf(f, "\"%s\", ", c->kafka_props[i]);
     if (slot >= 0)
-        fprintf(f, "\"group.instance.id=%s-%d\", \"session.timeout.ms=10000\"", d->group, slot);
+        fprintf(f, "  group_instance_id = \"%s-%d\";\n", d->group, slot);
+    fprintf(f, "  properties = [");
+    for (size_t i = 0; i < c->kafka_props_n; i++)
+        fprintf(f, "%s\"%s\"", i ? ", " : "", c->kafka_props[i]);
     fprintf(f, "]; };\n");
     fprintf(f, "consumer: { batch_size = %d; linger_ms = %d; metrics_listen = \"\"; };\n",
             c->batch_size, c->linger_ms);

@@ -8,6 +8,9 @@
 #   deploy/local/services.sh status   say what runs (exit 0 when all selected services run, 3 if not)
 #   deploy/local/services.sh down     stop both and remove the state directory
 #   deploy/local/services.sh fetch    only resolve and cache the Kafka jars
+#   deploy/local/services.sh fetch-pom POM NAME
+#                                     resolve and cache POM's runtime jars in the cache folder NAME
+#                                     (e.g. examples/mall's JDBC driver); print their directory
 #
 # Environment:
 #   ORDERGATE_STATE_DIR   state (data, sockets, logs, pid files); default .local/ at the repo root
@@ -338,38 +341,55 @@ pg_exports() {
 }
 
 # ---------------------------------------------------------------------------------------------
-# Kafka
+# Jars from the Maven repository (Kafka's; examples/mall's JDBC driver)
 # ---------------------------------------------------------------------------------------------
 
-# Resolve kafka_2.13 and its runtime dependencies (plus the slf4j binding the Kafka distribution
-# adds) from the Maven repository into the cache, once. The marker is written only after a
-# complete copy, so an interrupted fetch is redone rather than leaving a half-filled classpath.
-kafka_fetch() {
-    local base=$CACHE_DIR/kafka-$KAFKA_VERSION
+# Resolve the runtime dependencies of a POM from the Maven repository into a cache folder, once:
+#   pom_fetch LABEL POM BASE CHECK_JAR [mvn -D options...]
+# copies them into BASE/libs. The marker BASE/libs.complete is written only after a complete copy,
+# so an interrupted fetch is redone rather than leaving a half-filled classpath. CHECK_JAR (a file
+# name, or "" for "at least one jar") must be among them.
+pom_fetch() {
+    local label=$1 pom=$2 base=$3 check=$4
+    shift 4
     [[ -f $base/libs.complete ]] && return 0
     command -v mvn >/dev/null || die "mvn not found (Debian: apt-get install maven)"
+    [[ -f $pom ]] || die "$label: no POM at $pom"
     mkdir -p "$base"
     (
         # Concurrent first runs (several state dirs) would otherwise copy into the same folder.
         exec 8>"$base/.lock"
-        flock -w 900 8 || die "kafka: timed out waiting for another fetch"
+        flock -w 900 8 || die "$label: timed out waiting for another fetch"
         [[ -f $base/libs.complete ]] && exit 0
-        log "kafka: fetching kafka_2.13 $KAFKA_VERSION and its runtime dependencies into $base/libs"
+        log "$label: fetching the runtime dependencies of $pom into $base/libs"
         rm -rf "$base/libs" "$base/libs.tmp"
         # mvn's output goes to a file (shown on failure): even with -q, Debian's Maven 3.8 prints
         # bare terminal colour codes.
-        if ! mvn -B -q -f "$SCRIPT_DIR/pom.xml" dependency:copy-dependencies \
-            -Dkafka.version="$KAFKA_VERSION" -DoutputDirectory="$base/libs.tmp" \
-            -DincludeScope=runtime </dev/null >"$base/mvn.log" 2>&1 8>&- 9>&-; then
+        if ! mvn -B -q -f "$pom" dependency:copy-dependencies "$@" \
+            -DoutputDirectory="$base/libs.tmp" -DincludeScope=runtime \
+            </dev/null >"$base/mvn.log" 2>&1 8>&- 9>&-; then
             sed 's/\x1b\[[0-9;]*m//g' "$base/mvn.log" | tail -n 40 >&2
-            die "kafka: mvn could not resolve kafka_2.13 $KAFKA_VERSION (log: $base/mvn.log)"
+            die "$label: mvn could not resolve the dependencies of $pom (log: $base/mvn.log)"
         fi
-        [[ -f $base/libs.tmp/kafka_2.13-$KAFKA_VERSION.jar ]] ||
-            die "kafka: kafka_2.13-$KAFKA_VERSION.jar missing after mvn"
+        if [[ -n $check ]]; then
+            [[ -f $base/libs.tmp/$check ]] || die "$label: $check missing after mvn"
+        else
+            compgen -G "$base/libs.tmp/*.jar" >/dev/null || die "$label: no jar after mvn"
+        fi
         mv "$base/libs.tmp" "$base/libs"
         touch "$base/libs.complete"
-        log "kafka: cached $(find "$base/libs" -name '*.jar' | wc -l) jars"
+        log "$label: cached $(find "$base/libs" -name '*.jar' | wc -l) jars"
     )
+}
+
+# ---------------------------------------------------------------------------------------------
+# Kafka
+# ---------------------------------------------------------------------------------------------
+
+# kafka_2.13 and its runtime dependencies (plus the slf4j binding the Kafka distribution adds).
+kafka_fetch() {
+    pom_fetch kafka "$SCRIPT_DIR/pom.xml" "$CACHE_DIR/kafka-$KAFKA_VERSION" \
+        "kafka_2.13-$KAFKA_VERSION.jar" -Dkafka.version="$KAFKA_VERSION"
 }
 
 kafka_port() { cat "$KAFKA_DIR/port" 2>/dev/null || true; }
@@ -625,6 +645,13 @@ case ${1:-} in
     fetch)
         kafka_fetch
         log "kafka: $(find "$KAFKA_LIBS" -name '*.jar' | wc -l) jars in $KAFKA_LIBS"
+        ;;
+    fetch-pom)
+        [[ $# -eq 3 && -n $2 && $3 =~ ^[A-Za-z0-9._-]+$ ]] ||
+            die "usage: $0 fetch-pom POM NAME (NAME: letters, digits, . _ -)"
+        pom=$(realpath -- "$2")
+        pom_fetch "$3" "$pom" "$CACHE_DIR/$3" ""
+        echo "$CACHE_DIR/$3/libs"
         ;;
     -h | --help | help) usage 0 ;;
     *) usage 2 ;;

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# examples/mall/run.sh: the whole example in one command. A database of its own with ordergate
+# (ordergatectl migrate), the shop's tables (schema.sql) and hooks (hooks.sql); then a race: the
+# Python and the Java order service place orders with short payment windows on a few hot SKUs,
+# then both apply payment callbacks (on time, late, delivered twice, paid twice, wrong amount,
+# for an unknown order) and manual closes while ordergate-scanner cancels overdue orders every
+# second; at the end check.sql compares the shop's books with ordergate's and fails loudly on
+# any mismatch, and `ordergate-scanner --reconcile` must find nothing.
+#
+#   examples/mall/run.sh [--require-db] [BUILD_DIR]      (BUILD_DIR default: build/)
+#
+# PostgreSQL: libpq's environment (PGHOST, PGPORT, PGUSER, PGPASSWORD; a superuser that may
+# create databases and roles), as deploy/local/services.sh exports it. When nothing answers there,
+# it starts a throwaway PostgreSQL with services.sh and stops it at the end, unless --require-db
+# (what ctest passes: the test fails when the database is not there). Missing binaries in
+# BUILD_DIR are built. The JDBC driver is fetched once into ~/.cache/ordergate
+# (services.sh fetch-pom).
+#
+# Environment: MALL_ORDERS (default 240), MALL_SEED (default 1), MALL_KEEP=1 keeps the database
+# and the work folder (plan, answers, logs) for a look afterwards.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+repo=$(cd "$here/../.." && pwd -P)
+require_db=0
+if [ "${1:-}" = --require-db ]; then require_db=1; shift; fi
+[ $# -le 1 ] || { echo "usage: $0 [--require-db] [BUILD_DIR]" >&2; exit 2; }
+build=$(realpath -m -- "${1:-$repo/build}")
+orders=${MALL_ORDERS:-240}
+seed=${MALL_SEED:-1}
+[[ $orders =~ ^[0-9]+$ && $seed =~ ^[0-9]+$ ]] || { echo "mall: MALL_ORDERS and MALL_SEED must be numbers" >&2; exit 2; }
+# The services run on Debian's python3 (python3-psycopg2), whatever python3 is first on PATH.
+py=/usr/bin/python3
+t0=$(date +%s)
+step() { printf 'mall: %s (%ss)\n' "$*" "$(($(date +%s) - t0))"; }
+die() { echo "mall: error: $*" >&2; exit 1; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/ordergate-mall.XXXXXX")
+db=og_mall_$$
+scanner_pid=
+started_services=0
+db_created=0
+psql_q=(env PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1)
+
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    if [ -n "$scanner_pid" ]; then kill -TERM "$scanner_pid" 2>/dev/null || true; wait "$scanner_pid" 2>/dev/null || true; fi
+    if [ $rc -ne 0 ]; then
+        for f in "$work"/*.log; do [ -s "$f" ] && { echo "--- $(basename "$f") (last lines)"; tail -n 20 "$f"; }; done >&2
+    fi
+    if [ "${MALL_KEEP:-0}" = 1 ]; then
+        echo "mall: kept database $db and $work" >&2
+    else
+        if [ $db_created = 1 ]; then "${psql_q[@]}" -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" || true; fi
+        rm -rf "$work"
+    fi
+    if [ $started_services = 1 ]; then "$repo/deploy/local/services.sh" down || true; fi
+    exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---- PostgreSQL, binaries, the JDBC driver -------------------------------------------------
+if ! "${psql_q[@]}" -d postgres -c 'select 1' >/dev/null 2>&1; then
+    [ $require_db = 0 ] || die "cannot reach PostgreSQL (PGHOST=${PGHOST:-} PGPORT=${PGPORT:-}); run deploy/local/services.sh up"
+    step "no PostgreSQL answers: starting one (deploy/local/services.sh)"
+    export ORDERGATE_STATE_DIR=$work/services ORDERGATE_SERVICES=pg
+    started_services=1
+    exports=$("$repo/deploy/local/services.sh" up)
+    eval "$exports"
+fi
+scanner=$build/scanner/ordergate-scanner
+ctl=$build/tools/ordergatectl
+if [ ! -x "$scanner" ] || [ ! -x "$ctl" ]; then
+    step "building ordergate-scanner and ordergatectl in $build"
+    cmake -S "$repo" -B "$build" -G Ninja >/dev/null
+    cmake --build "$build" --target ordergate-scanner ordergatectl >/dev/null
+fi
+"$py" -c 'import psycopg2' 2>/dev/null || die "$py cannot import psycopg2 (Debian: apt-get install python3-psycopg2)"
+command -v javac >/dev/null || die "javac not found (Debian: apt-get install openjdk-17-jdk-headless)"
+jdbc=$("$repo/deploy/local/services.sh" fetch-pom "$here/pom.xml" "mall-jdbc-$(sha256sum "$here/pom.xml" | cut -c1-12)")
+javac -d "$work/classes" -cp "$jdbc/*" "$here/Service.java"
+java_cp="$jdbc/*:$work/classes"
+
+# ---- The database: ordergate, the shop, its hooks, the catalogue ---------------------------
+step "database $db: ordergatectl migrate, schema.sql, hooks.sql"
+"${psql_q[@]}" -d postgres -c "CREATE DATABASE $db TEMPLATE template0"
+db_created=1
+export PGDATABASE=$db
+"$ctl" migrate --db "dbname=$db" >"$work/migrate.log" 2>&1 || die "ordergatectl migrate failed (see above)"
+"${psql_q[@]}" -f "$here/schema.sql"
+"${psql_q[@]}" -f "$here/hooks.sql" >/dev/null
+"$py" "$here/race.py" --orders "$orders" --seed "$seed" --out "$work/plan"
+"${psql_q[@]}" <<EOF
+\\copy mall.pms_sku_stock (id, sku_code, price, stock) FROM '$work/plan/skus.tsv'
+INSERT INTO mall.sms_coupon (id, type, name, amount, min_point) VALUES (1, 0, '5 off', 5.00, 0);
+\\copy mall.sms_coupon_history (coupon_id, member_id) FROM '$work/plan/coupons.tsv'
+CREATE SCHEMA mall_race;
+CREATE TABLE mall_race.initial_stock AS SELECT id AS sku_id, stock FROM mall.pms_sku_stock;
+CREATE TABLE mall_race.answer (service text, action text, order_sn text, txn_no text,
+                               amount_cents bigint, outcome text, first_outcome text);
+EOF
+
+# ---- The race --------------------------------------------------------------------------------
+# The services work with exactly mall_app's privileges.
+svc_env=(env PGOPTIONS="-c role=mall_app")
+step "placing $(wc -l <"$work/plan/orders.tsv") orders: Python and Java at once"
+"${svc_env[@]}" "$py" "$here/service.py" place "$work/plan/orders.tsv" >"$work/place_py.tsv" 2>"$work/place_py.log" &
+p1=$!
+"${svc_env[@]}" java -cp "$java_cp" Service place "$work/plan/orders.tsv" >"$work/place_java.tsv" 2>"$work/place_java.log" &
+p2=$!
+wait $p1 || die "service.py place failed"
+wait $p2 || die "Service place failed"
+
+step "payments, closes and ordergate-scanner --every 1"
+"$scanner" --db "dbname=$db" --every 1 --grace 0 --batch-size 50 --pause-ms 0 >"$work/scanner.log" 2>&1 &
+scanner_pid=$!
+"${svc_env[@]}" "$py" "$here/service.py" pay "$work/plan/calls.tsv" >"$work/pay_py.tsv" 2>"$work/pay_py.log" &
+p1=$!
+"${svc_env[@]}" java -cp "$java_cp" Service pay "$work/plan/calls.tsv" >"$work/pay_java.tsv" 2>"$work/pay_java.log" &
+p2=$!
+wait $p1 || die "service.py pay failed"
+wait $p2 || die "Service pay failed"
+# Every payment window has closed by now or within seconds; the scanner sweeps the rest.
+for _ in $(seq 1 300); do
+    pending=$("${psql_q[@]}" -At -c "SELECT count(*) FROM ordergate.orders WHERE status = 'pending_payment'")
+    [ "$pending" = 0 ] && break
+    sleep 0.1
+done
+kill -TERM "$scanner_pid"
+wait "$scanner_pid" || die "ordergate-scanner --every exited with an error"
+scanner_pid=
+cat "$work/place_py.log" "$work/place_java.log" "$work/pay_py.log" "$work/pay_java.log"
+
+# ---- The check -------------------------------------------------------------------------------
+step "check: the shop's books against ordergate's"
+cat "$work"/place_*.tsv "$work"/pay_*.tsv >"$work/answers.tsv"
+"${psql_q[@]}" -c "\\copy mall_race.answer FROM '$work/answers.tsv'"
+rc=0
+"$scanner" --db "dbname=$db" --reconcile --dry-run >"$work/reconcile.log" 2>&1 || rc=$?
+[ $rc = 0 ] || { cat "$work/reconcile.log"; die "ordergate-scanner --reconcile exited $rc (3: violations)"; }
+"${psql_q[@]}" -P pager=off -f "$here/check.sql"
+step "done: the shop and ordergate agree"

@@ -189,12 +189,15 @@ $$;
 REVOKE EXECUTE ON FUNCTION mall.orders_lock(text[], int, text), mall.stock_lock(bigint[]),
     mall.hook_cancelled(text[], text), mall.hook_paid(text[], text),
     mall.hook_late_payment(text[], text) FROM PUBLIC;
+-- ordergate_owner calls the hooks by name: it needs the schema too (and nothing else of it).
+GRANT USAGE ON SCHEMA mall TO ordergate_owner;
 GRANT EXECUTE ON FUNCTION mall.hook_cancelled(text[], text), mall.hook_paid(text[], text),
     mall.hook_late_payment(text[], text) TO ordergate_owner;
 
--- Registration: ordergate_admin's call.
+-- Registration, as the installing role (a member of ordergate_admin, the only role that may
+-- call add_hook, which also sees schema mall to name the functions). Registering again answers
+-- 'exists'.
 RESET ROLE;
-SET LOCAL ROLE ordergate_admin;
 SELECT ordergate.add_hook('cancelled', 'mall.hook_cancelled(text[],text)');
 SELECT ordergate.add_hook('paid', 'mall.hook_paid(text[],text)');
 SELECT ordergate.add_hook('late_payment', 'mall.hook_late_payment(text[],text)');

@@ -37,8 +37,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * tab-separated line per call, the same columns as service.py's. File formats: race.py. Every
  * value reaches the database as a bound parameter.
  *
- * Lock order (hooks.sql): placing locks the coupon row, then the stock rows by SKU id ascending,
- * and calls ordergate.place_order last; a payment calls the gate first. A serialization failure
+ * Lock order (hooks.sql): the gate is called before any row a hook writes is locked. Placing calls
+ * ordergate.place_order first, then locks the coupon row and the stock rows by SKU id ascending; a
+ * payment calls ordergate.claim_payment first. A serialization failure
  * or deadlock (40001, 40P01) rolls the whole shop transaction back and runs it again.
  */
 public final class Service {
@@ -105,47 +106,81 @@ public final class Service {
         }
     }
 
-    /** One order: oms_order + items, stock locked, coupon used, the gate's gate-only order. */
+    /** One order: the gate's gate-only order first, then the shop's rows: the coupon used, the
+     *  stock locked, oms_order and its items. Rolled back whole unless everything is there. */
     static Result<String> placeTx(Connection c, String orderSn, long member, long couponId,
                                   TreeMap<Long, Integer> items, int deadlineMs) throws SQLException {
+        Map<Long, Line> catalogue = new HashMap<>();
+        try (PreparedStatement ps = c.prepareStatement(
+                "SELECT id, price, sku_code FROM mall.pms_sku_stock WHERE id = ANY (?)")) {
+            ps.setArray(1, c.createArrayOf("bigint", items.keySet().toArray()));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    long sku = rs.getLong(1);
+                    catalogue.put(sku, new Line(sku, items.get(sku), rs.getBigDecimal(2), rs.getString(3)));
+                }
+            }
+        }
+        if (catalogue.size() != items.size()) return new Result<>(false, "out_of_stock");  // an unknown SKU
+        BigDecimal total = BigDecimal.ZERO;
+        for (Line l : catalogue.values()) total = total.add(l.price().multiply(BigDecimal.valueOf(l.qty())));
         BigDecimal couponAmount = new BigDecimal("0.00");
-        BigDecimal minPoint = BigDecimal.ZERO;
+        if (couponId != 0) {
+            try (PreparedStatement ps = c.prepareStatement("SELECT amount, min_point FROM mall.sms_coupon WHERE id = ?")) {
+                ps.setLong(1, couponId);
+                try (ResultSet rs = ps.executeQuery()) {
+                    if (!rs.next() || total.compareTo(rs.getBigDecimal(2)) < 0)
+                        return new Result<>(false, "coupon_unavailable");
+                    couponAmount = rs.getBigDecimal(1).min(total.subtract(new BigDecimal("0.01")));
+                }
+            }
+        }
+        BigDecimal pay = total.subtract(couponAmount);
+
+        // The gate before any row a hook writes (hooks.sql, lock order). Gate-only: no items, no
+        // coupon in ordergate; the hooks keep the shop's stock and coupon in step with what
+        // ordergate decides. A repeated order_sn is 'duplicate' here, before any stock moved.
+        try (PreparedStatement ps = c.prepareStatement(
+                "SELECT ordergate.place_order(?, ?, '[]'::jsonb, NULL, now() + ? * interval '1 millisecond')")) {
+            ps.setString(1, orderSn);
+            ps.setLong(2, pay.movePointRight(2).longValueExact());
+            ps.setInt(3, deadlineMs);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                String outcome = rs.getString(1);
+                if (!"placed".equals(outcome)) return new Result<>(false, outcome);
+            }
+        }
+
+        // Then the hooks' order: the coupon row, the stock rows by SKU id ascending.
         Long historyId = null;
         if (couponId != 0) {
             try (PreparedStatement ps = c.prepareStatement(
-                    "SELECT h.id, c.amount, c.min_point"
-                    + "  FROM mall.sms_coupon_history h JOIN mall.sms_coupon c ON c.id = h.coupon_id"
-                    + " WHERE h.member_id = ? AND h.coupon_id = ? AND h.use_status = 0"
-                    + " ORDER BY h.id LIMIT 1 FOR UPDATE OF h")) {
+                    "SELECT id FROM mall.sms_coupon_history"
+                    + " WHERE member_id = ? AND coupon_id = ? AND use_status = 0"
+                    + " ORDER BY id LIMIT 1 FOR UPDATE")) {
                 ps.setLong(1, member);
                 ps.setLong(2, couponId);
                 try (ResultSet rs = ps.executeQuery()) {
                     if (!rs.next()) return new Result<>(false, "coupon_unavailable");
                     historyId = rs.getLong(1);
-                    couponAmount = rs.getBigDecimal(2);
-                    minPoint = rs.getBigDecimal(3);
                 }
             }
         }
-        List<Line> lines = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement(
                 "UPDATE mall.pms_sku_stock SET lock_stock = lock_stock + ?"
-                + " WHERE id = ? AND stock - lock_stock >= ? RETURNING price, sku_code")) {
-            for (Map.Entry<Long, Integer> it : items.entrySet()) {   // by SKU id: the lock order
+                + " WHERE id = ? AND stock - lock_stock >= ? RETURNING price")) {
+            for (Map.Entry<Long, Integer> it : items.entrySet()) {   // sorted by SKU id
                 ps.setInt(1, it.getValue());
                 ps.setLong(2, it.getKey());
                 ps.setInt(3, it.getValue());
                 try (ResultSet rs = ps.executeQuery()) {
                     if (!rs.next()) return new Result<>(false, "out_of_stock");
-                    lines.add(new Line(it.getKey(), it.getValue(), rs.getBigDecimal(1), rs.getString(2)));
+                    if (rs.getBigDecimal(1).compareTo(catalogue.get(it.getKey()).price()) != 0)
+                        return new Result<>(false, "price_changed");   // the gate's amount is stale
                 }
             }
         }
-        BigDecimal total = BigDecimal.ZERO;
-        for (Line l : lines) total = total.add(l.price().multiply(BigDecimal.valueOf(l.qty())));
-        if (couponId != 0 && total.compareTo(minPoint) < 0) return new Result<>(false, "coupon_unavailable");
-        couponAmount = couponAmount.min(total.subtract(new BigDecimal("0.01")));
-        BigDecimal pay = total.subtract(couponAmount);
         long orderId;
         try (PreparedStatement ps = c.prepareStatement(
                 "INSERT INTO mall.oms_order (member_id, coupon_id, order_sn, member_username,"
@@ -171,7 +206,8 @@ public final class Service {
                 "INSERT INTO mall.oms_order_item (order_id, order_sn, product_name, product_price,"
                 + "       product_quantity, product_sku_id, product_sku_code, coupon_amount, real_amount)"
                 + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")) {
-            for (Line l : lines) {
+            for (Long sku : items.keySet()) {
+                Line l = catalogue.get(sku);
                 BigDecimal gross = l.price().multiply(BigDecimal.valueOf(l.qty()));
                 BigDecimal share = couponAmount.multiply(gross).divide(total, 2, RoundingMode.HALF_EVEN);
                 ps.setLong(1, orderId);
@@ -196,19 +232,7 @@ public final class Service {
                 ps.executeUpdate();
             }
         }
-        // Gate-only order: no items, no coupon in ordergate; the hooks keep the shop's stock and
-        // coupon in step with ordergate's decision.
-        try (PreparedStatement ps = c.prepareStatement(
-                "SELECT ordergate.place_order(?, ?, '[]'::jsonb, NULL, now() + ? * interval '1 millisecond')")) {
-            ps.setString(1, orderSn);
-            ps.setLong(2, pay.movePointRight(2).longValueExact());
-            ps.setInt(3, deadlineMs);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                String outcome = rs.getString(1);
-                return new Result<>("placed".equals(outcome), outcome);
-            }
-        }
+        return new Result<>(true, "placed");
     }
 
     /** A payment callback: the gate decides; on 'paid' its hook already made the shop's order
@@ -276,10 +300,13 @@ public final class Service {
         return out;
     }
 
-    static int place(String path) throws IOException, SQLException {
+    static int place(String path) throws IOException, SQLException, InterruptedException {
         List<String[]> orders = tsvLines(path);
+        long start = System.nanoTime() / 1_000_000;
         try (Connection c = connect()) {
             for (String[] o : orders) {
+                long pause = start + Long.parseLong(o[6]) - System.nanoTime() / 1_000_000;
+                if (pause > 0) Thread.sleep(pause);
                 TreeMap<Long, Integer> items = new TreeMap<>();
                 for (String it : o[5].split(",")) {
                     String[] kv = it.split(":");

@@ -19,9 +19,10 @@
 --
 -- Lock order (deadlock freedom): the claim has locked ordergate's order rows (order_no order);
 -- a hook then locks the shop's rows: oms_order by order_sn ascending, then sms_coupon_history by
--- id ascending, then pms_sku_stock by id ascending. The order service, placing an order, locks
--- the coupon row and then the stock rows in the same order, and calls the gate last; it never
--- holds a shop row while waiting for an ordergate order row of another order.
+-- id ascending, then pms_sku_stock by id ascending. The order service calls the gate before it
+-- locks any row a hook writes (placing: place_order, then the coupon row, then the stock rows in
+-- SKU order; paying: claim_payment, whose hook does the shop's side), so it never holds a shop row
+-- while it waits for an ordergate order row that a claim holds.
 \set ON_ERROR_STOP on
 BEGIN;
 SET LOCAL ROLE mall_owner;

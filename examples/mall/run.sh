@@ -16,8 +16,9 @@
 # BUILD_DIR are built. The JDBC driver is fetched once into ~/.cache/ordergate
 # (services.sh fetch-pom).
 #
-# Environment: MALL_ORDERS (default 240), MALL_SEED (default 1), MALL_KEEP=1 keeps the database
-# and the work folder (plan, answers, logs) for a look afterwards.
+# Environment: MALL_ORDERS (orders per round, default 240), MALL_ROUNDS (default 2), MALL_SEED
+# (default 1), MALL_KEEP=1 keeps the database and the work folder (plan, answers, logs) for a look
+# afterwards.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -27,8 +28,10 @@ if [ "${1:-}" = --require-db ]; then require_db=1; shift; fi
 [ $# -le 1 ] || { echo "usage: $0 [--require-db] [BUILD_DIR]" >&2; exit 2; }
 build=$(realpath -m -- "${1:-$repo/build}")
 orders=${MALL_ORDERS:-240}
+rounds=${MALL_ROUNDS:-2}
 seed=${MALL_SEED:-1}
-[[ $orders =~ ^[0-9]+$ && $seed =~ ^[0-9]+$ ]] || { echo "mall: MALL_ORDERS and MALL_SEED must be numbers" >&2; exit 2; }
+[[ $orders =~ ^[0-9]+$ && $rounds =~ ^[1-9]$ && $seed =~ ^[0-9]+$ ]] ||
+    { echo "mall: MALL_ORDERS and MALL_SEED must be numbers, MALL_ROUNDS 1..9" >&2; exit 2; }
 # The services run on Debian's python3 (python3-psycopg2), whatever python3 is first on PATH.
 py=/usr/bin/python3
 t0=$(date +%s)
@@ -92,7 +95,7 @@ export PGDATABASE=$db
 "$ctl" migrate --db "dbname=$db" >"$work/migrate.log" 2>&1 || die "ordergatectl migrate failed (see above)"
 "${psql_q[@]}" -f "$here/schema.sql"
 "${psql_q[@]}" -f "$here/hooks.sql" >/dev/null
-"$py" "$here/race.py" --orders "$orders" --seed "$seed" --out "$work/plan"
+"$py" "$here/race.py" --orders "$orders" --rounds "$rounds" --seed "$seed" --out "$work/plan"
 "${psql_q[@]}" <<EOF
 \\copy mall.pms_sku_stock (id, sku_code, price, stock) FROM '$work/plan/skus.tsv'
 INSERT INTO mall.sms_coupon (id, type, name, amount, min_point) VALUES (1, 0, '5 off', 5.00, 0);
@@ -104,25 +107,44 @@ CREATE TABLE mall_race.answer (service text, action text, order_sn text, txn_no 
 EOF
 
 # ---- The race --------------------------------------------------------------------------------
-# The services work with exactly mall_app's privileges.
+# The services work with exactly mall_app's privileges. Round r+1 is placed while round r is being
+# paid and cancelled, so placements lock stock on the rows that cancel and payment hooks update.
 svc_env=(env PGOPTIONS="-c role=mall_app")
-step "placing $(wc -l <"$work/plan/orders.tsv") orders: Python and Java at once"
-"${svc_env[@]}" "$py" "$here/service.py" place "$work/plan/orders.tsv" >"$work/place_py.tsv" 2>"$work/place_py.log" &
-p1=$!
-"${svc_env[@]}" java -cp "$java_cp" Service place "$work/plan/orders.tsv" >"$work/place_java.tsv" 2>"$work/place_java.log" &
-p2=$!
-wait $p1 || die "service.py place failed"
-wait $p2 || die "Service place failed"
-
-step "payments, closes and ordergate-scanner --every 1"
-"$scanner" --db "dbname=$db" --every 1 --grace 0 --batch-size 50 --pause-ms 0 >"$work/scanner.log" 2>&1 &
+place() { # $1 = round: both services at once, in the background
+    "${svc_env[@]}" "$py" "$here/service.py" place "$work/plan/orders$1.tsv" >"$work/place$1_py.tsv" 2>"$work/place$1_py.log" &
+    pids+=($!)
+    "${svc_env[@]}" java -cp "$java_cp" Service place "$work/plan/orders$1.tsv" >"$work/place$1_java.tsv" 2>"$work/place$1_java.log" &
+    pids+=($!)
+}
+pay() { # $1 = round
+    "${svc_env[@]}" "$py" "$here/service.py" pay "$work/plan/calls$1.tsv" >"$work/pay$1_py.tsv" 2>"$work/pay$1_py.log" &
+    pids+=($!)
+    "${svc_env[@]}" java -cp "$java_cp" Service pay "$work/plan/calls$1.tsv" >"$work/pay$1_java.tsv" 2>"$work/pay$1_java.log" &
+    pids+=($!)
+}
+wait_all() {
+    local p
+    for p in "${pids[@]}"; do wait "$p" || die "an order service failed (its log is below)"; done
+    pids=()
+}
+pids=()
+step "round 1: placing $(wc -l <"$work/plan/orders1.tsv") orders, Python and Java at once"
+place 1
+wait_all
+step "payments, closes and ordergate-scanner --every 1 --workers 2; later rounds placed meanwhile"
+"$scanner" --db "dbname=$db" --every 1 --grace 0 --batch-size 20 --pause-ms 0 --workers 2 \
+    >"$work/scanner.log" 2>&1 &
 scanner_pid=$!
-"${svc_env[@]}" "$py" "$here/service.py" pay "$work/plan/calls.tsv" >"$work/pay_py.tsv" 2>"$work/pay_py.log" &
-p1=$!
-"${svc_env[@]}" java -cp "$java_cp" Service pay "$work/plan/calls.tsv" >"$work/pay_java.tsv" 2>"$work/pay_java.log" &
-p2=$!
-wait $p1 || die "service.py pay failed"
-wait $p2 || die "Service pay failed"
+for r in $(seq 1 "$rounds"); do
+    pay "$r"
+    if [ "$r" -lt "$rounds" ]; then
+        place $((r + 1))
+        # The next round's callbacks look its orders up when they start: after its placement.
+        for p in "${pids[@]: -2}"; do wait "$p" || die "an order service failed (its log is below)"; done
+        pids=("${pids[@]:0:${#pids[@]}-2}")
+    fi
+done
+wait_all
 # Every payment window has closed by now or within seconds; the scanner sweeps the rest.
 for _ in $(seq 1 300); do
     pending=$("${psql_q[@]}" -At -c "SELECT count(*) FROM ordergate.orders WHERE status = 'pending_payment'")
@@ -132,11 +154,11 @@ done
 kill -TERM "$scanner_pid"
 wait "$scanner_pid" || die "ordergate-scanner --every exited with an error"
 scanner_pid=
-cat "$work/place_py.log" "$work/place_java.log" "$work/pay_py.log" "$work/pay_java.log"
+cat "$work"/place*.log "$work"/pay*.log
 
 # ---- The check -------------------------------------------------------------------------------
 step "check: the shop's books against ordergate's"
-cat "$work"/place_*.tsv "$work"/pay_*.tsv >"$work/answers.tsv"
+cat "$work"/place*.tsv "$work"/pay*.tsv >"$work/answers.tsv"
 "${psql_q[@]}" -c "\\copy mall_race.answer FROM '$work/answers.tsv'"
 rc=0
 "$scanner" --db "dbname=$db" --reconcile --dry-run >"$work/reconcile.log" 2>&1 || rc=$?

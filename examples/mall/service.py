@@ -15,9 +15,10 @@ PGOPTIONS="-c role=mall_app"). Answers go to stdout, one tab-separated line per 
     service, action, order_sn, txn_no, amount_cents, outcome, first_outcome    (\\N = none)
 File formats: race.py. Every value reaches the database as a bound parameter.
 
-Transactions follow the lock order of hooks.sql: placing locks the coupon row, then the stock rows
-by SKU id ascending, and calls ordergate.place_order last; a payment calls the gate first (the
-claim locks ordergate's order row, then the hook locks the shop's rows). A serialization failure
+Transactions follow the lock order of hooks.sql: the gate is called before any row a hook writes
+is locked. Placing calls ordergate.place_order first, then locks the coupon row and the stock rows
+by SKU id ascending; a payment calls ordergate.claim_payment (whose hook locks the shop's rows)
+and only then touches oms_order. A serialization failure
 or deadlock (40001, 40P01) rolls the whole shop transaction back and runs it again, gate call
 included; the lock order means deadlocks should not happen, and check.sql fails if one did.
 """
@@ -70,33 +71,54 @@ def in_transaction(conn, fn, *args):
 
 
 def place_tx(cur, order_sn, member_id, coupon_id, items, deadline_ms):
-    """One order: oms_order + items, stock locked, coupon used, the gate's gate-only order."""
+    """One order: the gate's gate-only order first, then the shop's rows: the coupon used, the
+    stock locked, oms_order and its items. Rolled back whole unless everything is there."""
+    skus = [sku for sku, _qty in items]
+    cur.execute("SELECT id, price, sku_code FROM mall.pms_sku_stock WHERE id = ANY (%s)", (skus,))
+    catalogue = {sku: (price, code) for sku, price, code in cur.fetchall()}
+    if len(catalogue) != len(skus):
+        return False, "out_of_stock"           # an unknown SKU
+    total = sum(catalogue[sku][0] * qty for sku, qty in items)
     coupon_amount = decimal.Decimal("0.00")
+    if coupon_id:
+        cur.execute("SELECT amount, min_point FROM mall.sms_coupon WHERE id = %s", (coupon_id,))
+        row = cur.fetchone()
+        if row is None or total < row[1]:
+            return False, "coupon_unavailable"
+        coupon_amount = min(row[0], total - decimal.Decimal("0.01"))
+    pay = total - coupon_amount
+
+    # The gate before any row a hook writes (hooks.sql, lock order). Gate-only: no items, no
+    # coupon in ordergate; the shop's rows below are the stock and the coupon, and the hooks keep
+    # them in step with what ordergate decides. A repeated order_sn is 'duplicate' here, before
+    # any stock moved.
+    cur.execute("SELECT ordergate.place_order(%s, %s, '[]'::jsonb, NULL,"
+                "                             now() + %s * interval '1 millisecond')",
+                (order_sn, int(pay * 100), deadline_ms))
+    outcome = cur.fetchone()[0]
+    if outcome != "placed":
+        return False, outcome
+
+    # Then the hooks' order: the coupon row, the stock rows by SKU id ascending.
     history_id = None
     if coupon_id:
-        # The member's first unused coupon of that kind, locked (the shop's own choice of row).
-        cur.execute("SELECT h.id, c.amount, c.min_point"
-                    "  FROM mall.sms_coupon_history h JOIN mall.sms_coupon c ON c.id = h.coupon_id"
-                    " WHERE h.member_id = %s AND h.coupon_id = %s AND h.use_status = 0"
-                    " ORDER BY h.id LIMIT 1 FOR UPDATE OF h", (member_id, coupon_id))
+        # The member's first unused coupon of that kind (the shop's own choice of row).
+        cur.execute("SELECT id FROM mall.sms_coupon_history"
+                    " WHERE member_id = %s AND coupon_id = %s AND use_status = 0"
+                    " ORDER BY id LIMIT 1 FOR UPDATE", (member_id, coupon_id))
         row = cur.fetchone()
         if row is None:
             return False, "coupon_unavailable"
-        history_id, coupon_amount, min_point = row
-    lines = []
-    for sku, qty in items:                     # sorted by SKU id: the lock order
+        history_id = row[0]
+    for sku, qty in items:                     # sorted by SKU id
         cur.execute("UPDATE mall.pms_sku_stock SET lock_stock = lock_stock + %s"
-                    " WHERE id = %s AND stock - lock_stock >= %s"
-                    " RETURNING price, sku_code", (qty, sku, qty))
+                    " WHERE id = %s AND stock - lock_stock >= %s RETURNING price",
+                    (qty, sku, qty))
         row = cur.fetchone()
         if row is None:
             return False, "out_of_stock"
-        lines.append((sku, qty, row[0], row[1]))
-    total = sum(price * qty for _sku, qty, price, _code in lines)
-    if coupon_id and total < min_point:
-        return False, "coupon_unavailable"
-    coupon_amount = min(coupon_amount, total - decimal.Decimal("0.01"))
-    pay = total - coupon_amount
+        if row[0] != catalogue[sku][0]:
+            return False, "price_changed"      # the amount given to the gate is stale: retry
     cur.execute("INSERT INTO mall.oms_order (member_id, coupon_id, order_sn, member_username,"
                 "       total_amount, pay_amount, coupon_amount, source_type, receiver_name,"
                 "       receiver_phone, receiver_detail_address)"
@@ -104,7 +126,8 @@ def place_tx(cur, order_sn, member_id, coupon_id, items, deadline_ms):
                 (member_id, coupon_id or None, order_sn, "member%d" % member_id, total, pay,
                  coupon_amount, "member %d" % member_id, "18000000000", "1 Example Road"))
     order_id = cur.fetchone()[0]
-    for sku, qty, price, code in lines:
+    for sku, qty in items:
+        price, code = catalogue[sku]
         share = (coupon_amount * price * qty / total).quantize(decimal.Decimal("0.01"))
         cur.execute("INSERT INTO mall.oms_order_item (order_id, order_sn, product_name,"
                     "       product_price, product_quantity, product_sku_id, product_sku_code,"
@@ -115,13 +138,7 @@ def place_tx(cur, order_sn, member_id, coupon_id, items, deadline_ms):
         cur.execute("UPDATE mall.sms_coupon_history"
                     "   SET use_status = 1, use_time = now(), order_id = %s, order_sn = %s"
                     " WHERE id = %s", (order_id, order_sn, history_id))
-    # Gate-only order: no items, no coupon in ordergate; the shop's rows above are the stock
-    # and the coupon, and the hooks keep them in step with ordergate's decision.
-    cur.execute("SELECT ordergate.place_order(%s, %s, '[]'::jsonb, NULL,"
-                "                             now() + %s * interval '1 millisecond')",
-                (order_sn, int(pay * 100), deadline_ms))
-    outcome = cur.fetchone()[0]
-    return outcome == "placed", outcome
+    return True, "placed"
 
 
 def pay_tx(cur, order_sn, txn_no, amount_cents, channel):
@@ -165,7 +182,11 @@ def tsv_lines(path, service):
 def cmd_place(path):
     conn = connect()
     n = 0
-    for order_sn, member, coupon, deadline_ms, items in tsv_lines(path, SERVICE):
+    start = time.monotonic()
+    for order_sn, member, coupon, deadline_ms, items, at_ms in tsv_lines(path, SERVICE):
+        pause = start + int(at_ms) / 1000.0 - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
         summed = {}
         for it in items.split(","):
             sku, qty = it.split(":")

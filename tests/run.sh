@@ -30,13 +30,14 @@ step() { printf '\n==> %s (%ss)\n' "$*" "$(($(date +%s) - t_start))"; }
 debs=(build-essential cmake ninja-build pkg-config git
       librdkafka-dev libpq-dev libconfig-dev libcmocka-dev libjansson-dev libmicrohttpd-dev
       postgresql-15 postgresql-client-15 kcat clang clang-format libclang-rt-14-dev
-      openjdk-17-jre-headless maven python3 python3-yaml systemd)
+      openjdk-17-jdk-headless maven python3 python3-yaml python3-psycopg2 systemd)
 missing=()
 for p in "${debs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-# A JDK or Maven installed outside Debian's packages serves as well.
-if command -v java >/dev/null; then missing=("${missing[@]/openjdk-17-jre-headless}"); fi
+# A JDK (Kafka's broker; examples/mall compiles its Java service) or Maven installed outside
+# Debian's packages serves as well.
+if command -v javac >/dev/null; then missing=("${missing[@]/openjdk-17-jdk-headless}"); fi
 if command -v mvn >/dev/null; then missing=("${missing[@]/maven}"); fi
 read -r -a missing <<<"${missing[*]:-}"
 if [ ${#missing[@]} -gt 0 ]; then

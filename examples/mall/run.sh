@@ -7,7 +7,8 @@
 # second; at the end check.sql compares the shop's books with ordergate's and fails loudly on
 # any mismatch, and `ordergate-scanner --reconcile` must find nothing.
 #
-#   examples/mall/run.sh [--require-db] [BUILD_DIR]      (BUILD_DIR default: build/)
+#   examples/mall/run.sh [--require-db] [--planted-bug SQL_FILE CHECK] [BUILD_DIR]
+#                                                        (BUILD_DIR default: build/)
 #
 # PostgreSQL: libpq's environment (PGHOST, PGPORT, PGUSER, PGPASSWORD; a superuser that may
 # create databases and roles), as deploy/local/services.sh exports it. When nothing answers there,
@@ -16,6 +17,10 @@
 # BUILD_DIR are built. The JDBC driver is fetched once into ~/.cache/ordergate
 # (services.sh fetch-pom).
 #
+# --planted-bug applies SQL_FILE after hooks.sql (a broken hook) and turns the verdict around:
+# exit 0 only when check.sql fails and names CHECK among the failed checks, while ordergate's own
+# reconcile still passes (the bug is in the shop's books, which only the shop's check can see).
+#
 # Environment: MALL_ORDERS (orders per round, default 240), MALL_ROUNDS (default 2), MALL_SEED
 # (default 1), MALL_KEEP=1 keeps the database and the work folder (plan, answers, logs) for a look
 # afterwards.
@@ -23,9 +28,15 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 repo=$(cd "$here/../.." && pwd -P)
-require_db=0
+require_db=0 planted= expect_check=
 if [ "${1:-}" = --require-db ]; then require_db=1; shift; fi
-[ $# -le 1 ] || { echo "usage: $0 [--require-db] [BUILD_DIR]" >&2; exit 2; }
+if [ "${1:-}" = --planted-bug ]; then
+    [ $# -ge 3 ] && [ -f "$2" ] && [[ $3 =~ ^[a-z_]+$ ]] ||
+        { echo "usage: $0 [--require-db] [--planted-bug SQL_FILE CHECK] [BUILD_DIR]" >&2; exit 2; }
+    planted=$(realpath -- "$2") expect_check=$3
+    shift 3
+fi
+[ $# -le 1 ] || { echo "usage: $0 [--require-db] [--planted-bug SQL_FILE CHECK] [BUILD_DIR]" >&2; exit 2; }
 build=$(realpath -m -- "${1:-$repo/build}")
 orders=${MALL_ORDERS:-240}
 rounds=${MALL_ROUNDS:-2}
@@ -95,6 +106,10 @@ export PGDATABASE=$db
 "$ctl" migrate --db "dbname=$db" >"$work/migrate.log" 2>&1 || die "ordergatectl migrate failed (see above)"
 "${psql_q[@]}" -f "$here/schema.sql"
 "${psql_q[@]}" -f "$here/hooks.sql" >/dev/null
+if [ -n "$planted" ]; then
+    step "planting $planted"
+    "${psql_q[@]}" -f "$planted"
+fi
 "$py" "$here/race.py" --orders "$orders" --rounds "$rounds" --seed "$seed" --out "$work/plan"
 "${psql_q[@]}" <<EOF
 \\copy mall.pms_sku_stock (id, sku_code, price, stock) FROM '$work/plan/skus.tsv'
@@ -163,5 +178,15 @@ cat "$work"/place*.tsv "$work"/pay*.tsv >"$work/answers.tsv"
 rc=0
 "$scanner" --db "dbname=$db" --reconcile --dry-run >"$work/reconcile.log" 2>&1 || rc=$?
 [ $rc = 0 ] || { cat "$work/reconcile.log"; die "ordergate-scanner --reconcile exited $rc (3: violations)"; }
-"${psql_q[@]}" -P pager=off -f "$here/check.sql"
-step "done: the shop and ordergate agree"
+if [ -z "$planted" ]; then
+    "${psql_q[@]}" -P pager=off -f "$here/check.sql"
+    step "done: the shop and ordergate agree"
+    exit 0
+fi
+rc=0
+"${psql_q[@]}" -P pager=off -f "$here/check.sql" >"$work/check.out" 2>&1 || rc=$?
+cat "$work/check.out"
+[ $rc != 0 ] || die "the planted bug went unnoticed: check.sql passed"
+grep -Eq "checks failed: (.*, )?$expect_check=[1-9]" "$work/check.out" ||
+    die "check.sql failed, but not on $expect_check"
+step "done: check.sql caught the planted bug ($expect_check), ordergate's reconcile passed"

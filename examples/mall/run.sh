@@ -36,13 +36,16 @@ if [ "${1:-}" = --planted-bug ]; then
     planted=$(realpath -- "$2") expect_check=$3
     shift 3
 fi
-[ $# -le 1 ] || { echo "usage: $0 [--require-db] [--planted-bug SQL_FILE CHECK] [BUILD_DIR]" >&2; exit 2; }
+if [ $# -gt 1 ] || [[ ${1:-} == -* ]]; then
+    echo "usage: $0 [--require-db] [--planted-bug SQL_FILE CHECK] [BUILD_DIR]" >&2
+    exit 2
+fi
 build=$(realpath -m -- "${1:-$repo/build}")
 orders=${MALL_ORDERS:-240}
 rounds=${MALL_ROUNDS:-2}
 seed=${MALL_SEED:-1}
-[[ $orders =~ ^[0-9]+$ && $rounds =~ ^[1-9]$ && $seed =~ ^[0-9]+$ ]] ||
-    { echo "mall: MALL_ORDERS and MALL_SEED must be numbers, MALL_ROUNDS 1..9" >&2; exit 2; }
+[[ $orders =~ ^[0-9]+$ && $orders -ge 40 && $rounds =~ ^[1-9]$ && $seed =~ ^[0-9]+$ ]] ||
+    { echo "mall: MALL_ORDERS must be a number >= 40, MALL_ROUNDS 1..9, MALL_SEED a number" >&2; exit 2; }
 # The services run on Debian's python3 (python3-psycopg2), whatever python3 is first on PATH.
 py=/usr/bin/python3
 t0=$(date +%s)
@@ -52,6 +55,7 @@ die() { echo "mall: error: $*" >&2; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/ordergate-mall.XXXXXX")
 db=og_mall_$$
 scanner_pid=
+pids=()          # order services running in the background
 started_services=0
 db_created=0
 psql_q=(env PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1)
@@ -59,17 +63,24 @@ psql_q=(env PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_ST
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM
+    local p
+    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
     if [ -n "$scanner_pid" ]; then kill -TERM "$scanner_pid" 2>/dev/null || true; wait "$scanner_pid" 2>/dev/null || true; fi
     if [ $rc -ne 0 ]; then
         for f in "$work"/*.log; do [ -s "$f" ] && { echo "--- $(basename "$f") (last lines)"; tail -n 20 "$f"; }; done >&2
     fi
     if [ "${MALL_KEEP:-0}" = 1 ]; then
         echo "mall: kept database $db and $work" >&2
-    else
-        if [ $db_created = 1 ]; then "${psql_q[@]}" -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" || true; fi
-        rm -rf "$work"
+        [ $started_services = 0 ] || echo "mall: stop its PostgreSQL with: ORDERGATE_STATE_DIR=$ORDERGATE_STATE_DIR $repo/deploy/local/services.sh down" >&2
+        exit $rc
     fi
-    if [ $started_services = 1 ]; then "$repo/deploy/local/services.sh" down || true; fi
+    if [ $started_services = 1 ]; then
+        "$repo/deploy/local/services.sh" down || true
+    elif [ $db_created = 1 ]; then
+        "${psql_q[@]}" -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" || true
+    fi
+    rm -rf "$work"
     exit $rc
 }
 trap cleanup EXIT
@@ -103,7 +114,8 @@ step "database $db: ordergatectl migrate, schema.sql, hooks.sql"
 "${psql_q[@]}" -d postgres -c "CREATE DATABASE $db TEMPLATE template0"
 db_created=1
 export PGDATABASE=$db
-"$ctl" migrate --db "dbname=$db" >"$work/migrate.log" 2>&1 || die "ordergatectl migrate failed (see above)"
+"$ctl" migrate --db "dbname=$db" >"$work/migrate.out" 2>&1 ||
+    { cat "$work/migrate.out" >&2; die "ordergatectl migrate failed"; }
 "${psql_q[@]}" -f "$here/schema.sql"
 "${psql_q[@]}" -f "$here/hooks.sql" >/dev/null
 if [ -n "$planted" ]; then
@@ -142,7 +154,6 @@ wait_all() {
     for p in "${pids[@]}"; do wait "$p" || die "an order service failed (its log is below)"; done
     pids=()
 }
-pids=()
 step "round 1: placing $(wc -l <"$work/plan/orders1.tsv") orders, Python and Java at once"
 place 1
 wait_all
@@ -169,7 +180,7 @@ done
 kill -TERM "$scanner_pid"
 wait "$scanner_pid" || die "ordergate-scanner --every exited with an error"
 scanner_pid=
-cat "$work"/place*.log "$work"/pay*.log
+for f in "$work"/place*.log "$work"/pay*.log; do sed "s|^|$(basename "$f" .log): |" "$f"; done
 
 # ---- The check -------------------------------------------------------------------------------
 step "check: the shop's books against ordergate's"

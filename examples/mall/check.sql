@@ -107,6 +107,12 @@ SELECT 'hook_once_late_payment', count(*), string_agg(n, ' ')
                       WHERE event = 'late_payment' GROUP BY 1) h ON h.order_no = p.order_no
          WHERE p.k IS DISTINCT FROM h.k) v;
 
+-- No hook found an order it could not apply its transition to (it records those rather than
+-- raising; see hooks.sql).
+INSERT INTO checks
+SELECT 'hook_anomalies', count(*), string_agg(format('%s %s: %s', event, order_sn, problem), '; ')
+  FROM ordergate_hook_anomaly;
+
 -- The shop's operate history: one row per transition and one per late payment, each with the
 -- order's status.
 INSERT INTO checks

@@ -7,7 +7,7 @@
 # second; at the end check.sql compares the shop's books with ordergate's and fails loudly on
 # any mismatch, and `ordergate-scanner --reconcile` must find nothing.
 #
-#   examples/mall/run.sh [--require-db] [--planted-bug SQL_FILE CHECK] [BUILD_DIR]
+#   examples/mall/run.sh [--require-db] [--sql SQL_FILE | --planted-bug SQL_FILE CHECK] [BUILD_DIR]
 #                                                        (BUILD_DIR default: build/)
 #
 # PostgreSQL: libpq's environment (PGHOST, PGPORT, PGUSER, PGPASSWORD; a superuser that may
@@ -17,6 +17,8 @@
 # BUILD_DIR are built. The JDBC driver is fetched once into ~/.cache/ordergate
 # (services.sh fetch-pom).
 #
+# --sql runs SQL_FILE (psql, as the superuser) in the prepared database instead of the race: the
+# hook and privilege cases of tests/examples/mall_hooks.sql.
 # --planted-bug applies SQL_FILE after hooks.sql (a broken hook) and turns the verdict around:
 # exit 0 only when check.sql fails and names CHECK among the failed checks, while ordergate's own
 # reconcile still passes (the bug is in the shop's books, which only the shop's check can see).
@@ -28,8 +30,13 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 repo=$(cd "$here/../.." && pwd -P)
-require_db=0 planted= expect_check=
+require_db=0 planted= expect_check= sql_file=
 if [ "${1:-}" = --require-db ]; then require_db=1; shift; fi
+if [ "${1:-}" = --sql ]; then
+    [ $# -ge 2 ] && [ -f "$2" ] || { echo "usage: $0 [--require-db] --sql SQL_FILE [BUILD_DIR]" >&2; exit 2; }
+    sql_file=$(realpath -- "$2")
+    shift 2
+fi
 if [ "${1:-}" = --planted-bug ]; then
     [ $# -ge 3 ] && [ -f "$2" ] && [[ $3 =~ ^[a-z_]+$ ]] ||
         { echo "usage: $0 [--require-db] [--planted-bug SQL_FILE CHECK] [BUILD_DIR]" >&2; exit 2; }
@@ -37,7 +44,7 @@ if [ "${1:-}" = --planted-bug ]; then
     shift 3
 fi
 if [ $# -gt 1 ] || [[ ${1:-} == -* ]]; then
-    echo "usage: $0 [--require-db] [--planted-bug SQL_FILE CHECK] [BUILD_DIR]" >&2
+    echo "usage: $0 [--require-db] [--sql SQL_FILE | --planted-bug SQL_FILE CHECK] [BUILD_DIR]" >&2
     exit 2
 fi
 build=$(realpath -m -- "${1:-$repo/build}")
@@ -132,6 +139,12 @@ CREATE TABLE mall_race.initial_stock AS SELECT id AS sku_id, stock FROM mall.pms
 CREATE TABLE mall_race.answer (service text, action text, order_sn text, txn_no text,
                                amount_cents bigint, outcome text, first_outcome text);
 EOF
+
+if [ -n "$sql_file" ]; then
+    step "running $sql_file instead of the race"
+    "${psql_q[@]}" -f "$sql_file"
+    exit 0
+fi
 
 # ---- The race --------------------------------------------------------------------------------
 # The services work with exactly mall_app's privileges. Round r+1 is placed while round r is being

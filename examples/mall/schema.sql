@@ -187,9 +187,9 @@ CREATE TABLE oms_order_operate_history (
 );
 CREATE INDEX oms_order_operate_history_order_idx ON oms_order_operate_history (order_id);
 
--- Not one of the shop's tables: one row per hook call (event, the gate's source, exactly the
--- order numbers ordergate passed, in its order), so the example can prove that each hook ran
--- exactly once per order that a claim won.
+-- Not one of the shop's tables: one row per hook call that changed the shop's rows (event, the
+-- gate's source, the order numbers it acted on, in ordergate's order), so the example can prove
+-- that each hook ran exactly once per order that a claim won.
 CREATE TABLE ordergate_hook_call (
     id        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     event     text NOT NULL CHECK (event IN ('cancelled', 'paid', 'late_payment')),
@@ -197,6 +197,20 @@ CREATE TABLE ordergate_hook_call (
     order_sns text[] COLLATE "C" NOT NULL,
     xact_id   xid8 NOT NULL DEFAULT pg_current_xact_id(),
     called_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+-- Not one of the shop's tables either: what a hook found that does not fit the transition it was
+-- called for (an order unknown to oms_order or in another status, a couponed order without its
+-- used coupon). The hook leaves such an order alone and records it here rather than raising,
+-- which would make the consumer and the scanner retry a claim that can never succeed.
+CREATE TABLE ordergate_hook_anomaly (
+    id        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    event     text NOT NULL,
+    source    text NOT NULL,
+    order_sn  text COLLATE "C" NOT NULL,
+    problem   text NOT NULL,
+    xact_id   xid8 NOT NULL DEFAULT pg_current_xact_id(),
+    found_at  timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 
 -- The order service. Column privileges say what it may do: insert pending orders (status and

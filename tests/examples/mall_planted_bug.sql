@@ -13,7 +13,7 @@ DECLARE
     p_source  text   := hook_cancelled.source;
     v_ids     bigint[];
 BEGIN
-    v_ids := orders_lock(p_sns, 0, 'cancelled');
+    v_ids := orders_lock(p_sns, 0, 'cancelled', p_source);
     UPDATE oms_order o SET status = 4, modify_time = now() WHERE o.id = ANY (v_ids);
     UPDATE sms_coupon_history h SET use_status = 0
      WHERE h.order_sn = ANY (p_sns) AND h.use_status = 1;

@@ -1,12 +1,15 @@
 # examples/mall: the gate in front of a shop's own order tables through hooks, raced end to end
 # by its Python and Java order services and the scanner, then checked against the shop's books;
-# and once with a planted hook bug (tests/examples/mall_planted_bug.sql) that the check must
-# catch while ordergate's own reconcile passes. Both create the cluster-wide roles mall_owner and
+# once with a planted hook bug (tests/examples/mall_planted_bug.sql) that the check must catch
+# while ordergate's own reconcile passes; and the hooks and privileges case by case
+# (tests/examples/mall_hooks.sql). Both create the cluster-wide roles mall_owner and
 # mall_app when missing: one at a time (RESOURCE_LOCK).
 set(OG_MALL ${PROJECT_SOURCE_DIR}/examples/mall/run.sh)
 add_test(NAME examples_mall COMMAND ${OG_MALL} --require-db ${PROJECT_BINARY_DIR})
 add_test(NAME examples_mall_planted_bug
          COMMAND ${OG_MALL} --require-db --planted-bug ${CMAKE_CURRENT_LIST_DIR}/mall_planted_bug.sql
                  stock_books ${PROJECT_BINARY_DIR})
-set_tests_properties(examples_mall examples_mall_planted_bug PROPERTIES
+add_test(NAME examples_mall_hooks
+         COMMAND ${OG_MALL} --require-db --sql ${CMAKE_CURRENT_LIST_DIR}/mall_hooks.sql ${PROJECT_BINARY_DIR})
+set_tests_properties(examples_mall examples_mall_planted_bug examples_mall_hooks PROPERTIES
                      FIXTURES_REQUIRED db LABELS db RESOURCE_LOCK mall_roles TIMEOUT 240)

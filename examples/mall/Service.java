@@ -39,8 +39,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * Lock order (hooks.sql): the gate is called before any row a hook writes is locked. Placing calls
  * ordergate.place_order first, then locks the coupon row and the stock rows by SKU id ascending; a
- * payment calls ordergate.claim_payment first. A serialization failure
- * or deadlock (40001, 40P01) rolls the whole shop transaction back and runs it again.
+ * payment calls ordergate.claim_payment first. A serialization failure, deadlock, lock or statement
+ * timeout (40001, 40P01, 55P03, 57014) rolls the whole shop transaction back and runs it again.
  */
 public final class Service {
     static final String SERVICE = "java";
@@ -91,7 +91,10 @@ public final class Service {
             } catch (SQLException e) {
                 c.rollback();
                 String state = e.getSQLState();
-                boolean transient_ = "40001".equals(state) || "40P01".equals(state);
+                // Retriable on the same connection (docs/integrate.md, "Errors"); a lost
+                // connection would need a new one and fails the example instead.
+                boolean transient_ = "40001".equals(state) || "40P01".equals(state)
+                        || "55P03".equals(state) || "57014".equals(state);
                 if (!transient_ || attempt == 4) throw e;
                 retries.incrementAndGet();
                 if ("40P01".equals(state)) deadlocks.incrementAndGet();

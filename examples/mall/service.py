@@ -18,8 +18,8 @@ File formats: race.py. Every value reaches the database as a bound parameter.
 Transactions follow the lock order of hooks.sql: the gate is called before any row a hook writes
 is locked. Placing calls ordergate.place_order first, then locks the coupon row and the stock rows
 by SKU id ascending; a payment calls ordergate.claim_payment (whose hook locks the shop's rows)
-and only then touches oms_order. A serialization failure
-or deadlock (40001, 40P01) rolls the whole shop transaction back and runs it again, gate call
+and only then touches oms_order. A serialization failure, deadlock, lock or statement timeout
+(40001, 40P01, 55P03, 57014) rolls the whole shop transaction back and runs it again, gate call
 included; the lock order means deadlocks should not happen, and check.sql fails if one did.
 """
 import decimal
@@ -32,7 +32,10 @@ import psycopg2.errorcodes
 
 SERVICE = "py"
 APP_NAME = "mall-service-py"
-TRANSIENT = (psycopg2.errorcodes.SERIALIZATION_FAILURE, psycopg2.errorcodes.DEADLOCK_DETECTED)
+# Retriable on the same connection (docs/integrate.md, "Errors"); a lost connection (08xxx,
+# 57P01..57P03) would need a new one and fails the example instead.
+TRANSIENT = (psycopg2.errorcodes.SERIALIZATION_FAILURE, psycopg2.errorcodes.DEADLOCK_DETECTED,
+             psycopg2.errorcodes.LOCK_NOT_AVAILABLE, psycopg2.errorcodes.QUERY_CANCELED)
 PAY_TYPE = {"alipay": 1, "wechat": 2}
 CANCEL_WAIT_S = 30        # after_cancel: how long to wait for ordergate's cancel
 stats = {"retries": 0, "deadlocks": 0}

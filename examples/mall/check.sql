@@ -7,6 +7,11 @@
 -- mall_race.answer(service, action, order_sn, txn_no, amount_cents, outcome, first_outcome),
 -- every line the services printed. Read-only on the shop and on ordergate.
 \set ON_ERROR_STOP on
+-- kafka = 1 (run.sh --kafka): the consumer ran, so consumer cancels must be among the outcomes.
+\if :{?kafka}
+\else
+\set kafka 0
+\endif
 SET search_path = mall, pg_temp;
 
 CREATE TEMP TABLE checks (name text PRIMARY KEY, violations bigint NOT NULL, sample text);
@@ -187,7 +192,10 @@ SELECT 'coverage', count(*) FILTER (WHERE n = 0),
           FROM (VALUES ('place:placed'), ('place:out_of_stock'), ('place:coupon_unavailable'),
                        ('pay:paid'), ('pay:late_payment'), ('pay:duplicate'), ('pay:double_payment'),
                        ('pay:amount_mismatch'), ('pay:not_found'), ('close:cancelled'),
-                       ('log:timeout_scanner'), ('log:manual'), ('log:payment_callback')) AS w(what)) c;
+                       ('log:manual'), ('log:payment_callback'),
+                       -- the timeouts: the scanner's alone, or the consumer's first
+                       (CASE WHEN :kafka = 1 THEN 'log:timeout_consumer' ELSE 'log:timeout_scanner' END)
+               ) AS w(what)) c;
 
 \echo
 \echo 'examples/mall: the shop against ordergate'

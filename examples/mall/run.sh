@@ -7,7 +7,8 @@
 # second; at the end check.sql compares the shop's books with ordergate's and fails loudly on
 # any mismatch, and `ordergate-scanner --reconcile` must find nothing.
 #
-#   examples/mall/run.sh [--require-db] [--sql SQL_FILE | --planted-bug SQL_FILE CHECK] [BUILD_DIR]
+#   examples/mall/run.sh [--require-db] [--kafka] [--sql SQL_FILE | --planted-bug SQL_FILE CHECK]
+#                        [BUILD_DIR]
 #                                                        (BUILD_DIR default: build/)
 #
 # PostgreSQL: libpq's environment (PGHOST, PGPORT, PGUSER, PGPASSWORD; a superuser that may
@@ -17,6 +18,10 @@
 # BUILD_DIR are built. The JDBC driver is fetched once into ~/.cache/ordergate
 # (services.sh fetch-pom).
 #
+# --kafka adds the second tier: the broker of ORDERGATE_BROKERS (topics of this run's own, so
+# runs never share one), the setting schedule_cancels = 1 (place_order writes each order's cancel
+# message in the order's own transaction), ordergate-consumer relaying those messages to the delay
+# topic and cancelling on time (source timeout_consumer), the scanner behind it with a 3 s grace.
 # --sql runs SQL_FILE (psql, as the superuser) in the prepared database instead of the race: the
 # hook and privilege cases of tests/examples/mall_hooks.sql.
 # --planted-bug applies SQL_FILE after hooks.sql (a broken hook) and turns the verdict around:
@@ -30,8 +35,9 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 repo=$(cd "$here/../.." && pwd -P)
-require_db=0 planted= expect_check= sql_file=
+require_db=0 planted= expect_check= sql_file= kafka=0
 if [ "${1:-}" = --require-db ]; then require_db=1; shift; fi
+if [ "${1:-}" = --kafka ]; then kafka=1; shift; fi
 if [ "${1:-}" = --sql ]; then
     [ $# -ge 2 ] && [ -f "$2" ] || { echo "usage: $0 [--require-db] --sql SQL_FILE [BUILD_DIR]" >&2; exit 2; }
     sql_file=$(realpath -- "$2")
@@ -44,7 +50,7 @@ if [ "${1:-}" = --planted-bug ]; then
     shift 3
 fi
 if [ $# -gt 1 ] || [[ ${1:-} == -* ]]; then
-    echo "usage: $0 [--require-db] [--sql SQL_FILE | --planted-bug SQL_FILE CHECK] [BUILD_DIR]" >&2
+    echo "usage: $0 [--require-db] [--kafka] [--sql SQL_FILE | --planted-bug SQL_FILE CHECK] [BUILD_DIR]" >&2
     exit 2
 fi
 build=$(realpath -m -- "${1:-$repo/build}")
@@ -62,6 +68,7 @@ die() { echo "mall: error: $*" >&2; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/ordergate-mall.XXXXXX")
 db=og_mall_$$
 scanner_pid=
+consumer_pid=
 pids=()          # order services running in the background
 started_services=0
 db_created=0
@@ -73,6 +80,7 @@ cleanup() {
     local p
     for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
     for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+    if [ -n "$consumer_pid" ]; then kill -TERM "$consumer_pid" 2>/dev/null || true; wait "$consumer_pid" 2>/dev/null || true; fi
     if [ -n "$scanner_pid" ]; then kill -TERM "$scanner_pid" 2>/dev/null || true; wait "$scanner_pid" 2>/dev/null || true; fi
     if [ $rc -ne 0 ]; then
         for f in "$work"/*.log; do [ -s "$f" ] && { echo "--- $(basename "$f") (last lines)"; tail -n 20 "$f"; }; done >&2
@@ -105,11 +113,14 @@ if ! "${psql_q[@]}" -d postgres -c 'select 1' >/dev/null 2>&1; then
 fi
 scanner=$build/scanner/ordergate-scanner
 ctl=$build/tools/ordergatectl
-if [ ! -x "$scanner" ] || [ ! -x "$ctl" ]; then
-    step "building ordergate-scanner and ordergatectl in $build"
+consumer=$build/consumer/ordergate-consumer
+if [ ! -x "$scanner" ] || [ ! -x "$ctl" ] || [ ! -x "$consumer" ]; then
+    step "building ordergate-scanner, ordergate-consumer and ordergatectl in $build"
     cmake -S "$repo" -B "$build" -G Ninja >/dev/null
-    cmake --build "$build" --target ordergate-scanner ordergatectl >/dev/null
+    cmake --build "$build" --target ordergate-scanner ordergate-consumer ordergatectl >/dev/null
 fi
+[ $kafka = 0 ] || [ -n "${ORDERGATE_BROKERS:-}" ] ||
+    die "--kafka: ORDERGATE_BROKERS is not set (deploy/local/services.sh up exports it)"
 "$py" -c 'import psycopg2' 2>/dev/null || die "$py cannot import psycopg2 (Debian: apt-get install python3-psycopg2)"
 command -v javac >/dev/null || die "javac not found (Debian: apt-get install openjdk-17-jdk-headless)"
 jdbc=$("$repo/deploy/local/services.sh" fetch-pom "$here/pom.xml" "mall-jdbc-$(sha256sum "$here/pom.xml" | cut -c1-12)")
@@ -146,6 +157,28 @@ if [ -n "$sql_file" ]; then
     exit 0
 fi
 
+scanner_grace=0
+if [ $kafka = 1 ]; then
+    step "Kafka: topics mall.$$.*, schedule_cancels = 1, ordergate-consumer"
+    # One delay level of 10 s fits every payment window here; the relay routes by the level.
+    cat >"$work/ordergate.conf" <<EOF
+kafka = {
+    topics = "mall.$$.cancel.10s";
+    group = "mall-$$";
+    dead_letter_topic = "mall.$$.cancel.dlq";
+};
+consumer = { batch_size = 50; linger_ms = 20; metrics_listen = ""; };
+outbox = { topic = "mall.$$.events"; refund_topic = "mall.$$.refunds"; alert_topic = "mall.$$.alerts"; };
+EOF
+    "$ctl" --config "$work/ordergate.conf" --brokers "$ORDERGATE_BROKERS" topics --partitions 2 \
+        >"$work/topics.out" 2>&1 || { cat "$work/topics.out" >&2; die "ordergatectl topics failed"; }
+    "${psql_q[@]}" -At -c "SELECT ordergate.set_setting('schedule_cancels', '1')" >/dev/null
+    "$consumer" --config "$work/ordergate.conf" --db "dbname=$db" --brokers "$ORDERGATE_BROKERS" \
+        >"$work/consumer.log" 2>&1 &
+    consumer_pid=$!
+    scanner_grace=3      # the fallback: the consumer gets the first go
+fi
+
 # ---- The race --------------------------------------------------------------------------------
 # The services work with exactly mall_app's privileges. Round r+1 is placed while round r is being
 # paid and cancelled, so placements lock stock on the rows that cancel and payment hooks update.
@@ -171,7 +204,7 @@ step "round 1: placing $(wc -l <"$work/plan/orders1.tsv") orders, Python and Jav
 place 1
 wait_all
 step "payments, closes and ordergate-scanner --every 1 --workers 2; later rounds placed meanwhile"
-"$scanner" --db "dbname=$db" --every 1 --grace 0 --batch-size 20 --pause-ms 0 --workers 2 \
+"$scanner" --db "dbname=$db" --every 1 --grace "$scanner_grace" --batch-size 20 --pause-ms 0 --workers 2 \
     >"$work/scanner.log" 2>&1 &
 scanner_pid=$!
 for r in $(seq 1 "$rounds"); do
@@ -185,7 +218,7 @@ for r in $(seq 1 "$rounds"); do
 done
 wait_all
 # Every payment window has closed by now or within seconds; the scanner sweeps the rest.
-for _ in $(seq 1 300); do
+for _ in $(seq 1 $((300 + 10 * scanner_grace))); do
     pending=$("${psql_q[@]}" -At -c "SELECT count(*) FROM ordergate.orders WHERE status = 'pending_payment'")
     [ "$pending" = 0 ] && break
     sleep 0.1
@@ -193,6 +226,11 @@ done
 kill -TERM "$scanner_pid"
 wait "$scanner_pid" || die "ordergate-scanner --every exited with an error"
 scanner_pid=
+if [ -n "$consumer_pid" ]; then
+    kill -TERM "$consumer_pid"
+    wait "$consumer_pid" || die "ordergate-consumer exited with an error"
+    consumer_pid=
+fi
 for f in "$work"/place*.log "$work"/pay*.log; do sed "s|^|$(basename "$f" .log): |" "$f"; done
 
 # ---- The check -------------------------------------------------------------------------------
@@ -203,12 +241,12 @@ rc=0
 "$scanner" --db "dbname=$db" --reconcile --dry-run >"$work/reconcile.log" 2>&1 || rc=$?
 [ $rc = 0 ] || { cat "$work/reconcile.log"; die "ordergate-scanner --reconcile exited $rc (3: violations)"; }
 if [ -z "$planted" ]; then
-    "${psql_q[@]}" -P pager=off -f "$here/check.sql"
+    "${psql_q[@]}" -P pager=off -v kafka=$kafka -f "$here/check.sql"
     step "done: the shop and ordergate agree"
     exit 0
 fi
 rc=0
-"${psql_q[@]}" -P pager=off -f "$here/check.sql" >"$work/check.out" 2>&1 || rc=$?
+"${psql_q[@]}" -P pager=off -v kafka=$kafka -f "$here/check.sql" >"$work/check.out" 2>&1 || rc=$?
 cat "$work/check.out"
 [ $rc != 0 ] || die "the planted bug went unnoticed: check.sql passed"
 grep -Eq "checks failed: (.*, )?$expect_check=[1-9]" "$work/check.out" ||

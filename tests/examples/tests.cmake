@@ -2,7 +2,7 @@
 # by its Python and Java order services and the scanner, then checked against the shop's books;
 # once with a planted hook bug (tests/examples/mall_planted_bug.sql) that the check must catch
 # while ordergate's own reconcile passes; and the hooks and privileges case by case
-# (tests/examples/mall_hooks.sql). Both create the cluster-wide roles mall_owner and
+# (tests/examples/mall_hooks.sql); and with Kafka and the consumer (examples_mall_kafka). Both create the cluster-wide roles mall_owner and
 # mall_app when missing: one at a time (RESOURCE_LOCK).
 set(OG_MALL ${PROJECT_SOURCE_DIR}/examples/mall/run.sh)
 add_test(NAME examples_mall COMMAND ${OG_MALL} --require-db ${PROJECT_BINARY_DIR})
@@ -13,3 +13,8 @@ add_test(NAME examples_mall_hooks
          COMMAND ${OG_MALL} --require-db --sql ${CMAKE_CURRENT_LIST_DIR}/mall_hooks.sql ${PROJECT_BINARY_DIR})
 set_tests_properties(examples_mall examples_mall_planted_bug examples_mall_hooks PROPERTIES
                      FIXTURES_REQUIRED db LABELS db RESOURCE_LOCK mall_roles TIMEOUT 240)
+# The second tier: cancel messages written by place_order (schedule_cancels = 1), relayed and
+# consumed by ordergate-consumer, the scanner as the fallback behind it.
+add_test(NAME examples_mall_kafka COMMAND ${OG_MALL} --require-db --kafka ${PROJECT_BINARY_DIR})
+set_tests_properties(examples_mall_kafka PROPERTIES
+                     FIXTURES_REQUIRED "db;kafka" LABELS kafka RESOURCE_LOCK mall_roles TIMEOUT 240)

@@ -13,6 +13,9 @@ INSERT INTO ordergate.schema_migrations (version) VALUES ('001');
 RESET ROLE;
 \ir migrations/002_adoption.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('002');
+RESET ROLE;
+\ir migrations/003_refused_payment.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('003');
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 -- Bodies are checked when called (and by the tests, which call every function): a SQL
@@ -50,6 +53,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/place_order.sql
 \ir functions/reconcile.sql
 \ir functions/reconcile_repair.sql
+\ir functions/record_payment_refused.sql
 \ir functions/record_refund.sql
 \ir functions/resolve_exception.sql
 \ir functions/scan_overdue.sql

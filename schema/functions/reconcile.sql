@@ -6,8 +6,9 @@
 -- (hash joins / aggregates, no per-row loops): seconds on 1,000,000 orders.
 --
 -- p_since limits the order-scoped checks (1, 4, 6, 7: orders created at or after it; 5: payments
--- created at or after it; 8: exceptions created at or after it), e.g. to one drill's orders. Invariants 2 (stock per SKU) and 3 (coupon
--- per coupon) are global state and always checked whole.
+-- and refused-payment exceptions created at or after it; 8: exceptions created at or after it),
+-- e.g. to one drill's orders. Invariants 2 (stock per SKU) and 3 (coupon per coupon) are global
+-- state and always checked whole.
 CREATE OR REPLACE FUNCTION ordergate.reconcile(p_since timestamptz DEFAULT '-infinity',
                                     p_grace interval DEFAULT '0 seconds',
                                     p_scan_interval interval DEFAULT '5 minutes')
@@ -116,8 +117,15 @@ BEGIN
     --    is not paid) has exactly one exception (late payments: kind late_payment); nothing left
     --    'processing'. "Exactly one" and "no txn applied twice" also rest on unique indexes:
     --    one exception per txn_no, one 'paid' payment per order, one log row per order.
+    --    And no refused payment result waits unreviewed: the consumer dead-lettered it, so the
+    --    channel may hold money the payments table never saw (an open 'refused_payment'
+    --    exception, named 'refused:<exception id>', until an operator resolves it).
     RETURN QUERY
     WITH bad AS (
+        SELECT 'refused:' || x.id AS txn_no
+          FROM exceptions x
+         WHERE x.kind = 'refused_payment' AND x.state = 'open' AND x.created_at >= v_since
+        UNION ALL
         SELECT p.txn_no
           FROM payments p
           LEFT JOIN orders o ON o.order_no = p.order_no AND p.outcome = 'paid'
@@ -129,7 +137,7 @@ BEGIN
                     AND x.txn_no IS NULL)
                 OR (p.outcome = 'late_payment' AND x.kind IS DISTINCT FROM 'late_payment'))
     )
-    SELECT 5, 'every successful payment on a cancelled order has exactly one exception; no txn applied twice'::text,
+    SELECT 5, 'every successful payment on a cancelled order has exactly one exception; no txn applied twice; no refused payment unreviewed'::text,
            count(*), (array_agg(bad.txn_no ORDER BY bad.txn_no))[1:10]
       FROM bad;
 

@@ -180,6 +180,7 @@ static void test_migrate_empty_then_idempotent(void **state)
     struct ctl_result r;
     PGconn *conn;
     char *first_applied;
+    char expect[64];
 
     (void)state;
     assert_true(n >= 1);
@@ -228,7 +229,8 @@ static void test_migrate_empty_then_idempotent(void **state)
     /* Second run: nothing to do, nothing changed (text output this time). */
     ctl_run(&r, "migrate", "--db", t.conninfo, NULL);
     assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "0 applied, 2 already applied"));
+    snprintf(expect, sizeof(expect), "0 applied, %d already applied", n);
+    assert_non_null(strstr(r.out, expect));
     assert_non_null(strstr(r.out, "001  already applied"));
     assert_non_null(strstr(r.out, "functions: 0 applied"));
     assert_null(strstr(r.out, "  applied  "));

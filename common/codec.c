@@ -234,6 +234,37 @@ out:
     return st;
 }
 
+void codec_salvage_payment(const void *key, size_t key_len, const void *value, size_t value_len,
+                           struct codec_payment *out)
+{
+    json_t *root = NULL;
+    json_t *f;
+
+    memset(out, 0, sizeof(*out));
+    if (value != NULL && value_len > 0 && value_len <= CODEC_VALUE_MAX)
+        root = json_loadb(value, value_len, JSON_REJECT_DUPLICATES, NULL);
+    if (root != NULL && !json_is_object(root)) {
+        json_decref(root);
+        root = NULL;
+    }
+    f = root != NULL ? json_object_get(root, "order_no") : NULL;
+    if (json_is_string(f) && gate_order_no_valid(json_string_value(f), json_string_length(f)))
+        memcpy(out->order_no, json_string_value(f), json_string_length(f));
+    else if (key != NULL && gate_order_no_valid((const char *)key, key_len))
+        memcpy(out->order_no, key, key_len);
+    f = root != NULL ? json_object_get(root, "txn_no") : NULL;
+    if (json_is_string(f) && gate_txn_no_valid(json_string_value(f), json_string_length(f)))
+        memcpy(out->txn_no, json_string_value(f), json_string_length(f));
+    f = root != NULL ? json_object_get(root, "amount_cents") : NULL;
+    if (json_is_integer(f) && json_integer_value(f) > 0 &&
+        json_integer_value(f) <= CODEC_AMOUNT_MAX)
+        out->amount_cents = json_integer_value(f);
+    f = root != NULL ? json_object_get(root, "channel") : NULL;
+    if (json_is_string(f) && codec_channel_valid(json_string_value(f), json_string_length(f)))
+        memcpy(out->channel, json_string_value(f), json_string_length(f));
+    json_decref(root);
+}
+
 /* Serialises obj into buf; jansson escapes every string for us. */
 static enum og_status codec_dump(json_t *obj, char *buf, size_t size, size_t *len,
                                  struct og_error *err)

@@ -60,6 +60,13 @@ enum og_status codec_decode_payment(const void *key, size_t key_len, const void 
                                     size_t value_len, struct codec_payment *out,
                                     struct og_error *err);
 
+/* What can be read of a payment result that did not decode, for the record of its refusal:
+ * each of order_no (the value's, else a key that is a valid order number), txn_no,
+ * amount_cents and channel that is present and valid by itself is filled, the others are left
+ * empty (0 for the amount). Never fails; any bytes are accepted. */
+void codec_salvage_payment(const void *key, size_t key_len, const void *value, size_t value_len,
+                           struct codec_payment *out);
+
 /* Encode a message value (compact JSON, fields in contract order) into buf.
  * *len receives its length without a NUL (buf is NUL-terminated when it fits).
  * The same validation as decoding applies: what we write we could read. */

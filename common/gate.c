@@ -39,6 +39,11 @@ static const struct db_stmt gate_stmt_hold = {
     "og_hold", "SELECT outcome, expire_at FROM ordergate.hold_for_payment($1, $2::int)", 2};
 static const struct db_stmt gate_stmt_close = {
     "og_close", "SELECT outcome, status FROM ordergate.close_order($1, $2, $3)", 3};
+static const struct db_stmt gate_stmt_refused = {
+    "og_record_payment_refused",
+    "SELECT outcome, exception_id, refused_key FROM ordergate.record_payment_refused($1, $2, $3, "
+    "$4::bigint, $5, $6)",
+    6};
 static const struct db_stmt gate_stmt_place = {
     "og_place", "SELECT ordergate.place_order($1, $2::bigint, $3::jsonb, $4, $5::timestamptz)", 5};
 
@@ -475,6 +480,90 @@ enum og_status gate_place(struct db *db, const char *order_no, int64_t amount_ce
     if (st == OG_OK)
         st = gate_outcome_expect(PQgetvalue(res, 0, 0), GATE_PLACE_OUTCOMES, "place_order", outcome,
                                  err);
+    PQclear(res);
+    return st;
+}
+
+/* Writes up to len bytes of data into buf (size > 0) as printable ASCII: a byte outside
+ * 0x20..0x7e, and the backslash, becomes \xHH. Stops before a byte whose form would not fit in
+ * max characters (and in buf); "..." then marks the cut, within max. */
+static void gate_escape(char *buf, size_t size, const void *data, size_t len, size_t max)
+{
+    const unsigned char *p = data;
+    size_t o = 0, cap = max < size - 1 ? max : size - 1;
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        bool plain = p[i] >= 0x20 && p[i] < 0x7f && p[i] != '\\';
+        size_t need = plain ? 1 : 4;
+        /* Room for this byte, and for "..." should more follow it. */
+        if (o + need + (i + 1 < len ? 3 : 0) > cap)
+            break;
+        if (plain)
+            buf[o++] = (char)p[i];
+        else
+            o += (size_t)snprintf(buf + o, size - o, "\\x%02x", p[i]);
+    }
+    if (i < len && o + 3 <= cap) {
+        memcpy(buf + o, "...", 3);
+        o += 3;
+    }
+    buf[o] = '\0';
+}
+
+enum og_status gate_record_payment_refused(struct db *db, const struct gate_refusal *r,
+                                           struct gate_refusal_result *out, struct og_error *err)
+{
+    char amount[24], reason[GATE_REFUSAL_REASON_MAX + 1], message[GATE_REFUSAL_MESSAGE_MAX + 1];
+    const char *params[6];
+    PGresult *res = NULL;
+    enum og_status st;
+
+    memset(out, 0, sizeof(*out));
+    if (r->source == NULL || *r->source == '\0' || strlen(r->source) > GATE_REFUSAL_SOURCE_MAX)
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "the refused message's source must be 1 to %d characters",
+                            GATE_REFUSAL_SOURCE_MAX);
+    if (r->order_no != NULL && !gate_order_no_valid(r->order_no, strlen(r->order_no)))
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "invalid order number (1 to %d characters of A-Z a-z 0-9 . _ : -); "
+                            "pass none instead",
+                            GATE_ORDER_NO_MAX);
+    if (r->txn_no != NULL && !gate_txn_no_valid(r->txn_no, strlen(r->txn_no)))
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "invalid transaction number (1 to %d characters of A-Z a-z 0-9 . _ : "
+                            "-); pass none instead",
+                            GATE_TXN_NO_MAX);
+    if (r->amount_cents < 0)
+        return og_error_set(err, OG_ERR_ARG, false, "amount must be positive or 0 (unknown)");
+    if (r->reason == NULL || r->reason[strspn(r->reason, " \t\r\n")] == '\0')
+        return og_error_set(err, OG_ERR_ARG, false, "the reason of a refusal is required");
+    if (r->message == NULL && r->message_len > 0)
+        return og_error_set(err, OG_ERR_ARG, false, "message bytes are missing");
+    gate_escape(reason, sizeof(reason), r->reason, strlen(r->reason), GATE_REFUSAL_REASON_MAX);
+    gate_escape(message, sizeof(message), r->message, r->message_len, GATE_REFUSAL_MESSAGE_MAX);
+    snprintf(amount, sizeof(amount), "%" PRId64, r->amount_cents);
+    params[0] = r->source;
+    params[1] = r->order_no;
+    params[2] = r->txn_no;
+    params[3] = r->amount_cents > 0 ? amount : NULL;
+    params[4] = reason;
+    params[5] = r->message != NULL ? message : NULL;
+    st = db_call(db, &gate_stmt_refused, params, &res, err);
+    if (st == OG_OK)
+        st = gate_check_shape(res, 3, 1, "record_payment_refused", err);
+    if (st == OG_OK) {
+        const char *outcome = PQgetvalue(res, 0, 0);
+        if (strcmp(outcome, "recorded") != 0 && strcmp(outcome, "duplicate") != 0)
+            st =
+                og_error_set(err, OG_ERR_INTERNAL, false,
+                             "record_payment_refused answered unexpected outcome '%.64s'", outcome);
+        else {
+            out->recorded = strcmp(outcome, "recorded") == 0;
+            out->exception_id = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+            snprintf(out->key, sizeof(out->key), "%s", PQgetvalue(res, 0, 2));
+        }
+    }
     PQclear(res);
     return st;
 }

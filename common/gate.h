@@ -9,6 +9,7 @@
 #ifndef OG_COMMON_GATE_H
 #define OG_COMMON_GATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,6 +28,11 @@
 #define GATE_COUPON_MAX   128
 #define GATE_SKU_MAX      128
 #define GATE_ITEMS_MAX    1000
+/* record_payment_refused: the source position and what is kept of the reason and the message
+ * (as sent, after escaping). */
+#define GATE_REFUSAL_SOURCE_MAX  300
+#define GATE_REFUSAL_REASON_MAX  500
+#define GATE_REFUSAL_MESSAGE_MAX 2000
 
 enum gate_outcome {
     GATE_UNKNOWN = 0,
@@ -105,6 +111,34 @@ enum og_status gate_claim_cancel(struct db *db, const char *const *order_nos, si
 enum og_status gate_claim_payment(struct db *db, const char *order_no, const char *txn_no,
                                   int64_t amount_cents, const char *channel,
                                   struct gate_payment_result *out, struct og_error *err);
+
+/* A payment result the consumer dead-letters: it did not decode, or claim_payment refused it
+ * for good. */
+struct gate_refusal {
+    const char *source;   /* where it came from ("topic/partition/offset"), required */
+    const char *order_no; /* a valid order number it names, or NULL */
+    const char *txn_no;   /* a valid transaction number it carries, or NULL (then the source
+                           * position is the key) */
+    int64_t amount_cents; /* > 0 when known, else 0 */
+    const char *reason;   /* why, required; any bytes (escaped like the message) */
+    const void *message;  /* the message as received, any bytes; NULL with message_len 0 */
+    size_t message_len;
+};
+
+struct gate_refusal_result {
+    bool recorded; /* this call wrote the exception; false: the key was recorded before */
+    int64_t exception_id;
+    char key[GATE_REFUSAL_SOURCE_MAX + 8]; /* "txn:<txn_no>" or "msg:<source>" */
+};
+
+/* Records a refused payment result as an exception (kind refused_payment, manual_review):
+ * schema/functions/record_payment_refused.sql. Idempotent by key, so a redelivered message is
+ * recorded once. The reason and the message are sent as text with every byte that is not
+ * printable ASCII (and the backslash) written as \xHH, cut to GATE_REFUSAL_REASON_MAX and
+ * GATE_REFUSAL_MESSAGE_MAX characters: any bytes are accepted. An order or transaction number
+ * that is not valid is OG_ERR_ARG (pass NULL instead). */
+enum og_status gate_record_payment_refused(struct db *db, const struct gate_refusal *r,
+                                           struct gate_refusal_result *out, struct og_error *err);
 
 /* seconds: 1..max_hold_seconds (a database setting: beyond it OG_ERR_ARG).
  * expire_at receives the new due time as text ("" when not_found; the buffer

@@ -7,7 +7,8 @@
  * the contract, checked here:
  *   - the order number is valid and equals a non-empty key;
  *   - what was decoded encodes and decodes again to the same thing;
- *   - a refusal carries a reason code and printable text only. */
+ *   - a refusal carries a reason code and printable text only, and what
+ *     codec_salvage_payment keeps of a refused payment is valid field by field. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -81,10 +82,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         }
     } else {
-        struct codec_payment p, again;
+        struct codec_payment p, again, part;
         if (codec_decode_payment(key_len ? key : NULL, key_len, value, value_len, &p, &err) !=
             OG_OK) {
             check_reason(&err);
+            /* What is salvaged of a refused payment is valid field by field. */
+            codec_salvage_payment(key_len ? key : NULL, key_len, value, value_len, &part);
+            if ((part.order_no[0] && !gate_order_no_valid(part.order_no, strlen(part.order_no))) ||
+                (part.txn_no[0] && !gate_txn_no_valid(part.txn_no, strlen(part.txn_no))) ||
+                part.amount_cents < 0 || part.amount_cents > CODEC_AMOUNT_MAX)
+                abort();
             return 0;
         }
         check_key(key, key_len, p.order_no);

@@ -746,6 +746,73 @@ static void test_close_outcomes(void **state)
     gfx_free(g);
 }
 
+/* record_payment_refused through the client: any bytes become printable
+ * text within the bounds, and a key is recorded once. */
+static void test_payment_refused_recorded_once(void **state)
+{
+    struct gfx *g = gfx_new("gout_refused");
+    struct gate_refusal_result res;
+    struct og_error err = {0};
+    static char big[20000];
+    static const char raw[] = {'{', 0, '\x01', '\xff', '\\', '"', 'v', '"', '}'};
+
+    (void)state;
+    memset(big, 'z', sizeof(big));
+    struct gate_refusal bin = {
+        .source = "og.pay/0/5",
+        .order_no = "RF1",
+        .reason = "bad_json: \x02 at byte 1",
+        .message = raw,
+        .message_len = sizeof(raw),
+    };
+    assert_int_equal(gate_record_payment_refused(g->db, &bin, &res, &err), OG_OK);
+    assert_true(res.recorded);
+    assert_string_equal(res.key, "msg:og.pay/0/5");
+    assert_int_equal(res.exception_id, gfx_long(g->sql,
+                                                "SELECT id FROM ordergate.exceptions WHERE "
+                                                "refused_key = 'msg:og.pay/0/5'",
+                                                NULL));
+    assert_int_equal(gfx_long(g->sql,
+                              "SELECT count(*) FROM ordergate.exceptions WHERE order_no = 'RF1' "
+                              "AND kind = 'refused_payment' AND strpos(note, $1) > 0 AND "
+                              "strpos(note, $2) > 0",
+                              "{\\x00\\x01\\xff\\x5c\"v\"}", "bad_json: \\x02 at byte 1", NULL),
+                     1);
+    /* The same message again: nothing new. */
+    assert_int_equal(gate_record_payment_refused(g->db, &bin, &res, &err), OG_OK);
+    assert_false(res.recorded);
+
+    /* A transaction number is the key; a long message is cut, marked. */
+    struct gate_refusal longer = {
+        .source = "og.pay/1/9",
+        .order_no = "RF2",
+        .txn_no = "TXN-RF2",
+        .amount_cents = 1999,
+        .reason = "payment_rejected: refused",
+        .message = big,
+        .message_len = sizeof(big),
+    };
+    assert_int_equal(gate_record_payment_refused(g->db, &longer, &res, &err), OG_OK);
+    assert_true(res.recorded);
+    assert_string_equal(res.key, "txn:TXN-RF2");
+    assert_int_equal(gfx_long(g->sql,
+                              "SELECT count(*) FROM ordergate.exceptions WHERE refused_key = "
+                              "'txn:TXN-RF2' AND amount_cents = 1999 AND txn_no IS NULL AND note "
+                              "LIKE '%zzz...' AND length(note) < 2200",
+                              NULL),
+                     1);
+    longer.source = "og.pay/1/10"; /* the same transaction produced twice */
+    assert_int_equal(gate_record_payment_refused(g->db, &longer, &res, &err), OG_OK);
+    assert_false(res.recorded);
+    assert_int_equal(gfx_long(g->sql, "SELECT count(*) FROM ordergate.exceptions", NULL), 2);
+    assert_int_equal(gfx_long(g->sql,
+                              "SELECT count(*) FROM ordergate.outbox WHERE event_type = "
+                              "'reconciliation_alert'",
+                              NULL),
+                     2);
+    gfx_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -759,6 +826,7 @@ int main(void)
         cmocka_unit_test_teardown(test_payment_double_mismatch_not_found, gfx_teardown),
         cmocka_unit_test_teardown(test_hold_outcomes, gfx_teardown),
         cmocka_unit_test_teardown(test_close_outcomes, gfx_teardown),
+        cmocka_unit_test_teardown(test_payment_refused_recorded_once, gfx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

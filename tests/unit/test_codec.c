@@ -268,12 +268,46 @@ static void test_payment(void **state)
     assert_int_equal(codec_encode_payment(&p, buf, sizeof(buf), &len, &err), OG_ERR_ARG);
 }
 
+/* A payment that did not decode: what is valid on its own is kept for the
+ * record of its refusal, the rest is left empty. */
+static void test_payment_salvage(void **state)
+{
+    struct codec_payment p;
+    static const char binary[] = {'{', 0, '\x01', '\xff', '}'};
+    const char *zero = "{\"v\":1,\"order_no\":\"P-1\",\"txn_no\":\"T-9\",\"amount_cents\":0,"
+                       "\"channel\":\"card\"}";
+    const char *partly = "{\"v\":7,\"order_no\":\"bad no\",\"txn_no\":\"T 9\",\"amount_cents\":"
+                         "\"5\",\"channel\":\"web\"}";
+
+    (void)state;
+    codec_salvage_payment("P-1", 3, zero, strlen(zero), &p);
+    assert_string_equal(p.order_no, "P-1");
+    assert_string_equal(p.txn_no, "T-9");
+    assert_int_equal(p.amount_cents, 0);
+    assert_string_equal(p.channel, "card");
+
+    /* A bad order number in the value: the key stands in when it is one. */
+    codec_salvage_payment("K-2", 3, partly, strlen(partly), &p);
+    assert_string_equal(p.order_no, "K-2");
+    assert_string_equal(p.txn_no, "");
+    assert_int_equal(p.amount_cents, 0);
+    assert_string_equal(p.channel, "web");
+
+    codec_salvage_payment("k y", 3, binary, sizeof(binary), &p);
+    assert_string_equal(p.order_no, "");
+    assert_string_equal(p.txn_no, "");
+    codec_salvage_payment(NULL, 0, NULL, 0, &p);
+    assert_string_equal(p.order_no, "");
+    codec_salvage_payment(NULL, 0, "[1,2]", 5, &p);
+    assert_string_equal(p.txn_no, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cancel_valid), cmocka_unit_test(test_cancel_refused),
         cmocka_unit_test(test_key_binary),   cmocka_unit_test(test_cancel_roundtrip),
-        cmocka_unit_test(test_payment),
+        cmocka_unit_test(test_payment),      cmocka_unit_test(test_payment_salvage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

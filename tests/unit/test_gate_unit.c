@@ -289,6 +289,35 @@ static void test_bad_arguments_never_connect(void **state)
     expect_arg(gate_place(db, "o-1", 100, items, NULL, "", &outcome, &err), &err, db);
     expect_arg(gate_place(db, "o-1", 100, items, long_no, when, &outcome, &err), &err, db);
 
+    /* record_payment_refused */
+    struct gate_refusal_result refused;
+    struct gate_refusal ok = {.source = "t/0/1", .reason = "bad_json: x"};
+    struct gate_refusal r = ok;
+    r.source = NULL;
+    expect_arg(gate_record_payment_refused(db, &r, &refused, &err), &err, db);
+    r.source = "";
+    expect_arg(gate_record_payment_refused(db, &r, &refused, &err), &err, db);
+    r.source = long_no;
+    expect_arg(gate_record_payment_refused(db, &r, &refused, &err), &err, db);
+    r = ok;
+    r.order_no = "o 1";
+    expect_arg(gate_record_payment_refused(db, &r, &refused, &err), &err, db);
+    r = ok;
+    r.txn_no = long_no;
+    expect_arg(gate_record_payment_refused(db, &r, &refused, &err), &err, db);
+    r = ok;
+    r.amount_cents = -1;
+    expect_arg(gate_record_payment_refused(db, &r, &refused, &err), &err, db);
+    r = ok;
+    r.reason = NULL;
+    expect_arg(gate_record_payment_refused(db, &r, &refused, &err), &err, db);
+    r.reason = " \t";
+    expect_arg(gate_record_payment_refused(db, &r, &refused, &err), &err, db);
+    r = ok;
+    r.message_len = 3; /* bytes promised, none given */
+    expect_arg(gate_record_payment_refused(db, &r, &refused, &err), &err, db);
+    assert_false(refused.recorded);
+
     db_free(db);
 }
 

@@ -224,7 +224,8 @@ static enum flush_result batch_claim(struct consumer *c)
     return FLUSH_DONE;
 }
 
-/* Turns a payment the gate refused for good into a dead letter. */
+/* Turns a payment the gate refused for good into a dead letter, to be
+ * recorded before it is produced. */
 static void batch_payment_to_dlq(struct consumer *c, struct batch_entry *e,
                                  const struct og_error *err)
 {
@@ -233,7 +234,7 @@ static void batch_payment_to_dlq(struct consumer *c, struct batch_entry *e,
     struct og_error ignored = {0};
 
     e->kind = BATCH_DLQ;
-    e->state = BATCH_PRODUCE;
+    e->state = BATCH_RECORD;
     if (codec_encode_payment(&e->pay, value, sizeof(value), &len, &ignored) == OG_OK)
         e->dlq_value = strndup(value, len);
     e->dlq_value_len = e->dlq_value ? len : 0;
@@ -246,7 +247,50 @@ static void batch_payment_to_dlq(struct consumer *c, struct batch_entry *e,
     c->batch.dlq_bytes += e->dlq_value_len + e->dlq_key_len;
 }
 
-/* Step 1: payment results, one claim_payment each (idempotent by txn_no). */
+/* The dead letter of a payment result leaves a trace in the database
+ * before it is produced (BATCH_RECORD -> BATCH_PRODUCE): the channel may
+ * have taken the money, and reconciliation must see it. Idempotent by key
+ * (the transaction number, else the message's position), so a redelivered
+ * message is recorded once. On failure the entry stays BATCH_RECORD and the
+ * batch is retried: the message is never dropped unrecorded. */
+static enum og_status batch_record_refused(struct consumer *c, struct batch_entry *e)
+{
+    const struct batch_tp *tp = &c->batch.tps[e->tp];
+    char source[GATE_REFUSAL_SOURCE_MAX + 1], q[600];
+    struct gate_refusal_result res;
+    struct og_error err = {0};
+    enum og_status st;
+
+    snprintf(source, sizeof(source), "%s/%" PRId32 "/%" PRId64, tp->topic, tp->partition,
+             e->offset);
+    struct gate_refusal r = {
+        .source = source,
+        .order_no = e->pay.order_no[0] ? e->pay.order_no : NULL,
+        .txn_no = e->pay.txn_no[0] ? e->pay.txn_no : NULL,
+        .amount_cents = e->pay.amount_cents,
+        .reason = e->dlq_reason != NULL && e->dlq_reason[0] ? e->dlq_reason : "unknown",
+        .message = e->dlq_value,
+        .message_len = e->dlq_value != NULL ? e->dlq_value_len : 0,
+    };
+    st = gate_record_payment_refused(c->db, &r, &res, &err);
+    metric_observe(c->m.db_seconds, db_last_ms(c->db) / 1000.0);
+    if (st != OG_OK) {
+        batch_db_failed(c, "record_payment_refused", &err);
+        return st;
+    }
+    c->db_ok = true;
+    if (res.recorded)
+        metric_inc(c->m.payments_refused, 1);
+    log_warn("payment_refused_recorded",
+             "exception_id=%" PRId64 " key=%s new=%d source=%s order_no=%s reason=%s",
+             res.exception_id, res.key, res.recorded, source,
+             e->pay.order_no[0] ? e->pay.order_no : "-", log_quote(q, sizeof(q), r.reason));
+    e->state = BATCH_PRODUCE;
+    return OG_OK;
+}
+
+/* Step 1: payment results, one claim_payment each (idempotent by txn_no);
+ * the refused ones recorded (batch_record_refused). */
 static enum flush_result batch_payments(struct consumer *c)
 {
     struct batch *b = &c->batch;
@@ -257,6 +301,13 @@ static enum flush_result batch_payments(struct consumer *c)
         struct og_error err = {0};
         enum og_status st;
 
+        if (e->state == BATCH_RECORD) {
+            if (!batch_live(b, e))
+                e->state = BATCH_DONE; /* the partition's next owner records it */
+            else if (batch_record_refused(c, e) != OG_OK)
+                return FLUSH_RETRY;
+            continue;
+        }
         if (e->kind != BATCH_PAYMENT || e->state != BATCH_NEW)
             continue;
         if (!batch_live(b, e)) {
@@ -288,6 +339,8 @@ static enum flush_result batch_payments(struct consumer *c)
             log_warn("payment_rejected", "order_no=%s txn_no=%s error=%s", e->pay.order_no,
                      e->pay.txn_no, log_quote(q, sizeof(q), err.msg));
             batch_payment_to_dlq(c, e, &err);
+            if (batch_record_refused(c, e) != OG_OK)
+                return FLUSH_RETRY;
             continue;
         }
         batch_db_failed(c, "claim_payment", &err);

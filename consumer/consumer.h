@@ -7,6 +7,9 @@
  * order, and only in this order, so that a crash at any point loses nothing:
  *   1. claim_payment for every payment result (first: a payment consumed
  *      with a cancel that fell due meanwhile was made before that cancel);
+ *      a payment result that did not decode, or that the gate refused for
+ *      good, is recorded with record_payment_refused (an exception for
+ *      review) before its dead letter is produced in step 3;
  *   2. claim_cancel for every cancel in the batch, in one statement;
  *   3. for not_due orders, due_times() and one new delayed message each,
  *      produced with the idempotent producer;
@@ -86,7 +89,8 @@
 enum batch_kind { BATCH_CANCEL, BATCH_PAYMENT, BATCH_DLQ };
 
 enum batch_state {
-    BATCH_NEW,        /* cancel not claimed / payment not applied / dead letter not produced */
+    BATCH_NEW,    /* cancel not claimed / payment not applied / dead letter not produced */
+    BATCH_RECORD, /* dead letter of a payment result: record_payment_refused must commit first */
     BATCH_RESCHEDULE, /* claim said not_due: needs the database's due time */
     BATCH_PRODUCE,    /* a message (re-schedule or dead letter) must be produced */
     BATCH_INFLIGHT,   /* produced; waiting for its delivery report */
@@ -104,7 +108,8 @@ struct batch_entry {
     bool first; /* the first entry of its order in this batch (duplicates share a claim row) */
     char order_no[GATE_ORDER_NO_MAX + 1];
     struct kafka_delivery dr; /* written by the delivery report while INFLIGHT */
-    struct codec_payment pay; /* BATCH_PAYMENT */
+    /* BATCH_PAYMENT; for the dead letter of a payment result, what could be read of it */
+    struct codec_payment pay;
     /* BATCH_DLQ: copies, freed when the batch is cleared */
     char *dlq_key;
     size_t dlq_key_len;
@@ -141,7 +146,7 @@ enum flush_result {
 
 struct consumer_metrics {
     struct metric *consumed[CONSUMER_TOPICS_MAX]; /* per subscribed topic, as in consumer.topics */
-    struct metric *deferred, *dropped, *dead_lettered, *rescheduled;
+    struct metric *deferred, *dropped, *dead_lettered, *rescheduled, *payments_refused;
     struct metric *claims[GATE_OUTCOME_COUNT];
     struct metric *payments[GATE_OUTCOME_COUNT];
     struct metric *db_errors, *kafka_errors, *rebalances, *batches, *offsets_stored;

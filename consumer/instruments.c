@@ -44,6 +44,11 @@ void consumer_metrics_register(struct consumer_metrics *m, char *const *topics, 
                                        "Undecodable or rejected messages acknowledged by the "
                                        "dead-letter topic",
                                        METRIC_COUNTER, NULL, NULL, 0);
+    m->payments_refused = metric_register(
+        "ordergate_consumer_payments_refused_total",
+        "Payment results dead-lettered (undecodable, or refused by the gate for good), each "
+        "recorded first as a refused_payment exception for review",
+        METRIC_COUNTER, NULL, NULL, 0);
     m->rescheduled = metric_register("ordergate_consumer_rescheduled_total",
                                      "New delayed messages for orders whose expire_at moved "
                                      "(claim outcome not_due), acknowledged",

@@ -383,10 +383,12 @@ static char *loop_copy(const void *data, size_t len, size_t max, size_t *out_len
     return copy;
 }
 
-/* Queues the dead letter of an undecodable message (produced right away,
- * acknowledged before the batch stores its offset). */
+/* Queues the dead letter of an undecodable message, acknowledged before the
+ * batch stores its offset. A cancel message's is produced right away (the
+ * scanner covers its order); a payment result's only after the flush has
+ * recorded it in the database (BATCH_RECORD), since money may be behind it. */
 static void loop_dead_letter(struct consumer *c, const rd_kafka_message_t *m, const char *topic,
-                             const struct og_error *why)
+                             bool is_payment, const struct og_error *why)
 {
     struct batch_entry *e = batch_add(&c->batch, BATCH_DLQ, topic, m->partition, m->offset);
     char q[600];
@@ -406,6 +408,11 @@ static void loop_dead_letter(struct consumer *c, const rd_kafka_message_t *m, co
     e->dlq_orig_len = m->len;
     e->dlq_reason = strndup(why->msg, CONSUMER_DLQ_REASON_MAX - 1);
     c->batch.dlq_bytes += e->dlq_key_len + e->dlq_value_len;
+    if (is_payment) {
+        codec_salvage_payment(m->key, m->key_len, m->payload, m->len, &e->pay);
+        e->state = BATCH_RECORD;
+        return;
+    }
     batch_produce(c, e);
 }
 
@@ -469,7 +476,7 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
         break;
     }
     if (st != OG_OK) {
-        loop_dead_letter(c, m, topic, &err);
+        loop_dead_letter(c, m, topic, is_payment, &err);
     } else {
         e = batch_add(&c->batch, is_payment ? BATCH_PAYMENT : BATCH_CANCEL, topic, m->partition,
                       m->offset);

@@ -226,11 +226,113 @@ static void test_payment_before_cancel_in_one_batch(void **state)
     ct_teardown(&t);
 }
 
+/* A payment result the consumer must dead-letter (one does not decode, one
+ * carries amount 0, one the gate refuses: a constraint planted for its
+ * transaction) leaves an exception for review before its dead letter is
+ * produced and before its offset moves. While the record cannot be
+ * written (the function is renamed away) nothing reaches the dead-letter
+ * topic and no offset moves; once it can, each message ends as one
+ * refused_payment exception, and a redelivery (a second group reading the
+ * topic from the start) records nothing twice. */
+static void test_refused_payment_recorded_before_dead_letter(void **state)
+{
+    static struct ct t; /* static: ct_cleanup may tear it down after a failure */
+    struct ct_proc p, again;
+    char topics[300], sql[512], body[65536];
+    int port;
+
+    (void)state;
+    ct_setup(&t, "crefused", 1, CT_PAYMENTS);
+    ct_place(&t, "B-1", 600000);
+    testdb_exec(t.conn, "ALTER FUNCTION ordergate.record_payment_refused(text, text, text, "
+                        "bigint, text, text) RENAME TO record_payment_refused_away");
+    testdb_exec(t.conn, "ALTER TABLE ordergate.payments ADD CONSTRAINT test_refuse_b3 CHECK "
+                        "(txn_no <> 'TXN-B-3')");
+
+    const char *zero = "{\"v\":1,\"order_no\":\"B-1\",\"txn_no\":\"TXN-B-1\",\"amount_cents\":0,"
+                       "\"channel\":\"card\"}";
+    const char *junk = "{\"v\":1,\"order_no\":\"B-1\",\x01 not json";
+    ct_produce_raw(&t, t.payments, 0, "B-1", 3, zero, strlen(zero));
+    ct_produce_raw(&t, t.payments, 0, "B-1", 3, junk, strlen(junk));
+    const char *refused = "{\"v\":1,\"order_no\":\"B-1\",\"txn_no\":\"TXN-B-3\",\"amount_cents\":"
+                          "1000,\"channel\":\"card\"}";
+    ct_produce_raw(&t, t.payments, 0, "B-1", 3, refused, strlen(refused));
+
+    snprintf(topics, sizeof(topics), "%s", t.topic);
+    ct_spawn(&t, &p, "c1", topics, NULL);
+
+    /* The record fails and is retried: no dead letter, no offset, no row. */
+    ct_log_wait(&p, "step=record_payment_refused", 30000);
+    ct_log_wait(&p, "event=batch_retry attempt=2 ", 30000);
+    assert_int_equal(ct_end_offset(t.dlq, 0), 0);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.exceptions"), 0);
+    assert_true(ct_committed(t.group, t.payments, 0) < 0);
+
+    /* Back: each is recorded, then dead-lettered, then committed. */
+    testdb_exec(t.conn, "ALTER FUNCTION ordergate.record_payment_refused_away(text, text, text, "
+                        "bigint, text, text) RENAME TO record_payment_refused");
+    assert_int_equal(ct_wait_scalar(&t, "SELECT count(*) FROM ordergate.exceptions", 3, 30000), 3);
+    for (int tries = 0; tries < 100 && ct_end_offset(t.dlq, 0) < 3; tries++)
+        testutil_sleep_ms(100);
+    assert_int_equal(ct_end_offset(t.dlq, 0), 3);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.exceptions WHERE kind = "
+                                   "'refused_payment' AND resolution = 'manual_review' AND "
+                                   "state = 'open' AND order_no = 'B-1' AND txn_no IS NULL"),
+                     3);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.exceptions WHERE refused_key "
+                                   "= 'txn:TXN-B-1' AND amount_cents IS NULL AND note LIKE "
+                                   "'%bad_amount%' AND note LIKE '%\"amount_cents\":0%'"),
+                     1);
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM ordergate.exceptions WHERE refused_key = 'msg:%s/0/1' AND "
+             "note LIKE '%%bad_json%%' AND note LIKE '%%\\\\x01 not json%%'",
+             t.payments);
+    assert_int_equal(ct_scalar(&t, sql), 1);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.exceptions WHERE refused_key "
+                                   "= 'txn:TXN-B-3' AND amount_cents = 1000 AND note LIKE "
+                                   "'payment result refused by the consumer (payment_rejected: %'"),
+                     1);
+    /* Nothing was applied as a payment; the order is untouched; reconciliation
+     * counts each as money to review. */
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.payments"), 0);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.orders WHERE order_no = 'B-1' "
+                                   "AND status = 'pending_payment'"),
+                     1);
+    assert_int_equal(ct_scalar(&t, "SELECT violations FROM ordergate.reconcile() WHERE "
+                                   "invariant = 5"),
+                     3);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.outbox WHERE event_type = "
+                                   "'reconciliation_alert' AND payload::jsonb->>'kind' = "
+                                   "'refused_payment'"),
+                     3);
+    port = ct_metrics_port(&p);
+    assert_int_equal(ct_http_get(port, "/metrics", body, sizeof(body)), 200);
+    assert_true(ct_metric(body, "ordergate_consumer_payments_refused_total") == 3);
+    assert_true(ct_metric(body, "ordergate_consumer_dead_lettered_total") == 3);
+    assert_int_equal(ct_stop(&p, SIGTERM, 30000), 0);
+    assert_int_equal(ct_committed(t.group, t.payments, 0), ct_end_offset(t.payments, 0));
+
+    /* Redelivered: the same three messages again, recorded once. */
+    snprintf(t.group + strlen(t.group), sizeof(t.group) - strlen(t.group), "-again");
+    ct_spawn(&t, &again, "c2", topics, NULL);
+    for (int tries = 0; tries < 300 && ct_end_offset(t.dlq, 0) < 6; tries++)
+        testutil_sleep_ms(100);
+    assert_int_equal(ct_end_offset(t.dlq, 0), 6);
+    assert_int_equal(ct_log_count(&again, "event=payment_refused_recorded"), 3);
+    assert_int_equal(ct_log_count(&again, "new=0 "), 3);
+    assert_int_equal(ct_stop(&again, SIGTERM, 30000), 0);
+    assert_int_equal(ct_committed(t.group, t.payments, 0), ct_end_offset(t.payments, 0));
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.exceptions"), 3);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.payments"), 0);
+    ct_teardown(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_dead_letters_and_payments, ct_cleanup),
         cmocka_unit_test_teardown(test_payment_before_cancel_in_one_batch, ct_cleanup),
+        cmocka_unit_test_teardown(test_refused_payment_recorded_before_dead_letter, ct_cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -59,6 +59,7 @@ static const struct cfg_param cfg_params[] = {
     {"scanner.max_seconds", CFG_INT, S(scan_max_seconds), "0", 0, 86400, 0},
     {"scanner.every_s", CFG_INT, S(scan_every_s), "0", 0, 86400, 0},
     {"scanner.workers", CFG_INT, S(scan_workers), "1", 1, 16, 0},
+    {"scanner.max_skip_s", CFG_INT, S(scan_max_skip_s), "0", 0, 604800, 0},
     {"scanner.textfile_path", CFG_STR, S(textfile_path), "", 0, 0, 0},
 };
 

@@ -68,7 +68,10 @@ struct og_config {
     int scan_max_seconds; /* per run; 0 = no cap */
     int scan_every_s;     /* 0 = one run per invocation */
     int scan_workers;     /* claiming sessions per run (1 = the run's own session) */
-    char *textfile_path;  /* Prometheus textfile for node_exporter; "" = none */
+    /* A skipped run alarms (exit 4) once the last sweep is older than this; 0 = 3 x every_s,
+     * or 180 when every_s is 0 (a one-minute schedule) */
+    int scan_max_skip_s;
+    char *textfile_path; /* Prometheus textfile for node_exporter; "" = none */
 
     /* Where each value came from, indexed like the table in cfg.c; cfg_error_format() reads
      * it to say "FILE:LINE" or "--flag" in front of an error about a setting. */

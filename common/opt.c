@@ -24,6 +24,7 @@ const struct opt opt_services[] = {
     {"max-seconds", "S", 0, "time cap per run", "scanner.max_seconds", 0, OPT_SCANNER},
     {"every", "SECONDS", 0, "repeat runs", "scanner.every_s", 0, OPT_SCANNER},
     {"workers", "N", 0, "claiming sessions", "scanner.workers", 0, OPT_SCANNER},
+    {"max-skip", "SECONDS", 0, "alarm on skips past this", "scanner.max_skip_s", 0, OPT_SCANNER},
     {"textfile", "PATH", 0, "Prometheus textfile", "scanner.textfile_path", 0, OPT_SCANNER},
     {"log-level", "LEVEL", 0, "debug, info, warn or error", "log_level", 0, OPT_SCANNER},
     {"dry-run", NULL, 0, "report only", NULL, 0, OPT_SCANNER},

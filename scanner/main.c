@@ -4,7 +4,8 @@
  *
  * Exit status: 0 done (also: skipped because another run holds the lock,
  * stopped by SIGTERM, a clean reconciliation), 1 runtime failure, 2 bad usage
- * or configuration, 3 reconciliation found violations. */
+ * or configuration, 3 reconciliation found violations, 4 skipped while the
+ * last sweep is older than --max-skip (the lock is held, nothing sweeps). */
 #include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -26,7 +27,11 @@
 
 #define SCANNER_PROG "ordergate-scanner"
 
-enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2, EXIT_VIOLATIONS = 3 };
+enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2, EXIT_VIOLATIONS = 3, EXIT_NOT_SWEEPING = 4 };
+
+/* --max-skip 0: three intervals of the schedule (--every, else a minute). */
+#define SCANNER_MAX_SKIP_INTERVALS 3
+#define SCANNER_CRON_INTERVAL_S    60
 
 struct scanner_args {
     struct opt_args opts;
@@ -69,6 +74,8 @@ static void scanner_usage(FILE *out)
         "  --workers N            database sessions that claim pages in parallel, 1..16;\n"
         "                         the run's own session reads the pages (scanner.workers)\n"
         "  --textfile PATH        Prometheus textfile for node_exporter (scanner.textfile_path)\n"
+        "  --max-skip SECONDS     a run skipped (lock held) while the last sweep is older than\n"
+        "                         this exits 4; 0 = 3 x --every, or 180 (scanner.max_skip_s)\n"
         "  --since TIME           --reconcile: only orders created since TIME (RFC 3339,\n"
         "                         e.g. 2026-11-30T00:00:00Z, or an age such as 90m, 24h, 7d)\n"
         "  --scan-interval S      --reconcile: how often sweeps run (invariant 6); default\n"
@@ -82,7 +89,8 @@ static void scanner_usage(FILE *out)
         "  -V, --version          print the version\n"
         "\n"
         "exit status: 0 done (or skipped: another run holds the lock), 1 runtime failure,\n"
-        "2 bad usage or configuration, 3 reconciliation found violations\n");
+        "2 bad usage or configuration, 3 reconciliation found violations, 4 skipped while\n"
+        "the last sweep is older than --max-skip (something holds the lock and does not sweep)\n");
 }
 
 /* --since: RFC 3339, or an age (a duration: 90m, 24h, 7d) counted back from now. */
@@ -165,6 +173,52 @@ static void scanner_write_metrics(const struct og_config *cfg, int *exit_code)
     }
 }
 
+/* The --max-skip in force (scanner.max_skip_s; 0 derives it from the schedule). */
+static int scanner_max_skip_s(const struct og_config *cfg)
+{
+    if (cfg->scan_max_skip_s > 0)
+        return cfg->scan_max_skip_s;
+    return SCANNER_MAX_SKIP_INTERVALS *
+           (cfg->scan_every_s > 0 ? cfg->scan_every_s : SCANNER_CRON_INTERVAL_S);
+}
+
+/* After a run that did not fail: when orders were last swept. A skipped run
+ * past --max-skip is the alarm (EXIT_NOT_SWEEPING): any session may hold the
+ * lock, and nothing says it sweeps. Returns the exit status. *sweep is NULL
+ * when the status could not be read: a done run still ends 0 (it swept); a
+ * skipped one ends 1, since whether to alarm cannot be told. *alarm: the run
+ * ends non-zero although it did not fail. */
+static int scanner_check_sweeping(struct db *db, const struct og_config *cfg,
+                                  const struct sweep_result *res, struct runlog_sweep_status *st,
+                                  const struct runlog_sweep_status **sweep, bool *alarm)
+{
+    struct og_error err = {0};
+    char q[600], r[160], a[160];
+    int max_skip = scanner_max_skip_s(cfg);
+
+    *sweep = NULL;
+    *alarm = false;
+    if (runlog_sweep_status(db, st, &err) != OG_OK) {
+        log_emit(res->status == SWEEP_SKIPPED ? LOG_LVL_ERROR : LOG_LVL_WARN,
+                 "scanner_sweep_status_failed", "run_id=%" PRId64 " error=%s", res->run_id,
+                 log_quote(q, sizeof(q), err.msg));
+        *alarm = res->status == SWEEP_SKIPPED;
+        return *alarm ? EXIT_RUNTIME : EXIT_OK;
+    }
+    *sweep = st;
+    if (res->status != SWEEP_SKIPPED || st->age_s <= max_skip)
+        return EXIT_OK;
+    *alarm = true;
+    log_error("scanner_not_sweeping",
+              "run_id=%" PRId64 " last_sweep_age_s=%.0f max_skip_s=%d holder_pid=%d "
+              "holder_role=%s holder_application=%s msg=\"skipped, and no run has swept for "
+              "longer than --max-skip: whatever holds the sweep lock does not sweep\"",
+              res->run_id, st->age_s, max_skip, st->holder_pid,
+              log_quote(r, sizeof(r), st->holder_role[0] ? st->holder_role : "unknown"),
+              log_quote(a, sizeof(a), st->holder_application));
+    return EXIT_NOT_SWEEPING;
+}
+
 static int scanner_sweep_once(struct db *db, struct db **claim_dbs, const struct og_config *cfg)
 {
     struct sweep_params p = {
@@ -180,12 +234,18 @@ static int scanner_sweep_once(struct db *db, struct db **claim_dbs, const struct
         .on_batch = scanner_metrics_batch,
     };
     struct sweep_result res;
+    struct runlog_sweep_status status;
+    const struct runlog_sweep_status *sweep = NULL;
     struct og_error err = {0};
+    bool alarm = false;
     int code;
 
     sweep_run(db, &p, &res, &err);
-    scanner_metrics_record(&res);
-    code = res.status == SWEEP_FAILED ? EXIT_RUNTIME : EXIT_OK;
+    /* A failed run does not ask: the database may be gone. */
+    code = res.status == SWEEP_FAILED
+               ? EXIT_RUNTIME
+               : scanner_check_sweeping(db, cfg, &res, &status, &sweep, &alarm);
+    scanner_metrics_record(&res, sweep, alarm);
     scanner_write_metrics(cfg, &code);
     return code;
 }
@@ -336,8 +396,8 @@ int main(int argc, char **argv)
         code = EXIT_USAGE;
         goto report;
     }
-    if ((args.reconcile ? scanner_metrics_init_reconcile(&err) : scanner_metrics_init(&err)) !=
-        OG_OK) {
+    if ((args.reconcile ? scanner_metrics_init_reconcile(&err)
+                        : scanner_metrics_init(scanner_max_skip_s(&cfg), &err)) != OG_OK) {
         log_error("scanner_metrics_failed", "error=%s", log_quote(q, sizeof(q), err.msg));
         code = EXIT_RUNTIME;
         goto out;

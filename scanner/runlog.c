@@ -28,6 +28,12 @@ static const struct db_stmt runlog_stmt_finish = {
     "$12::timestamptz, $13)",
     13};
 
+static const struct db_stmt runlog_stmt_sweep_status = {
+    "og_scan_sweep_status",
+    "SELECT extract(epoch FROM last_sweep_at)::float8, age_s, holder_pid, holder_role, "
+    "holder_application FROM ordergate.scanner_sweep_status()",
+    0};
+
 /* Text forms of the counters, kept alive for the duration of one call. */
 struct runlog_count_text {
     char batches[16];
@@ -188,6 +194,31 @@ enum og_status runlog_finish(struct db *db, int64_t run_id, const char *status,
                           "scanner_run_finish: run %" PRId64 " not found", run_id);
     if (st == OG_OK && duration_ms != NULL && !PQgetisnull(res, 0, 1))
         *duration_ms = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+    PQclear(res);
+    return st;
+}
+
+enum og_status runlog_sweep_status(struct db *db, struct runlog_sweep_status *out,
+                                   struct og_error *err)
+{
+    PGresult *res = NULL;
+    enum og_status st;
+
+    memset(out, 0, sizeof(*out));
+    st = db_call(db, &runlog_stmt_sweep_status, NULL, &res, err);
+    if (st == OG_OK && (PQnfields(res) != 5 || PQntuples(res) != 1))
+        st = og_error_set(err, OG_ERR_INTERNAL, false,
+                          "scanner_sweep_status returned %d columns and %d rows, expected 5 and 1",
+                          PQnfields(res), PQntuples(res));
+    if (st == OG_OK) {
+        out->have_sweep = !PQgetisnull(res, 0, 0);
+        out->last_sweep_at = out->have_sweep ? strtod(PQgetvalue(res, 0, 0), NULL) : 0;
+        out->age_s = strtod(PQgetvalue(res, 0, 1), NULL);
+        out->holder_pid = PQgetisnull(res, 0, 2) ? 0 : atoi(PQgetvalue(res, 0, 2));
+        snprintf(out->holder_role, sizeof(out->holder_role), "%s", PQgetvalue(res, 0, 3));
+        snprintf(out->holder_application, sizeof(out->holder_application), "%s",
+                 PQgetvalue(res, 0, 4));
+    }
     PQclear(res);
     return st;
 }

@@ -50,6 +50,21 @@ struct runlog_start_result {
     int crashed_found; /* runs left 'running' by a dead process, now marked 'crashed' */
 };
 
+/* When orders were last swept (ordergate.scanner_sweep_status): the end of
+ * the newest 'done' run, or the last progress of a sweep still running on
+ * the session that holds the lock. */
+struct runlog_sweep_status {
+    bool have_sweep;      /* false: no run ever swept */
+    double last_sweep_at; /* Unix seconds (database clock) when have_sweep */
+    double age_s;         /* since then; with no sweep, since the first recorded run */
+    int holder_pid;       /* the session holding the sweep lock, 0 when free */
+    char holder_role[64]; /* its role and application ("" when unknown) */
+    char holder_application[64];
+};
+
+enum og_status runlog_sweep_status(struct db *db, struct runlog_sweep_status *out,
+                                   struct og_error *err);
+
 /* Starts a run. Every crashed run found is logged as a warning
  * (event scanner_crashed_run) with its counters and checkpoint. */
 enum og_status runlog_start(struct db *db, const struct runlog_settings *settings,

@@ -28,9 +28,10 @@ static struct {
     struct metric *runs_total[SM_NSTATUS];
     struct metric *page_seconds;
     struct metric *claim_seconds;
+    struct metric *max_skip;
 } sm;
 
-enum og_status scanner_metrics_init(struct og_error *err)
+enum og_status scanner_metrics_init(int max_skip_s, struct og_error *err)
 {
     static const double buckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                      0.25,  0.5,    1,     2.5,  5,     10};
@@ -48,9 +49,16 @@ enum og_status scanner_metrics_init(struct og_error *err)
     sm.last_ts =
         metric_register("ordergate_scanner_last_run_timestamp_seconds",
                         "Unix time at which the last run ended", METRIC_GAUGE, NULL, NULL, 0);
-    sm.last_success = metric_register("ordergate_scanner_last_run_success",
-                                      "1 when the last run ended done or skipped, 0 when it failed",
-                                      METRIC_GAUGE, NULL, NULL, 0);
+    sm.last_success =
+        metric_register("ordergate_scanner_last_run_success",
+                        "1 when the last run ended done, or skipped within --max-skip of the last "
+                        "sweep; 0 when it failed or was skipped past it",
+                        METRIC_GAUGE, NULL, NULL, 0);
+    sm.max_skip = metric_register("ordergate_scanner_max_skip_seconds",
+                                  "--max-skip in force: a skipped run alarms (exit 4) once the "
+                                  "last sweep is older",
+                                  METRIC_GAUGE, NULL, NULL, 0);
+    metric_set(sm.max_skip, max_skip_s);
     sm.last_duration = metric_register("ordergate_scanner_last_run_duration_seconds",
                                        "Duration of the last run", METRIC_GAUGE, NULL, NULL, 0);
     sm.last_batches =
@@ -82,13 +90,14 @@ enum og_status scanner_metrics_init(struct og_error *err)
         metric_register("ordergate_scanner_claim_seconds", "Time of one batch claim (claim_cancel)",
                         METRIC_HISTOGRAM, NULL, buckets, nb);
     ok = ok && sm.missed && sm.missed_total && sm.last_ts && sm.last_success && sm.last_duration &&
-         sm.last_batches && sm.crashed_found && sm.page_seconds && sm.claim_seconds;
+         sm.last_batches && sm.crashed_found && sm.page_seconds && sm.claim_seconds && sm.max_skip;
     if (!ok)
         return og_error_set(err, OG_ERR_NOMEM, false, "cannot register the scanner's metrics");
     return OG_OK;
 }
 
-void scanner_metrics_record(const struct sweep_result *res)
+void scanner_metrics_record(const struct sweep_result *res, const struct runlog_sweep_status *sweep,
+                            bool alarm)
 {
     int s = res->status == SWEEP_DONE ? SM_DONE
                                       : (res->status == SWEEP_SKIPPED ? SM_SKIPPED : SM_FAILED);
@@ -99,7 +108,7 @@ void scanner_metrics_record(const struct sweep_result *res)
     metric_set(sm.missed, (double)res->counts.cancelled);
     metric_inc(sm.missed_total, (double)res->counts.cancelled);
     metric_set(sm.last_ts, (double)clock_wall_ms() / 1000.0);
-    metric_set(sm.last_success, s == SM_FAILED ? 0 : 1);
+    metric_set(sm.last_success, s == SM_FAILED || alarm ? 0 : 1);
     metric_set(sm.last_duration, res->duration_s);
     metric_set(sm.last_batches, res->counts.batches);
     metric_set(sm.crashed_found, res->crashed_found);
@@ -108,6 +117,22 @@ void scanner_metrics_record(const struct sweep_result *res)
     metric_inc(sm.runs_total[s], 1);
     for (int i = 0; i < SM_NOUTCOME; i++)
         metric_set(sm.last_orders[i], (double)by_outcome[i]);
+    if (sweep == NULL)
+        return;
+    /* Registered only once known; a skipped run carries the run log's time
+     * of the last sweep, so this one moves only when a sweep happens. */
+    if (sweep->have_sweep)
+        metric_set(metric_register("ordergate_scanner_last_sweep_timestamp_seconds",
+                                   "Unix time orders were last swept (the end of the newest done "
+                                   "run, or the progress of a sweep still running; database "
+                                   "clock): skipped and failed runs do not move it",
+                                   METRIC_GAUGE, NULL, NULL, 0),
+                   sweep->last_sweep_at);
+    metric_set(metric_register("ordergate_scanner_last_sweep_age_seconds",
+                               "Seconds since orders were last swept, as the last run saw it "
+                               "(since the first run when none ever swept)",
+                               METRIC_GAUGE, NULL, NULL, 0),
+               sweep->age_s);
 }
 
 void scanner_metrics_batch(double page_s, double claim_s, void *arg)

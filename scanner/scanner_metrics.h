@@ -8,14 +8,24 @@
 #ifndef OG_SCANNER_SCANNER_METRICS_H
 #define OG_SCANNER_SCANNER_METRICS_H
 
+#include <stdbool.h>
+
 #include "common/error.h"
 #include "scanner/reconcile.h"
+#include "scanner/runlog.h"
 #include "scanner/sweep.h"
 
-/* Registers the sweep's metrics; call once at startup of a sweep process. */
-enum og_status scanner_metrics_init(struct og_error *err);
-/* Sets the last-run gauges and adds to the counters. */
-void scanner_metrics_record(const struct sweep_result *res);
+/* Registers the sweep's metrics; call once at startup of a sweep process.
+ * max_skip_s: the --max-skip in force, exported as ordergate_scanner_max_skip_seconds. */
+enum og_status scanner_metrics_init(int max_skip_s, struct og_error *err);
+/* Sets the last-run gauges and adds to the counters. sweep: when orders were
+ * last swept, or NULL when not known (a failed run does not ask): then
+ * ordergate_scanner_last_sweep_* keep their values (absent until first
+ * known: a missing figure is better than a false one). alarm: the run was
+ * skipped and ends non-zero (the last sweep is older than --max-skip, or
+ * that could not be told), which makes ordergate_scanner_last_run_success 0. */
+void scanner_metrics_record(const struct sweep_result *res, const struct runlog_sweep_status *sweep,
+                            bool alarm);
 /* A sweep_params.on_batch hook: observes the batch durations. */
 void scanner_metrics_batch(double page_s, double claim_s, void *arg);
 /* --reconcile has metrics of its own (its textfile holds nothing else):

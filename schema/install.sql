@@ -62,6 +62,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/scanner_run_finish.sql
 \ir functions/scanner_run_progress.sql
 \ir functions/scanner_run_start.sql
+\ir functions/scanner_sweep_status.sql
 \ir functions/set_setting.sql
 \ir functions/status_log_append_only.sql
 COMMIT;

@@ -18,6 +18,15 @@
  * Without Kafka (--no-kafka) the scanner, repeating every second, is the
  * only trigger: the first deployment tier (docs/operations.md, "Choose a
  * tier").
+ * With --schedule-in-db the database writes the cancel messages: the drill
+ * turns schedule_cancels on, fixes T before placement (place_order gets each
+ * order's real deadline, which its cancel_scheduled event carries), marks
+ * the lost share of those events published before any consumer starts (no
+ * relay ever sends them), and produces nothing itself; the consumers' relays
+ * publish the rest to delay topics named by level (<topic>.5s, <topic>.1m),
+ * and holds write their own. The ledger then also asks that the consumers
+ * cancelled every unpaid order whose message went out and the scanner only
+ * lost ones, and that every event reached a delay topic.
  *
  * The drill's rows carry a unique prefix and the reconciliation is limited to
  * orders created since the drill began, so it can run on a shared database;
@@ -51,6 +60,11 @@
 #include "tools/ctl/ctl.h"
 
 #define DRILL_MAX_CONSUMERS 16
+/* --schedule-in-db: the delay topics' levels, the last part of their names
+ * (common/delay.h). A hold (4 s) and the drill's usual lead fit the first;
+ * a longer wait goes to the second, or waits there when it is longer still. */
+#define DRILL_DELAY_LEVELS 2
+static const char *const drill_delay_levels[DRILL_DELAY_LEVELS] = {"5s", "1m"};
 
 struct drill_opts {
     long orders;
@@ -71,6 +85,7 @@ struct drill_opts {
     int payers;
     int settle_s;
     int no_kafka;
+    int schedule_in_db;
     uint64_t seed;
     const char *bin_dir;
 };
@@ -105,6 +120,9 @@ struct drill {
     struct og_config *cfg;
     char prefix[32];
     char topic[96];
+    char delay_topics[DRILL_DELAY_LEVELS][112]; /* what the consumers read: topic, or its levels */
+    int ndelay;
+    char topics_csv[DRILL_DELAY_LEVELS * 113];
     char dlq_topic[96];
     char group[96];
     char conf_path[DRILL_MAX_CONSUMERS + 1][256]; /* [0]: scanner, [1 + k]: consumer k */
@@ -121,6 +139,11 @@ struct drill {
     int restarts;
     long messages, dup_messages, lost_messages;
     int64_t dlq_count;
+    /* --schedule-in-db: the setting's value before the drill (restored after
+     * it), the drill's cancel_scheduled events and what reached the broker. */
+    char schedule_before[8];
+    long sched_events, sched_unpublished;
+    int64_t delay_messages[DRILL_DELAY_LEVELS];
     int scanner_status;
     long violations;
     long ledger_violations;
@@ -238,6 +261,10 @@ static int drill_plan(struct drill *d)
         }
         o->close = drill_rng_unit(&rng) < d->o.close_ratio;
         o->close_at_ms = drill_rng_range(&rng, -d->o.jitter_ms, d->o.jitter_ms);
+        /* With the database scheduling, a hold writes the order's message
+         * anew (for the new deadline): an order that holds cannot lose it. */
+        if (d->o.schedule_in_db && o->hold)
+            o->lost = 0;
     }
     return 0;
 }
@@ -310,8 +337,11 @@ static void *drill_place_worker(void *arg)
         snprintf(items, sizeof(items), "[{\"sku\":\"%ssku%02d\",\"qty\":%d}]", d->prefix, o->sku,
                  o->qty);
         /* Placement happens before T is fixed: give a far deadline now, then
-         * move every order to its planned due time in one statement. */
-        clock_format_iso(clock_wall_ms() + 3600 * 1000, expire, sizeof(expire));
+         * move every order to its planned due time in one statement. With
+         * the database scheduling, the deadline place_order is given is the
+         * one its cancel message carries: T is fixed before placement. */
+        clock_format_iso(d->o.schedule_in_db ? o->due_ms : clock_wall_ms() + 3600 * 1000, expire,
+                         sizeof(expire));
         if (gate_place(db, o->order_no, o->amount, items, o->coupon[0] ? o->coupon : NULL, expire,
                        &out, &err) != OG_OK ||
             out != GATE_PLACED) {
@@ -399,6 +429,163 @@ static int drill_setup(struct drill *d, struct db *db)
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* --schedule-in-db: place_order writes the cancel messages, the consumers' relays publish them */
+
+static const struct db_stmt drill_stmt_setting = {
+    "drill_setting", "SELECT ordergate.set_setting('schedule_cancels', $1)", 1};
+
+/* The drill's cancel_scheduled events (placements and holds) and how many are published. */
+static const struct db_stmt drill_stmt_sched_count = {
+    "drill_sched_count",
+    "SELECT count(*), count(*) FILTER (WHERE published_at IS NOT NULL) FROM ordergate.outbox "
+    " WHERE event_type = 'cancel_scheduled' AND starts_with(order_no, $1)",
+    1};
+
+/* Unpublished ones only: the partial index on unpublished rows keeps this cheap to poll. */
+static const struct db_stmt drill_stmt_sched_unpublished = {
+    "drill_sched_unpublished",
+    "SELECT count(*) FROM ordergate.outbox "
+    " WHERE published_at IS NULL AND event_type = 'cancel_scheduled' AND starts_with(order_no, $1)",
+    1};
+
+/* Losing a message: its row is marked published through the relay's own
+ * function, so no relay ever sends it, as if the broker had lost it after
+ * acknowledging it. At most 10000 per call (outbox_mark_published). */
+static const struct db_stmt drill_stmt_lose = {
+    "drill_lose",
+    "SELECT ordergate.outbox_mark_published(ARRAY(SELECT b.id FROM ordergate.outbox b "
+    " WHERE b.published_at IS NULL AND b.event_type = 'cancel_scheduled' "
+    "   AND b.order_no = ANY ($1::text[]) ORDER BY b.id LIMIT 10000))",
+    1};
+
+/* Turns schedule_cancels on for the database (an admin's call); the value
+ * it had is kept in d->schedule_before for drill_schedule_restore. */
+static int drill_schedule_on(struct drill *d, struct db *db)
+{
+    PGresult *res = NULL;
+    struct og_error err = {0};
+
+    if (db_call(db, &drill_stmt_setting, (const char *[]){"1"}, &res, &err) != OG_OK) {
+        fprintf(stderr,
+                "ordergatectl drill: --schedule-in-db: set_setting('schedule_cancels', '1'): %s "
+                "(the drill's role needs ordergate_admin)\n",
+                err.msg);
+        return -1;
+    }
+    snprintf(d->schedule_before, sizeof(d->schedule_before), "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return 0;
+}
+
+/* Puts the setting back as the drill found it; says so when it cannot. */
+static void drill_schedule_restore(struct drill *d, struct db *db)
+{
+    struct og_error err = {0};
+
+    if (d->schedule_before[0] == '\0' || strcmp(d->schedule_before, "1") == 0)
+        return;
+    if (db == NULL ||
+        db_call(db, &drill_stmt_setting, (const char *[]){d->schedule_before}, NULL, &err) != OG_OK)
+        fprintf(stderr,
+                "ordergatectl drill: schedule_cancels is still 1, it was %s before the drill: %s "
+                "(SELECT ordergate.set_setting('schedule_cancels', '%s'))\n",
+                d->schedule_before, db != NULL ? err.msg : "no database connection",
+                d->schedule_before);
+}
+
+static int drill_sched_counts(struct drill *d, struct db *db, long *events, long *published)
+{
+    PGresult *res = NULL;
+    struct og_error err = {0};
+
+    if (db_call(db, &drill_stmt_sched_count, (const char *[]){d->prefix}, &res, &err) != OG_OK) {
+        fprintf(stderr, "ordergatectl drill: counting cancel_scheduled events: %s\n", err.msg);
+        return -1;
+    }
+    *events = atol(PQgetvalue(res, 0, 0));
+    *published = atol(PQgetvalue(res, 0, 1));
+    PQclear(res);
+    return 0;
+}
+
+/* The drill's cancel_scheduled events no relay has published yet; -1 on a database error. */
+static long drill_sched_unpublished(struct drill *d, struct db *db)
+{
+    PGresult *res = NULL;
+    struct og_error err = {0};
+    long n;
+
+    if (db_call(db, &drill_stmt_sched_unpublished, (const char *[]){d->prefix}, &res, &err) !=
+        OG_OK) {
+        fprintf(stderr, "ordergatectl drill: %s\n", err.msg);
+        return -1;
+    }
+    n = atol(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return n;
+}
+
+/* After placement, before any consumer (and so any relay of the drill)
+ * runs: every order has its one unpublished event, and the planned share is
+ * lost. An event published already means another relay serves this
+ * database, which would publish to topics the drill does not watch. */
+static int drill_schedule_lose(struct drill *d, struct db *db)
+{
+    struct pgarray lost;
+    struct og_error err = {0};
+    long events = 0, published = 0, planned = 0, marked = 0, n;
+    int rc = -1;
+
+    pgarray_init(&lost);
+    if (drill_sched_counts(d, db, &events, &published) != 0)
+        goto out;
+    if (events != d->o.orders) {
+        fprintf(stderr,
+                "ordergatectl drill: place_order wrote %ld cancel_scheduled events for %ld "
+                "orders (is schedule_cancels really 1?)\n",
+                events, d->o.orders);
+        goto out;
+    }
+    if (published > 0) {
+        fprintf(stderr,
+                "ordergatectl drill: %ld of the drill's cancel_scheduled events were published "
+                "before its consumers ran: another outbox relay serves this database; "
+                "--schedule-in-db needs a database of its own\n",
+                published);
+        goto out;
+    }
+    for (long i = 0; i < d->o.orders; i++)
+        if (d->orders[i].lost) {
+            pgarray_append(&lost, d->orders[i].order_no);
+            planned++;
+        }
+    if (pgarray_str(&lost) == NULL) {
+        fprintf(stderr, "ordergatectl drill: losing messages: out of memory\n");
+        goto out;
+    }
+    do {
+        PGresult *res = NULL;
+        if (db_call(db, &drill_stmt_lose, (const char *[]){pgarray_str(&lost)}, &res, &err) !=
+            OG_OK) {
+            fprintf(stderr, "ordergatectl drill: losing messages: %s\n", err.msg);
+            goto out;
+        }
+        n = atol(PQgetvalue(res, 0, 0));
+        marked += n;
+        PQclear(res);
+    } while (n > 0);
+    if (marked != planned) {
+        fprintf(stderr, "ordergatectl drill: %ld messages to lose, %ld marked\n", planned, marked);
+        goto out;
+    }
+    d->lost_messages = marked;
+    rc = 0;
+out:
+    pgarray_free(&lost);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* Child processes */
 
 static int drill_find_bin(const struct drill *d, const char *name, const char *subdir, char *out,
@@ -457,7 +644,7 @@ static int drill_write_config(struct drill *d, int slot)
     fprintf(f,
             "kafka: { brokers = \"%s\"; topics = \"%s\"; group = \"%s\"; "
             "dead_letter_topic = \"%s\";\n",
-            c->brokers, d->topic, d->group, d->dlq_topic);
+            c->brokers, d->topics_csv, d->group, d->dlq_topic);
     if (slot >= 0)
         fprintf(f, "  group_instance_id = \"%s-%d\";\n", d->group, slot);
     fprintf(f, "  properties = [");
@@ -467,9 +654,9 @@ static int drill_write_config(struct drill *d, int slot)
     fprintf(f, "consumer: { batch_size = %d; linger_ms = %d; metrics_listen = \"\"; };\n",
             c->batch_size, c->linger_ms);
     fprintf(f,
-            "outbox: { topic = \"%s.events\"; refund_topic = \"%s.refunds\"; "
-            "alert_topic = \"%s.alerts\"; };\n",
-            d->topic, d->topic, d->topic);
+            "outbox: { enabled = true; topic = \"%s.events\"; refund_topic = \"%s.refunds\"; "
+            "alert_topic = \"%s.alerts\"; batch = %d; interval_ms = %d; };\n",
+            d->topic, d->topic, d->topic, c->outbox_batch, c->outbox_interval_ms);
     fprintf(f, "scanner: { grace_s = 0; batch_size = %d; pause_ms = 0; every_s = 1; };\n",
             c->scan_batch_size);
     return fclose(f) == 0 ? 0 : -1;
@@ -572,13 +759,13 @@ static rd_kafka_t *drill_group_reader(struct drill *d)
     return rk;
 }
 
-/* Messages of the cancel topic the group has not committed yet (high
- * watermark minus committed offset, over every partition); -1 when the
- * broker does not answer. */
-static int64_t drill_group_lag(struct drill *d, rd_kafka_t *rk)
+/* Messages of one topic the group has not committed yet (high watermark
+ * minus committed offset, over every partition); -1 when the broker does
+ * not answer. */
+static int64_t drill_topic_lag(rd_kafka_t *rk, const char *topic)
 {
     const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, d->topic, NULL);
+    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
     rd_kafka_topic_partition_list_t *parts = NULL;
     int64_t lag = 0;
 
@@ -589,14 +776,14 @@ static int64_t drill_group_lag(struct drill *d, rd_kafka_t *rk)
     }
     parts = rd_kafka_topic_partition_list_new(md->topics[0].partition_cnt);
     for (int p = 0; p < md->topics[0].partition_cnt; p++)
-        rd_kafka_topic_partition_list_add(parts, d->topic, md->topics[0].partitions[p].id);
+        rd_kafka_topic_partition_list_add(parts, topic, md->topics[0].partitions[p].id);
     if (rd_kafka_committed(rk, parts, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR) {
         lag = -1;
         goto out;
     }
     for (int i = 0; i < parts->cnt; i++) {
         int64_t lo = 0, hi = 0, at = parts->elems[i].offset;
-        if (rd_kafka_query_watermark_offsets(rk, d->topic, parts->elems[i].partition, &lo, &hi,
+        if (rd_kafka_query_watermark_offsets(rk, topic, parts->elems[i].partition, &lo, &hi,
                                              10000) != RD_KAFKA_RESP_ERR_NO_ERROR) {
             lag = -1;
             goto out;
@@ -615,6 +802,21 @@ out:
     return lag;
 }
 
+/* The same over every delay topic the consumers read; -1 when the broker
+ * does not answer for one of them. */
+static int64_t drill_group_lag(struct drill *d, rd_kafka_t *rk)
+{
+    int64_t lag = 0;
+
+    for (int i = 0; i < d->ndelay; i++) {
+        int64_t l = drill_topic_lag(rk, d->delay_topics[i]);
+        if (l < 0)
+            return -1;
+        lag += l;
+    }
+    return lag;
+}
+
 static int drill_create_topic(rd_kafka_t *rk, const char *topic, int partitions)
 {
     struct og_error err = {0};
@@ -623,6 +825,27 @@ static int drill_create_topic(rd_kafka_t *rk, const char *topic, int partitions)
     if (kafka_topic_create(rk, topic, partitions, -1, &created, &err) != OG_OK) {
         fprintf(stderr, "ordergatectl drill: create topic: %s\n", err.msg);
         return -1;
+    }
+    return 0;
+}
+
+/* The delay topics, the dead-letter topic and the topics of the consumers'
+ * outbox relays (drill_write_config). */
+static int drill_create_topics(struct drill *d, rd_kafka_t *producer)
+{
+    static const char *const outbox_kinds[] = {"events", "refunds", "alerts"};
+    int partitions = d->o.consumers > 2 ? 2 * d->o.consumers : 4;
+
+    for (int i = 0; i < d->ndelay; i++)
+        if (drill_create_topic(producer, d->delay_topics[i], partitions) != 0)
+            return -1;
+    if (drill_create_topic(producer, d->dlq_topic, 1) != 0)
+        return -1;
+    for (int k = 0; k < 3; k++) {
+        char name[sizeof(d->topic) + 16];
+        snprintf(name, sizeof(name), "%s.%s", d->topic, outbox_kinds[k]);
+        if (drill_create_topic(producer, name, 1) != 0)
+            return -1;
     }
     return 0;
 }
@@ -893,6 +1116,15 @@ static int drill_check_ledger(struct drill *d, struct db *db, struct drill_total
             t->cancelled_manual++;
         if (st == ORDER_PENDING)
             drill_ledger_fail(d, o, "still pending after its deadline and the scanner");
+        /* With the database scheduling every message but the lost ones went
+         * out through a relay the drill waited for: the consumers cancel
+         * those, the scanner exactly the lost ones that nobody paid or closed. */
+        if (d->o.schedule_in_db && st == ORDER_CANCELLED) {
+            if (!o->lost && strcmp(src, "timeout_scanner") == 0)
+                drill_ledger_fail(d, o, "the scanner cancelled an order whose message was sent");
+            if (o->lost && strcmp(src, "timeout_consumer") == 0)
+                drill_ledger_fail(d, o, "a consumer cancelled an order whose message was lost");
+        }
         if (o->pay) {
             /* The first answer decides; the state must agree with it. */
             if (o->pay1 == GATE_PAID && st != ORDER_PAID)
@@ -947,6 +1179,40 @@ static int drill_check_ledger(struct drill *d, struct db *db, struct drill_total
             drill_ledger_fail(d, o, "exceptions do not match the payments that lost");
     }
     PQclear(res);
+    return 0;
+}
+
+/* With the database scheduling: every event of the drill was published,
+ * and the delay topics hold at least what the relays marked published
+ * (more with re-schedules and the relays' at-least-once repeats). The
+ * orders' side is drill_check_ledger's. */
+static int drill_check_schedule(struct drill *d, struct db *db, rd_kafka_t *producer)
+{
+    long published = 0;
+    int64_t on_topics = 0;
+
+    if (drill_sched_counts(d, db, &d->sched_events, &published) != 0)
+        return -1;
+    d->sched_unpublished = d->sched_events - published;
+    d->messages = published - d->lost_messages; /* what the relays sent */
+    for (int i = 0; i < d->ndelay; i++) {
+        d->delay_messages[i] = drill_topic_size(producer, d->delay_topics[i]);
+        on_topics += d->delay_messages[i] > 0 ? d->delay_messages[i] : 0;
+    }
+    if (d->sched_unpublished > 0) {
+        fprintf(stderr,
+                "ordergatectl drill: VIOLATION %ld of the drill's %ld cancel_scheduled events "
+                "were never published\n",
+                d->sched_unpublished, d->sched_events);
+        d->ledger_violations++;
+    }
+    if (on_topics < d->messages) {
+        fprintf(stderr,
+                "ordergatectl drill: VIOLATION the relays published %ld cancel messages, the delay "
+                "topics hold %" PRId64 "\n",
+                d->messages, on_topics);
+        d->ledger_violations++;
+    }
     return 0;
 }
 
@@ -1044,8 +1310,22 @@ static json_t *drill_report(struct drill *d, const struct drill_totals *t, json_
     ctl_json_set(j, "ok", json_boolean(total_violations == 0));
     ctl_json_set(j, "drill", json_string(d->prefix));
     ctl_json_set(j, "trigger", json_string(d->o.no_kafka ? "scanner" : "consumer+scanner"));
+    /* Who sent the cancel messages: the drill itself, or place_order's
+     * outbox events through the consumers' relays (--schedule-in-db). */
+    ctl_json_set(j, "scheduling",
+                 json_string(d->o.no_kafka         ? "none"
+                             : d->o.schedule_in_db ? "database"
+                                                   : "drill"));
     for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
         ctl_json_set(j, counts[i].key, json_integer(counts[i].value));
+    if (d->o.schedule_in_db) {
+        json_t *topics = json_object();
+        for (int i = 0; i < d->ndelay; i++)
+            ctl_json_set(topics, d->delay_topics[i], json_integer(d->delay_messages[i]));
+        ctl_json_set(j, "cancel_events", json_integer(d->sched_events));
+        ctl_json_set(j, "unpublished_events", json_integer(d->sched_unpublished));
+        ctl_json_set(j, "delay_topics", topics);
+    }
     ctl_json_set(j, "seconds", json_real(seconds));
     ctl_json_set(j, "lateness_consumer", json_incref(lat_consumer));
     ctl_json_set(j, "lateness_scanner", json_incref(lat_scanner));
@@ -1069,9 +1349,10 @@ static void drill_text_lateness(FILE *out, const char *who, const json_t *lat)
 /* The report as text, from the same object --json prints. */
 static void drill_text(const json_t *r, FILE *out)
 {
-    static const struct {
+    struct drill_row {
         const char *label, *key;
-    } rows[] = {
+    };
+    static const struct drill_row orders[] = {
         {"orders placed", "placed"},
         {"paid", "paid"},
         {"cancelled by consumer", "cancelled_consumer"},
@@ -1079,23 +1360,48 @@ static void drill_text(const json_t *r, FILE *out)
         {"cancelled manually", "cancelled_manual"},
         {"late payments (exceptions)", "late_payments"},
         {"double payments (exceptions)", "double_payments"},
+        {NULL, NULL},
+    };
+    static const struct drill_row sent_by_drill[] = {
         {"cancel messages sent", "messages"},
         {"  duplicated", "duplicate_messages"},
         {"  lost on purpose", "lost_messages"},
+        {NULL, NULL},
+    };
+    static const struct drill_row sent_by_db[] = {
+        {"cancel_scheduled events (database)", "cancel_events"},
+        {"  published by the relays", "messages"},
+        {"  lost on purpose (marked published)", "lost_messages"},
+        {"  never published", "unpublished_events"},
+        {NULL, NULL},
+    };
+    static const struct drill_row rest[] = {
         {"duplicate callbacks absorbed", "duplicate_callbacks_absorbed"},
         {"dead-lettered", "dead_lettered"},
         {"consumer restarts (SIGKILL)", "consumer_restarts"},
         {"errors returned by the gate", "gate_errors"},
+        {NULL, NULL},
     };
     long total = drill_count(r, "violations"), ledger = drill_count(r, "ledger_violations");
     const char *trigger = ctl_json_str(r, "trigger");
+    const char *scheduling = ctl_json_str(r, "scheduling");
+    bool by_db = scheduling != NULL && strcmp(scheduling, "database") == 0;
+    const struct drill_row *groups[] = {orders, by_db ? sent_by_db : sent_by_drill, rest};
+    const char *topic;
+    json_t *count;
 
-    fprintf(out, "drill %s (%s), %.1f s\n", ctl_json_str(r, "drill"),
+    fprintf(out, "drill %s (%s%s), %.1f s\n", ctl_json_str(r, "drill"),
             trigger != NULL && strcmp(trigger, "scanner") == 0 ? "scanner only"
                                                                : "consumers + scanner",
+            by_db ? ", cancels scheduled by the database" : "",
             json_real_value(json_object_get(r, "seconds")));
-    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-        fprintf(out, "  %-34s %10ld\n", rows[i].label, drill_count(r, rows[i].key));
+    for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
+        for (const struct drill_row *row = groups[g]; row->label != NULL; row++)
+            fprintf(out, "  %-36s %10ld\n", row->label, drill_count(r, row->key));
+        if (g == 1 && by_db)
+            json_object_foreach(json_object_get(r, "delay_topics"), topic, count)
+                fprintf(out, "  on %-33s %10ld\n", topic, (long)json_integer_value(count));
+    }
     drill_text_lateness(out, "consumer", json_object_get(r, "lateness_consumer"));
     drill_text_lateness(out, "scanner", json_object_get(r, "lateness_scanner"));
     fprintf(out, "  reconciliation violations %ld, ledger violations %ld\n", total - ledger,
@@ -1117,7 +1423,8 @@ static const struct opt drill_opts[] = {
     {"close-ratio", "R", OPT_ARG, "share of orders closed manually around T (0.01)", NULL, 0, 0},
     {"kill-every", "S", OPT_ARG, "SIGKILL a random consumer every S seconds (0 = never)", NULL, 0,
      0},
-    {"lead-ms", "MS", OPT_ARG, "time from the end of placement to T (6000)", NULL, 0, 0},
+    {"lead-ms", "MS", OPT_ARG, "time from the end of placement to T (6000; see --schedule-in-db)",
+     NULL, 0, 0},
     {"jitter-ms", "MS", OPT_ARG, "payments and closes land within T +- MS (1500)", NULL, 0, 0},
     {"spread-ms", "MS", OPT_ARG, "spread due times over MS after T (0: all at T)", NULL, 0, 0},
     {"skus", "N", OPT_ARG, "hot SKUs shared by all orders (10)", NULL, 0, 0},
@@ -1127,6 +1434,10 @@ static const struct opt drill_opts[] = {
     {"seed", "N", OPT_ARG, "random seed (default: time)", NULL, 0, 0},
     {"no-kafka", NULL, 0, "scanner-only tier: no consumers, the scanner repeats every second", NULL,
      0, 0},
+    {"schedule-in-db", NULL, 0,
+     "place_order schedules the cancels (schedule_cancels = 1), the consumers' relays send them; "
+     "--lead-ms counts from the start of placement",
+     NULL, 0, 0},
     {"bin-dir", "DIR", OPT_ARG, "where ordergate-consumer and ordergate-scanner are", NULL, 0, 0},
     {NULL, NULL, 0, NULL, NULL, 0, 0},
 };
@@ -1208,7 +1519,17 @@ static enum og_status drill_parse(struct drill *d, const struct opt_args *a, str
             return err->status;
     }
     d->o.no_kafka = opt_flag(a, "no-kafka");
+    d->o.schedule_in_db = opt_flag(a, "schedule-in-db");
     d->o.bin_dir = opt_arg(a, "bin-dir");
+    if (d->o.schedule_in_db && d->o.no_kafka)
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "--schedule-in-db: the relays run in the consumers, which --no-kafka "
+                            "leaves out");
+    if (d->o.schedule_in_db && opt_arg(a, "garbage") != NULL && d->o.garbage > 0)
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "--garbage: with --schedule-in-db the drill produces no message");
+    if (d->o.schedule_in_db)
+        d->o.garbage = 0;
     return OG_OK;
 }
 
@@ -1230,9 +1551,12 @@ static int drill_start_triggers(struct drill *d)
 
 /* Waits for the race workers, killing a consumer now and then, then for the
  * consumers to drain: every due order that had a message is settled, and the
- * group has committed every message of the cancel topic (duplicates and
+ * group has committed every message of the cancel topics (duplicates and
  * garbage come last in their partitions and change no order, so the orders
- * alone cannot tell that the consumers got to them). */
+ * alone cannot tell that the consumers got to them). With the database
+ * scheduling, the relays must also have published every event of the drill
+ * (a hold's, for one, may be written after its order's first one was
+ * consumed). */
 static void drill_wait(struct drill *d, struct db *db, pthread_t *tids)
 {
     uint64_t rng = d->o.seed * 31 + 7;
@@ -1241,7 +1565,7 @@ static void drill_wait(struct drill *d, struct db *db, pthread_t *tids)
     int64_t deadline;
     int64_t last_report = 0;
     int64_t lag = -1;
-    long pending_due = 0, left = -1;
+    long pending_due = 0, left = -1, unpublished = 0;
     rd_kafka_t *group = d->o.no_kafka ? NULL : drill_group_reader(d);
 
     for (long i = 0; i < d->o.orders; i++)
@@ -1261,9 +1585,11 @@ static void drill_wait(struct drill *d, struct db *db, pthread_t *tids)
         }
         if (now > last_action + 500) {
             left = drill_consumer_backlog(d, db, &pending_due);
-            if (left == 0 && group != NULL)
+            if (left == 0 && d->o.schedule_in_db)
+                unpublished = drill_sched_unpublished(d, db);
+            if (left == 0 && unpublished == 0 && group != NULL)
                 lag = drill_group_lag(d, group);
-            if (left == 0 && (group == NULL || lag == 0))
+            if (left == 0 && unpublished == 0 && (group == NULL || lag == 0))
                 break;
         }
         if (now - last_report >= 2000) {
@@ -1272,6 +1598,9 @@ static void drill_wait(struct drill *d, struct db *db, pthread_t *tids)
             else if (left > 0)
                 drill_progress(d, "race running: %ld due orders still pending (%ld with a message)",
                                pending_due, left);
+            else if (unpublished != 0)
+                drill_progress(d, "orders settled; %ld cancel_scheduled events not yet published",
+                               unpublished);
             else
                 drill_progress(d, "orders settled; %" PRId64 " messages not yet committed", lag);
             last_report = now;
@@ -1347,6 +1676,19 @@ static enum og_status drill_run(struct ctl *ctl, const struct opt_args *a, json_
     snprintf(d.group, sizeof(d.group), "ordergate-drill-%s", d.prefix);
     d.group[strlen(d.group) - 1] = '\0';
     d.t_ms = d.start_ms;
+    /* The consumers read the drill's topic, or with the database scheduling
+     * one topic per level, the level in the name (common/delay.h). */
+    d.ndelay = d.o.schedule_in_db ? DRILL_DELAY_LEVELS : 1;
+    for (int i = 0; i < d.ndelay; i++) {
+        size_t len = strlen(d.topics_csv);
+        if (d.o.schedule_in_db)
+            snprintf(d.delay_topics[i], sizeof(d.delay_topics[i]), "%s.%s", d.topic,
+                     drill_delay_levels[i]);
+        else
+            snprintf(d.delay_topics[i], sizeof(d.delay_topics[i]), "%s", d.topic);
+        snprintf(d.topics_csv + len, sizeof(d.topics_csv) - len, "%s%s", i > 0 ? "," : "",
+                 d.delay_topics[i]);
+    }
 
     if ((!d.o.no_kafka && drill_find_bin(&d, "ordergate-consumer", "consumer", d.consumer_bin,
                                          sizeof(d.consumer_bin)) != 0) ||
@@ -1365,32 +1707,47 @@ static enum og_status drill_run(struct ctl *ctl, const struct opt_args *a, json_
             fprintf(stderr, "ordergatectl drill: cannot write %s\n", d.conf_path[k + 1]);
             goto out;
         }
+    if (d.o.schedule_in_db) {
+        /* place_order gets each order's real deadline, which its cancel
+         * message carries: the topics exist and T is fixed before placement. */
+        if (drill_schedule_on(&d, db) != 0 || (producer = drill_producer(&d)) == NULL ||
+            drill_create_topics(&d, producer) != 0)
+            goto out;
+        d.t_ms = clock_wall_ms() + d.o.lead_ms;
+        drill_schedule(&d);
+    }
     drill_progress(&d, "placing %ld orders (%d consumers%s, seed %" PRIu64 ")", d.o.orders,
-                   d.o.no_kafka ? 0 : d.o.consumers, d.o.no_kafka ? ", scanner only" : "",
+                   d.o.no_kafka ? 0 : d.o.consumers,
+                   d.o.no_kafka         ? ", scanner only"
+                   : d.o.schedule_in_db ? ", cancels scheduled by the database"
+                                        : "",
                    d.o.seed);
     if (drill_setup(&d, db) != 0)
         goto out;
-    if (!d.o.no_kafka) {
-        producer = drill_producer(&d);
-        if (producer == NULL ||
-            drill_create_topic(producer, d.topic, d.o.consumers > 2 ? 2 * d.o.consumers : 4) != 0 ||
-            drill_create_topic(producer, d.dlq_topic, 1) != 0)
+    if (d.o.schedule_in_db) {
+        /* Orders due before the consumers run are cancelled late, never wrongly. */
+        if (clock_wall_ms() > d.t_ms - 2000)
+            drill_progress(&d,
+                           "placement ended %.1f s before T: orders may fall due before the "
+                           "consumers run (raise --lead-ms)",
+                           (double)(d.t_ms - clock_wall_ms()) / 1000.0);
+        if (drill_schedule_lose(&d, db) != 0 || drill_start_triggers(&d) != 0)
             goto out;
-        /* The consumers' outbox relay publishes to these (drill_write_config). */
-        static const char *const outbox_kinds[] = {"events", "refunds", "alerts"};
-        for (int k = 0; k < 3; k++) {
-            char name[sizeof(d.topic) + 16];
-            snprintf(name, sizeof(name), "%s.%s", d.topic, outbox_kinds[k]);
-            if (drill_create_topic(producer, name, 1) != 0)
-                goto out;
-        }
+        drill_progress(&d,
+                       "%ld cancel_scheduled events in the outbox, %ld of them lost (marked "
+                       "published); consumers and their relays started on %s",
+                       d.o.orders, d.lost_messages, d.topics_csv);
+    } else {
+        if (!d.o.no_kafka &&
+            ((producer = drill_producer(&d)) == NULL || drill_create_topics(&d, producer) != 0))
+            goto out;
+        /* T is fixed now that placement is done; everything after is relative. */
+        d.t_ms = clock_wall_ms() + d.o.lead_ms;
+        drill_schedule(&d);
+        if (drill_set_due(&d, db) != 0 || drill_start_triggers(&d) != 0)
+            goto out;
     }
-    /* T is fixed now that placement is done; everything after is relative. */
-    d.t_ms = clock_wall_ms() + d.o.lead_ms;
-    drill_schedule(&d);
-    if (drill_set_due(&d, db) != 0 || drill_start_triggers(&d) != 0)
-        goto out;
-    if (!d.o.no_kafka) {
+    if (!d.o.no_kafka && !d.o.schedule_in_db) {
         if (drill_produce(&d, producer) != 0) {
             fprintf(stderr, "ordergatectl drill: producing cancel messages failed\n");
             goto out;
@@ -1418,6 +1775,8 @@ static enum og_status drill_run(struct ctl *ctl, const struct opt_args *a, json_
     drill_progress(&d, "scanner exited with %d", d.scanner_status);
     if (d.scanner_status != 0)
         d.ledger_violations++;
+    if (d.o.schedule_in_db && drill_check_schedule(&d, db, producer) != 0)
+        goto out;
     if (producer != NULL) {
         d.dlq_count = drill_topic_size(producer, d.dlq_topic);
         if (d.dlq_count < d.o.garbage) {
@@ -1444,6 +1803,7 @@ out:
             drill_stop_child(d.consumers[k], SIGKILL, 1000);
     if (d.scanner_pid > 0)
         drill_stop_child(d.scanner_pid, SIGKILL, 1000);
+    drill_schedule_restore(&d, db);
     for (int k = 0; k <= DRILL_MAX_CONSUMERS; k++)
         if (d.conf_path[k][0] != '\0')
             unlink(d.conf_path[k]);

@@ -50,7 +50,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -117,40 +116,10 @@ static void bench_cleanup_failed(void)
 
 static void print_header(const struct opts *o)
 {
-    char buf[512], load[64], pgv[128], fsync_v[16], sync_v[16], sb[32], kafka[64] = "?";
-    char src[PATH_MAX], *cut;
-    struct utsname u;
-    FILE *f;
+    char buf[512], poll[32], pgv[128], fsync_v[16], sync_v[16], sb[32], kafka[64] = "?";
 
     printf(PROG " (ordergate %s)\n", OG_VERSION);
-    snprintf(src, sizeof(src), "%s", __FILE__);
-    cut = strstr(src, "/tools/bench/");
-    if (cut != NULL) {
-        char *const git[] = {"git", "-C", src, "describe", "--always", "--dirty", NULL};
-        *cut = '\0';
-        printf("source: %s at %s\n", src, bench_run_line(git, buf, sizeof(buf)));
-    }
-    uname(&u);
-    bench_load_average(load, sizeof(load));
-    buf[0] = '\0';
-    f = fopen("/proc/cpuinfo", "r");
-    if (f != NULL) {
-        char line[512];
-        while (fgets(line, sizeof(line), f) != NULL)
-            if (strncmp(line, "model name", 10) == 0 && strchr(line, ':') != NULL) {
-                snprintf(buf, sizeof(buf), "%s", strchr(line, ':') + 2);
-                buf[strcspn(buf, "\n")] = '\0';
-                break;
-            }
-        fclose(f);
-    }
-    {
-        char psi[32];
-        bench_cpu_pressure(psi, sizeof(psi));
-        printf("host: nproc %ld (%s), %s %s, load average at start %s, cpu pressure (avg60) %s "
-               "(a shared machine: wall-clock figures move with it)\n",
-               sysconf(_SC_NPROCESSORS_ONLN), buf[0] ? buf : "?", u.sysname, u.release, load, psi);
-    }
+    bench_print_source_host();
     bench_pg_str(g.admin, "SELECT version()", pgv, sizeof(pgv));
     pgv[strcspn(pgv, ",")] = '\0';
     printf("database: %s; fsync=%s synchronous_commit=%s shared_buffers=%s\n", pgv,
@@ -179,11 +148,11 @@ static void print_header(const struct opts *o)
         printf("consumer: %s (%s)\n", o->consumer, bench_run_line(argv, buf, sizeof(buf)));
     }
     snprintf(buf, sizeof(buf), "%d", o->linger_ms);
-    snprintf(load, sizeof(load), "%d", o->poll_ms);
+    snprintf(poll, sizeof(poll), "%d", o->poll_ms);
     printf("consumer config: batch_size %d, linger_ms %s, poll_ms %s, outbox relay %s, log_level "
            "%s; %d partitions per topic, producer compression %s; order shape: %d items over %d "
            "skus, a coupon on 1 in %d\n",
-           o->batch_size, o->linger_ms >= 0 ? buf : "default", o->poll_ms >= 0 ? load : "default",
+           o->batch_size, o->linger_ms >= 0 ? buf : "default", o->poll_ms >= 0 ? poll : "default",
            o->outbox ? "on" : "off", o->log_level, o->partitions, o->compression, o->items, o->skus,
            o->coupon_every);
     fflush(stdout);

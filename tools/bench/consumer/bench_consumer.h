@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "tools/bench/support/bench_child.h"
+#include "tools/bench/support/bench_kafka.h"
 #include "tools/bench/support/bench_prom.h"
 
 #define PROG "og_bench_consumer"
@@ -22,7 +23,6 @@
 #define TARGET_RSS_MB     64.0  /* resident memory with 10M messages waiting */
 #define TARGET_RSS_FLAT   0.10  /* "flat": final within 10 % of the first sample */
 #define LOAD_CHUNK        200000
-#define MAX_TOPICS        8
 #define METRICS_MAX_BYTES (256 * 1024)
 
 struct opts {
@@ -64,8 +64,7 @@ struct bench_consumer_state {
     char dbname[64];
     bool db_created;
     rd_kafka_t *admin_rk;
-    char topics[MAX_TOPICS][160];
-    int ntopics;
+    struct bench_topics topics; /* created by this run, deleted at its end */
     char workdir[PATH_MAX];
     bool keep;
     long dr_ok, dr_failed;

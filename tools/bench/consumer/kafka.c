@@ -31,6 +31,7 @@
 #include "common/version.h"
 #include "tools/bench/consumer/bench_consumer.h"
 #include "tools/bench/support/bench_child.h"
+#include "tools/bench/support/bench_kafka.h"
 #include "tools/bench/support/bench_pg.h"
 #include "tools/bench/support/bench_proc.h"
 #include "tools/bench/support/bench_prom.h"
@@ -83,62 +84,15 @@ rd_kafka_t *kafka_client(const struct opts *o, rd_kafka_type_t type, const char 
 
 void topic_create(const struct opts *o, const char *topic, int partitions)
 {
-    struct og_error err = {0};
-    bool created = false;
-
     if (g.admin_rk == NULL)
         g.admin_rk = kafka_client(o, RD_KAFKA_PRODUCER, NULL);
-    if (g.ntopics == MAX_TOPICS)
-        bench_die("too many topics");
-    if (kafka_topic_create(g.admin_rk, topic, partitions, 1, &created, &err) != OG_OK)
-        bench_die("CreateTopics %s: %s", topic, err.msg);
-    /* Every run names its topics afresh: one that exists is someone else's. */
-    if (!created)
-        bench_die("CreateTopics %s: the topic already exists", topic);
-    snprintf(g.topics[g.ntopics++], sizeof(g.topics[0]), "%s", topic);
-    if (!kafka_topic_wait_ready(g.admin_rk, topic, partitions, 10000))
-        bench_die("topic %s: partitions have no leader after 10 s", topic);
+    bench_topic_create(&g.topics, g.admin_rk, topic, partitions);
 }
 
 /* Deletes every topic this run created (frees the broker's disk). */
 void topics_delete(void)
 {
-    rd_kafka_DeleteTopic_t *dt[MAX_TOPICS];
-    rd_kafka_queue_t *q;
-    rd_kafka_event_t *ev = NULL;
-
-    if (g.admin_rk == NULL || g.ntopics == 0)
-        return;
-    for (int i = 0; i < g.ntopics; i++)
-        dt[i] = rd_kafka_DeleteTopic_new(g.topics[i]);
-    q = rd_kafka_queue_new(g.admin_rk);
-    rd_kafka_DeleteTopics(g.admin_rk, dt, (size_t)g.ntopics, NULL, q);
-    for (int i = 0; i < 60 && ev == NULL; i++) {
-        ev = rd_kafka_queue_poll(q, 1000);
-        if (ev != NULL && rd_kafka_event_type(ev) != RD_KAFKA_EVENT_DELETETOPICS_RESULT) {
-            rd_kafka_event_destroy(ev);
-            ev = NULL;
-        }
-    }
-    if (ev == NULL) {
-        fprintf(stderr, PROG ": DeleteTopics: no answer; delete these topics by hand:");
-        for (int i = 0; i < g.ntopics; i++)
-            fprintf(stderr, " %s", g.topics[i]);
-        fprintf(stderr, "\n");
-    } else {
-        size_t n;
-        const rd_kafka_topic_result_t **res =
-            rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(ev), &n);
-        for (size_t i = 0; i < n; i++)
-            if (rd_kafka_topic_result_error(res[i]) != RD_KAFKA_RESP_ERR_NO_ERROR)
-                fprintf(stderr, PROG ": DeleteTopics %s: %s\n", rd_kafka_topic_result_name(res[i]),
-                        rd_kafka_err2str(rd_kafka_topic_result_error(res[i])));
-        rd_kafka_event_destroy(ev);
-    }
-    rd_kafka_queue_destroy(q);
-    for (int i = 0; i < g.ntopics; i++)
-        rd_kafka_DeleteTopic_destroy(dt[i]);
-    g.ntopics = 0;
+    bench_topics_delete(&g.topics, g.admin_rk);
 }
 
 /* The message value of the contract, built without a JSON library so that

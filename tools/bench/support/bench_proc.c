@@ -1,9 +1,13 @@
 #include "tools/bench/support/bench_proc.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <unistd.h>
+
+#include "tools/bench/support/bench_run.h"
 
 double bench_proc_cpu_s(pid_t pid)
 {
@@ -74,4 +78,37 @@ void bench_cpu_pressure(char *buf, size_t size)
             snprintf(buf, size, "%.0f %%", avg60);
         fclose(f);
     }
+}
+
+void bench_print_source_host(void)
+{
+    char buf[512], load[64], psi[32], src[PATH_MAX], *cut;
+    struct utsname u;
+    FILE *f;
+
+    snprintf(src, sizeof(src), "%s", __FILE__);
+    cut = strstr(src, "/tools/bench/");
+    if (cut != NULL) {
+        char *const git[] = {"git", "-C", src, "describe", "--always", "--dirty", NULL};
+        *cut = '\0';
+        printf("source: %s at %s\n", src, bench_run_line(git, buf, sizeof(buf)));
+    }
+    uname(&u);
+    bench_load_average(load, sizeof(load));
+    buf[0] = '\0';
+    f = fopen("/proc/cpuinfo", "r");
+    if (f != NULL) {
+        char line[512];
+        while (fgets(line, sizeof(line), f) != NULL)
+            if (strncmp(line, "model name", 10) == 0 && strchr(line, ':') != NULL) {
+                snprintf(buf, sizeof(buf), "%s", strchr(line, ':') + 2);
+                buf[strcspn(buf, "\n")] = '\0';
+                break;
+            }
+        fclose(f);
+    }
+    bench_cpu_pressure(psi, sizeof(psi));
+    printf("host: nproc %ld (%s), %s %s, load average at start %s, cpu pressure (avg60) %s "
+           "(a shared machine: wall-clock figures move with it)\n",
+           sysconf(_SC_NPROCESSORS_ONLN), buf[0] ? buf : "?", u.sysname, u.release, load, psi);
 }

@@ -23,4 +23,9 @@ double bench_proc_vm_mb(pid_t pid, const char *field);
  * CPU) as "12 %" into buf, or "?" where the kernel does not report it. */
 void bench_cpu_pressure(char *buf, size_t size);
 
+/* Prints "source: DIR at <git describe>" (the source tree this driver was
+ * built from) and "host: nproc, CPU model, kernel, load average, CPU
+ * pressure", the lines every driver's header starts with. */
+void bench_print_source_host(void);
+
 #endif

@@ -38,6 +38,17 @@ void bench_die(const char *fmt, ...)
     exit(1);
 }
 
+void bench_warn(const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "%s: ", bench_prog);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n");
+}
+
 void bench_progress(const char *fmt, ...)
 {
     va_list ap;

@@ -15,6 +15,8 @@ extern volatile sig_atomic_t bench_stop;
 void bench_init(const char *prog, void (*on_die)(void));
 /* "prog: message" on stderr, on_die, exit status 1. */
 void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* "prog: message" on stderr; the run goes on. */
+void bench_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "  .. message" on stderr. */
 void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A handler for SIGINT and SIGTERM: raises bench_stop. */

@@ -539,6 +539,59 @@ out:
     return st;
 }
 
+/* One count; the error that stopped it, if any. */
+static rd_kafka_resp_err_t kafka_topic_messages_once(rd_kafka_t *rk, const char *topic,
+                                                     int timeout_ms, int64_t *total)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
+
+    *total = 0;
+    if (rkt == NULL) {
+        e = RD_KAFKA_RESP_ERR__INVALID_ARG;
+        goto out;
+    }
+    e = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms);
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt != 1)
+        e = RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
+        e = md->topics[0].err;
+    for (int p = 0; e == RD_KAFKA_RESP_ERR_NO_ERROR && p < md->topics[0].partition_cnt; p++) {
+        int64_t lo = 0, hi = 0;
+        e = rd_kafka_query_watermark_offsets(rk, topic, md->topics[0].partitions[p].id, &lo, &hi,
+                                             timeout_ms);
+        *total += hi - lo;
+    }
+out:
+    if (md != NULL)
+        rd_kafka_metadata_destroy(md);
+    if (rkt != NULL)
+        rd_kafka_topic_destroy(rkt);
+    return e;
+}
+
+int64_t kafka_topic_messages(rd_kafka_t *rk, const char *topic, int timeout_ms)
+{
+    int64_t deadline = clock_mono_ms() + timeout_ms, total = 0;
+
+    for (;;) {
+        int64_t left = deadline - clock_mono_ms();
+        rd_kafka_resp_err_t e =
+            kafka_topic_messages_once(rk, topic, left > 0 ? (int)left : 1, &total);
+        if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
+            return total;
+        /* A topic just created (or a leader moving) answers these for a
+         * moment; a topic that does not exist keeps answering the first. */
+        if ((e != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART &&
+             e != RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION &&
+             e != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE) ||
+            clock_mono_ms() + 100 >= deadline)
+            return -1;
+        nanosleep(&(struct timespec){0, 100 * 1000000L}, NULL);
+    }
+}
+
 bool kafka_err_retriable(rd_kafka_resp_err_t code)
 {
     switch (code) {

@@ -24,6 +24,7 @@
 #include <librdkafka/rdkafka.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/cfg.h"
 #include "common/error.h"
@@ -132,6 +133,13 @@ enum og_status kafka_topic_create(rd_kafka_t *rk, const char *topic, int partiti
  * partitions, each with a leader (a topic just created may not have them
  * yet, and producing to it would fail); false on timeout. */
 bool kafka_topic_wait_ready(rd_kafka_t *rk, const char *topic, int partitions, int timeout_ms);
+/* Messages the topic holds: over its partitions, high watermark minus low
+ * watermark (what a reader from the beginning would get, nothing deleted
+ * by retention meanwhile). Answers that pass (a topic just created, a
+ * leader moving) are asked again until timeout_ms is over; -1 when no count
+ * came by then, at once for other errors. An unknown topic takes the whole
+ * timeout_ms. */
+int64_t kafka_topic_messages(rd_kafka_t *rk, const char *topic, int timeout_ms);
 bool kafka_err_retriable(rd_kafka_resp_err_t code);
 
 /* The log callback kafka_conf_new installs: librdkafka's syslog levels

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 #include <librdkafka/rdkafka.h>
 
+#include "common/kafka.h"
 #include "support/testutil.h"
 
 #define NMSG 5
@@ -113,10 +114,39 @@ static void test_produce_consume_commit(void **state)
     rd_kafka_destroy(consumer);
 }
 
+/* kafka_topic_messages counts every partition's messages, and knows no
+ * count for a topic that does not exist. */
+static void test_topic_messages(void **state)
+{
+    char topic[96], missing[112], errstr[256];
+    rd_kafka_conf_t *pconf = rd_kafka_conf_new();
+    rd_kafka_t *producer;
+
+    (void)state;
+    testutil_unique(topic, sizeof(topic), "og.count");
+    snprintf(missing, sizeof(missing), "%s.none", topic);
+    testutil_topic_create(testutil_brokers(), topic, 3);
+    conf_set(pconf, "bootstrap.servers", testutil_brokers());
+    producer = rd_kafka_new(RD_KAFKA_PRODUCER, pconf, errstr, sizeof(errstr));
+    assert_non_null(producer);
+    assert_int_equal(kafka_topic_messages(producer, topic, 10000), 0);
+    for (int i = 0; i < 7; i++)
+        assert_int_equal(rd_kafka_producev(producer, RD_KAFKA_V_TOPIC(topic),
+                                           RD_KAFKA_V_PARTITION(i % 3), RD_KAFKA_V_VALUE("v", 1),
+                                           RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                           RD_KAFKA_V_END),
+                         RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(rd_kafka_flush(producer, 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(kafka_topic_messages(producer, topic, 10000), 7);
+    assert_int_equal(kafka_topic_messages(producer, missing, 1000), -1);
+    rd_kafka_destroy(producer);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_produce_consume_commit),
+        cmocka_unit_test(test_topic_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

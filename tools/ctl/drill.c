@@ -904,31 +904,6 @@ static int drill_produce(struct drill *d, rd_kafka_t *rk)
     return rd_kafka_flush(rk, 60000) == RD_KAFKA_RESP_ERR_NO_ERROR ? 0 : -1;
 }
 
-static int64_t drill_topic_size(rd_kafka_t *rk, const char *topic)
-{
-    const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
-    int64_t total = 0;
-
-    if (t == NULL || rd_kafka_metadata(rk, 0, t, &md, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR ||
-        md->topic_cnt != 1) {
-        total = -1;
-        goto out;
-    }
-    for (int p = 0; p < md->topics[0].partition_cnt; p++) {
-        int64_t lo = 0, hi = 0;
-        if (rd_kafka_query_watermark_offsets(rk, topic, md->topics[0].partitions[p].id, &lo, &hi,
-                                             10000) == RD_KAFKA_RESP_ERR_NO_ERROR)
-            total += hi - lo;
-    }
-out:
-    if (md != NULL)
-        rd_kafka_metadata_destroy(md);
-    if (t != NULL)
-        rd_kafka_topic_destroy(t);
-    return total;
-}
-
 /* ---------------------------------------------------------------------------------------- */
 /* The race: payment callbacks, holds and manual closes */
 
@@ -1196,7 +1171,7 @@ static int drill_check_schedule(struct drill *d, struct db *db, rd_kafka_t *prod
     d->sched_unpublished = d->sched_events - published;
     d->messages = published - d->lost_messages; /* what the relays sent */
     for (int i = 0; i < d->ndelay; i++) {
-        d->delay_messages[i] = drill_topic_size(producer, d->delay_topics[i]);
+        d->delay_messages[i] = kafka_topic_messages(producer, d->delay_topics[i], 10000);
         on_topics += d->delay_messages[i] > 0 ? d->delay_messages[i] : 0;
     }
     if (d->sched_unpublished > 0) {
@@ -1778,8 +1753,8 @@ static enum og_status drill_run(struct ctl *ctl, const struct opt_args *a, json_
     if (d.o.schedule_in_db && drill_check_schedule(&d, db, producer) != 0)
         goto out;
     if (producer != NULL) {
-        d.dlq_count = drill_topic_size(producer, d.dlq_topic);
-        if (d.dlq_count < d.o.garbage) {
+        d.dlq_count = kafka_topic_messages(producer, d.dlq_topic, 10000);
+        if (d.o.garbage > 0 && d.dlq_count < d.o.garbage) {
             fprintf(stderr,
                     "ordergatectl drill: VIOLATION %d garbage messages sent, %" PRId64
                     " dead-lettered\n",

@@ -246,8 +246,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
             return -1;
         }
         if (bad) {
-            fprintf(stderr, PROG ": --%s: bad value \"%s\"%s%s\n",
-                    li >= 0 ? longopts[li].name : "?", optarg, err.msg[0] ? ": " : "", err.msg);
+            if (err.msg[0] != '\0')
+                fprintf(stderr, PROG ": %s\n", err.msg);
+            else
+                fprintf(stderr, PROG ": --%s: bad value \"%s\"\n",
+                        li >= 0 ? longopts[li].name : "?", optarg);
             return -1;
         }
     }

@@ -18,6 +18,7 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     struct db_retry retry = {cfg->db_retry_max < CONSUMER_DB_ATTEMPTS ? cfg->db_retry_max
                                                                       : CONSUMER_DB_ATTEMPTS,
                              cfg->db_retry_base_ms, cfg->db_retry_cap_ms};
+    struct db_session session;
     rd_kafka_conf_t *conf = NULL;
     char **delay = NULL;
     size_t ndelay = 0;
@@ -76,6 +77,8 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
                          &signals_stop, &c->db, err);
     if (st != OG_OK)
         goto fail;
+    session = cfg_db_session(cfg);
+    db_set_session(c->db, &session);
 
     st = kafka_producer_new(cfg, "ordergate-consumer-reschedule", NULL, &c->producer, err);
     if (st != OG_OK)

@@ -214,11 +214,6 @@ static enum og_status db_result_error(struct db *db, PGresult *res, struct og_er
     return st;
 }
 
-void db_set_session(struct db *db, const struct db_session *session)
-{
-    db->session = *session;
-}
-
 void db_set_call_hook(struct db *db, db_call_hook fn, void *arg)
 {
     db->hook = fn;
@@ -258,6 +253,14 @@ static enum og_status db_apply_session(struct db *db, struct og_error *err)
         st = db_result_error(db, r, err);
     PQclear(r);
     return st;
+}
+
+enum og_status db_set_session(struct db *db, const struct db_session *session, struct og_error *err)
+{
+    db->session = *session;
+    if (db->conn == NULL || PQstatus(db->conn) != CONNECTION_OK)
+        return OG_OK;
+    return db_apply_session(db, err);
 }
 
 static enum og_status db_open(struct db *db, struct og_error *err)

@@ -85,9 +85,11 @@ enum og_status db_new_passfile(const char *conninfo, const char *password_file,
                                const char *app_name, const struct db_retry *retry,
                                volatile sig_atomic_t *stop, struct db **out, struct og_error *err);
 
-/* Session bounds for every connection from now on (the current one is left as it is; set them
- * before the first call). Without this call: none (0, 0). */
-void db_set_session(struct db *db, const struct db_session *session);
+/* Session bounds for every connection from now on, and for the current one if connected (one
+ * round trip; not inside an explicit transaction). Without this call: none (0, 0). Fails only
+ * when applying them to the current connection fails. */
+enum og_status db_set_session(struct db *db, const struct db_session *session,
+                              struct og_error *err);
 /* Installs (fn NULL: removes) the call hook. */
 void db_set_call_hook(struct db *db, db_call_hook fn, void *arg);
 

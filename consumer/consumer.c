@@ -78,7 +78,7 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     if (st != OG_OK)
         goto fail;
     session = cfg_db_session(cfg);
-    db_set_session(c->db, &session);
+    db_set_session(c->db, &session, NULL); /* not connected yet: cannot fail */
 
     st = kafka_producer_new(cfg, "ordergate-consumer-reschedule", NULL, &c->producer, err);
     if (st != OG_OK)

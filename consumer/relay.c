@@ -117,7 +117,7 @@ enum og_status relay_start(struct consumer *c, struct og_error *err)
     /* The relay locks outbox rows with SKIP LOCKED (it never waits for another relay): the
      * bounds stop a statement stuck on anything else. */
     session = cfg_db_session(cfg);
-    db_set_session(r->db, &session);
+    db_set_session(r->db, &session, NULL); /* not connected yet: cannot fail */
     st = kafka_producer_new(cfg, "ordergate-consumer-outbox", outbox_dr_cb, &r->producer, err);
     if (st != OG_OK)
         goto fail;

@@ -294,7 +294,7 @@ static int scanner_claim_open(const struct og_config *cfg, const char *password,
             log_error("scanner_start_failed", "error=\"out of memory\"");
             return EXIT_RUNTIME;
         }
-        db_set_session(claim_dbs[i], &session);
+        db_set_session(claim_dbs[i], &session, NULL); /* not connected: cannot fail */
     }
     return EXIT_OK;
 }
@@ -364,7 +364,7 @@ int main(int argc, char **argv)
          * nothing waits behind it: only its lock waits are bounded. */
         if (args.reconcile)
             session.statement_timeout_ms = 0;
-        db_set_session(db, &session);
+        db_set_session(db, &session, NULL); /* not connected yet: cannot fail */
     }
     if (args.reconcile)
         code = scanner_reconcile(db, &cfg, &args);

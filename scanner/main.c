@@ -72,6 +72,8 @@ static void scanner_usage(FILE *out)
         "                         (database.statement_timeout_ms; not for --reconcile)\n"
         "  --workers N            database sessions that claim pages in parallel, 1..16;\n"
         "                         the run's own session reads the pages (scanner.workers)\n"
+        "  --busy-retry-ms MS     how long orders locked by another transaction are\n"
+        "                         claimed again at the end of a run (scanner.busy_retry_ms)\n"
         "  --textfile PATH        Prometheus textfile for node_exporter (scanner.textfile_path)\n"
         "  --since TIME           --reconcile: only orders created since TIME (RFC 3339,\n"
         "                         e.g. 2026-11-30T00:00:00Z, or an age such as 90m, 24h, 7d)\n"
@@ -177,6 +179,7 @@ static int scanner_sweep_once(struct db *db, struct db **claim_dbs, const struct
         .pause_ms = cfg->scan_pause_ms,
         .max_orders = cfg->scan_max_orders,
         .max_seconds = cfg->scan_max_seconds,
+        .busy_retry_ms = cfg->scan_busy_retry_ms,
         .claim_dbs = claim_dbs,
         .nclaim = claim_dbs != NULL ? cfg->scan_workers : 0,
         .idle_timeout_ms = 60000L + cfg->scan_pause_ms + 1000L * cfg->scan_every_s,

@@ -10,6 +10,9 @@
 BEGIN;
 \ir migrations/001_core.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('001');
+RESET ROLE;
+\ir migrations/004_busy.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('004');
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 -- Bodies are checked when called (and by the tests, which call every function): a SQL

@@ -113,7 +113,8 @@ static void test_help_version(void **state)
                                         "--help",
                                         "--version",
                                         "--lock-timeout-ms",
-                                        "--statement-timeout-ms"};
+                                        "--statement-timeout-ms",
+                                        "--busy-retry-ms"};
     struct run r;
 
     (void)state;

@@ -98,6 +98,32 @@ void consumer_metrics_register(struct consumer_metrics *m, char *const *topics, 
                                  "1 while the consumer is stalled: a batch cannot commit and every "
                                  "partition is paused",
                                  METRIC_GAUGE, NULL, NULL, 0);
+    for (int i = 0; i < 2; i++) {
+        const char *reason = i == 0 ? "reason=\"busy\"" : "reason=\"not_due\"";
+        m->retries[i] = metric_register("ordergate_consumer_retries_total",
+                                        "Orders claimed again from the local retry set (busy: "
+                                        "row locked elsewhere; not_due: due within "
+                                        "consumer.local_due_ms)",
+                                        METRIC_COUNTER, reason, NULL, 0);
+        m->retry_given_up[i] = metric_register(
+            "ordergate_consumer_retry_given_up_total",
+            "Orders re-scheduled through a delay topic after the local retries' bound (or with "
+            "the retry set full)",
+            METRIC_COUNTER, reason, NULL, 0);
+    }
+    m->retry_pending =
+        metric_register("ordergate_consumer_retry_pending", "Orders waiting in the local retry set",
+                        METRIC_GAUGE, NULL, NULL, 0);
+    m->beyond_level = metric_register("ordergate_consumer_due_beyond_level_total",
+                                      "Messages due beyond their topic's delay level plus "
+                                      "consumer.level_margin_ms, claimed at once instead of "
+                                      "pausing their partition",
+                                      METRIC_COUNTER, NULL, NULL, 0);
+    m->db_call_age = metric_register("ordergate_consumer_db_call_age_seconds",
+                                     "Age of the consume loop's database call in progress (0 "
+                                     "between calls); /healthz fails beyond "
+                                     "consumer.health_db_call_ms",
+                                     METRIC_GAUGE, NULL, NULL, 0);
     m->outbox_backlog =
         metric_register("ordergate_relay_outbox_backlog", "Outbox rows not yet published",
                         METRIC_GAUGE, NULL, NULL, 0);

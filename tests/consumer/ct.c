@@ -71,7 +71,6 @@ void ct_setup(struct ct *t, const char *tag, int partitions, unsigned flags)
     static const char *const outbox_kinds[] = {"events", "refunds", "alerts"};
     char errstr[256], base[96];
     rd_kafka_conf_t *conf;
-    FILE *f;
 
     memset(t, 0, sizeof(*t));
     snprintf(t->tag, sizeof(t->tag), "%s", tag);
@@ -106,19 +105,30 @@ void ct_setup(struct ct *t, const char *tag, int partitions, unsigned flags)
 
     snprintf(t->config, sizeof(t->config), "%s/tests/consumer/%s.%d.conf", OG_BINARY_DIR, tag,
              (int)getpid());
-    f = fopen(t->config, "w");
+    snprintf(t->base, sizeof(t->base), "%s", base);
+    t->flags = flags;
+    ct_config(t, "", "");
+}
+
+void ct_config(struct ct *t, const char *consumer_extra, const char *properties_extra)
+{
+    FILE *f = fopen(t->config, "w");
+
     assert_non_null(f);
     /* Short retries and backoffs so outages are ridden out within a test. */
     fprintf(f,
             "log_level = \"info\";\n"
             "database = { retry_max = 3; retry_base_ms = 50; retry_cap_ms = 400; };\n"
-            "consumer = { linger_ms = 20; poll_ms = 50; };\n"
+            "consumer = { linger_ms = 20; poll_ms = 50; %s };\n"
             "outbox = { interval_ms = 100; topic = \"og.%s.events\"; refund_topic = "
             "\"og.%s.refunds\"; alert_topic = \"og.%s.alerts\"; };\n"
             "kafka = { dead_letter_topic = \"%s\"; payments_topic = \"%s\";\n"
             /* A killed member leaves the group after 4 s, not 45. */
-            "  properties = [\"session.timeout.ms=4000\", \"heartbeat.interval.ms=500\"]; };\n",
-            base, base, base, t->dlq, (flags & CT_PAYMENTS) ? t->payments : "");
+            "  properties = [\"session.timeout.ms=4000\", \"heartbeat.interval.ms=500\"%s%s]; "
+            "};\n",
+            consumer_extra, t->base, t->base, t->base, t->dlq,
+            (t->flags & CT_PAYMENTS) ? t->payments : "", *properties_extra ? ", " : "",
+            properties_extra);
     fclose(f);
 }
 

@@ -25,6 +25,8 @@ struct ct {
     char payments[128];
     char group[128];
     char config[256]; /* config file written for the consumer */
+    char base[96];    /* the unique part of the names above */
+    unsigned flags;   /* of ct_setup */
     rd_kafka_t *producer;
 };
 
@@ -45,6 +47,9 @@ extern const char *ct_brokers_override;
  * writes a consumer config file with short retry and poll settings. */
 void ct_setup(struct ct *t, const char *tag, int partitions, unsigned flags);
 void ct_teardown(struct ct *t);
+/* Writes the consumer's config file again, with extra settings inside its consumer group
+ * ("busy_retry_ms = 500;") and extra entries of kafka.properties ("\"a=b\", \"c=d\""). */
+void ct_config(struct ct *t, const char *consumer_extra, const char *properties_extra);
 /* cmocka teardown for every test that spawns consumers: kills the ones
  * still running and tears down the ct of a test that failed half-way. */
 int ct_cleanup(void **state);

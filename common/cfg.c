@@ -33,6 +33,8 @@ static const struct cfg_param cfg_params[] = {
     {"database.retry_max", CFG_INT, S(db_retry_max), "8", 1, 1000, 0},
     {"database.retry_base_ms", CFG_INT, S(db_retry_base_ms), "50", 1, 60000, 0},
     {"database.retry_cap_ms", CFG_INT, S(db_retry_cap_ms), "5000", 1, 600000, 0},
+    {"database.lock_timeout_ms", CFG_INT, S(db_lock_timeout_ms), "5000", 0, 3600000, 0},
+    {"database.statement_timeout_ms", CFG_INT, S(db_statement_timeout_ms), "20000", 0, 86400000, 0},
     {"kafka.brokers", CFG_STR, S(brokers), "localhost:9092", 0, 0, 0},
     {"kafka.topics", CFG_STR, S(topics), "ordergate.cancel.15m,ordergate.cancel.30m", 0, 0, 0},
     {"kafka.topic_levels", CFG_STR, S(topic_levels), "", 0, 0, 0},
@@ -46,6 +48,10 @@ static const struct cfg_param cfg_params[] = {
     {"consumer.linger_ms", CFG_INT, S(linger_ms), "20", 0, 60000, 0},
     {"consumer.poll_ms", CFG_INT, S(poll_ms), "50", 1, 10000, 0},
     {"consumer.metrics_listen", CFG_STR, S(metrics_listen), "127.0.0.1:9464", 0, 0, 0},
+    {"consumer.health_db_call_ms", CFG_INT, S(health_db_call_ms), "30000", 0, 3600000, 0},
+    {"consumer.busy_retry_ms", CFG_INT, S(busy_retry_ms), "10000", 0, 3600000, 0},
+    {"consumer.local_due_ms", CFG_INT, S(local_due_ms), "1000", 0, 60000, 0},
+    {"consumer.level_margin_ms", CFG_INT, S(level_margin_ms), "10000", 0, 86400000, 0},
     {"outbox.enabled", CFG_BOOL, S(outbox_enabled), "true", 0, 1, 0},
     {"outbox.topic", CFG_STR, S(outbox_topic), "ordergate.events", 0, 0, 0},
     {"outbox.refund_topic", CFG_STR, S(outbox_refund_topic), "ordergate.refunds", 0, 0, 0},
@@ -60,6 +66,7 @@ static const struct cfg_param cfg_params[] = {
     {"scanner.every_s", CFG_INT, S(scan_every_s), "0", 0, 86400, 0},
     {"scanner.workers", CFG_INT, S(scan_workers), "1", 1, 16, 0},
     {"scanner.max_skip_s", CFG_INT, S(scan_max_skip_s), "0", 0, 604800, 0},
+    {"scanner.busy_retry_ms", CFG_INT, S(scan_busy_retry_ms), "5000", 0, 600000, 0},
     {"scanner.textfile_path", CFG_STR, S(textfile_path), "", 0, 0, 0},
 };
 
@@ -373,6 +380,11 @@ enum og_status cfg_apply_env(struct og_config *cfg, struct og_error *err)
     if (st == OG_OK && pwfile != NULL && *pwfile && *cfg->db_password_file == '\0')
         st = cfg_set_str(&cfg->db_password_file, pwfile, err);
     return st;
+}
+
+struct db_session cfg_db_session(const struct og_config *cfg)
+{
+    return (struct db_session){cfg->db_lock_timeout_ms, cfg->db_statement_timeout_ms};
 }
 
 enum og_status cfg_db_password(const struct og_config *cfg, char **password, struct og_error *err)

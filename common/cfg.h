@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "common/db.h"
 #include "common/error.h"
 
 /* Room for the settings table of cfg.c (checked there at compile time). */
@@ -33,6 +34,8 @@ struct og_config {
     int db_retry_max;       /* attempts for a transient failure before giving up */
     int db_retry_base_ms;   /* first backoff; doubles up to db_retry_cap_ms */
     int db_retry_cap_ms;
+    int db_lock_timeout_ms;      /* the sessions' lock_timeout; 0 = the server's (db_session) */
+    int db_statement_timeout_ms; /* the sessions' statement_timeout; 0 = the server's */
 
     /* kafka */
     char *brokers;      /* bootstrap.servers */
@@ -50,7 +53,11 @@ struct og_config {
     int batch_size;
     int linger_ms;
     int poll_ms;
-    char *metrics_listen; /* "ADDR:PORT"; "" disables the HTTP endpoint */
+    char *metrics_listen;  /* "ADDR:PORT"; "" disables the HTTP endpoint */
+    int health_db_call_ms; /* /healthz and /readyz fail while a call runs longer; 0 = never */
+    int busy_retry_ms;     /* a locked order is re-claimed locally this long, then re-scheduled */
+    int local_due_ms;      /* an order not due for less than this is re-claimed locally */
+    int level_margin_ms;   /* a due time this far beyond its topic's level is claimed at once */
 
     /* outbox relay */
     int outbox_enabled;
@@ -71,7 +78,8 @@ struct og_config {
     /* A skipped run alarms (exit 4) once the last sweep is older than this; 0 = 3 x every_s,
      * or 180 when every_s is 0 (a one-minute schedule) */
     int scan_max_skip_s;
-    char *textfile_path; /* Prometheus textfile for node_exporter; "" = none */
+    int scan_busy_retry_ms; /* locked orders are claimed again for this long at a run's end */
+    char *textfile_path;    /* Prometheus textfile for node_exporter; "" = none */
 
     /* Where each value came from, indexed like the table in cfg.c; cfg_error_format() reads
      * it to say "FILE:LINE" or "--flag" in front of an error about a setting. */
@@ -114,6 +122,8 @@ const char *cfg_error_format(const struct og_config *cfg, const struct og_error 
 bool cfg_setting_info(size_t i, struct cfg_setting_info *info);
 /* Prints every setting as "name = value" (secrets masked). */
 void cfg_dump(const struct og_config *cfg, FILE *out);
+/* The session bounds of database.lock_timeout_ms and database.statement_timeout_ms. */
+struct db_session cfg_db_session(const struct og_config *cfg);
 /* Reads database.password_file when set: *password is NULL when no file is
  * configured (libpq then uses PGPASSWORD or ~/.pgpass). The caller releases
  * it with db_password_free, which wipes it. */

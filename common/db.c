@@ -21,6 +21,9 @@ struct db {
     const struct db_stmt *prepared[DB_MAX_PREPARED];
     int nprepared;
     double last_ms;
+    struct db_session session;
+    db_call_hook hook;
+    void *hook_arg;
 };
 
 static char *db_strdup_or_null(const char *s)
@@ -184,41 +187,6 @@ static void db_disconnect(struct db *db)
     db->nprepared = 0;
 }
 
-enum og_status db_connect(struct db *db, struct og_error *err)
-{
-    const char *keys[] = {"dbname", "password", "application_name", "connect_timeout", NULL};
-    const char *vals[] = {db->conninfo, db->password, db->app_name, "10", NULL};
-    enum og_status st = OG_OK;
-
-    if (db->conn != NULL && PQstatus(db->conn) == CONNECTION_OK)
-        return OG_OK;
-    db_disconnect(db);
-    if (db->password == NULL) {
-        /* Leave the password to libpq's own sources (PGPASSWORD, .pgpass). */
-        keys[1] = "application_name";
-        vals[1] = db->app_name;
-        keys[2] = "connect_timeout";
-        vals[2] = "10";
-        keys[3] = NULL;
-        vals[3] = NULL;
-    }
-    db->conn = PQconnectdbParams(keys, vals, 1);
-    if (db->conn == NULL)
-        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-    if (PQstatus(db->conn) != CONNECTION_OK) {
-        char *msg = PQerrorMessage(db->conn);
-        size_t len = strlen(msg);
-        while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
-            msg[--len] = '\0';
-        /* A refused or dropped connection may come back: the caller retries. */
-        st = og_error_set(err, OG_ERR_DB, true, "cannot connect to PostgreSQL: %s", msg);
-        if (err != NULL)
-            memcpy(err->sqlstate, "08001", 6);
-        db_disconnect(db);
-    }
-    return st;
-}
-
 /* Fills err from a failed result or a broken connection. */
 static enum og_status db_result_error(struct db *db, PGresult *res, struct og_error *err)
 {
@@ -243,6 +211,120 @@ static enum og_status db_result_error(struct db *db, PGresult *res, struct og_er
     }
     if (lost)
         db_disconnect(db);
+    return st;
+}
+
+void db_set_call_hook(struct db *db, db_call_hook fn, void *arg)
+{
+    db->hook = fn;
+    db->hook_arg = arg;
+}
+
+static void db_hook(struct db *db, bool begin)
+{
+    if (db->hook != NULL)
+        db->hook(db->hook_arg, begin);
+}
+
+/* The session bounds, one round trip right after connecting; NULL leaves a setting alone. */
+static enum og_status db_apply_session(struct db *db, struct og_error *err)
+{
+    char lock[24], stmt[24];
+    const char *params[2] = {NULL, NULL};
+    PGresult *r;
+    enum og_status st = OG_OK;
+
+    if (db->session.lock_timeout_ms <= 0 && db->session.statement_timeout_ms <= 0)
+        return OG_OK;
+    if (db->session.lock_timeout_ms > 0) {
+        snprintf(lock, sizeof(lock), "%dms", db->session.lock_timeout_ms);
+        params[0] = lock;
+    }
+    if (db->session.statement_timeout_ms > 0) {
+        snprintf(stmt, sizeof(stmt), "%dms", db->session.statement_timeout_ms);
+        params[1] = stmt;
+    }
+    r = PQexecParams(db->conn,
+                     "SELECT set_config('lock_timeout', coalesce($1, "
+                     "current_setting('lock_timeout')), false), set_config('statement_timeout', "
+                     "coalesce($2, current_setting('statement_timeout')), false)",
+                     2, NULL, params, NULL, NULL, 0);
+    if (r == NULL || PQresultStatus(r) != PGRES_TUPLES_OK)
+        st = db_result_error(db, r, err);
+    PQclear(r);
+    return st;
+}
+
+enum og_status db_set_session(struct db *db, const struct db_session *session, struct og_error *err)
+{
+    db->session = *session;
+    if (db->conn == NULL || PQstatus(db->conn) != CONNECTION_OK)
+        return OG_OK;
+    return db_apply_session(db, err);
+}
+
+static enum og_status db_open(struct db *db, struct og_error *err)
+{
+    /* The keepalive defaults come before dbname, whose conninfo libpq expands in place: a
+     * value the conninfo names overrides them (libpq: the last non-empty value of a key wins).
+     * application_name and connect_timeout come after it and win. */
+    const char *keys[] = {"keepalives",
+                          "keepalives_idle",
+                          "keepalives_interval",
+                          "keepalives_count",
+                          "tcp_user_timeout",
+                          "dbname",
+                          "application_name",
+                          "connect_timeout",
+                          "password",
+                          NULL};
+    const char *vals[] = {"1",
+                          DB_KEEPALIVES_IDLE,
+                          DB_KEEPALIVES_INTERVAL,
+                          DB_KEEPALIVES_COUNT,
+                          DB_TCP_USER_TIMEOUT_MS,
+                          db->conninfo,
+                          db->app_name,
+                          "10",
+                          db->password,
+                          NULL};
+    enum og_status st = OG_OK;
+
+    if (db->conn != NULL && PQstatus(db->conn) == CONNECTION_OK)
+        return OG_OK;
+    db_disconnect(db);
+    /* Without a password file the password is left to libpq's own sources (PGPASSWORD,
+     * .pgpass): the key list ends before it. */
+    if (db->password == NULL)
+        keys[8] = NULL;
+    db->conn = PQconnectdbParams(keys, vals, 1);
+    if (db->conn == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    if (PQstatus(db->conn) != CONNECTION_OK) {
+        char *msg = PQerrorMessage(db->conn);
+        size_t len = strlen(msg);
+        while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
+            msg[--len] = '\0';
+        /* A refused or dropped connection may come back: the caller retries. */
+        st = og_error_set(err, OG_ERR_DB, true, "cannot connect to PostgreSQL: %s", msg);
+        if (err != NULL)
+            memcpy(err->sqlstate, "08001", 6);
+        db_disconnect(db);
+        return st;
+    }
+    st = db_apply_session(db, err);
+    if (st != OG_OK)
+        db_disconnect(db);
+    return st;
+}
+
+enum og_status db_connect(struct db *db, struct og_error *err)
+{
+    enum og_status st;
+
+    db_hook(db, true);
+    st = db_open(db, err);
+    db_hook(db, false);
     return st;
 }
 
@@ -275,12 +357,12 @@ enum og_status db_run(struct db *db, const struct db_stmt *stmt, const char *con
 
     if (res != NULL)
         *res = NULL;
-    st = db_connect(db, err);
+    db_hook(db, true);
+    st = db_open(db, err);
+    if (st == OG_OK)
+        st = db_prepare(db, stmt, err);
     if (st != OG_OK)
-        return st;
-    st = db_prepare(db, stmt, err);
-    if (st != OG_OK)
-        return st;
+        goto out;
     t0 = clock_mono_us();
     r = PQexecPrepared(db->conn, stmt->name, stmt->nparams, params, NULL, NULL, 0);
     db->last_ms = (double)(clock_mono_us() - t0) / 1000.0;
@@ -288,13 +370,15 @@ enum og_status db_run(struct db *db, const struct db_stmt *stmt, const char *con
     if (rs != PGRES_TUPLES_OK && rs != PGRES_COMMAND_OK) {
         st = db_result_error(db, r, err);
         PQclear(r);
-        return st;
+        goto out;
     }
     if (res != NULL)
         *res = r;
     else
         PQclear(r);
-    return OG_OK;
+out:
+    db_hook(db, false);
+    return st;
 }
 
 enum og_status db_exec(struct db *db, const char *sql, struct og_error *err)
@@ -302,14 +386,17 @@ enum og_status db_exec(struct db *db, const char *sql, struct og_error *err)
     PGresult *r;
     enum og_status st = OG_OK;
 
-    st = db_connect(db, err);
+    db_hook(db, true);
+    st = db_open(db, err);
     if (st != OG_OK)
-        return st;
+        goto out;
     r = PQexec(db->conn, sql);
     if (r == NULL ||
         (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK))
         st = db_result_error(db, r, err);
     PQclear(r);
+out:
+    db_hook(db, false);
     return st;
 }
 

@@ -31,6 +31,31 @@ struct db_retry {
     int cap_ms;
 };
 
+/* Bounds every session of a struct db gets at connect (set_config, session-level), so that a
+ * row lock held by an order service or a statement that never ends cannot hold the caller
+ * without limit: PostgreSQL ends the wait with 55P03 (lock_not_available, retried like any
+ * transient failure) or the statement with 57014 (query_canceled). 0 leaves the setting as the
+ * server, the role or the conninfo's options= define it (behind a transaction pooler, set them
+ * on the role instead: ALTER ROLE ... SET lock_timeout = ...). */
+struct db_session {
+    int lock_timeout_ms;
+    int statement_timeout_ms;
+};
+
+/* Called with begin = true before every db_run, db_exec and db_connect (connecting, preparing
+ * and the round trip all count), and with begin = false after it; from the calling thread.
+ * The consumer feeds its health endpoint with it (common/metrics.h, metrics_call_begin). */
+typedef void (*db_call_hook)(void *arg, bool begin);
+
+/* TCP keepalives and tcp_user_timeout that every connection asks for unless its conninfo names
+ * them (the conninfo's own values win): an idle connection to a host that died is found within
+ * DB_KEEPALIVES_IDLE + DB_KEEPALIVES_INTERVAL * DB_KEEPALIVES_COUNT = 25 s, one whose request is
+ * not acknowledged within DB_TCP_USER_TIMEOUT_MS (20 s). Ignored on Unix-domain sockets. */
+#define DB_KEEPALIVES_IDLE     "10"
+#define DB_KEEPALIVES_INTERVAL "5"
+#define DB_KEEPALIVES_COUNT    "3"
+#define DB_TCP_USER_TIMEOUT_MS "20000"
+
 struct db;
 
 /* conninfo: libpq conninfo string or URI; NULL or "" uses libpq's environment.
@@ -59,6 +84,14 @@ void db_password_free(char *password);
 enum og_status db_new_passfile(const char *conninfo, const char *password_file,
                                const char *app_name, const struct db_retry *retry,
                                volatile sig_atomic_t *stop, struct db **out, struct og_error *err);
+
+/* Session bounds for every connection from now on, and for the current one if connected (one
+ * round trip; not inside an explicit transaction). Without this call: none (0, 0). Fails only
+ * when applying them to the current connection fails. */
+enum og_status db_set_session(struct db *db, const struct db_session *session,
+                              struct og_error *err);
+/* Installs (fn NULL: removes) the call hook. */
+void db_set_call_hook(struct db *db, db_call_hook fn, void *arg);
 
 /* Connects now (db_call connects on demand too). */
 enum og_status db_connect(struct db *db, struct og_error *err);

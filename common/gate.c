@@ -15,6 +15,7 @@ static const char *const gate_outcome_words[GATE_OUTCOME_COUNT] = {
     [GATE_ALREADY_PAID] = "already_paid",
     [GATE_NOT_DUE] = "not_due",
     [GATE_NOT_FOUND] = "not_found",
+    [GATE_BUSY] = "busy",
     [GATE_PAID] = "paid",
     [GATE_DUPLICATE] = "duplicate",
     [GATE_LATE_PAYMENT] = "late_payment",
@@ -172,10 +173,11 @@ static enum og_status gate_outcome_expect(const char *word, unsigned allowed, co
     return OG_OK;
 }
 
+_Static_assert(GATE_OUTCOME_COUNT <= 32, "outcome sets are bit masks of an unsigned int");
 #define GATE_BIT(o) (1u << (o))
 #define GATE_CANCEL_OUTCOMES                                                                       \
     (GATE_BIT(GATE_CANCELLED) | GATE_BIT(GATE_ALREADY_CANCELLED) | GATE_BIT(GATE_ALREADY_PAID) |   \
-     GATE_BIT(GATE_NOT_DUE) | GATE_BIT(GATE_NOT_FOUND))
+     GATE_BIT(GATE_NOT_DUE) | GATE_BIT(GATE_NOT_FOUND) | GATE_BIT(GATE_BUSY))
 #define GATE_CLOSE_OUTCOMES                                                                        \
     (GATE_BIT(GATE_CANCELLED) | GATE_BIT(GATE_ALREADY_CANCELLED) | GATE_BIT(GATE_ALREADY_PAID) |   \
      GATE_BIT(GATE_NOT_FOUND))

@@ -42,6 +42,7 @@ enum gate_outcome {
     GATE_ALREADY_PAID,
     GATE_NOT_DUE,
     GATE_NOT_FOUND,
+    GATE_BUSY, /* claim_cancel: pending and due, its row locked by another transaction: retry */
     /* claim_payment */
     GATE_PAID,
     GATE_DUPLICATE,
@@ -100,7 +101,8 @@ int gate_txn_no_valid(const char *s, size_t len);
  * A call repeated after an unknown result is safe: the gate answers
  * already_cancelled / duplicate instead of acting twice. */
 
-/* Cancels every due, still pending order of the list in one statement.
+/* Cancels every due, still pending order of the list in one statement; an order whose row
+ * another transaction holds locked is not waited for but answered GATE_BUSY.
  * rows must have room for n entries; *nrows receives one row per distinct
  * order number, in no particular order. source: consumer or scanner only. */
 enum og_status gate_claim_cancel(struct db *db, const char *const *order_nos, size_t n,

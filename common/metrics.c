@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/parse.h"
 
@@ -46,6 +47,11 @@ static struct metric *metrics_head;
 
 static atomic_int metrics_live = 1;
 static atomic_int metrics_ready = 0;
+
+/* The watched call: its start (monotonic us, 0 = none), the limit and the age gauge. */
+static _Atomic int64_t metrics_call_start_us;
+static _Atomic long metrics_call_limit_ms;
+static _Atomic(struct metric *) metrics_call_gauge;
 
 static uint64_t metrics_d2u(double d)
 {
@@ -446,11 +452,55 @@ static size_t metrics_render_locked(struct metrics_out *o)
     return o->len;
 }
 
+void metrics_call_begin(void)
+{
+    int64_t now = clock_mono_us();
+
+    atomic_store(&metrics_call_start_us, now > 0 ? now : 1);
+}
+
+void metrics_call_end(void)
+{
+    atomic_store(&metrics_call_start_us, 0);
+}
+
+void metrics_call_watch(struct metric *age_gauge, long limit_ms)
+{
+    atomic_store(&metrics_call_gauge, age_gauge);
+    atomic_store(&metrics_call_limit_ms, limit_ms > 0 ? limit_ms : 0);
+}
+
+long metrics_call_age_ms(void)
+{
+    int64_t start = atomic_load(&metrics_call_start_us);
+
+    return start != 0 ? (long)((clock_mono_us() - start) / 1000) : 0;
+}
+
+/* True while the watched call has run longer than its limit. */
+static bool metrics_call_stuck(long *age_ms)
+{
+    long limit = atomic_load(&metrics_call_limit_ms);
+
+    *age_ms = metrics_call_age_ms();
+    return limit > 0 && *age_ms > limit;
+}
+
+/* The age gauge as of this rendering. */
+static void metrics_call_gauge_update(void)
+{
+    struct metric *g = atomic_load(&metrics_call_gauge);
+
+    if (g != NULL)
+        metric_set(g, (double)metrics_call_age_ms() / 1000.0);
+}
+
 size_t metrics_render(char *buf, size_t size)
 {
     struct metrics_out o = {.buf = buf, .size = buf != NULL ? size : 0, .len = 0};
     size_t n;
 
+    metrics_call_gauge_update();
     pthread_mutex_lock(&metrics_lock);
     n = metrics_render_locked(&o);
     pthread_mutex_unlock(&metrics_lock);
@@ -464,6 +514,7 @@ static char *metrics_render_alloc(size_t *len)
     char *buf = NULL;
     size_t n;
 
+    metrics_call_gauge_update();
     pthread_mutex_lock(&metrics_lock);
     n = metrics_render_locked(&o); /* sizing pass: counts only */
     o.size = n + 1;
@@ -549,6 +600,8 @@ void metrics_reset(void)
     pthread_mutex_lock(&metrics_lock);
     m = metrics_head;
     metrics_head = NULL;
+    metrics_call_watch(NULL, 0);
+    metrics_call_end();
     pthread_mutex_unlock(&metrics_lock);
     while (m != NULL) {
         struct metric *next = m->next;
@@ -608,14 +661,26 @@ static enum MHD_Result metrics_http_handle(void *cls, struct MHD_Connection *con
         return metrics_http_reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4", text, len,
                                   MHD_RESPMEM_MUST_FREE);
     }
-    if (strcmp(url, "/healthz") == 0)
-        return atomic_load(&metrics_live)
-                   ? metrics_http_text(conn, MHD_HTTP_OK, "ok\n")
-                   : metrics_http_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "not live\n");
-    if (strcmp(url, "/readyz") == 0)
+    if (strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0) {
+        bool healthz = strcmp(url, "/healthz") == 0;
+        long age_ms = 0;
+
+        if (metrics_call_stuck(&age_ms)) {
+            char text[96];
+            int n = snprintf(text, sizeof(text), "%s: database call running for %ld ms\n",
+                             healthz ? "not live" : "not ready", age_ms);
+            return metrics_http_reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+                                      "text/plain; charset=utf-8", text, (size_t)n,
+                                      MHD_RESPMEM_MUST_COPY);
+        }
+        if (healthz)
+            return atomic_load(&metrics_live)
+                       ? metrics_http_text(conn, MHD_HTTP_OK, "ok\n")
+                       : metrics_http_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "not live\n");
         return atomic_load(&metrics_ready)
                    ? metrics_http_text(conn, MHD_HTTP_OK, "ready\n")
                    : metrics_http_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready\n");
+    }
     return metrics_http_text(conn, MHD_HTTP_NOT_FOUND, "not found\n");
 }
 

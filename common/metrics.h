@@ -52,8 +52,21 @@ enum og_status metrics_write_textfile(const char *path, struct og_error *err);
 
 /* Health as reported by /healthz (process alive and loop turning) and
  * /readyz (connected to the database and the broker). Starts live and not
- * ready. /healthz answers 200 "ok\n" or 503; /readyz 200 "ready\n" or 503. */
+ * ready. /healthz answers 200 "ok\n" or 503; /readyz 200 "ready\n" or 503.
+ * A watched call running too long fails both (metrics_call_watch). */
 void metrics_set_health(int live, int ready);
+
+/* The call the health endpoints watch: one blocking call site of the process (the consume
+ * loop's database calls), bracketed by metrics_call_begin()/metrics_call_end() from one thread
+ * (lock-free). With metrics_call_watch(gauge, limit_ms), limit_ms > 0, /healthz and /readyz
+ * answer 503 while a call has run longer than limit_ms ("database call running for N ms"), and
+ * every rendering sets gauge (may be NULL) to the current call's age in seconds (0 between
+ * calls). Register the gauge first; metrics_reset() ends the watch. */
+void metrics_call_begin(void);
+void metrics_call_end(void);
+void metrics_call_watch(struct metric *age_gauge, long limit_ms);
+/* The current call's age in milliseconds, 0 between calls. */
+long metrics_call_age_ms(void);
 
 /* Serves /metrics, /healthz, /readyz on "ADDR:PORT" in a background thread.
  * ADDR is an IPv4 literal, a host name, "[IPv6]", or empty or "*" for every

@@ -105,6 +105,7 @@ struct batch_entry *batch_add(struct batch *b, enum batch_kind kind, const char 
     e->state = BATCH_NEW;
     e->tp = tp;
     e->offset = offset;
+    e->retry = -1;
     return e;
 }
 
@@ -168,6 +169,61 @@ static void batch_db_failed(struct consumer *c, const char *step, const struct o
                   og_status_str(err->status), err->sqlstate, log_quote(q, sizeof(q), err->msg));
 }
 
+/* The consumer's own copy of a topic name (stable for its lifetime), NULL when not one. */
+static const char *batch_topic_name(const struct consumer *c, const char *topic)
+{
+    for (size_t i = 0; i < c->ntopics; i++)
+        if (strcmp(c->topics[i], topic) == 0)
+            return c->topics[i];
+    return NULL;
+}
+
+/* A slot of the retry set for e: the one it came from, or a new one; -1 when full. */
+static int batch_retry_slot(struct consumer *c, struct batch_entry *e, int64_t now)
+{
+    const struct batch_tp *tp = &c->batch.tps[e->tp];
+    const char *topic;
+
+    if (e->retry >= 0)
+        return e->retry;
+    topic = batch_topic_name(c, tp->topic);
+    if (topic != NULL)
+        e->retry = retry_add(&c->retry, e, topic, tp->partition, now);
+    return e->retry;
+}
+
+/* Step 2b: a busy order (its row locked by another transaction) goes to the retry set, claimed
+ * again after a backoff, for up to consumer.busy_retry_ms from its first busy answer; after
+ * that (or with the set full) it is re-scheduled through a delay topic, due now. Either way the
+ * rest of the batch goes on. Duplicates of the order in this batch are finished: the first
+ * entry stands for them (a slot one of them brought is released when the batch is stored). */
+static void batch_busy(struct consumer *c, struct batch_entry *e, int64_t now)
+{
+    const struct batch_tp *tp = &c->batch.tps[e->tp];
+    int slot;
+
+    if (!e->first)
+        return;
+    slot = c->cfg->busy_retry_ms > 0 ? batch_retry_slot(c, e, now) : -1;
+    if (slot >= 0 && now - c->retry.slots[slot].first_ms < c->cfg->busy_retry_ms) {
+        int tries = c->retry.slots[slot].why == GATE_BUSY ? c->retry.slots[slot].tries : 0;
+        retry_wait(&c->retry, slot, GATE_BUSY,
+                   now + clock_backoff_ms(CONSUMER_RETRY_BASE_MS, CONSUMER_RETRY_CAP_MS, tries));
+        e->held = true;
+        log_debug("busy_retry", "order_no=%s tries=%d", e->order_no, tries + 1);
+        return;
+    }
+    metric_inc(c->m.retry_given_up[0], 1);
+    e->new_due_ms = now;
+    e->dest_topic = consumer_reschedule_topic(c, tp->topic, now, &e->new_due_ms);
+    e->state = BATCH_PRODUCE;
+    log_warn("busy_rescheduled",
+             "order_no=%s topic=%s busy_ms=%" PRId64 " msg=\"locked by another transaction "
+             "beyond consumer.busy_retry_ms; re-scheduled through the delay topic\"",
+             e->order_no, e->dest_topic,
+             slot >= 0 ? now - c->retry.slots[slot].first_ms : (int64_t)0);
+}
+
 /* Step 2: every live cancel of the batch not claimed yet (state BATCH_NEW) in one
  * claim_cancel. Claim state is per entry: a flush that claimed and then failed a later step
  * leaves its entries past BATCH_NEW, so the next flush claims only cancels that joined the
@@ -177,6 +233,7 @@ static enum flush_result batch_claim(struct consumer *c)
     struct batch *b = &c->batch;
     struct og_error err = {0};
     size_t n = 0, nrows = 0;
+    int64_t now;
 
     for (size_t i = 0; i < b->n; i++)
         if (b->e[i].kind == BATCH_CANCEL && b->e[i].state == BATCH_NEW && batch_live(b, &b->e[i]))
@@ -198,6 +255,7 @@ static enum flush_result batch_claim(struct consumer *c)
         qsort(c->rows, nrows, sizeof(*c->rows), batch_row_cmp);
         memset(c->row_seen, 0, nrows * sizeof(*c->row_seen));
     }
+    now = clock_wall_ms();
     for (size_t i = 0; i < b->n; i++) {
         struct batch_entry *e = &b->e[i];
         struct gate_cancel_row *row;
@@ -220,6 +278,8 @@ static enum flush_result batch_claim(struct consumer *c)
             c->row_seen[row - c->rows] = true;
         }
         e->state = e->outcome == GATE_NOT_DUE ? BATCH_RESCHEDULE : BATCH_DONE;
+        if (e->outcome == GATE_BUSY)
+            batch_busy(c, e, now);
     }
     return FLUSH_DONE;
 }
@@ -349,6 +409,41 @@ static enum flush_result batch_payments(struct consumer *c)
     return FLUSH_DONE;
 }
 
+/* Step 3a': an order due within consumer.local_due_ms (new_due_ms, as due_times reported it)
+ * is claimed again from the retry set at that time instead of going round a delay topic, where
+ * it would wait behind every message produced after it; at most CONSUMER_NOT_DUE_TRIES times
+ * (a database clock behind ours keeps answering not_due: then the topic, with the skew
+ * logged). Returns true when the entry is finished that way. */
+static bool batch_not_due_local(struct consumer *c, struct batch_entry *e, int64_t now)
+{
+    int slot, tries = 0;
+
+    if (c->cfg->local_due_ms <= 0 || e->new_due_ms - now >= c->cfg->local_due_ms)
+        return false;
+    if (e->retry >= 0 && c->retry.slots[e->retry].why == GATE_NOT_DUE)
+        tries = c->retry.slots[e->retry].tries;
+    if (tries >= CONSUMER_NOT_DUE_TRIES) {
+        metric_inc(c->m.retry_given_up[1], 1);
+        return false;
+    }
+    slot = batch_retry_slot(c, e, now);
+    if (slot < 0) {
+        metric_inc(c->m.retry_given_up[1], 1);
+        return false;
+    }
+    {
+        int64_t at = tries > 0 ? now + clock_backoff_ms(CONSUMER_RETRY_BASE_MS,
+                                                        CONSUMER_RETRY_CAP_MS, tries - 1)
+                               : now;
+        retry_wait(&c->retry, slot, GATE_NOT_DUE, at > e->new_due_ms ? at : e->new_due_ms);
+    }
+    e->held = true;
+    e->state = BATCH_DONE;
+    log_debug("not_due_retry", "order_no=%s db_expire_at_ms=%" PRId64 " local_now_ms=%" PRId64,
+              e->order_no, e->new_due_ms, now);
+    return true;
+}
+
 /* Step 3a: the database's due time for every not_due order. */
 static enum flush_result batch_due_times(struct consumer *c)
 {
@@ -409,7 +504,7 @@ static enum flush_result batch_due_times(struct consumer *c)
         bool first = true;
         for (size_t j = 0; j < i && first; j++)
             if (b->e[j].kind == BATCH_CANCEL && b->e[j].outcome == GATE_NOT_DUE &&
-                b->e[j].state != BATCH_DONE && batch_live(b, &b->e[j]) &&
+                (b->e[j].state != BATCH_DONE || b->e[j].held) && batch_live(b, &b->e[j]) &&
                 strcmp(b->e[j].order_no, e->order_no) == 0)
                 first = false;
         if (!first) {
@@ -417,6 +512,8 @@ static enum flush_result batch_due_times(struct consumer *c)
             continue;
         }
         e->new_due_ms = strtoll(PQgetvalue(res, found, 1), NULL, 10);
+        if (batch_not_due_local(c, e, now))
+            continue;
         if (e->new_due_ms <= now) {
             /* The database has not reached the expire_at it reports while
              * our clock has: our clock runs ahead. Look again a bit later. */
@@ -425,6 +522,7 @@ static enum flush_result batch_due_times(struct consumer *c)
                      e->new_due_ms, now);
             e->new_due_ms = now + CONSUMER_SKEW_RETRY_MS;
         }
+        e->dest_topic = consumer_reschedule_topic(c, b->tps[e->tp].topic, now, &e->new_due_ms);
         e->state = BATCH_PRODUCE;
     }
 out:
@@ -473,7 +571,7 @@ void batch_produce(struct consumer *c, struct batch_entry *e)
         }
         snprintf(from, sizeof(from), "%s/%s/%s", tp->topic, part, off);
         rerr = rd_kafka_producev(
-            c->producer, RD_KAFKA_V_TOPIC(tp->topic),
+            c->producer, RD_KAFKA_V_TOPIC(e->dest_topic != NULL ? e->dest_topic : tp->topic),
             RD_KAFKA_V_KEY(e->order_no, strlen(e->order_no)), RD_KAFKA_V_VALUE(value, len),
             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(&e->dr),
             RD_KAFKA_V_HEADER("ordergate-rescheduled-from", from, -1), RD_KAFKA_V_END);
@@ -538,8 +636,10 @@ static enum flush_result batch_deliver(struct consumer *c, int wait_ms)
             } else {
                 char due[32];
                 metric_inc(c->m.rescheduled, 1);
-                log_info("rescheduled", "order_no=%s due_at=%s", e->order_no,
-                         clock_format_iso(e->new_due_ms, due, sizeof(due)));
+                log_info("rescheduled", "order_no=%s due_at=%s topic=%s reason=%s", e->order_no,
+                         clock_format_iso(e->new_due_ms, due, sizeof(due)),
+                         e->dest_topic != NULL ? e->dest_topic : b->tps[e->tp].topic,
+                         gate_outcome_str(e->outcome));
             }
         } else {
             /* Kept, produced again on the next attempt: a duplicate at
@@ -570,15 +670,32 @@ static void batch_store(struct consumer *c)
     size_t live = 0;
     rd_kafka_resp_err_t rerr;
 
+    /* Slots whose order is finished for good go back to the set first: their messages'
+     * offsets may be passed now. */
+    for (size_t i = 0; i < b->n; i++)
+        if (batch_live(b, &b->e[i]) && b->e[i].retry >= 0 && !b->e[i].held)
+            retry_release(&c->retry, b->e[i].retry);
     for (size_t i = 0; i < b->ntps; i++) {
-        if (b->tps[i].voided)
+        const struct batch_tp *tp = &b->tps[i];
+        int64_t upto = tp->max_offset + 1, behind, floor;
+
+        if (tp->voided)
             continue;
-        rd_kafka_topic_partition_list_add(list, b->tps[i].topic, b->tps[i].partition)->offset =
-            b->tps[i].max_offset + 1;
+        /* Never past a message whose order waits in the retry set: store its offset and
+         * remember how far the partition is done behind it. */
+        behind = retry_hold_take(&c->retry, tp->topic, tp->partition);
+        if (behind > upto)
+            upto = behind;
+        if (retry_floor(&c->retry, tp->topic, tp->partition, &floor) && floor < upto) {
+            if (!retry_hold_put(&c->retry, tp->topic, tp->partition, upto))
+                log_warn("out_of_memory", "where=retry_hold_put");
+            upto = floor;
+        }
+        rd_kafka_topic_partition_list_add(list, tp->topic, tp->partition)->offset = upto;
     }
     for (size_t i = 0; i < b->n; i++) {
         const struct batch_entry *e = &b->e[i];
-        if (!batch_live(b, e))
+        if (!batch_live(b, e) || e->held)
             continue;
         live++;
         if (e->kind == BATCH_CANCEL && e->outcome == GATE_CANCELLED && e->first)
@@ -637,4 +754,32 @@ enum flush_result batch_flush(struct consumer *c, int wait_ms)
     batch_store(c);
     batch_clear(b);
     return FLUSH_DONE;
+}
+
+size_t batch_take_retries(struct consumer *c, int64_t now_wall)
+{
+    struct retry_set *r = &c->retry;
+    size_t n = 0;
+
+    if (r->used == 0)
+        return 0;
+    for (size_t i = 0; i < r->cap; i++) {
+        struct retry_slot *s = &r->slots[i];
+        struct batch_entry *e;
+
+        if (s->state != RETRY_WAITING || s->at_ms > now_wall)
+            continue;
+        if (batch_full(&c->batch))
+            break;
+        e = batch_add(&c->batch, BATCH_CANCEL, s->topic, s->partition, s->offset);
+        if (e == NULL)
+            break;
+        memcpy(e->order_no, s->order_no, sizeof(e->order_no));
+        e->due_ms = s->due_ms;
+        e->retry = (int)i;
+        s->state = RETRY_IN_BATCH;
+        metric_inc(c->m.retries[s->why == GATE_BUSY ? 0 : 1], 1);
+        n++;
+    }
+    return n;
 }

@@ -9,6 +9,43 @@
 #include "common/signals.h"
 #include "consumer/consumer.h"
 
+/* The consume loop's database calls feed the health endpoints (consumer.health_db_call_ms). */
+static void consumer_db_hook(void *arg, bool begin)
+{
+    (void)arg;
+    if (begin)
+        metrics_call_begin();
+    else
+        metrics_call_end();
+}
+
+int64_t consumer_level_ms(const struct consumer *c, const char *topic)
+{
+    const struct kafka_level *longest = kafka_level_longest(c->levels, c->nlevels);
+
+    for (size_t i = 0; i < c->nlevels; i++)
+        if (c->levels[i].seconds >= 0 && strcmp(c->levels[i].topic, topic) == 0)
+            return c->levels[i].seconds * 1000;
+    return longest != NULL ? longest->seconds * 1000 : -1;
+}
+
+const char *consumer_reschedule_topic(const struct consumer *c, const char *source, int64_t now_ms,
+                                      int64_t *due_ms)
+{
+    const struct kafka_level *longest = kafka_level_longest(c->levels, c->nlevels);
+    const struct kafka_level *pick;
+    int64_t wait_ms = *due_ms - now_ms - c->cfg->level_margin_ms;
+
+    if (longest == NULL)
+        return source;
+    /* Whole seconds, rounded up: a level must not be shorter than the wait. */
+    pick = kafka_level_pick(c->levels, c->nlevels, wait_ms > 0 ? (wait_ms + 999) / 1000 : 0);
+    if (pick != NULL)
+        return pick->topic;
+    *due_ms = now_ms + longest->seconds * 1000;
+    return longest->topic;
+}
+
 struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
 {
     struct consumer *c = calloc(1, sizeof(*c));
@@ -20,6 +57,7 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     struct db_retry retry = {cfg->db_retry_max < CONSUMER_DB_ATTEMPTS ? cfg->db_retry_max
                                                                       : CONSUMER_DB_ATTEMPTS,
                              cfg->db_retry_base_ms, cfg->db_retry_cap_ms};
+    struct db_session session;
     rd_kafka_conf_t *conf = NULL;
     char **delay = NULL;
     size_t ndelay = 0;
@@ -51,6 +89,14 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     c->ntopics = ndelay;
     free(delay); /* the names now belong to c->topics */
     delay = NULL;
+    c->levels = calloc(ndelay, sizeof(*c->levels));
+    if (c->levels == NULL) {
+        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < ndelay; i++)
+        c->levels[i] = (struct kafka_level){c->topics[i], kafka_topic_level_s(c->topics[i])};
+    c->nlevels = ndelay;
     if (*cfg->payments_topic != '\0') {
         c->topics[c->ntopics] = strdup(cfg->payments_topic);
         if (c->topics[c->ntopics] == NULL) {
@@ -71,6 +117,8 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
         goto fail;
     }
     st = batch_init(&c->batch, (size_t)cfg->batch_size, err);
+    if (st == OG_OK)
+        st = retry_init(&c->retry, (size_t)cfg->batch_size, err);
     if (st != OG_OK)
         goto fail;
 
@@ -78,6 +126,10 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
                          &signals_stop, &c->db, err);
     if (st != OG_OK)
         goto fail;
+    session = cfg_db_session(cfg);
+    db_set_session(c->db, &session, NULL); /* not connected yet: cannot fail */
+    db_set_call_hook(c->db, consumer_db_hook, NULL);
+    metrics_call_watch(c->m.db_call_age, cfg->health_db_call_ms);
 
     st = kafka_producer_new(cfg, "ordergate-consumer-reschedule", NULL, &c->producer, err);
     if (st != OG_OK)
@@ -127,6 +179,8 @@ void consumer_free(struct consumer *c)
     }
     /* After the producer: a late delivery report writes into the batch. */
     batch_free(&c->batch);
+    retry_free(&c->retry);
+    free(c->levels);
     db_free(c->db);
     sched_free(c->sched);
     free(c->rows);

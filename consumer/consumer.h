@@ -11,13 +11,42 @@
  *      good, is recorded with record_payment_refused (an exception for
  *      review) before its dead letter is produced in step 3;
  *   2. claim_cancel for every cancel in the batch, in one statement;
- *   3. for not_due orders, due_times() and one new delayed message each,
- *      produced with the idempotent producer;
+ *   3. for not_due orders, due_times() and, unless due within
+ *      consumer.local_due_ms, one new delayed message each on the delay
+ *      topic that fits the time left, produced with the idempotent producer;
  *   4. every produced message (re-schedules, dead letters) acknowledged;
- *   5. offsets stored (offset + 1 of the last message per partition).
+ *   5. offsets stored (offset + 1 of the last message per partition, but
+ *      never past a message whose order waits in the local retry set).
  * The stored offsets reach the group coordinator through librdkafka's
  * auto-commit, on revoke and on shutdown. A crash before 5 redelivers the
  * batch; the gate answers already_cancelled/duplicate for what was done.
+ *
+ * The local retry set (retry.c). An order the claim answers busy (its row
+ * locked by another transaction) or not_due by less than
+ * consumer.local_due_ms does not hold back the batch and does not go round
+ * Kafka: its batch entry is finished, and a slot of the retry set claims
+ * the order again in a later batch, busy ones after a backoff
+ * (CONSUMER_RETRY_BASE_MS doubling to CONSUMER_RETRY_CAP_MS) for up to
+ * consumer.busy_retry_ms, short not_due ones at the expire_at due_times()
+ * reported (CONSUMER_NOT_DUE_TRIES times at most). Past the bound, or when
+ * the set is full, the order is re-scheduled through a delay topic as a
+ * not_due one is. While a slot holds a message, its partition's stored
+ * offset stays at that message (the highest offset done behind it is
+ * remembered and stored once the slot is released): a crash re-reads it,
+ * which is harmless. A revoked partition's slots are dropped (its next
+ * owner reads them again). Slots are claimed only while nothing is stalled,
+ * so they only ever join a batch that has not been claimed yet.
+ *
+ * Delay levels. A delay topic's level comes from its name
+ * (common/kafka.h): a message due more than its topic's level plus
+ * consumer.level_margin_ms from now would pause its partition far beyond
+ * the level, so it is claimed at once instead (the database decides; a
+ * not_due answer re-schedules it by the real expire_at). Re-schedules go to
+ * the shortest level not shorter than the time left minus the margin; when
+ * no level is that long, to the longest level with the due time cut to
+ * that level (the order is claimed then and hops on). Every message the
+ * consumer produces is thus due within its topic's level. Without levels
+ * in the topic names, re-schedules go back to their source topic.
  *
  * A second thread (relay.c) runs the outbox relay on its own database
  * connection and producer when outbox.enabled is set. */
@@ -57,19 +86,26 @@
  *   - the prepare and the statement on it, each bounded by the session's statement_timeout
  *     and, on a link that drops packets, its TCP keepalives (common/db.c): at most
  *     CONSUMER_DB_STATEMENT_BOUND_S each, the bound those session settings must keep;
- * so 10 + 2 x 10 = 30 s per call, and 1 + 10 + 30 = 41 s per gap with poll_ms at its maximum
- * (31 s at the default 50 ms). systemd kills at WatchdogSec and asks for a ping every half:
- * WatchdogSec >= 2 x 41 = 82 s; deploy/systemd says 90 s (45 s per half, 4 s to spare at
- * poll_ms 10 s, 14 s at the default). The revoke callback's flush waits up to 5 s for
- * delivery reports after a database answer, never after a failed call: 5 s < 30 s. */
+ * (database.statement_timeout_ms, 20 s by default) so 10 + 2 x 20 = 50 s per call, and
+ * 1 + 10 + 50 = 61 s per gap with poll_ms at its maximum (51 s at the default 50 ms). systemd
+ * kills at WatchdogSec and asks for a ping every half: WatchdogSec >= 2 x 61 = 122 s;
+ * deploy/systemd says 130 s (65 s per half, 4 s to spare at poll_ms 10 s, 14 s at the
+ * default). A statement_timeout above 20 s needs WatchdogSec raised by twice the difference.
+ * The revoke callback's flush waits up to 5 s for delivery reports after a database answer,
+ * never after a failed call: 5 s < 50 s. */
 #define CONSUMER_WATCHDOG_EVERY_MS    1000
 #define CONSUMER_DB_CONNECT_S         10
-#define CONSUMER_DB_STATEMENT_BOUND_S 10
+#define CONSUMER_DB_STATEMENT_BOUND_S 20
 #define CONSUMER_POLL_MAX_S           10
 #define CONSUMER_DB_CALL_MAX_S        (CONSUMER_DB_CONNECT_S + 2 * CONSUMER_DB_STATEMENT_BOUND_S)
 #define CONSUMER_WATCHDOG_GAP_MAX_S                                                                \
     (CONSUMER_WATCHDOG_EVERY_MS / 1000 + CONSUMER_POLL_MAX_S + CONSUMER_DB_CALL_MAX_S)
 #define CONSUMER_WATCHDOG_MIN_S (2 * CONSUMER_WATCHDOG_GAP_MAX_S)
+
+/* The local retry set (see above). */
+#define CONSUMER_RETRY_BASE_MS 25
+#define CONSUMER_RETRY_CAP_MS  1000
+#define CONSUMER_NOT_DUE_TRIES 5
 /* Longest wait for delivery reports inside one flush; the loop keeps
  * polling (partitions stalled) when they take longer. */
 #define CONSUMER_DELIVERY_WAIT_MS 2000
@@ -106,6 +142,9 @@ struct batch_entry {
     int64_t new_due_ms;
     enum gate_outcome outcome;
     bool first; /* the first entry of its order in this batch (duplicates share a claim row) */
+    int retry;  /* its slot in the retry set (taken from it, or given one here); -1: none */
+    bool held;  /* finished here, but its order goes on in the retry set: no offset past it */
+    const char *dest_topic; /* BATCH_PRODUCE re-schedule: where to (NULL: the source topic) */
     char order_no[GATE_ORDER_NO_MAX + 1];
     struct kafka_delivery dr; /* written by the delivery report while INFLIGHT */
     /* BATCH_PAYMENT; for the dead letter of a payment result, what could be read of it */
@@ -152,10 +191,45 @@ struct consumer_metrics {
     struct metric *db_errors, *kafka_errors, *rebalances, *batches, *offsets_stored;
     struct metric *batch_size, *lateness, *db_seconds;
     struct metric *paused, *due_pending, *stalled;
+    struct metric *retries[2], *retry_given_up[2]; /* [0] busy, [1] not_due */
+    struct metric *retry_pending, *beyond_level, *db_call_age;
     struct metric *outbox_backlog, *outbox_published, *outbox_errors;
 };
 
 struct relay;
+
+enum retry_state {
+    RETRY_FREE,
+    RETRY_WAITING,  /* to be claimed again at at_ms */
+    RETRY_IN_BATCH, /* an entry of the current batch claims it */
+};
+
+struct retry_slot {
+    enum retry_state state;
+    enum gate_outcome why; /* the last answer: GATE_BUSY or GATE_NOT_DUE */
+    const char *topic;     /* one of consumer.topics */
+    int32_t partition;
+    int64_t offset;   /* of its message */
+    int64_t due_ms;   /* the message's due time (lateness is measured from it) */
+    int64_t first_ms; /* wall: the first busy or not_due answer */
+    int64_t at_ms;    /* wall: claim again from then on */
+    int tries;        /* busy or not_due answers so far */
+    char order_no[GATE_ORDER_NO_MAX + 1];
+};
+
+/* A partition whose stored offset waits behind a slot: the offset (+ 1) done behind it. */
+struct retry_hold {
+    char *topic;
+    int32_t partition;
+    int64_t upto;
+};
+
+struct retry_set {
+    struct retry_slot *slots; /* cap of them, indexes stable (batch entries refer to them) */
+    size_t cap, used;
+    struct retry_hold *holds;
+    size_t nholds, holds_cap;
+};
 
 struct consumer {
     const struct og_config *cfg;
@@ -169,7 +243,10 @@ struct consumer {
     bool *row_seen;               /* per claim row: an entry was matched to it */
     char **topics;                /* subscribed: the delay topics, then the payments topic */
     size_t ntopics;
-    bool has_payments;   /* the last of topics is kafka.payments_topic */
+    bool has_payments;          /* the last of topics is kafka.payments_topic */
+    struct kafka_level *levels; /* the delay topics (topics[0..nlevels)) with their levels */
+    size_t nlevels;
+    struct retry_set retry;
     bool stalled;        /* the batch could not commit: every partition is paused */
     int64_t retry_at_ms; /* monotonic; next flush attempt while stalled */
     int attempts;        /* consecutive failed flushes (backoff) */
@@ -225,6 +302,42 @@ size_t batch_due_pending(const struct batch *b);
 void batch_produce(struct consumer *c, struct batch_entry *e);
 /* Runs the commit steps (see above) as far as they go. */
 enum flush_result batch_flush(struct consumer *c, int wait_ms);
+
+/* Claims due slots of the retry set again in the batch (while it has room); returns how
+ * many. Only while not stalled (the batch is not claimed yet). */
+size_t batch_take_retries(struct consumer *c, int64_t now_wall);
+
+/* retry.c: the local retry set (see above). Slot numbers stay valid until released. */
+enum og_status retry_init(struct retry_set *r, size_t cap, struct og_error *err);
+void retry_free(struct retry_set *r);
+/* A slot for the order of e (its message at topic/partition), state RETRY_IN_BATCH, first
+ * answer at now_ms; -1 when the set is full. */
+int retry_add(struct retry_set *r, const struct batch_entry *e, const char *topic,
+              int32_t partition, int64_t now_ms);
+/* The slot waits until at_ms after another `why` answer (tries + 1; an answer of the other
+ * kind starts tries again). */
+void retry_wait(struct retry_set *r, int slot, enum gate_outcome why, int64_t at_ms);
+void retry_release(struct retry_set *r, int slot);
+/* The earliest at_ms of a waiting slot, SCHED_NEVER when none waits. */
+int64_t retry_next_at(const struct retry_set *r);
+/* Waiting slots whose last answer was why. */
+size_t retry_count(const struct retry_set *r, enum gate_outcome why);
+/* The lowest offset a slot holds on topic/partition; false when none. */
+bool retry_floor(const struct retry_set *r, const char *topic, int32_t partition, int64_t *floor);
+/* The offset remembered behind a floor (and forgets it), -1 when none; put remembers one
+ * (false when out of memory: the next store may then be lower, which re-reads, never skips). */
+int64_t retry_hold_take(struct retry_set *r, const char *topic, int32_t partition);
+bool retry_hold_put(struct retry_set *r, const char *topic, int32_t partition, int64_t upto);
+/* Drops the slots and the hold of a revoked partition; returns how many slots. */
+size_t retry_revoke(struct retry_set *r, const char *topic, int32_t partition);
+
+/* consumer.c: delay levels (see above) */
+/* The level of a delay topic in ms for the due-time check: its own, else the longest of
+ * kafka.topics; -1 when no topic names a level. */
+int64_t consumer_level_ms(const struct consumer *c, const char *topic);
+/* Where a re-schedule due at *due_ms (wall) goes; may cut *due_ms to the longest level. */
+const char *consumer_reschedule_topic(const struct consumer *c, const char *source, int64_t now_ms,
+                                      int64_t *due_ms);
 
 /* relay.c: the outbox relay thread (a no-op when outbox.enabled is false) */
 enum og_status relay_start(struct consumer *c, struct og_error *err);

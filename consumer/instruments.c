@@ -12,9 +12,9 @@ static const double lateness_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
 static const double db_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                     0.05,   0.1,   0.25,   0.5,   1,    2.5};
 
-static const enum gate_outcome cancel_outcomes[] = {GATE_CANCELLED,    GATE_ALREADY_CANCELLED,
-                                                    GATE_ALREADY_PAID, GATE_NOT_DUE,
-                                                    GATE_NOT_FOUND,    GATE_UNKNOWN};
+static const enum gate_outcome cancel_outcomes[] = {
+    GATE_CANCELLED, GATE_ALREADY_CANCELLED, GATE_ALREADY_PAID, GATE_BUSY,
+    GATE_NOT_DUE,   GATE_NOT_FOUND,         GATE_UNKNOWN};
 static const enum gate_outcome payment_outcomes[] = {
     GATE_PAID,      GATE_DUPLICATE, GATE_LATE_PAYMENT, GATE_DOUBLE_PAYMENT, GATE_AMOUNT_MISMATCH,
     GATE_NOT_FOUND, GATE_UNKNOWN};
@@ -103,6 +103,32 @@ void consumer_metrics_register(struct consumer_metrics *m, char *const *topics, 
                                  "1 while the consumer is stalled: a batch cannot commit and every "
                                  "partition is paused",
                                  METRIC_GAUGE, NULL, NULL, 0);
+    for (int i = 0; i < 2; i++) {
+        const char *reason = i == 0 ? "reason=\"busy\"" : "reason=\"not_due\"";
+        m->retries[i] = metric_register("ordergate_consumer_retries_total",
+                                        "Orders claimed again from the local retry set (busy: "
+                                        "row locked elsewhere; not_due: due within "
+                                        "consumer.local_due_ms)",
+                                        METRIC_COUNTER, reason, NULL, 0);
+        m->retry_given_up[i] = metric_register(
+            "ordergate_consumer_retry_given_up_total",
+            "Orders re-scheduled through a delay topic after the local retries' bound (or with "
+            "the retry set full)",
+            METRIC_COUNTER, reason, NULL, 0);
+    }
+    m->retry_pending =
+        metric_register("ordergate_consumer_retry_pending", "Orders waiting in the local retry set",
+                        METRIC_GAUGE, NULL, NULL, 0);
+    m->beyond_level = metric_register("ordergate_consumer_due_beyond_level_total",
+                                      "Messages due beyond their topic's delay level plus "
+                                      "consumer.level_margin_ms, claimed at once instead of "
+                                      "pausing their partition",
+                                      METRIC_COUNTER, NULL, NULL, 0);
+    m->db_call_age = metric_register("ordergate_consumer_db_call_age_seconds",
+                                     "Age of the consume loop's database call in progress (0 "
+                                     "between calls); /healthz fails beyond "
+                                     "consumer.health_db_call_ms",
+                                     METRIC_GAUGE, NULL, NULL, 0);
     m->outbox_backlog =
         metric_register("ordergate_relay_outbox_backlog", "Outbox rows not yet published",
                         METRIC_GAUGE, NULL, NULL, 0);

@@ -235,7 +235,14 @@ static void loop_revoke(struct consumer *c, rd_kafka_topic_partition_list_t *par
             c->attempts = 0;
     }
     for (int i = 0; i < parts->cnt; i++) {
+        size_t dropped;
+
         batch_void(&c->batch, parts->elems[i].topic, parts->elems[i].partition);
+        /* Their offsets were not stored past them: the next owner claims them again. */
+        dropped = retry_revoke(&c->retry, parts->elems[i].topic, parts->elems[i].partition);
+        if (dropped > 0)
+            log_info("retries_dropped", "topic=%s partition=%" PRId32 " orders=%zu",
+                     parts->elems[i].topic, parts->elems[i].partition, dropped);
         /* librdkafka keeps our pause on the partition object; if it came
          * back to us later it would never fetch. Resume what we paused. */
         if (sched_revoke(c->sched, parts->elems[i].topic, parts->elems[i].partition))
@@ -416,6 +423,32 @@ static void loop_dead_letter(struct consumer *c, const rd_kafka_message_t *m, co
     batch_produce(c, e);
 }
 
+/* The due time a cancel message is scheduled by: its due_at, unless that lies beyond its
+ * topic's delay level plus consumer.level_margin_ms. Such a message would pause its partition
+ * and every later cancel in it until then (due_at may be as late as 9999-12-31): it is due now
+ * instead, the claim asks the database, and a not_due answer re-schedules it by the order's
+ * real expire_at onto the level that fits (consumer.h, "Delay levels"). */
+static int64_t loop_due(struct consumer *c, const char *topic, const rd_kafka_message_t *m,
+                        const struct codec_cancel *cancel, int64_t now)
+{
+    int64_t level = consumer_level_ms(c, topic);
+    char due[32];
+
+    if (level < 0 || cancel->due_ms - now <= level + c->cfg->level_margin_ms)
+        return cancel->due_ms;
+    /* Counted and logged once per message: a paused partition hands it over again. */
+    if (!sched_is_paused(c->sched, topic, m->partition)) {
+        metric_inc(c->m.beyond_level, 1);
+        log_info("due_beyond_level",
+                 "order_no=%s topic=%s partition=%" PRId32 " offset=%" PRId64
+                 " due_at=%s level_ms=%" PRId64 " msg=\"claimed now instead of pausing the "
+                 "partition\"",
+                 cancel->order_no, topic, m->partition, m->offset,
+                 clock_format_iso(cancel->due_ms, due, sizeof(due)), level);
+    }
+    return now;
+}
+
 static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
 {
     const char *topic;
@@ -450,7 +483,7 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
     } else {
         st = codec_decode_cancel(m->key, m->key_len, m->payload, m->len, &cancel, &err);
         if (st == OG_OK)
-            due = cancel.due_ms;
+            due = loop_due(c, topic, m, &cancel, now);
     }
     verdict = sched_offer(c->sched, topic, m->partition, m->offset, due, now);
     if (verdict == SCHED_DUE && batch_full(&c->batch)) {
@@ -490,7 +523,7 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
             memcpy(e->order_no, pay.order_no, sizeof(e->order_no));
         } else {
             memcpy(e->order_no, cancel.order_no, sizeof(e->order_no));
-            e->due_ms = cancel.due_ms;
+            e->due_ms = due;
         }
     }
     if (batch_full(&c->batch))
@@ -518,7 +551,9 @@ static void loop_periodic(struct consumer *c, int64_t now)
         return;
     c->next_gauges_ms = now + LOOP_GAUGES_EVERY_MS;
     metric_set(c->m.paused, (double)sched_paused_count(c->sched));
-    metric_set(c->m.due_pending, (double)batch_due_pending(&c->batch));
+    metric_set(c->m.due_pending,
+               (double)(batch_due_pending(&c->batch) + retry_count(&c->retry, GATE_BUSY)));
+    metric_set(c->m.retry_pending, (double)c->retry.used);
     metrics_set_health(1, c->db_ok && c->kafka_ok);
     if (rd_kafka_fatal_error(c->producer, fatal, sizeof(fatal)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
         log_error("producer_fatal", "reason=\"%s\"", fatal);
@@ -527,14 +562,15 @@ static void loop_periodic(struct consumer *c, int64_t now)
     if (now >= c->next_stats_ms) {
         c->next_stats_ms = now + LOOP_STATS_EVERY_MS;
         log_info("stats",
-                 "cancelled=%.0f already_cancelled=%.0f already_paid=%.0f not_due=%.0f "
-                 "not_found=%.0f dead_lettered=%.0f rescheduled=%.0f deferred=%.0f dropped=%.0f "
-                 "paused=%zu assigned=%zu stalled=%d db_ok=%d kafka_ok=%d",
+                 "cancelled=%.0f already_cancelled=%.0f already_paid=%.0f busy=%.0f not_due=%.0f "
+                 "not_found=%.0f retry_pending=%zu dead_lettered=%.0f rescheduled=%.0f "
+                 "deferred=%.0f dropped=%.0f paused=%zu assigned=%zu stalled=%d db_ok=%d "
+                 "kafka_ok=%d",
                  metric_value(c->m.claims[GATE_CANCELLED]),
                  metric_value(c->m.claims[GATE_ALREADY_CANCELLED]),
-                 metric_value(c->m.claims[GATE_ALREADY_PAID]),
+                 metric_value(c->m.claims[GATE_ALREADY_PAID]), metric_value(c->m.claims[GATE_BUSY]),
                  metric_value(c->m.claims[GATE_NOT_DUE]), metric_value(c->m.claims[GATE_NOT_FOUND]),
-                 metric_value(c->m.dead_lettered), metric_value(c->m.rescheduled),
+                 c->retry.used, metric_value(c->m.dead_lettered), metric_value(c->m.rescheduled),
                  metric_value(c->m.deferred), metric_value(c->m.dropped),
                  sched_paused_count(c->sched), sched_assigned_count(c->sched), c->stalled, c->db_ok,
                  c->kafka_ok);
@@ -553,6 +589,9 @@ static int loop_timeout(struct consumer *c, int64_t now, int64_t now_wall)
         if (c->batch.first_ms + c->cfg->linger_ms - now < t)
             t = c->batch.first_ms + c->cfg->linger_ms - now;
     }
+    if (next != SCHED_NEVER && next - now_wall < t)
+        t = next - now_wall;
+    next = c->stalled ? SCHED_NEVER : retry_next_at(&c->retry);
     if (next != SCHED_NEVER && next - now_wall < t)
         t = next - now_wall;
     return t > 0 ? (int)t : 0;
@@ -735,6 +774,10 @@ static void loop_shutdown(struct consumer *c)
             rd_kafka_message_destroy(m);
         }
     }
+    if (c->retry.used > 0)
+        log_info("shutdown_retries_unfinished",
+                 "orders=%zu note=\"offsets not stored past them: delivered again\"",
+                 c->retry.used);
     if (c->batch.n > 0)
         log_warn("shutdown_batch_unfinished",
                  "batch=%zu note=\"offsets not stored: these messages are delivered again\"",
@@ -797,8 +840,10 @@ int consumer_run(struct consumer *c)
         int64_t now_wall = clock_wall_ms();
         rd_kafka_message_t *m;
 
-        if (!c->stalled)
+        if (!c->stalled) {
             loop_resume_due(c, now_wall);
+            batch_take_retries(c, now_wall);
+        }
         m = rd_kafka_consumer_poll(c->rk, loop_timeout(c, now, now_wall));
         consumer_watchdog(c);
         if (m != NULL) {

@@ -104,6 +104,7 @@ enum og_status relay_start(struct consumer *c, struct og_error *err)
 {
     const struct og_config *cfg = c->cfg;
     struct db_retry retry = {cfg->db_retry_max, cfg->db_retry_base_ms, cfg->db_retry_cap_ms};
+    struct db_session session;
     struct relay *r;
     enum og_status st;
 
@@ -117,6 +118,10 @@ enum og_status relay_start(struct consumer *c, struct og_error *err)
                          &retry, &signals_stop, &r->db, err);
     if (st != OG_OK)
         goto fail;
+    /* The relay locks outbox rows with SKIP LOCKED (it never waits for another relay): the
+     * bounds stop a statement stuck on anything else. */
+    session = cfg_db_session(cfg);
+    db_set_session(r->db, &session, NULL); /* not connected yet: cannot fail */
     st = kafka_producer_new(cfg, "ordergate-consumer-outbox", outbox_dr_cb, &r->producer, err);
     if (st != OG_OK)
         goto fail;

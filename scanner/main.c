@@ -71,8 +71,14 @@ static void scanner_usage(FILE *out)
         "  --pause-ms MS          pause between batches (scanner.pause_ms)\n"
         "  --max-orders N         cap per run, 0 = none (scanner.max_orders)\n"
         "  --max-seconds S        time cap per run, 0 = none (scanner.max_seconds)\n"
+        "  --lock-timeout-ms MS   longest wait of a statement for a row lock, 0 = the\n"
+        "                         server's (database.lock_timeout_ms)\n"
+        "  --statement-timeout-ms MS  longest statement, 0 = the server's\n"
+        "                         (database.statement_timeout_ms; not for --reconcile)\n"
         "  --workers N            database sessions that claim pages in parallel, 1..16;\n"
         "                         the run's own session reads the pages (scanner.workers)\n"
+        "  --busy-retry-ms MS     how long orders locked by another transaction are\n"
+        "                         claimed again at the end of a run (scanner.busy_retry_ms)\n"
         "  --textfile PATH        Prometheus textfile for node_exporter (scanner.textfile_path)\n"
         "  --max-skip SECONDS     a run skipped (lock held) while the last sweep is older than\n"
         "                         this exits 4; 0 = 3 x --every, or 180 (scanner.max_skip_s)\n"
@@ -227,6 +233,7 @@ static int scanner_sweep_once(struct db *db, struct db **claim_dbs, const struct
         .pause_ms = cfg->scan_pause_ms,
         .max_orders = cfg->scan_max_orders,
         .max_seconds = cfg->scan_max_seconds,
+        .busy_retry_ms = cfg->scan_busy_retry_ms,
         .claim_dbs = claim_dbs,
         .nclaim = claim_dbs != NULL ? cfg->scan_workers : 0,
         .idle_timeout_ms = 60000L + cfg->scan_pause_ms + 1000L * cfg->scan_every_s,
@@ -337,6 +344,8 @@ static int scanner_reconcile(struct db *db, const struct og_config *cfg,
 static int scanner_claim_open(const struct og_config *cfg, const char *password,
                               struct db **claim_dbs)
 {
+    struct db_session session = cfg_db_session(cfg);
+
     if (cfg->scan_workers <= 1)
         return EXIT_OK;
     for (int i = 0; i < cfg->scan_workers && i < SCANNER_WORKERS_MAX; i++) {
@@ -348,6 +357,7 @@ static int scanner_claim_open(const struct og_config *cfg, const char *password,
             log_error("scanner_start_failed", "error=\"out of memory\"");
             return EXIT_RUNTIME;
         }
+        db_set_session(claim_dbs[i], &session, NULL); /* not connected: cannot fail */
     }
     return EXIT_OK;
 }
@@ -410,6 +420,14 @@ int main(int argc, char **argv)
         log_error("scanner_start_failed", "error=\"out of memory\"");
         code = EXIT_RUNTIME;
         goto out;
+    }
+    {
+        struct db_session session = cfg_db_session(&cfg);
+        /* --reconcile reads the whole book in one statement (seconds per million orders) and
+         * nothing waits behind it: only its lock waits are bounded. */
+        if (args.reconcile)
+            session.statement_timeout_ms = 0;
+        db_set_session(db, &session, NULL); /* not connected yet: cannot fail */
     }
     if (args.reconcile)
         code = scanner_reconcile(db, &cfg, &args);

@@ -18,15 +18,15 @@ static const struct db_stmt runlog_stmt_start = {
 static const struct db_stmt runlog_stmt_progress = {
     "og_scan_run_progress",
     "SELECT ordergate.scanner_run_progress($1::bigint, $2::int, $3::bigint, $4::bigint, "
-    "$5::bigint, $6::bigint, $7::bigint, $8::bigint, $9::timestamptz, $10)",
-    10};
+    "$5::bigint, $6::bigint, $7::bigint, $8::bigint, $9::timestamptz, $10, $11::bigint)",
+    11};
 
 static const struct db_stmt runlog_stmt_finish = {
     "og_scan_run_finish",
     "SELECT status, duration_ms FROM ordergate.scanner_run_finish($1::bigint, $2, $3, $4, "
     "$5::int, $6::bigint, $7::bigint, $8::bigint, $9::bigint, $10::bigint, $11::bigint, "
-    "$12::timestamptz, $13)",
-    13};
+    "$12::timestamptz, $13, $14::bigint)",
+    14};
 
 static const struct db_stmt runlog_stmt_sweep_status = {
     "og_scan_sweep_status",
@@ -43,6 +43,7 @@ struct runlog_count_text {
     char already_paid[24];
     char not_due[24];
     char not_found[24];
+    char busy[24];
 };
 
 static void runlog_counts_format(const struct runlog_counts *c, struct runlog_count_text *t)
@@ -54,6 +55,7 @@ static void runlog_counts_format(const struct runlog_counts *c, struct runlog_co
     snprintf(t->already_paid, sizeof(t->already_paid), "%" PRId64, c->already_paid);
     snprintf(t->not_due, sizeof(t->not_due), "%" PRId64, c->not_due);
     snprintf(t->not_found, sizeof(t->not_found), "%" PRId64, c->not_found);
+    snprintf(t->busy, sizeof(t->busy), "%" PRId64, c->busy);
 }
 
 static const char *runlog_value(PGresult *res, int row, int col)
@@ -132,7 +134,7 @@ enum og_status runlog_progress(struct db *db, int64_t run_id, const struct runlo
 {
     char id[24];
     struct runlog_count_text t;
-    const char *params[10];
+    const char *params[11];
     PGresult *res = NULL;
     enum og_status st;
 
@@ -149,6 +151,7 @@ enum og_status runlog_progress(struct db *db, int64_t run_id, const struct runlo
     params[7] = t.not_found;
     params[8] = cp->expire_at[0] ? cp->expire_at : NULL;
     params[9] = cp->order_no[0] ? cp->order_no : NULL;
+    params[10] = t.busy;
     st = db_call(db, &runlog_stmt_progress, params, &res, err);
     if (st == OG_OK && (PQnfields(res) != 1 || PQntuples(res) != 1))
         st = og_error_set(err, OG_ERR_INTERNAL, false, "scanner_run_progress: unexpected result");
@@ -167,7 +170,7 @@ enum og_status runlog_finish(struct db *db, int64_t run_id, const char *status,
 {
     char id[24];
     struct runlog_count_text t;
-    const char *params[13];
+    const char *params[14];
     PGresult *res = NULL;
     enum og_status st;
 
@@ -188,6 +191,7 @@ enum og_status runlog_finish(struct db *db, int64_t run_id, const char *status,
     params[10] = t.not_found;
     params[11] = cp->expire_at[0] ? cp->expire_at : NULL;
     params[12] = cp->order_no[0] ? cp->order_no : NULL;
+    params[13] = t.busy;
     st = db_call(db, &runlog_stmt_finish, params, &res, err);
     if (st == OG_OK && (PQnfields(res) != 2 || PQntuples(res) != 1))
         st = og_error_set(err, OG_ERR_INTERNAL, false,

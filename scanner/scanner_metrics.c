@@ -7,13 +7,21 @@
 #include "common/metrics.h"
 
 enum { SM_DONE, SM_FAILED, SM_SKIPPED, SM_NSTATUS };
-enum { SM_CANCELLED, SM_ALREADY_CANCELLED, SM_ALREADY_PAID, SM_NOT_DUE, SM_NOT_FOUND, SM_NOUTCOME };
+enum {
+    SM_CANCELLED,
+    SM_ALREADY_CANCELLED,
+    SM_ALREADY_PAID,
+    SM_NOT_DUE,
+    SM_NOT_FOUND,
+    SM_BUSY,
+    SM_NOUTCOME
+};
 
 static const char *const sm_status_labels[SM_NSTATUS] = {"status=\"done\"", "status=\"failed\"",
                                                          "status=\"skipped\""};
 static const char *const sm_outcome_labels[SM_NOUTCOME] = {
     "outcome=\"cancelled\"", "outcome=\"already_cancelled\"", "outcome=\"already_paid\"",
-    "outcome=\"not_due\"", "outcome=\"not_found\""};
+    "outcome=\"not_due\"",   "outcome=\"not_found\"",         "outcome=\"busy\""};
 
 static struct {
     struct metric *missed;
@@ -24,6 +32,7 @@ static struct {
     struct metric *last_status[SM_NSTATUS];
     struct metric *last_orders[SM_NOUTCOME];
     struct metric *last_batches;
+    struct metric *last_busy_left;
     struct metric *crashed_found;
     struct metric *runs_total[SM_NSTATUS];
     struct metric *page_seconds;
@@ -64,6 +73,10 @@ enum og_status scanner_metrics_init(int max_skip_s, struct og_error *err)
     sm.last_batches =
         metric_register("ordergate_scanner_last_run_batches", "Batches claimed by the last run",
                         METRIC_GAUGE, NULL, NULL, 0);
+    sm.last_busy_left = metric_register("ordergate_scanner_last_run_busy_left",
+                                        "Due orders the last run left because another "
+                                        "transaction held them locked through its retries",
+                                        METRIC_GAUGE, NULL, NULL, 0);
     sm.crashed_found = metric_register(
         "ordergate_scanner_crashed_runs_found",
         "Runs left running by a dead process that the last run found and marked crashed",
@@ -90,7 +103,8 @@ enum og_status scanner_metrics_init(int max_skip_s, struct og_error *err)
         metric_register("ordergate_scanner_claim_seconds", "Time of one batch claim (claim_cancel)",
                         METRIC_HISTOGRAM, NULL, buckets, nb);
     ok = ok && sm.missed && sm.missed_total && sm.last_ts && sm.last_success && sm.last_duration &&
-         sm.last_batches && sm.crashed_found && sm.page_seconds && sm.claim_seconds && sm.max_skip;
+         sm.last_batches && sm.last_busy_left && sm.crashed_found && sm.page_seconds &&
+         sm.claim_seconds && sm.max_skip;
     if (!ok)
         return og_error_set(err, OG_ERR_NOMEM, false, "cannot register the scanner's metrics");
     return OG_OK;
@@ -101,9 +115,9 @@ void scanner_metrics_record(const struct sweep_result *res, const struct runlog_
 {
     int s = res->status == SWEEP_DONE ? SM_DONE
                                       : (res->status == SWEEP_SKIPPED ? SM_SKIPPED : SM_FAILED);
-    const int64_t by_outcome[SM_NOUTCOME] = {res->counts.cancelled, res->counts.already_cancelled,
-                                             res->counts.already_paid, res->counts.not_due,
-                                             res->counts.not_found};
+    const int64_t by_outcome[SM_NOUTCOME] = {
+        res->counts.cancelled, res->counts.already_cancelled, res->counts.already_paid,
+        res->counts.not_due,   res->counts.not_found,         res->counts.busy};
 
     metric_set(sm.missed, (double)res->counts.cancelled);
     metric_inc(sm.missed_total, (double)res->counts.cancelled);
@@ -111,6 +125,7 @@ void scanner_metrics_record(const struct sweep_result *res, const struct runlog_
     metric_set(sm.last_success, s == SM_FAILED || alarm ? 0 : 1);
     metric_set(sm.last_duration, res->duration_s);
     metric_set(sm.last_batches, res->counts.batches);
+    metric_set(sm.last_busy_left, (double)res->busy_left);
     metric_set(sm.crashed_found, res->crashed_found);
     for (int i = 0; i < SM_NSTATUS; i++)
         metric_set(sm.last_status[i], i == s ? 1 : 0);

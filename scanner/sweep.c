@@ -2,6 +2,7 @@
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,30 @@ static const struct db_stmt sweep_stmt_count = {
  * every later run for hours. The scanner itself is never idle that long. */
 static const struct db_stmt sweep_stmt_idle_timeout = {
     "og_scan_idle_timeout", "SELECT set_config('idle_session_timeout', $1, false)", 1};
+
+/* The orders of a run answered busy, waiting for their retry. */
+struct sweep_busy {
+    int n, dropped;
+    char (*order_no)[GATE_ORDER_NO_MAX + 1]; /* SWEEP_BUSY_MAX of them */
+};
+
+/* Keeps a busy order for the retries; false (counted as dropped) when the list is full or
+ * cannot be allocated. */
+static bool sweep_busy_add(struct sweep_result *res, const char *order_no)
+{
+    struct sweep_busy *b = res->busy;
+
+    if (b == NULL)
+        return false;
+    if (b->order_no == NULL)
+        b->order_no = calloc(SWEEP_BUSY_MAX, sizeof(*b->order_no));
+    if (b->order_no == NULL || b->n == SWEEP_BUSY_MAX) {
+        b->dropped++;
+        return false;
+    }
+    snprintf(b->order_no[b->n++], sizeof(b->order_no[0]), "%s", order_no);
+    return true;
+}
 
 /* Fetches up to limit overdue orders after the checkpoint (from the start
  * when the checkpoint is empty). */
@@ -94,6 +119,10 @@ static enum og_status sweep_tally(struct sweep_result *res, const struct gate_ca
         case GATE_NOT_FOUND:
             c->not_found++;
             break;
+        case GATE_BUSY:
+            c->busy++;
+            sweep_busy_add(res, rows[i].order_no);
+            break;
         default:
             return og_error_set(err, OG_ERR_INTERNAL, false,
                                 "claim_cancel answered '%s' for order %s: not a cancel outcome",
@@ -153,11 +182,12 @@ static void sweep_log_missed(const struct sweep_result *res)
                                  res->missed[i]);
     log_warn("scanner_missed_orders",
              "run_id=%" PRId64 " cancelled=%" PRId64 " already_cancelled=%" PRId64
-             " already_paid=%" PRId64 " not_due=%" PRId64 " not_found=%" PRId64
+             " already_paid=%" PRId64 " not_due=%" PRId64 " not_found=%" PRId64 " busy=%" PRId64
              " first_orders=%s msg=\"the consumer missed these orders; the scanner cancelled "
              "them\"",
              res->run_id, res->counts.cancelled, res->counts.already_cancelled,
-             res->counts.already_paid, res->counts.not_due, res->counts.not_found, list);
+             res->counts.already_paid, res->counts.not_due, res->counts.not_found, res->counts.busy,
+             list);
 }
 
 /* Records totals and checkpoint in the run row, on the session that holds
@@ -393,6 +423,86 @@ static enum og_status sweep_batches_parallel(struct db *db, const struct sweep_p
     return st;
 }
 
+/* After the walk: the busy orders claimed again, on the run's session, in rounds with backoff
+ * (SWEEP_BUSY_BASE_MS doubling up to SWEEP_BUSY_CAP_MS) until none is left, busy_retry_ms have
+ * passed, the run's max_seconds is reached or a stop is asked for. The orders still busy then
+ * are logged and left to the next run (res->busy_left). */
+static enum og_status sweep_retry_busy(struct db *db, const struct sweep_params *p,
+                                       struct sweep_result *res, int backend_pid, int64_t t_start,
+                                       struct og_error *err)
+{
+    struct sweep_busy *b = res->busy;
+    struct sweep_busy todo = {0};
+    struct claim_page page = {0};
+    int64_t t0 = clock_mono_ms();
+    enum og_status st = OG_OK;
+
+    if (b->n == 0 || p->busy_retry_ms <= 0)
+        goto out;
+    todo.order_no = calloc(SWEEP_BUSY_MAX, sizeof(*todo.order_no));
+    if (todo.order_no == NULL) {
+        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory for the busy retries");
+        goto out;
+    }
+    st = claim_page_alloc(&page, p->batch_size, err);
+    for (int round = 0; st == OG_OK && b->n > 0; round++) {
+        long left = p->busy_retry_ms - (long)(clock_mono_ms() - t0);
+        long wait = clock_backoff_ms(SWEEP_BUSY_BASE_MS, SWEEP_BUSY_CAP_MS, round);
+
+        if (left <= 0 || (p->stop != NULL && *p->stop))
+            break;
+        if (p->max_seconds > 0 && clock_mono_ms() - t_start + (wait < left ? wait : left) >=
+                                      (int64_t)p->max_seconds * 1000)
+            break;
+        if (!clock_sleep_until_flag(wait < left ? wait : left, p->stop, NULL) || wait >= left)
+            break;
+        /* This round's orders move to todo; the claims put back the ones still busy. */
+        memcpy(todo.order_no, b->order_no, (size_t)b->n * sizeof(*b->order_no));
+        todo.n = b->n;
+        b->n = 0;
+        for (int i = 0; i < todo.n && st == OG_OK;) {
+            size_t nrows = 0;
+            int64_t t1 = clock_mono_us();
+
+            page.n = 0;
+            for (; i < todo.n && page.n < p->batch_size; i++, page.n++) {
+                memcpy(page.order_no[page.n], todo.order_no[i], sizeof(page.order_no[0]));
+                page.ptrs[page.n] = page.order_no[page.n];
+            }
+            st = gate_claim_cancel(db, page.ptrs, (size_t)page.n, GATE_SRC_TIMEOUT_SCANNER,
+                                   page.rows, &nrows, err);
+            if (st == OG_OK)
+                st = sweep_tally(res, page.rows, nrows, err);
+            if (st == OG_OK) {
+                res->counts.batches++;
+                log_debug("scanner_batch",
+                          "run_id=%" PRId64 " batch=%d orders=%d claim_ms=%.1f busy_retry=%d",
+                          res->run_id, res->counts.batches, page.n,
+                          (double)(clock_mono_us() - t1) / 1000.0, round + 1);
+                st = sweep_progress(db, res, backend_pid, err);
+            }
+        }
+        log_info("scanner_busy_retry", "run_id=%" PRId64 " round=%d orders=%d still_busy=%d",
+                 res->run_id, round + 1, todo.n, b->n);
+    }
+out:
+    res->busy_left = (int64_t)b->n + b->dropped;
+    if (res->busy_left > 0 && st == OG_OK) {
+        char list[SWEEP_SAMPLE_MAX * (GATE_ORDER_NO_MAX + 1) + 1] = "";
+        size_t used = 0;
+        for (int i = 0; i < b->n && i < SWEEP_SAMPLE_MAX; i++)
+            used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", i ? "," : "",
+                                     b->order_no[i]);
+        log_warn("scanner_busy_left",
+                 "run_id=%" PRId64 " orders=%" PRId64 " first_orders=%s msg=\"due, but locked "
+                 "by another transaction the whole run; left to the next run\"",
+                 res->run_id, res->busy_left, list);
+    }
+    claim_page_free(&page);
+    free(todo.order_no);
+    return st;
+}
+
 enum og_status sweep_run(struct db *db, const struct sweep_params *p, struct sweep_result *res,
                          struct og_error *err)
 {
@@ -401,13 +511,15 @@ enum og_status sweep_run(struct db *db, const struct sweep_params *p, struct swe
     struct og_error ferr = {0};
     char timeout[24];
     const char *params[1];
-    int64_t t0 = clock_mono_us();
+    int64_t t0 = clock_mono_us(), t_start_ms = clock_mono_ms();
     int64_t duration_ms = 0;
+    struct sweep_busy busy = {0};
     int backend_pid;
     enum og_status st;
     char q[600];
 
     memset(res, 0, sizeof(*res));
+    res->busy = &busy;
     res->status = SWEEP_FAILED;
     res->stop_reason = "error";
 
@@ -446,6 +558,8 @@ enum og_status sweep_run(struct db *db, const struct sweep_params *p, struct swe
         st = sweep_batches_parallel(db, p, res, backend_pid, err);
     else
         st = sweep_batches(db, p, res, backend_pid, err);
+    if (st == OG_OK)
+        st = sweep_retry_busy(db, p, res, backend_pid, t_start_ms, err);
     if (st != OG_OK) {
         res->stop_reason = "error";
         snprintf(res->detail, sizeof(res->detail), "%s", err != NULL ? err->msg : "error");
@@ -469,6 +583,8 @@ enum og_status sweep_run(struct db *db, const struct sweep_params *p, struct swe
     res->status = st == OG_OK ? SWEEP_DONE : SWEEP_FAILED;
 out:
     res->duration_s = (double)(clock_mono_us() - t0) / 1e6;
+    free(busy.order_no);
+    res->busy = NULL;
     if (res->status == SWEEP_FAILED && res->detail[0] == '\0' && err != NULL)
         snprintf(res->detail, sizeof(res->detail), "%s", err->msg);
     sweep_log_missed(res);
@@ -476,10 +592,12 @@ out:
         log_info("scanner_run_done",
                  "run_id=%" PRId64 " stop_reason=%s batches=%d scanned=%" PRId64
                  " cancelled=%" PRId64 " already_cancelled=%" PRId64 " already_paid=%" PRId64
-                 " not_due=%" PRId64 " not_found=%" PRId64 " duration_ms=%" PRId64,
+                 " not_due=%" PRId64 " not_found=%" PRId64 " busy=%" PRId64 " busy_left=%" PRId64
+                 " duration_ms=%" PRId64,
                  res->run_id, res->stop_reason, res->counts.batches, res->counts.scanned,
                  res->counts.cancelled, res->counts.already_cancelled, res->counts.already_paid,
-                 res->counts.not_due, res->counts.not_found, duration_ms);
+                 res->counts.not_due, res->counts.not_found, res->counts.busy, res->busy_left,
+                 duration_ms);
     else if (res->status == SWEEP_FAILED)
         log_error("scanner_run_failed",
                   "run_id=%" PRId64 " batches=%d scanned=%" PRId64 " cancelled=%" PRId64

@@ -17,7 +17,13 @@
  * keeps the run log; N threads, each with its own session, claim them. Pages
  * are disjoint ranges of the keyset, so the claims never compete for an
  * order; the recorded checkpoint is the end of the last page before which
- * every page has been claimed. */
+ * every page has been claimed.
+ *
+ * An order answered busy (its row locked by another transaction: an order service's open
+ * transaction, a payment in flight) never stops or blocks the run: it is kept (up to
+ * SWEEP_BUSY_MAX) and claimed again once the walk is done, in rounds with backoff, for up to
+ * busy_retry_ms, on the run's own session. Every claim row counts in the totals (a retried
+ * order counts once as busy and once with its final outcome). */
 #ifndef OG_SCANNER_SWEEP_H
 #define OG_SCANNER_SWEEP_H
 
@@ -30,6 +36,14 @@
 
 #define SWEEP_SAMPLE_MAX    10
 #define SCANNER_WORKERS_MAX 16 /* scanner.workers' upper bound in common/cfg.c */
+/* Most busy orders a run keeps for its retries (one claim's worth); more are counted and left
+ * to the next run. */
+#define SWEEP_BUSY_MAX 10000
+/* Backoff between busy retry rounds: this, doubling, at most SWEEP_BUSY_CAP_MS. */
+#define SWEEP_BUSY_BASE_MS 100
+#define SWEEP_BUSY_CAP_MS  1000
+
+struct sweep_busy;
 
 enum sweep_status { SWEEP_DONE, SWEEP_FAILED, SWEEP_SKIPPED };
 
@@ -39,6 +53,9 @@ struct sweep_params {
     int pause_ms;    /* between batches */
     int max_orders;  /* 0 = no cap */
     int max_seconds; /* 0 = no cap; checked before each batch */
+    /* Orders answered busy are claimed again after the walk, with backoff, for up to this long
+     * (0: not retried); what is still busy then is left to the next run. */
+    int busy_retry_ms;
     /* Sessions that claim pages in parallel, each used by one thread only;
      * nclaim 0 or 1 claims on the run's own session (claim_dbs unused). */
     struct db **claim_dbs;
@@ -65,7 +82,10 @@ struct sweep_result {
     /* The first orders this run had to cancel: the consumer missed them. */
     int nmissed;
     char missed[SWEEP_SAMPLE_MAX][GATE_ORDER_NO_MAX + 1];
-    char detail[512]; /* why it failed or was skipped */
+    /* Orders still busy (locked) when the run ended: left to the next run. */
+    int64_t busy_left;
+    struct sweep_busy *busy; /* sweep_run's own list; NULL once it returns */
+    char detail[512];        /* why it failed or was skipped */
 };
 
 /* Runs one sweep. Returns OG_OK when the run ended done or skipped; on

@@ -16,6 +16,9 @@ INSERT INTO ordergate.schema_migrations (version) VALUES ('002');
 RESET ROLE;
 \ir migrations/003_refused_payment.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('003');
+RESET ROLE;
+\ir migrations/004_busy.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('004');
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 -- Bodies are checked when called (and by the tests, which call every function): a SQL

@@ -34,19 +34,32 @@ BEGIN
     -- The lock pass looks each listed order up by its primary key, one probe per distinct order
     -- number, in order_no order: the LATERAL subquery depends on the outer row, so the plan is a
     -- nested loop driven by the sorted array whatever the statistics say or whether the plan is
-    -- generic (schema/README.md, "Plan stability"), and the rows are locked in that order (two
-    -- batches sharing orders in opposite array order queue instead of deadlocking). A row being
-    -- paid or held concurrently is waited for and re-checked; if it left pending or is no longer
-    -- due it is not locked.
-    SELECT array_agg(l.ctid) INTO v_locked
-      FROM (SELECT u.x FROM unnest(p_nos) AS u(x) GROUP BY u.x ORDER BY u.x) n
-     CROSS JOIN LATERAL (
-            SELECT o.ctid
-              FROM ordergate.orders o
-             WHERE o.order_no = n.x
-               AND o.status = 'pending_payment'
-               AND (NOT p_due_only OR o.expire_at <= now())
-               FOR NO KEY UPDATE) l;
+    -- generic (schema/README.md, "Plan stability"), and the rows are locked in that order.
+    -- Timeouts (p_due_only) skip a row another transaction holds locked (a payment or hold in
+    -- flight, an order service's open transaction): one locked order must not hold the whole
+    -- batch, and claim_cancel reports it busy for the caller to retry. Two timeout batches
+    -- sharing orders therefore never wait for each other on orders. The manual close waits for
+    -- the lock and re-checks the row; if it left pending it is not locked.
+    IF p_due_only THEN
+        SELECT array_agg(l.ctid) INTO v_locked
+          FROM (SELECT u.x FROM unnest(p_nos) AS u(x) GROUP BY u.x ORDER BY u.x) n
+         CROSS JOIN LATERAL (
+                SELECT o.ctid
+                  FROM ordergate.orders o
+                 WHERE o.order_no = n.x
+                   AND o.status = 'pending_payment'
+                   AND o.expire_at <= now()
+                   FOR NO KEY UPDATE SKIP LOCKED) l;
+    ELSE
+        SELECT array_agg(l.ctid) INTO v_locked
+          FROM (SELECT u.x FROM unnest(p_nos) AS u(x) GROUP BY u.x ORDER BY u.x) n
+         CROSS JOIN LATERAL (
+                SELECT o.ctid
+                  FROM ordergate.orders o
+                 WHERE o.order_no = n.x
+                   AND o.status = 'pending_payment'
+                   FOR NO KEY UPDATE) l;
+    END IF;
     IF v_locked IS NULL THEN
         RETURN NULL;
     END IF;

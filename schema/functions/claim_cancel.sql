@@ -1,8 +1,9 @@
 -- claim_cancel: batch timeout cancel. Set-based, one round trip for up to 10000 order numbers.
 -- source: timeout_consumer | timeout_scanner. One row per distinct order number, in order of
--- first appearance: cancelled (this call won) | already_cancelled | already_paid | not_due |
--- not_found; status = the order's status after the call (NULL when not_found). The claim and its
--- side effects are _cancel_effects'.
+-- first appearance: cancelled (this call won) | already_cancelled | already_paid | busy (pending
+-- and due, its row locked by another transaction: retry) | not_due | not_found; status = the
+-- order's status after the call (NULL when not_found). The claim and its side effects are
+-- _cancel_effects'.
 CREATE OR REPLACE FUNCTION ordergate.claim_cancel(order_nos text[], source text)
 RETURNS TABLE (order_no text, outcome text, status text)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
@@ -60,6 +61,11 @@ BEGIN
            CASE WHEN r.won THEN 'cancelled'
                 WHEN r.st = 'paid' THEN 'already_paid'
                 WHEN r.st = 'cancelled' THEN 'already_cancelled'
+                -- Still pending and due, yet not won: the lock pass skipped it, another
+                -- transaction holds its row (read in this statement's snapshot, like st).
+                WHEN r.st = 'pending_payment'
+                     AND (SELECT o.expire_at <= now() FROM orders o WHERE o.order_no = r.no)
+                    THEN 'busy'
                 WHEN r.st = 'pending_payment' THEN 'not_due'
                 ELSE 'not_found'
            END,

@@ -106,28 +106,26 @@ void ct_setup(struct ct *t, const char *tag, int partitions, unsigned flags)
 
     snprintf(t->config, sizeof(t->config), "%s/tests/consumer/%s.%d.conf", OG_BINARY_DIR, tag,
              (int)getpid());
-    t->payments_on = (flags & CT_PAYMENTS) != 0;
-    /* A killed member leaves the group after 4 s, not 10. */
-    ct_write_config(t, "\"session.timeout.ms=4000\", \"heartbeat.interval.ms=500\"");
+    t->flags = flags;
+    ct_config(t, "", CT_SHORT_SESSION);
 }
 
-void ct_write_config(struct ct *t, const char *props)
+void ct_config(struct ct *t, const char *consumer_extra, const char *properties)
 {
-    const char *base = t->base;
-    FILE *f;
+    FILE *f = fopen(t->config, "w");
 
-    f = fopen(t->config, "w");
     assert_non_null(f);
     /* Short retries and backoffs so outages are ridden out within a test. */
     fprintf(f,
             "log_level = \"info\";\n"
             "database = { retry_max = 3; retry_base_ms = 50; retry_cap_ms = 400; };\n"
-            "consumer = { linger_ms = 20; poll_ms = 50; };\n"
+            "consumer = { linger_ms = 20; poll_ms = 50; %s };\n"
             "outbox = { interval_ms = 100; topic = \"og.%s.events\"; refund_topic = "
             "\"og.%s.refunds\"; alert_topic = \"og.%s.alerts\"; };\n"
             "kafka = { dead_letter_topic = \"%s\"; payments_topic = \"%s\";\n"
             "  properties = [%s]; };\n",
-            base, base, base, t->dlq, t->payments_on ? t->payments : "", props);
+            consumer_extra, t->base, t->base, t->base, t->dlq,
+            (t->flags & CT_PAYMENTS) ? t->payments : "", properties);
     fclose(f);
 }
 

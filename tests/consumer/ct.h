@@ -26,7 +26,7 @@ struct ct {
     char payments[128];
     char group[128];
     char config[256]; /* config file written for the consumer */
-    bool payments_on; /* the config names the payments topic (CT_PAYMENTS) */
+    unsigned flags;   /* of ct_setup */
     rd_kafka_t *producer;
 };
 
@@ -49,9 +49,13 @@ extern const char *ct_db_override;
  * writes a consumer config file with short retry and poll settings. */
 void ct_setup(struct ct *t, const char *tag, int partitions, unsigned flags);
 void ct_teardown(struct ct *t);
-/* Writes the consumer config file again with these kafka.properties (the inside of the
- * libconfig list, e.g. "\"session.timeout.ms=30000\""); consumers spawned afterwards read it. */
-void ct_write_config(struct ct *t, const char *props);
+/* The kafka.properties of a test consumer unless a test names its own: a killed member leaves
+ * the group after 4 s, not 10. */
+#define CT_SHORT_SESSION "\"session.timeout.ms=4000\", \"heartbeat.interval.ms=500\""
+/* Writes the consumer's config file again, with extra settings inside its consumer group
+ * ("busy_retry_ms = 500;") and kafka.properties (the inside of the libconfig list, e.g.
+ * CT_SHORT_SESSION ", \"a=b\""; "" for none); consumers spawned afterwards read it. */
+void ct_config(struct ct *t, const char *consumer_extra, const char *properties);
 /* cmocka teardown for every test that spawns consumers: kills the ones
  * still running and tears down the ct of a test that failed half-way. */
 int ct_cleanup(void **state);

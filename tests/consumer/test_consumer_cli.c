@@ -101,10 +101,20 @@ static char *write_config(const char *name, const char *text, char *path, size_t
 
 static void test_help_version(void **state)
 {
-    static const char *const flags[] = {"--config",         "--db",           "--brokers",
-                                        "--topics",         "--group",        "--batch-size",
-                                        "--metrics-listen", "--check-config", "--list-settings",
-                                        "--help",           "--version"};
+    static const char *const flags[] = {"--config",
+                                        "--db",
+                                        "--brokers",
+                                        "--topics",
+                                        "--group",
+                                        "--batch-size",
+                                        "--metrics-listen",
+                                        "--check-config",
+                                        "--list-settings",
+                                        "--help",
+                                        "--version",
+                                        "--lock-timeout-ms",
+                                        "--statement-timeout-ms",
+                                        "--busy-retry-ms"};
     struct run r;
 
     (void)state;

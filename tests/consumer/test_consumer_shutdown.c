@@ -79,7 +79,7 @@ static void test_sigterm_during_rebalance(void **state)
     }
 
     /* B may stay silent for 30 s before the group gives up on it. */
-    ct_write_config(&t, "\"session.timeout.ms=30000\", \"heartbeat.interval.ms=1000\"");
+    ct_config(&t, "", "\"session.timeout.ms=30000\", \"heartbeat.interval.ms=1000\"");
     ct_spawn(&t, &a, "a", t.topic, NULL);
     ct_log_wait(&a, "event=partitions_assigned", 30000);
     ct_spawn(&t, &b, "b", t.topic, NULL);

@@ -62,7 +62,7 @@ static void test_takeover_drill(void **state)
     (void)state;
     ct_setup(&t, "cdrill", PARTS, 0);
     /* The product's session settings: no kafka.properties. */
-    ct_write_config(&t, "");
+    ct_config(&t, "", "");
     /* The consumers first, so that joining the group is not counted as lateness. */
     spawn(&t, &procs[0], 0, 0);
     spawn(&t, &procs[1], 1, 0);

@@ -232,6 +232,7 @@ static void test_migrate_empty_then_idempotent(void **state)
     snprintf(expect, sizeof(expect), "0 applied, %d already applied", n);
     assert_non_null(strstr(r.out, expect));
     assert_non_null(strstr(r.out, "001  already applied"));
+    assert_non_null(strstr(r.out, "004  already applied"));
     assert_non_null(strstr(r.out, "functions: 0 applied"));
     assert_null(strstr(r.out, "  applied  "));
     ctl_result_free(&r);

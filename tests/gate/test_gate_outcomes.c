@@ -5,6 +5,7 @@
  * table. One fresh database per test. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -604,6 +605,61 @@ static void test_payment_double_mismatch_not_found(void **state)
     gfx_free(g);
 }
 
+/* A due order whose row another session holds locked (an order service's open transaction)
+ * does not hold the batch: the others are cancelled at once, the locked one is answered busy
+ * (status pending) and nothing of it changes; once the lock goes a retry cancels it. The
+ * manual close waits for the lock instead (here until lock_timeout). */
+static void test_cancel_busy(void **state)
+{
+    struct gfx *g = gfx_new("gout_busy");
+    const char *nos[] = {"K3", "K1", "K2", "K1"};
+    struct gate_cancel_row rows[4];
+    struct og_error err = {0};
+    enum gate_outcome outcome;
+    enum order_status status;
+    size_t nrows = 0;
+    PGconn *locker;
+
+    (void)state;
+    /* Should the lock pass wait after all, the call fails (55P03) instead of hanging. */
+    assert_int_equal(db_set_session(g->db, &(struct db_session){.lock_timeout_ms = 500}, &err),
+                     OG_OK);
+    gfx_stock(g, "s1", 10);
+    gfx_coupon(g, "c1");
+    gfx_place(g, "K1", 100, "[{\"sku\":\"s1\",\"qty\":2}]", "c1", "-1 minute");
+    gfx_place(g, "K2", 100, "[{\"sku\":\"s1\",\"qty\":1}]", NULL, "-1 minute");
+    gfx_place(g, "K3", 100, "[{\"sku\":\"s1\",\"qty\":1}]", NULL, "-1 minute");
+    locker = testdb_connect(&g->t);
+    testdb_exec(locker, "BEGIN");
+    testdb_exec(locker, "SELECT 1 FROM ordergate.orders WHERE order_no = 'K1' FOR UPDATE");
+
+    assert_int_equal(
+        gate_claim_cancel(g->db, nos, 4, GATE_SRC_TIMEOUT_CONSUMER, rows, &nrows, &err), OG_OK);
+    assert_int_equal(nrows, 3);
+    for (size_t i = 0; i < nrows; i++) {
+        bool locked = strcmp(rows[i].order_no, "K1") == 0;
+        assert_int_equal(rows[i].outcome, locked ? GATE_BUSY : GATE_CANCELLED);
+        assert_int_equal(rows[i].status, locked ? ORDER_PENDING : ORDER_CANCELLED);
+    }
+    assert_int_equal(log_rows(g, "K1"), 0);
+    assert_int_equal(outbox_all(g, "K1"), 0);
+    assert_string_equal(coupon_state(g, "c1"), "locked");
+    assert_int_equal(
+        gfx_long(g->sql, "SELECT available FROM ordergate.inventory WHERE sku = 's1'", NULL), 8);
+    /* The manual close waits for the row (and gives up at lock_timeout). */
+    assert_int_equal(gate_close(g->db, "K1", "ops", "test", &outcome, &status, &err), OG_ERR_DB);
+    assert_string_equal(err.sqlstate, "55P03");
+
+    testdb_exec(locker, "COMMIT");
+    PQfinish(locker);
+    assert_int_equal(gfx_cancel1(g, "K1", GATE_SRC_TIMEOUT_CONSUMER), GATE_CANCELLED);
+    assert_string_equal(coupon_state(g, "c1"), "available");
+    assert_int_equal(
+        gfx_long(g->sql, "SELECT available FROM ordergate.inventory WHERE sku = 's1'", NULL), 10);
+    gfx_reconcile_clean(g->sql);
+    gfx_free(g);
+}
+
 /* ---------------------------------------------------------------- hold_for_payment */
 
 static void test_hold_outcomes(void **state)
@@ -824,6 +880,7 @@ int main(void)
         cmocka_unit_test_teardown(test_payment_after_expiry_before_cancel, gfx_teardown),
         cmocka_unit_test_teardown(test_payment_late, gfx_teardown),
         cmocka_unit_test_teardown(test_payment_double_mismatch_not_found, gfx_teardown),
+        cmocka_unit_test_teardown(test_cancel_busy, gfx_teardown),
         cmocka_unit_test_teardown(test_hold_outcomes, gfx_teardown),
         cmocka_unit_test_teardown(test_close_outcomes, gfx_teardown),
         cmocka_unit_test_teardown(test_payment_refused_recorded_once, gfx_teardown),

@@ -175,8 +175,9 @@ static void test_retry_after_idle_terminate(void **state)
 }
 
 /* The backend is terminated while the claim waits for a row lock held by
- * another session: the killed attempt rolls back whole, the retry waits
- * again on a new backend, and wins once the lock is released. */
+ * another session (a stock row: a locked order row is skipped and answered
+ * busy, see gate_outcomes): the killed attempt rolls back whole, the retry
+ * waits again on a new backend, and wins once the lock is released. */
 static void test_retry_terminate_while_waiting(void **state)
 {
     struct gfx *g = gfx_new("gretry_wait");
@@ -189,7 +190,7 @@ static void test_retry_terminate_while_waiting(void **state)
     seed(g);
     locker = testdb_connect(&g->t);
     testdb_exec(locker, "BEGIN");
-    testdb_exec(locker, "SELECT 1 FROM ordergate.orders WHERE order_no = 'A' FOR UPDATE");
+    testdb_exec(locker, "SELECT 1 FROM ordergate.inventory WHERE sku = 's-a' FOR UPDATE");
 
     bg_cancel_start(&bg, g->db, nos, 2);
     pid = wait_lock_waiter(g, GFX_APP, 0);

@@ -1,6 +1,7 @@
 /* Ground truth for the database layer: the throwaway PostgreSQL answers
- * through libpq, the template carries the schema, and db_call reports errors
- * with their SQLSTATE and retriability. */
+ * through libpq, the template carries the schema, db_call reports errors
+ * with their SQLSTATE and retriability, and every session is bounded (lock and
+ * statement timeouts, TCP keepalives). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -70,12 +71,105 @@ static void test_unreachable_is_retriable(void **state)
     db_free(db);
 }
 
+/* The value libpq settled on for a connection option. */
+static void expect_conninfo(PGconn *conn, const char *key, const char *want)
+{
+    PQconninfoOption *opts = PQconninfo(conn);
+    const char *got = NULL;
+
+    assert_non_null(opts);
+    for (PQconninfoOption *o = opts; o->keyword != NULL; o++)
+        if (strcmp(o->keyword, key) == 0)
+            got = o->val;
+    if (got == NULL || strcmp(got, want) != 0)
+        fail_msg("%s = %s, expected %s", key, got != NULL ? got : "(unset)", want);
+    PQconninfoFree(opts);
+}
+
+static const struct db_stmt stmt_show = {
+    "ground_show", "SELECT current_setting('lock_timeout'), current_setting('statement_timeout')",
+    0};
+static const struct db_stmt stmt_lock = {
+    "ground_lock", "SELECT 1 FROM ordergate.inventory WHERE sku = 'g-1' FOR UPDATE", 0};
+static const struct db_stmt stmt_sleep = {"ground_sleep", "SELECT pg_sleep(5)", 0};
+
+/* Every session gets the configured lock_timeout and statement_timeout at connect, and again
+ * after a reconnect; the keepalive defaults apply unless the conninfo names its own. */
+static void test_session_bounds(void **state)
+{
+    struct testdb t;
+    struct db_retry retry = {.max_attempts = 1, .base_ms = 1, .cap_ms = 2};
+    struct db_session session = {.lock_timeout_ms = 300, .statement_timeout_ms = 700};
+    struct og_error err = {0};
+    PGresult *res = NULL;
+    PGconn *locker;
+    struct db *db;
+    char conninfo[300];
+
+    (void)state;
+    testdb_create(&t, "groundsess");
+    db = db_new(t.conninfo, NULL, "test_pg_ground", &retry, NULL);
+    assert_non_null(db);
+    assert_int_equal(db_set_session(db, &session, &err), OG_OK);
+    assert_int_equal(db_call(db, &stmt_show, NULL, &res, &err), OG_OK);
+    assert_string_equal(PQgetvalue(res, 0, 0), "300ms");
+    assert_string_equal(PQgetvalue(res, 0, 1), "700ms");
+    PQclear(res);
+    expect_conninfo(db_conn(db), "keepalives", "1");
+    expect_conninfo(db_conn(db), "keepalives_idle", DB_KEEPALIVES_IDLE);
+    expect_conninfo(db_conn(db), "keepalives_interval", DB_KEEPALIVES_INTERVAL);
+    expect_conninfo(db_conn(db), "keepalives_count", DB_KEEPALIVES_COUNT);
+    expect_conninfo(db_conn(db), "tcp_user_timeout", DB_TCP_USER_TIMEOUT_MS);
+
+    /* A row lock held by another session ends the wait after lock_timeout: 55P03, which is
+     * transient (the caller tries again later). */
+    locker = testdb_connect(&t);
+    testdb_exec(locker, "SELECT ordergate.add_stock('g-1', 5)");
+    testdb_exec(locker, "BEGIN");
+    testdb_exec(locker, "SELECT 1 FROM ordergate.inventory WHERE sku = 'g-1' FOR UPDATE");
+    assert_int_equal(db_call(db, &stmt_lock, NULL, NULL, &err), OG_ERR_DB);
+    assert_string_equal(err.sqlstate, "55P03");
+    assert_true(err.retriable);
+    testdb_exec(locker, "ROLLBACK");
+    assert_int_equal(db_call(db, &stmt_lock, NULL, NULL, &err), OG_OK);
+    /* A statement that runs too long is cancelled: 57014. */
+    assert_int_equal(db_call(db, &stmt_sleep, NULL, NULL, &err), OG_ERR_DB);
+    assert_string_equal(err.sqlstate, "57014");
+
+    /* After the session is lost, the new one gets the bounds again. */
+    testdb_exec(locker, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+                        "application_name = 'test_pg_ground'");
+    PQfinish(locker);
+    db_call(db, &stmt_show, NULL, NULL, &err); /* finds the session gone */
+    assert_int_equal(db_call(db, &stmt_show, NULL, &res, &err), OG_OK);
+    assert_string_equal(PQgetvalue(res, 0, 0), "300ms");
+    PQclear(res);
+    db_free(db);
+
+    /* The conninfo's own keepalive values win over the defaults; 0 leaves the server's
+     * timeouts alone. */
+    snprintf(conninfo, sizeof(conninfo), "%s keepalives_idle=77 tcp_user_timeout=1234", t.conninfo);
+    db = db_new(conninfo, NULL, "test_pg_ground", &retry, NULL);
+    assert_non_null(db);
+    assert_int_equal(db_set_session(db, &(struct db_session){0, 0}, &err), OG_OK);
+    assert_int_equal(db_call(db, &stmt_show, NULL, &res, &err), OG_OK);
+    assert_string_equal(PQgetvalue(res, 0, 0), "0");
+    assert_string_equal(PQgetvalue(res, 0, 1), "0");
+    PQclear(res);
+    expect_conninfo(db_conn(db), "keepalives_idle", "77");
+    expect_conninfo(db_conn(db), "tcp_user_timeout", "1234");
+    expect_conninfo(db_conn(db), "keepalives_interval", DB_KEEPALIVES_INTERVAL);
+    db_free(db);
+    testdb_drop(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_connect_and_query),
         cmocka_unit_test(test_db_call_errors),
         cmocka_unit_test(test_unreachable_is_retriable),
+        cmocka_unit_test(test_session_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -160,7 +160,8 @@ static void test_caps(void **state)
 }
 
 /* --workers 3: one claim session stuck on a row lock does not stall the
- * sweep. The test holds a lock on the first overdue order, so the session
+ * sweep. The test holds the stock row of the first overdue order's SKU (a
+ * locked order row would only be skipped and answered busy), so the session
  * that claims the first page waits; the other two must claim every later
  * page meanwhile, and the recorded checkpoint must not pass the stuck page.
  * When the lock goes, the run completes: every order cancelled exactly once,
@@ -173,17 +174,21 @@ static void test_workers_parallel_claims(void **state)
                           "0",    "--workers",   "3",       NULL};
     PGconn *blocker = testdb_connect(&f->t);
 
+    testdb_exec(f->conn, "SELECT ordergate.add_stock('SKU-Z', 10)");
+    testdb_exec(f->conn,
+                "SELECT ordergate.place_order('W-0', 100, '[{\"sku\":\"SKU-Z\",\"qty\":1}]', "
+                "NULL, now() - interval '300 seconds')");
     scanner_place(f->conn, "W", 2000, -300);
     scanner_place(f->conn, "NOTYET", 5, 600);
     testdb_exec(blocker, "BEGIN");
-    testdb_exec(blocker, "SELECT 1 FROM ordergate.orders WHERE order_no = 'W-1' FOR UPDATE");
+    testdb_exec(blocker, "SELECT 1 FROM ordergate.inventory WHERE sku = 'SKU-Z' FOR UPDATE");
 
     scanner_child_start(&c, args);
-    /* Every page but the first (W-1..W-50) gets claimed while W-1 is locked. */
+    /* Every page but the first (W-0..W-49) gets claimed while SKU-Z is locked. */
     assert_true(scanner_poll_at_least(f->conn,
                                       "SELECT count(*) FROM ordergate.orders WHERE status = "
                                       "'cancelled' AND order_no LIKE 'W-%'",
-                                      1950, 60000));
+                                      1951, 60000));
     assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.orders WHERE status "
                                             "= 'pending_payment' AND order_no LIKE 'W-%'"),
                      50);
@@ -191,7 +196,7 @@ static void test_workers_parallel_claims(void **state)
     assert_true(scanner_poll_at_least(f->conn,
                                       "SELECT coalesce(max(scanned), 0) FROM "
                                       "ordergate.scanner_runs WHERE status = 'running'",
-                                      1950, 30000));
+                                      1951, 30000));
     assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.scanner_runs WHERE "
                                             "status = 'running' AND checkpoint_order_no IS NULL"),
                      1);
@@ -200,24 +205,25 @@ static void test_workers_parallel_claims(void **state)
 
     assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.orders WHERE status "
                                             "= 'cancelled' AND order_no LIKE 'W-%'"),
-                     2000);
+                     2001);
     assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.orders WHERE status "
                                             "= 'pending_payment'"),
                      5);
     assert_int_equal(testdb_scalar(f->conn,
                                    "SELECT count(*) FROM ordergate.status_log WHERE source = "
                                    "'timeout_scanner'"),
-                     2000);
+                     2001);
     assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.outbox WHERE "
                                             "event_type = 'order_cancelled'"),
-                     2000);
+                     2001);
     assert_int_equal(testdb_scalar(f->conn, "SELECT sum(available) FROM ordergate.inventory"),
-                     1000000 - 5);
+                     1000000 - 5 + 10);
     assert_int_equal(
         testdb_scalar(f->conn,
                       "SELECT count(*) FROM ordergate.scanner_runs WHERE status = 'done' AND "
-                      "stop_reason = 'complete' AND batches = 40 AND scanned = 2000 AND "
-                      "cancelled = 2000 AND not_due = 0 AND checkpoint_order_no = 'W-2000'"),
+                      "stop_reason = 'complete' AND batches = 41 AND scanned = 2001 AND "
+                      "cancelled = 2001 AND not_due = 0 AND busy = 0 AND "
+                      "checkpoint_order_no = 'W-2000'"),
         1);
     assert_int_equal(testdb_scalar(f->conn, "SELECT sum(violations) FROM ordergate.reconcile()"),
                      0);

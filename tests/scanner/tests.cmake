@@ -15,6 +15,7 @@ endfunction()
 
 og_scanner_test(scanner_cli LABELS unit)
 og_scanner_test(scanner_sweep LABELS db FIXTURES db)
+og_scanner_test(scanner_busy LABELS db FIXTURES db TIMEOUT 120)
 og_scanner_test(scanner_lock LABELS db FIXTURES db)
 og_scanner_test(scanner_fault LABELS db FIXTURES db)
 og_scanner_test(scanner_every LABELS db FIXTURES db)

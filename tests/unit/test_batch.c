@@ -24,10 +24,11 @@ enum og_status __wrap_gate_claim_cancel(struct db *db, const char *const *order_
 enum og_status __wrap_db_call(struct db *db, const struct db_stmt *stmt, const char *const *params,
                               PGresult **res, struct og_error *err);
 
-/* loop.c's, which this test does not link: counts the pings after database answers. */
+/* loop.c's, wrapped: counts the pings after database answers. */
 static int watchdog_calls;
 
-void consumer_watchdog(struct consumer *c)
+void __wrap_consumer_watchdog(struct consumer *c);
+void __wrap_consumer_watchdog(struct consumer *c)
 {
     (void)c;
     watchdog_calls++;

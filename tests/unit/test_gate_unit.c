@@ -41,6 +41,7 @@ static void test_outcome_words_are_the_contract(void **state)
         {"already_paid", GATE_ALREADY_PAID},
         {"not_due", GATE_NOT_DUE},
         {"not_found", GATE_NOT_FOUND},
+        {"busy", GATE_BUSY},
         {"paid", GATE_PAID},
         {"duplicate", GATE_DUPLICATE},
         {"late_payment", GATE_LATE_PAYMENT},

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/metrics.h"
 #include "common/scrape.h"
 
@@ -264,6 +265,51 @@ static void test_http_endpoints(void **state)
     metrics_http_stop();
 }
 
+/* A watched call that runs longer than its limit fails /healthz and /readyz and shows in the
+ * age gauge; between calls both answer as set. */
+static void test_http_call_watch(void **state)
+{
+    struct og_error err = {0};
+    struct metric *age;
+    char resp[8192];
+    int port;
+
+    (void)state;
+    age = metric_register("og_call_age_seconds", "Age.", METRIC_GAUGE, NULL, NULL, 0);
+    metrics_call_watch(age, 50);
+    metrics_set_health(1, 1);
+    assert_int_equal(metrics_http_start("127.0.0.1:0", &err), OG_OK);
+    port = metrics_http_port();
+
+    metrics_call_begin();
+    assert_int_equal(http_request(port, "GET", "/healthz", resp, sizeof(resp)), 200);
+    clock_sleep_until_flag(120, NULL, NULL);
+    assert_true(metrics_call_age_ms() >= 100);
+    assert_int_equal(http_request(port, "GET", "/healthz", resp, sizeof(resp)), 503);
+    assert_non_null(strstr(http_body(resp), "not live: database call running for "));
+    assert_int_equal(http_request(port, "GET", "/readyz", resp, sizeof(resp)), 503);
+    assert_int_equal(http_request(port, "GET", "/metrics", resp, sizeof(resp)), 200);
+    {
+        const char *line = strstr(http_body(resp), "\nog_call_age_seconds ");
+        assert_non_null(line);
+        assert_true(strtod(line + strlen("\nog_call_age_seconds "), NULL) >= 0.1);
+    }
+    metrics_call_end();
+    assert_int_equal(metrics_call_age_ms(), 0);
+    assert_int_equal(http_request(port, "GET", "/healthz", resp, sizeof(resp)), 200);
+    assert_int_equal(http_request(port, "GET", "/readyz", resp, sizeof(resp)), 200);
+    assert_int_equal(http_request(port, "GET", "/metrics", resp, sizeof(resp)), 200);
+    assert_non_null(strstr(http_body(resp), "\nog_call_age_seconds 0\n"));
+
+    /* Without a limit a long call is only shown. */
+    metrics_call_watch(age, 0);
+    metrics_call_begin();
+    clock_sleep_until_flag(60, NULL, NULL);
+    assert_int_equal(http_request(port, "GET", "/healthz", resp, sizeof(resp)), 200);
+    metrics_call_end();
+    metrics_http_stop();
+}
+
 static void test_http_listen_errors(void **state)
 {
     static const char *const bad[] = {"127.0.0.1", "127.0.0.1:", "127.0.0.1:x", "127.0.0.1:70000",
@@ -335,6 +381,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_register_rules, reset, reset),
         cmocka_unit_test_setup_teardown(test_concurrent_updates, reset, reset),
         cmocka_unit_test_setup_teardown(test_http_endpoints, reset, reset),
+        cmocka_unit_test_setup_teardown(test_http_call_watch, reset, reset),
         cmocka_unit_test_setup_teardown(test_http_listen_errors, reset, reset),
         cmocka_unit_test_setup_teardown(test_textfile, reset, reset),
     };

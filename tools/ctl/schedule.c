@@ -24,11 +24,6 @@
 #define SCHED_METADATA_MS 10000
 #define SCHED_TIMEOUT_MS  "30000" /* message.timeout.ms unless kafka.properties says */
 
-struct sched_level {
-    const char *topic; /* points into the split topic list */
-    int64_t seconds;   /* -1 when the name ends in no level */
-};
-
 /* The delivery report with where the message landed. `base` first, so the
  * struct can be waited on with kafka_wait(). */
 struct sched_delivery {
@@ -36,37 +31,6 @@ struct sched_delivery {
     int32_t partition;
     int64_t offset;
 };
-
-/* "ordergate.cancel.15m" -> 900 s; -1 for a name without a level suffix. */
-static int64_t sched_level_of(const char *topic)
-{
-    const char *dot = strrchr(topic, '.');
-    struct og_error ignored;
-    int64_t s = -1;
-
-    if (dot == NULL || parse_duration("level", dot + 1, 1, CTL_DURATION_MAX, &s, &ignored) != OG_OK)
-        return -1;
-    return s;
-}
-
-/* The topic for a message due in `wait_s` seconds: the shortest level not
- * shorter than the wait. Its neighbours in the partition are due at about
- * the same time or later, so this message can only be late itself; in a
- * shorter level it would sit at the head of the partition and hold back the
- * messages behind it. */
-static const struct sched_level *sched_pick(const struct sched_level *levels, size_t n,
-                                            int64_t wait_s)
-{
-    const struct sched_level *best = NULL;
-
-    for (size_t i = 0; i < n; i++) {
-        if (levels[i].seconds < 0 || levels[i].seconds < wait_s)
-            continue;
-        if (best == NULL || levels[i].seconds < best->seconds)
-            best = &levels[i];
-    }
-    return best;
-}
 
 /* Replaces common/kafka's report callback on this one producer: the
  * operator is told the partition and offset, which struct kafka_delivery
@@ -198,8 +162,8 @@ static enum og_status schedule_run(struct ctl *ctl, const struct opt_args *a, js
     const char *order_no = a->pos[0];
     const char *due_opt = opt_arg(a, "due-at"), *level_opt = opt_arg(a, "delay-level");
     const char *topic = opt_arg(a, "topic"), *due_source, *status = NULL;
-    struct sched_level *levels = NULL;
-    const struct sched_level *picked = NULL;
+    struct kafka_level *levels = NULL;
+    const struct kafka_level *picked = NULL;
     char **names = NULL;
     size_t nnames = 0;
     int64_t due_ms = 0, level_s = 0;
@@ -240,7 +204,7 @@ static enum og_status schedule_run(struct ctl *ctl, const struct opt_args *a, js
     }
     for (size_t i = 0; i < nnames; i++) {
         levels[i].topic = names[i];
-        levels[i].seconds = sched_level_of(names[i]);
+        levels[i].seconds = kafka_topic_level_s(names[i]);
     }
 
     /* The due time. */
@@ -288,7 +252,7 @@ static enum og_status schedule_run(struct ctl *ctl, const struct opt_args *a, js
         topic = picked->topic;
     } else if (topic == NULL) {
         int64_t wait_s = (due_ms - clock_wall_ms() + 999) / 1000;
-        picked = sched_pick(levels, nnames, wait_s);
+        picked = kafka_level_pick(levels, nnames, wait_s);
         if (picked == NULL) {
             st = og_error_set(err, OG_ERR_ARG, false,
                               "due in %" PRId64 " s: no delay level in kafka.topics (%s) is that "
@@ -370,7 +334,8 @@ const struct ctl_command ctl_cmd_schedule = {
         "Key: the order number; value: {\"v\":1,\"order_no\":\"...\",\"due_at\":\"...Z\"}.\n"
         "Without --due-at and --delay-level the due time is the order's expire_at, read from\n"
         "the database. Without --topic the topic is the delay topic of kafka.topics (names\n"
-        "ending in .15m, .30m, ...) with the shortest level not shorter than the wait.\n"
+        "ending in .15m, .30m, ...) with the shortest level not shorter than the wait\n"
+        "(common/kafka.h, kafka_level_pick).\n"
         "The topic must exist. A duplicate message is harmless: the gate answers\n"
         "already_cancelled or already_paid.\n",
     .opts = schedule_opts,

@@ -54,6 +54,9 @@ static void usage(FILE *out)
         "(default 2000)\n"
         "  --lead S             lateness: setup time before the first due time (default "
         "20 + orders/7500)\n"
+        "  --round-every N      lateness: every Nth order's expire_at lies 0.6 ms past the\n"
+        "                       millisecond its message's due_at names (a producer that rounds\n"
+        "                       down), so a claim at due_at may come early (default 0 = none)\n"
         "  --waiting N          memory: messages due in an hour (default 10000000)\n"
         "  --waiting-db N       memory: of those, the first N have overdue orders in the "
         "database (default 100000)\n"
@@ -108,6 +111,7 @@ int parse_args(int argc, char **argv, struct opts *o)
         O_DURATION,
         O_AHEAD,
         O_LEAD,
+        O_ROUND,
         O_WAITING,
         O_WAITING_DB,
         O_RSS,
@@ -143,6 +147,7 @@ int parse_args(int argc, char **argv, struct opts *o)
         {"duration", required_argument, NULL, O_DURATION},
         {"ahead-ms", required_argument, NULL, O_AHEAD},
         {"lead", required_argument, NULL, O_LEAD},
+        {"round-every", required_argument, NULL, O_ROUND},
         {"waiting", required_argument, NULL, O_WAITING},
         {"waiting-db", required_argument, NULL, O_WAITING_DB},
         {"rss-seconds", required_argument, NULL, O_RSS},
@@ -249,6 +254,9 @@ int parse_args(int argc, char **argv, struct opts *o)
             break;
         case O_LEAD:
             bad = parse_int(optarg, 1, 86400, &o->lead_s);
+            break;
+        case O_ROUND:
+            bad = parse_int(optarg, 0, 1000000, &o->round_every);
             break;
         case O_WAITING:
             bad = parse_long(optarg, 1, 1000000000, &o->waiting);

@@ -68,16 +68,35 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
     db_fresh(o);
     db_stock(o);
     db_load(o, "l", n, t0_ms, o->rate);
+    if (o->round_every > 0) {
+        /* A producer that writes due_at rounded down: the message names the millisecond, the
+         * order expires 0.6 ms into it. Bulk update as the loader's superuser, triggers off
+         * (original_expire_at is immutable for everyone else). */
+        char every[16];
+        const char *p[1] = {every};
+        snprintf(every, sizeof(every), "%d", o->round_every);
+        bench_pg_exec(g.conn, "BEGIN");
+        bench_pg_exec(g.conn, "SET LOCAL session_replication_role = replica");
+        PQclear(bench_pg_query(g.conn,
+                               "UPDATE ordergate.orders SET expire_at = expire_at + interval "
+                               "'600 microseconds', original_expire_at = original_expire_at + "
+                               "interval '600 microseconds' WHERE order_no LIKE 'l%' AND "
+                               "substr(order_no, 2)::bigint % $1::int = 0",
+                               1, p));
+        bench_pg_exec(g.conn, "COMMIT");
+        r->lat_rounded = n / o->round_every + (n % o->round_every != 0);
+    }
     db_settle();
     {
-        /* The database's expire_at must be the message's due_at to the millisecond. */
+        /* The database's expire_at must be the message's due_at to the millisecond (rounded
+         * down). */
         char no[32];
         const char *p[1] = {no};
         long last = n - 1;
         int64_t want = t0_ms + (int64_t)last * 1000 / o->rate, got;
         snprintf(no, sizeof(no), "l%ld", last);
         got = (int64_t)bench_pg_num(g.conn,
-                                    "SELECT (extract(epoch FROM expire_at) * 1000)::bigint "
+                                    "SELECT floor(extract(epoch FROM expire_at) * 1000)::bigint "
                                     "FROM ordergate.orders WHERE order_no = $1",
                                     1, p);
         if (got != want)
@@ -200,6 +219,14 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
         r->lat_min = strtod(PQgetvalue(res, 0, 6), NULL);
         r->lat_early = atol(PQgetvalue(res, 0, 7));
         PQclear(res);
+        res = bench_pg_query(g.conn,
+                             "SELECT coalesce(max(extract(epoch FROM l.created_at - o.expire_at) "
+                             "* 1000), 0) FROM ordergate.status_log l JOIN ordergate.orders o "
+                             "USING (order_no) WHERE l.order_no LIKE 'l%' AND "
+                             "o.expire_at <> date_trunc('milliseconds', o.expire_at)",
+                             0, NULL);
+        r->lat_rounded_max = strtod(PQgetvalue(res, 0, 0), NULL);
+        PQclear(res);
     }
     printf("  produced at %.0f msg/s (target %d) over %d partitions; consumer exit status %d; rss "
            "max %.1f MB\n",
@@ -216,6 +243,9 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
     printf("    p50 %.1f ms  p90 %.1f ms  p99 %.1f ms  p99.9 %.1f ms  max %.1f ms  min %.1f ms; "
            "cancelled before expire_at: %ld\n",
            r->lat_p50, r->lat_p90, r->lat_p99, r->lat_p999, r->lat_max, r->lat_min, r->lat_early);
+    if (o->round_every > 0)
+        printf("    ms-rounded due_at (every %d-th order, %ld orders): their max %.1f ms\n",
+               o->round_every, r->lat_rounded, r->lat_rounded_max);
     snprintf(r->lat_h50, sizeof(r->lat_h50), "-");
     snprintf(r->lat_h99, sizeof(r->lat_h99), "-");
     if (metrics[0] != '\0') {
@@ -233,11 +263,15 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
         bench_print_buckets("batch size distribution", &h_batch);
         bench_print_hist("db round trip", &h_db, 1000, " ms");
         printf("  consumer metrics: consumed %.0f, deferred (pause+seek) %.0f, dropped prefetch "
-               "%.0f, not_due %.0f, rescheduled %.0f\n",
+               "%.0f, not_due %.0f, busy %.0f, local retries not_due %.0f / busy %.0f, "
+               "rescheduled %.0f\n",
                bench_prom_sum(metrics, "ordergate_consumer_messages_consumed_total"),
                bench_prom(metrics, "ordergate_consumer_messages_deferred_total"),
                bench_prom(metrics, "ordergate_consumer_messages_dropped_total"),
                bench_prom(metrics, "ordergate_consumer_claims_total{outcome=\"not_due\"}"),
+               bench_prom(metrics, "ordergate_consumer_claims_total{outcome=\"busy\"}"),
+               bench_prom(metrics, "ordergate_consumer_retries_total{reason=\"not_due\"}"),
+               bench_prom(metrics, "ordergate_consumer_retries_total{reason=\"busy\"}"),
                bench_prom(metrics, "ordergate_consumer_rescheduled_total"));
     }
     print_seeks(&c);

@@ -202,8 +202,12 @@ static enum og_status db_result_error(struct db *db, PGresult *res, struct og_er
         err, retriable ? OG_ERR_DB : (db_sqlstate_bad_input(state) ? OG_ERR_ARG : OG_ERR_DB),
         retriable, "%s", msg);
     if (err != NULL) {
+        const char *schema = res != NULL ? PQresultErrorField(res, PG_DIAG_SCHEMA_NAME) : NULL;
+        const char *table = res != NULL ? PQresultErrorField(res, PG_DIAG_TABLE_NAME) : NULL;
         snprintf(err->sqlstate, sizeof(err->sqlstate), "%s",
                  state != NULL ? state : (lost ? "08006" : ""));
+        if (schema != NULL && table != NULL)
+            snprintf(err->object, sizeof(err->object), "%s.%s", schema, table);
         /* Trim the newline libpq appends to connection messages. */
         size_t len = strlen(err->msg);
         while (len > 0 && err->msg[len - 1] == '\n')

@@ -15,6 +15,7 @@ enum og_status og_error_set(struct og_error *err, enum og_status status, bool re
     err->retriable = retriable;
     err->sqlstate[0] = '\0';
     err->setting[0] = '\0';
+    err->object[0] = '\0';
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
     va_end(ap);

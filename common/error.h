@@ -30,6 +30,10 @@ struct og_error {
      * reporter finds where that setting came from (a flag, a file line) from this name, never
      * from the wording of msg. */
     char setting[64];
+    /* The object the database named in the error as "schema.table" (its SCHEMA and TABLE
+     * fields), else "". ordergate's claims name "ordergate.hooks" when a registered hook
+     * failed (gate_hook_failed). */
+    char object[128];
     char msg[512];
 };
 

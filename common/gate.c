@@ -26,6 +26,7 @@ static const char *const gate_outcome_words[GATE_OUTCOME_COUNT] = {
     [GATE_PLACED] = "placed",
     [GATE_OUT_OF_STOCK] = "out_of_stock",
     [GATE_COUPON_UNAVAILABLE] = "coupon_unavailable",
+    [GATE_HOOK_FAILED] = "hook_failed",
 };
 
 /* Statements: each calls one gate function (schema/README.md, "The gate"). */

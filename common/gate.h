@@ -56,6 +56,9 @@ enum gate_outcome {
     GATE_PLACED,
     GATE_OUT_OF_STOCK,
     GATE_COUPON_UNAVAILABLE,
+    /* gate_claim_cancel_isolating only (never a database answer): a registered hook failed the
+     * claim of this order alone; nothing was claimed for it */
+    GATE_HOOK_FAILED,
     GATE_OUTCOME_COUNT
 };
 
@@ -108,6 +111,36 @@ int gate_txn_no_valid(const char *s, size_t len);
 enum og_status gate_claim_cancel(struct db *db, const char *const *order_nos, size_t n,
                                  enum gate_source source, struct gate_cancel_row *rows,
                                  size_t *nrows, struct og_error *err);
+
+/* True when err is a claim's failure in a hook the shop registered (add_hook): the database
+ * named "ordergate.hooks" as the error's object. hook (when not NULL) receives the hook's
+ * function as the message names it ("mall.on_cancelled(text[],text)"), or "unknown". The
+ * claim was rolled back whole: nothing was claimed. */
+bool gate_hook_failed(const struct og_error *err, char *hook, size_t hook_size);
+
+/* Room for a hook's name as gate_hook_failed gives it (a regprocedure's text). */
+#define GATE_HOOK_NAME_MAX 256
+
+/* At most this many claim statements per gate_claim_cancel_isolating call. */
+#define GATE_ISOLATE_CLAIMS_MAX 64
+
+/* gate_claim_cancel, but a hook failure of the whole list does not fail the others: the list's
+ * distinct orders are bisected (halves claimed in separate statements, breadth first, at most
+ * GATE_ISOLATE_CLAIMS_MAX claims) until the failing ones are alone. Those come back as rows with
+ * outcome GATE_HOOK_FAILED (status ORDER_STATUS_NONE), as do the orders of a part still failing
+ * when the budget ran out; every other order has its normal row. hook_err (when not NULL)
+ * receives the last hook failure when any row is GATE_HOOK_FAILED.
+ *
+ * Errors: what gate_claim_cancel returns for anything but a hook failure (some parts may have
+ * committed by then: a repeat answers already_cancelled for them); and, when the list has more
+ * than one order and not one part of it could be claimed, the hook's error itself
+ * (gate_hook_failed(err) is true): the hook fails for every order, an outage like the
+ * database's, not one broken order. A list of one order never fails that way: its failure is
+ * its GATE_HOOK_FAILED row. */
+enum og_status gate_claim_cancel_isolating(struct db *db, const char *const *order_nos, size_t n,
+                                           enum gate_source source, struct gate_cancel_row *rows,
+                                           size_t *nrows, struct og_error *hook_err,
+                                           struct og_error *err);
 
 /* channel: 1..GATE_CHANNEL_MAX characters. */
 enum og_status gate_claim_payment(struct db *db, const char *order_no, const char *txn_no,

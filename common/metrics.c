@@ -230,6 +230,40 @@ struct metric *metric_register(const char *name, const char *help, enum metric_k
     return m;
 }
 
+struct metric *metric_series(const char *name, const char *help, enum metric_kind kind,
+                             const char *label, const char *value, size_t max_series)
+{
+    char labels[512];
+    size_t len, nseries = 0;
+    bool known = false;
+    int w;
+
+    w = snprintf(labels, sizeof(labels), "%s=\"", label);
+    if (w < 0 || (size_t)w >= sizeof(labels) - 8)
+        return NULL;
+    len = (size_t)w;
+    for (const char *p = value; *p != '\0' && len < sizeof(labels) - 4; p++) {
+        if (*p == '\\' || *p == '"' || *p == '\n') {
+            labels[len++] = '\\';
+            labels[len++] = *p == '\n' ? 'n' : *p;
+        } else {
+            labels[len++] = *p;
+        }
+    }
+    labels[len++] = '"';
+    labels[len] = '\0';
+    pthread_mutex_lock(&metrics_lock);
+    for (struct metric *it = metrics_head; it != NULL; it = it->next)
+        if (strcmp(it->name, name) == 0) {
+            nseries++;
+            known |= strcmp(it->labels, labels) == 0;
+        }
+    pthread_mutex_unlock(&metrics_lock);
+    if (!known && nseries >= max_series)
+        snprintf(labels, sizeof(labels), "%s=\"other\"", label);
+    return metric_register(name, help, kind, labels, NULL, 0);
+}
+
 void metric_inc(struct metric *m, double v)
 {
     if (m == NULL || isnan(v) || m->kind == METRIC_HISTOGRAM)

@@ -21,12 +21,20 @@ struct metric;
 /* Registers a metric. `labels` is a fixed label set in Prometheus syntax
  * without braces (e.g. "outcome=\"cancelled\""), or NULL. Metrics with the
  * same name and different labels share HELP/TYPE lines. Histogram buckets
- * are upper bounds in ascending order (seconds or plain numbers). Register at
- * startup, before serving. Registering the same name and labels twice returns
- * the first metric; the same name with another kind, an invalid name, label
+ * are upper bounds in ascending order (seconds or plain numbers). Fixed label
+ * sets are registered at startup; metric_series adds run-time ones. Registering the same name and
+ * labels twice returns the first metric; the same name with another kind, an invalid name, label
  * set or bucket list returns NULL, and so does running out of memory. */
 struct metric *metric_register(const char *name, const char *help, enum metric_kind kind,
                                const char *labels, const double *buckets, size_t nbuckets);
+
+/* The series name{label="value"} (value escaped as the exposition format wants), registered
+ * on first use: for label values known only at run time, such as a hook's name. Once a name
+ * has max_series series, further values share the series value "other", so a stream of new
+ * values cannot grow the registry without bound. NULL like metric_register. Safe at any time
+ * (registration locks the list; rendering takes the same lock). */
+struct metric *metric_series(const char *name, const char *help, enum metric_kind kind,
+                             const char *label, const char *value, size_t max_series);
 
 /* Update contract: every update is lock-free and safe from any thread; a NULL
  * metric is ignored (so a failed registration never crashes the hot path).

@@ -224,14 +224,100 @@ static void batch_busy(struct consumer *c, struct batch_entry *e, int64_t now)
              slot >= 0 ? now - c->retry.slots[slot].first_ms : (int64_t)0);
 }
 
+/* A cancel whose claim a hook failed (the order alone: gate_claim_cancel_isolating) becomes a
+ * dead letter: the contract's cancel message, with the hook's error as its reason. The order
+ * stays pending; the scanner tries it again on every run, so once the hook is mended it is
+ * cancelled. */
+static void batch_cancel_to_dlq(struct consumer *c, struct batch_entry *e,
+                                const struct og_error *hook_err)
+{
+    char value[256];
+    size_t len = 0;
+    struct og_error ignored = {0};
+
+    e->kind = BATCH_DLQ;
+    e->state = BATCH_PRODUCE;
+    if (codec_encode_cancel(e->order_no, e->due_ms, value, sizeof(value), &len, &ignored) == OG_OK)
+        e->dlq_value = strndup(value, len);
+    e->dlq_value_len = e->dlq_value ? len : 0;
+    e->dlq_orig_len = e->dlq_value_len;
+    e->dlq_key = strdup(e->order_no);
+    e->dlq_key_len = e->dlq_key ? strlen(e->dlq_key) : 0;
+    e->dlq_reason = malloc(CONSUMER_DLQ_REASON_MAX);
+    if (e->dlq_reason != NULL)
+        snprintf(e->dlq_reason, CONSUMER_DLQ_REASON_MAX, "hook_failed: sqlstate %s: %s",
+                 hook_err->sqlstate, hook_err->msg);
+    c->batch.dlq_bytes += e->dlq_value_len + e->dlq_key_len;
+}
+
+/* Step 2c: an order a hook failed alone. Claimed again from the retry set after a backoff
+ * (CONSUMER_HOOK_BASE_MS doubling to CONSUMER_HOOK_CAP_MS) for up to consumer.hook_retry_ms
+ * from its first failure (a deadlock or lock timeout in the shop's tables passes); after that,
+ * or with the set full, dead-lettered with the hook's error (batch_cancel_to_dlq). The rest of
+ * the batch goes on either way. */
+static void batch_hook_failed(struct consumer *c, struct batch_entry *e, const char *hook,
+                              const struct og_error *hook_err, int64_t now)
+{
+    char q[600];
+    int slot;
+
+    if (!e->first) {
+        e->state = BATCH_DONE; /* its first entry stands for it */
+        return;
+    }
+    metric_inc(consumer_metric_hook_failures(hook), 1);
+    slot = c->cfg->hook_retry_ms > 0 ? batch_retry_slot(c, e, now) : -1;
+    if (slot >= 0 && now - c->retry.slots[slot].first_ms < c->cfg->hook_retry_ms) {
+        int tries = c->retry.slots[slot].why == GATE_HOOK_FAILED ? c->retry.slots[slot].tries : 0;
+        retry_wait(&c->retry, slot, GATE_HOOK_FAILED,
+                   now + clock_backoff_ms(CONSUMER_HOOK_BASE_MS, CONSUMER_HOOK_CAP_MS, tries));
+        e->held = true;
+        e->state = BATCH_DONE;
+        log_warn("hook_failed",
+                 "order_no=%s hook=%s sqlstate=%s tries=%d error=%s msg=\"claim rolled back; "
+                 "retried locally\"",
+                 e->order_no, hook, hook_err->sqlstate, tries + 1,
+                 log_quote(q, sizeof(q), hook_err->msg));
+        return;
+    }
+    metric_inc(c->m.retry_given_up[2], 1);
+    log_error("hook_dead_lettered",
+              "order_no=%s hook=%s sqlstate=%s failing_ms=%" PRId64 " error=%s msg=\"a hook "
+              "failed this order's cancel beyond consumer.hook_retry_ms; dead-lettered, left "
+              "pending for the scanner\"",
+              e->order_no, hook, hook_err->sqlstate,
+              slot >= 0 ? now - c->retry.slots[slot].first_ms : (int64_t)0,
+              log_quote(q, sizeof(q), hook_err->msg));
+    batch_cancel_to_dlq(c, e, hook_err);
+}
+
+/* The claim of the whole list failed in a hook with no order of it claimable
+ * (gate_claim_cancel_isolating): the hook fails for everyone. Like a database outage: the
+ * batch is retried with backoff, never skipped; the metric and the log name the hook. */
+static void batch_hook_failed_all(struct consumer *c, size_t n, const struct og_error *err)
+{
+    char hook[GATE_HOOK_NAME_MAX], q[600];
+
+    gate_hook_failed(err, hook, sizeof(hook));
+    c->db_ok = true; /* the database answered */
+    metric_inc(c->m.db_errors, 1);
+    metric_inc(consumer_metric_hook_failures(hook), (double)n);
+    log_error("hook_failed_batch",
+              "hook=%s sqlstate=%s orders=%zu error=%s msg=\"the hook fails every order of the "
+              "batch; retried with backoff\"",
+              hook, err->sqlstate, n, log_quote(q, sizeof(q), err->msg));
+}
+
 /* Step 2: every live cancel of the batch not claimed yet (state BATCH_NEW) in one
- * claim_cancel. Claim state is per entry: a flush that claimed and then failed a later step
- * leaves its entries past BATCH_NEW, so the next flush claims only cancels that joined the
- * batch since, and claims them before anything is stored. */
+ * claim_cancel (split by gate_claim_cancel_isolating when a hook fails). Claim state is per entry:
+ * a flush that claimed and then failed a later step leaves its entries past BATCH_NEW, so the next
+ * flush claims only cancels that joined the batch since, and claims them before anything is stored.
+ */
 static enum flush_result batch_claim(struct consumer *c)
 {
     struct batch *b = &c->batch;
-    struct og_error err = {0};
+    struct og_error err = {0}, hook_err = {0};
+    char hook[GATE_HOOK_NAME_MAX] = "";
     size_t n = 0, nrows = 0;
     int64_t now;
 
@@ -239,13 +325,26 @@ static enum flush_result batch_claim(struct consumer *c)
         if (b->e[i].kind == BATCH_CANCEL && b->e[i].state == BATCH_NEW && batch_live(b, &b->e[i]))
             c->nos[n++] = b->e[i].order_no;
     if (n > 0) {
+        /* While a hook fails every order, the batch is bisected again only every
+         * CONSUMER_HOOK_BISECT_EVERY attempts: the others cost one claim. */
+        bool bisect = c->hook_stalls % CONSUMER_HOOK_BISECT_EVERY == 0;
         enum og_status st =
-            gate_claim_cancel(c->db, c->nos, n, GATE_SRC_TIMEOUT_CONSUMER, c->rows, &nrows, &err);
+            bisect ? gate_claim_cancel_isolating(c->db, c->nos, n, GATE_SRC_TIMEOUT_CONSUMER,
+                                                 c->rows, &nrows, &hook_err, &err)
+                   : gate_claim_cancel(c->db, c->nos, n, GATE_SRC_TIMEOUT_CONSUMER, c->rows, &nrows,
+                                       &err);
         metric_observe(c->m.db_seconds, db_last_ms(c->db) / 1000.0);
         if (st != OG_OK) {
-            batch_db_failed(c, "claim_cancel", &err);
+            if (gate_hook_failed(&err, NULL, 0)) {
+                c->hook_stalls++;
+                batch_hook_failed_all(c, n, &err);
+            } else {
+                batch_db_failed(c, "claim_cancel", &err);
+            }
             return FLUSH_RETRY;
         }
+        c->hook_stalls = 0;
+        gate_hook_failed(&hook_err, hook, sizeof(hook));
         c->db_ok = true;
         consumer_watchdog(c);
         for (size_t i = 0; i < nrows; i++)
@@ -280,6 +379,8 @@ static enum flush_result batch_claim(struct consumer *c)
         e->state = e->outcome == GATE_NOT_DUE ? BATCH_RESCHEDULE : BATCH_DONE;
         if (e->outcome == GATE_BUSY)
             batch_busy(c, e, now);
+        else if (e->outcome == GATE_HOOK_FAILED)
+            batch_hook_failed(c, e, hook, &hook_err, now);
     }
     return FLUSH_DONE;
 }
@@ -388,6 +489,39 @@ static enum flush_result batch_payments(struct consumer *c)
             log_info("payment_applied", "order_no=%s txn_no=%s outcome=%s status=%s",
                      e->pay.order_no, e->pay.txn_no, gate_outcome_str(res.outcome),
                      order_status_str(res.status));
+            continue;
+        }
+        /* A hook failed the payment's claim (rolled back): retried with the batch, with
+         * backoff, for consumer.hook_retry_ms from the first failure; then refused like a
+         * payment the gate will not take, so the money taken is on record. */
+        if (gate_hook_failed(&err, NULL, 0)) {
+            char hook[GATE_HOOK_NAME_MAX], q[600];
+            int64_t now = clock_wall_ms();
+
+            gate_hook_failed(&err, hook, sizeof(hook));
+            c->db_ok = true;
+            metric_inc(consumer_metric_hook_failures(hook), 1);
+            if (e->hook_first_ms == 0)
+                e->hook_first_ms = now;
+            if (now - e->hook_first_ms < c->cfg->hook_retry_ms) {
+                log_warn("hook_failed",
+                         "order_no=%s txn_no=%s hook=%s sqlstate=%s error=%s msg=\"payment "
+                         "claim rolled back; the batch is retried\"",
+                         e->pay.order_no, e->pay.txn_no, hook, err.sqlstate,
+                         log_quote(q, sizeof(q), err.msg));
+                return FLUSH_RETRY;
+            }
+            metric_inc(c->m.retry_given_up[2], 1);
+            log_error("hook_dead_lettered",
+                      "order_no=%s txn_no=%s hook=%s sqlstate=%s error=%s msg=\"a hook failed "
+                      "this payment beyond consumer.hook_retry_ms; recorded as refused and "
+                      "dead-lettered\"",
+                      e->pay.order_no, e->pay.txn_no, hook, err.sqlstate,
+                      log_quote(q, sizeof(q), err.msg));
+            og_error_prefix(&err, "hook_failed: sqlstate %s", err.sqlstate);
+            batch_payment_to_dlq(c, e, &err);
+            if (batch_record_refused(c, e) != OG_OK)
+                return FLUSH_RETRY;
             continue;
         }
         /* The same arguments will always be refused (invalid value, data
@@ -778,7 +912,7 @@ size_t batch_take_retries(struct consumer *c, int64_t now_wall)
         e->due_ms = s->due_ms;
         e->retry = (int)i;
         s->state = RETRY_IN_BATCH;
-        metric_inc(c->m.retries[s->why == GATE_BUSY ? 0 : 1], 1);
+        metric_inc(c->m.retries[s->why == GATE_BUSY ? 0 : s->why == GATE_NOT_DUE ? 1 : 2], 1);
         n++;
     }
     return n;

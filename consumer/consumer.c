@@ -9,14 +9,17 @@
 #include "common/signals.h"
 #include "consumer/consumer.h"
 
-/* The consume loop's database calls feed the health endpoints (consumer.health_db_call_ms). */
+/* The consume loop's database calls feed the health endpoints (consumer.health_db_call_ms),
+ * and each one that returns tells the watchdog the loop is alive: a flush may make several
+ * calls in a row (a hook failure's bisection), each within CONSUMER_DB_CALL_MAX_S. */
 static void consumer_db_hook(void *arg, bool begin)
 {
-    (void)arg;
-    if (begin)
+    if (begin) {
         metrics_call_begin();
-    else
+    } else {
         metrics_call_end();
+        consumer_watchdog(arg);
+    }
 }
 
 int64_t consumer_level_ms(const struct consumer *c, const char *topic)
@@ -128,7 +131,7 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
         goto fail;
     session = cfg_db_session(cfg);
     db_set_session(c->db, &session, NULL); /* not connected yet: cannot fail */
-    db_set_call_hook(c->db, consumer_db_hook, NULL);
+    db_set_call_hook(c->db, consumer_db_hook, c);
     metrics_call_watch(c->m.db_call_age, cfg->health_db_call_ms);
 
     st = kafka_producer_new(cfg, "ordergate-consumer-reschedule", NULL, &c->producer, err);

@@ -106,6 +106,13 @@
 #define CONSUMER_RETRY_BASE_MS 25
 #define CONSUMER_RETRY_CAP_MS  1000
 #define CONSUMER_NOT_DUE_TRIES 5
+/* An order a hook fails is claimed again after 1 s, doubling up to 30 s, until
+ * consumer.hook_retry_ms; at most this many hooks get a series of their own in
+ * ordergate_consumer_hook_failures_total. */
+#define CONSUMER_HOOK_BASE_MS      1000
+#define CONSUMER_HOOK_CAP_MS       30000
+#define CONSUMER_HOOK_SERIES_MAX   16
+#define CONSUMER_HOOK_BISECT_EVERY 8
 /* Longest wait for delivery reports inside one flush; the loop keeps
  * polling (partitions stalled) when they take longer. */
 #define CONSUMER_DELIVERY_WAIT_MS 2000
@@ -144,6 +151,7 @@ struct batch_entry {
     bool first; /* the first entry of its order in this batch (duplicates share a claim row) */
     int retry;  /* its slot in the retry set (taken from it, or given one here); -1: none */
     bool held;  /* finished here, but its order goes on in the retry set: no offset past it */
+    int64_t hook_first_ms;  /* BATCH_PAYMENT: wall time of the first hook failure, else 0 */
     const char *dest_topic; /* BATCH_PRODUCE re-schedule: where to (NULL: the source topic) */
     char order_no[GATE_ORDER_NO_MAX + 1];
     struct kafka_delivery dr; /* written by the delivery report while INFLIGHT */
@@ -191,7 +199,8 @@ struct consumer_metrics {
     struct metric *db_errors, *kafka_errors, *rebalances, *batches, *offsets_stored;
     struct metric *batch_size, *lateness, *db_seconds;
     struct metric *paused, *due_pending, *stalled;
-    struct metric *retries[2], *retry_given_up[2]; /* [0] busy, [1] not_due */
+    /* [0] busy, [1] not_due, [2] hook_failed (CONSUMER_RETRY_WHY) */
+    struct metric *retries[3], *retry_given_up[3];
     struct metric *retry_pending, *beyond_level, *db_call_age;
     struct metric *outbox_backlog, *outbox_published, *outbox_errors;
 };
@@ -206,7 +215,7 @@ enum retry_state {
 
 struct retry_slot {
     enum retry_state state;
-    enum gate_outcome why; /* the last answer: GATE_BUSY or GATE_NOT_DUE */
+    enum gate_outcome why; /* the last answer: GATE_BUSY, GATE_NOT_DUE or GATE_HOOK_FAILED */
     const char *topic;     /* one of consumer.topics */
     int32_t partition;
     int64_t offset;   /* of its message */
@@ -249,6 +258,7 @@ struct consumer {
     struct retry_set retry;
     bool stalled;        /* the batch could not commit: every partition is paused */
     int64_t retry_at_ms; /* monotonic; next flush attempt while stalled */
+    int hook_stalls;     /* flushes in a row a hook failed for every order of the batch */
     int attempts;        /* consecutive failed flushes (backoff) */
     bool db_ok, kafka_ok, fatal;
     bool fenced;  /* the broker fenced our group.instance.id: another member has it */
@@ -348,5 +358,8 @@ bool relay_stop(struct consumer *c, int64_t deadline_ms);
 
 /* instruments.c */
 void consumer_metrics_register(struct consumer_metrics *m, char *const *topics, size_t ntopics);
+/* ordergate_consumer_hook_failures_total{hook="..."}, at most CONSUMER_HOOK_SERIES_MAX hooks
+ * (then hook="other"). */
+struct metric *consumer_metric_hook_failures(const char *hook);
 
 #endif

@@ -14,12 +14,20 @@ static const double db_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
 
 static const enum gate_outcome cancel_outcomes[] = {
     GATE_CANCELLED, GATE_ALREADY_CANCELLED, GATE_ALREADY_PAID, GATE_BUSY,
-    GATE_NOT_DUE,   GATE_NOT_FOUND,         GATE_UNKNOWN};
+    GATE_NOT_DUE,   GATE_NOT_FOUND,         GATE_HOOK_FAILED,  GATE_UNKNOWN};
 static const enum gate_outcome payment_outcomes[] = {
     GATE_PAID,      GATE_DUPLICATE, GATE_LATE_PAYMENT, GATE_DOUBLE_PAYMENT, GATE_AMOUNT_MISMATCH,
     GATE_NOT_FOUND, GATE_UNKNOWN};
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
+
+struct metric *consumer_metric_hook_failures(const char *hook)
+{
+    return metric_series("ordergate_consumer_hook_failures_total",
+                         "Orders whose claim a registered hook failed, by hook (each attempt; "
+                         "the claim was rolled back)",
+                         METRIC_COUNTER, "hook", hook, CONSUMER_HOOK_SERIES_MAX);
+}
 
 void consumer_metrics_register(struct consumer_metrics *m, char *const *topics, size_t ntopics)
 {
@@ -103,18 +111,20 @@ void consumer_metrics_register(struct consumer_metrics *m, char *const *topics, 
                                  "1 while the consumer is stalled: a batch cannot commit and every "
                                  "partition is paused",
                                  METRIC_GAUGE, NULL, NULL, 0);
-    for (int i = 0; i < 2; i++) {
-        const char *reason = i == 0 ? "reason=\"busy\"" : "reason=\"not_due\"";
+    for (int i = 0; i < 3; i++) {
+        static const char *const reasons[3] = {"reason=\"busy\"", "reason=\"not_due\"",
+                                               "reason=\"hook_failed\""};
         m->retries[i] = metric_register("ordergate_consumer_retries_total",
                                         "Orders claimed again from the local retry set (busy: "
                                         "row locked elsewhere; not_due: due within "
-                                        "consumer.local_due_ms)",
-                                        METRIC_COUNTER, reason, NULL, 0);
+                                        "consumer.local_due_ms; hook_failed: a hook failed "
+                                        "its claim)",
+                                        METRIC_COUNTER, reasons[i], NULL, 0);
         m->retry_given_up[i] = metric_register(
             "ordergate_consumer_retry_given_up_total",
-            "Orders re-scheduled through a delay topic after the local retries' bound (or with "
-            "the retry set full)",
-            METRIC_COUNTER, reason, NULL, 0);
+            "Orders past the local retries' bound (or with the retry set full): re-scheduled "
+            "through a delay topic, or dead-lettered when a hook kept failing",
+            METRIC_COUNTER, reasons[i], NULL, 0);
     }
     m->retry_pending =
         metric_register("ordergate_consumer_retry_pending", "Orders waiting in the local retry set",

@@ -25,6 +25,7 @@ struct claim_slot {
     size_t nrows;
     enum og_status st;
     struct og_error err;
+    struct og_error hook_err; /* gate_claim_cancel_isolating's, when a row is hook_failed */
 };
 
 struct claim_pool {
@@ -89,17 +90,18 @@ static void *claim_slot_main(void *arg)
         pthread_mutex_unlock(&pool->mu);
 
         int64_t t0 = clock_mono_us();
-        struct og_error e = {0};
+        struct og_error e = {0}, hook_e = {0};
         size_t nrows = 0;
-        enum og_status st =
-            gate_claim_cancel(slot->db, slot->page.ptrs, (size_t)slot->page.n,
-                              GATE_SRC_TIMEOUT_SCANNER, slot->page.rows, &nrows, &e);
+        enum og_status st = gate_claim_cancel_isolating(
+            slot->db, slot->page.ptrs, (size_t)slot->page.n, GATE_SRC_TIMEOUT_SCANNER,
+            slot->page.rows, &nrows, &hook_e, &e);
 
         pthread_mutex_lock(&pool->mu);
         slot->claim_s = (double)(clock_mono_us() - t0) / 1e6;
         slot->nrows = nrows;
         slot->st = st;
         slot->err = e;
+        slot->hook_err = hook_e;
         slot->state = SLOT_DONE;
         pthread_cond_signal(&pool->done);
     }
@@ -226,7 +228,8 @@ int claim_pool_collect(struct claim_pool *pool, bool (*done)(const struct claim_
                                 .page_s = slot->page_s,
                                 .claim_s = slot->claim_s,
                                 .st = slot->st,
-                                .err = &slot->err};
+                                .err = &slot->err,
+                                .hook_err = &slot->hook_err};
         if (!done(&d, arg))
             pool->failed = true;
         slot->state = SLOT_IDLE;

@@ -40,7 +40,8 @@ struct claim_done {
     double page_s;  /* the page query, as given to claim_pool_submit */
     double claim_s; /* the claim */
     enum og_status st;
-    const struct og_error *err; /* why, when st is not OG_OK */
+    const struct og_error *err;      /* why, when st is not OG_OK */
+    const struct og_error *hook_err; /* the hook's failure when a row is GATE_HOOK_FAILED */
 };
 
 struct claim_pool;

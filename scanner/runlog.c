@@ -18,15 +18,16 @@ static const struct db_stmt runlog_stmt_start = {
 static const struct db_stmt runlog_stmt_progress = {
     "og_scan_run_progress",
     "SELECT ordergate.scanner_run_progress($1::bigint, $2::int, $3::bigint, $4::bigint, "
-    "$5::bigint, $6::bigint, $7::bigint, $8::bigint, $9::timestamptz, $10, $11::bigint)",
-    11};
+    "$5::bigint, $6::bigint, $7::bigint, $8::bigint, $9::timestamptz, $10, $11::bigint, "
+    "$12::bigint)",
+    12};
 
 static const struct db_stmt runlog_stmt_finish = {
     "og_scan_run_finish",
     "SELECT status, duration_ms FROM ordergate.scanner_run_finish($1::bigint, $2, $3, $4, "
     "$5::int, $6::bigint, $7::bigint, $8::bigint, $9::bigint, $10::bigint, $11::bigint, "
-    "$12::timestamptz, $13, $14::bigint)",
-    14};
+    "$12::timestamptz, $13, $14::bigint, $15::bigint)",
+    15};
 
 static const struct db_stmt runlog_stmt_sweep_status = {
     "og_scan_sweep_status",
@@ -44,6 +45,7 @@ struct runlog_count_text {
     char not_due[24];
     char not_found[24];
     char busy[24];
+    char hook_failed[24];
 };
 
 static void runlog_counts_format(const struct runlog_counts *c, struct runlog_count_text *t)
@@ -56,6 +58,7 @@ static void runlog_counts_format(const struct runlog_counts *c, struct runlog_co
     snprintf(t->not_due, sizeof(t->not_due), "%" PRId64, c->not_due);
     snprintf(t->not_found, sizeof(t->not_found), "%" PRId64, c->not_found);
     snprintf(t->busy, sizeof(t->busy), "%" PRId64, c->busy);
+    snprintf(t->hook_failed, sizeof(t->hook_failed), "%" PRId64, c->hook_failed);
 }
 
 static const char *runlog_value(PGresult *res, int row, int col)
@@ -134,7 +137,7 @@ enum og_status runlog_progress(struct db *db, int64_t run_id, const struct runlo
 {
     char id[24];
     struct runlog_count_text t;
-    const char *params[11];
+    const char *params[12];
     PGresult *res = NULL;
     enum og_status st;
 
@@ -152,6 +155,7 @@ enum og_status runlog_progress(struct db *db, int64_t run_id, const struct runlo
     params[8] = cp->expire_at[0] ? cp->expire_at : NULL;
     params[9] = cp->order_no[0] ? cp->order_no : NULL;
     params[10] = t.busy;
+    params[11] = t.hook_failed;
     st = db_call(db, &runlog_stmt_progress, params, &res, err);
     if (st == OG_OK && (PQnfields(res) != 1 || PQntuples(res) != 1))
         st = og_error_set(err, OG_ERR_INTERNAL, false, "scanner_run_progress: unexpected result");
@@ -170,7 +174,7 @@ enum og_status runlog_finish(struct db *db, int64_t run_id, const char *status,
 {
     char id[24];
     struct runlog_count_text t;
-    const char *params[14];
+    const char *params[15];
     PGresult *res = NULL;
     enum og_status st;
 
@@ -192,6 +196,7 @@ enum og_status runlog_finish(struct db *db, int64_t run_id, const char *status,
     params[11] = cp->expire_at[0] ? cp->expire_at : NULL;
     params[12] = cp->order_no[0] ? cp->order_no : NULL;
     params[13] = t.busy;
+    params[14] = t.hook_failed;
     st = db_call(db, &runlog_stmt_finish, params, &res, err);
     if (st == OG_OK && (PQnfields(res) != 2 || PQntuples(res) != 1))
         st = og_error_set(err, OG_ERR_INTERNAL, false,

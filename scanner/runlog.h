@@ -28,7 +28,8 @@ struct runlog_counts {
     int64_t already_paid;
     int64_t not_due;
     int64_t not_found;
-    int64_t busy; /* locked by another transaction when claimed (each retry counts again) */
+    int64_t busy;        /* locked by another transaction when claimed (each retry counts again) */
+    int64_t hook_failed; /* a registered hook failed the order's claim: skipped in this run */
 };
 
 /* Keyset position after the last finished batch; empty before the first. */

@@ -14,14 +14,16 @@ enum {
     SM_NOT_DUE,
     SM_NOT_FOUND,
     SM_BUSY,
+    SM_HOOK_FAILED,
     SM_NOUTCOME
 };
 
 static const char *const sm_status_labels[SM_NSTATUS] = {"status=\"done\"", "status=\"failed\"",
                                                          "status=\"skipped\""};
 static const char *const sm_outcome_labels[SM_NOUTCOME] = {
-    "outcome=\"cancelled\"", "outcome=\"already_cancelled\"", "outcome=\"already_paid\"",
-    "outcome=\"not_due\"",   "outcome=\"not_found\"",         "outcome=\"busy\""};
+    "outcome=\"cancelled\"",  "outcome=\"already_cancelled\"", "outcome=\"already_paid\"",
+    "outcome=\"not_due\"",    "outcome=\"not_found\"",         "outcome=\"busy\"",
+    "outcome=\"hook_failed\""};
 
 static struct {
     struct metric *missed;
@@ -110,14 +112,24 @@ enum og_status scanner_metrics_init(int max_skip_s, struct og_error *err)
     return OG_OK;
 }
 
+void scanner_metrics_hook_failed(const char *hook, double n)
+{
+    metric_inc(metric_series("ordergate_scanner_hook_failures_total",
+                             "Orders whose claim a registered hook failed (rolled back, skipped "
+                             "in the run), by hook",
+                             METRIC_COUNTER, "hook", hook, SCANNER_HOOK_SERIES_MAX),
+               n);
+}
+
 void scanner_metrics_record(const struct sweep_result *res, const struct runlog_sweep_status *sweep,
                             bool alarm)
 {
     int s = res->status == SWEEP_DONE ? SM_DONE
                                       : (res->status == SWEEP_SKIPPED ? SM_SKIPPED : SM_FAILED);
     const int64_t by_outcome[SM_NOUTCOME] = {
-        res->counts.cancelled, res->counts.already_cancelled, res->counts.already_paid,
-        res->counts.not_due,   res->counts.not_found,         res->counts.busy};
+        res->counts.cancelled,  res->counts.already_cancelled, res->counts.already_paid,
+        res->counts.not_due,    res->counts.not_found,         res->counts.busy,
+        res->counts.hook_failed};
 
     metric_set(sm.missed, (double)res->counts.cancelled);
     metric_inc(sm.missed_total, (double)res->counts.cancelled);

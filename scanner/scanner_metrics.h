@@ -33,6 +33,10 @@ void scanner_metrics_batch(double page_s, double claim_s, void *arg);
  * ordergate_reconcile_repaired, ordergate_reconcile_last_run_success and
  * _timestamp_seconds. After a failed check only the last two are written:
  * a missing figure is better than a false zero. */
+#define SCANNER_HOOK_SERIES_MAX 16
+
+/* ordergate_scanner_hook_failures_total{hook="..."}: n more orders whose claim the hook failed. */
+void scanner_metrics_hook_failed(const char *hook, double n);
 enum og_status scanner_metrics_init_reconcile(struct og_error *err);
 /* r == NULL: the reconciliation failed. */
 void scanner_metrics_record_reconcile(const struct reconcile_result *r);

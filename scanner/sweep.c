@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "common/gate.h"
+#include "scanner/scanner_metrics.h"
 #include "common/log.h"
 #include "scanner/claim_pool.h"
 
@@ -123,6 +124,12 @@ static enum og_status sweep_tally(struct sweep_result *res, const struct gate_ca
             c->busy++;
             sweep_busy_add(res, rows[i].order_no);
             break;
+        case GATE_HOOK_FAILED:
+            c->hook_failed++;
+            if (res->nhook_orders < SWEEP_SAMPLE_MAX)
+                snprintf(res->hook_orders[res->nhook_orders++], sizeof(res->hook_orders[0]), "%s",
+                         rows[i].order_no);
+            break;
         default:
             return og_error_set(err, OG_ERR_INTERNAL, false,
                                 "claim_cancel answered '%s' for order %s: not a cancel outcome",
@@ -136,6 +143,39 @@ static enum og_status sweep_tally(struct sweep_result *res, const struct gate_ca
 /* The bookkeeping of one claimed page, the same with or without claim
  * sessions: outcomes, batch count, the caller's callback, the debug line.
  * session 0 is the run's own. */
+/* A hook failure of one claim: the last one seen is the run's to report (sweep_log_hooks),
+ * every one counts in the hook's metric. */
+static void sweep_hook_seen(struct sweep_result *res, const struct og_error *hook_err, size_t n)
+{
+    if (!gate_hook_failed(hook_err, res->hook, sizeof(res->hook)))
+        return;
+    res->hook_err = *hook_err;
+    scanner_metrics_hook_failed(res->hook, (double)n);
+}
+
+/* One claim on the run's own session, a hook's failure of single orders isolated
+ * (gate_claim_cancel_isolating): those come back GATE_HOOK_FAILED and the run goes on; a hook
+ * failing every order of the page fails the run with the hook's error. */
+static enum og_status sweep_claim(struct db *db, struct claim_page *page, size_t *nrows,
+                                  struct sweep_result *res, struct og_error *err)
+{
+    struct og_error hook_err = {0};
+    enum og_status st;
+
+    st = gate_claim_cancel_isolating(db, page->ptrs, (size_t)page->n, GATE_SRC_TIMEOUT_SCANNER,
+                                     page->rows, nrows, &hook_err, err);
+    if (st != OG_OK) {
+        sweep_hook_seen(res, err, (size_t)page->n);
+        return st;
+    }
+    size_t failed = 0;
+    for (size_t i = 0; i < *nrows; i++)
+        failed += page->rows[i].outcome == GATE_HOOK_FAILED;
+    if (failed > 0)
+        sweep_hook_seen(res, &hook_err, failed);
+    return OG_OK;
+}
+
 static enum og_status sweep_count_batch(const struct sweep_params *p, struct sweep_result *res,
                                         const struct claim_page *page, size_t nrows, int64_t seq,
                                         int session, double page_s, double claim_s,
@@ -192,6 +232,26 @@ static void sweep_log_missed(const struct sweep_result *res)
 
 /* Records totals and checkpoint in the run row, on the session that holds
  * the sweep lock; stops the run if another run has taken the lock over. */
+/* The orders a hook failed in this run, once, at its end: the hook, its error, the first
+ * orders. */
+static void sweep_log_hooks(const struct sweep_result *res)
+{
+    char list[SWEEP_SAMPLE_MAX * (GATE_ORDER_NO_MAX + 1) + 1] = "", q[600];
+    size_t used = 0;
+
+    if (res->counts.hook_failed == 0)
+        return;
+    for (int i = 0; i < res->nhook_orders; i++)
+        used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", i ? "," : "",
+                                 res->hook_orders[i]);
+    log_error("scanner_hook_failed",
+              "run_id=%" PRId64 " orders=%" PRId64 " first_orders=%s hook=%s sqlstate=%s error=%s "
+              "msg=\"a registered hook failed these orders' cancel (rolled back); skipped in this "
+              "run, tried again by the next\"",
+              res->run_id, res->counts.hook_failed, list, res->hook, res->hook_err.sqlstate,
+              log_quote(q, sizeof(q), res->hook_err.msg));
+}
+
 static enum og_status sweep_progress(struct db *db, struct sweep_result *res, int backend_pid,
                                      struct og_error *err)
 {
@@ -263,8 +323,7 @@ static enum og_status sweep_batches(struct db *db, const struct sweep_params *p,
             break;
         }
         t1 = clock_mono_us();
-        st = gate_claim_cancel(db, page.ptrs, (size_t)page.n, GATE_SRC_TIMEOUT_SCANNER, page.rows,
-                               &nrows, err);
+        st = sweep_claim(db, &page, &nrows, res, err);
         if (st != OG_OK)
             break;
         /* Whatever session the claim ran on, its outcomes happened: count
@@ -308,11 +367,18 @@ static bool sweep_collected(const struct claim_done *d, void *arg)
     struct og_error e = {0};
     enum og_status st = d->st;
 
-    if (st == OG_OK)
+    if (st == OG_OK) {
+        size_t failed = 0;
+        for (size_t i = 0; i < d->nrows; i++)
+            failed += d->page->rows[i].outcome == GATE_HOOK_FAILED;
+        if (failed > 0)
+            sweep_hook_seen(c->res, d->hook_err, failed);
         st = sweep_count_batch(c->p, c->res, d->page, d->nrows, d->seq, d->session, d->page_s,
                                d->claim_s, &e);
-    else
+    } else {
         e = *d->err;
+        sweep_hook_seen(c->res, &e, (size_t)d->page->n);
+    }
     if (st == OG_OK)
         return true;
     if (c->st == OG_OK)
@@ -469,8 +535,7 @@ static enum og_status sweep_retry_busy(struct db *db, const struct sweep_params 
                 memcpy(page.order_no[page.n], todo.order_no[i], sizeof(page.order_no[0]));
                 page.ptrs[page.n] = page.order_no[page.n];
             }
-            st = gate_claim_cancel(db, page.ptrs, (size_t)page.n, GATE_SRC_TIMEOUT_SCANNER,
-                                   page.rows, &nrows, err);
+            st = sweep_claim(db, &page, &nrows, res, err);
             if (st == OG_OK)
                 st = sweep_tally(res, page.rows, nrows, err);
             if (st == OG_OK) {
@@ -588,16 +653,17 @@ out:
     if (res->status == SWEEP_FAILED && res->detail[0] == '\0' && err != NULL)
         snprintf(res->detail, sizeof(res->detail), "%s", err->msg);
     sweep_log_missed(res);
+    sweep_log_hooks(res);
     if (res->status == SWEEP_DONE)
         log_info("scanner_run_done",
                  "run_id=%" PRId64 " stop_reason=%s batches=%d scanned=%" PRId64
                  " cancelled=%" PRId64 " already_cancelled=%" PRId64 " already_paid=%" PRId64
                  " not_due=%" PRId64 " not_found=%" PRId64 " busy=%" PRId64 " busy_left=%" PRId64
-                 " duration_ms=%" PRId64,
+                 " hook_failed=%" PRId64 " duration_ms=%" PRId64,
                  res->run_id, res->stop_reason, res->counts.batches, res->counts.scanned,
                  res->counts.cancelled, res->counts.already_cancelled, res->counts.already_paid,
                  res->counts.not_due, res->counts.not_found, res->counts.busy, res->busy_left,
-                 duration_ms);
+                 res->counts.hook_failed, duration_ms);
     else if (res->status == SWEEP_FAILED)
         log_error("scanner_run_failed",
                   "run_id=%" PRId64 " batches=%d scanned=%" PRId64 " cancelled=%" PRId64

@@ -82,6 +82,12 @@ struct sweep_result {
     /* The first orders this run had to cancel: the consumer missed them. */
     int nmissed;
     char missed[SWEEP_SAMPLE_MAX][GATE_ORDER_NO_MAX + 1];
+    /* Orders a registered hook failed (counts.hook_failed of them): skipped this run, tried
+     * again by the next. The first of them, and the last hook failure seen. */
+    int nhook_orders;
+    char hook_orders[SWEEP_SAMPLE_MAX][GATE_ORDER_NO_MAX + 1];
+    char hook[GATE_HOOK_NAME_MAX];
+    struct og_error hook_err;
     /* Orders still busy (locked) when the run ended: left to the next run. */
     int64_t busy_left;
     struct sweep_busy *busy; /* sweep_run's own list; NULL once it returns */

@@ -19,6 +19,9 @@ INSERT INTO ordergate.schema_migrations (version) VALUES ('003');
 RESET ROLE;
 \ir migrations/004_busy.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('004');
+RESET ROLE;
+\ir migrations/005_hook_failed.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('005');
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 -- Bodies are checked when called (and by the tests, which call every function): a SQL

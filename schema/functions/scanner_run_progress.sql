@@ -6,7 +6,8 @@ CREATE OR REPLACE FUNCTION ordergate.scanner_run_progress(p_run_id bigint, p_bat
                                                p_already_paid bigint, p_not_due bigint,
                                                p_not_found bigint,
                                                p_checkpoint_expire_at timestamptz,
-                                               p_checkpoint_order_no text, p_busy bigint)
+                                               p_checkpoint_order_no text, p_busy bigint,
+                                               p_hook_failed bigint)
 RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
 DECLARE
@@ -21,6 +22,7 @@ BEGIN
            not_due = coalesce(p_not_due, r.not_due),
            not_found = coalesce(p_not_found, r.not_found),
            busy = coalesce(p_busy, r.busy),
+           hook_failed = coalesce(p_hook_failed, r.hook_failed),
            checkpoint_expire_at = coalesce(p_checkpoint_expire_at, r.checkpoint_expire_at),
            checkpoint_order_no = coalesce(p_checkpoint_order_no, r.checkpoint_order_no),
            progress_at = clock_timestamp()
@@ -33,4 +35,4 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.scanner_run_progress(bigint,int,bigint,bigint,bigint,bigint,bigint,bigint,timestamptz,text,bigint) TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.scanner_run_progress(bigint,int,bigint,bigint,bigint,bigint,bigint,bigint,timestamptz,text,bigint,bigint) TO ordergate_service;

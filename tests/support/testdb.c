@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "support/testutil.h"
+
 static PGconn *testdb_admin(void)
 {
     PGconn *conn = PQconnectdb("dbname=postgres");
@@ -31,6 +33,19 @@ void testdb_exec(PGconn *conn, const char *sql)
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
         fail_msg("SQL failed: %s\n%s", sql, PQerrorMessage(conn));
     PQclear(res);
+}
+
+void testdb_exec_file(PGconn *conn, const char *relpath)
+{
+    char path[4096];
+    char *sql;
+
+    snprintf(path, sizeof(path), "%s/%s", OG_SOURCE_DIR, relpath);
+    sql = testutil_slurp(path);
+    if (sql == NULL)
+        fail_msg("cannot read %s", path);
+    testdb_exec(conn, sql);
+    free(sql);
 }
 
 long testdb_scalar(PGconn *conn, const char *sql)

@@ -26,5 +26,8 @@ struct db *testdb_open(const struct testdb *t, const char *app);
 long testdb_scalar(PGconn *conn, const char *sql);
 /* Runs SQL and asserts it succeeded. */
 void testdb_exec(PGconn *conn, const char *sql);
+/* Runs the SQL file at relpath (from the source tree's root, e.g.
+ * "tests/support/failing_hook.sql") as one simple query; asserts it succeeded. */
+void testdb_exec_file(PGconn *conn, const char *relpath);
 
 #endif

@@ -1,0 +1,39 @@
+-- A shop's hooks for the tests of hook failures (consumer and scanner): each records the orders
+-- it is called with in shop_t.seen, at most once per event and order (a second call for the same
+-- order breaks the primary key, so a test sees a hook called twice), and raises for the orders
+-- listed in shop_t.poison ('*': every order), as a hook with a bug or a missing shop row would.
+-- A test mends the hook by deleting from shop_t.poison. Loaded by testdb_exec_file as the
+-- superuser; the hooks are SECURITY DEFINER (owned by that superuser) like a shop's hooks owned
+-- by the role of its tables (docs/integrate.md, "Hooks").
+CREATE SCHEMA shop_t;
+CREATE TABLE shop_t.poison (order_no text PRIMARY KEY);
+CREATE TABLE shop_t.seen (event text, order_no text, source text, PRIMARY KEY (event, order_no));
+
+CREATE FUNCTION shop_t.record(p_event text, p_nos text[], p_source text) RETURNS void
+LANGUAGE plpgsql SET search_path = shop_t, pg_temp AS $$
+DECLARE
+    v_bad text;
+BEGIN
+    SELECT min(n) INTO v_bad
+      FROM unnest(p_nos) AS u(n)
+     WHERE EXISTS (SELECT 1 FROM poison p WHERE p.order_no IN (u.n, '*'));
+    IF v_bad IS NOT NULL THEN
+        RAISE EXCEPTION 'no stock row for order %', v_bad USING ERRCODE = 'P0001';
+    END IF;
+    INSERT INTO seen SELECT p_event, n, p_source FROM unnest(p_nos) AS u(n);
+END
+$$;
+
+CREATE FUNCTION shop_t.on_cancelled(p_nos text[], p_source text) RETURNS void
+LANGUAGE sql SECURITY DEFINER SET search_path = shop_t, pg_temp
+AS $$ SELECT shop_t.record('cancelled', p_nos, p_source) $$;
+
+CREATE FUNCTION shop_t.on_paid(p_nos text[], p_source text) RETURNS void
+LANGUAGE sql SECURITY DEFINER SET search_path = shop_t, pg_temp
+AS $$ SELECT shop_t.record('paid', p_nos, p_source) $$;
+
+-- The claims run as ordergate_owner: it may reach the hooks, nothing else of the schema.
+GRANT USAGE ON SCHEMA shop_t TO ordergate_owner;
+
+SELECT ordergate.add_hook('cancelled', 'shop_t.on_cancelled(text[],text)');
+SELECT ordergate.add_hook('paid', 'shop_t.on_paid(text[],text)');

@@ -42,6 +42,7 @@ static const struct cfg_param cfg_params[] = {
     {"kafka.group_instance_id", CFG_STR, S(group_instance_id), "", 0, 0, 0},
     {"kafka.dead_letter_topic", CFG_STR, S(dead_letter_topic), "ordergate.cancel.dlq", 0, 0, 0},
     {"kafka.payments_topic", CFG_STR, S(payments_topic), "", 0, 0, 0},
+    {"kafka.refund_results_topic", CFG_STR, S(refund_results_topic), "", 0, 0, 0},
     {"kafka.properties", CFG_STRLIST, S(kafka_props), "", 0, 0, 1},
     {"kafka.queued_max_kbytes", CFG_INT, S(queued_max_kbytes), "1024", 16, 2097151, 0},
     {"consumer.batch_size", CFG_INT, S(batch_size), "500", 1, 10000, 0},

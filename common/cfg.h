@@ -44,8 +44,9 @@ struct og_config {
     char *group;
     char *group_instance_id; /* static membership; "" = derived (see kafka_group_instance_id) */
     char *dead_letter_topic;
-    char *payments_topic; /* "" = not consumed */
-    char **kafka_props;   /* "name=value", passed verbatim to rd_kafka_conf_set */
+    char *payments_topic;       /* "" = not consumed */
+    char *refund_results_topic; /* "" = not consumed */
+    char **kafka_props;         /* "name=value", passed verbatim to rd_kafka_conf_set */
     size_t kafka_props_n;
     int queued_max_kbytes; /* prefetch bound per partition: keeps memory flat */
 

@@ -234,6 +234,62 @@ out:
     return st;
 }
 
+enum og_status codec_decode_refund(const void *key, size_t key_len, const void *value,
+                                   size_t value_len, struct codec_refund *out, struct og_error *err)
+{
+    char shown[80], shown_key[80];
+    json_t *root = NULL;
+    const char *s;
+    size_t len;
+    enum og_status st;
+
+    memset(out, 0, sizeof(*out));
+    st = codec_open(value, value_len, &root, err);
+    if (st != OG_OK)
+        return st;
+    st = codec_get_string(root, "txn_no", &s, &len, err);
+    if (st != OG_OK)
+        goto out;
+    if (!gate_txn_no_valid(s, len)) {
+        st = codec_fail(err, "bad_txn_no: '%s' (1 to %d of A-Z a-z 0-9 . _ : -)",
+                        codec_printable(shown, sizeof(shown), s, len), GATE_TXN_NO_MAX);
+        goto out;
+    }
+    if (key != NULL && key_len > 0 && (key_len != len || memcmp(key, s, len) != 0)) {
+        st = codec_fail(err, "key_mismatch: key '%s' differs from txn_no '%s'",
+                        codec_printable(shown_key, sizeof(shown_key), key, key_len),
+                        codec_printable(shown, sizeof(shown), s, len));
+        goto out;
+    }
+    memcpy(out->txn_no, s, len);
+    out->txn_no[len] = '\0';
+    st = codec_get_string(root, "refund_ref", &s, &len, err);
+    if (st != OG_OK)
+        goto out;
+    if (!gate_txn_no_valid(s, len)) {
+        st = codec_fail(err, "bad_refund_ref: '%s' (1 to %d of A-Z a-z 0-9 . _ : -)",
+                        codec_printable(shown, sizeof(shown), s, len), GATE_TXN_NO_MAX);
+        goto out;
+    }
+    memcpy(out->refund_ref, s, len);
+    out->refund_ref[len] = '\0';
+    st = codec_get_string(root, "outcome", &s, &len, err);
+    if (st != OG_OK)
+        goto out;
+    if (len == 9 && memcmp(s, "succeeded", 9) == 0) {
+        out->succeeded = true;
+    } else if (len != 6 || memcmp(s, "failed", 6) != 0) {
+        st = codec_fail(err, "bad_outcome: '%s' (succeeded or failed)",
+                        codec_printable(shown, sizeof(shown), s, len));
+        goto out;
+    }
+out:
+    json_decref(root);
+    if (st != OG_OK)
+        memset(out, 0, sizeof(*out));
+    return st;
+}
+
 void codec_salvage_payment(const void *key, size_t key_len, const void *value, size_t value_len,
                            struct codec_payment *out)
 {
@@ -320,4 +376,22 @@ enum og_status codec_encode_payment(const struct codec_payment *p, char *buf, si
                                 p->order_no, "txn_no", p->txn_no, "amount_cents",
                                 (json_int_t)p->amount_cents, "channel", p->channel),
                       buf, size, len, err);
+}
+
+enum og_status codec_encode_refund(const struct codec_refund *r, char *buf, size_t size,
+                                   size_t *len, struct og_error *err)
+{
+    int n;
+
+    if (!gate_txn_no_valid(r->txn_no, strlen(r->txn_no)))
+        return codec_fail(err, "bad_txn_no: not encodable");
+    if (!gate_txn_no_valid(r->refund_ref, strlen(r->refund_ref)))
+        return codec_fail(err, "bad_refund_ref: not encodable");
+    /* Both are of [A-Za-z0-9._:-]: nothing to escape. */
+    n = snprintf(buf, size, "{\"v\":%d,\"txn_no\":\"%s\",\"refund_ref\":\"%s\",\"outcome\":\"%s\"}",
+                 CODEC_VERSION, r->txn_no, r->refund_ref, r->succeeded ? "succeeded" : "failed");
+    if (n < 0 || (size_t)n >= size)
+        return og_error_set(err, OG_ERR_ARG, false, "buffer of %zu bytes too small", size);
+    *len = (size_t)n;
+    return OG_OK;
 }

@@ -5,6 +5,8 @@
  *   {"v":1,"order_no":"A-1001","due_at":"2026-11-30T16:00:00.000Z"}
  * Payment result (optional payments topic, key = order number):
  *   {"v":1,"order_no":"A-1001","txn_no":"T-77","amount_cents":1999,"channel":"card"}
+ * Refund result (optional refund-results topic, key = the payment's txn_no):
+ *   {"v":1,"txn_no":"T-77","refund_ref":"R-5","outcome":"succeeded"}   (or "failed")
  *
  * Decoding is strict, because whatever passes goes to the database as is:
  * the value is one JSON object of at most CODEC_VALUE_MAX bytes without
@@ -12,15 +14,16 @@
  * version, refused rather than guessed at); order_no and txn_no follow the
  * gate's character rules; due_at is RFC 3339 with a zone; amount_cents is a
  * positive integer; channel is 1..CODEC_CHANNEL_MAX printable ASCII
- * characters. A non-empty key must equal order_no (a producer that keyed the
- * message by something else partitions it wrongly). Fields not named here
+ * characters; refund_ref follows txn_no's rules and outcome is "succeeded" or
+ * "failed". A non-empty key must equal order_no (a refund result's: txn_no; a
+ * producer that keyed the message by something else partitions it wrongly). Fields not named here
  * are ignored, so producers may add some without breaking us.
  *
  * On failure the functions return OG_ERR_DECODE and err->msg starts with a
  * stable reason code, then ": " and details, e.g.
  * "unknown_version: v=2". The codes: too_large, empty, bad_json, not_object,
  * missing_field, bad_type, unknown_version, bad_order_no, key_mismatch,
- * bad_due_at, bad_txn_no, bad_amount, bad_channel. The consumer copies that
+ * bad_due_at, bad_txn_no, bad_amount, bad_channel, bad_refund_ref, bad_outcome. The consumer copies that
  * text into the dead-letter header ordergate-reason.
  *
  * Pure functions: no global state, safe from any thread, never abort on any
@@ -28,6 +31,7 @@
 #ifndef OG_COMMON_CODEC_H
 #define OG_COMMON_CODEC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,6 +56,12 @@ struct codec_payment {
     char channel[CODEC_CHANNEL_MAX + 1];
 };
 
+struct codec_refund {
+    char txn_no[GATE_TXN_NO_MAX + 1];
+    char refund_ref[GATE_TXN_NO_MAX + 1];
+    bool succeeded; /* outcome "succeeded"; false: "failed" */
+};
+
 /* key may be NULL (no key); value may be NULL only with value_len 0. */
 enum og_status codec_decode_cancel(const void *key, size_t key_len, const void *value,
                                    size_t value_len, struct codec_cancel *out,
@@ -64,6 +74,10 @@ enum og_status codec_decode_payment(const void *key, size_t key_len, const void 
  * each of order_no (the value's, else a key that is a valid order number), txn_no,
  * amount_cents and channel that is present and valid by itself is filled, the others are left
  * empty (0 for the amount). Never fails; any bytes are accepted. */
+enum og_status codec_decode_refund(const void *key, size_t key_len, const void *value,
+                                   size_t value_len, struct codec_refund *out,
+                                   struct og_error *err);
+
 void codec_salvage_payment(const void *key, size_t key_len, const void *value, size_t value_len,
                            struct codec_payment *out);
 
@@ -74,5 +88,7 @@ enum og_status codec_encode_cancel(const char *order_no, int64_t due_ms, char *b
                                    size_t *len, struct og_error *err);
 enum og_status codec_encode_payment(const struct codec_payment *p, char *buf, size_t size,
                                     size_t *len, struct og_error *err);
+enum og_status codec_encode_refund(const struct codec_refund *r, char *buf, size_t size,
+                                   size_t *len, struct og_error *err);
 
 #endif

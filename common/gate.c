@@ -46,6 +46,9 @@ static const struct db_stmt gate_stmt_refused = {
     "SELECT outcome, exception_id, refused_key FROM ordergate.record_payment_refused($1, $2, $3, "
     "$4::bigint, $5, $6)",
     6};
+static const struct db_stmt gate_stmt_refund = {
+    "og_record_refund",
+    "SELECT result, exception_id, state, resolution FROM ordergate.record_refund($1, $2, $3)", 3};
 static const struct db_stmt gate_stmt_place = {
     "og_place", "SELECT ordergate.place_order($1, $2::bigint, $3::jsonb, $4, $5::timestamptz)", 5};
 
@@ -565,6 +568,68 @@ enum og_status gate_record_payment_refused(struct db *db, const struct gate_refu
             out->recorded = strcmp(outcome, "recorded") == 0;
             out->exception_id = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
             snprintf(out->key, sizeof(out->key), "%s", PQgetvalue(res, 0, 2));
+        }
+    }
+    PQclear(res);
+    return st;
+}
+
+static const char *const gate_refund_words[GATE_REFUND_RESULT_COUNT] = {
+    [GATE_REFUND_REFUNDED] = "refunded",
+    [GATE_REFUND_MANUAL_REVIEW] = "manual_review",
+    [GATE_REFUND_DUPLICATE] = "duplicate",
+    [GATE_REFUND_CONFLICT] = "conflict",
+    [GATE_REFUND_ALREADY_REFUNDED] = "already_refunded",
+    [GATE_REFUND_NOT_REQUESTED] = "not_requested",
+    [GATE_REFUND_NOT_FOUND] = "not_found",
+};
+
+const char *gate_refund_result_str(enum gate_refund_result r)
+{
+    return r >= 0 && r < GATE_REFUND_RESULT_COUNT ? gate_refund_words[r] : "unknown";
+}
+
+enum og_status gate_record_refund(struct db *db, const char *txn_no, const char *refund_ref,
+                                  bool succeeded, struct gate_refund_outcome *out,
+                                  struct og_error *err)
+{
+    const char *params[3];
+    PGresult *res = NULL;
+    enum og_status st;
+
+    memset(out, 0, sizeof(*out));
+    if (txn_no == NULL || !gate_txn_no_valid(txn_no, strlen(txn_no)))
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "txn_no must be 1 to %d characters of A-Z a-z 0-9 . _ : -",
+                            GATE_TXN_NO_MAX);
+    if (refund_ref == NULL || !gate_txn_no_valid(refund_ref, strlen(refund_ref)))
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "refund_ref must be 1 to %d characters of A-Z a-z 0-9 . _ : -",
+                            GATE_TXN_NO_MAX);
+    params[0] = txn_no;
+    params[1] = refund_ref;
+    params[2] = succeeded ? "succeeded" : "failed";
+    st = db_call(db, &gate_stmt_refund, params, &res, err);
+    if (st == OG_OK)
+        st = gate_check_shape(res, 4, 1, "record_refund", err);
+    if (st == OG_OK) {
+        const char *word = PQgetvalue(res, 0, 0);
+        int found = -1;
+
+        for (int i = 0; i < GATE_REFUND_RESULT_COUNT && found < 0; i++)
+            if (strcmp(word, gate_refund_words[i]) == 0)
+                found = i;
+        if (found < 0) {
+            st = og_error_set(err, OG_ERR_INTERNAL, false,
+                              "record_refund answered unexpected result '%.64s'", word);
+        } else {
+            out->result = (enum gate_refund_result)found;
+            out->exception_id =
+                PQgetisnull(res, 0, 1) ? 0 : strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+            snprintf(out->state, sizeof(out->state), "%s",
+                     PQgetisnull(res, 0, 2) ? "" : PQgetvalue(res, 0, 2));
+            snprintf(out->resolution, sizeof(out->resolution), "%s",
+                     PQgetisnull(res, 0, 3) ? "" : PQgetvalue(res, 0, 3));
         }
     }
     PQclear(res);

@@ -142,6 +142,33 @@ enum og_status gate_claim_cancel_isolating(struct db *db, const char *const *ord
                                            size_t *nrows, struct og_error *hook_err,
                                            struct og_error *err);
 
+/* What record_refund did (schema/README.md, "record_refund"). */
+enum gate_refund_result {
+    GATE_REFUND_REFUNDED,         /* succeeded: the exception is closed as refunded */
+    GATE_REFUND_MANUAL_REVIEW,    /* failed: the exception goes to manual review */
+    GATE_REFUND_DUPLICATE,        /* reported before, the same: nothing changed */
+    GATE_REFUND_CONFLICT,         /* this refund_ref was reported with another txn or outcome */
+    GATE_REFUND_ALREADY_REFUNDED, /* another refund of this payment succeeded before */
+    GATE_REFUND_NOT_REQUESTED,    /* no refund was requested for this payment */
+    GATE_REFUND_NOT_FOUND,        /* no such payment */
+    GATE_REFUND_RESULT_COUNT
+};
+
+struct gate_refund_outcome {
+    enum gate_refund_result result;
+    int64_t exception_id; /* 0 when there is none */
+    char state[16];       /* the exception's after the call, "" when none */
+    char resolution[24];
+};
+
+const char *gate_refund_result_str(enum gate_refund_result r);
+
+/* Reports a refund ordergate requested: txn_no and refund_ref 1..GATE_TXN_NO_MAX of the
+ * order-number characters; idempotent by refund_ref. */
+enum og_status gate_record_refund(struct db *db, const char *txn_no, const char *refund_ref,
+                                  bool succeeded, struct gate_refund_outcome *out,
+                                  struct og_error *err);
+
 /* channel: 1..GATE_CHANNEL_MAX characters. */
 enum og_status gate_claim_payment(struct db *db, const char *order_no, const char *txn_no,
                                   int64_t amount_cents, const char *channel,

@@ -511,11 +511,20 @@ enum og_status kafka_check_config(const struct og_config *cfg, struct og_error *
         og_error_setting(err, "kafka.payments_topic");
         goto out;
     }
+    if (*cfg->refund_results_topic != '\0' && !kafka_topic_valid(cfg->refund_results_topic)) {
+        st = og_error_set(err, OG_ERR_CONFIG, false,
+                          "kafka.refund_results_topic: '%.64s' is not a valid topic name",
+                          cfg->refund_results_topic);
+        og_error_setting(err, "kafka.refund_results_topic");
+        goto out;
+    }
     for (size_t i = 0; i < n; i++) {
         if (strcmp(topics[i], cfg->dead_letter_topic) == 0 ||
-            strcmp(topics[i], cfg->payments_topic) == 0) {
+            strcmp(topics[i], cfg->payments_topic) == 0 ||
+            strcmp(topics[i], cfg->refund_results_topic) == 0) {
             st = og_error_set(err, OG_ERR_CONFIG, false,
-                              "kafka.topics: '%s' is also the dead-letter or payments topic",
+                              "kafka.topics: '%s' is also the dead-letter, payments or refund "
+                              "results topic",
                               topics[i]);
             og_error_setting(err, "kafka.topics");
             goto out;
@@ -525,6 +534,14 @@ enum og_status kafka_check_config(const struct og_config *cfg, struct og_error *
         st = og_error_set(err, OG_ERR_CONFIG, false,
                           "kafka.payments_topic and kafka.dead_letter_topic are the same");
         og_error_setting(err, "kafka.payments_topic");
+        goto out;
+    }
+    if (strcmp(cfg->dead_letter_topic, cfg->refund_results_topic) == 0 ||
+        (*cfg->payments_topic != '\0' &&
+         strcmp(cfg->payments_topic, cfg->refund_results_topic) == 0)) {
+        st = og_error_set(err, OG_ERR_CONFIG, false,
+                          "kafka.refund_results_topic is also the dead-letter or payments topic");
+        og_error_setting(err, "kafka.refund_results_topic");
         goto out;
     }
     st = kafka_conf_new(cfg, KAFKA_ROLE_CONSUMER, "ordergate-check", &conf, err);

@@ -450,8 +450,69 @@ static enum og_status batch_record_refused(struct consumer *c, struct batch_entr
     return OG_OK;
 }
 
+/* Step 1b: a refund result, one record_refund (idempotent by refund_ref). Recorded, or already
+ * recorded the same way: done. One the gate cannot apply (no such payment, no refund requested,
+ * the reference reported otherwise, the payment refunded under another reference) changes
+ * nothing there and becomes a dead letter with that reason, for the payment side to look into;
+ * a refund that failed raises its own reconciliation alert. Returns false when the database
+ * failed (the batch is retried). */
+static bool batch_refund(struct consumer *c, struct batch_entry *e)
+{
+    struct gate_refund_outcome res;
+    struct og_error err = {0};
+    enum og_status st;
+    char value[512], q[600];
+    size_t len = 0;
+
+    st = gate_record_refund(c->db, e->refund.txn_no, e->refund.refund_ref, e->refund.succeeded,
+                            &res, &err);
+    metric_observe(c->m.db_seconds, db_last_ms(c->db) / 1000.0);
+    if (st != OG_OK && !(st == OG_ERR_ARG && !err.retriable)) {
+        batch_db_failed(c, "record_refund", &err);
+        return false;
+    }
+    c->db_ok = true;
+    if (st == OG_OK) {
+        metric_inc(c->m.refunds[res.result], 1);
+        switch (res.result) {
+        case GATE_REFUND_REFUNDED:
+        case GATE_REFUND_MANUAL_REVIEW:
+        case GATE_REFUND_DUPLICATE:
+            log_info("refund_recorded",
+                     "txn_no=%s refund_ref=%s outcome=%s result=%s exception_id=%" PRId64
+                     " state=%s resolution=%s",
+                     e->refund.txn_no, e->refund.refund_ref,
+                     e->refund.succeeded ? "succeeded" : "failed",
+                     gate_refund_result_str(res.result), res.exception_id, res.state,
+                     res.resolution);
+            e->state = BATCH_DONE;
+            return true;
+        default:
+            break;
+        }
+        snprintf(err.msg, sizeof(err.msg), "refund_rejected: %s",
+                 gate_refund_result_str(res.result));
+    } else {
+        og_error_prefix(&err, "refund_rejected");
+    }
+    log_warn("refund_rejected", "txn_no=%s refund_ref=%s outcome=%s reason=%s", e->refund.txn_no,
+             e->refund.refund_ref, e->refund.succeeded ? "succeeded" : "failed",
+             log_quote(q, sizeof(q), err.msg));
+    e->kind = BATCH_DLQ;
+    e->state = BATCH_PRODUCE;
+    e->dlq_reason = strndup(err.msg, CONSUMER_DLQ_REASON_MAX - 1);
+    if (codec_encode_refund(&e->refund, value, sizeof(value), &len, &err) == OG_OK)
+        e->dlq_value = strndup(value, len);
+    e->dlq_value_len = e->dlq_value ? len : 0;
+    e->dlq_orig_len = e->dlq_value_len;
+    e->dlq_key = strdup(e->refund.txn_no);
+    e->dlq_key_len = e->dlq_key ? strlen(e->dlq_key) : 0;
+    c->batch.dlq_bytes += e->dlq_value_len + e->dlq_key_len;
+    return true;
+}
+
 /* Step 1: payment results, one claim_payment each (idempotent by txn_no);
- * the refused ones recorded (batch_record_refused). */
+ * the refused ones recorded (batch_record_refused); refund results (batch_refund). */
 static enum flush_result batch_payments(struct consumer *c)
 {
     struct batch *b = &c->batch;
@@ -466,6 +527,13 @@ static enum flush_result batch_payments(struct consumer *c)
             if (!batch_live(b, e))
                 e->state = BATCH_DONE; /* the partition's next owner records it */
             else if (batch_record_refused(c, e) != OG_OK)
+                return FLUSH_RETRY;
+            continue;
+        }
+        if (e->kind == BATCH_REFUND && e->state == BATCH_NEW) {
+            if (!batch_live(b, e))
+                e->state = BATCH_DONE;
+            else if (!batch_refund(c, e))
                 return FLUSH_RETRY;
             continue;
         }

@@ -78,12 +78,12 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     st = kafka_topics_split(cfg->topics, &delay, &ndelay, err);
     if (st != OG_OK)
         goto fail;
-    if (ndelay + 1 > CONSUMER_TOPICS_MAX) {
+    if (ndelay + 2 > CONSUMER_TOPICS_MAX) {
         st = og_error_set(err, OG_ERR_CONFIG, false, "kafka.topics: at most %d topics",
-                          CONSUMER_TOPICS_MAX - 1);
+                          CONSUMER_TOPICS_MAX - 2);
         goto fail;
     }
-    c->topics = calloc(ndelay + 1, sizeof(*c->topics));
+    c->topics = calloc(ndelay + 2, sizeof(*c->topics));
     if (c->topics == NULL) {
         st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
         goto fail;
@@ -108,6 +108,15 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
         }
         c->ntopics++;
         c->has_payments = true;
+    }
+    if (*cfg->refund_results_topic != '\0') {
+        c->topics[c->ntopics] = strdup(cfg->refund_results_topic);
+        if (c->topics[c->ntopics] == NULL) {
+            st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+            goto fail;
+        }
+        c->ntopics++;
+        c->has_refunds = true;
     }
     consumer_metrics_register(&c->m, c->topics, c->ntopics);
 

@@ -129,7 +129,10 @@
 #define CONSUMER_DLQ_BUDGET     (4 * 1024 * 1024)
 #define CONSUMER_DLQ_REASON_MAX 512
 
-enum batch_kind { BATCH_CANCEL, BATCH_PAYMENT, BATCH_DLQ };
+enum batch_kind { BATCH_CANCEL, BATCH_PAYMENT, BATCH_REFUND, BATCH_DLQ };
+
+/* What a subscribed topic carries. */
+enum consumer_topic { CONSUMER_TOPIC_DELAY, CONSUMER_TOPIC_PAYMENTS, CONSUMER_TOPIC_REFUNDS };
 
 enum batch_state {
     BATCH_NEW,    /* cancel not claimed / payment not applied / dead letter not produced */
@@ -157,6 +160,7 @@ struct batch_entry {
     struct kafka_delivery dr; /* written by the delivery report while INFLIGHT */
     /* BATCH_PAYMENT; for the dead letter of a payment result, what could be read of it */
     struct codec_payment pay;
+    struct codec_refund refund; /* BATCH_REFUND */
     /* BATCH_DLQ: copies, freed when the batch is cleared */
     char *dlq_key;
     size_t dlq_key_len;
@@ -196,6 +200,7 @@ struct consumer_metrics {
     struct metric *deferred, *dropped, *dead_lettered, *rescheduled, *payments_refused;
     struct metric *claims[GATE_OUTCOME_COUNT];
     struct metric *payments[GATE_OUTCOME_COUNT];
+    struct metric *refunds[GATE_REFUND_RESULT_COUNT];
     struct metric *db_errors, *kafka_errors, *rebalances, *batches, *offsets_stored;
     struct metric *batch_size, *lateness, *db_seconds;
     struct metric *paused, *due_pending, *stalled;
@@ -250,9 +255,10 @@ struct consumer {
     struct gate_cancel_row *rows; /* claim results, batch_size of them */
     const char **nos;             /* claim arguments, batch_size of them */
     bool *row_seen;               /* per claim row: an entry was matched to it */
-    char **topics;                /* subscribed: the delay topics, then the payments topic */
+    char **topics;                /* subscribed: the delay topics, then the others */
     size_t ntopics;
-    bool has_payments;          /* the last of topics is kafka.payments_topic */
+    /* topics end with kafka.payments_topic, then kafka.refund_results_topic, when set */
+    bool has_payments, has_refunds;
     struct kafka_level *levels; /* the delay topics (topics[0..nlevels)) with their levels */
     size_t nlevels;
     struct retry_set retry;

@@ -75,6 +75,13 @@ void consumer_metrics_register(struct consumer_metrics *m, char *const *topics, 
                             "Payment results applied with claim_payment, by outcome",
                             METRIC_COUNTER, labels, NULL, 0);
     }
+    for (int i = 0; i < GATE_REFUND_RESULT_COUNT; i++) {
+        snprintf(labels, sizeof(labels), "result=\"%s\"",
+                 gate_refund_result_str((enum gate_refund_result)i));
+        m->refunds[i] = metric_register("ordergate_consumer_refunds_total",
+                                        "Refund results recorded with record_refund, by result",
+                                        METRIC_COUNTER, labels, NULL, 0);
+    }
     m->db_errors = metric_register("ordergate_consumer_db_errors_total",
                                    "Batch steps that failed in the database (retried)",
                                    METRIC_COUNTER, NULL, NULL, 0);

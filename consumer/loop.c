@@ -367,15 +367,21 @@ static void loop_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 /* ------------------------------------------------------------------------------------------ */
 /* Messages */
 
-static struct metric *loop_topic_metric(struct consumer *c, const char *topic, bool *is_payment)
+static struct metric *loop_topic_metric(struct consumer *c, const char *topic,
+                                        enum consumer_topic *kind)
 {
+    size_t refunds_at = c->has_refunds ? c->ntopics - 1 : SIZE_MAX;
+    size_t payments_at = c->has_payments ? c->ntopics - 1 - c->has_refunds : SIZE_MAX;
+
     for (size_t i = 0; i < c->ntopics && i < CONSUMER_TOPICS_MAX; i++) {
         if (strcmp(c->topics[i], topic) == 0) {
-            *is_payment = c->has_payments && i == c->ntopics - 1;
+            *kind = i == refunds_at    ? CONSUMER_TOPIC_REFUNDS
+                    : i == payments_at ? CONSUMER_TOPIC_PAYMENTS
+                                       : CONSUMER_TOPIC_DELAY;
             return c->m.consumed[i];
         }
     }
-    *is_payment = false;
+    *kind = CONSUMER_TOPIC_DELAY;
     return NULL;
 }
 
@@ -395,7 +401,7 @@ static char *loop_copy(const void *data, size_t len, size_t max, size_t *out_len
  * scanner covers its order); a payment result's only after the flush has
  * recorded it in the database (BATCH_RECORD), since money may be behind it. */
 static void loop_dead_letter(struct consumer *c, const rd_kafka_message_t *m, const char *topic,
-                             bool is_payment, const struct og_error *why)
+                             enum consumer_topic kind, const struct og_error *why)
 {
     struct batch_entry *e = batch_add(&c->batch, BATCH_DLQ, topic, m->partition, m->offset);
     char q[600];
@@ -415,7 +421,7 @@ static void loop_dead_letter(struct consumer *c, const rd_kafka_message_t *m, co
     e->dlq_orig_len = m->len;
     e->dlq_reason = strndup(why->msg, CONSUMER_DLQ_REASON_MAX - 1);
     c->batch.dlq_bytes += e->dlq_key_len + e->dlq_value_len;
-    if (is_payment) {
+    if (kind == CONSUMER_TOPIC_PAYMENTS) {
         codec_salvage_payment(m->key, m->key_len, m->payload, m->len, &e->pay);
         e->state = BATCH_RECORD;
         return;
@@ -454,12 +460,13 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
     const char *topic;
     struct codec_cancel cancel;
     struct codec_payment pay;
+    struct codec_refund refund;
     struct og_error err = {0};
     enum og_status st;
     enum sched_verdict verdict;
     int64_t due = SCHED_ALWAYS_DUE;
     int64_t now = clock_wall_ms();
-    bool is_payment;
+    enum consumer_topic kind;
     struct batch_entry *e;
 
     if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -477,9 +484,11 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
     }
     c->kafka_ok = true;
     topic = rd_kafka_topic_name(m->rkt);
-    metric_inc(loop_topic_metric(c, topic, &is_payment), 1);
-    if (is_payment) {
+    metric_inc(loop_topic_metric(c, topic, &kind), 1);
+    if (kind == CONSUMER_TOPIC_PAYMENTS) {
         st = codec_decode_payment(m->key, m->key_len, m->payload, m->len, &pay, &err);
+    } else if (kind == CONSUMER_TOPIC_REFUNDS) {
+        st = codec_decode_refund(m->key, m->key_len, m->payload, m->len, &refund, &err);
     } else {
         st = codec_decode_cancel(m->key, m->key_len, m->payload, m->len, &cancel, &err);
         if (st == OG_OK)
@@ -509,18 +518,23 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
         break;
     }
     if (st != OG_OK) {
-        loop_dead_letter(c, m, topic, is_payment, &err);
+        loop_dead_letter(c, m, topic, kind, &err);
     } else {
-        e = batch_add(&c->batch, is_payment ? BATCH_PAYMENT : BATCH_CANCEL, topic, m->partition,
-                      m->offset);
+        e = batch_add(&c->batch,
+                      kind == CONSUMER_TOPIC_PAYMENTS  ? BATCH_PAYMENT
+                      : kind == CONSUMER_TOPIC_REFUNDS ? BATCH_REFUND
+                                                       : BATCH_CANCEL,
+                      topic, m->partition, m->offset);
         if (e == NULL) {
             log_error("out_of_memory", "where=batch_add");
             c->fatal = true;
             return;
         }
-        if (is_payment) {
+        if (kind == CONSUMER_TOPIC_PAYMENTS) {
             e->pay = pay;
             memcpy(e->order_no, pay.order_no, sizeof(e->order_no));
+        } else if (kind == CONSUMER_TOPIC_REFUNDS) {
+            e->refund = refund;
         } else {
             memcpy(e->order_no, cancel.order_no, sizeof(e->order_no));
             e->due_ms = due;
@@ -629,10 +643,11 @@ static int loop_subscribe(struct consumer *c)
         log_error("subscribe_failed", "error=%s", rd_kafka_err2str(rerr));
         return -1;
     }
-    log_info("subscribed", "topics=%s%s%s group=%s membership=%s instance_id=%s", c->cfg->topics,
-             c->has_payments ? "," : "", c->has_payments ? c->cfg->payments_topic : "",
-             c->cfg->group, *c->instance_id ? "static" : "dynamic",
-             *c->instance_id ? c->instance_id : "-");
+    log_info("subscribed", "topics=%s%s%s%s%s group=%s membership=%s instance_id=%s",
+             c->cfg->topics, c->has_payments ? "," : "",
+             c->has_payments ? c->cfg->payments_topic : "", c->has_refunds ? "," : "",
+             c->has_refunds ? c->cfg->refund_results_topic : "", c->cfg->group,
+             *c->instance_id ? "static" : "dynamic", *c->instance_id ? c->instance_id : "-");
     return 0;
 }
 

@@ -84,11 +84,14 @@ void ct_setup(struct ct *t, const char *tag, int partitions, unsigned flags)
     snprintf(t->topic2, sizeof(t->topic2), "og.%s.cancel.b", base);
     snprintf(t->dlq, sizeof(t->dlq), "og.%s.dlq", base);
     snprintf(t->payments, sizeof(t->payments), "og.%s.payments", base);
+    snprintf(t->refund_results, sizeof(t->refund_results), "og.%s.refund_results", base);
     snprintf(t->group, sizeof(t->group), "og-%s", base);
     ct_create_topic(t->topic, partitions);
     ct_create_topic(t->topic2, partitions);
     ct_create_topic(t->dlq, 1);
     ct_create_topic(t->payments, 2);
+    if (flags & CT_REFUNDS)
+        ct_create_topic(t->refund_results, 1);
     /* The outbox relay's topics, named in the config below. */
     for (size_t i = 0; i < sizeof(outbox_kinds) / sizeof(outbox_kinds[0]); i++) {
         char name[160];
@@ -123,9 +126,10 @@ void ct_config(struct ct *t, const char *consumer_extra, const char *properties)
             "outbox = { interval_ms = 100; topic = \"og.%s.events\"; refund_topic = "
             "\"og.%s.refunds\"; alert_topic = \"og.%s.alerts\"; };\n"
             "kafka = { dead_letter_topic = \"%s\"; payments_topic = \"%s\";\n"
-            "  properties = [%s]; };\n",
+            "  refund_results_topic = \"%s\"; properties = [%s]; };\n",
             consumer_extra, t->base, t->base, t->base, t->dlq,
-            (t->flags & CT_PAYMENTS) ? t->payments : "", properties);
+            (t->flags & CT_PAYMENTS) ? t->payments : "",
+            (t->flags & CT_REFUNDS) ? t->refund_results : "", properties);
     fclose(f);
 }
 

@@ -24,6 +24,7 @@ struct ct {
     char topic2[128]; /* second delay topic */
     char dlq[128];    /* dead-letter topic */
     char payments[128];
+    char refund_results[128];
     char group[128];
     char config[256]; /* config file written for the consumer */
     unsigned flags;   /* of ct_setup */
@@ -44,6 +45,7 @@ extern const char *ct_db_override;
 
 /* ct_setup flags */
 #define CT_PAYMENTS 1u /* the consumer also reads the payments topic */
+#define CT_REFUNDS  2u /* the consumer also reads the refund-results topic */
 
 /* Creates the database, the topics (partitions each) and a producer, and
  * writes a consumer config file with short retry and poll settings. */

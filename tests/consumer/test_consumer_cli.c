@@ -149,7 +149,7 @@ static void test_bad_usage(void **state)
     usage_error((const char *const[]){"--topics", "a,,b", NULL}, "empty topic name");
     usage_error((const char *const[]){"--topics", "a,a", NULL}, "listed twice");
     usage_error((const char *const[]){"--topics", "ordergate.cancel.dlq", NULL},
-                "dead-letter or payments topic");
+                "dead-letter, payments or refund results topic");
     usage_error((const char *const[]){"--config", "/nonexistent/ordergate.conf", NULL},
                 "cannot open");
     usage_error((const char *const[]){"--group-instance-id", "host a", NULL},

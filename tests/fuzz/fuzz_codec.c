@@ -21,9 +21,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void check_reason(const struct og_error *err)
 {
     static const char *const codes[] = {
-        "too_large",  "empty",           "bad_json",     "not_object",   "missing_field",
-        "bad_type",   "unknown_version", "bad_order_no", "key_mismatch", "bad_due_at",
-        "bad_txn_no", "bad_amount",      "bad_channel"};
+        "too_large",  "empty",           "bad_json",     "not_object",     "missing_field",
+        "bad_type",   "unknown_version", "bad_order_no", "key_mismatch",   "bad_due_at",
+        "bad_txn_no", "bad_amount",      "bad_channel",  "bad_refund_ref", "bad_outcome"};
     int known = 0;
 
     if (err->status != OG_ERR_DECODE || err->retriable)
@@ -83,6 +83,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     } else {
         struct codec_payment p, again, part;
+        struct codec_refund r, r_again;
+
+        /* The same bytes as a refund result: refused with a known reason, or valid fields
+         * that encode and decode to the same. */
+        if (codec_decode_refund(key_len ? key : NULL, key_len, value, value_len, &r, &err) !=
+            OG_OK) {
+            check_reason(&err);
+        } else if (!gate_txn_no_valid(r.txn_no, strlen(r.txn_no)) ||
+                   !gate_txn_no_valid(r.refund_ref, strlen(r.refund_ref)) ||
+                   (key_len > 0 &&
+                    (key_len != strlen(r.txn_no) || memcmp(key, r.txn_no, key_len) != 0)) ||
+                   codec_encode_refund(&r, buf, sizeof(buf), &len, &err) != OG_OK ||
+                   codec_decode_refund(NULL, 0, buf, len, &r_again, &err) != OG_OK ||
+                   memcmp(&r, &r_again, sizeof(r)) != 0) {
+            abort();
+        }
         if (codec_decode_payment(key_len ? key : NULL, key_len, value, value_len, &p, &err) !=
             OG_OK) {
             check_reason(&err);

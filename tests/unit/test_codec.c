@@ -302,12 +302,67 @@ static void test_payment_salvage(void **state)
     assert_string_equal(p.txn_no, "");
 }
 
+static void refund_refused(const char *key, const char *value, const char *reason)
+{
+    struct codec_refund r;
+    struct og_error err = {0};
+    size_t n = strlen(reason);
+
+    assert_int_equal(
+        codec_decode_refund(key, key ? strlen(key) : 0, value, strlen(value), &r, &err),
+        OG_ERR_DECODE);
+    if (strncmp(err.msg, reason, n) != 0 || err.msg[n] != ':')
+        fail_msg("value %s: expected reason %s, got \"%s\"", value, reason, err.msg);
+    assert_string_equal(r.txn_no, "");
+}
+
+static void test_refund(void **state)
+{
+    const char *ok = "{\"v\":1,\"txn_no\":\"T-9\",\"refund_ref\":\"R-1\",\"outcome\":\"failed\","
+                     "\"note\":\"ignored\"}";
+    struct codec_refund r, q;
+    struct og_error err = {0};
+    char buf[512];
+    size_t len;
+
+    (void)state;
+    assert_int_equal(codec_decode_refund("T-9", 3, ok, strlen(ok), &r, &err), OG_OK);
+    assert_string_equal(r.txn_no, "T-9");
+    assert_string_equal(r.refund_ref, "R-1");
+    assert_false(r.succeeded);
+    assert_int_equal(codec_encode_refund(&r, buf, sizeof(buf), &len, &err), OG_OK);
+    assert_string_equal(buf, "{\"v\":1,\"txn_no\":\"T-9\",\"refund_ref\":\"R-1\",\"outcome\":"
+                             "\"failed\"}");
+    assert_int_equal(codec_decode_refund(NULL, 0, buf, len, &q, &err), OG_OK);
+    assert_memory_equal(&r, &q, sizeof(r));
+    r.succeeded = true;
+    assert_int_equal(codec_encode_refund(&r, buf, sizeof(buf), &len, &err), OG_OK);
+    assert_int_equal(codec_decode_refund(NULL, 0, buf, len, &q, &err), OG_OK);
+    assert_true(q.succeeded);
+    assert_int_equal(codec_encode_refund(&r, buf, 20, &len, &err), OG_ERR_ARG);
+
+    refund_refused(NULL, "{\"v\":1,\"refund_ref\":\"R\",\"outcome\":\"failed\"}", "missing_field");
+    refund_refused(NULL, "{\"v\":1,\"txn_no\":\"T 1\",\"refund_ref\":\"R\",\"outcome\":\"failed\"}",
+                   "bad_txn_no");
+    refund_refused(NULL, "{\"v\":1,\"txn_no\":\"T\",\"refund_ref\":\"\",\"outcome\":\"failed\"}",
+                   "bad_refund_ref");
+    refund_refused(NULL, "{\"v\":1,\"txn_no\":\"T\",\"refund_ref\":\"R\",\"outcome\":\"Failed\"}",
+                   "bad_outcome");
+    refund_refused(NULL, "{\"v\":1,\"txn_no\":\"T\",\"refund_ref\":\"R\",\"outcome\":true}",
+                   "bad_type");
+    refund_refused("T-2", "{\"v\":1,\"txn_no\":\"T\",\"refund_ref\":\"R\",\"outcome\":\"failed\"}",
+                   "key_mismatch");
+    refund_refused(NULL, "{\"v\":2,\"txn_no\":\"T\",\"refund_ref\":\"R\",\"outcome\":\"failed\"}",
+                   "unknown_version");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cancel_valid), cmocka_unit_test(test_cancel_refused),
         cmocka_unit_test(test_key_binary),   cmocka_unit_test(test_cancel_roundtrip),
         cmocka_unit_test(test_payment),      cmocka_unit_test(test_payment_salvage),
+        cmocka_unit_test(test_refund),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,8 +13,9 @@ static enum og_status topics_run(struct ctl *ctl, const struct opt_args *a, json
                                  struct og_error *err)
 {
     const struct og_config *cfg = &ctl->cfg;
-    const char *single[] = {cfg->dead_letter_topic, cfg->payments_topic, cfg->outbox_topic,
-                            cfg->outbox_refund_topic, cfg->outbox_alert_topic};
+    const char *single[] = {cfg->dead_letter_topic,    cfg->payments_topic,
+                            cfg->refund_results_topic, cfg->outbox_topic,
+                            cfg->outbox_refund_topic,  cfg->outbox_alert_topic};
     char **delay = NULL;
     size_t ndelay = 0;
     int64_t partitions = 4, replication = -1;

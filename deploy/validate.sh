@@ -13,9 +13,11 @@
 #     summary and a runbook_url whose anchor exists in docs/operations.md; every metric an alert
 #     or the dashboard uses is documented there;
 #   - Grafana: the dashboard is JSON with unique panel ids on the ${datasource} variable;
-#   - Kubernetes: `kubectl kustomize` renders the directory, `kubernetes-validate --strict` checks
+#   - Kubernetes: `kubectl kustomize` renders the directory, and renders no Secret (the real one is
+#     made out of band; applying again must not replace it), `kubernetes-validate --strict` checks
 #     each manifest against the API schemas, plus consistency (no namespace, selectors match
-#     labels, probes, non-root, CronJob policies, referenced ConfigMaps and Secret keys exist);
+#     labels, probes, non-root, CronJob policies, referenced ConfigMaps exist, referenced Secret
+#     keys exist in secret.example.yaml);
 #   - Compose and Dockerfile: references resolve (services, secrets, files), `docker compose
 #     config` when the plugin exists, the packages the Dockerfile installs exist in this Debian's
 #     archive, and the built binaries need no shared library outside the runtime stage's packages.
@@ -260,6 +262,12 @@ fi
 if command -v kubectl >/dev/null; then
     if run_quiet timeout 120 kubectl kustomize "$REPO/deploy/k8s"; then
         ok "kubectl kustomize deploy/k8s renders ($(grep -c '^kind:' "$TMP/run.out") objects)"
+        # What `kubectl apply -k` would write: never a Secret (it would replace the real one).
+        if grep -q '^kind: Secret$' "$TMP/run.out"; then
+            bad "kubectl kustomize deploy/k8s renders a Secret: apply -k would overwrite the real one"
+        else
+            ok "kubectl kustomize deploy/k8s renders no Secret"
+        fi
     else
         bad "kubectl kustomize deploy/k8s"
     fi

@@ -141,9 +141,13 @@ needed = {"scanner found missed orders": "ordergate_scanner_missed_orders",
           "overdue reviews": "ordergate_reviews_overdue",
           "outbox backlog": "ordergate_relay_outbox_backlog",
           "dead letters": "ordergate_consumer_dead_lettered_total",
-          "consumer down": 'up{job="ordergate-consumer"}',
+          "consumer down (a target known by its metrics)": "ordergate:consumer_target:known",
+          "no consumer metrics at all": "absent(ordergate_consumer_",
           "scanner not run recently": "ordergate_scanner_last_run_timestamp_seconds",
-          "reconcile violations": "ordergate_reconcile_violations"}
+          "no scanner metrics at all": "absent(ordergate_scanner_",
+          "reconcile violations": "ordergate_reconcile_violations",
+          "reconcile failing": "ordergate_reconcile_last_run_success",
+          "no reconcile metrics at all": "absent(ordergate_reconcile_"}
 for what, needle in needed.items():
     check(any(needle in r["expr"] for r in alerts.values()), f"alerts cover: {what}")
 

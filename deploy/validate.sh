@@ -9,13 +9,16 @@
 #     exit 2 and FILE:LINE (these checks are in deploy/validate_config.py);
 #   - systemd: `systemd-analyze verify` on copies of the units whose ExecStart points at stubs
 #     (any warning fails), and `systemd-analyze security --offline` stays at "OK";
-#   - Prometheus: `promtool check rules` and `promtool test rules`; every alert has a severity, a
+#   - Prometheus: deploy/prometheus/test-rules.sh (`promtool check rules`, `promtool test rules`,
+#     no rule on a job name, every alert tested firing and silent); every alert has a severity, a
 #     summary and a runbook_url whose anchor exists in docs/operations.md; every metric an alert
 #     or the dashboard uses is documented there;
 #   - Grafana: the dashboard is JSON with unique panel ids on the ${datasource} variable;
-#   - Kubernetes: `kubectl kustomize` renders the directory, `kubernetes-validate --strict` checks
+#   - Kubernetes: `kubectl kustomize` renders the directory, and renders no Secret (the real one is
+#     made out of band; applying again must not replace it), `kubernetes-validate --strict` checks
 #     each manifest against the API schemas, plus consistency (no namespace, selectors match
-#     labels, probes, non-root, CronJob policies, referenced ConfigMaps and Secret keys exist);
+#     labels, probes, non-root, CronJob policies, referenced ConfigMaps exist, referenced Secret
+#     keys exist in secret.example.yaml);
 #   - Compose and Dockerfile: references resolve (services, secrets, files), `docker compose
 #     config` when the plugin exists, the packages the Dockerfile installs exist in this Debian's
 #     archive, and the built binaries need no shared library outside the runtime stage's packages.
@@ -27,7 +30,8 @@
 # Tools: python3 with PyYAML is required; when missing it is installed (Debian's python3-yaml as
 # root, else PyPI's PyYAML into a venv under the cache directory), or the script fails saying so.
 # promtool comes from Debian's prometheus package: used from PATH, else extracted (not installed:
-# no server is set up) from the package downloaded with `apt-get download` into the cache.
+# no server is set up) from the package downloaded with `apt-get download` into the cache
+# (deploy/prometheus/test-rules.sh does both).
 # kubernetes-validate comes from PyPI into a venv in the cache. Either one missing and not
 # obtainable is reported as skipped, never as passed. Cache: $ORDERGATE_CACHE_DIR, default
 # ~/.cache/ordergate.
@@ -222,36 +226,29 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------------
-# promtool (Debian's prometheus package)
+# Alert rules: deploy/prometheus/test-rules.sh (promtool check rules and test rules, no rule on
+# a job name, every alert tested firing and silent). It finds promtool (PATH, the cache, else
+# extracted from Debian's prometheus package); here a missing promtool is a skip, in ctest
+# deploy_alerts it is a failure.
 # ---------------------------------------------------------------------------------------------
-PROMTOOL=$(command -v promtool || true)
-PT_CACHED=$CACHE/promtool/root/usr/bin/promtool
-[[ -n $PROMTOOL || ! -x $PT_CACHED ]] || PROMTOOL=$PT_CACHED
-if [[ -z $PROMTOOL ]] && may_install && command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null; then
-    # Download the package and extract promtool only: nothing is installed, no server is set up.
-    echo "validate: fetching promtool from Debian's prometheus package into $CACHE/promtool" >&2
-    mkdir -p "$CACHE/promtool"
-    if (cd "$CACHE/promtool" && rm -f prometheus_*.deb && timeout 300 apt-get download -q prometheus >&2 &&
-        rm -rf root && dpkg-deb -x prometheus_*.deb root && rm -f prometheus_*.deb) && [[ -x $PT_CACHED ]]; then
-        PROMTOOL=$PT_CACHED
-    else
-        note "apt-get download prometheus failed (run apt-get update first?)"
-    fi
-fi
-if [[ -z $PROMTOOL ]]; then
+RULES=$HERE/prometheus/test-rules.sh
+PT_ARGS=()
+[[ $OFFLINE == 1 ]] && PT_ARGS=(--offline)
+if ! PROMTOOL=$(ORDERGATE_CACHE_DIR=$CACHE "$RULES" --which "${PT_ARGS[@]}"); then
     skip "promtool not available (Debian: apt-get install prometheus, or run without --offline): rules not checked by promtool"
 else
-    note "promtool: $PROMTOOL ($("$PROMTOOL" --version 2>&1 | head -n 1))"
-    if run_quiet "$PROMTOOL" check rules "$REPO/deploy/prometheus/alerts.yaml"; then
-        ok "promtool check rules deploy/prometheus/alerts.yaml"
-    else
-        bad "promtool check rules deploy/prometheus/alerts.yaml"
-    fi
-    if run_quiet bash -c 'cd "$1" && "$2" test rules alerts.test.yaml' _ "$REPO/deploy/prometheus" "$PROMTOOL"; then
-        ok "promtool test rules deploy/prometheus/alerts.test.yaml"
-    else
-        bad "promtool test rules deploy/prometheus/alerts.test.yaml"
-    fi
+    rc=0
+    PROMTOOL=$PROMTOOL "$RULES" >"$TMP/rules.out" 2>&1 || rc=$?
+    fails=0
+    while IFS= read -r line; do
+        case $line in
+            "ok    "*) ok "${line#ok    }" ;;
+            "FAIL  "*) bad "${line#FAIL  }"; fails=$((fails + 1)) ;;
+            "test-rules: "*) ;;
+            *) printf '%s\n' "$line" ;;
+        esac
+    done <"$TMP/rules.out"
+    ((rc == 0 || fails > 0)) || bad "deploy/prometheus/test-rules.sh exited $rc"
 fi
 
 # ---------------------------------------------------------------------------------------------
@@ -260,6 +257,12 @@ fi
 if command -v kubectl >/dev/null; then
     if run_quiet timeout 120 kubectl kustomize "$REPO/deploy/k8s"; then
         ok "kubectl kustomize deploy/k8s renders ($(grep -c '^kind:' "$TMP/run.out") objects)"
+        # What `kubectl apply -k` would write: never a Secret (it would replace the real one).
+        if grep -q '^kind: Secret$' "$TMP/run.out"; then
+            bad "kubectl kustomize deploy/k8s renders a Secret: apply -k would overwrite the real one"
+        else
+            ok "kubectl kustomize deploy/k8s renders no Secret"
+        fi
     else
         bad "kubectl kustomize deploy/k8s"
     fi

@@ -30,7 +30,7 @@ step() { printf '\n==> %s (%ss)\n' "$*" "$(($(date +%s) - t_start))"; }
 debs=(build-essential cmake ninja-build pkg-config git
       librdkafka-dev libpq-dev libconfig-dev libcmocka-dev libjansson-dev libmicrohttpd-dev
       postgresql-15 postgresql-client-15 kcat clang clang-format libclang-rt-14-dev
-      openjdk-17-jdk-headless maven python3 python3-yaml python3-psycopg2 systemd)
+      openjdk-17-jdk-headless maven python3 python3-yaml python3-psycopg2 systemd prometheus)
 missing=()
 for p in "${debs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

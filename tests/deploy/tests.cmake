@@ -1,3 +1,12 @@
+# The alert rules and their promtool unit tests (deploy/prometheus/test-rules.sh): promtool check
+# rules, promtool test rules, no rule on a job name, every alert tested firing and silent.
+# Without promtool (Debian's prometheus package, in tests/run.sh's list) this FAILS, never skips.
+# No binary involved: once is enough, in the normal build.
+if(NOT OG_SANITIZE)
+  add_test(NAME deploy_alerts COMMAND ${PROJECT_SOURCE_DIR}/deploy/prometheus/test-rules.sh)
+  set_tests_properties(deploy_alerts PROPERTIES LABELS deploy TIMEOUT 600)
+endif()
+
 # The deployment files (deploy/: ordergate.conf, systemd units, compose, Kubernetes manifests,
 # alert rules and their promtool tests, the Grafana dashboard) validated by deploy/validate.sh.
 # The configs are also checked through a built binary's --check-config, hence --build-dir.

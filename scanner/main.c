@@ -407,7 +407,7 @@ int main(int argc, char **argv)
         goto report;
     }
     if ((args.reconcile ? scanner_metrics_init_reconcile(&err)
-                        : scanner_metrics_init(scanner_max_skip_s(&cfg), &err)) != OG_OK) {
+                        : scanner_metrics_init(scanner_max_skip_s(&cfg), cfg.grace_s, &err)) != OG_OK) {
         log_error("scanner_metrics_failed", "error=%s", log_quote(q, sizeof(q), err.msg));
         code = EXIT_RUNTIME;
         goto out;

@@ -40,9 +40,10 @@ static struct {
     struct metric *page_seconds;
     struct metric *claim_seconds;
     struct metric *max_skip;
+    struct metric *grace;
 } sm;
 
-enum og_status scanner_metrics_init(int max_skip_s, struct og_error *err)
+enum og_status scanner_metrics_init(int max_skip_s, int grace_s, struct og_error *err)
 {
     static const double buckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                      0.25,  0.5,    1,     2.5,  5,     10};
@@ -70,6 +71,11 @@ enum og_status scanner_metrics_init(int max_skip_s, struct og_error *err)
                                   "last sweep is older",
                                   METRIC_GAUGE, NULL, NULL, 0);
     metric_set(sm.max_skip, max_skip_s);
+    sm.grace = metric_register("ordergate_scanner_grace_seconds",
+                               "scanner.grace_s in force; 0 tells the alert rules the scanner runs "
+                               "alone, without consumers (tier 1)",
+                               METRIC_GAUGE, NULL, NULL, 0);
+    metric_set(sm.grace, grace_s);
     sm.last_duration = metric_register("ordergate_scanner_last_run_duration_seconds",
                                        "Duration of the last run", METRIC_GAUGE, NULL, NULL, 0);
     sm.last_batches =
@@ -106,7 +112,7 @@ enum og_status scanner_metrics_init(int max_skip_s, struct og_error *err)
                         METRIC_HISTOGRAM, NULL, buckets, nb);
     ok = ok && sm.missed && sm.missed_total && sm.last_ts && sm.last_success && sm.last_duration &&
          sm.last_batches && sm.last_busy_left && sm.crashed_found && sm.page_seconds &&
-         sm.claim_seconds && sm.max_skip;
+         sm.claim_seconds && sm.max_skip && sm.grace;
     if (!ok)
         return og_error_set(err, OG_ERR_NOMEM, false, "cannot register the scanner's metrics");
     return OG_OK;

@@ -16,8 +16,9 @@
 #include "scanner/sweep.h"
 
 /* Registers the sweep's metrics; call once at startup of a sweep process.
- * max_skip_s: the --max-skip in force, exported as ordergate_scanner_max_skip_seconds. */
-enum og_status scanner_metrics_init(int max_skip_s, struct og_error *err);
+ * max_skip_s: the --max-skip in force, exported as ordergate_scanner_max_skip_seconds;
+ * grace_s: scanner.grace_s, as ordergate_scanner_grace_seconds (0: the scanner runs alone). */
+enum og_status scanner_metrics_init(int max_skip_s, int grace_s, struct og_error *err);
 /* Sets the last-run gauges and adds to the counters. sweep: when orders were
  * last swept, or NULL when not known (a failed run does not ask): then
  * ordergate_scanner_last_sweep_* keep their values (absent until first

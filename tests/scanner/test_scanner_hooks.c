@@ -67,6 +67,7 @@ static void run_with_failing_hook(void **state, const char *workers)
     assert_non_null(strstr(prom, "ordergate_scanner_last_run_orders{outcome=\"hook_failed\"} 2\n"));
     assert_non_null(strstr(prom, "ordergate_scanner_hook_failures_total{hook=\"" HOOK "\"} 2\n"));
     assert_non_null(strstr(prom, "ordergate_scanner_last_run_success 1\n"));
+    assert_non_null(strstr(prom, "ordergate_scanner_grace_seconds 0\n"));
     free(prom);
     scanner_child_free(&c);
 

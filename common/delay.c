@@ -51,8 +51,8 @@ void delay_levels_free(struct delay_levels *d)
     d->n = 0;
 }
 
-enum og_status delay_levels_parse(const struct og_config *cfg, struct delay_levels *out,
-                                  struct og_error *err)
+enum og_status delay_levels_parse(const struct og_config *cfg, unsigned flags,
+                                  struct delay_levels *out, struct og_error *err)
 {
     const char *tp = cfg->topics != NULL ? cfg->topics : "";
     const char *lp = cfg->topic_levels != NULL ? cfg->topic_levels : "";
@@ -92,6 +92,8 @@ enum og_status delay_levels_parse(const struct og_config *cfg, struct delay_leve
                                   "(1s..366d, e.g. 15m)",
                                   what, topic);
                 og_error_setting(err, "kafka.topic_levels");
+            } else if (flags & DELAY_NAMED_ONLY) {
+                continue;
             } else {
                 st = og_error_set(err, OG_ERR_CONFIG, false,
                                   "topic %s: no delay level in its name (e.g. "
@@ -132,12 +134,32 @@ out:
     return st;
 }
 
-const char *delay_topic_for(const struct delay_levels *d, int64_t remaining_ms)
+const struct delay_level *delay_pick(const struct delay_levels *d, int64_t remaining_ms)
 {
     if (d == NULL || d->n == 0)
         return NULL;
     for (size_t i = 0; i < d->n; i++)
         if (d->v[i].level_ms >= remaining_ms)
-            return d->v[i].topic;
-    return d->v[d->n - 1].topic;
+            return &d->v[i];
+    return &d->v[d->n - 1];
+}
+
+const char *delay_topic_for(const struct delay_levels *d, int64_t remaining_ms)
+{
+    const struct delay_level *l = delay_pick(d, remaining_ms);
+
+    return l != NULL ? l->topic : NULL;
+}
+
+int64_t delay_level_of(const struct delay_levels *d, const char *topic)
+{
+    for (size_t i = 0; d != NULL && i < d->n; i++)
+        if (strcmp(d->v[i].topic, topic) == 0)
+            return d->v[i].level_ms;
+    return -1;
+}
+
+const struct delay_level *delay_longest(const struct delay_levels *d)
+{
+    return d != NULL && d->n > 0 ? &d->v[d->n - 1] : NULL;
 }

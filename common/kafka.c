@@ -701,37 +701,3 @@ bool kafka_topic_wait_ready(rd_kafka_t *rk, const char *topic, int partitions, i
         nanosleep(&(struct timespec){0, 100 * 1000000L}, NULL);
     }
 }
-
-int64_t kafka_topic_level_s(const char *topic)
-{
-    const char *dot = strrchr(topic, '.');
-    int64_t s = -1;
-
-    if (dot == NULL || parse_duration(NULL, dot + 1, 1, KAFKA_LEVEL_MAX_S, &s, NULL) != OG_OK)
-        return -1;
-    return s;
-}
-
-const struct kafka_level *kafka_level_pick(const struct kafka_level *levels, size_t n,
-                                           int64_t wait_s)
-{
-    const struct kafka_level *best = NULL;
-
-    for (size_t i = 0; i < n; i++) {
-        if (levels[i].seconds < 0 || levels[i].seconds < wait_s)
-            continue;
-        if (best == NULL || levels[i].seconds < best->seconds)
-            best = &levels[i];
-    }
-    return best;
-}
-
-const struct kafka_level *kafka_level_longest(const struct kafka_level *levels, size_t n)
-{
-    const struct kafka_level *best = NULL;
-
-    for (size_t i = 0; i < n; i++)
-        if (levels[i].seconds >= 0 && (best == NULL || levels[i].seconds > best->seconds))
-            best = &levels[i];
-    return best;
-}

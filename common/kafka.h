@@ -121,25 +121,6 @@ void kafka_topics_free(char **topics, size_t n);
  * and neither "." nor "..". */
 bool kafka_topic_valid(const char *name);
 
-/* Delay levels: a delay topic's name ends in its level ("ordergate.cancel.15m": 900 s; units
- * s, m, h, d as parse_duration reads them, at most KAFKA_LEVEL_MAX_S). */
-#define KAFKA_LEVEL_MAX_S (INT64_C(3650) * 86400)
-struct kafka_level {
-    const char *topic; /* not owned */
-    int64_t seconds;   /* -1: the name ends in no level */
-};
-/* The level of a topic from its name's last dot-separated part; -1 when that is no level. */
-int64_t kafka_topic_level_s(const char *topic);
-/* The topic for a cancel due in wait_s seconds: the shortest level not shorter than the wait.
- * Its neighbours in the partition are due at about the same time or later, so the message can
- * only be late itself (by up to level - wait); in a shorter level it would sit at the head of
- * its partition and hold back the messages behind it. NULL when no level is that long (or
- * none has a level). */
-const struct kafka_level *kafka_level_pick(const struct kafka_level *levels, size_t n,
-                                           int64_t wait_s);
-/* The longest level among levels[0..n), NULL when none has one. */
-const struct kafka_level *kafka_level_longest(const struct kafka_level *levels, size_t n);
-
 /* Fills err from a librdkafka error code; retriable unless the code says
  * retrying cannot help (bad configuration, message too large, not allowed). */
 enum og_status kafka_error_set(struct og_error *err, rd_kafka_resp_err_t code, const char *what);

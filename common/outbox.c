@@ -162,7 +162,7 @@ struct outbox_relay *outbox_relay_new(struct db *db, rd_kafka_t *producer,
          * until such an event comes; then the step fails with this reason
          * (outbox_delay_topic). */
         struct og_error lerr = {0};
-        if (delay_levels_parse(cfg, &relay->levels, &lerr) != OG_OK)
+        if (delay_levels_parse(cfg, DELAY_ALL_TOPICS, &relay->levels, &lerr) != OG_OK)
             snprintf(relay->levels_err, sizeof(relay->levels_err), "%s", lerr.msg);
     }
     relay->batch_size = cfg->outbox_batch > 0 ? cfg->outbox_batch : 500;

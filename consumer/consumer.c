@@ -24,29 +24,24 @@ static void consumer_db_hook(void *arg, bool begin)
 
 int64_t consumer_level_ms(const struct consumer *c, const char *topic)
 {
-    const struct kafka_level *longest = kafka_level_longest(c->levels, c->nlevels);
+    const struct delay_level *longest = delay_longest(&c->levels);
+    int64_t own = delay_level_of(&c->levels, topic);
 
-    for (size_t i = 0; i < c->nlevels; i++)
-        if (c->levels[i].seconds >= 0 && strcmp(c->levels[i].topic, topic) == 0)
-            return c->levels[i].seconds * 1000;
-    return longest != NULL ? longest->seconds * 1000 : -1;
+    return own >= 0 ? own : longest != NULL ? longest->level_ms : -1;
 }
 
 const char *consumer_reschedule_topic(const struct consumer *c, const char *source, int64_t now_ms,
                                       int64_t *due_ms)
 {
-    const struct kafka_level *longest = kafka_level_longest(c->levels, c->nlevels);
-    const struct kafka_level *pick;
     int64_t wait_ms = *due_ms - now_ms - c->cfg->level_margin_ms;
+    const struct delay_level *pick = delay_pick(&c->levels, wait_ms > 0 ? wait_ms : 0);
 
-    if (longest == NULL)
+    if (pick == NULL)
         return source;
-    /* Whole seconds, rounded up: a level must not be shorter than the wait. */
-    pick = kafka_level_pick(c->levels, c->nlevels, wait_ms > 0 ? (wait_ms + 999) / 1000 : 0);
-    if (pick != NULL)
-        return pick->topic;
-    *due_ms = now_ms + longest->seconds * 1000;
-    return longest->topic;
+    /* No level is that long: the longest, due when its level has passed (then hop on). */
+    if (pick->level_ms < wait_ms)
+        *due_ms = now_ms + pick->level_ms;
+    return pick->topic;
 }
 
 struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
@@ -92,14 +87,9 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     c->ntopics = ndelay;
     free(delay); /* the names now belong to c->topics */
     delay = NULL;
-    c->levels = calloc(ndelay, sizeof(*c->levels));
-    if (c->levels == NULL) {
-        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    st = delay_levels_parse(cfg, DELAY_NAMED_ONLY, &c->levels, err);
+    if (st != OG_OK)
         goto fail;
-    }
-    for (size_t i = 0; i < ndelay; i++)
-        c->levels[i] = (struct kafka_level){c->topics[i], kafka_topic_level_s(c->topics[i])};
-    c->nlevels = ndelay;
     if (*cfg->payments_topic != '\0') {
         c->topics[c->ntopics] = strdup(cfg->payments_topic);
         if (c->topics[c->ntopics] == NULL) {
@@ -192,7 +182,7 @@ void consumer_free(struct consumer *c)
     /* After the producer: a late delivery report writes into the batch. */
     batch_free(&c->batch);
     retry_free(&c->retry);
-    free(c->levels);
+    delay_levels_free(&c->levels);
     db_free(c->db);
     sched_free(c->sched);
     free(c->rows);

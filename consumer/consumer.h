@@ -37,8 +37,8 @@
  * owner reads them again). Slots are claimed only while nothing is stalled,
  * so they only ever join a batch that has not been claimed yet.
  *
- * Delay levels. A delay topic's level comes from its name
- * (common/kafka.h): a message due more than its topic's level plus
+ * Delay levels. A delay topic's level comes from kafka.topic_levels or its
+ * name (common/delay.h): a message due more than its topic's level plus
  * consumer.level_margin_ms from now would pause its partition far beyond
  * the level, so it is claimed at once instead (the database decides; a
  * not_due answer re-schedules it by the real expire_at). Re-schedules go to
@@ -61,6 +61,7 @@
 #include "common/cfg.h"
 #include "common/codec.h"
 #include "common/db.h"
+#include "common/delay.h"
 #include "common/gate.h"
 #include "common/kafka.h"
 #include "common/metrics.h"
@@ -259,8 +260,7 @@ struct consumer {
     size_t ntopics;
     /* topics end with kafka.payments_topic, then kafka.refund_results_topic, when set */
     bool has_payments, has_refunds;
-    struct kafka_level *levels; /* the delay topics (topics[0..nlevels)) with their levels */
-    size_t nlevels;
+    struct delay_levels levels; /* the delay topics that have a level (common/delay.h) */
     struct retry_set retry;
     bool stalled;        /* the batch could not commit: every partition is paused */
     int64_t retry_at_ms; /* monotonic; next flush attempt while stalled */

@@ -17,7 +17,7 @@ static enum og_status levels(const char *topics, const char *topic_levels, struc
     memset(&cfg, 0, sizeof(cfg));
     cfg.topics = (char *)topics;
     cfg.topic_levels = (char *)topic_levels;
-    return delay_levels_parse(&cfg, d, err);
+    return delay_levels_parse(&cfg, DELAY_ALL_TOPICS, d, err);
 }
 
 /* Levels from the names; the smallest level that is long enough wins, the
@@ -88,12 +88,61 @@ static void test_levels_refused(void **state)
     assert_int_equal(d.n, 0);
 }
 
+/* The consumer's reading: topics without a level in their name are left out, not refused; the
+ * pick, the level of a topic and the longest. */
+static void test_levels_named_only(void **state)
+{
+    struct og_config cfg;
+    struct delay_levels d;
+    struct og_error err = {0};
+
+    (void)state;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.topics =
+        "ordergate.cancel.30m,ordergate.cancel.15m,ordergate.cancel.2h,og.t.cancel.a,nodot";
+    cfg.topic_levels = "";
+    assert_int_equal(delay_levels_parse(&cfg, DELAY_NAMED_ONLY, &d, &err), OG_OK);
+    assert_int_equal(d.n, 3);
+    assert_int_equal(delay_level_of(&d, "ordergate.cancel.30m"), 1800000);
+    assert_int_equal(delay_level_of(&d, "ordergate.cancel.15m"), 900000);
+    assert_int_equal(delay_level_of(&d, "og.t.cancel.a"), -1);
+    assert_int_equal(delay_level_of(&d, "nodot"), -1);
+    assert_string_equal(delay_longest(&d)->topic, "ordergate.cancel.2h");
+    /* The shortest level not shorter than the wait; the longest beyond them all. */
+    assert_string_equal(delay_pick(&d, 0)->topic, "ordergate.cancel.15m");
+    assert_string_equal(delay_pick(&d, 900000)->topic, "ordergate.cancel.15m");
+    assert_string_equal(delay_pick(&d, 900001)->topic, "ordergate.cancel.30m");
+    assert_string_equal(delay_pick(&d, 7200000)->topic, "ordergate.cancel.2h");
+    assert_string_equal(delay_pick(&d, 7200001)->topic, "ordergate.cancel.2h");
+    assert_true(delay_pick(&d, 7200001)->level_ms < 7200001);
+    delay_levels_free(&d);
+
+    /* Explicit levels still apply to every topic, and still must match. */
+    cfg.topics = "og.t.cancel.a,og.t.cancel.b";
+    cfg.topic_levels = "1m,10m";
+    assert_int_equal(delay_levels_parse(&cfg, DELAY_NAMED_ONLY, &d, &err), OG_OK);
+    assert_int_equal(delay_level_of(&d, "og.t.cancel.b"), 600000);
+    delay_levels_free(&d);
+    cfg.topic_levels = "1m";
+    assert_int_equal(delay_levels_parse(&cfg, DELAY_NAMED_ONLY, &d, &err), OG_ERR_CONFIG);
+
+    /* No level anywhere: an empty table (the consumer then re-schedules to the source). */
+    cfg.topics = "og.t.cancel.a";
+    cfg.topic_levels = "";
+    assert_int_equal(delay_levels_parse(&cfg, DELAY_NAMED_ONLY, &d, &err), OG_OK);
+    assert_int_equal(d.n, 0);
+    assert_null(delay_pick(&d, 0));
+    assert_null(delay_longest(&d));
+    delay_levels_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_levels_from_names),
         cmocka_unit_test(test_levels_explicit),
         cmocka_unit_test(test_levels_refused),
+        cmocka_unit_test(test_levels_named_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -155,43 +155,6 @@ static void test_group_instance_id(void **state)
     cfg_free(&cfg);
 }
 
-/* Delay levels from topic names, and the level a re-schedule goes to. */
-static void test_delay_levels(void **state)
-{
-    struct kafka_level levels[] = {
-        {"ordergate.cancel.30m", 0},
-        {"ordergate.cancel.15m", 0},
-        {"ordergate.cancel.2h", 0},
-        {"og.t.cancel.a", 0},
-        {"nodot", 0},
-    };
-    size_t n = sizeof(levels) / sizeof(levels[0]);
-
-    (void)state;
-    for (size_t i = 0; i < n; i++)
-        levels[i].seconds = kafka_topic_level_s(levels[i].topic);
-    assert_int_equal(levels[0].seconds, 1800);
-    assert_int_equal(levels[1].seconds, 900);
-    assert_int_equal(levels[2].seconds, 7200);
-    assert_int_equal(levels[3].seconds, -1);
-    assert_int_equal(levels[4].seconds, -1);
-    assert_int_equal(kafka_topic_level_s("x.90s"), 90);
-    assert_int_equal(kafka_topic_level_s("x.1d"), 86400);
-    assert_int_equal(kafka_topic_level_s("x.0s"), -1); /* no zero level */
-    assert_int_equal(kafka_topic_level_s("x.15 m"), -1);
-    assert_int_equal(kafka_topic_level_s("x."), -1);
-
-    /* The shortest level not shorter than the wait; none when the wait is beyond them all. */
-    assert_string_equal(kafka_level_pick(levels, n, 0)->topic, "ordergate.cancel.15m");
-    assert_string_equal(kafka_level_pick(levels, n, 900)->topic, "ordergate.cancel.15m");
-    assert_string_equal(kafka_level_pick(levels, n, 901)->topic, "ordergate.cancel.30m");
-    assert_string_equal(kafka_level_pick(levels, n, 7200)->topic, "ordergate.cancel.2h");
-    assert_null(kafka_level_pick(levels, n, 7201));
-    assert_string_equal(kafka_level_longest(levels, n)->topic, "ordergate.cancel.2h");
-    assert_null(kafka_level_pick(levels + 3, 2, 0));
-    assert_null(kafka_level_longest(levels + 3, 2));
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -199,7 +162,6 @@ int main(void)
         cmocka_unit_test(test_handles_get_their_share),
         cmocka_unit_test(test_reserved_refused_for_both_roles),
         cmocka_unit_test(test_group_instance_id),
-        cmocka_unit_test(test_delay_levels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

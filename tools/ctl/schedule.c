@@ -15,6 +15,7 @@
 
 #include "common/clock.h"
 #include "common/codec.h"
+#include "common/delay.h"
 #include "common/gate.h"
 #include "common/kafka.h"
 #include "common/log.h"
@@ -162,10 +163,8 @@ static enum og_status schedule_run(struct ctl *ctl, const struct opt_args *a, js
     const char *order_no = a->pos[0];
     const char *due_opt = opt_arg(a, "due-at"), *level_opt = opt_arg(a, "delay-level");
     const char *topic = opt_arg(a, "topic"), *due_source, *status = NULL;
-    struct kafka_level *levels = NULL;
-    const struct kafka_level *picked = NULL;
-    char **names = NULL;
-    size_t nnames = 0;
+    struct delay_levels levels = {0};
+    const struct delay_level *picked = NULL;
     int64_t due_ms = 0, level_s = 0;
     char due_at[40], value[CODEC_VALUE_MAX];
     size_t value_len = 0;
@@ -194,18 +193,9 @@ static enum og_status schedule_run(struct ctl *ctl, const struct opt_args *a, js
         return og_error_set(err, OG_ERR_ARG, false,
                             "--topic '%s': 1 to %d characters of A-Z a-z 0-9 . _ -", topic,
                             KAFKA_TOPIC_MAX);
-    st = kafka_topics_split(ctl->cfg.topics, &names, &nnames, err);
+    st = delay_levels_parse(&ctl->cfg, DELAY_NAMED_ONLY, &levels, err);
     if (st != OG_OK)
-        return st;
-    levels = calloc(nnames + 1, sizeof(*levels));
-    if (levels == NULL) {
-        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
         goto out;
-    }
-    for (size_t i = 0; i < nnames; i++) {
-        levels[i].topic = names[i];
-        levels[i].seconds = kafka_topic_level_s(names[i]);
-    }
 
     /* The due time. */
     if (due_opt != NULL) {
@@ -240,9 +230,9 @@ static enum og_status schedule_run(struct ctl *ctl, const struct opt_args *a, js
 
     /* The topic. */
     if (topic == NULL && level_opt != NULL) {
-        for (size_t i = 0; i < nnames && picked == NULL; i++)
-            if (levels[i].seconds == level_s)
-                picked = &levels[i];
+        for (size_t i = 0; i < levels.n && picked == NULL; i++)
+            if (levels.v[i].level_ms == level_s * 1000)
+                picked = &levels.v[i];
         if (picked == NULL) {
             st = og_error_set(err, OG_ERR_ARG, false,
                               "no delay topic for level %s in kafka.topics (%s); give --topic",
@@ -252,8 +242,8 @@ static enum og_status schedule_run(struct ctl *ctl, const struct opt_args *a, js
         topic = picked->topic;
     } else if (topic == NULL) {
         int64_t wait_s = (due_ms - clock_wall_ms() + 999) / 1000;
-        picked = kafka_level_pick(levels, nnames, wait_s);
-        if (picked == NULL) {
+        picked = delay_pick(&levels, wait_s * 1000);
+        if (picked == NULL || picked->level_ms < wait_s * 1000) {
             st = og_error_set(err, OG_ERR_ARG, false,
                               "due in %" PRId64 " s: no delay level in kafka.topics (%s) is that "
                               "long; give --topic",
@@ -302,8 +292,7 @@ out:
         rd_kafka_flush(rk, 1000);
         rd_kafka_destroy(rk);
     }
-    free(levels);
-    kafka_topics_free(names, nnames);
+    delay_levels_free(&levels);
     json_decref(report);
     return st;
 }

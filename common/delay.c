@@ -127,7 +127,8 @@ enum og_status delay_levels_parse(const struct og_config *cfg, unsigned flags,
         og_error_setting(err, "kafka.topic_levels");
         goto out;
     }
-    qsort(out->v, out->n, sizeof(*out->v), delay_level_cmp);
+    if (out->n > 1)
+        qsort(out->v, out->n, sizeof(*out->v), delay_level_cmp);
 out:
     if (st != OG_OK)
         delay_levels_free(out);

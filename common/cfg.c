@@ -52,6 +52,7 @@ static const struct cfg_param cfg_params[] = {
     {"consumer.health_db_call_ms", CFG_INT, S(health_db_call_ms), "30000", 0, 3600000, 0},
     {"consumer.busy_retry_ms", CFG_INT, S(busy_retry_ms), "10000", 0, 3600000, 0},
     {"consumer.hook_retry_ms", CFG_INT, S(hook_retry_ms), "60000", 0, 86400000, 0},
+    {"consumer.allow_nondurable", CFG_BOOL, S(allow_nondurable), "false", 0, 1, 0},
     {"consumer.local_due_ms", CFG_INT, S(local_due_ms), "1000", 0, 60000, 0},
     {"consumer.level_margin_ms", CFG_INT, S(level_margin_ms), "10000", 0, 86400000, 0},
     {"outbox.enabled", CFG_BOOL, S(outbox_enabled), "true", 0, 1, 0},

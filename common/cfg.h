@@ -58,6 +58,7 @@ struct og_config {
     int health_db_call_ms; /* /healthz and /readyz fail while a call runs longer; 0 = never */
     int busy_retry_ms;     /* a locked order is re-claimed locally this long, then re-scheduled */
     int hook_retry_ms;     /* an order a hook fails is re-claimed this long, then dead-lettered */
+    int allow_nondurable;  /* run (warning, metric) on a server whose commits may be lost */
     int local_due_ms;      /* an order not due for less than this is re-claimed locally */
     int level_margin_ms;   /* a due time this far beyond its topic's level is claimed at once */
 

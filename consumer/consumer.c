@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/log.h"
 #include "common/signals.h"
 #include "consumer/consumer.h"
 
@@ -20,6 +21,59 @@ static void consumer_db_hook(void *arg, bool begin)
         metrics_call_end();
         consumer_watchdog(arg);
     }
+}
+
+static const struct db_stmt consumer_stmt_durability = {
+    "og_durability",
+    "SELECT current_setting('fsync'), current_setting('synchronous_commit'), "
+    "current_setting('synchronous_standby_names')",
+    0};
+
+void consumer_check_durability(struct consumer *c)
+{
+    PGresult *res = NULL;
+    struct og_error err = {0};
+    char q[600];
+
+    c->next_durability_ms = clock_mono_ms() + CONSUMER_DURABILITY_EVERY_MS;
+    if (db_call(c->db, &consumer_stmt_durability, NULL, &res, &err) != OG_OK) {
+        log_warn("durability_unknown", "error=%s", log_quote(q, sizeof(q), err.msg));
+        PQclear(res);
+        return;
+    }
+    if (PQntuples(res) == 1 && PQnfields(res) == 3) {
+        const char *fsync = PQgetvalue(res, 0, 0), *sync = PQgetvalue(res, 0, 1);
+        const char *standbys = PQgetvalue(res, 0, 2);
+        bool named = *standbys != '\0';
+        bool durable = strcmp(fsync, "on") == 0 && strcmp(sync, "off") != 0 &&
+                       !(named && strcmp(sync, "local") == 0);
+        bool replicated = durable && named && strcmp(sync, "local") != 0;
+
+        metric_set(c->m.commit_durable, durable);
+        metric_set(c->m.commit_replicated, replicated);
+        if (!durable && !c->cfg->allow_nondurable) {
+            log_error("commit_not_durable",
+                      "fsync=%s synchronous_commit=%s synchronous_standby_names=%s msg=\"a claim "
+                      "could be lost after its offset was committed; stopping (set "
+                      "consumer.allow_nondurable to run anyway)\"",
+                      fsync, sync, log_quote(q, sizeof(q), standbys));
+            c->fatal = true;
+        } else if ((int)durable != c->durable) {
+            if (durable)
+                log_info("commit_durable",
+                         "fsync=%s synchronous_commit=%s synchronous_standby_names=%s "
+                         "replicated=%d",
+                         fsync, sync, log_quote(q, sizeof(q), standbys), replicated);
+            else
+                log_error("commit_not_durable",
+                          "fsync=%s synchronous_commit=%s synchronous_standby_names=%s "
+                          "msg=\"a claim could be lost after its offset was committed; running "
+                          "because consumer.allow_nondurable is set\"",
+                          fsync, sync, log_quote(q, sizeof(q), standbys));
+        }
+        c->durable = durable;
+    }
+    PQclear(res);
 }
 
 int64_t consumer_level_ms(const struct consumer *c, const char *topic)
@@ -67,6 +121,7 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
         return NULL;
     }
     c->cfg = cfg;
+    c->durable = -1;
     st = kafka_check_config(cfg, err);
     if (st != OG_OK)
         goto fail;

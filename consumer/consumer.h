@@ -208,6 +208,7 @@ struct consumer_metrics {
     /* [0] busy, [1] not_due, [2] hook_failed (CONSUMER_RETRY_WHY) */
     struct metric *retries[3], *retry_given_up[3];
     struct metric *retry_pending, *beyond_level, *db_call_age;
+    struct metric *commit_durable, *commit_replicated;
     struct metric *outbox_backlog, *outbox_published, *outbox_errors;
 };
 
@@ -262,10 +263,12 @@ struct consumer {
     bool has_payments, has_refunds;
     struct delay_levels levels; /* the delay topics that have a level (common/delay.h) */
     struct retry_set retry;
-    bool stalled;        /* the batch could not commit: every partition is paused */
-    int64_t retry_at_ms; /* monotonic; next flush attempt while stalled */
-    int hook_stalls;     /* flushes in a row a hook failed for every order of the batch */
-    int attempts;        /* consecutive failed flushes (backoff) */
+    bool stalled;               /* the batch could not commit: every partition is paused */
+    int64_t retry_at_ms;        /* monotonic; next flush attempt while stalled */
+    int hook_stalls;            /* flushes in a row a hook failed for every order of the batch */
+    int64_t next_durability_ms; /* monotonic; next look at the server's commit settings */
+    int durable;                /* the last verdict: -1 not looked yet, 0 no, 1 yes */
+    int attempts;               /* consecutive failed flushes (backoff) */
     bool db_ok, kafka_ok, fatal;
     bool fenced;  /* the broker fenced our group.instance.id: another member has it */
     bool closed;  /* the group membership was closed (loop_shutdown) */
@@ -346,6 +349,18 @@ int64_t retry_hold_take(struct retry_set *r, const char *topic, int32_t partitio
 bool retry_hold_put(struct retry_set *r, const char *topic, int32_t partition, int64_t upto);
 /* Drops the slots and the hold of a revoked partition; returns how many slots. */
 size_t retry_revoke(struct retry_set *r, const char *topic, int32_t partition);
+
+/* consumer.c: the server's commit durability. Reads fsync, synchronous_commit and
+ * synchronous_standby_names on the consume loop's session (at start and every
+ * CONSUMER_DURABILITY_EVERY_MS, so a failover to a server set up otherwise is seen): a claim is
+ * durable when fsync is on and synchronous_commit is not off, nor local while synchronous
+ * standbys are configured; it is replicated when, besides, synchronous standbys are named and
+ * synchronous_commit waits for them. A claim that is not durable could be lost after its
+ * offset was committed: the consumer then stops (fatal) unless consumer.allow_nondurable, in
+ * which case it logs an error once and exports ordergate_consumer_commit_durable 0. A failed
+ * look changes nothing (the next one tries again). */
+#define CONSUMER_DURABILITY_EVERY_MS 60000
+void consumer_check_durability(struct consumer *c);
 
 /* consumer.c: delay levels (see above) */
 /* The level of a delay topic in ms for the due-time check: its own, else the longest of

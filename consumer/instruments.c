@@ -146,6 +146,19 @@ void consumer_metrics_register(struct consumer_metrics *m, char *const *topics, 
                                      "between calls); /healthz fails beyond "
                                      "consumer.health_db_call_ms",
                                      METRIC_GAUGE, NULL, NULL, 0);
+    m->commit_durable = metric_register(
+        "ordergate_consumer_commit_durable",
+        "1 when the database's commits survive a crash (fsync on, synchronous_commit not off, nor "
+        "local while synchronous standbys are named); 0 when a claim could be lost after its "
+        "offset was committed; -1 before the first look",
+        METRIC_GAUGE, NULL, NULL, 0);
+    metric_set(m->commit_durable, -1);
+    m->commit_replicated = metric_register(
+        "ordergate_consumer_commit_replicated",
+        "1 when commits also wait for a synchronous standby (a failover loses no claim); 0 when "
+        "they do not; -1 before the first look",
+        METRIC_GAUGE, NULL, NULL, 0);
+    metric_set(m->commit_replicated, -1);
     m->outbox_backlog =
         metric_register("ordergate_relay_outbox_backlog", "Outbox rows not yet published",
                         METRIC_GAUGE, NULL, NULL, 0);

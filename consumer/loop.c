@@ -561,6 +561,9 @@ static void loop_periodic(struct consumer *c, int64_t now)
     char fatal[256];
 
     consumer_watchdog(c);
+    /* Not while stalled: the database may be away, and the stall's retries own the session. */
+    if (!c->stalled && c->db_ok && now >= c->next_durability_ms)
+        consumer_check_durability(c);
     if (now < c->next_gauges_ms)
         return;
     c->next_gauges_ms = now + LOOP_GAUGES_EVERY_MS;
@@ -838,6 +841,9 @@ int consumer_run(struct consumer *c)
     if (db_connect(c->db, &err) == OG_OK) {
         c->db_ok = true;
         log_info("db_connected", NULL);
+        consumer_check_durability(c);
+        if (c->fatal)
+            return 1;
     } else {
         /* Not fatal: the database may come up later; batches wait for it. */
         log_warn("db_unavailable", "error=%s", log_quote(q, sizeof(q), err.msg));

@@ -38,6 +38,8 @@ void consumer_check_durability(struct consumer *c)
     c->next_durability_ms = clock_mono_ms() + CONSUMER_DURABILITY_EVERY_MS;
     if (db_call(c->db, &consumer_stmt_durability, NULL, &res, &err) != OG_OK) {
         log_warn("durability_unknown", "error=%s", log_quote(q, sizeof(q), err.msg));
+        if (err.retriable)
+            c->db_ok = false; /* readiness says so until a batch step gets through */
         PQclear(res);
         return;
     }

@@ -309,10 +309,10 @@ static void batch_hook_failed_all(struct consumer *c, size_t n, const struct og_
 }
 
 /* Step 2: every live cancel of the batch not claimed yet (state BATCH_NEW) in one
- * claim_cancel (split by gate_claim_cancel_isolating when a hook fails). Claim state is per entry:
- * a flush that claimed and then failed a later step leaves its entries past BATCH_NEW, so the next
- * flush claims only cancels that joined the batch since, and claims them before anything is stored.
- */
+ * claim_cancel (split by gate_claim_cancel_isolating when a hook fails). Claim state is per
+ * entry: a flush that claimed and then failed a later step leaves its entries past BATCH_NEW,
+ * so the next flush claims only cancels that joined the batch since, and claims them before
+ * anything is stored. */
 static enum flush_result batch_claim(struct consumer *c)
 {
     struct batch *b = &c->batch;

@@ -10,9 +10,9 @@
 
 #include "common/clock.h"
 #include "common/gate.h"
-#include "scanner/scanner_metrics.h"
 #include "common/log.h"
 #include "scanner/claim_pool.h"
+#include "scanner/scanner_metrics.h"
 
 static const struct db_stmt sweep_stmt_page = {
     "og_scan_page",
@@ -140,9 +140,16 @@ static enum og_status sweep_tally(struct sweep_result *res, const struct gate_ca
     return OG_OK;
 }
 
-/* The bookkeeping of one claimed page, the same with or without claim
- * sessions: outcomes, batch count, the caller's callback, the debug line.
- * session 0 is the run's own. */
+/* How many rows of a claim a hook failed. */
+static size_t sweep_hook_failed_rows(const struct gate_cancel_row *rows, size_t n)
+{
+    size_t failed = 0;
+
+    for (size_t i = 0; i < n; i++)
+        failed += rows[i].outcome == GATE_HOOK_FAILED;
+    return failed;
+}
+
 /* A hook failure of one claim: the last one seen is the run's to report (sweep_log_hooks),
  * every one counts in the hook's metric. */
 static void sweep_hook_seen(struct sweep_result *res, const struct og_error *hook_err, size_t n)
@@ -168,14 +175,15 @@ static enum og_status sweep_claim(struct db *db, struct claim_page *page, size_t
         sweep_hook_seen(res, err, (size_t)page->n);
         return st;
     }
-    size_t failed = 0;
-    for (size_t i = 0; i < *nrows; i++)
-        failed += page->rows[i].outcome == GATE_HOOK_FAILED;
+    size_t failed = sweep_hook_failed_rows(page->rows, *nrows);
     if (failed > 0)
         sweep_hook_seen(res, &hook_err, failed);
     return OG_OK;
 }
 
+/* The bookkeeping of one claimed page, the same with or without claim
+ * sessions: outcomes, batch count, the caller's callback, the debug line.
+ * session 0 is the run's own. */
 static enum og_status sweep_count_batch(const struct sweep_params *p, struct sweep_result *res,
                                         const struct claim_page *page, size_t nrows, int64_t seq,
                                         int session, double page_s, double claim_s,
@@ -230,8 +238,6 @@ static void sweep_log_missed(const struct sweep_result *res)
              list);
 }
 
-/* Records totals and checkpoint in the run row, on the session that holds
- * the sweep lock; stops the run if another run has taken the lock over. */
 /* The orders a hook failed in this run, once, at its end: the hook, its error, the first
  * orders. */
 static void sweep_log_hooks(const struct sweep_result *res)
@@ -252,6 +258,8 @@ static void sweep_log_hooks(const struct sweep_result *res)
               log_quote(q, sizeof(q), res->hook_err.msg));
 }
 
+/* Records totals and checkpoint in the run row, on the session that holds
+ * the sweep lock; stops the run if another run has taken the lock over. */
 static enum og_status sweep_progress(struct db *db, struct sweep_result *res, int backend_pid,
                                      struct og_error *err)
 {
@@ -368,9 +376,7 @@ static bool sweep_collected(const struct claim_done *d, void *arg)
     enum og_status st = d->st;
 
     if (st == OG_OK) {
-        size_t failed = 0;
-        for (size_t i = 0; i < d->nrows; i++)
-            failed += d->page->rows[i].outcome == GATE_HOOK_FAILED;
+        size_t failed = sweep_hook_failed_rows(d->page->rows, d->nrows);
         if (failed > 0)
             sweep_hook_seen(c->res, d->hook_err, failed);
         st = sweep_count_batch(c->p, c->res, d->page, d->nrows, d->seq, d->session, d->page_s,

@@ -108,27 +108,37 @@ static enum og_status codec_get_string(json_t *root, const char *name, const cha
     return OG_OK;
 }
 
-static enum og_status codec_get_order_no(json_t *root, const void *key, size_t key_len, char *out,
-                                         struct og_error *err)
+/* A string field that is an identifier by the gate's rule valid() (1..max characters of
+ * A-Z a-z 0-9 . _ : -; out has room for max + 1), refused with reason code `code`; when key is
+ * given (not NULL, not empty: some clients cannot send a null key), it must equal the field. */
+static enum og_status codec_get_id(json_t *root, const char *field,
+                                   int (*valid)(const char *, size_t), int max, const char *code,
+                                   const void *key, size_t key_len, char *out, struct og_error *err)
 {
     char shown[80], shown_key[80];
     const char *s;
     size_t len;
-    enum og_status st = codec_get_string(root, "order_no", &s, &len, err);
+    enum og_status st = codec_get_string(root, field, &s, &len, err);
 
     if (st != OG_OK)
         return st;
-    if (!gate_order_no_valid(s, len))
-        return codec_fail(err, "bad_order_no: '%s' (1 to %d of A-Z a-z 0-9 . _ : -)",
-                          codec_printable(shown, sizeof(shown), s, len), GATE_ORDER_NO_MAX);
-    /* An empty key counts as no key: some clients cannot send a null key. */
+    if (!valid(s, len))
+        return codec_fail(err, "%s: '%s' (1 to %d of A-Z a-z 0-9 . _ : -)", code,
+                          codec_printable(shown, sizeof(shown), s, len), max);
     if (key != NULL && key_len > 0 && (key_len != len || memcmp(key, s, len) != 0))
-        return codec_fail(err, "key_mismatch: key '%s' differs from order_no '%s'",
-                          codec_printable(shown_key, sizeof(shown_key), key, key_len),
+        return codec_fail(err, "key_mismatch: key '%s' differs from %s '%s'",
+                          codec_printable(shown_key, sizeof(shown_key), key, key_len), field,
                           codec_printable(shown, sizeof(shown), s, len));
     memcpy(out, s, len);
     out[len] = '\0';
     return OG_OK;
+}
+
+static enum og_status codec_get_order_no(json_t *root, const void *key, size_t key_len, char *out,
+                                         struct og_error *err)
+{
+    return codec_get_id(root, "order_no", gate_order_no_valid, GATE_ORDER_NO_MAX, "bad_order_no",
+                        key, key_len, out, err);
 }
 
 enum og_status codec_decode_cancel(const void *key, size_t key_len, const void *value,
@@ -192,16 +202,10 @@ enum og_status codec_decode_payment(const void *key, size_t key_len, const void 
     st = codec_get_order_no(root, key, key_len, out->order_no, err);
     if (st != OG_OK)
         goto out;
-    st = codec_get_string(root, "txn_no", &s, &len, err);
+    st = codec_get_id(root, "txn_no", gate_txn_no_valid, GATE_TXN_NO_MAX, "bad_txn_no", NULL, 0,
+                      out->txn_no, err);
     if (st != OG_OK)
         goto out;
-    if (!gate_txn_no_valid(s, len)) {
-        st = codec_fail(err, "bad_txn_no: '%s' (1 to %d of A-Z a-z 0-9 . _ : -)",
-                        codec_printable(shown, sizeof(shown), s, len), GATE_TXN_NO_MAX);
-        goto out;
-    }
-    memcpy(out->txn_no, s, len);
-    out->txn_no[len] = '\0';
     amount = json_object_get(root, "amount_cents");
     if (amount == NULL) {
         st = codec_fail(err, "missing_field: amount_cents");
@@ -237,7 +241,7 @@ out:
 enum og_status codec_decode_refund(const void *key, size_t key_len, const void *value,
                                    size_t value_len, struct codec_refund *out, struct og_error *err)
 {
-    char shown[80], shown_key[80];
+    char shown[80];
     json_t *root = NULL;
     const char *s;
     size_t len;
@@ -247,32 +251,13 @@ enum og_status codec_decode_refund(const void *key, size_t key_len, const void *
     st = codec_open(value, value_len, &root, err);
     if (st != OG_OK)
         return st;
-    st = codec_get_string(root, "txn_no", &s, &len, err);
+    st = codec_get_id(root, "txn_no", gate_txn_no_valid, GATE_TXN_NO_MAX, "bad_txn_no", key,
+                      key_len, out->txn_no, err);
+    if (st == OG_OK)
+        st = codec_get_id(root, "refund_ref", gate_txn_no_valid, GATE_TXN_NO_MAX, "bad_refund_ref",
+                          NULL, 0, out->refund_ref, err);
     if (st != OG_OK)
         goto out;
-    if (!gate_txn_no_valid(s, len)) {
-        st = codec_fail(err, "bad_txn_no: '%s' (1 to %d of A-Z a-z 0-9 . _ : -)",
-                        codec_printable(shown, sizeof(shown), s, len), GATE_TXN_NO_MAX);
-        goto out;
-    }
-    if (key != NULL && key_len > 0 && (key_len != len || memcmp(key, s, len) != 0)) {
-        st = codec_fail(err, "key_mismatch: key '%s' differs from txn_no '%s'",
-                        codec_printable(shown_key, sizeof(shown_key), key, key_len),
-                        codec_printable(shown, sizeof(shown), s, len));
-        goto out;
-    }
-    memcpy(out->txn_no, s, len);
-    out->txn_no[len] = '\0';
-    st = codec_get_string(root, "refund_ref", &s, &len, err);
-    if (st != OG_OK)
-        goto out;
-    if (!gate_txn_no_valid(s, len)) {
-        st = codec_fail(err, "bad_refund_ref: '%s' (1 to %d of A-Z a-z 0-9 . _ : -)",
-                        codec_printable(shown, sizeof(shown), s, len), GATE_TXN_NO_MAX);
-        goto out;
-    }
-    memcpy(out->refund_ref, s, len);
-    out->refund_ref[len] = '\0';
     st = codec_get_string(root, "outcome", &s, &len, err);
     if (st != OG_OK)
         goto out;

@@ -224,6 +224,23 @@ static void batch_busy(struct consumer *c, struct batch_entry *e, int64_t now)
              slot >= 0 ? now - c->retry.slots[slot].first_ms : (int64_t)0);
 }
 
+/* Turns a decoded entry into a dead letter in state `state`: key, the message as the contract
+ * encodes it (value, len; NULL when it could not be encoded) and the reason, copied (a copy
+ * that fails leaves the field empty: the dead letter goes out all the same). */
+static void batch_to_dlq(struct consumer *c, struct batch_entry *e, enum batch_state state,
+                         const char *key, const char *value, size_t len, const char *reason)
+{
+    e->kind = BATCH_DLQ;
+    e->state = state;
+    e->dlq_value = value != NULL ? strndup(value, len) : NULL;
+    e->dlq_value_len = e->dlq_value ? len : 0;
+    e->dlq_orig_len = e->dlq_value_len;
+    e->dlq_key = strdup(key);
+    e->dlq_key_len = e->dlq_key ? strlen(e->dlq_key) : 0;
+    e->dlq_reason = strndup(reason, CONSUMER_DLQ_REASON_MAX - 1);
+    c->batch.dlq_bytes += e->dlq_value_len + e->dlq_key_len;
+}
+
 /* A cancel whose claim a hook failed (the order alone: gate_claim_cancel_isolating) becomes a
  * dead letter: the contract's cancel message, with the hook's error as its reason. The order
  * stays pending; the scanner tries it again on every run, so once the hook is mended it is
@@ -231,23 +248,15 @@ static void batch_busy(struct consumer *c, struct batch_entry *e, int64_t now)
 static void batch_cancel_to_dlq(struct consumer *c, struct batch_entry *e,
                                 const struct og_error *hook_err)
 {
-    char value[256];
+    char value[256], reason[CONSUMER_DLQ_REASON_MAX];
     size_t len = 0;
     struct og_error ignored = {0};
+    bool ok =
+        codec_encode_cancel(e->order_no, e->due_ms, value, sizeof(value), &len, &ignored) == OG_OK;
 
-    e->kind = BATCH_DLQ;
-    e->state = BATCH_PRODUCE;
-    if (codec_encode_cancel(e->order_no, e->due_ms, value, sizeof(value), &len, &ignored) == OG_OK)
-        e->dlq_value = strndup(value, len);
-    e->dlq_value_len = e->dlq_value ? len : 0;
-    e->dlq_orig_len = e->dlq_value_len;
-    e->dlq_key = strdup(e->order_no);
-    e->dlq_key_len = e->dlq_key ? strlen(e->dlq_key) : 0;
-    e->dlq_reason = malloc(CONSUMER_DLQ_REASON_MAX);
-    if (e->dlq_reason != NULL)
-        snprintf(e->dlq_reason, CONSUMER_DLQ_REASON_MAX, "hook_failed: sqlstate %s: %s",
-                 hook_err->sqlstate, hook_err->msg);
-    c->batch.dlq_bytes += e->dlq_value_len + e->dlq_key_len;
+    snprintf(reason, sizeof(reason), "hook_failed: sqlstate %s: %s", hook_err->sqlstate,
+             hook_err->msg);
+    batch_to_dlq(c, e, BATCH_PRODUCE, e->order_no, ok ? value : NULL, len, reason);
 }
 
 /* Step 2c: an order a hook failed alone. Claimed again from the retry set after a backoff
@@ -390,22 +399,13 @@ static enum flush_result batch_claim(struct consumer *c)
 static void batch_payment_to_dlq(struct consumer *c, struct batch_entry *e,
                                  const struct og_error *err)
 {
-    char value[1024];
+    char value[1024], reason[CONSUMER_DLQ_REASON_MAX];
     size_t len = 0;
     struct og_error ignored = {0};
+    bool ok = codec_encode_payment(&e->pay, value, sizeof(value), &len, &ignored) == OG_OK;
 
-    e->kind = BATCH_DLQ;
-    e->state = BATCH_RECORD;
-    if (codec_encode_payment(&e->pay, value, sizeof(value), &len, &ignored) == OG_OK)
-        e->dlq_value = strndup(value, len);
-    e->dlq_value_len = e->dlq_value ? len : 0;
-    e->dlq_orig_len = e->dlq_value_len;
-    e->dlq_key = strdup(e->order_no);
-    e->dlq_key_len = e->dlq_key ? strlen(e->dlq_key) : 0;
-    e->dlq_reason = malloc(CONSUMER_DLQ_REASON_MAX);
-    if (e->dlq_reason != NULL)
-        snprintf(e->dlq_reason, CONSUMER_DLQ_REASON_MAX, "payment_rejected: %s", err->msg);
-    c->batch.dlq_bytes += e->dlq_value_len + e->dlq_key_len;
+    snprintf(reason, sizeof(reason), "payment_rejected: %s", err->msg);
+    batch_to_dlq(c, e, BATCH_RECORD, e->order_no, ok ? value : NULL, len, reason);
 }
 
 /* The dead letter of a payment result leaves a trace in the database
@@ -498,16 +498,11 @@ static bool batch_refund(struct consumer *c, struct batch_entry *e)
     log_warn("refund_rejected", "txn_no=%s refund_ref=%s outcome=%s reason=%s", e->refund.txn_no,
              e->refund.refund_ref, e->refund.succeeded ? "succeeded" : "failed",
              log_quote(q, sizeof(q), err.msg));
-    e->kind = BATCH_DLQ;
-    e->state = BATCH_PRODUCE;
-    e->dlq_reason = strndup(err.msg, CONSUMER_DLQ_REASON_MAX - 1);
-    if (codec_encode_refund(&e->refund, value, sizeof(value), &len, &err) == OG_OK)
-        e->dlq_value = strndup(value, len);
-    e->dlq_value_len = e->dlq_value ? len : 0;
-    e->dlq_orig_len = e->dlq_value_len;
-    e->dlq_key = strdup(e->refund.txn_no);
-    e->dlq_key_len = e->dlq_key ? strlen(e->dlq_key) : 0;
-    c->batch.dlq_bytes += e->dlq_value_len + e->dlq_key_len;
+    {
+        struct og_error ignored = {0};
+        bool ok = codec_encode_refund(&e->refund, value, sizeof(value), &len, &ignored) == OG_OK;
+        batch_to_dlq(c, e, BATCH_PRODUCE, e->refund.txn_no, ok ? value : NULL, len, err.msg);
+    }
     return true;
 }
 

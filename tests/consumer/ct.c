@@ -591,3 +591,34 @@ void ct_reconnect(struct ct *t)
     }
     fail_msg("cannot reconnect to %s: %s", t->db.name, PQerrorMessage(t->conn));
 }
+
+double ct_metric_now(const struct ct_proc *p, const char *sample)
+{
+    static char body[65536];
+
+    assert_int_equal(ct_http_get(ct_metrics_port(p), "/metrics", body, sizeof(body)), 200);
+    return ct_metric(body, sample);
+}
+
+double ct_metric_wait(const struct ct_proc *p, const char *sample, double want, long timeout_ms)
+{
+    double v = ct_metric_now(p, sample);
+
+    for (long waited = 0; v != want && waited < timeout_ms; waited += 100) {
+        testutil_sleep_ms(100);
+        v = ct_metric_now(p, sample);
+    }
+    return v;
+}
+
+int64_t ct_wait_committed(struct ct *t, const char *topic, int partition, int64_t want,
+                          long timeout_ms)
+{
+    int64_t got = ct_committed(t->group, topic, partition);
+
+    for (long waited = 0; got != want && waited < timeout_ms; waited += 200) {
+        testutil_sleep_ms(200);
+        got = ct_committed(t->group, topic, partition);
+    }
+    return got;
+}

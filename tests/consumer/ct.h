@@ -97,6 +97,11 @@ int ct_metrics_port(const struct ct_proc *p);
 int ct_http_get(int port, const char *path, char *buf, size_t size);
 /* The value of a Prometheus sample "name{labels}" or "name" in a /metrics text, -1 if absent. */
 double ct_metric(const char *text, const char *sample);
+/* The sample as the child's /metrics shows it now (asserts the scrape). */
+double ct_metric_now(const struct ct_proc *p, const char *sample);
+/* Polls the sample (gauges are refreshed every second) until it equals want or timeout_ms
+ * passes; returns the last value. */
+double ct_metric_wait(const struct ct_proc *p, const char *sample, double want, long timeout_ms);
 
 /* Polls SQL returning one number until it equals want or timeout_ms passes;
  * returns the last value. */
@@ -105,6 +110,9 @@ long ct_scalar(struct ct *t, const char *sql);
 
 /* The group's committed offset for topic/partition (-1001 when none). */
 int64_t ct_committed(const char *group, const char *topic, int partition);
+/* Polls the test group's committed offset until it equals want; returns the last one seen. */
+int64_t ct_wait_committed(struct ct *t, const char *topic, int partition, int64_t want,
+                          long timeout_ms);
 /* The group's state as the coordinator describes it ("Stable", "PreparingRebalance",
  * "CompletingRebalance", "Empty", "Dead"). */
 const char *ct_group_state(const char *group);

@@ -25,26 +25,6 @@
  * due now, and the whole point: the code before the retry set never cancels them meanwhile. */
 #define PROGRESS_MS 20000
 
-static double metric_now(const struct ct_proc *p, const char *sample)
-{
-    static char body[65536];
-
-    assert_int_equal(ct_http_get(ct_metrics_port(p), "/metrics", body, sizeof(body)), 200);
-    return ct_metric(body, sample);
-}
-
-/* Polls a sample (gauges are refreshed every second) until it equals want; returns the last. */
-static double wait_metric(const struct ct_proc *p, const char *sample, double want, long timeout_ms)
-{
-    double v = metric_now(p, sample);
-
-    for (long waited = 0; v != want && waited < timeout_ms; waited += 100) {
-        testutil_sleep_ms(100);
-        v = metric_now(p, sample);
-    }
-    return v;
-}
-
 static long cancelled(struct ct *t, const char *like)
 {
     char sql[256];
@@ -65,19 +45,6 @@ static long wait_cancelled(struct ct *t, const char *like, long want, long timeo
              "'cancelled'",
              like);
     return ct_wait_scalar(t, sql, want, timeout_ms);
-}
-
-/* Polls the group's committed offset until it equals want; returns the last one seen. */
-static int64_t wait_committed(struct ct *t, const char *topic, int partition, int64_t want,
-                              long timeout_ms)
-{
-    int64_t got = ct_committed(t->group, topic, partition);
-
-    for (long waited = 0; got != want && waited < timeout_ms; waited += 200) {
-        testutil_sleep_ms(200);
-        got = ct_committed(t->group, topic, partition);
-    }
-    return got;
 }
 
 static void test_locked_order_does_not_hold_the_rest(void **state)
@@ -112,19 +79,19 @@ static void test_locked_order_does_not_hold_the_rest(void **state)
     /* Every other order is cancelled while L-1 stays locked. */
     assert_int_equal(wait_cancelled(&t, "O-%", 20, PROGRESS_MS), 20);
     assert_int_equal(cancelled(&t, "L-1"), 0);
-    assert_true(metric_now(&p, "ordergate_consumer_claims_total{outcome=\"busy\"}") >= 1);
+    assert_true(ct_metric_now(&p, "ordergate_consumer_claims_total{outcome=\"busy\"}") >= 1);
     /* ... and claimed again locally meanwhile: the loop turns, nothing was produced. */
     for (int i = 0;
-         i < 50 && metric_now(&p, "ordergate_consumer_retries_total{reason=\"busy\"}") < 2; i++)
+         i < 50 && ct_metric_now(&p, "ordergate_consumer_retries_total{reason=\"busy\"}") < 2; i++)
         testutil_sleep_ms(100);
-    assert_true(metric_now(&p, "ordergate_consumer_retries_total{reason=\"busy\"}") >= 2);
-    assert_true(wait_metric(&p, "ordergate_consumer_retry_pending", 1, 5000) == 1);
-    assert_true(metric_now(&p, "ordergate_consumer_rescheduled_total") == 0);
+    assert_true(ct_metric_now(&p, "ordergate_consumer_retries_total{reason=\"busy\"}") >= 2);
+    assert_true(ct_metric_wait(&p, "ordergate_consumer_retry_pending", 1, 5000) == 1);
+    assert_true(ct_metric_now(&p, "ordergate_consumer_rescheduled_total") == 0);
     assert_int_equal(ct_end_offset(t.topic, 0), 11);
     /* Partition 1 is committed to its end; partition 0 only up to L-1's message (offset 1),
      * although O-2..O-10 behind it are done. */
-    assert_int_equal(wait_committed(&t, t.topic, 1, 10, 15000), 10);
-    assert_int_equal(wait_committed(&t, t.topic, 0, 1, 15000), 1);
+    assert_int_equal(ct_wait_committed(&t, t.topic, 1, 10, 15000), 10);
+    assert_int_equal(ct_wait_committed(&t, t.topic, 0, 1, 15000), 1);
     testutil_sleep_ms(1000); /* a few more auto-commits */
     assert_int_equal(ct_committed(t.group, t.topic, 0), 1);
     assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.status_log WHERE order_no = "
@@ -135,8 +102,8 @@ static void test_locked_order_does_not_hold_the_rest(void **state)
     testdb_exec(locker, "ROLLBACK");
     PQfinish(locker);
     assert_int_equal(wait_cancelled(&t, "L-1", 1, 15000), 1);
-    assert_int_equal(wait_committed(&t, t.topic, 0, 11, 15000), 11);
-    assert_true(wait_metric(&p, "ordergate_consumer_retry_pending", 0, 5000) == 0);
+    assert_int_equal(ct_wait_committed(&t, t.topic, 0, 11, 15000), 11);
+    assert_true(ct_metric_wait(&p, "ordergate_consumer_retry_pending", 0, 5000) == 0);
     assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.status_log"), 21);
     assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.outbox WHERE event_type = "
                                    "'order_cancelled'"),
@@ -172,7 +139,7 @@ static void test_locked_too_long_is_rescheduled(void **state)
     ct_log_wait(&p, "event=busy_rescheduled order_no=L-2", PROGRESS_MS);
     ct_log_wait(&p, "event=rescheduled order_no=L-2", 10000);
     assert_int_equal(cancelled(&t, "O-1"), 1);
-    assert_true(metric_now(&p, "ordergate_consumer_retry_given_up_total{reason=\"busy\"}") >= 1);
+    assert_true(ct_metric_now(&p, "ordergate_consumer_retry_given_up_total{reason=\"busy\"}") >= 1);
     /* The original message is behind the committed offset now (the re-scheduled copy is at 2
      * or later). */
     {

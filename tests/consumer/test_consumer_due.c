@@ -25,14 +25,6 @@
 /* Ample for an order due now; the code before these changes never gets there meanwhile. */
 #define PROGRESS_MS 10000
 
-static double metric_now(const struct ct_proc *p, const char *sample)
-{
-    static char body[65536];
-
-    assert_int_equal(ct_http_get(ct_metrics_port(p), "/metrics", body, sizeof(body)), 200);
-    return ct_metric(body, sample);
-}
-
 static long status_is(struct ct *t, const char *order_no, const char *status, long timeout_ms)
 {
     char sql[256];
@@ -90,11 +82,11 @@ static void test_short_not_due_claimed_locally(void **state)
                                    "ordergate.status_log l USING (order_no) WHERE l.created_at < "
                                    "o.expire_at"),
                      0);
-    assert_true(metric_now(&p, "ordergate_consumer_rescheduled_total") == 0);
+    assert_true(ct_metric_now(&p, "ordergate_consumer_rescheduled_total") == 0);
     assert_int_equal(ct_end_offset(t.topic, 0), 21);
     assert_false(ct_log_has(&p, "event=clock_skew_suspected"));
-    assert_true(metric_now(&p, "ordergate_consumer_claims_total{outcome=\"not_due\"}") >= 1);
-    assert_true(metric_now(&p, "ordergate_consumer_retries_total{reason=\"not_due\"}") >= 1);
+    assert_true(ct_metric_now(&p, "ordergate_consumer_claims_total{outcome=\"not_due\"}") >= 1);
+    assert_true(ct_metric_now(&p, "ordergate_consumer_retries_total{reason=\"not_due\"}") >= 1);
     assert_int_equal(ct_stop(&p, SIGTERM, 30000), 0);
     assert_int_equal(ct_committed(t.group, t.topic, 0), 21);
     ct_teardown(&t);
@@ -198,7 +190,7 @@ static void test_due_far_beyond_level_claimed_at_once(void **state)
     assert_int_equal(status_is(&t, "G-1", "cancelled", PROGRESS_MS), 1);
     assert_int_equal(status_is(&t, "F-2", "cancelled", PROGRESS_MS), 1);
     assert_int_equal(status_is(&t, "F-1", "pending_payment", 0), 1);
-    assert_true(metric_now(&p, "ordergate_consumer_due_beyond_level_total") >= 2);
+    assert_true(ct_metric_now(&p, "ordergate_consumer_due_beyond_level_total") >= 2);
     /* F-1 went to the level that fits its real expire_at, due then. */
     ct_log_wait(&p, "event=rescheduled order_no=F-1", PROGRESS_MS);
     assert_int_equal(ct_consume_all(lt, 0, find_msg, &f, 10000), 1);

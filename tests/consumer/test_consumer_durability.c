@@ -18,21 +18,6 @@
 #include "ct.h"
 #include "support/testutil.h"
 
-static double metric_wait(const struct ct_proc *p, const char *sample, double want)
-{
-    static char body[65536];
-    double v = -2;
-
-    for (int i = 0; i < 100; i++) {
-        assert_int_equal(ct_http_get(ct_metrics_port(p), "/metrics", body, sizeof(body)), 200);
-        v = ct_metric(body, sample);
-        if (v == want)
-            break;
-        testutil_sleep_ms(100);
-    }
-    return v;
-}
-
 static void set_sync_commit_off(struct ct *t)
 {
     char sql[200];
@@ -49,8 +34,8 @@ static void test_durable_database(void **state)
     (void)state;
     ct_setup(&t, "cdurable", 1, 0);
     ct_spawn(&t, &p, "c1", t.topic, NULL);
-    assert_true(metric_wait(&p, "ordergate_consumer_commit_durable", 1) == 1);
-    assert_true(metric_wait(&p, "ordergate_consumer_commit_replicated", 0) == 0);
+    assert_true(ct_metric_wait(&p, "ordergate_consumer_commit_durable", 1, 10000) == 1);
+    assert_true(ct_metric_wait(&p, "ordergate_consumer_commit_replicated", 0, 10000) == 0);
     assert_true(ct_log_has(&p, "event=commit_durable fsync=on synchronous_commit=on"));
     assert_int_equal(ct_stop(&p, SIGTERM, 30000), 0);
     ct_teardown(&t);
@@ -85,7 +70,7 @@ static void test_nondurable_database_allowed(void **state)
     expire = ct_place(&t, "D-1", -1000);
     ct_produce_cancel(&t, t.topic, 0, "D-1", expire);
     ct_spawn(&t, &p, "c1", t.topic, NULL);
-    assert_true(metric_wait(&p, "ordergate_consumer_commit_durable", 0) == 0);
+    assert_true(ct_metric_wait(&p, "ordergate_consumer_commit_durable", 0, 10000) == 0);
     assert_int_equal(ct_wait_scalar(&t,
                                     "SELECT count(*) FROM ordergate.orders WHERE status = "
                                     "'cancelled'",

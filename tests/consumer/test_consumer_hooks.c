@@ -26,26 +26,6 @@
 
 #define HOOK "shop_t.on_cancelled(text[],text)"
 
-static double metric_now(const struct ct_proc *p, const char *sample)
-{
-    static char body[65536];
-
-    assert_int_equal(ct_http_get(ct_metrics_port(p), "/metrics", body, sizeof(body)), 200);
-    return ct_metric(body, sample);
-}
-
-static int64_t wait_committed(struct ct *t, const char *topic, int partition, int64_t want,
-                              long timeout_ms)
-{
-    int64_t got = ct_committed(t->group, topic, partition);
-
-    for (long waited = 0; got != want && waited < timeout_ms; waited += 200) {
-        testutil_sleep_ms(200);
-        got = ct_committed(t->group, topic, partition);
-    }
-    return got;
-}
-
 /* The dead letters of a topic: how many, and the key and reason of the last. */
 struct dlq_seen {
     int n;
@@ -110,21 +90,23 @@ static void test_one_failing_order_is_isolated(void **state)
                                    "AND source = 'timeout_consumer'"),
                      20);
     ct_log_wait(&p, "event=hook_failed order_no=BAD-1 hook=" HOOK " sqlstate=P0001", 10000);
-    assert_true(metric_now(&p, "ordergate_consumer_hook_failures_total{hook=\"" HOOK "\"}") >= 1);
-    assert_true(metric_now(&p, "ordergate_consumer_claims_total{outcome=\"hook_failed\"}") >= 1);
+    assert_true(ct_metric_now(&p, "ordergate_consumer_hook_failures_total{hook=\"" HOOK "\"}") >=
+                1);
+    assert_true(ct_metric_now(&p, "ordergate_consumer_claims_total{outcome=\"hook_failed\"}") >= 1);
     /* Retried locally: the offset waits at BAD-1's message meanwhile. */
     for (int i = 0;
-         i < 50 && metric_now(&p, "ordergate_consumer_retries_total{reason=\"hook_failed\"}") < 1;
+         i < 50 &&
+         ct_metric_now(&p, "ordergate_consumer_retries_total{reason=\"hook_failed\"}") < 1;
          i++)
         testutil_sleep_ms(100);
-    assert_true(metric_now(&p, "ordergate_consumer_retries_total{reason=\"hook_failed\"}") >= 1);
+    assert_true(ct_metric_now(&p, "ordergate_consumer_retries_total{reason=\"hook_failed\"}") >= 1);
     assert_int_equal(ct_committed(t.group, t.topic, 0) <= 10, 1);
 
     /* Past hook_retry_ms: dead-lettered with the hook's error, the offset moves to the end. */
     ct_log_wait(&p, "event=hook_dead_lettered order_no=BAD-1 hook=" HOOK, 20000);
-    assert_int_equal(wait_committed(&t, t.topic, 0, 21, 15000), 21);
-    assert_true(metric_now(&p, "ordergate_consumer_retry_given_up_total{reason=\"hook_failed\"}") >=
-                1);
+    assert_int_equal(ct_wait_committed(&t, t.topic, 0, 21, 15000), 21);
+    assert_true(
+        ct_metric_now(&p, "ordergate_consumer_retry_given_up_total{reason=\"hook_failed\"}") >= 1);
     assert_int_equal(ct_consume_all(t.dlq, 0, dlq_record, &dlq, 10000), 1);
     assert_string_equal(dlq.key, "BAD-1");
     assert_non_null(strstr(dlq.reason, "hook_failed: sqlstate P0001: hook " HOOK
@@ -185,7 +167,8 @@ static void test_hook_failing_everyone_stalls(void **state)
     ct_log_wait(&p, "event=stall_begin", 10000);
     testutil_sleep_ms(3000);
     assert_true(ct_log_count(&p, "event=hook_failed_batch") >= 2);
-    assert_true(metric_now(&p, "ordergate_consumer_hook_failures_total{hook=\"" HOOK "\"}") >= 20);
+    assert_true(ct_metric_now(&p, "ordergate_consumer_hook_failures_total{hook=\"" HOOK "\"}") >=
+                20);
     assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.status_log"), 0);
     assert_true(ct_committed(t.group, t.topic, 0) <= 0);
     assert_int_equal(ct_consume_all(t.dlq, 0, dlq_record, &dlq, 5000), 0);
@@ -198,7 +181,7 @@ static void test_hook_failing_everyone_stalls(void **state)
                                     10, 40000),
                      10);
     assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM shop_t.seen"), 10);
-    assert_int_equal(wait_committed(&t, t.topic, 0, 10, 15000), 10);
+    assert_int_equal(ct_wait_committed(&t, t.topic, 0, 10, 15000), 10);
     assert_int_equal(ct_stop(&p, SIGTERM, 30000), 0);
     ct_teardown(&t);
 }
@@ -234,7 +217,7 @@ static void test_failing_paid_hook_is_recorded_refused(void **state)
     assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.payments"), 0);
     assert_int_equal(ct_consume_all(t.dlq, 0, dlq_record, &dlq, 10000), 1);
     assert_non_null(strstr(dlq.reason, "hook shop_t.on_paid(text[],text)"));
-    assert_int_equal(wait_committed(&t, t.payments, 0, 1, 15000), 1);
+    assert_int_equal(ct_wait_committed(&t, t.payments, 0, 1, 15000), 1);
     assert_int_equal(ct_stop(&p, SIGTERM, 30000), 0);
     ct_teardown(&t);
 }

@@ -44,6 +44,7 @@ static const struct cfg_param cfg_params[] = {
     {"kafka.payments_topic", CFG_STR, S(payments_topic), "", 0, 0, 0},
     {"kafka.refund_results_topic", CFG_STR, S(refund_results_topic), "", 0, 0, 0},
     {"kafka.properties", CFG_STRLIST, S(kafka_props), "", 0, 0, 1},
+    {"kafka.sasl_password_file", CFG_STR, S(kafka_sasl_password_file), "", 0, 0, 0},
     {"kafka.queued_max_kbytes", CFG_INT, S(queued_max_kbytes), "1024", 16, 2097151, 0},
     {"consumer.batch_size", CFG_INT, S(batch_size), "500", 1, 10000, 0},
     {"consumer.linger_ms", CFG_INT, S(linger_ms), "20", 0, 60000, 0},

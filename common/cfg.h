@@ -48,7 +48,8 @@ struct og_config {
     char *refund_results_topic; /* "" = not consumed */
     char **kafka_props;         /* "name=value", passed verbatim to rd_kafka_conf_set */
     size_t kafka_props_n;
-    int queued_max_kbytes; /* prefetch bound per partition: keeps memory flat */
+    char *kafka_sasl_password_file; /* sasl.password from this file; "" = none; never logged */
+    int queued_max_kbytes;          /* prefetch bound per partition: keeps memory flat */
 
     /* consumer */
     int batch_size;

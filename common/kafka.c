@@ -1,5 +1,6 @@
 #include "common/kafka.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +197,50 @@ void kafka_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque)
              rd_kafka_err2name((rd_kafka_resp_err_t)code), log_quote(q, sizeof(q), reason));
 }
 
+/* Sets sasl.password from kafka.sasl_password_file (nothing when that is ""). The file is
+ * read by the database password's reader (db_password_read: one copy, wiped); its whole
+ * content is the password, trailing newlines dropped. */
+static enum og_status kafka_sasl_password(const struct og_config *cfg, rd_kafka_conf_t *conf,
+                                          struct og_error *err)
+{
+    const char *path = cfg->kafka_sasl_password_file;
+    char *password = NULL;
+    enum og_status st = OG_OK;
+
+    if (path == NULL || *path == '\0')
+        return OG_OK;
+    for (size_t i = 0; i < cfg->kafka_props_n; i++) {
+        if (strncmp(cfg->kafka_props[i], "sasl.password=", 14) == 0) {
+            st = og_error_set(err, OG_ERR_CONFIG, false,
+                              "kafka.sasl_password_file: kafka.properties sets sasl.password "
+                              "too; keep one of them");
+            goto out;
+        }
+    }
+    /* db_password_read's own message names database.password_file. */
+    if (access(path, R_OK) != 0) {
+        st = og_error_set(err, OG_ERR_CONFIG, false, "kafka.sasl_password_file %s: %s", path,
+                          strerror(errno));
+        goto out;
+    }
+    st = db_password_read(path, &password, err);
+    if (st != OG_OK) {
+        st = og_error_set(err, OG_ERR_CONFIG, false, "kafka.sasl_password_file %s: cannot read it",
+                          path);
+        goto out;
+    }
+    if (*password == '\0') {
+        st = og_error_set(err, OG_ERR_CONFIG, false, "kafka.sasl_password_file %s: is empty", path);
+        goto out;
+    }
+    st = kafka_set(conf, "sasl.password", password, err);
+out:
+    db_password_free(password); /* librdkafka keeps its own copy */
+    if (st != OG_OK)
+        og_error_setting(err, "kafka.sasl_password_file");
+    return st;
+}
+
 enum og_status kafka_conf_new(const struct og_config *cfg, enum kafka_role role,
                               const char *client_id, rd_kafka_conf_t **out, struct og_error *err)
 {
@@ -263,6 +308,10 @@ enum og_status kafka_conf_new(const struct og_config *cfg, enum kafka_role role,
             goto fail;
         }
     }
+    /* 2b. sasl.password from kafka.sasl_password_file, when set */
+    st = kafka_sasl_password(cfg, conf, err);
+    if (st != OG_OK)
+        goto fail;
     /* 3. what correctness rests on */
     if (role == KAFKA_ROLE_CONSUMER) {
         if (cfg->group == NULL || *cfg->group == '\0') {
@@ -321,6 +370,129 @@ enum og_status kafka_producer_new(const struct og_config *cfg, const char *clien
         return OG_ERR_CONFIG;
     }
     return OG_OK; /* conf now belongs to the handle */
+}
+
+/* What the connection check's handle heard. Its callbacks run in the thread that polls it
+ * (error_cb) or in librdkafka's (log_cb, which only forwards). */
+struct kafka_probe {
+    rd_kafka_resp_err_t refused; /* _AUTHENTICATION or _SSL: retrying cannot help */
+    bool all_down;
+    char reason[512]; /* of refused, else of the last connection error */
+};
+
+/* A TLS failure that a retry cannot mend: the broker's certificate does not verify against
+ * ssl.ca.location (or has another name), or the two sides do not speak TLS to each other.
+ * Others (a broker closing the connection mid-handshake while it restarts) pass. */
+static bool kafka_ssl_refusal(const char *reason)
+{
+    static const char *const words[] = {"certificate", "verify", "wrong version number",
+                                        "unknown protocol", "no protocols available"};
+
+    for (size_t i = 0; reason != NULL && i < sizeof(words) / sizeof(words[0]); i++)
+        if (strstr(reason, words[i]) != NULL)
+            return true;
+    return false;
+}
+
+static void kafka_probe_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque)
+{
+    struct kafka_probe *p = opaque;
+
+    (void)rk;
+    if (p->refused != RD_KAFKA_RESP_ERR_NO_ERROR)
+        return; /* the first refusal is the one to report */
+    if (code == RD_KAFKA_RESP_ERR__AUTHENTICATION ||
+        (code == RD_KAFKA_RESP_ERR__SSL && kafka_ssl_refusal(reason))) {
+        p->refused = (rd_kafka_resp_err_t)code;
+        snprintf(p->reason, sizeof(p->reason), "%s", reason ? reason : "");
+    } else if (code == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
+        p->all_down = true;
+    } else if (reason != NULL) {
+        snprintf(p->reason, sizeof(p->reason), "%s", reason);
+    }
+}
+
+/* The check reports what it found in one line of its own: librdkafka's lines about the same
+ * failure go to the debug level. */
+static void kafka_probe_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+    (void)level;
+    kafka_log_cb(rk, 7, fac, buf);
+}
+
+enum og_status kafka_connect_check(const struct og_config *cfg, const char *client_id,
+                                   int timeout_ms, struct og_error *err)
+{
+    struct kafka_probe probe = {RD_KAFKA_RESP_ERR_NO_ERROR, false, ""};
+    rd_kafka_conf_t *conf = NULL;
+    rd_kafka_t *rk = NULL;
+    char errstr[512];
+    int64_t deadline = clock_mono_ms() + timeout_ms;
+    enum og_status st;
+
+    st = kafka_conf_new(cfg, KAFKA_ROLE_PRODUCER, client_id, &conf, err);
+    if (st != OG_OK)
+        return st;
+    /* A metadata request is all it sends: no producer id to ask for. */
+    st = kafka_set(conf, "enable.idempotence", "false", err);
+    if (st != OG_OK) {
+        rd_kafka_conf_destroy(conf);
+        return st;
+    }
+    rd_kafka_conf_set_opaque(conf, &probe);
+    rd_kafka_conf_set_error_cb(conf, kafka_probe_error_cb);
+    rd_kafka_conf_set_log_cb(conf, kafka_probe_log_cb);
+    rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    if (rk == NULL) {
+        rd_kafka_conf_destroy(conf);
+        og_error_set(err, OG_ERR_CONFIG, false, "cannot create Kafka client: %s", errstr);
+        og_error_setting(err, "kafka.properties");
+        return OG_ERR_CONFIG;
+    }
+    for (;;) {
+        const struct rd_kafka_metadata *md = NULL;
+        int64_t left = deadline - clock_mono_ms();
+        rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, NULL, &md,
+                                                  left > 200 ? 200
+                                                  : left > 1 ? (int)left
+                                                             : 1);
+
+        if (md != NULL)
+            rd_kafka_metadata_destroy(md);
+        rd_kafka_poll(rk, 0); /* serves the error callback */
+        if (probe.refused == RD_KAFKA_RESP_ERR__AUTHENTICATION) {
+            st = og_error_set(err, OG_ERR_CONFIG, false,
+                              "kafka: the broker refused the SASL login (check sasl.username, "
+                              "sasl.mechanisms and the password in %s): %s",
+                              *cfg->kafka_sasl_password_file != '\0' ? "kafka.sasl_password_file"
+                                                                     : "sasl.password",
+                              probe.reason);
+            og_error_setting(err, *cfg->kafka_sasl_password_file != '\0'
+                                      ? "kafka.sasl_password_file"
+                                      : "kafka.properties");
+            break;
+        }
+        if (probe.refused == RD_KAFKA_RESP_ERR__SSL) {
+            st = og_error_set(err, OG_ERR_CONFIG, false,
+                              "kafka: TLS with the broker failed (check ssl.ca.location, the "
+                              "broker's certificate and name, security.protocol): %s",
+                              probe.reason);
+            og_error_setting(err, "kafka.properties");
+            break;
+        }
+        if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            st = OG_OK;
+            break;
+        }
+        if (probe.all_down || clock_mono_ms() >= deadline) {
+            st =
+                og_error_set(err, OG_ERR_KAFKA, true, "kafka: no broker of %s answered%s%s",
+                             cfg->brokers, *probe.reason != '\0' ? ": " : " in time", probe.reason);
+            break;
+        }
+    }
+    rd_kafka_destroy(rk);
+    return st;
 }
 
 size_t kafka_wait(rd_kafka_t *producer, struct kafka_delivery *const *d, size_t n, int timeout_ms)

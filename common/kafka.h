@@ -17,6 +17,8 @@
  *      commit, never automatically), enable.auto.commit=false (the stored
  *      offsets are committed by the background auto-commit), and
  *      enable.idempotence=false (every producer is idempotent).
+ * kafka.sasl_password_file, when set, is read at every kafka_conf_new and becomes
+ * sasl.password (kafka.properties may then not set sasl.password too).
  * Property values may hold secrets: they are never logged. */
 #ifndef OG_COMMON_KAFKA_H
 #define OG_COMMON_KAFKA_H
@@ -84,6 +86,23 @@ enum og_status kafka_conf_new(const struct og_config *cfg, enum kafka_role role,
  * dead-letter and payments topic names, and kafka.properties against
  * librdkafka (unknown names, bad values) and the rules above. */
 enum og_status kafka_check_config(const struct og_config *cfg, struct og_error *err);
+
+/* How long a program waits at start for kafka_connect_check. */
+#define KAFKA_CONNECT_CHECK_MS 10000
+
+/* Connects to the brokers of cfg once with a short-lived client of its own (the settings of
+ * kafka_conf_new, client.id client_id) and asks for metadata, for at most timeout_ms:
+ *   - OG_OK: a broker answered (TLS and the SASL login, if configured, passed);
+ *   - OG_ERR_CONFIG, not retriable: the broker refused the SASL login (wrong user or
+ *     password), or TLS failed in a way retrying cannot mend (the broker's certificate does
+ *     not verify against ssl.ca.location, a name mismatch, TLS against a plaintext port);
+ *     err says which, with librdkafka's reason, in one line, and names the setting;
+ *   - OG_ERR_KAFKA, retriable: no broker answered (all down, or nothing within timeout_ms).
+ * librdkafka retries a refused login forever, logging each attempt: a program calls this
+ * before it builds its own handles, so that a wrong password or CA ends it at once with one
+ * line instead. The check's own librdkafka log lines go to the debug level. */
+enum og_status kafka_connect_check(const struct og_config *cfg, const char *client_id,
+                                   int timeout_ms, struct og_error *err);
 
 /* Delivery report callback type (rd_kafka_conf_set_dr_msg_cb's). */
 typedef void (*kafka_dr_fn)(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque);

@@ -2,7 +2,8 @@
  *
  * Exit status: 0 stopped cleanly (SIGTERM/SIGINT, or --check-config/--help/
  * --version), 1 runtime failure, 2 bad usage or configuration (also: the
- * broker fenced our group.instance.id, which another instance uses too). */
+ * broker fenced our group.instance.id, which another instance uses too, or
+ * refused the SASL login or TLS certificate at start). */
 #include <librdkafka/rdkafka.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 #include "common/cfg.h"
 #include "common/db.h"
+#include "common/kafka.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/opt.h"
@@ -63,7 +65,8 @@ static void usage(FILE *out)
             "Signals: SIGTERM or SIGINT finishes the batch in hand, stores and commits its\n"
             "offsets, leaves the group and exits 0; a second signal exits at once.\n"
             "Exit status: 0 clean stop, 1 runtime failure, 2 bad usage or configuration\n"
-            "(also when another instance runs with the same group instance id).\n");
+            "(also when another instance runs with the same group instance id, or when the\n"
+            "broker refuses the SASL login or the TLS certificate at start).\n");
 }
 
 int main(int argc, char **argv)
@@ -119,6 +122,19 @@ int main(int argc, char **argv)
     }
 
     signals_install();
+    /* A SASL login or TLS certificate the broker refuses would otherwise be retried by every
+     * client for ever: one line and exit 2. Brokers that are merely down are waited for by
+     * the clients, as always. */
+    if (kafka_connect_check(&cfg, PROG "-check", KAFKA_CONNECT_CHECK_MS, &err) != OG_OK) {
+        char q[600];
+        if (err.status == OG_ERR_CONFIG) {
+            status = 2;
+            goto report;
+        }
+        log_warn("kafka_unreachable", "error=%s note=\"starting anyway; the clients keep trying\"",
+                 log_quote(q, sizeof(q), err.msg));
+        og_error_clear(&err);
+    }
     c = consumer_new(&cfg, &err);
     if (c == NULL) {
         status = err.status == OG_ERR_CONFIG ? 2 : 1;

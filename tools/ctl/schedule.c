@@ -257,6 +257,10 @@ static enum og_status schedule_run(struct ctl *ctl, const struct opt_args *a, js
     if (st != OG_OK)
         goto out;
     clock_format_iso(due_ms, due_at, sizeof(due_at));
+    /* A refused SASL login or TLS certificate: one line now, not retries until a timeout. */
+    st = kafka_connect_check(&ctl->cfg, CTL_PROG "-check", KAFKA_CONNECT_CHECK_MS, err);
+    if (st != OG_OK)
+        goto out;
     st = sched_producer(&ctl->cfg, &rk, err);
     if (st != OG_OK)
         goto out;

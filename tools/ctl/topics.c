@@ -30,6 +30,9 @@ static enum og_status topics_run(struct ctl *ctl, const struct opt_args *a, json
         st = parse_int64("--partitions", opt_arg(a, "partitions"), 1, 10000, &partitions, err);
     if (st == OG_OK && opt_arg(a, "replication") != NULL)
         st = parse_int64("--replication", opt_arg(a, "replication"), 1, 32, &replication, err);
+    /* A refused SASL login or TLS certificate: one line now, not retries until a timeout. */
+    if (st == OG_OK)
+        st = kafka_connect_check(cfg, CTL_PROG "-check", KAFKA_CONNECT_CHECK_MS, err);
     if (st == OG_OK)
         st = kafka_producer_new(cfg, CTL_PROG, NULL, &rk, err);
     for (size_t i = 0; st == OG_OK && i < ndelay + sizeof(single) / sizeof(single[0]); i++) {

@@ -701,8 +701,8 @@ kafka_exports() {
     # What a client of the SASL_SSL listener needs (deploy/local/README.md).
     printf 'export ORDERGATE_KAFKA_TLS_BROKERS=%q\n' "127.0.0.1:$(kafka_tls_port)"
     printf 'export ORDERGATE_KAFKA_TLS_CA=%q\n' "$KAFKA_TLS_DIR/ca.pem"
-    printf 'export ORDERGATE_KAFKA_SASL_USER=%q\n' "$KAFKA_SASL_USER"
-    printf 'export ORDERGATE_KAFKA_SASL_PASSWORD_FILE=%q\n' "$KAFKA_TLS_DIR/$KAFKA_SASL_USER.password"
+    printf 'export ORDERGATE_KAFKA_TLS_USER=%q\n' "$KAFKA_SASL_USER"
+    printf 'export ORDERGATE_KAFKA_TLS_PASSWORD_FILE=%q\n' "$KAFKA_TLS_DIR/$KAFKA_SASL_USER.password"
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -1,6 +1,9 @@
 #include "common/kafka.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +13,9 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/parse.h"
+
+/* Producers' librdkafka statistics: how soon kafka_broker_up follows a broker's return. */
+#define KAFKA_STATS_INTERVAL_MS "1000"
 
 /* Properties kafka.properties may not set, and why (see kafka.h). */
 static const struct {
@@ -167,6 +173,20 @@ static void kafka_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     }
 }
 
+/* A TLS failure that a retry cannot mend: the broker's certificate does not verify against
+ * ssl.ca.location (or has another name), or the two sides do not speak TLS to each other.
+ * Others (a broker closing the connection mid-handshake while it restarts) pass. */
+static bool kafka_ssl_refusal(const char *reason)
+{
+    static const char *const words[] = {"certificate", "verify", "wrong version number",
+                                        "unknown protocol", "no protocols available"};
+
+    for (size_t i = 0; reason != NULL && i < sizeof(words) / sizeof(words[0]); i++)
+        if (strstr(reason, words[i]) != NULL)
+            return true;
+    return false;
+}
+
 void kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
     char q[1024];
@@ -175,15 +195,156 @@ void kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *
                          : level <= 6 ? LOG_LVL_INFO
                                       : LOG_LVL_DEBUG;
 
+    /* FAIL lines are the broker connection failures that the error callback reports too
+     * (kafka_error_cb, which says each outage once): at debug they do not say it twice. */
+    if (fac != NULL && strcmp(fac, "FAIL") == 0)
+        lvl = LOG_LVL_DEBUG;
     if (!log_enabled(lvl))
         return;
     log_emit(lvl, "kafka_log", "client=%s fac=%s msg=%s", rk ? rd_kafka_name(rk) : "?",
              fac ? fac : "?", log_quote(q, sizeof(q), buf));
 }
 
+/* Broker outages, process-wide: every client of a process (the consumer, its re-schedule
+ * producer, the outbox relay's producer) loses its connections to a broker that restarts, and
+ * each retries every few hundred milliseconds. The first connection error for a broker says so
+ * (one warn line); the others go to debug and are counted until a client's statistics show
+ * the broker UP again (one info line, kafka_broker_up). A broker back for less than
+ * KAFKA_OUTAGE_SETTLE_MS is not down again for the errors of clients still reconnecting. */
+#define KAFKA_OUTAGES_MAX      16
+#define KAFKA_OUTAGE_SETTLE_MS 5000
+
+static struct kafka_outage {
+    char broker[128]; /* "host:port" as librdkafka names it */
+    int64_t since_ms; /* first error of the outage; 0: slot unused */
+    int64_t up_ms;    /* when it was seen UP again; 0 while down */
+    long errors;      /* connection errors while down */
+} kafka_outages[KAFKA_OUTAGES_MAX];
+static pthread_mutex_t kafka_outage_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* "host:port" from a librdkafka connection error ("sasl_ssl://h:p/1: Disconnected ...",
+ * "GroupCoordinator: h:p: ..."); false when the reason names none. */
+static bool kafka_reason_broker(const char *reason, char *buf, size_t size)
+{
+    const char *p = reason != NULL ? strstr(reason, "://") : NULL;
+    size_t n;
+
+    if (p != NULL && (size_t)(p - reason) < 16) {
+        p += 3;
+        n = *p == '[' ? strcspn(p, "]") + (strchr(p, ']') != NULL) : strcspn(p, "/: ");
+        if (p[n] == ':') /* the port */
+            n += 1 + strcspn(p + n + 1, "/: ");
+    } else if (reason != NULL && (p = strstr(reason, "Coordinator: ")) != NULL &&
+               (size_t)(p - reason) < 8) {
+        p += 13;
+        n = strcspn(p, " ");
+        while (n > 0 && p[n - 1] == ':')
+            n--;
+    } else {
+        return false;
+    }
+    if (n == 0 || n >= size)
+        return false;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    return true;
+}
+
+/* Records a connection error for broker; true when it starts an outage (say it). */
+static bool kafka_outage_begin(const char *broker)
+{
+    int64_t now = clock_mono_ms();
+    struct kafka_outage *free_slot = NULL;
+    bool begins = true;
+
+    pthread_mutex_lock(&kafka_outage_mu);
+    for (size_t i = 0; i < KAFKA_OUTAGES_MAX; i++) {
+        struct kafka_outage *o = &kafka_outages[i];
+        if (o->since_ms == 0) {
+            if (free_slot == NULL)
+                free_slot = o;
+            continue;
+        }
+        if (strcmp(o->broker, broker) != 0)
+            continue;
+        if (o->up_ms == 0 || now - o->up_ms < KAFKA_OUTAGE_SETTLE_MS) {
+            o->errors += o->up_ms == 0;
+            begins = false;
+        } else {
+            *o = (struct kafka_outage){.since_ms = now, .errors = 1};
+            snprintf(o->broker, sizeof(o->broker), "%s", broker);
+        }
+        free_slot = NULL;
+        goto out;
+    }
+    /* A full table only means more lines, never fewer. */
+    if (free_slot != NULL) {
+        *free_slot = (struct kafka_outage){.since_ms = now, .errors = 1};
+        snprintf(free_slot->broker, sizeof(free_slot->broker), "%s", broker);
+    }
+out:
+    pthread_mutex_unlock(&kafka_outage_mu);
+    return begins;
+}
+
+static bool kafka_outage_active(void)
+{
+    bool any = false;
+
+    pthread_mutex_lock(&kafka_outage_mu);
+    for (size_t i = 0; i < KAFKA_OUTAGES_MAX; i++)
+        any = any || (kafka_outages[i].since_ms != 0 && kafka_outages[i].up_ms == 0);
+    pthread_mutex_unlock(&kafka_outage_mu);
+    return any;
+}
+
+/* A client's statistics show broker UP: ends its outage, if one runs. */
+static void kafka_outage_end(const rd_kafka_t *rk, const char *broker)
+{
+    int64_t now = clock_mono_ms(), down_ms = -1;
+    long errors = 0;
+
+    pthread_mutex_lock(&kafka_outage_mu);
+    for (size_t i = 0; i < KAFKA_OUTAGES_MAX; i++) {
+        struct kafka_outage *o = &kafka_outages[i];
+        if (o->since_ms != 0 && o->up_ms == 0 && strcmp(o->broker, broker) == 0) {
+            o->up_ms = now;
+            down_ms = now - o->since_ms;
+            errors = o->errors;
+        }
+    }
+    pthread_mutex_unlock(&kafka_outage_mu);
+    if (down_ms >= 0)
+        log_info("kafka_broker_up", "broker=%s client=%s down_ms=%" PRId64 " errors=%ld", broker,
+                 rd_kafka_name(rk), down_ms, errors);
+}
+
+/* The statistics callback kafka_conf_new installs (the consumer's loop installs its own on
+ * the group member): only reads which brokers are UP. */
+static int kafka_stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque)
+{
+    json_t *root, *b;
+    const char *name;
+
+    (void)opaque;
+    if (!kafka_outage_active())
+        return 0;
+    root = json_loadb(json, len, 0, NULL);
+    json_object_foreach(root != NULL ? json_object_get(root, "brokers") : NULL, name, b)
+    {
+        const char *state = json_string_value(json_object_get(b, "state"));
+        const char *node = json_string_value(json_object_get(b, "nodename"));
+        (void)name;
+        if (state != NULL && node != NULL && strcmp(state, "UP") == 0)
+            kafka_outage_end(rk, node);
+    }
+    json_decref(root);
+    return 0; /* librdkafka frees json */
+}
+
 void kafka_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque)
 {
-    char q[600], fatal[512];
+    char q[600], fatal[512], broker[128];
 
     (void)opaque;
     if (code == RD_KAFKA_RESP_ERR__FATAL) {
@@ -192,7 +353,39 @@ void kafka_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque)
                   rd_kafka_err2name(orig), log_quote(q, sizeof(q), fatal));
         return;
     }
+    if (code == RD_KAFKA_RESP_ERR__AUTHENTICATION) {
+        /* Refused at start ends the program (kafka_connect_check); refused later (credentials
+         * changed on the brokers) is retried, since fixing it there needs no restart here. */
+        log_error("kafka_error",
+                  "client=%s code=%s reason=%s note=\"the broker refused the "
+                  "SASL login; check sasl.username and the password\"",
+                  rd_kafka_name(rk), rd_kafka_err2name((rd_kafka_resp_err_t)code),
+                  log_quote(q, sizeof(q), reason));
+        return;
+    }
     /* Broker connections come and go; librdkafka reconnects by itself. */
+    if (code == RD_KAFKA_RESP_ERR__TRANSPORT || code == RD_KAFKA_RESP_ERR__RESOLVE ||
+        (code == RD_KAFKA_RESP_ERR__SSL && !kafka_ssl_refusal(reason))) {
+        if (kafka_reason_broker(reason, broker, sizeof(broker))) {
+            if (kafka_outage_begin(broker))
+                log_warn("kafka_error",
+                         "client=%s code=%s broker=%s reason=%s note=\"connection lost; the "
+                         "clients reconnect by themselves and log further connection errors "
+                         "for this broker at debug until it is back (kafka_broker_up)\"",
+                         rd_kafka_name(rk), rd_kafka_err2name((rd_kafka_resp_err_t)code), broker,
+                         log_quote(q, sizeof(q), reason));
+            else
+                log_debug("kafka_error", "client=%s code=%s broker=%s reason=%s", rd_kafka_name(rk),
+                          rd_kafka_err2name((rd_kafka_resp_err_t)code), broker,
+                          log_quote(q, sizeof(q), reason));
+            return;
+        }
+    } else if (code == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN && kafka_outage_active()) {
+        /* Implied by the outage already reported. */
+        log_debug("kafka_error", "client=%s code=%s reason=%s", rd_kafka_name(rk),
+                  rd_kafka_err2name((rd_kafka_resp_err_t)code), log_quote(q, sizeof(q), reason));
+        return;
+    }
     log_warn("kafka_error", "client=%s code=%s reason=%s", rd_kafka_name(rk),
              rd_kafka_err2name((rd_kafka_resp_err_t)code), log_quote(q, sizeof(q), reason));
 }
@@ -293,6 +486,9 @@ enum og_status kafka_conf_new(const struct og_config *cfg, enum kafka_role role,
             st = kafka_set(conf, "heartbeat.interval.ms", num, err);
     } else {
         rd_kafka_conf_set_dr_msg_cb(conf, kafka_dr_cb);
+        /* Broker states for kafka_broker_up (kafka_error_cb), read while the producer is
+         * polled. */
+        st = kafka_set(conf, "statistics.interval.ms", KAFKA_STATS_INTERVAL_MS, err);
     }
     if (st != OG_OK)
         goto fail;
@@ -340,6 +536,7 @@ enum og_status kafka_conf_new(const struct og_config *cfg, enum kafka_role role,
         goto fail;
     rd_kafka_conf_set_log_cb(conf, kafka_log_cb);
     rd_kafka_conf_set_error_cb(conf, kafka_error_cb);
+    rd_kafka_conf_set_stats_cb(conf, kafka_stats_cb);
     *out = conf;
     return OG_OK;
 fail:
@@ -379,20 +576,6 @@ struct kafka_probe {
     bool all_down;
     char reason[512]; /* of refused, else of the last connection error */
 };
-
-/* A TLS failure that a retry cannot mend: the broker's certificate does not verify against
- * ssl.ca.location (or has another name), or the two sides do not speak TLS to each other.
- * Others (a broker closing the connection mid-handshake while it restarts) pass. */
-static bool kafka_ssl_refusal(const char *reason)
-{
-    static const char *const words[] = {"certificate", "verify", "wrong version number",
-                                        "unknown protocol", "no protocols available"};
-
-    for (size_t i = 0; reason != NULL && i < sizeof(words) / sizeof(words[0]); i++)
-        if (strstr(reason, words[i]) != NULL)
-            return true;
-    return false;
-}
 
 static void kafka_probe_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque)
 {

@@ -19,3 +19,6 @@ endfunction()
 og_tls_test(tls_flow LABELS kafka FIXTURES db kafka TIMEOUT 150)
 # A wrong password or an untrusted CA: one line, exit 2, nothing changed.
 og_tls_test(tls_refused LABELS kafka FIXTURES db kafka TIMEOUT 120)
+# Restarts the shared broker (services.sh restart-kafka): nothing else may run meanwhile.
+og_tls_test(tls_restart LABELS kafka FIXTURES db kafka TIMEOUT 180)
+set_tests_properties(tls_restart PROPERTIES RUN_SERIAL TRUE)

@@ -1,0 +1,157 @@
+/* kafka.sasl_password_file: its content becomes sasl.password on every handle (consumer and
+ * producer), a trailing newline dropped; a file that is missing or empty, or a sasl.password
+ * in kafka.properties as well, is a configuration error naming the setting, also for
+ * kafka_check_config; a settings dump shows the path, never the password. No broker needed:
+ * only configuration objects are built. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/cfg.h"
+#include "common/kafka.h"
+
+static char path[128];
+
+static void write_password(const char *text)
+{
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/tmp/og_kafka_sasl_test_%d", (int)getpid());
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void config_with(struct og_config *cfg, const char *password_file, const char *prop)
+{
+    struct og_error err = {0};
+
+    assert_int_equal(cfg_init(cfg, &err), OG_OK);
+    assert_int_equal(cfg_set(cfg, "kafka.brokers", "127.0.0.1:1", &err), OG_OK);
+    assert_int_equal(cfg_set(cfg, "kafka.properties", "sasl.username=ordergate", &err), OG_OK);
+    if (prop != NULL)
+        assert_int_equal(cfg_set(cfg, "kafka.properties", prop, &err), OG_OK);
+    if (password_file != NULL)
+        assert_int_equal(cfg_set(cfg, "kafka.sasl_password_file", password_file, &err), OG_OK);
+}
+
+static void test_password_reaches_both_roles(void **state)
+{
+    static const enum kafka_role roles[] = {KAFKA_ROLE_CONSUMER, KAFKA_ROLE_PRODUCER};
+    struct og_config cfg;
+    struct og_error err = {0};
+
+    (void)state;
+    write_password("s3cret-pw\n");
+    config_with(&cfg, path, NULL);
+    for (size_t i = 0; i < 2; i++) {
+        rd_kafka_conf_t *conf = NULL;
+        char v[64];
+        size_t size = sizeof(v);
+        assert_int_equal(kafka_conf_new(&cfg, roles[i], "t", &conf, &err), OG_OK);
+        assert_int_equal(rd_kafka_conf_get(conf, "sasl.password", v, &size), RD_KAFKA_CONF_OK);
+        assert_string_equal(v, "s3cret-pw");
+        size = sizeof(v);
+        assert_int_equal(rd_kafka_conf_get(conf, "sasl.username", v, &size), RD_KAFKA_CONF_OK);
+        assert_string_equal(v, "ordergate");
+        rd_kafka_conf_destroy(conf);
+    }
+    assert_int_equal(kafka_check_config(&cfg, &err), OG_OK);
+    cfg_free(&cfg);
+    unlink(path);
+}
+
+static void expect_refused(struct og_config *cfg, const char *needle)
+{
+    struct og_error err = {0};
+    rd_kafka_conf_t *conf = NULL;
+
+    assert_int_equal(kafka_conf_new(cfg, KAFKA_ROLE_PRODUCER, "t", &conf, &err), OG_ERR_CONFIG);
+    assert_null(conf);
+    assert_string_equal(err.setting, "kafka.sasl_password_file");
+    if (strstr(err.msg, needle) == NULL)
+        fail_msg("error \"%s\" lacks \"%s\"", err.msg, needle);
+    og_error_clear(&err);
+    assert_int_equal(kafka_check_config(cfg, &err), OG_ERR_CONFIG);
+    assert_non_null(strstr(err.msg, needle));
+}
+
+static void test_refusals(void **state)
+{
+    struct og_config cfg;
+    char missing[160];
+
+    (void)state;
+    snprintf(missing, sizeof(missing), "/tmp/og_kafka_sasl_missing_%d", (int)getpid());
+    config_with(&cfg, missing, NULL);
+    expect_refused(&cfg, "No such file or directory");
+    assert_non_null(strstr(missing, "og_kafka_sasl_missing"));
+    cfg_free(&cfg);
+
+    write_password("\n");
+    config_with(&cfg, path, NULL);
+    expect_refused(&cfg, "is empty");
+    cfg_free(&cfg);
+
+    write_password("s3cret-pw\n");
+    config_with(&cfg, path, "sasl.password=inline");
+    expect_refused(&cfg, "keep one of them");
+    cfg_free(&cfg);
+    unlink(path);
+}
+
+static void test_dump_shows_path_only(void **state)
+{
+    struct og_config cfg;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+
+    (void)state;
+    assert_non_null(out);
+    write_password("s3cret-pw\n");
+    config_with(&cfg, path, NULL);
+    cfg_dump(&cfg, out);
+    fclose(out);
+    assert_non_null(strstr(text, "kafka.sasl_password_file = \"/tmp/og_kafka_sasl_test_"));
+    assert_null(strstr(text, "s3cret-pw"));
+    free(text);
+    cfg_free(&cfg);
+    unlink(path);
+}
+
+/* Without the setting nothing changes: no sasl.password is set. */
+static void test_unset(void **state)
+{
+    struct og_config cfg;
+    struct og_error err = {0};
+    rd_kafka_conf_t *conf = NULL;
+    char v[64];
+    size_t size = sizeof(v);
+
+    (void)state;
+    config_with(&cfg, NULL, NULL);
+    assert_int_equal(kafka_conf_new(&cfg, KAFKA_ROLE_CONSUMER, "t", &conf, &err), OG_OK);
+    /* Never set: librdkafka has no value to give. */
+    assert_int_not_equal(rd_kafka_conf_get(conf, "sasl.password", v, &size), RD_KAFKA_CONF_OK);
+    rd_kafka_conf_destroy(conf);
+    cfg_free(&cfg);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_password_reaches_both_roles),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_dump_shows_path_only),
+        cmocka_unit_test(test_unset),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

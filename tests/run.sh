@@ -11,8 +11,10 @@
 #
 # Environment:
 #   ORDERGATE_USE_EXISTING=1     use the PostgreSQL (PGHOST, PGPORT, PGUSER; a superuser
-#                                that may create databases) and Kafka (ORDERGATE_BROKERS)
-#                                already in the environment instead of starting new ones
+#                                that may create databases) and Kafka (ORDERGATE_BROKERS, and
+#                                for the tls_ tests its SASL_SSL listener: ORDERGATE_KAFKA_TLS_*
+#                                as deploy/local/services.sh prints them) already in the
+#                                environment instead of starting new ones
 #   ORDERGATE_NO_ASAN=1          skip the sanitizer build
 #   ORDERGATE_NO_RELEASE=1       skip the compile-only Release build
 #   ORDERGATE_JOBS=N             parallel build jobs and ctest jobs (default: nproc)
@@ -29,7 +31,7 @@ step() { printf '\n==> %s (%ss)\n' "$*" "$(($(date +%s) - t_start))"; }
 # ------------------------------------------------------------------------------------------
 debs=(build-essential cmake ninja-build pkg-config git
       librdkafka-dev libpq-dev libconfig-dev libcmocka-dev libjansson-dev libmicrohttpd-dev
-      postgresql-15 postgresql-client-15 kcat clang clang-format libclang-rt-14-dev
+      postgresql-15 postgresql-client-15 kcat openssl clang clang-format libclang-rt-14-dev
       openjdk-17-jdk-headless maven python3 python3-yaml python3-psycopg2 systemd prometheus)
 missing=()
 for p in "${debs[@]}"; do
@@ -102,10 +104,12 @@ if [ "${ORDERGATE_USE_EXISTING:-0}" != 1 ]; then
     trap 'exit 130' INT
     trap 'exit 143' TERM
     step "starting PostgreSQL and Kafka in $ORDERGATE_STATE_DIR"
-    exports=$(deploy/local/services.sh up)
+    # The broker also gets its SASL_SSL listener, for the tls_ tests.
+    exports=$(ORDERGATE_KAFKA_TLS=1 deploy/local/services.sh up)
     eval "$exports"
 fi
-echo "PGHOST=${PGHOST:-} PGPORT=${PGPORT:-} ORDERGATE_BROKERS=${ORDERGATE_BROKERS:-}"
+echo "PGHOST=${PGHOST:-} PGPORT=${PGPORT:-} ORDERGATE_BROKERS=${ORDERGATE_BROKERS:-}" \
+    "ORDERGATE_KAFKA_TLS_BROKERS=${ORDERGATE_KAFKA_TLS_BROKERS:-}"
 
 # ------------------------------------------------------------------------------------------
 # 5. Tests, in each build

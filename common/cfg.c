@@ -375,6 +375,7 @@ enum og_status cfg_apply_env(struct og_config *cfg, struct og_error *err)
     const char *brokers = getenv("ORDERGATE_BROKERS");
     const char *db = getenv("ORDERGATE_DB");
     const char *pwfile = getenv("ORDERGATE_DB_PASSWORD_FILE");
+    const char *sasl_pwfile = getenv("ORDERGATE_KAFKA_SASL_PASSWORD_FILE");
     enum og_status st = OG_OK;
 
     if (brokers != NULL && *brokers && strcmp(cfg->brokers, "localhost:9092") == 0)
@@ -383,6 +384,9 @@ enum og_status cfg_apply_env(struct og_config *cfg, struct og_error *err)
         st = cfg_set_str(&cfg->db_conninfo, db, err);
     if (st == OG_OK && pwfile != NULL && *pwfile && *cfg->db_password_file == '\0')
         st = cfg_set_str(&cfg->db_password_file, pwfile, err);
+    if (st == OG_OK && sasl_pwfile != NULL && *sasl_pwfile &&
+        *cfg->kafka_sasl_password_file == '\0')
+        st = cfg_set_str(&cfg->kafka_sasl_password_file, sasl_pwfile, err);
     return st;
 }
 

@@ -106,7 +106,8 @@ enum og_status cfg_init(struct og_config *cfg, struct og_error *err);
  * file:line); an unknown setting or a syntax error carries file:line in its message. */
 enum og_status cfg_load(struct og_config *cfg, const char *path, struct og_error *err);
 /* Applies the environment defaults that only apply when the file left them
- * unset: ORDERGATE_BROKERS, ORDERGATE_DB, ORDERGATE_DB_PASSWORD_FILE. */
+ * unset: ORDERGATE_BROKERS, ORDERGATE_DB, ORDERGATE_DB_PASSWORD_FILE,
+ * ORDERGATE_KAFKA_SASL_PASSWORD_FILE. */
 enum og_status cfg_apply_env(struct og_config *cfg, struct og_error *err);
 /* Sets one setting by its dotted name (e.g. "consumer.batch_size") from a string, with the
  * same validation as the file. Errors are OG_ERR_CONFIG, "<name>: <problem>", with

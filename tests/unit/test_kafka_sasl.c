@@ -1,7 +1,9 @@
 /* kafka.sasl_password_file: its content becomes sasl.password on every handle (consumer and
  * producer), a trailing newline dropped; a file that is missing or empty, or a sasl.password
  * in kafka.properties as well, is a configuration error naming the setting, also for
- * kafka_check_config; a settings dump shows the path, never the password. No broker needed:
+ * kafka_check_config; a settings dump shows the path, never the password;
+ * ORDERGATE_KAFKA_SASL_PASSWORD_FILE is the fallback when the file leaves it empty. No broker
+ * needed:
  * only configuration objects are built. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -145,13 +147,33 @@ static void test_unset(void **state)
     cfg_free(&cfg);
 }
 
+/* ORDERGATE_KAFKA_SASL_PASSWORD_FILE stands in when the file leaves the setting empty. */
+static void test_environment_fallback(void **state)
+{
+    struct og_config cfg;
+    struct og_error err = {0};
+
+    (void)state;
+    setenv("ORDERGATE_KAFKA_SASL_PASSWORD_FILE", "/run/secrets/kafka_sasl_password", 1);
+    assert_int_equal(cfg_init(&cfg, &err), OG_OK);
+    assert_int_equal(cfg_apply_env(&cfg, &err), OG_OK);
+    assert_string_equal(cfg.kafka_sasl_password_file, "/run/secrets/kafka_sasl_password");
+    cfg_free(&cfg);
+    assert_int_equal(cfg_init(&cfg, &err), OG_OK);
+    assert_int_equal(cfg_set(&cfg, "kafka.sasl_password_file", "/etc/ordergate/kafka.pw", &err),
+                     OG_OK);
+    assert_int_equal(cfg_apply_env(&cfg, &err), OG_OK);
+    assert_string_equal(cfg.kafka_sasl_password_file, "/etc/ordergate/kafka.pw");
+    cfg_free(&cfg);
+    unsetenv("ORDERGATE_KAFKA_SASL_PASSWORD_FILE");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_password_reaches_both_roles),
-        cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_dump_shows_path_only),
-        cmocka_unit_test(test_unset),
+        cmocka_unit_test(test_password_reaches_both_roles), cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_dump_shows_path_only),        cmocka_unit_test(test_unset),
+        cmocka_unit_test(test_environment_fallback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,7 +18,9 @@
 #     made out of band; applying again must not replace it), `kubernetes-validate --strict` checks
 #     each manifest against the API schemas, plus consistency (no namespace, selectors match
 #     labels, probes, non-root, CronJob policies, referenced ConfigMaps exist, referenced Secret
-#     keys exist in secret.example.yaml);
+#     keys exist in secret.example.yaml, every PostgreSQL connection has sslmode=verify-full with
+#     an sslrootcert from a mounted Secret, a SASL_SSL consumer's CA and password are mounted
+#     Secret files);
 #   - Compose and Dockerfile: references resolve (services, secrets, files), `docker compose
 #     config` when the plugin exists, the packages the Dockerfile installs exist in this Debian's
 #     archive, and the built binaries need no shared library outside the runtime stage's packages.

@@ -220,6 +220,44 @@ for name, spec, _ in pod_specs():
             for it in v["secret"].get("items", []):
                 if it["key"] not in keys: probs.append(f"Secret key {it['key']} missing")
     check(not probs, f"k8s {name}: non-root, read-only, limits, volumes resolve", ", ".join(probs))
+# TLS everywhere: every PostgreSQL connection verifies the server (sslmode=verify-full) against a
+# CA file a mounted Secret provides; a consumer on a SASL_SSL listener gets its CA and its
+# password file from mounted Secrets too.
+cm_conf = parse_conf(cms["ordergate-config"]["data"]["ordergate.conf"]) if "ordergate-config" in cms else {}
+def secret_files(spec, c):
+    vols = {v["name"]: v for v in spec.get("volumes", [])}
+    files = set()
+    for m in c.get("volumeMounts", []):
+        v = vols.get(m["name"], {})
+        for it in v.get("secret", {}).get("items", []):
+            files.add(m["mountPath"].rstrip("/") + "/" + it["path"])
+    return files
+for name, spec, _ in pod_specs():
+    for c in spec.get("initContainers", []) + spec.get("containers", []):
+        args = [str(x) for x in c.get("args", [])]
+        if not args or not args[0].startswith("ordergate"):
+            continue  # a side container (the metrics push) has no database connection
+        conninfos = [args[i + 1] for i, x in enumerate(args[:-1]) if x == "--db"]
+        if not conninfos and "database.conninfo" in cm_conf:
+            conninfos = [cm_conf["database.conninfo"][0]]
+        files = secret_files(spec, c)
+        for ci in conninfos:
+            kv = dict(x.split("=", 1) for x in ci.split() if "=" in x)
+            check(kv.get("sslmode") == "verify-full" and kv.get("sslrootcert") in files,
+                  f"k8s {name}: PostgreSQL with sslmode=verify-full and a mounted sslrootcert",
+                  f"sslmode={kv.get('sslmode')} sslrootcert={kv.get('sslrootcert')} files={sorted(files)}")
+props = dict(x.split("=", 1) for x in cm_conf.get("kafka.properties", ([], 0))[0])
+if props.get("security.protocol", "").upper() in ("SASL_SSL", "SSL"):
+    for d in by_kind.get("StatefulSet", []):
+        spec = d["spec"]["template"]["spec"]
+        c = spec["containers"][0]
+        env = {e["name"]: e.get("value") for e in c.get("env", [])}
+        files = secret_files(spec, c)
+        pw = env.get("ORDERGATE_KAFKA_SASL_PASSWORD_FILE") or cm_conf.get("kafka.sasl_password_file", ("", 0))[0]
+        check(props.get("ssl.ca.location") in files and "sasl.password" not in props
+              and (not props["security.protocol"].upper().startswith("SASL") or pw in files),
+              f"k8s {d['metadata']['name']}: Kafka CA and SASL password are files of mounted Secrets",
+              f"ssl.ca.location={props.get('ssl.ca.location')} password file={pw} files={sorted(files)}")
 for d in by_kind.get("Deployment", []) + by_kind.get("StatefulSet", []):
     sel = d["spec"]["selector"]["matchLabels"]
     tl = d["spec"]["template"]["metadata"]["labels"]

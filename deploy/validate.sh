@@ -21,8 +21,9 @@
 #     keys exist in secret.example.yaml, every PostgreSQL connection has sslmode=verify-full with
 #     an sslrootcert from a mounted Secret, a SASL_SSL consumer's CA and password are mounted
 #     Secret files);
-#   - Compose and Dockerfile: references resolve (services, secrets, files), `docker compose
-#     config` when the plugin exists, the packages the Dockerfile installs exist in this Debian's
+#   - Compose and Dockerfile: references resolve (services, secrets, files; also of the SASL_SSL
+#     overlay compose.kafka-tls.yaml, whose consumers get the Kafka CA and password as secret
+#     files), `docker compose config` (with and without the overlay) when the plugin exists, the packages the Dockerfile installs exist in this Debian's
 #     archive, and the built binaries need no shared library outside the runtime stage's packages.
 #
 # Usage: deploy/validate.sh [--build-dir DIR] [--offline]
@@ -165,7 +166,8 @@ if [[ -z $CHECKER ]]; then
     skip "--check-config: no ordergate binary built in $BUILD_DIR (pass --build-dir)"
 else
     [[ $CHECKER == */ordergate-consumer ]] || note "ordergate-consumer is not built; checking with $(basename "$CHECKER") (same config table)"
-    for f in "$REPO/deploy/ordergate.conf" "$REPO/deploy/docker/ordergate.compose.conf" "$TMP/configmap-ordergate.conf"; do
+    for f in "$REPO/deploy/ordergate.conf" "$REPO/deploy/docker/ordergate.compose.conf" \
+        "$REPO/deploy/docker/ordergate.compose-tls.conf" "$TMP/configmap-ordergate.conf"; do
         name=${f#"$REPO"/}
         [[ $f == "$TMP"/* ]] && name="deploy/k8s/configmap.yaml (ordergate.conf)"
         if [[ ! -f $f ]]; then bad "--check-config $name: file missing"; continue; fi
@@ -296,14 +298,22 @@ fi
 # ---------------------------------------------------------------------------------------------
 if command -v docker >/dev/null && docker compose version >/dev/null 2>&1; then
     mkdir -p "$TMP/compose/secrets"
-    cp "$REPO/deploy/docker/compose.yaml" "$REPO/deploy/docker/ordergate.compose.conf" "$TMP/compose/"
-    : >"$TMP/compose/secrets/postgres_password"
-    : >"$TMP/compose/secrets/ordergate_app_password"
+    cp "$REPO/deploy/docker/compose.yaml" "$REPO/deploy/docker/ordergate.compose.conf" \
+        "$REPO/deploy/docker/compose.kafka-tls.yaml" "$REPO/deploy/docker/ordergate.compose-tls.conf" "$TMP/compose/"
+    for s in postgres_password ordergate_app_password kafka_ca kafka_sasl_password; do
+        : >"$TMP/compose/secrets/$s"
+    done
     sed -i "s#context: \.\./\.\.#context: $REPO#" "$TMP/compose/compose.yaml"
     if run_quiet docker compose -f "$TMP/compose/compose.yaml" config -q; then
         ok "docker compose config deploy/docker/compose.yaml"
     else
         bad "docker compose config deploy/docker/compose.yaml"
+    fi
+    if ORDERGATE_KAFKA_BROKERS=kafka:9093 run_quiet docker compose -f "$TMP/compose/compose.yaml" \
+        -f "$TMP/compose/compose.kafka-tls.yaml" config -q; then
+        ok "docker compose config deploy/docker/compose.yaml with compose.kafka-tls.yaml"
+    else
+        bad "docker compose config deploy/docker/compose.yaml with compose.kafka-tls.yaml"
     fi
 else
     skip "docker compose plugin not available: compose.yaml checked by the structure checks only"

@@ -80,7 +80,8 @@ check(not re.search(r'password\s*=|sasl\.password=\S|PGPASSWORD=\S', text),
       "deploy/ordergate.conf holds no inline password")
 
 # ---- other config files: only known names; extract the ConfigMap's copy for --check-config ----
-confs = {"deploy/docker/ordergate.compose.conf": rd("deploy/docker/ordergate.compose.conf")}
+confs = {"deploy/docker/ordergate.compose.conf": rd("deploy/docker/ordergate.compose.conf"),
+         "deploy/docker/ordergate.compose-tls.conf": rd("deploy/docker/ordergate.compose-tls.conf")}
 cm = [d for d in yaml.safe_load_all(open(os.path.join(repo, "deploy/k8s/configmap.yaml")))
       if d.get("kind") == "ConfigMap"]
 if check(len(cm) == 1 and "ordergate.conf" in cm[0].get("data", {}),
@@ -324,6 +325,31 @@ kafka = [s for s in svcs.values() if str(s.get("image", "")).startswith("apache/
 check(len(kafka) == 1, "compose: Kafka in KRaft mode from apache/kafka")
 check(any(str(s.get("image")) == "postgres:15" for s in svcs.values()), "compose: postgres:15")
 check(all("healthcheck" in svcs[n] for n in consumers), "compose: consumers have a health check")
+
+# The SASL_SSL overlay: only services of compose.yaml, its secrets defined, its files present;
+# the Kafka password and CA reach the consumers as secret files, never inline.
+over = yaml.safe_load(open(os.path.join(cdir, "compose.kafka-tls.yaml")))
+osecrets = set(comp.get("secrets", {})) | set(over.get("secrets", {}))
+probs = []
+for n, s in (over.get("services") or {}).items():
+    if n not in svcs: probs.append(f"overlay names unknown service {n}")
+    for sec in s.get("secrets", []):
+        sec = sec if isinstance(sec, str) else sec.get("source")
+        if sec not in osecrets: probs.append(f"{n} uses undefined secret {sec}")
+    for v in s.get("volumes", []):
+        src = v.split(":")[0] if isinstance(v, str) else v.get("source", "")
+        if src.startswith(".") and not os.path.exists(os.path.join(cdir, src)):
+            probs.append(f"{n} mounts missing {src}")
+check(not probs, "compose.kafka-tls.yaml: services, secrets and files resolve", "; ".join(probs))
+tls_conf = parse_conf(rd("deploy/docker/ordergate.compose-tls.conf"))
+tprops = dict(x.split("=", 1) for x in tls_conf.get("kafka.properties", ([], 0))[0])
+tls_consumers = [n for n in consumers if n in (over.get("services") or {})]
+env_ok = all((over["services"][n].get("environment") or {}).get("ORDERGATE_KAFKA_SASL_PASSWORD_FILE")
+             == "/run/secrets/kafka_sasl_password" and "kafka_sasl_password" in over["services"][n].get("secrets", [])
+             and "kafka_ca" in over["services"][n].get("secrets", []) for n in tls_consumers)
+check(tls_consumers == consumers and env_ok and tprops.get("security.protocol") == "SASL_SSL"
+      and tprops.get("ssl.ca.location") == "/run/secrets/kafka_ca" and "sasl.password" not in tprops,
+      "compose.kafka-tls.yaml: every consumer on SASL_SSL, CA and password from secret files")
 
 # ---- Dockerfile ----
 df = rd("deploy/docker/Dockerfile")

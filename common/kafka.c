@@ -260,12 +260,15 @@ static bool kafka_outage_begin(const char *broker)
     pthread_mutex_lock(&kafka_outage_mu);
     for (size_t i = 0; i < KAFKA_OUTAGES_MAX; i++) {
         struct kafka_outage *o = &kafka_outages[i];
-        if (o->since_ms == 0) {
+        bool same = o->since_ms != 0 && strcmp(o->broker, broker) == 0;
+        /* Unused, or another broker's outage that is over: free for this one. */
+        if (o->since_ms == 0 ||
+            (!same && o->up_ms != 0 && now - o->up_ms >= KAFKA_OUTAGE_SETTLE_MS)) {
             if (free_slot == NULL)
                 free_slot = o;
             continue;
         }
-        if (strcmp(o->broker, broker) != 0)
+        if (!same)
             continue;
         if (o->up_ms == 0 || now - o->up_ms < KAFKA_OUTAGE_SETTLE_MS) {
             o->errors += o->up_ms == 0;
@@ -274,7 +277,6 @@ static bool kafka_outage_begin(const char *broker)
             *o = (struct kafka_outage){.since_ms = now, .errors = 1};
             snprintf(o->broker, sizeof(o->broker), "%s", broker);
         }
-        free_slot = NULL;
         goto out;
     }
     /* A full table only means more lines, never fewer. */
@@ -359,6 +361,15 @@ void kafka_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque)
         log_error("kafka_error",
                   "client=%s code=%s reason=%s note=\"the broker refused the "
                   "SASL login; check sasl.username and the password\"",
+                  rd_kafka_name(rk), rd_kafka_err2name((rd_kafka_resp_err_t)code),
+                  log_quote(q, sizeof(q), reason));
+        return;
+    }
+    if (code == RD_KAFKA_RESP_ERR__SSL && kafka_ssl_refusal(reason)) {
+        /* The brokers' certificate changed to one ssl.ca.location does not vouch for. */
+        log_error("kafka_error",
+                  "client=%s code=%s reason=%s note=\"TLS with the broker failed; check "
+                  "ssl.ca.location and the broker's certificate\"",
                   rd_kafka_name(rk), rd_kafka_err2name((rd_kafka_resp_err_t)code),
                   log_quote(q, sizeof(q), reason));
         return;
@@ -611,6 +622,7 @@ enum og_status kafka_connect_check(const struct og_config *cfg, const char *clie
     rd_kafka_t *rk = NULL;
     char errstr[512];
     int64_t deadline = clock_mono_ms() + timeout_ms;
+    bool pw_file = cfg->kafka_sasl_password_file != NULL && *cfg->kafka_sasl_password_file != '\0';
     enum og_status st;
 
     st = kafka_conf_new(cfg, KAFKA_ROLE_PRODUCER, client_id, &conf, err);
@@ -647,12 +659,8 @@ enum og_status kafka_connect_check(const struct og_config *cfg, const char *clie
             st = og_error_set(err, OG_ERR_CONFIG, false,
                               "kafka: the broker refused the SASL login (check sasl.username, "
                               "sasl.mechanisms and the password in %s): %s",
-                              *cfg->kafka_sasl_password_file != '\0' ? "kafka.sasl_password_file"
-                                                                     : "sasl.password",
-                              probe.reason);
-            og_error_setting(err, *cfg->kafka_sasl_password_file != '\0'
-                                      ? "kafka.sasl_password_file"
-                                      : "kafka.properties");
+                              pw_file ? "kafka.sasl_password_file" : "sasl.password", probe.reason);
+            og_error_setting(err, pw_file ? "kafka.sasl_password_file" : "kafka.properties");
             break;
         }
         if (probe.refused == RD_KAFKA_RESP_ERR__SSL) {

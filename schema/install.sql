@@ -29,6 +29,7 @@ SET LOCAL search_path = ordergate, pg_temp;
 SET LOCAL check_function_bodies = off;
 \ir functions/_actor.sql
 \ir functions/_bad_arg.sql
+\ir functions/_cancel_claim.sql
 \ir functions/_cancel_effects.sql
 \ir functions/_cancel_message.sql
 \ir functions/_ctl_iso.sql

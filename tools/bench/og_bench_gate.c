@@ -692,7 +692,12 @@ static int flash_run(const struct bench_opts *o, PGconn *admin, int analyzed, in
     r->analyzed = analyzed;
     r->round = round;
     r->violations = -1;
-    snprintf(dbname, sizeof(dbname), "%s_flash", o->dbname);
+    snprintf(dbname, sizeof(dbname), "%s_flash_case", o->dbname);
+    if (!bench_name_valid(dbname)) {
+        fprintf(stderr, "og_bench_gate: %s: too long for a database name (shorten --dbname)\n",
+                dbname);
+        return -1; /* nothing made yet, and a name that long must not reach DROP DATABASE */
+    }
     if (recreate_db(admin, dbname) != 0 || apply_schema(o, dbname) != 0)
         goto out;
     snprintf(conninfo, sizeof(conninfo), "dbname=%s", dbname);

@@ -21,13 +21,16 @@
 -- planned from defaults (a table never analyzed, or never vacuumed: reltuples -1, a flash sale's
 -- first minute, a restore) no statement turns into a scan of a whole table; the lines' subquery
 -- has OFFSET 0, which keeps it a parameterized probe per winner instead of a join the planner
--- may turn into a walk of all lines. Neither leaves this function: the hooks run outside it.
+-- may turn into a walk of all lines. jit is off too: estimated from defaults, the claim's cost
+-- passes jit_above_cost and compiling it took about 300 ms, for a statement that runs in 10.
+-- None of these settings leaves this function: the hooks run outside it.
 CREATE OR REPLACE FUNCTION ordergate._cancel_claim(p_nos text[], p_source text, p_actor text,
                                                    p_note text, p_due_only boolean)
 RETURNS text[]
 LANGUAGE plpgsql
 SET search_path = ordergate, pg_temp
 SET enable_seqscan = off
+SET jit = off
 AS $$
 DECLARE
     v_locked  tid[];

@@ -116,3 +116,15 @@ ALTER TABLE ordergate.order_items RESET (autovacuum_enabled);
 ALTER TABLE ordergate.coupons RESET (autovacuum_enabled);
 ALTER TABLE ordergate.inventory RESET (autovacuum_enabled);
 SELECT t_eq('no statistics: books balance', (SELECT sum(violations) FROM ordergate.reconcile()), 0::numeric);
+
+-- Planned from defaults the claim's estimated cost passes jit_above_cost: compiling it cost about
+-- 300 ms per call for a statement that runs in about 10 (the first five calls of a session, until
+-- the generic plan). The pins live on the function, not on the hooks' side of it.
+SELECT t_check('the claim pins its planner settings',
+               (SELECT proconfig @> ARRAY['enable_seqscan=off', 'jit=off']
+                  FROM pg_proc WHERE oid = 'ordergate._cancel_claim'::regproc),
+               (SELECT array_to_string(proconfig, ' ') FROM pg_proc WHERE oid = 'ordergate._cancel_claim'::regproc));
+SELECT t_check('the hooks run outside the pinned settings',
+               (SELECT NOT coalesce(proconfig @> ARRAY['jit=off'], false)
+                  FROM pg_proc WHERE oid = 'ordergate._cancel_effects'::regproc),
+               'ordergate._cancel_effects must not pin planner settings: the hooks run in it');

@@ -19,6 +19,8 @@ const struct opt opt_services[] = {
      BOTH},
     {"statement-timeout-ms", "MS", 0, "longest statement", "database.statement_timeout_ms", 0,
      BOTH},
+    {"pool-mode", "MODE", 0, "session, or transaction behind a transaction-pooling PgBouncer",
+     "database.pool_mode", 0, BOTH},
     {"batch-size", "N", 0, "orders per claim", "consumer.batch_size", 0, OPT_CONSUMER},
     {"metrics-listen", "ADDR:PORT", 0, "HTTP endpoint", "consumer.metrics_listen", 0, OPT_CONSUMER},
     {"busy-retry-ms", "MS", 0, "how long a locked order is retried locally",

@@ -70,6 +70,7 @@ static const struct cfg_param cfg_params[] = {
     {"scanner.workers", CFG_INT, S(scan_workers), "1", 1, 16, 0},
     {"scanner.max_skip_s", CFG_INT, S(scan_max_skip_s), "0", 0, 604800, 0},
     {"scanner.busy_retry_ms", CFG_INT, S(scan_busy_retry_ms), "5000", 0, 600000, 0},
+    {"scanner.lease_s", CFG_INT, S(scan_lease_s), "60", 1, 3600, 0},
     {"scanner.textfile_path", CFG_STR, S(textfile_path), "", 0, 0, 0},
 };
 

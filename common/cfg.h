@@ -82,6 +82,7 @@ struct og_config {
      * or 180 when every_s is 0 (a one-minute schedule) */
     int scan_max_skip_s;
     int scan_busy_retry_ms; /* locked orders are claimed again for this long at a run's end */
+    int scan_lease_s;       /* the sweep lease lasts this + scan_pause_ms past each batch */
     char *textfile_path;    /* Prometheus textfile for node_exporter; "" = none */
 
     /* Where each value came from, indexed like the table in cfg.c; cfg_error_format() reads

@@ -35,6 +35,7 @@ const struct opt opt_services[] = {
     {"max-skip", "SECONDS", 0, "alarm on skips past this", "scanner.max_skip_s", 0, OPT_SCANNER},
     {"busy-retry-ms", "MS", 0, "how long locked orders are retried", "scanner.busy_retry_ms", 0,
      OPT_SCANNER},
+    {"lease-s", "SECONDS", 0, "sweep lease past each batch", "scanner.lease_s", 0, OPT_SCANNER},
     {"textfile", "PATH", 0, "Prometheus textfile", "scanner.textfile_path", 0, OPT_SCANNER},
     {"log-level", "LEVEL", 0, "debug, info, warn or error", "log_level", 0, OPT_SCANNER},
     {"dry-run", NULL, 0, "report only", NULL, 0, OPT_SCANNER},

@@ -65,7 +65,8 @@ static void test_migrate_empty(void **state)
     assert_int_equal(testdb_scalar(conn, "SELECT count(*) FROM ordergate.scanner_lease"), 1);
     /* No lock left behind on a pooled server connection. */
     assert_int_equal(testdb_scalar(conn, "SELECT count(*) FROM pg_locks WHERE locktype = "
-                                         "'advisory'"),
+                                         "'advisory' AND database = (SELECT oid FROM "
+                                         "pg_database WHERE datname = current_database())"),
                      0);
     PQfinish(conn);
     testdb_drop(&t);
@@ -153,7 +154,8 @@ static void test_gate_by_hand(void **state)
         assert_int_equal(testdb_scalar(next, "SELECT count(*) FROM pg_prepared_statements"), 0);
     PQfinish(next);
     assert_int_equal(testdb_scalar(conn, "SELECT count(*) FROM pg_locks WHERE locktype = "
-                                         "'advisory'"),
+                                         "'advisory' AND database = (SELECT oid FROM "
+                                         "pg_database WHERE datname = current_database())"),
                      0);
     PQfinish(conn);
     testdb_drop(&t);

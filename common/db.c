@@ -429,8 +429,10 @@ static const char db_sql_local_bounds[] =
 /* transaction_pool: the statement unnamed; outside an explicit transaction, in one pipeline
  * after the bounds (no Sync between them: one implicit transaction, so the bounds end with
  * it and nothing is left in the session). Returns the statement's result, or the first error
- * (NULL when the connection broke before any result). */
-static PGresult *db_run_pooled(struct db *db, const struct db_stmt *stmt, const char *const *params)
+ * (NULL when the connection broke before any result). *reset: the connection was left in a
+ * state the next call cannot use (still in pipeline mode): the caller drops it. */
+static PGresult *db_run_pooled(struct db *db, const struct db_stmt *stmt, const char *const *params,
+                               bool *reset)
 {
     char lock[24], stm[24];
     const char *bp[2];
@@ -444,7 +446,7 @@ static PGresult *db_run_pooled(struct db *db, const struct db_stmt *stmt, const 
     if (PQsendQueryParams(db->conn, db_sql_local_bounds, 2, NULL, bp, NULL, NULL, 0) != 1 ||
         PQsendQueryParams(db->conn, stmt->sql, stmt->nparams, NULL, params, NULL, NULL, 0) != 1 ||
         PQpipelineSync(db->conn) != 1) {
-        PQexitPipelineMode(db->conn);
+        *reset = PQexitPipelineMode(db->conn) != 1;
         return NULL;
     }
     while (stage <= 2) {
@@ -470,7 +472,7 @@ static PGresult *db_run_pooled(struct db *db, const struct db_stmt *stmt, const 
             PQclear(x);
     }
     if (PQstatus(db->conn) == CONNECTION_OK)
-        PQexitPipelineMode(db->conn);
+        *reset = PQexitPipelineMode(db->conn) != 1;
     return keep;
 }
 
@@ -502,6 +504,7 @@ enum og_status db_run(struct db *db, const struct db_stmt *stmt, const char *con
     PGresult *r = NULL;
     enum og_status st;
     ExecStatusType rs;
+    bool reset = false;
     int64_t t0;
 
     if (res != NULL)
@@ -526,7 +529,7 @@ enum og_status db_run(struct db *db, const struct db_stmt *stmt, const char *con
         goto out;
     t0 = clock_mono_us();
     if (db->session.transaction_pool)
-        r = db_run_pooled(db, stmt, params);
+        r = db_run_pooled(db, stmt, params, &reset);
     else
         r = PQexecPrepared(db->conn, stmt->name, stmt->nparams, params, NULL, NULL, 0);
     db->last_ms = (double)(clock_mono_us() - t0) / 1000.0;
@@ -540,8 +543,12 @@ enum og_status db_run(struct db *db, const struct db_stmt *stmt, const char *con
             st = db_result_error(db, r, err);
         }
         PQclear(r);
+        if (reset)
+            db_disconnect(db);
         goto out;
     }
+    if (reset)
+        db_disconnect(db); /* the result stands; the connection does not */
     db_outage_report(db, stmt->name);
     if (res != NULL)
         *res = r;

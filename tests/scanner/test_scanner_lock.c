@@ -173,7 +173,7 @@ static void test_lease_taken_over(void **state)
     struct scanner_fixture *f = *state;
     struct scanner_child a, b;
     const char *slow[] = {"--db", f->t.conninfo, "--grace", "0", "--batch-size", "1", "--pause-ms",
-                          "1500", "--lease-s",   "60",      NULL};
+                          "3000", "--lease-s",   "60",      NULL};
     const char *next[] = {"--db", f->t.conninfo, "--grace", "0", "--max-orders", "2", NULL};
     const char *rest[] = {"--db", f->t.conninfo, "--grace", "0", NULL};
     char sql[256];

@@ -22,6 +22,9 @@ INSERT INTO ordergate.schema_migrations (version) VALUES ('004');
 RESET ROLE;
 \ir migrations/005_hook_failed.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('005');
+RESET ROLE;
+\ir migrations/006_scanner_lease.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('006');
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 -- Bodies are checked when called (and by the tests, which call every function): a SQL

@@ -9,3 +9,8 @@ og_add_test(NAME ctl_kafka
 # The tests run the program: build it first.
 add_dependencies(ctl_db ordergatectl)
 add_dependencies(ctl_kafka ordergatectl)
+# Through the transaction-pooling PgBouncer of deploy/local/services.sh (--pool-mode transaction).
+og_add_test(NAME ctl_pgbouncer
+            SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ctl_pgbouncer.c ${CMAKE_CURRENT_LIST_DIR}/ctl_run.c
+            LABELS "db;pgbouncer" FIXTURES db pgbouncer TIMEOUT 180)
+add_dependencies(ctl_pgbouncer ordergatectl)

@@ -18,12 +18,16 @@
 -- that sees every payment that committed before it. Lock order as the gate's: orders, then
 -- inventory by sku, last (hot SKU rows stay locked only until the commit).
 --
+-- Result: rows moved per table (scanner_runs: deleted), kept = orders locked as candidates but
+-- left because a payment committed an exception or an event for them meanwhile, more = some
+-- batch was full (call again).
+--
 -- Invariant 2 over what remains: a paid order's lines add their qty to inventory.archived_qty.
 -- Errors: 22023 for a NULL or future p_before, or p_batch outside 1..100000 (nothing changes).
 CREATE OR REPLACE FUNCTION ordergate.archive(p_before timestamptz, p_batch int DEFAULT 10000)
 RETURNS TABLE (orders bigint, order_items bigint, status_log bigint, payments bigint,
                exceptions bigint, refunds bigint, outbox bigint, scanner_runs bigint,
-               more boolean)
+               kept bigint, more boolean)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
 #variable_conflict use_column
 DECLARE
@@ -40,6 +44,7 @@ DECLARE
     n_ref    bigint := 0;
     n_out    bigint := 0;
     n_runs   bigint := 0;
+    n_kept   bigint := 0;
     v_n      bigint;
     v_more   boolean := false;
 BEGIN
@@ -81,6 +86,7 @@ BEGIN
                             WHERE x.order_no = n.order_no AND x.state = 'open')
            AND NOT EXISTS (SELECT 1 FROM outbox b
                             WHERE b.order_no = n.order_no AND b.published_at IS NULL);
+        n_kept := v_locked - coalesce(cardinality(v_orders), 0);
     END IF;
 
     IF v_orders IS NOT NULL THEN
@@ -228,7 +234,7 @@ BEGIN
     END IF;
 
     PERFORM set_config('ordergate.archiving', '', true);
-    RETURN QUERY SELECT n_orders, n_items, n_log, n_pay, n_exc, n_ref, n_out, n_runs, v_more;
+    RETURN QUERY SELECT n_orders, n_items, n_log, n_pay, n_exc, n_ref, n_out, n_runs, n_kept, v_more;
 END
 $$;
 

@@ -3,9 +3,13 @@
 og_add_test(NAME ctl_db
             SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ctl_db.c ${CMAKE_CURRENT_LIST_DIR}/ctl_run.c
             LABELS db FIXTURES db TIMEOUT 300)
+og_add_test(NAME ctl_archive
+            SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ctl_archive.c ${CMAKE_CURRENT_LIST_DIR}/ctl_run.c
+            LABELS db FIXTURES db TIMEOUT 120)
 og_add_test(NAME ctl_kafka
             SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ctl_kafka.c ${CMAKE_CURRENT_LIST_DIR}/ctl_run.c
             LABELS kafka FIXTURES db kafka TIMEOUT 180)
 # The tests run the program: build it first.
 add_dependencies(ctl_db ordergatectl)
 add_dependencies(ctl_kafka ordergatectl)
+add_dependencies(ctl_archive ordergatectl)

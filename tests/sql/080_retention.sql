@@ -135,3 +135,27 @@ UPDATE ordergate.outbox SET published_at = now() WHERE published_at IS NULL AND 
 SELECT t_eq('archive: late exceptions follow',
             (SELECT row(orders, payments, exceptions, outbox)::text FROM ordergate.archive(now())), '(1,3,2,3)');
 SELECT t_eq('retention: books clean at the end', (SELECT sum(violations) FROM ordergate.reconcile()), 0::numeric);
+
+-- Dropping archive data for good, as docs/operations.md ("Retention") says: the books still
+-- reconcile, and a payment for a dropped order is an unknown order (manual review).
+BEGIN;
+SET LOCAL ROLE ordergate_owner;
+DELETE FROM ordergate.coupons c USING ordergate.archived_orders a
+ WHERE a.coupon_id = c.coupon_id AND a.status = 'paid' AND a.archived_at < now() + interval '1 second';
+UPDATE ordergate.inventory i SET total = i.total - s.q, archived_qty = i.archived_qty - s.q
+  FROM (SELECT it.sku, sum(it.qty) AS q FROM ordergate.archived_order_items it
+          JOIN ordergate.archived_orders a ON a.order_no = it.order_no
+         WHERE a.status = 'paid' AND a.archived_at < now() + interval '1 second' GROUP BY it.sku) s
+ WHERE s.sku = i.sku;
+DELETE FROM ordergate.archived_order_items it USING ordergate.archived_orders a
+ WHERE a.order_no = it.order_no AND a.archived_at < now() + interval '1 second';
+DELETE FROM ordergate.archived_orders WHERE archived_at < now() + interval '1 second';
+DELETE FROM ordergate.archived_status_log WHERE archived_at < now() + interval '1 second';
+DELETE FROM ordergate.archived_payments WHERE archived_at < now() + interval '1 second';
+DELETE FROM ordergate.archived_refunds WHERE archived_at < now() + interval '1 second';
+DELETE FROM ordergate.archived_exceptions WHERE archived_at < now() + interval '1 second';
+DELETE FROM ordergate.archived_outbox WHERE archived_at < now() + interval '1 second';
+COMMIT;
+SELECT t_eq('drop: archive empty', (SELECT count(*) FROM ordergate.archived_orders) + (SELECT count(*) FROM ordergate.archived_payments), 0::bigint);
+SELECT t_eq('drop: books clean', (SELECT sum(violations) FROM ordergate.reconcile()), 0::numeric);
+SELECT t_eq('drop: a payment for a dropped order is unknown', (SELECT outcome FROM ordergate.claim_payment('A2', 'TA2C', 1000, 'card')), 'not_found');

@@ -35,6 +35,7 @@ static const struct cfg_param cfg_params[] = {
     {"database.retry_cap_ms", CFG_INT, S(db_retry_cap_ms), "5000", 1, 600000, 0},
     {"database.lock_timeout_ms", CFG_INT, S(db_lock_timeout_ms), "5000", 0, 3600000, 0},
     {"database.statement_timeout_ms", CFG_INT, S(db_statement_timeout_ms), "20000", 0, 86400000, 0},
+    {"database.pool_mode", CFG_STR, S(db_pool_mode), "session", 0, 0, 0},
     {"kafka.brokers", CFG_STR, S(brokers), "localhost:9092", 0, 0, 0},
     {"kafka.topics", CFG_STR, S(topics), "ordergate.cancel.15m,ordergate.cancel.30m", 0, 0, 0},
     {"kafka.topic_levels", CFG_STR, S(topic_levels), "", 0, 0, 0},
@@ -71,6 +72,7 @@ static const struct cfg_param cfg_params[] = {
     {"scanner.workers", CFG_INT, S(scan_workers), "1", 1, 16, 0},
     {"scanner.max_skip_s", CFG_INT, S(scan_max_skip_s), "0", 0, 604800, 0},
     {"scanner.busy_retry_ms", CFG_INT, S(scan_busy_retry_ms), "5000", 0, 600000, 0},
+    {"scanner.lease_s", CFG_INT, S(scan_lease_s), "60", 1, 3600, 0},
     {"scanner.textfile_path", CFG_STR, S(textfile_path), "", 0, 0, 0},
     {"scanner.reconcile_window_s", CFG_INT, S(scan_reconcile_window_s), "604800", 0, 315360000, 0},
 };
@@ -134,6 +136,9 @@ static enum og_status cfg_validate_str(const struct cfg_param *p, const char *va
 {
     if (strcmp(p->name, "log_level") == 0 && log_level_parse(value) < 0)
         return cfg_refuse(err, p, "expected one of debug, info, warn, error, got \"%.64s\"", value);
+    if (strcmp(p->name, "database.pool_mode") == 0 && strcmp(value, "session") != 0 &&
+        strcmp(value, "transaction") != 0)
+        return cfg_refuse(err, p, "expected session or transaction, got \"%.64s\"", value);
     if (strcmp(p->name, "kafka.properties") == 0 && strchr(value, '=') == NULL)
         return cfg_refuse(err, p, "expected name=value, got \"%.64s\"", value);
     return OG_OK;
@@ -393,7 +398,8 @@ enum og_status cfg_apply_env(struct og_config *cfg, struct og_error *err)
 
 struct db_session cfg_db_session(const struct og_config *cfg)
 {
-    return (struct db_session){cfg->db_lock_timeout_ms, cfg->db_statement_timeout_ms};
+    return (struct db_session){cfg->db_lock_timeout_ms, cfg->db_statement_timeout_ms,
+                               strcmp(cfg->db_pool_mode, "transaction") == 0};
 }
 
 enum og_status cfg_db_password(const struct og_config *cfg, char **password, struct og_error *err)

@@ -36,6 +36,7 @@ struct og_config {
     int db_retry_cap_ms;
     int db_lock_timeout_ms;      /* the sessions' lock_timeout; 0 = the server's (db_session) */
     int db_statement_timeout_ms; /* the sessions' statement_timeout; 0 = the server's */
+    char *db_pool_mode; /* "session" | "transaction" (a transaction-pooling PgBouncer in front) */
 
     /* kafka */
     char *brokers;      /* bootstrap.servers */
@@ -83,6 +84,7 @@ struct og_config {
      * or 180 when every_s is 0 (a one-minute schedule) */
     int scan_max_skip_s;
     int scan_busy_retry_ms; /* locked orders are claimed again for this long at a run's end */
+    int scan_lease_s;       /* the sweep lease lasts this + scan_pause_ms past each batch */
     char *textfile_path;    /* Prometheus textfile for node_exporter; "" = none */
     /* --reconcile without --since checks orders created in the last this many seconds
      * (invariants 2 and 3 stay whole); 0 = the whole database */
@@ -130,7 +132,8 @@ const char *cfg_error_format(const struct og_config *cfg, const struct og_error 
 bool cfg_setting_info(size_t i, struct cfg_setting_info *info);
 /* Prints every setting as "name = value" (secrets masked). */
 void cfg_dump(const struct og_config *cfg, FILE *out);
-/* The session bounds of database.lock_timeout_ms and database.statement_timeout_ms. */
+/* The session bounds of database.lock_timeout_ms and database.statement_timeout_ms, and
+ * database.pool_mode. */
 struct db_session cfg_db_session(const struct og_config *cfg);
 /* Reads database.password_file when set: *password is NULL when no file is
  * configured (libpq then uses PGPASSWORD or ~/.pgpass). The caller releases

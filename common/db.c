@@ -24,6 +24,16 @@ struct db {
     struct db_session session;
     db_call_hook hook;
     void *hook_arg;
+    const char *cur_stmt; /* the statement db_run is running, for db_outage_note */
+    /* A connection lost or refused, not yet reported (db_outage_note, db_outage_report). */
+    struct {
+        bool open;
+        int64_t since_us; /* when it was first seen */
+        int failures;     /* failed statements and connects since */
+        char stmt[64];    /* what was running when it was seen */
+        char sqlstate[6];
+        char msg[256];
+    } outage;
 };
 
 static char *db_strdup_or_null(const char *s)
@@ -187,6 +197,45 @@ static void db_disconnect(struct db *db)
     db->nprepared = 0;
 }
 
+/* Remembers a lost or refused connection; the first one of an outage names it. db->cur_stmt
+ * is the statement being run ("connect" outside one). */
+static void db_outage_note(struct db *db, const char *sqlstate, const char *msg)
+{
+    if (db->outage.open) {
+        db->outage.failures++;
+        return;
+    }
+    db->outage.open = true;
+    db->outage.since_us = clock_mono_us();
+    db->outage.failures = 1;
+    snprintf(db->outage.stmt, sizeof(db->outage.stmt), "%s",
+             db->cur_stmt != NULL ? db->cur_stmt : "connect");
+    snprintf(db->outage.sqlstate, sizeof(db->outage.sqlstate), "%s",
+             sqlstate != NULL && *sqlstate ? sqlstate : "08006");
+    snprintf(db->outage.msg, sizeof(db->outage.msg), "%s", msg != NULL ? msg : "");
+    /* libpq's connection messages end in newlines and may span lines. */
+    for (char *c = db->outage.msg; *c; c++)
+        if (*c == '\n' || *c == '\r')
+            *c = ' ';
+}
+
+/* After a statement succeeded: the outage that ended, in one line. */
+static void db_outage_report(struct db *db, const char *stmt)
+{
+    char q[600];
+
+    if (!db->outage.open)
+        return;
+    db->outage.open = false;
+    log_warn("db_reconnected",
+             "app=%s lost_in=%s sqlstate=%s error=%s down_ms=%.0f failed_attempts=%d "
+             "answered=%s msg=\"the database connection was lost; reconnected and the "
+             "statement repeated (each is one idempotent call: nothing is applied twice)\"",
+             db->app_name, db->outage.stmt, db->outage.sqlstate,
+             log_quote(q, sizeof(q), db->outage.msg),
+             (double)(clock_mono_us() - db->outage.since_us) / 1000.0, db->outage.failures, stmt);
+}
+
 /* Fills err from a failed result or a broken connection. */
 static enum og_status db_result_error(struct db *db, PGresult *res, struct og_error *err)
 {
@@ -213,8 +262,11 @@ static enum og_status db_result_error(struct db *db, PGresult *res, struct og_er
         while (len > 0 && err->msg[len - 1] == '\n')
             err->msg[--len] = '\0';
     }
-    if (lost)
+    if (lost) {
+        db_outage_note(db, err != NULL ? err->sqlstate : "08006",
+                       err != NULL ? err->msg : PQerrorMessage(db->conn));
         db_disconnect(db);
+    }
     return st;
 }
 
@@ -238,7 +290,9 @@ static enum og_status db_apply_session(struct db *db, struct og_error *err)
     PGresult *r;
     enum og_status st = OG_OK;
 
-    if (db->session.lock_timeout_ms <= 0 && db->session.statement_timeout_ms <= 0)
+    /* Behind a transaction pooler the bounds travel with each call (db_run_pooled). */
+    if (db->session.transaction_pool ||
+        (db->session.lock_timeout_ms <= 0 && db->session.statement_timeout_ms <= 0))
         return OG_OK;
     if (db->session.lock_timeout_ms > 0) {
         snprintf(lock, sizeof(lock), "%dms", db->session.lock_timeout_ms);
@@ -313,6 +367,7 @@ static enum og_status db_open(struct db *db, struct og_error *err)
         st = og_error_set(err, OG_ERR_DB, true, "cannot connect to PostgreSQL: %s", msg);
         if (err != NULL)
             memcpy(err->sqlstate, "08001", 6);
+        db_outage_note(db, "08001", msg);
         db_disconnect(db);
         return st;
     }
@@ -351,36 +406,156 @@ static enum og_status db_prepare(struct db *db, const struct db_stmt *stmt, stru
     return st;
 }
 
+/* The bounds as set_config values ("5000ms"), NULL for a bound left to the server. */
+static bool db_bounds_text(const struct db *db, char lock[24], char stmt[24], const char *p[2])
+{
+    p[0] = p[1] = NULL;
+    if (db->session.lock_timeout_ms > 0) {
+        snprintf(lock, 24, "%dms", db->session.lock_timeout_ms);
+        p[0] = lock;
+    }
+    if (db->session.statement_timeout_ms > 0) {
+        snprintf(stmt, 24, "%dms", db->session.statement_timeout_ms);
+        p[1] = stmt;
+    }
+    return p[0] != NULL || p[1] != NULL;
+}
+
+/* The bounds for the current transaction only (is_local = true). */
+static const char db_sql_local_bounds[] =
+    "SELECT set_config('lock_timeout', coalesce($1, current_setting('lock_timeout')), true), "
+    "set_config('statement_timeout', coalesce($2, current_setting('statement_timeout')), true)";
+
+/* transaction_pool: the statement unnamed; outside an explicit transaction, in one pipeline
+ * after the bounds (no Sync between them: one implicit transaction, so the bounds end with
+ * it and nothing is left in the session). Returns the statement's result, or the first error
+ * (NULL when the connection broke before any result). *reset: the connection was left in a
+ * state the next call cannot use (still in pipeline mode): the caller drops it. */
+static PGresult *db_run_pooled(struct db *db, const struct db_stmt *stmt, const char *const *params,
+                               bool *reset)
+{
+    char lock[24], stm[24];
+    const char *bp[2];
+    PGresult *keep = NULL, *x;
+    int stage = 0; /* 0: the bounds' results, 1: the statement's, 2: the Sync */
+
+    if (PQtransactionStatus(db->conn) != PQTRANS_IDLE || !db_bounds_text(db, lock, stm, bp))
+        return PQexecParams(db->conn, stmt->sql, stmt->nparams, NULL, params, NULL, NULL, 0);
+    if (PQenterPipelineMode(db->conn) != 1)
+        return NULL;
+    if (PQsendQueryParams(db->conn, db_sql_local_bounds, 2, NULL, bp, NULL, NULL, 0) != 1 ||
+        PQsendQueryParams(db->conn, stmt->sql, stmt->nparams, NULL, params, NULL, NULL, 0) != 1 ||
+        PQpipelineSync(db->conn) != 1) {
+        *reset = PQexitPipelineMode(db->conn) != 1;
+        return NULL;
+    }
+    while (stage <= 2) {
+        x = PQgetResult(db->conn);
+        if (x == NULL) {
+            /* NULL ends one query's results; a broken connection gives nothing more. */
+            if (PQstatus(db->conn) != CONNECTION_OK || stage == 2)
+                break;
+            stage++;
+            continue;
+        }
+        ExecStatusType rs = PQresultStatus(x);
+        if (rs == PGRES_PIPELINE_SYNC) {
+            PQclear(x);
+            break;
+        }
+        /* The first error wins (the statement is then PIPELINE_ABORTED); else the
+         * statement's own result. */
+        bool failed = rs != PGRES_TUPLES_OK && rs != PGRES_COMMAND_OK;
+        if (keep == NULL && (failed || stage == 1) && rs != PGRES_PIPELINE_ABORTED)
+            keep = x;
+        else
+            PQclear(x);
+    }
+    if (PQstatus(db->conn) == CONNECTION_OK)
+        *reset = PQexitPipelineMode(db->conn) != 1;
+    return keep;
+}
+
+/* A named statement missing on the server, or one already there that this connection never
+ * prepared: the session changed under us, which only a transaction pooler does. */
+static enum og_status db_pooler_error(const struct db_stmt *stmt, PGresult *r, struct og_error *err)
+{
+    const char *state = r != NULL ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    enum og_status st;
+
+    if (state == NULL || (strcmp(state, "26000") != 0 && strcmp(state, "42P05") != 0))
+        return OG_OK;
+    st = og_error_set(err, OG_ERR_CONFIG, false,
+                      "database.pool_mode: prepared statement %s %s on the server (%s): the "
+                      "connection goes through a transaction-pooling PgBouncer; set "
+                      "database.pool_mode = \"transaction\" (--pool-mode transaction)",
+                      stmt->name, strcmp(state, "26000") == 0 ? "missing" : "already present",
+                      state);
+    if (err != NULL) {
+        snprintf(err->sqlstate, sizeof(err->sqlstate), "%s", state);
+        og_error_setting(err, "database.pool_mode");
+    }
+    return st;
+}
+
 enum og_status db_run(struct db *db, const struct db_stmt *stmt, const char *const *params,
                       PGresult **res, struct og_error *err)
 {
     PGresult *r = NULL;
     enum og_status st;
     ExecStatusType rs;
+    bool reset = false;
     int64_t t0;
 
     if (res != NULL)
         *res = NULL;
     db_hook(db, true);
+    db->cur_stmt = stmt->name;
     st = db_open(db, err);
-    if (st == OG_OK)
+    if (st == OG_OK && !db->session.transaction_pool) {
         st = db_prepare(db, stmt, err);
+        if (st != OG_OK && err != NULL && (strcmp(err->sqlstate, "42P05") == 0)) {
+            db->nprepared = 0;
+            st = og_error_set(err, OG_ERR_CONFIG, false,
+                              "database.pool_mode: prepared statement %s already present on the "
+                              "server (42P05): the connection goes through a transaction-pooling "
+                              "PgBouncer; set database.pool_mode = \"transaction\" "
+                              "(--pool-mode transaction)",
+                              stmt->name);
+            og_error_setting(err, "database.pool_mode");
+        }
+    }
     if (st != OG_OK)
         goto out;
     t0 = clock_mono_us();
-    r = PQexecPrepared(db->conn, stmt->name, stmt->nparams, params, NULL, NULL, 0);
+    if (db->session.transaction_pool)
+        r = db_run_pooled(db, stmt, params, &reset);
+    else
+        r = PQexecPrepared(db->conn, stmt->name, stmt->nparams, params, NULL, NULL, 0);
     db->last_ms = (double)(clock_mono_us() - t0) / 1000.0;
     rs = r != NULL ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (rs != PGRES_TUPLES_OK && rs != PGRES_COMMAND_OK) {
-        st = db_result_error(db, r, err);
+        if (!db->session.transaction_pool && db_pooler_error(stmt, r, err) != OG_OK) {
+            /* Prepared again on the next call, wherever it lands. */
+            db->nprepared = 0;
+            st = err != NULL ? err->status : OG_ERR_CONFIG;
+        } else {
+            st = db_result_error(db, r, err);
+        }
         PQclear(r);
+        if (reset)
+            db_disconnect(db);
         goto out;
     }
+    if (reset)
+        db_disconnect(db); /* the result stands; the connection does not */
+    db_outage_report(db, stmt->name);
     if (res != NULL)
         *res = r;
     else
         PQclear(r);
 out:
+    db->cur_stmt = NULL;
     db_hook(db, false);
     return st;
 }
@@ -391,15 +566,30 @@ enum og_status db_exec(struct db *db, const char *sql, struct og_error *err)
     enum og_status st = OG_OK;
 
     db_hook(db, true);
+    db->cur_stmt = "db_exec";
     st = db_open(db, err);
     if (st != OG_OK)
         goto out;
+    bool was_idle = PQtransactionStatus(db->conn) == PQTRANS_IDLE;
     r = PQexec(db->conn, sql);
     if (r == NULL ||
         (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK))
         st = db_result_error(db, r, err);
     PQclear(r);
+    /* transaction_pool: a transaction just opened gets the bounds for its duration. */
+    char lock[24], stm[24];
+    const char *bp[2];
+    if (st == OG_OK && db->session.transaction_pool && was_idle &&
+        PQtransactionStatus(db->conn) == PQTRANS_INTRANS && db_bounds_text(db, lock, stm, bp)) {
+        r = PQexecParams(db->conn, db_sql_local_bounds, 2, NULL, bp, NULL, NULL, 0);
+        if (r == NULL || PQresultStatus(r) != PGRES_TUPLES_OK)
+            st = db_result_error(db, r, err);
+        PQclear(r);
+    }
+    if (st == OG_OK)
+        db_outage_report(db, "db_exec");
 out:
+    db->cur_stmt = NULL;
     db_hook(db, false);
     return st;
 }

@@ -2,7 +2,9 @@
  *
  * Every statement ordergate sends is a constant in a struct db_stmt (calls of
  * the functions in schema/); values travel only as parameters. Statements are
- * prepared once per connection, lazily, and prepared again after a reconnect.
+ * prepared once per connection, lazily, and prepared again after a reconnect;
+ * behind a transaction-pooling PgBouncer (db_session.transaction_pool) they
+ * are sent unnamed instead, and nothing is kept in the session.
  *
  * Transient failures (serialization failure 40001, deadlock 40P01, lost or
  * refused connection, server shutting down) are retried here and nowhere
@@ -35,11 +37,19 @@ struct db_retry {
  * row lock held by an order service or a statement that never ends cannot hold the caller
  * without limit: PostgreSQL ends the wait with 55P03 (lock_not_available, retried like any
  * transient failure) or the statement with 57014 (query_canceled). 0 leaves the setting as the
- * server, the role or the conninfo's options= define it (behind a transaction pooler, set them
- * on the role instead: ALTER ROLE ... SET lock_timeout = ...). */
+ * server, the role or the conninfo's options= define it.
+ *
+ * transaction_pool (database.pool_mode = "transaction"): the server connection may change
+ * between transactions (PgBouncer's pool_mode = transaction), so nothing may live in the
+ * session. Statements go unnamed (Parse/Bind/Execute with each call, no PQprepare), and the
+ * bounds travel with each call: outside an explicit transaction a call is one pipeline
+ * (set_config(..., true) for the bounds, the statement, one Sync: a single implicit
+ * transaction, one round trip); a transaction opened with db_exec gets them for its own
+ * duration (set_config(..., true) right after it opened). */
 struct db_session {
     int lock_timeout_ms;
     int statement_timeout_ms;
+    bool transaction_pool;
 };
 
 /* Called with begin = true before every db_run, db_exec and db_connect (connecting, preparing
@@ -96,8 +106,15 @@ void db_set_call_hook(struct db *db, db_call_hook fn, void *arg);
 /* Connects now (db_call connects on demand too). */
 enum og_status db_connect(struct db *db, struct og_error *err);
 
-/* Runs a statement once, preparing it first if needed. On OG_OK *res holds
- * the result (caller PQclear()s it; res may be NULL to discard). */
+/* Runs a statement once, preparing it first if needed (unnamed with transaction_pool). On OG_OK
+ * *res holds the result (caller PQclear()s it; res may be NULL to discard). Without
+ * transaction_pool, a prepared statement the server no longer has (26000) or already has
+ * (42P05) means a transaction pooler is in front: a non-retriable error naming
+ * database.pool_mode.
+ *
+ * A connection lost (or refused) is remembered; the next statement that succeeds logs it once,
+ * as one line (event db_reconnected: the statement the connection was lost in, its error, how
+ * long until the database answered again, how many attempts failed meanwhile). */
 enum og_status db_run(struct db *db, const struct db_stmt *stmt, const char *const *params,
                       PGresult **res, struct og_error *err);
 
@@ -106,7 +123,9 @@ enum og_status db_run(struct db *db, const struct db_stmt *stmt, const char *con
 enum og_status db_call(struct db *db, const struct db_stmt *stmt, const char *const *params,
                        PGresult **res, struct og_error *err);
 
-/* Simple commands without parameters for transaction control. */
+/* Simple commands without parameters for transaction control. With transaction_pool, a
+ * command that opens a transaction (BEGIN) is followed by the session bounds for that
+ * transaction (set_config(..., true): one more round trip). */
 enum og_status db_exec(struct db *db, const char *sql, struct og_error *err);
 
 /* Milliseconds the last db_call/db_run spent waiting for the server. */

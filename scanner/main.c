@@ -80,6 +80,12 @@ static void scanner_usage(FILE *out)
         "                         the run's own session reads the pages (scanner.workers)\n"
         "  --busy-retry-ms MS     how long orders locked by another transaction are\n"
         "                         claimed again at the end of a run (scanner.busy_retry_ms)\n"
+        "  --lease-s SECONDS      the sweep lease lasts this (plus --pause-ms) past each\n"
+        "                         batch: longer than one batch; a run that died keeps later\n"
+        "                         runs out this long (scanner.lease_s)\n"
+        "  --pool-mode MODE       session, or transaction behind a transaction-pooling\n"
+        "                         PgBouncer: no named statements, nothing kept in the\n"
+        "                         session (database.pool_mode)\n"
         "  --textfile PATH        Prometheus textfile for node_exporter (scanner.textfile_path)\n"
         "  --max-skip SECONDS     a run skipped (lock held) while the last sweep is older than\n"
         "                         this exits 4; 0 = 3 x --every, or 180 (scanner.max_skip_s)\n"
@@ -240,7 +246,7 @@ static int scanner_sweep_once(struct db *db, struct db **claim_dbs, const struct
         .busy_retry_ms = cfg->scan_busy_retry_ms,
         .claim_dbs = claim_dbs,
         .nclaim = claim_dbs != NULL ? cfg->scan_workers : 0,
-        .idle_timeout_ms = 60000L + cfg->scan_pause_ms + 1000L * cfg->scan_every_s,
+        .lease_ms = 1000L * cfg->scan_lease_s + cfg->scan_pause_ms,
         .stop = &signals_stop,
         .on_batch = scanner_metrics_batch,
     };

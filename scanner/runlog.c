@@ -12,8 +12,8 @@ static const struct db_stmt runlog_stmt_start = {
     "og_scan_run_start",
     "SELECT kind, run_id, status, started_at, progress_at, batches, cancelled, checkpoint, detail "
     "FROM ordergate.scanner_run_start(make_interval(secs => $1::int), $2::int, $3::int, $4::int, "
-    "$5, $6::int)",
-    6};
+    "$5, $6::int, $7::bigint * interval '1 millisecond')",
+    7};
 
 static const struct db_stmt runlog_stmt_progress = {
     "og_scan_run_progress",
@@ -69,9 +69,9 @@ static const char *runlog_value(PGresult *res, int row, int col)
 enum og_status runlog_start(struct db *db, const struct runlog_settings *settings,
                             struct runlog_start_result *out, struct og_error *err)
 {
-    char grace[16], batch[16], max_orders[16], max_seconds[16], os_pid[16];
+    char grace[16], batch[16], max_orders[16], max_seconds[16], os_pid[16], lease[24];
     char host[256] = "";
-    const char *params[6];
+    const char *params[7];
     PGresult *res = NULL;
     enum og_status st;
     bool have_run = false;
@@ -84,12 +84,14 @@ enum og_status runlog_start(struct db *db, const struct runlog_settings *setting
     snprintf(max_orders, sizeof(max_orders), "%d", settings->max_orders);
     snprintf(max_seconds, sizeof(max_seconds), "%d", settings->max_seconds);
     snprintf(os_pid, sizeof(os_pid), "%d", (int)getpid());
+    snprintf(lease, sizeof(lease), "%ld", settings->lease_ms);
     params[0] = grace;
     params[1] = batch;
     params[2] = max_orders;
     params[3] = max_seconds;
     params[4] = host;
     params[5] = os_pid;
+    params[6] = lease;
 
     st = db_call(db, &runlog_stmt_start, params, &res, err);
     if (st != OG_OK)

@@ -2,11 +2,13 @@
  * scanner_run_* functions in schema/ (docs/scanner.md, "The run log").
  *
  * One sweep run is one row of ordergate.scanner_runs: runlog_start() takes
- * the sweep's advisory lock and writes the row ('running'), or writes a
- * 'skipped' row when another run holds the lock; runlog_progress() records
- * the totals and the keyset checkpoint after each batch; runlog_finish()
- * writes the final status and releases the lock. Counters are absolute
- * totals, so a call repeated by db_call() after a lost reply is harmless. */
+ * the sweep lease (ordergate.scanner_lease: a row with an expiry, no session
+ * state) and writes the row ('running'), or writes a 'skipped' row when
+ * another run's lease has not expired or a session holds the sweep lock's
+ * advisory key; runlog_progress() records the totals and the keyset
+ * checkpoint after each batch and renews the lease; runlog_finish() writes
+ * the final status and releases the lease. Counters are absolute totals, so
+ * a call repeated by db_call() after a lost reply is harmless. */
 #ifndef OG_SCANNER_RUNLOG_H
 #define OG_SCANNER_RUNLOG_H
 
@@ -43,23 +45,24 @@ struct runlog_settings {
     int batch_size;
     int max_orders;  /* 0 = no cap */
     int max_seconds; /* 0 = no cap */
+    long lease_ms;   /* the sweep lease's length past each renewal, > 0 */
 };
 
 struct runlog_start_result {
     int64_t run_id;
-    bool skipped;      /* another run holds the lock; the row is already final */
-    char detail[256];  /* for a skipped run: who holds the lock */
-    int crashed_found; /* runs left 'running' by a dead process, now marked 'crashed' */
+    bool skipped;      /* another run holds the lease (or a session the key); the row is final */
+    char detail[256];  /* for a skipped run: who holds the sweep */
+    int crashed_found; /* runs left 'running' whose lease expired, now marked 'crashed' */
 };
 
 /* When orders were last swept (ordergate.scanner_sweep_status): the end of
- * the newest 'done' run, or the last progress of a sweep still running on
- * the session that holds the lock. */
+ * the newest 'done' run, or the last progress of the running sweep whose
+ * lease has not expired. */
 struct runlog_sweep_status {
     bool have_sweep;      /* false: no run ever swept */
     double last_sweep_at; /* Unix seconds (database clock) when have_sweep */
     double age_s;         /* since then; with no sweep, since the first recorded run */
-    int holder_pid;       /* the session holding the sweep lock, 0 when free */
+    int holder_pid;       /* the session holding the key, else the lease's run's backend; 0 */
     char holder_role[64]; /* its role and application ("" when unknown) */
     char holder_application[64];
 };
@@ -72,14 +75,14 @@ enum og_status runlog_sweep_status(struct db *db, struct runlog_sweep_status *ou
 enum og_status runlog_start(struct db *db, const struct runlog_settings *settings,
                             struct runlog_start_result *out, struct og_error *err);
 
-/* Records the totals so far. *still_running is false when another run has
- * declared this one crashed (it then holds the lock: this run must stop). */
+/* Records the totals so far and renews the lease. *still_running is false when another run
+ * has declared this one crashed (it then holds the lease: this run must stop). */
 enum og_status runlog_progress(struct db *db, int64_t run_id, const struct runlog_counts *counts,
                                const struct runlog_checkpoint *cp, bool *still_running,
                                struct og_error *err);
 
 /* Writes the final status ("done" or "failed"), why the run stopped and an
- * optional detail; releases the sweep lock. *duration_ms may be NULL. */
+ * optional detail; releases the sweep lease. *duration_ms may be NULL. */
 enum og_status runlog_finish(struct db *db, int64_t run_id, const char *status,
                              const char *stop_reason, const char *detail,
                              const struct runlog_counts *counts, const struct runlog_checkpoint *cp,

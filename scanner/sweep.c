@@ -26,12 +26,6 @@ static const struct db_stmt sweep_stmt_count = {
     "make_interval(secs => $1::int))",
     1};
 
-/* A session that sits idle this long (a client that vanished without
- * closing its socket) is ended by the server, so its sweep lock cannot block
- * every later run for hours. The scanner itself is never idle that long. */
-static const struct db_stmt sweep_stmt_idle_timeout = {
-    "og_scan_idle_timeout", "SELECT set_config('idle_session_timeout', $1, false)", 1};
-
 /* The orders of a run answered busy, waiting for their retry. */
 struct sweep_busy {
     int n, dropped;
@@ -204,20 +198,6 @@ static enum og_status sweep_count_batch(const struct sweep_params *p, struct swe
     return OG_OK;
 }
 
-/* The run must stay on the session that holds its lock. */
-static enum og_status sweep_check_session(struct db *db, int backend_pid, struct og_error *err)
-{
-    PGconn *conn = db_conn(db);
-    int now_pid = conn != NULL ? PQbackendPID(conn) : 0;
-
-    if (now_pid == backend_pid)
-        return OG_OK;
-    return og_error_set(err, OG_ERR_DB, true,
-                        "database session lost mid-run (backend pid %d, now %d): the sweep lock "
-                        "went with it; the next run starts over",
-                        backend_pid, now_pid);
-}
-
 static void sweep_log_missed(const struct sweep_result *res)
 {
     char list[SWEEP_SAMPLE_MAX * (GATE_ORDER_NO_MAX + 1) + 1] = "";
@@ -258,22 +238,18 @@ static void sweep_log_hooks(const struct sweep_result *res)
               log_quote(q, sizeof(q), res->hook_err.msg));
 }
 
-/* Records totals and checkpoint in the run row, on the session that holds
- * the sweep lock; stops the run if another run has taken the lock over. */
-static enum og_status sweep_progress(struct db *db, struct sweep_result *res, int backend_pid,
-                                     struct og_error *err)
+/* Records totals and checkpoint in the run row and renews the sweep lease; stops the run if
+ * another run has taken the lease over. */
+static enum og_status sweep_progress(struct db *db, struct sweep_result *res, struct og_error *err)
 {
     bool still_running = true;
-    enum og_status st = sweep_check_session(db, backend_pid, err);
+    enum og_status st =
+        runlog_progress(db, res->run_id, &res->counts, &res->checkpoint, &still_running, err);
 
-    if (st == OG_OK)
-        st = runlog_progress(db, res->run_id, &res->counts, &res->checkpoint, &still_running, err);
-    if (st == OG_OK)
-        st = sweep_check_session(db, backend_pid, err);
     if (st == OG_OK && !still_running)
         st = og_error_set(err, OG_ERR_DB, false,
                           "another run declared run %" PRId64
-                          " crashed and took the sweep lock; stopping",
+                          " crashed (its sweep lease had expired) and took the sweep; stopping",
                           res->run_id);
     return st;
 }
@@ -299,7 +275,7 @@ static const char *sweep_limit(const struct sweep_params *p, int64_t t_start, in
 }
 
 static enum og_status sweep_batches(struct db *db, const struct sweep_params *p,
-                                    struct sweep_result *res, int backend_pid, struct og_error *err)
+                                    struct sweep_result *res, struct og_error *err)
 {
     struct claim_page page;
     int64_t t_start = clock_mono_ms();
@@ -322,8 +298,6 @@ static enum og_status sweep_batches(struct db *db, const struct sweep_params *p,
 
         t0 = clock_mono_us();
         st = sweep_fetch(db, p->grace_s, &res->checkpoint, limit, &page, err);
-        if (st == OG_OK)
-            st = sweep_check_session(db, backend_pid, err);
         if (st != OG_OK)
             break;
         if (page.n == 0) {
@@ -344,7 +318,7 @@ static enum og_status sweep_batches(struct db *db, const struct sweep_params *p,
                  page.expire_at[page.n - 1]);
         snprintf(res->checkpoint.order_no, sizeof(res->checkpoint.order_no), "%s",
                  page.order_no[page.n - 1]);
-        st = sweep_progress(db, res, backend_pid, err);
+        st = sweep_progress(db, res, err);
         if (st != OG_OK)
             break;
         if (page.n < limit) {
@@ -409,8 +383,7 @@ static enum og_status sweep_collect(struct claim_pool *pool, const struct sweep_
  * claim them. This thread owns every decision (caps, stop, checkpoint, run
  * log). */
 static enum og_status sweep_batches_parallel(struct db *db, const struct sweep_params *p,
-                                             struct sweep_result *res, int backend_pid,
-                                             struct og_error *err)
+                                             struct sweep_result *res, struct og_error *err)
 {
     struct claim_pool *pool = NULL;
     struct claim_page page = {0};
@@ -432,7 +405,7 @@ static enum og_status sweep_batches_parallel(struct db *db, const struct sweep_p
         if (st != OG_OK)
             break;
         if (collected > 0) {
-            st = sweep_progress(db, res, backend_pid, err);
+            st = sweep_progress(db, res, err);
             if (st != OG_OK)
                 break;
             continue; /* collecting may have freed several sessions */
@@ -451,8 +424,6 @@ static enum og_status sweep_batches_parallel(struct db *db, const struct sweep_p
 
         t0 = clock_mono_us();
         st = sweep_fetch(db, p->grace_s, claim_pool_cursor(pool), limit, &page, err);
-        if (st == OG_OK)
-            st = sweep_check_session(db, backend_pid, err);
         if (st != OG_OK)
             break;
         if (page.n == 0) {
@@ -483,7 +454,7 @@ static enum og_status sweep_batches_parallel(struct db *db, const struct sweep_p
             *err = cerr;
         }
         if (st == OG_OK && collected > 0) {
-            st = sweep_progress(db, res, backend_pid, err);
+            st = sweep_progress(db, res, err);
             continue;
         }
         if (!claim_pool_busy(pool))
@@ -500,7 +471,7 @@ static enum og_status sweep_batches_parallel(struct db *db, const struct sweep_p
  * passed, the run's max_seconds is reached or a stop is asked for. The orders still busy then
  * are logged and left to the next run (res->busy_left). */
 static enum og_status sweep_retry_busy(struct db *db, const struct sweep_params *p,
-                                       struct sweep_result *res, int backend_pid, int64_t t_start,
+                                       struct sweep_result *res, int64_t t_start,
                                        struct og_error *err)
 {
     struct sweep_busy *b = res->busy;
@@ -550,7 +521,7 @@ static enum og_status sweep_retry_busy(struct db *db, const struct sweep_params 
                           "run_id=%" PRId64 " batch=%d orders=%d claim_ms=%.1f busy_retry=%d",
                           res->run_id, res->counts.batches, page.n,
                           (double)(clock_mono_us() - t1) / 1000.0, round + 1);
-                st = sweep_progress(db, res, backend_pid, err);
+                st = sweep_progress(db, res, err);
             }
         }
         log_info("scanner_busy_retry", "run_id=%" PRId64 " round=%d orders=%d still_busy=%d",
@@ -577,15 +548,13 @@ out:
 enum og_status sweep_run(struct db *db, const struct sweep_params *p, struct sweep_result *res,
                          struct og_error *err)
 {
-    struct runlog_settings settings = {p->grace_s, p->batch_size, p->max_orders, p->max_seconds};
+    struct runlog_settings settings = {p->grace_s, p->batch_size, p->max_orders, p->max_seconds,
+                                       p->lease_ms > 0 ? p->lease_ms : 60000L + p->pause_ms};
     struct runlog_start_result start;
     struct og_error ferr = {0};
-    char timeout[24];
-    const char *params[1];
     int64_t t0 = clock_mono_us(), t_start_ms = clock_mono_ms();
     int64_t duration_ms = 0;
     struct sweep_busy busy = {0};
-    int backend_pid;
     enum og_status st;
     char q[600];
 
@@ -599,12 +568,6 @@ enum og_status sweep_run(struct db *db, const struct sweep_params *p, struct swe
                           GATE_BATCH_MAX);
         goto out;
     }
-    snprintf(timeout, sizeof(timeout), "%ld",
-             p->idle_timeout_ms > 0 ? p->idle_timeout_ms : (long)p->pause_ms + 60000L);
-    params[0] = timeout;
-    st = db_call(db, &sweep_stmt_idle_timeout, params, NULL, err);
-    if (st != OG_OK)
-        goto out;
     st = runlog_start(db, &settings, &start, err);
     if (st != OG_OK)
         goto out;
@@ -618,26 +581,26 @@ enum og_status sweep_run(struct db *db, const struct sweep_params *p, struct swe
                  log_quote(q, sizeof(q), start.detail));
         goto out;
     }
-    backend_pid = PQbackendPID(db_conn(db));
     log_info("scanner_run_started",
              "run_id=%" PRId64 " grace_s=%d batch_size=%d pause_ms=%d max_orders=%d "
-             "max_seconds=%d crashed_runs_found=%d",
+             "max_seconds=%d lease_ms=%ld crashed_runs_found=%d",
              res->run_id, p->grace_s, p->batch_size, p->pause_ms, p->max_orders, p->max_seconds,
-             start.crashed_found);
+             settings.lease_ms, start.crashed_found);
 
     if (p->nclaim > 1)
-        st = sweep_batches_parallel(db, p, res, backend_pid, err);
+        st = sweep_batches_parallel(db, p, res, err);
     else
-        st = sweep_batches(db, p, res, backend_pid, err);
+        st = sweep_batches(db, p, res, err);
     if (st == OG_OK)
-        st = sweep_retry_busy(db, p, res, backend_pid, t_start_ms, err);
+        st = sweep_retry_busy(db, p, res, t_start_ms, err);
     if (st != OG_OK) {
         res->stop_reason = "error";
         snprintf(res->detail, sizeof(res->detail), "%s", err != NULL ? err->msg : "error");
     }
     /* The final row is written even after an error, on whatever session
      * db_call() can get; if the database is gone altogether the row stays
-     * 'running' and the next run reports it as crashed. */
+     * 'running' and the first run after its lease expired reports it as
+     * crashed. */
     if (runlog_finish(db, res->run_id, st == OG_OK ? "done" : "failed", res->stop_reason,
                       st == OG_OK ? NULL : res->detail, &res->counts, &res->checkpoint,
                       &duration_ms, &ferr) != OG_OK) {

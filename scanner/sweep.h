@@ -9,9 +9,12 @@
  * the claim alone: a page may be stale by the time it is claimed (paid, held,
  * cancelled by the consumer) and the claim reports that as an outcome.
  *
- * The run belongs to the database session that took the lock. If db_call()
- * had to reconnect mid-run, the lock went with the old session: the run ends
- * 'failed' (exit 1) and the next run starts over.
+ * The run's lock is the sweep lease (a row, renewed after every batch), not
+ * its database session: when db_call() reconnects mid-run (a restarted
+ * database or pooler, a terminated backend) the run goes on; behind a
+ * transaction pooler each of its transactions may run on another server
+ * connection. A run whose lease another run took over (it stalled past
+ * lease_ms) stops at its next batch ('failed', exit 1).
  *
  * With claim sessions (--workers N > 1) that session only reads pages and
  * keeps the run log; N threads, each with its own session, claim them. Pages
@@ -60,9 +63,10 @@ struct sweep_params {
      * nclaim 0 or 1 claims on the run's own session (claim_dbs unused). */
     struct db **claim_dbs;
     int nclaim;
-    /* The session's idle_session_timeout: longer than any idle stretch of
-     * this process (a pause; with --every, the wait between runs). */
-    long idle_timeout_ms;
+    /* How long the sweep lease lasts past each renewal (the run's start and every
+     * batch): longer than one batch and its pause. A run that dies keeps later runs out
+     * for at most this long, then the next run reports it crashed. */
+    long lease_ms;
     volatile sig_atomic_t *stop;
     /* Optional: called after each claimed batch with the seconds spent on
      * the page query and on the claim. */

@@ -23,6 +23,9 @@ RESET ROLE;
 \ir migrations/005_hook_failed.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('005');
 RESET ROLE;
+\ir migrations/006_scanner_lease.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('006');
+RESET ROLE;
 \ir migrations/007_retention.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('007');
 SET LOCAL ROLE ordergate_owner;
@@ -33,6 +36,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/_actor.sql
 \ir functions/_archiving.sql
 \ir functions/_bad_arg.sql
+\ir functions/_cancel_claim.sql
 \ir functions/_cancel_effects.sql
 \ir functions/_cancel_message.sql
 \ir functions/_ctl_iso.sql

@@ -11,9 +11,11 @@
 #
 # Environment:
 #   ORDERGATE_USE_EXISTING=1     use the PostgreSQL (PGHOST, PGPORT, PGUSER; a superuser
-#                                that may create databases) and Kafka (ORDERGATE_BROKERS, and
+#                                that may create databases), Kafka (ORDERGATE_BROKERS, and
 #                                for the tls_ tests its SASL_SSL listener: ORDERGATE_KAFKA_TLS_*
-#                                as deploy/local/services.sh prints them) already in the
+#                                as deploy/local/services.sh prints them) and PgBouncer in
+#                                transaction pooling mode in front of that PostgreSQL
+#                                (ORDERGATE_PGBOUNCER_PORT, on 127.0.0.1) already in the
 #                                environment instead of starting new ones
 #   ORDERGATE_NO_ASAN=1          skip the sanitizer build
 #   ORDERGATE_NO_RELEASE=1       skip the compile-only Release build
@@ -32,7 +34,8 @@ step() { printf '\n==> %s (%ss)\n' "$*" "$(($(date +%s) - t_start))"; }
 debs=(build-essential cmake ninja-build pkg-config git
       librdkafka-dev libpq-dev libconfig-dev libcmocka-dev libjansson-dev libmicrohttpd-dev
       postgresql-15 postgresql-client-15 kcat openssl clang clang-format libclang-rt-14-dev
-      openjdk-17-jdk-headless maven python3 python3-yaml python3-psycopg2 systemd prometheus)
+      openjdk-17-jdk-headless maven python3 python3-yaml python3-psycopg2 systemd prometheus
+      pgbouncer)
 missing=()
 for p in "${debs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -103,13 +106,16 @@ if [ "${ORDERGATE_USE_EXISTING:-0}" != 1 ]; then
     trap cleanup EXIT
     trap 'exit 130' INT
     trap 'exit 143' TERM
-    step "starting PostgreSQL and Kafka in $ORDERGATE_STATE_DIR"
-    # The broker also gets its SASL_SSL listener, for the tls_ tests.
-    exports=$(ORDERGATE_KAFKA_TLS=1 deploy/local/services.sh up)
+    step "starting PostgreSQL, PgBouncer and Kafka in $ORDERGATE_STATE_DIR"
+    # PgBouncer (transaction pooling) for the tests that run through it; the broker also gets its
+    # SASL_SSL listener, for the tls_ tests.
+    exports=$(ORDERGATE_KAFKA_TLS=1 ORDERGATE_SERVICES=${ORDERGATE_SERVICES:-pg,kafka,pgbouncer} \
+        deploy/local/services.sh up)
     eval "$exports"
 fi
 echo "PGHOST=${PGHOST:-} PGPORT=${PGPORT:-} ORDERGATE_BROKERS=${ORDERGATE_BROKERS:-}" \
-    "ORDERGATE_KAFKA_TLS_BROKERS=${ORDERGATE_KAFKA_TLS_BROKERS:-}"
+    "ORDERGATE_KAFKA_TLS_BROKERS=${ORDERGATE_KAFKA_TLS_BROKERS:-}" \
+    "ORDERGATE_PGBOUNCER_PORT=${ORDERGATE_PGBOUNCER_PORT:-}"
 
 # ------------------------------------------------------------------------------------------
 # 5. Tests, in each build

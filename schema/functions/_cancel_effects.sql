@@ -1,158 +1,21 @@
--- _cancel_effects: the cancel claim and its side effects, shared by claim_cancel and close_order.
--- p_nos: candidate order numbers (close_order passes one). p_due_only: only orders whose
--- expire_at <= now() (timeouts), else any pending order (manual close). Returns the order numbers
--- this call won (NULL if none).
+-- _cancel_effects: a cancel claim (_cancel_claim: the claim and ordergate's own side effects),
+-- then the shop's hooks for 'cancelled' with exactly its winners; shared by claim_cancel and
+-- close_order. Returns the order numbers won (NULL if none).
 --
--- Set-based, a fixed number of statements whatever the batch size:
---  1. lock the pending candidates in order_no order (two batches sharing orders in opposite array
---     order queue instead of deadlocking); the lock pass returns the locked row versions;
---  2. the claim updates exactly those versions by ctid (a TID scan, no second primary-key probe;
---     the lock taken in 1 keeps them pending), with, for exactly the returned rows, one
---     status_log row and one outbox event each (data-modifying CTEs of the same statement); the
---     same statement reads the winners' lines once, for the events' items and for the stock to
---     give back summed per SKU;
---  3. coupons of the winners back to available;
---  4. the inventory rows locked in sku order and updated. Stock goes last, so hot SKU rows stay
---     locked only from here to the commit;
---  5. the shop's hooks for 'cancelled' (_hooks_run), with exactly the winners.
--- The lines are read by a primary-key probe per winner (LATERAL), steps 3 and 4 look rows up by
--- key arrays (= ANY on the primary keys): index probes whatever the planner thinks of the CTE's
--- row count.
+-- The hooks run last, with every lock ordergate takes already held: a hook then locks the shop's
+-- rows (docs/integrate.md, "Lock order"). A hook that raises aborts the claim. They run here,
+-- outside _cancel_claim, so that the planner settings pinned there never reach the shop's code.
 CREATE OR REPLACE FUNCTION ordergate._cancel_effects(p_nos text[], p_source text, p_actor text,
                                                      p_note text, p_due_only boolean DEFAULT false)
 RETURNS text[]
 LANGUAGE plpgsql SET search_path = ordergate, pg_temp AS $$
 DECLARE
-    v_locked  tid[];
-    v_won     text[];
-    v_coupons text[];
-    v_at      text := to_json(now())::text;   -- closed_at of every winner, formatted once
-    v_actor   text := to_json(p_actor)::text;
-    v_skus    text[];
-    v_qtys    bigint[];
+    v_won text[];
 BEGIN
-    -- The lock pass looks each listed order up by its primary key, one probe per distinct order
-    -- number, in order_no order: the LATERAL subquery depends on the outer row, so the plan is a
-    -- nested loop driven by the sorted array whatever the statistics say or whether the plan is
-    -- generic (schema/README.md, "Plan stability"), and the rows are locked in that order.
-    -- Timeouts (p_due_only) skip a row another transaction holds locked (a payment or hold in
-    -- flight, an order service's open transaction): one locked order must not hold the whole
-    -- batch, and claim_cancel reports it busy for the caller to retry. Two timeout batches
-    -- sharing orders therefore never wait for each other on orders. The manual close waits for
-    -- the lock and re-checks the row; if it left pending it is not locked.
-    IF p_due_only THEN
-        SELECT array_agg(l.ctid) INTO v_locked
-          FROM (SELECT u.x FROM unnest(p_nos) AS u(x) GROUP BY u.x ORDER BY u.x) n
-         CROSS JOIN LATERAL (
-                SELECT o.ctid
-                  FROM ordergate.orders o
-                 WHERE o.order_no = n.x
-                   AND o.status = 'pending_payment'
-                   AND o.expire_at <= now()
-                   FOR NO KEY UPDATE SKIP LOCKED) l;
-    ELSE
-        SELECT array_agg(l.ctid) INTO v_locked
-          FROM (SELECT u.x FROM unnest(p_nos) AS u(x) GROUP BY u.x ORDER BY u.x) n
-         CROSS JOIN LATERAL (
-                SELECT o.ctid
-                  FROM ordergate.orders o
-                 WHERE o.order_no = n.x
-                   AND o.status = 'pending_payment'
-                   FOR NO KEY UPDATE) l;
+    v_won := _cancel_claim(p_nos, p_source, p_actor, p_note, p_due_only);
+    IF v_won IS NOT NULL THEN
+        PERFORM _hooks_run('cancelled', v_won, p_source);
     END IF;
-    IF v_locked IS NULL THEN
-        RETURN NULL;
-    END IF;
-
-    WITH won AS (
-        UPDATE ordergate.orders o
-           SET status = 'cancelled', closed_at = now()
-         WHERE o.ctid = ANY (v_locked)
-        -- No status re-check: every locked version was pending when the lock pass took it, and
-        -- the lock we hold keeps it so until the commit (the state-machine trigger refuses
-        -- anything else regardless). A status predicate here would let the planner pick a walk
-        -- of the partial overdue index instead of the TID scan.
-        RETURNING o.order_no, o.amount_cents, o.coupon_id
-    ), l AS (
-        INSERT INTO ordergate.status_log
-               (order_no, from_status, to_status, source, idempotency_key, actor, note)
-        SELECT won.order_no, 'pending_payment', 'cancelled', p_source, won.order_no, p_actor, p_note
-          FROM won
-        RETURNING 1
-    ), wi AS (
-        -- The winners' lines, read once (a primary-key probe per winner, LATERAL as in the lock
-        -- pass): for the events' items and for the stock to give back.
-        SELECT won.order_no, i.sku, i.qty
-          FROM won
-         CROSS JOIN LATERAL (SELECT it.sku, it.qty
-                               FROM ordergate.order_items it
-                              WHERE it.order_no = won.order_no) i
-    ), wa AS (
-        SELECT wi.order_no,
-               string_agg('{"sku": ' || to_json(wi.sku)::text || ', "qty": ' || wi.qty || '}',
-                          ', ' ORDER BY wi.sku) AS items
-          FROM wi
-         GROUP BY wi.order_no
-    ), ev AS (
-        INSERT INTO ordergate.outbox (event_type, order_no, payload)
-        SELECT 'order_cancelled', won.order_no,
-               -- The document jsonb_build_object('v', 1, 'event', 'order_cancelled', 'order_no',
-               -- ..., 'source', ..., 'actor', ..., 'amount_cents', ..., 'coupon_id', ...,
-               -- 'items', ..., 'cancelled_at', ...) would give, spliced as text at a fraction of
-               -- its cost. Safe: order_no is [A-Za-z0-9._:-] (checked by the table), source one
-               -- of four words, amount an integer; actor, coupon_id, each sku and the timestamp
-               -- go through to_json. The json cast checks the result is valid JSON.
-               -- items: the order's lines in sku order ([] for a gate-only order), so a reader
-               -- can restock from the event alone.
-               ('{"v": 1, "event": "order_cancelled", "order_no": "' || won.order_no
-                || '", "source": "' || p_source
-                || '", "actor": ' || v_actor
-                || ', "amount_cents": ' || won.amount_cents
-                || ', "coupon_id": ' || coalesce(to_json(won.coupon_id)::text, 'null')
-                || ', "items": [' || coalesce(wa.items, '') || ']'
-                || ', "cancelled_at": ' || v_at || '}')::json
-          FROM won
-          LEFT JOIN wa ON wa.order_no = won.order_no
-        RETURNING 1
-    ), ws AS (
-        -- Stock to give back, summed per sku (an UPDATE ... FROM with repeated skus would
-        -- apply only one of them).
-        SELECT wi.sku, sum(wi.qty)::bigint AS q FROM wi GROUP BY wi.sku
-    )
-    SELECT (SELECT array_agg(won.order_no) FROM won),
-           (SELECT array_agg(won.coupon_id) FILTER (WHERE won.coupon_id IS NOT NULL) FROM won),
-           (SELECT array_agg(ws.sku ORDER BY ws.sku) FROM ws),
-           (SELECT array_agg(ws.q ORDER BY ws.sku) FROM ws)
-      INTO v_won, v_coupons, v_skus, v_qtys;
-
-    IF v_won IS NULL THEN
-        RETURN NULL;
-    END IF;
-
-    IF v_coupons IS NOT NULL THEN
-        UPDATE ordergate.coupons c
-           SET state = 'available'
-         WHERE c.coupon_id = ANY (v_coupons)
-           AND c.state = 'locked';
-    END IF;
-
-    -- Stock back: inventory rows locked in sku order and updated last, so hot rows stay locked
-    -- only until the commit.
-    IF v_skus IS NOT NULL THEN
-        PERFORM 1 FROM ordergate.inventory i
-         WHERE i.sku = ANY (v_skus)
-         ORDER BY i.sku
-           FOR NO KEY UPDATE;
-        UPDATE ordergate.inventory i
-           SET available = i.available + u.q
-          FROM unnest(v_skus, v_qtys) AS u(sku, q)
-         WHERE i.sku = ANY (v_skus)
-           AND i.sku = u.sku;
-    END IF;
-
-    -- The shop's hooks last, with every lock ordergate takes already held: a hook then locks
-    -- the shop's rows (docs/integrate.md, "Lock order"). A hook that raises aborts the claim.
-    PERFORM _hooks_run('cancelled', v_won, p_source);
     RETURN v_won;
 END
 $$;

@@ -1,5 +1,7 @@
--- The advisory lock key of the sweep ('ogscan' 0x0001 as a bigint). Operators and tests can hold
--- it to pause sweeps: SELECT pg_advisory_lock(ordergate.scanner_lock_key());
+-- The advisory lock key of the sweep ('ogscan' 0x0001 as a bigint). Runs try it for the
+-- transaction of scanner_run_start only (their run lock is the lease, scanner_lease); operators
+-- and tests can hold it to pause sweeps, on a direct connection (not through a transaction
+-- pooler): SELECT pg_advisory_lock(ordergate.scanner_lock_key());
 CREATE OR REPLACE FUNCTION ordergate.scanner_lock_key() RETURNS bigint
 LANGUAGE sql IMMUTABLE SET search_path = ordergate, pg_temp AS $$
     SELECT 8027511731484753921::bigint

@@ -1,6 +1,6 @@
 -- scanner_run_finish: the final counters, checkpoint and status ('done' or 'failed') with the
--- reason and detail, the duration; then releases the sweep lock if this session holds it. A run
--- already marked 'crashed' (it lost its session and another run took over) still gets its real
+-- reason and detail, the duration; then releases the sweep lease if this run holds it. A run
+-- already marked 'crashed' (its lease expired and another run took over) still gets its real
 -- ending recorded. Returns the row's status and duration afterwards (no row: no such run).
 CREATE OR REPLACE FUNCTION ordergate.scanner_run_finish(p_run_id bigint, p_status text, p_stop_reason text,
                                              p_detail text, p_batches int, p_scanned bigint,
@@ -17,6 +17,7 @@ BEGIN
     IF p_status IS NULL OR p_status NOT IN ('done', 'failed') THEN
         PERFORM _bad_arg('scanner_run_finish: p_status must be done or failed');
     END IF;
+    PERFORM 1 FROM scanner_lease l FOR UPDATE;
     UPDATE scanner_runs r
        SET status = p_status,
            finished_at = clock_timestamp(),
@@ -39,10 +40,9 @@ BEGIN
                          ELSE p_detail END
      WHERE r.run_id = p_run_id AND r.status IN ('running', 'crashed');
 
-    -- Session-level advisory locks stack: release every level this session holds.
-    WHILE _scanner_lock_holder() IS NOT DISTINCT FROM pg_backend_pid() LOOP
-        EXIT WHEN NOT pg_advisory_unlock(scanner_lock_key());
-    END LOOP;
+    UPDATE scanner_lease l
+       SET run_id = NULL, taken_at = NULL, expires_at = NULL
+     WHERE l.run_id = p_run_id;
 
     RETURN QUERY SELECT r.status, r.duration_ms FROM scanner_runs r WHERE r.run_id = p_run_id;
 END

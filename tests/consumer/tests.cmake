@@ -38,3 +38,9 @@ og_consumer_test(consumer_shutdown LABELS kafka FIXTURES db kafka TIMEOUT 150)
 og_consumer_test(consumer_watchdog LABELS kafka FIXTURES db kafka TIMEOUT 120)
 # The takeover drill: SIGKILL and immediate restart of static members while orders fall due.
 og_consumer_test(consumer_takeover LABELS kafka FIXTURES db kafka TIMEOUT 150)
+# Through the transaction-pooling PgBouncer of services.sh (pool size 2): two consumers sharing
+# its server connections, then a PgBouncer restart mid-claim (restarts the shared pooler:
+# nothing else may run meanwhile).
+og_consumer_test(consumer_pgbouncer LABELS "kafka;pgbouncer" FIXTURES db kafka pgbouncer
+                 TIMEOUT 180)
+set_tests_properties(consumer_pgbouncer PROPERTIES RUN_SERIAL TRUE)

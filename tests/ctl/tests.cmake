@@ -13,3 +13,8 @@ og_add_test(NAME ctl_kafka
 add_dependencies(ctl_db ordergatectl)
 add_dependencies(ctl_kafka ordergatectl)
 add_dependencies(ctl_archive ordergatectl)
+# Through the transaction-pooling PgBouncer of deploy/local/services.sh (--pool-mode transaction).
+og_add_test(NAME ctl_pgbouncer
+            SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ctl_pgbouncer.c ${CMAKE_CURRENT_LIST_DIR}/ctl_run.c
+            LABELS "db;pgbouncer" FIXTURES db pgbouncer TIMEOUT 180)
+add_dependencies(ctl_pgbouncer ordergatectl)

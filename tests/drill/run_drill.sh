@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Runs `ordergatectl drill` in a database of its own and checks the verdict.
 #
-#   run_drill.sh BUILD_DIR expect-clean|expect-violations [--planted-bug] -- DRILL_ARGS...
+#   run_drill.sh BUILD_DIR expect-clean|expect-violations [--planted-bug] [--pgbouncer] -- DRILL_ARGS...
+#
+# --pgbouncer: the drill and every process it starts reach the database through the
+# transaction-pooling PgBouncer of deploy/local/services.sh (ORDERGATE_PGBOUNCER_PORT; fails
+# when it is not set) with --pool-mode transaction; the setup here stays direct.
 #
 # expect-clean: exit 0 and "violations":0 in the JSON report.
 # expect-violations: exit 1 and a positive violation count (the drill caught the bug).
@@ -10,6 +14,8 @@ build=$1 expect=$2
 shift 2
 planted=0
 if [ "${1:-}" = --planted-bug ]; then planted=1; shift; fi
+via=direct
+if [ "${1:-}" = --pgbouncer ]; then via=pgbouncer; shift; fi
 [ "${1:-}" = -- ] && shift
 here=$(cd "$(dirname "$0")" && pwd)
 db="og_drill_$$"
@@ -22,8 +28,16 @@ psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE DATABASE $db TEMPLATE $tpl"
 if [ $planted = 1 ]; then
     psql -X -q -v ON_ERROR_STOP=1 -d "$db" -f "$here/planted_bug.sql"
 fi
+conn=(--db "dbname=$db")
+if [ $via = pgbouncer ]; then
+    if [ -z "${ORDERGATE_PGBOUNCER_PORT:-}" ]; then
+        echo "run_drill.sh: --pgbouncer needs ORDERGATE_PGBOUNCER_PORT (services.sh with pgbouncer)" >&2
+        exit 1
+    fi
+    conn=(--db "host=127.0.0.1 port=$ORDERGATE_PGBOUNCER_PORT dbname=$db" --pool-mode transaction)
+fi
 set +e
-"$build/tools/ordergatectl" drill --db "dbname=$db" --json "$@" >"$report"
+"$build/tools/ordergatectl" drill "${conn[@]}" --json "$@" >"$report"
 rc=$?
 set -e
 cat "$report"

@@ -19,3 +19,11 @@ set_tests_properties(drill_small drill_planted_bug drill_schedule_in_db PROPERTI
                      FIXTURES_REQUIRED "db;kafka" LABELS "kafka;drill" TIMEOUT 600)
 set_tests_properties(drill_scanner_only PROPERTIES
                      FIXTURES_REQUIRED db LABELS "db;drill" TIMEOUT 300)
+# Through the transaction-pooling PgBouncer of services.sh (pool size 2 per database): the
+# drill's own sessions, its consumers with their relays and its scanner share two server
+# connections.
+add_test(NAME drill_pgbouncer
+         COMMAND ${OG_DRILL} ${PROJECT_BINARY_DIR} expect-clean --pgbouncer --
+                 --orders 500 --consumers 2 --kill-every 4 --seed 21)
+set_tests_properties(drill_pgbouncer PROPERTIES
+                     FIXTURES_REQUIRED "db;kafka;pgbouncer" LABELS "kafka;drill;pgbouncer" TIMEOUT 600)

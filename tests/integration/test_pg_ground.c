@@ -151,7 +151,7 @@ static void test_session_bounds(void **state)
     snprintf(conninfo, sizeof(conninfo), "%s keepalives_idle=77 tcp_user_timeout=1234", t.conninfo);
     db = db_new(conninfo, NULL, "test_pg_ground", &retry, NULL);
     assert_non_null(db);
-    assert_int_equal(db_set_session(db, &(struct db_session){0, 0}, &err), OG_OK);
+    assert_int_equal(db_set_session(db, &(struct db_session){0, 0, false}, &err), OG_OK);
     assert_int_equal(db_call(db, &stmt_show, NULL, &res, &err), OG_OK);
     assert_string_equal(PQgetvalue(res, 0, 0), "0");
     assert_string_equal(PQgetvalue(res, 0, 1), "0");

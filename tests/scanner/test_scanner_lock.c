@@ -1,8 +1,11 @@
-/* Overlapping runs: the advisory lock makes the second one skip (exit 0, a
- * 'skipped' row, nothing touched); a run whose process died stays visible and
- * the next run reports it as crashed, then finishes its work. Skips that go
- * on past --max-skip with nothing sweeping are an alarm (exit 4), and the
- * sweep timestamp moves only when a run sweeps. */
+/* Overlapping runs: the sweep lease makes the second one skip (exit 0, a
+ * 'skipped' row, nothing touched), and so does a session holding the sweep
+ * lock's advisory key (an operator's pause); a run whose process died stays
+ * visible, keeps the lease until it expires, and the next run after that
+ * reports it as crashed, then finishes its work; a run whose lease another
+ * run took over stops. Skips that go on past --max-skip with nothing sweeping
+ * are an alarm (exit 4), and the sweep timestamp moves only when a run
+ * sweeps. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -64,6 +67,9 @@ static void test_lock_held_skips(void **state)
                                             "'advisory' AND database = (SELECT oid FROM "
                                             "pg_database WHERE datname = current_database())"),
                      0);
+    assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.scanner_lease WHERE "
+                                            "run_id IS NULL AND expires_at IS NULL"),
+                     1);
     scanner_child_free(&c);
 }
 
@@ -84,6 +90,13 @@ static void test_two_scanners(void **state)
 
     assert_int_equal(scanner_child_run(&b, fast), 0);
     assert_non_null(strstr(b.output, "event=scanner_run_skipped"));
+    /* Kept out by the first run's lease, which it names. */
+    assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.scanner_runs s, "
+                                            "ordergate.scanner_runs r WHERE s.status = 'skipped' "
+                                            "AND r.status = 'running' AND s.detail LIKE 'run ' "
+                                            "|| r.run_id || ' (% pid ' || r.os_pid || ') holds "
+                                            "the sweep lease until %'"),
+                     1);
 
     assert_int_equal(scanner_child_wait(&a, 30000), 0);
     assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.scanner_runs WHERE "
@@ -97,14 +110,15 @@ static void test_two_scanners(void **state)
     scanner_child_free(&b);
 }
 
-/* kill -9 mid-run: the row stays 'running'; the next run marks it 'crashed',
- * reports it, and cancels what the dead one left. */
+/* kill -9 mid-run: the row stays 'running' and its lease keeps later runs out
+ * until it expires; then the next run marks it 'crashed', reports it, and
+ * cancels what the dead one left. */
 static void test_crashed_run_reported(void **state)
 {
     struct scanner_fixture *f = *state;
     struct scanner_child a, b;
-    const char *slow[] = {"--db", f->t.conninfo, "--grace", "0", "--batch-size",
-                          "1",    "--pause-ms",  "2000",    NULL};
+    const char *slow[] = {"--db", f->t.conninfo, "--grace", "0", "--batch-size", "1", "--pause-ms",
+                          "2000", "--lease-s",   "2",       NULL};
     const char *next[] = {"--db", f->t.conninfo, "--grace", "0", NULL};
     char sql[256], expect[64];
     long dead_run;
@@ -119,12 +133,16 @@ static void test_crashed_run_reported(void **state)
     assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.scanner_runs WHERE "
                                             "status = 'running'"),
                      1);
-    /* The server ends the dead client's session (and its lock) on its own. */
+    /* The dead run still holds the lease (renewed for 2 s + the 2 s pause after its last
+     * batch), whatever became of its session; it is free only once expired. */
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM ordergate.scanner_lease WHERE run_id = %ld AND expires_at > "
+             "taken_at",
+             dead_run);
+    assert_int_equal(testdb_scalar(f->conn, sql), 1);
     assert_true(scanner_poll_at_least(
-        f->conn,
-        "SELECT (count(*) = 0)::int FROM pg_locks WHERE locktype = 'advisory' AND database = "
-        "(SELECT oid FROM pg_database WHERE datname = current_database())",
-        1, 20000));
+        f->conn, "SELECT (expires_at < clock_timestamp())::int FROM ordergate.scanner_lease", 1,
+        20000));
 
     assert_int_equal(scanner_child_run(&b, next), 0);
     snprintf(expect, sizeof(expect), "event=scanner_crashed_run run_id=%ld ", dead_run);
@@ -141,6 +159,57 @@ static void test_crashed_run_reported(void **state)
     assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.status_log"), 5);
     assert_int_equal(testdb_scalar(f->conn, "SELECT sum(cancelled) FROM ordergate.scanner_runs"),
                      5);
+    assert_non_null(strstr(b.output, "its sweep lease expired at"));
+    scanner_child_free(&a);
+    scanner_child_free(&b);
+}
+
+/* A run that stalls past its lease is taken over: the next run marks it crashed and sweeps
+ * (two orders: --max-orders); the stalled run, at its next batch, finds it lost the sweep and
+ * stops (exit 1). Every order is cancelled once. (The stall is the test moving the lease's
+ * expiry into the past: what a run stuck longer than --lease-s looks like to the others.) */
+static void test_lease_taken_over(void **state)
+{
+    struct scanner_fixture *f = *state;
+    struct scanner_child a, b;
+    const char *slow[] = {"--db", f->t.conninfo, "--grace", "0", "--batch-size", "1", "--pause-ms",
+                          "3000", "--lease-s",   "60",      NULL};
+    const char *next[] = {"--db", f->t.conninfo, "--grace", "0", "--max-orders", "2", NULL};
+    const char *rest[] = {"--db", f->t.conninfo, "--grace", "0", NULL};
+    char sql[256];
+    long first;
+
+    scanner_place(f->conn, "TO", 6, -120);
+    scanner_child_start(&a, slow);
+    assert_true(scanner_poll_at_least(
+        f->conn, "SELECT coalesce(max(batches), 0) FROM ordergate.scanner_runs", 1, 20000));
+    first = testdb_scalar(f->conn, "SELECT run_id FROM ordergate.scanner_runs");
+    /* Within the lease the second run skips. */
+    assert_int_equal(scanner_child_run(&b, next), 0);
+    assert_non_null(strstr(b.output, "event=scanner_run_skipped"));
+    scanner_child_free(&b);
+
+    testdb_exec(f->conn, "UPDATE ordergate.scanner_lease SET expires_at = clock_timestamp() - "
+                         "interval '1 second'");
+    assert_int_equal(scanner_child_run(&b, next), 0);
+    assert_non_null(strstr(b.output, "event=scanner_crashed_run"));
+    assert_int_equal(scanner_child_wait(&a, 30000), 1);
+    assert_non_null(strstr(a.output, "crashed (its sweep lease had expired) and took the sweep"));
+    scanner_child_free(&b);
+    /* What the two left (the taking run stopped at --max-orders) is the next run's. */
+    assert_int_equal(scanner_child_run(&b, rest), 0);
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM ordergate.scanner_runs WHERE run_id = %ld AND status = "
+             "'failed' AND reported_by IS NOT NULL",
+             first);
+    assert_int_equal(testdb_scalar(f->conn, sql), 1);
+    assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.orders WHERE status "
+                                            "= 'cancelled'"),
+                     6);
+    assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.status_log"), 6);
+    assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.scanner_lease WHERE "
+                                            "run_id IS NULL"),
+                     1);
     scanner_child_free(&a);
     scanner_child_free(&b);
 }
@@ -301,6 +370,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lock_held_skips, setup, scanner_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_two_scanners, setup, scanner_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_crashed_run_reported, setup, scanner_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_lease_taken_over, setup, scanner_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_lock_held_past_max_skip_alarms, setup,
                                         scanner_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_short_skip_exits_0, setup, scanner_fixture_teardown),

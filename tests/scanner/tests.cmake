@@ -22,3 +22,5 @@ og_scanner_test(scanner_fault LABELS db FIXTURES db)
 og_scanner_test(scanner_every LABELS db FIXTURES db)
 og_scanner_test(scanner_reconcile LABELS db FIXTURES db)
 og_scanner_test(scanner_plan LABELS db FIXTURES db TIMEOUT 600)
+# Through the transaction-pooling PgBouncer of deploy/local/services.sh (--pool-mode transaction).
+og_scanner_test(scanner_pgbouncer LABELS "db;pgbouncer" FIXTURES db pgbouncer)

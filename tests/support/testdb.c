@@ -106,3 +106,52 @@ struct db *testdb_open(const struct testdb *t, const char *app)
         fail_msg("db_connect %s: %s", t->name, err.msg);
     return db;
 }
+
+static const char *testdb_pgbouncer_port(void)
+{
+    const char *port = getenv("ORDERGATE_PGBOUNCER_PORT");
+
+    if (port == NULL || *port == '\0')
+        fail_msg("ORDERGATE_PGBOUNCER_PORT is not set: start PgBouncer with "
+                 "ORDERGATE_SERVICES=pg,kafka,pgbouncer deploy/local/services.sh up (tests/run.sh "
+                 "does)");
+    return port;
+}
+
+void testdb_pgbouncer_conninfo(const struct testdb *t, char *buf, size_t size)
+{
+    snprintf(buf, size, "host=127.0.0.1 port=%s dbname=%s", testdb_pgbouncer_port(), t->name);
+}
+
+PGconn *testdb_pgbouncer_admin(void)
+{
+    char conninfo[128];
+    PGconn *conn;
+
+    snprintf(conninfo, sizeof(conninfo), "host=127.0.0.1 port=%s dbname=pgbouncer",
+             testdb_pgbouncer_port());
+    conn = PQconnectdb(conninfo);
+    if (PQstatus(conn) != CONNECTION_OK)
+        fail_msg("cannot reach PgBouncer's admin console (%s): %s", conninfo, PQerrorMessage(conn));
+    return conn;
+}
+
+long testdb_pgbouncer_count(PGconn *admin, const char *show, const char *dbname, const char *col)
+{
+    PGresult *res = PQexec(admin, show);
+    int cdb, cv = -1;
+    long n = 0;
+
+    if (PQresultStatus(res) != PGRES_TUPLES_OK)
+        fail_msg("PgBouncer %s: %s", show, PQerrorMessage(admin));
+    cdb = PQfnumber(res, "database");
+    if (col != NULL)
+        cv = PQfnumber(res, col);
+    if (cdb < 0 || (col != NULL && cv < 0))
+        fail_msg("PgBouncer %s: no column database%s%s", show, col ? " or " : "", col ? col : "");
+    for (int i = 0; i < PQntuples(res); i++)
+        if (strcmp(PQgetvalue(res, i, cdb), dbname) == 0)
+            n += col != NULL ? atol(PQgetvalue(res, i, cv)) : 1;
+    PQclear(res);
+    return n;
+}

@@ -30,4 +30,15 @@ void testdb_exec(PGconn *conn, const char *sql);
  * "tests/support/failing_hook.sql") as one simple query; asserts it succeeded. */
 void testdb_exec_file(PGconn *conn, const char *relpath);
 
+/* The test database through the transaction-pooling PgBouncer of deploy/local/services.sh
+ * (ORDERGATE_PGBOUNCER_PORT on 127.0.0.1, the PGUSER of the environment): a conninfo for the
+ * programs under test. Fails the test (never skips) when the export is missing. */
+void testdb_pgbouncer_conninfo(const struct testdb *t, char *buf, size_t size);
+/* A connection to PgBouncer's admin console (database "pgbouncer"; simple queries only, as
+ * SHOW POOLS, SHOW CLIENTS, SHOW SERVERS); fails the test when it cannot be had. */
+PGconn *testdb_pgbouncer_admin(void);
+/* Rows of an admin console SHOW command whose column `database` is dbname; with col != NULL,
+ * the sum of that integer column over them instead. */
+long testdb_pgbouncer_count(PGconn *admin, const char *show, const char *dbname, const char *col);
+
 #endif

@@ -32,6 +32,10 @@
  * (foreign keys hold by construction; original_expire_at is given explicitly;
  * stock is reduced by what the orders hold, so reconcile() holds).
  *
+ * A fourth phase, burst (tools/bench/consumer/phase_burst.c), has every order
+ * due in the same second with the consumers already waiting for it, once
+ * without statistics and once after ANALYZE.
+ *
  * Connection parameters come from libpq's environment (PGHOST, PGPORT, PGUSER:
  * a superuser), brokers from --brokers or ORDERGATE_BROKERS. Exit status: 0 the
  * run completed (targets met or not: see the table), 1 runtime failure, 2 bad
@@ -207,12 +211,20 @@ static void print_summary(const struct opts *o, const struct results *r)
                    verdict(r->e2e_violations == 0));
         }
     }
+    if (r->burst)
+        burst_summary(o, r);
     if (r->lat) {
         char v[64], label[96];
         snprintf(label, sizeof(label), "lateness p50 / p99 / max at %d/s (status_log)", o->rate);
         snprintf(v, sizeof(v), "%.0f / %.0f / %.0f ms", r->lat_p50, r->lat_p99, r->lat_max);
         printf("%-58s %-28s %-16s %s\n", label, v, "p99 <= 250 ms",
                verdict(r->lat_p99 <= TARGET_P99_MS && r->lat_cancelled == r->lat_orders));
+        if (r->lat_ceiling > 0) {
+            snprintf(v, sizeof(v), "%.0f /s (%d/s = %.0f %% of it)", r->lat_ceiling, o->rate,
+                     100.0 * o->rate / r->lat_ceiling);
+            printf("%-58s %-28s %-16s %s\n", "  gate alone right after, same db, 1 session", v, "",
+                   "");
+        }
         snprintf(v, sizeof(v), "%.0f ms", r->lat_max);
         printf("%-58s %-28s %-16s %s\n", "lateness max (no order waits behind others)", v,
                "<= 1000 ms", verdict(r->lat_max <= TARGET_MAX_MS));
@@ -281,6 +293,8 @@ int main(int argc, char **argv)
 
     if (o.e2e)
         phase_e2e(&o, run, &r);
+    if (o.burst)
+        phase_burst(&o, run, &r);
     if (o.lateness)
         phase_lateness(&o, run, &r);
     if (o.memory)

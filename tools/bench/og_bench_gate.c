@@ -12,6 +12,14 @@
  * unless told to, and it checks that every order was really cancelled and
  * that reconcile() finds nothing wrong afterwards.
  *
+ * The flash case (--cases flash) is the shape of a flash sale instead: a fresh
+ * database with autovacuum off on its tables, orders placed through
+ * ordergate.place_order() (gate_place()) on a few dozen hot SKUs, and then,
+ * with no VACUUM or ANALYZE in between, gate_claim_cancel() in batches from one
+ * new session, every batch timed (a PL/pgSQL statement switches to a generic
+ * plan at its sixth execution, so the first ten batches are printed). The same
+ * case runs again after ANALYZE, and the table shows the ratio of the two.
+ *
  * Connection parameters come from libpq's environment (PGHOST, PGPORT, ...).
  * Exit status: 0 done, 1 runtime failure, 2 bad usage. */
 #include <dirent.h>
@@ -19,6 +27,7 @@
 #include <getopt.h>
 #include <libpq-fe.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +64,12 @@ struct bench_opts {
     int keep;
     int profile; /* per-function server time (track_functions) */
     int allow_nondurable;
+    int case_standard, case_flash;
+    int flash_orders;
+    int flash_skus;    /* SKUs in the flash database; the first 4/5 of them are the hot ones */
+    int flash_clients; /* placing sessions */
+    int flash_batch;
+    int flash_rounds; /* each round: one database without statistics, one after ANALYZE */
 };
 
 struct phase_result {
@@ -62,7 +77,7 @@ struct phase_result {
     long orders;
     long calls;
     double seconds;
-    double p50_ms, p99_ms;
+    double p50_ms, p99_ms, max_ms;
     double cpu_s;     /* CPU time of the server backend, -1 when unknown */
     double wal_bytes; /* WAL written during the phase */
 };
@@ -87,6 +102,12 @@ static void usage(FILE *out)
             "  --no-pgbench          skip the pgbench comparison\n"
             "  --profile             also print server time per SQL function (track_functions)\n"
             "  --allow-nondurable    run even if fsync or synchronous_commit is off\n"
+            "  --cases LIST          standard,flash (default standard)\n"
+            "  --flash-orders N      flash: orders placed through place_order (default 20000)\n"
+            "  --flash-skus N        flash: SKUs, 5..50; 4/5 of them hot (default 50)\n"
+            "  --flash-clients N     flash: placing sessions (default 4)\n"
+            "  --flash-batch N       flash: claim_cancel batch size (default 500)\n"
+            "  --flash-rounds N      flash: rounds of (no ANALYZE, ANALYZE) (default 1)\n"
             "  --keep                keep the databases afterwards\n"
             "Connection: libpq's environment (PGHOST, PGPORT, PGUSER; a superuser, for setup).\n");
 }
@@ -126,6 +147,12 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
                                              {"profile", no_argument, NULL, 'P'},
                                              {"allow-nondurable", no_argument, NULL, 'A'},
                                              {"keep", no_argument, NULL, 'K'},
+                                             {"cases", required_argument, NULL, 'C'},
+                                             {"flash-orders", required_argument, NULL, 'F'},
+                                             {"flash-skus", required_argument, NULL, 'S'},
+                                             {"flash-clients", required_argument, NULL, 'L'},
+                                             {"flash-batch", required_argument, NULL, 'B'},
+                                             {"flash-rounds", required_argument, NULL, 'R'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     const char *here = __FILE__, *slash;
@@ -139,7 +166,13 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
                              .items = 2,
                              .coupon_every = 3,
                              .pgbench_db = "og_bench_pgbench",
-                             .pgbench_seconds = 10};
+                             .pgbench_seconds = 10,
+                             .case_standard = 1,
+                             .flash_orders = 20000,
+                             .flash_skus = 50,
+                             .flash_clients = 4,
+                             .flash_batch = 500,
+                             .flash_rounds = 1};
     parse_batches("1,100,500,1000", o);
     /* Default schema directory: ../../schema from this source file. */
     slash = strstr(here, "/tools/bench/");
@@ -200,6 +233,36 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
             break;
         case 'K':
             o->keep = 1;
+            break;
+        case 'C': {
+            char buf[64], *save = NULL;
+            o->case_standard = o->case_flash = 0;
+            snprintf(buf, sizeof(buf), "%s", optarg);
+            for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (strcmp(t, "standard") == 0)
+                    o->case_standard = 1;
+                else if (strcmp(t, "flash") == 0)
+                    o->case_flash = 1;
+                else
+                    bad = 1;
+            }
+            bad |= !o->case_standard && !o->case_flash;
+            break;
+        }
+        case 'F':
+            bad = parse_int(optarg, 100, 10000000, &o->flash_orders) != 0;
+            break;
+        case 'S':
+            bad = parse_int(optarg, 5, 50, &o->flash_skus) != 0;
+            break;
+        case 'L':
+            bad = parse_int(optarg, 1, 64, &o->flash_clients) != 0;
+            break;
+        case 'B':
+            bad = parse_int(optarg, 1, GATE_BATCH_MAX, &o->flash_batch) != 0;
+            break;
+        case 'R':
+            bad = parse_int(optarg, 1, 20, &o->flash_rounds) != 0;
             break;
         case 'h':
             usage(stdout);
@@ -298,7 +361,7 @@ static int cmp_name(const void *a, const void *b)
  * template fixture and an operator do. A directory without install.sql is
  * an older layout (NNN_*.sql applied in lexical order), so that --schema can
  * point at an earlier revision's schema for a comparison. */
-static int apply_schema(const struct bench_opts *o)
+static int apply_schema(const struct bench_opts *o, const char *dbname)
 {
     DIR *dir = opendir(o->schema_dir);
     struct dirent *e;
@@ -327,8 +390,8 @@ static int apply_schema(const struct bench_opts *o)
     /* install.sql sorts after the digits: with it, it alone is applied. */
     for (int i = 0; i < n; i++) {
         char path[PATH_MAX + 300], out[4096];
-        char *const argv[] = {"psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", (char *)o->dbname,
-                              "-f",   path, NULL};
+        char *const argv[] = {"psql", "-X",           "-q", "-v", "ON_ERROR_STOP=1",
+                              "-d",   (char *)dbname, "-f", path, NULL};
 
         if (files[i] == NULL)
             goto out;
@@ -342,7 +405,7 @@ static int apply_schema(const struct bench_opts *o)
     }
     printf("schema: %s from %s applied to %s\n",
            strcmp(files[n - 1], "install.sql") == 0 ? "install.sql" : "numbered scripts",
-           o->schema_dir, o->dbname);
+           o->schema_dir, dbname);
     rc = 0;
 out:
     for (int i = 0; i < n; i++)
@@ -481,6 +544,7 @@ static int run_phase(struct db *db, const struct bench_opts *o, const char *pref
     qsort(lat, (size_t)r->calls, sizeof(*lat), bench_cmp_double);
     r->p50_ms = lat[(r->calls - 1) / 2];
     r->p99_ms = lat[(r->calls - 1) * 99 / 100];
+    r->max_ms = lat[r->calls - 1];
     rc = 0;
 out:
     free(lat);
@@ -514,6 +578,345 @@ static void print_profile(PGconn *c, struct db *db)
     (void)sql_ok(c, "SELECT pg_stat_reset()", 0, NULL, NULL);
 }
 
+/* ---- The flash case ---------------------------------------------------------------------- */
+
+struct flash_result {
+    int analyzed;
+    int round;
+    long orders, calls;
+    double place_s, place_max_ms;
+    double claim_s;
+    double p50_ms, p99_ms, max_ms;
+    double first[10];
+    int nfirst;
+    double cpu_s;            /* claim session's backend CPU, -1 when unknown */
+    double wal_kb_per_order; /* claim phase */
+    char reltuples[32];      /* orders' reltuples and pg_stats rows when the claims began */
+    char stats_rows[32];
+    char autovac[32]; /* autovacuum/autoanalyze runs on the database's tables by then */
+    long violations;
+};
+
+struct flash_placer {
+    const struct bench_opts *o;
+    const char *conninfo;
+    const char *expire_at;
+    int first, step; /* this session places orders first, first + step, ... */
+    long placed;
+    double max_ms;
+    char error[300];
+};
+
+/* The order number, lines and coupon of flash order i: one or two lines, the first on one of the
+ * hot SKUs (the first 4/5), the second on one of the others; a coupon on one order in
+ * coupon_every. */
+static void flash_order(const struct bench_opts *o, int i, char *no, size_t no_size, char *items,
+                        size_t items_size, char *coupon, size_t coupon_size)
+{
+    int hot = o->flash_skus * 4 / 5, cold = o->flash_skus - hot;
+
+    snprintf(no, no_size, "f%d", i);
+    if (i % 2 == 0 && cold > 0)
+        snprintf(items, items_size,
+                 "[{\"sku\": \"k%d\", \"qty\": 1}, {\"sku\": \"k%d\", \"qty\": 2}]", (i * 7) % hot,
+                 hot + (i / 2) % cold);
+    else
+        snprintf(items, items_size, "[{\"sku\": \"k%d\", \"qty\": 1}]", (i * 7) % hot);
+    if (o->coupon_every > 0 && i % o->coupon_every == 0)
+        snprintf(coupon, coupon_size, "fc%d", i);
+    else
+        coupon[0] = '\0';
+}
+
+static void *flash_place_thread(void *arg)
+{
+    struct flash_placer *p = arg;
+    struct og_error err = {0};
+    struct db *db = db_new(p->conninfo, NULL, "og_bench_gate-place", NULL, NULL);
+
+    if (db == NULL || db_connect(db, &err) != OG_OK) {
+        snprintf(p->error, sizeof(p->error), "placing session: %s", db ? err.msg : "no memory");
+        db_free(db);
+        return NULL;
+    }
+    for (int i = p->first; i < p->o->flash_orders; i += p->step) {
+        char no[32], items[160], coupon[32];
+        enum gate_outcome outcome = GATE_UNKNOWN;
+        int64_t t0 = clock_mono_us();
+        double ms;
+
+        flash_order(p->o, i, no, sizeof(no), items, sizeof(items), coupon, sizeof(coupon));
+        if (gate_place(db, no, 1000 + (i % 50) * 100, items, coupon[0] ? coupon : NULL,
+                       p->expire_at, &outcome, &err) != OG_OK) {
+            snprintf(p->error, sizeof(p->error), "place_order %s: %s", no, err.msg);
+            break;
+        }
+        if (outcome != GATE_PLACED) {
+            snprintf(p->error, sizeof(p->error), "place_order %s: %s, expected placed", no,
+                     gate_outcome_str(outcome));
+            break;
+        }
+        ms = (double)(clock_mono_us() - t0) / 1000.0;
+        if (ms > p->max_ms)
+            p->max_ms = ms;
+        p->placed++;
+    }
+    db_free(db);
+    return NULL;
+}
+
+/* One flash database: fresh, autovacuum off, stock and coupons, orders through place_order from
+ * flash_clients sessions, ANALYZE or not, a CHECKPOINT (both ways), then the claims from a new
+ * session. */
+static int flash_run(const struct bench_opts *o, PGconn *admin, int analyzed, int round,
+                     struct flash_result *r)
+{
+    char dbname[80], conninfo[160], expire_at[40], lsn[64], n_s[16], skus_s[16], every_s[16];
+    const char *p_stock[1] = {skus_s};
+    const char *p_coupons[2] = {n_s, every_s};
+    struct flash_placer placers[64];
+    pthread_t threads[64];
+    const char **nos = NULL;
+    char(*names)[16] = NULL;
+    struct gate_cancel_row *rows = NULL;
+    double *lat = NULL, *sorted = NULL, t0;
+    PGconn *c = NULL;
+    struct db *db = NULL;
+    struct og_error err = {0};
+    int rc = -1, nthreads = o->flash_clients;
+    pid_t pid;
+    double cpu0;
+    long placed = 0;
+
+    memset(r, 0, sizeof(*r));
+    r->analyzed = analyzed;
+    r->round = round;
+    r->violations = -1;
+    snprintf(dbname, sizeof(dbname), "%s_flash_case", o->dbname);
+    if (!bench_name_valid(dbname)) {
+        fprintf(stderr, "og_bench_gate: %s: too long for a database name (shorten --dbname)\n",
+                dbname);
+        return -1; /* nothing made yet, and a name that long must not reach DROP DATABASE */
+    }
+    if (recreate_db(admin, dbname) != 0 || apply_schema(o, dbname) != 0)
+        goto out;
+    snprintf(conninfo, sizeof(conninfo), "dbname=%s", dbname);
+    c = connect_db(conninfo);
+    if (c == NULL)
+        goto out;
+    snprintf(n_s, sizeof(n_s), "%d", o->flash_orders);
+    snprintf(skus_s, sizeof(skus_s), "%d", o->flash_skus);
+    snprintf(every_s, sizeof(every_s), "%d", o->coupon_every);
+    /* No autovacuum, so that nothing analyzes the tables behind the run's back: what a flash
+     * sale meets when the orders come faster than autovacuum_naptime. */
+    if (sql_ok(c,
+               "DO $$ DECLARE t regclass; BEGIN "
+               "FOR t IN SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = "
+               "c.relnamespace WHERE n.nspname = 'ordergate' AND c.relkind = 'r' LOOP "
+               "EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = false)', t); "
+               "END LOOP; END $$",
+               0, NULL, NULL) != 0 ||
+        sql_ok(c,
+               "SELECT count(ordergate.add_stock('k' || i, 1000000000)) "
+               "FROM generate_series(0, $1::int - 1) i",
+               1, p_stock, NULL) != 0 ||
+        sql_ok(c,
+               "SELECT count(ordergate.add_coupon('fc' || i)) FROM generate_series(0, $1::int - 1) "
+               "i WHERE $2::int > 0 AND i % $2::int = 0",
+               2, p_coupons, NULL) != 0)
+        goto out;
+
+    /* Every order due at the moment placement starts: all of them are due when the claims
+     * begin, as they are at the end of a flash sale's payment window. */
+    clock_format_iso(clock_wall_ms(), expire_at, sizeof(expire_at));
+    t0 = bench_mono_s();
+    for (int t = 0; t < nthreads; t++) {
+        placers[t] = (struct flash_placer){
+            .o = o, .conninfo = conninfo, .expire_at = expire_at, .first = t, .step = nthreads};
+        if (pthread_create(&threads[t], NULL, flash_place_thread, &placers[t]) != 0) {
+            nthreads = t;
+            fprintf(stderr, "og_bench_gate: pthread_create failed\n");
+            break;
+        }
+    }
+    for (int t = 0; t < nthreads; t++) {
+        pthread_join(threads[t], NULL);
+        placed += placers[t].placed;
+        if (placers[t].max_ms > r->place_max_ms)
+            r->place_max_ms = placers[t].max_ms;
+        if (placers[t].error[0] != '\0')
+            fprintf(stderr, "og_bench_gate: %s\n", placers[t].error);
+    }
+    r->place_s = bench_mono_s() - t0;
+    if (nthreads != o->flash_clients || placed != o->flash_orders)
+        goto out;
+    if (analyzed && sql_ok(c, "ANALYZE", 0, NULL, NULL) != 0)
+        goto out;
+    (void)sql_ok(c, "CHECKPOINT", 0, NULL, NULL);
+    sql_text(c, "SELECT reltuples::bigint FROM pg_class WHERE oid = 'ordergate.orders'::regclass",
+             r->reltuples, sizeof(r->reltuples));
+    sql_text(c,
+             "SELECT count(*) FROM pg_stats WHERE schemaname = 'ordergate' AND tablename = "
+             "'orders'",
+             r->stats_rows, sizeof(r->stats_rows));
+    sql_text(c,
+             "SELECT coalesce(sum(autovacuum_count + autoanalyze_count), 0) FROM "
+             "pg_stat_user_tables WHERE schemaname = 'ordergate'",
+             r->autovac, sizeof(r->autovac));
+
+    names = calloc((size_t)o->flash_orders, sizeof(*names));
+    nos = calloc((size_t)o->flash_orders, sizeof(*nos));
+    rows = calloc((size_t)o->flash_batch, sizeof(*rows));
+    lat = calloc((size_t)(o->flash_orders / o->flash_batch + 1), sizeof(*lat));
+    sorted = calloc((size_t)(o->flash_orders / o->flash_batch + 1), sizeof(*sorted));
+    if (names == NULL || nos == NULL || rows == NULL || lat == NULL || sorted == NULL)
+        goto out;
+    for (int i = 0; i < o->flash_orders; i++) {
+        snprintf(names[i], sizeof(names[i]), "f%d", i);
+        nos[i] = names[i];
+    }
+    /* A new session: its plan cache starts empty, like a consumer's after a restart. */
+    db = db_new(conninfo, NULL, "og_bench_gate-flash", NULL, NULL);
+    if (db == NULL || db_connect(db, &err) != OG_OK) {
+        fprintf(stderr, "og_bench_gate: %s\n", db ? err.msg : "out of memory");
+        goto out;
+    }
+    pid = PQbackendPID(db_conn(db));
+    cpu0 = bench_proc_cpu_s(pid);
+    sql_text(c, "SELECT pg_current_wal_lsn()", lsn, sizeof(lsn));
+    t0 = bench_mono_s();
+    for (int i = 0; i < o->flash_orders; i += o->flash_batch) {
+        size_t len = (size_t)(o->flash_orders - i < o->flash_batch ? o->flash_orders - i
+                                                                   : o->flash_batch),
+               nrows = 0;
+        int64_t c0 = clock_mono_us();
+
+        if (gate_claim_cancel(db, nos + i, len, GATE_SRC_TIMEOUT_CONSUMER, rows, &nrows, &err) !=
+            OG_OK) {
+            fprintf(stderr, "og_bench_gate: claim_cancel failed: %s\n", err.msg);
+            goto out;
+        }
+        lat[r->calls++] = (double)(clock_mono_us() - c0) / 1000.0;
+        for (size_t k = 0; k < nrows; k++)
+            if (rows[k].outcome != GATE_CANCELLED) {
+                fprintf(stderr, "og_bench_gate: %s came back %s, expected cancelled\n",
+                        rows[k].order_no, gate_outcome_str(rows[k].outcome));
+                goto out;
+            }
+        if (nrows != len) {
+            fprintf(stderr, "og_bench_gate: %zu rows for %zu orders\n", nrows, len);
+            goto out;
+        }
+        r->orders += (long)len;
+    }
+    r->claim_s = bench_mono_s() - t0;
+    r->cpu_s = cpu0 >= 0 && PQbackendPID(db_conn(db)) == pid ? bench_proc_cpu_s(pid) - cpu0 : -1;
+    {
+        const char *p[1] = {lsn};
+        PGresult *res;
+        r->wal_kb_per_order = -1;
+        if (sql_ok(c, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)", 1, p, &res) ==
+            0) {
+            r->wal_kb_per_order = atof(PQgetvalue(res, 0, 0)) / 1024.0 / (double)r->orders;
+            PQclear(res);
+        }
+    }
+    r->nfirst = r->calls < 10 ? (int)r->calls : 10;
+    for (int i = 0; i < r->nfirst; i++)
+        r->first[i] = lat[i];
+    memcpy(sorted, lat, (size_t)r->calls * sizeof(*sorted));
+    qsort(sorted, (size_t)r->calls, sizeof(*sorted), bench_cmp_double);
+    r->p50_ms = sorted[(r->calls - 1) / 2];
+    r->p99_ms = sorted[(r->calls - 1) * 99 / 100];
+    r->max_ms = sorted[r->calls - 1];
+    {
+        PGresult *res;
+        if (sql_ok(c, "SELECT coalesce(sum(violations), -1) FROM ordergate.reconcile()", 0, NULL,
+                   &res) == 0) {
+            r->violations = atol(PQgetvalue(res, 0, 0));
+            PQclear(res);
+        }
+    }
+    printf("flash %-10s round %d: %ld orders placed in %.1f s (%.0f/s, %d sessions, slowest "
+           "call %.0f ms); before the claims: orders reltuples %s, %s pg_stats rows, %s "
+           "autovacuum runs\n",
+           analyzed ? "ANALYZE" : "no ANALYZE", round, placed, r->place_s,
+           (double)placed / r->place_s, o->flash_clients, r->place_max_ms, r->reltuples,
+           r->stats_rows, r->autovac);
+    printf("  claims: %ld calls of %d in %.2f s = %.0f orders/s; call p50 %.1f ms, p99 %.1f ms, "
+           "max %.1f ms; backend cpu %.1f ms/call; WAL %.2f KB/order; reconcile %ld violations\n",
+           r->calls, o->flash_batch, r->claim_s, (double)r->orders / r->claim_s, r->p50_ms,
+           r->p99_ms, r->max_ms, r->cpu_s >= 0 ? r->cpu_s * 1000.0 / (double)r->calls : -1.0,
+           r->wal_kb_per_order, r->violations);
+    printf("  calls 1..%d (ms):", r->nfirst);
+    for (int i = 0; i < r->nfirst; i++)
+        printf(" %.1f", r->first[i]);
+    printf("\n");
+    fflush(stdout);
+    rc = r->violations == 0 ? 0 : -1;
+out:
+    db_free(db);
+    free(sorted);
+    free(lat);
+    free(rows);
+    free(nos);
+    free(names);
+    PQfinish(c);
+    if (!o->keep)
+        drop_db(admin, dbname);
+    return rc;
+}
+
+/* Rounds of (no ANALYZE, ANALYZE), the order alternating between rounds so that a drift of
+ * the machine's load does not favour one; then the table and the ratio. */
+static int flash_case(const struct bench_opts *o, PGconn *admin)
+{
+    struct flash_result res[40];
+    int n = 0;
+    double rate[2] = {0, 0}, secs[2] = {0, 0}, orders[2] = {0, 0};
+    char load[64], psi[32];
+
+    printf("\nflash case: a fresh database per run, autovacuum off on its tables, %d orders "
+           "placed through place_order() from %d sessions on %d SKUs (%d hot; 1 or 2 lines, a "
+           "coupon on 1 in %d), all due when placement starts; CHECKPOINT, then gate_claim_cancel "
+           "in batches of %d from one new session. No VACUUM/ANALYZE between placement and "
+           "claims, then the same with ANALYZE.\n",
+           o->flash_orders, o->flash_clients, o->flash_skus, o->flash_skus * 4 / 5, o->coupon_every,
+           o->flash_batch);
+    bench_cpu_pressure(psi, sizeof(psi));
+    printf("load average %s, cpu pressure avg60 %s at the start\n",
+           bench_load_average(load, sizeof(load)), psi);
+    fflush(stdout);
+    for (int round = 1; round <= o->flash_rounds; round++)
+        for (int k = 0; k < 2; k++) {
+            int analyzed = round % 2 == 1 ? k : 1 - k;
+            if (flash_run(o, admin, analyzed, round, &res[n]) != 0)
+                return -1;
+            secs[analyzed] += res[n].claim_s;
+            orders[analyzed] += (double)res[n].orders;
+            n++;
+        }
+    printf("\n%-11s %5s %9s %9s %9s %8s %8s %8s  %s\n", "flash", "round", "orders", "seconds",
+           "orders/s", "p50 ms", "p99 ms", "max ms", "calls 1..10 (ms)");
+    for (int i = 0; i < n; i++) {
+        printf("%-11s %5d %9ld %9.2f %9.0f %8.1f %8.1f %8.1f ",
+               res[i].analyzed ? "ANALYZE" : "no ANALYZE", res[i].round, res[i].orders,
+               res[i].claim_s, (double)res[i].orders / res[i].claim_s, res[i].p50_ms, res[i].p99_ms,
+               res[i].max_ms);
+        for (int k = 0; k < res[i].nfirst; k++)
+            printf(" %.0f", res[i].first[k]);
+        printf("\n");
+    }
+    for (int k = 0; k < 2; k++)
+        rate[k] = orders[k] / secs[k];
+    bench_cpu_pressure(psi, sizeof(psi));
+    printf("flash claims, no ANALYZE / ANALYZE: %.0f / %.0f orders/s = %.1f %% (all rounds); load "
+           "average %s, cpu pressure avg60 %s at the end\n",
+           rate[0], rate[1], 100.0 * rate[0] / rate[1], bench_load_average(load, sizeof(load)),
+           psi);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct bench_opts o;
@@ -530,7 +933,7 @@ int main(int argc, char **argv)
         return 2;
     log_init("og_bench_gate", LOG_LVL_WARN);
 
-    admin = connect_db("dbname=postgres");
+    admin = connect_db("dbname=postgres options='-c client_min_messages=warning'");
     if (admin == NULL)
         goto out;
     if (o.db != NULL) {
@@ -539,7 +942,7 @@ int main(int argc, char **argv)
         if (recreate_db(admin, o.dbname) != 0)
             goto out;
         created = 1;
-        if (apply_schema(&o) != 0)
+        if (apply_schema(&o, o.dbname) != 0)
             goto out;
         snprintf(conninfo, sizeof(conninfo), "dbname=%s", o.dbname);
     }
@@ -568,6 +971,30 @@ int main(int argc, char **argv)
     }
     if (sql_ok(c, "SELECT count(*) FROM ordergate.schema_migrations", 0, NULL, NULL) != 0) {
         fprintf(stderr, "og_bench_gate: the database has no ordergate schema\n");
+        goto out;
+    }
+    {
+        char m1[40], m2[40], m3[40], psi[32];
+        sql_text(c,
+                 "SELECT md5(string_agg(prosrc, '' ORDER BY oid)) FROM pg_proc WHERE proname = "
+                 "'claim_cancel'",
+                 m1, sizeof(m1));
+        sql_text(c,
+                 "SELECT md5(string_agg(prosrc || coalesce(proconfig::text, ''), '' ORDER BY "
+                 "proname)) FROM pg_proc WHERE proname IN ('_cancel_effects', '_cancel_claim')",
+                 m2, sizeof(m2));
+        sql_text(c,
+                 "SELECT md5(string_agg(prosrc, '' ORDER BY oid)) FROM pg_proc WHERE proname = "
+                 "'place_order'",
+                 m3, sizeof(m3));
+        bench_cpu_pressure(psi, sizeof(psi));
+        printf("gate functions: claim_cancel md5 %s, _cancel_effects+_cancel_claim md5 %s, "
+               "place_order md5 %s; "
+               "cpu pressure avg60 %s\n",
+               m1, m2, m3, psi);
+    }
+    if (!o.case_standard) {
+        rc = flash_case(&o, admin) == 0 ? 0 : 1;
         goto out;
     }
 
@@ -608,8 +1035,9 @@ int main(int argc, char **argv)
            "on 1 in %d;\n      every cancel restocks, returns the coupon, writes status_log and "
            "outbox; one session, one statement and one durable commit per call\n\n",
            o.items, o.skus, o.coupon_every);
-    printf("%6s %9s %8s %8s %11s %9s %8s %8s %9s %11s %9s\n", "batch", "orders", "calls", "seconds",
-           "orders/s", "tx/s", "p50 ms", "p99 ms", "cpu ms/tx", "orders/cpu-s", "WAL KB/tx");
+    printf("%6s %9s %8s %8s %11s %9s %8s %8s %8s %9s %11s %9s\n", "batch", "orders", "calls",
+           "seconds", "orders/s", "tx/s", "p50 ms", "p99 ms", "max ms", "cpu ms/tx", "orders/cpu-s",
+           "WAL KB/tx");
     for (int b = 0; b < o.nbatches; b++) {
         char prefix[32];
         int n = o.batches[b] < 100 ? o.small_orders : o.orders;
@@ -639,9 +1067,9 @@ int main(int argc, char **argv)
             }
         }
         nresults++;
-        printf("%6d %9ld %8ld %8.2f %11.0f %9.1f %8.2f %8.2f", r->batch, r->orders, r->calls,
+        printf("%6d %9ld %8ld %8.2f %11.0f %9.1f %8.2f %8.2f %8.2f", r->batch, r->orders, r->calls,
                r->seconds, (double)r->orders / r->seconds, (double)r->calls / r->seconds, r->p50_ms,
-               r->p99_ms);
+               r->p99_ms, r->max_ms);
         if (r->cpu_s > 0)
             printf(" %9.2f %11.0f", r->cpu_s * 1000.0 / (double)r->calls,
                    (double)r->orders / r->cpu_s);
@@ -689,6 +1117,8 @@ int main(int argc, char **argv)
            "that backend, i.e. the\nrate one session reaches with a core to itself and free "
            "commits; WAL KB/tx = WAL written per call.\n");
     rc = violations == 0 ? 0 : 1;
+    if (o.case_flash && flash_case(&o, admin) != 0)
+        rc = 1;
 out:
     db_free(db);
     PQfinish(c);

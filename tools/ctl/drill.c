@@ -209,6 +209,8 @@ static struct db *drill_db(struct drill *d, const char *app)
         fprintf(stderr, "ordergatectl drill: %s\n", err.msg);
         return NULL;
     }
+    db_set_session(db, &(struct db_session){0, 0, cfg_db_session(d->cfg).transaction_pool},
+                   NULL); /* not connected yet: cannot fail */
     if (db_connect(db, &err) != OG_OK) {
         fprintf(stderr, "ordergatectl drill: %s\n", err.msg);
         db_free(db);
@@ -317,8 +319,11 @@ static void *drill_place_worker(void *arg)
     }
     /* Placing is the drill's setup, not what it measures: these sessions
      * skip waiting for each commit's flush (a crash would only lose drill
-     * orders not yet placed). The race itself runs with durable commits. */
-    if (db_exec(db, "SET synchronous_commit = off", &err) != OG_OK) {
+     * orders not yet placed). The race itself runs with durable commits.
+     * Not behind a transaction pooler: the setting would stay on a server
+     * connection that others get next. */
+    if (!cfg_db_session(d->cfg).transaction_pool &&
+        db_exec(db, "SET synchronous_commit = off", &err) != OG_OK) {
         fprintf(stderr, "ordergatectl drill: %s\n", err.msg);
         w->errors++;
         db_free(db);
@@ -639,8 +644,8 @@ static int drill_write_config(struct drill *d, int slot)
         return -1;
     fprintf(f, "# written by ordergatectl drill %s\n", d->prefix);
     fprintf(f, "log_level = \"warn\";\n");
-    fprintf(f, "database: { conninfo = \"%s\"; password_file = \"%s\"; };\n", c->db_conninfo,
-            c->db_password_file);
+    fprintf(f, "database: { conninfo = \"%s\"; password_file = \"%s\"; pool_mode = \"%s\"; };\n",
+            c->db_conninfo, c->db_password_file, c->db_pool_mode);
     fprintf(f,
             "kafka: { brokers = \"%s\"; topics = \"%s\"; group = \"%s\"; "
             "dead_letter_topic = \"%s\";\n",

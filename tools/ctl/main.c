@@ -22,6 +22,9 @@ static const struct opt ctl_global_opts[] = {
      "kafka.topics", 0, 0},
     {"group", "ID", OPT_ARG, "consumer group (kafka.group; accepted for uniformity)", "kafka.group",
      0, 0},
+    {"pool-mode", "MODE", OPT_ARG,
+     "session, or transaction behind a transaction-pooling PgBouncer (database.pool_mode)",
+     "database.pool_mode", 0, 0},
     {"json", NULL, 0, "print one JSON object per command on stdout", NULL, 0, 0},
     {"check-config", NULL, 0, "validate the configuration and exit (0 ok, 2 invalid)", NULL, 0, 0},
     {"version", NULL, 0, "print the version and exit", NULL, 0, 0},
@@ -126,6 +129,11 @@ struct db *ctl_db(struct ctl *ctl, struct og_error *err)
     /* The application name is the actor the gate records for this tool. */
     db_new_passfile(ctl->cfg.db_conninfo, ctl->cfg.db_password_file, CTL_PROG, &retry,
                     &signals_stop, &ctl->db, err);
+    /* No session bounds for the operator's tool (a migration may take long), only how it
+     * talks to the server; not connected yet: cannot fail. */
+    if (ctl->db != NULL)
+        db_set_session(
+            ctl->db, &(struct db_session){0, 0, cfg_db_session(&ctl->cfg).transaction_pool}, NULL);
     return ctl->db;
 }
 

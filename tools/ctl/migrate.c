@@ -78,9 +78,11 @@ static const struct db_stmt migrate_stmt_owners = {
     0};
 /* Two operators migrating at once would otherwise queue on the catalog
  * locks and the second would find its plan stale; the loser gets a clear
- * message instead. Released when the session ends. */
+ * message instead. Taken first in the run's transaction and released with it:
+ * nothing stays on a server connection a transaction pooler hands on. */
 static const struct db_stmt migrate_stmt_lock = {
-    "ctl_migrate_lock", "SELECT pg_try_advisory_lock(hashtext('ordergate.migrate')::bigint)", 0};
+    "ctl_migrate_lock", "SELECT pg_try_advisory_xact_lock(hashtext('ordergate.migrate')::bigint)",
+    0};
 
 /* The session settings every function file is applied under. */
 static const char migrate_fn_env[] =
@@ -632,8 +634,12 @@ static enum og_status migrate_run(struct ctl *ctl, const struct opt_args *a, jso
     if (st != OG_OK)
         goto out;
     PQsetNoticeProcessor(db_conn(db), migrate_notice, NULL);
+    st = db_exec(db, "BEGIN", err);
+    if (st != OG_OK)
+        goto out;
+    in_tx = true;
     if (!dry) {
-        st = db_call(db, &migrate_stmt_lock, NULL, &res, err);
+        st = db_run(db, &migrate_stmt_lock, NULL, &res, err);
         if (st != OG_OK)
             goto out;
         if (strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
@@ -643,10 +649,6 @@ static enum og_status migrate_run(struct ctl *ctl, const struct opt_args *a, jso
             goto out;
         }
     }
-    st = db_exec(db, "BEGIN", err);
-    if (st != OG_OK)
-        goto out;
-    in_tx = true;
     /* From here on the result says what was done or tried, also on a failure. */
     *result = json_incref(out);
     st = migrate_apply(db, dir, dry, out, err);

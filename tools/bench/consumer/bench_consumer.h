@@ -23,11 +23,16 @@
 #define TARGET_MAX_MS     1000.0 /* lateness max at that rate: no order waits behind others */
 #define TARGET_RSS_MB     64.0   /* resident memory with 10M messages waiting */
 #define TARGET_RSS_FLAT   0.10   /* "flat": final within 10 % of the first sample */
+#define TARGET_BURST_1_N  100000 /* due at once, one consumer: drained within 5 s */
+#define TARGET_BURST_1_S  5.0
+#define TARGET_BURST_2_N  500000 /* due at once, two consumers: drained within 25 s */
+#define TARGET_BURST_2_S  25.0
+#define TARGET_STATS      0.90 /* burst without statistics >= 90 % of the rate after ANALYZE */
 #define LOAD_CHUNK        200000
 #define METRICS_MAX_BYTES (256 * 1024)
 
 struct opts {
-    bool e2e, lateness, memory;
+    bool e2e, lateness, memory, burst;
     long orders;         /* e2e backlog */
     long ceiling_orders; /* per ceiling measurement */
     int slice_s;         /* e2e: consumer seconds between paired gate slices; 0 = none */
@@ -41,6 +46,12 @@ struct opts {
     long waiting;        /* memory: messages due in an hour */
     long waiting_db;     /* memory: overdue orders in the database for the first messages */
     int rss_seconds;
+    long burst_orders;  /* burst: orders due in the same second */
+    int consumers;      /* burst: consumer instances, one group */
+    int burst_skus;     /* burst: SKUs of the orders (a flash sale's few) */
+    int burst_lead_s;   /* burst: start of the setup to the due second; 0 = from the size */
+    bool burst_plain;   /* burst: run without statistics */
+    bool burst_analyze; /* burst: run after ANALYZE */
     int partitions;
     int batch_size;
     int linger_ms, poll_ms; /* -1: the consumer's defaults */
@@ -77,6 +88,27 @@ extern struct bench_consumer_state g;
 struct ceiling {
     long orders;
     double seconds, rate, p50_ms, p99_ms, backend_cpu_s, wal_kb_per_order;
+};
+
+/* One burst run: every order due in the same second. */
+struct burst_result {
+    bool done, analyzed;
+    long orders;
+    int consumers;
+    double ready_s; /* every partition paused this long before the due second */
+    double drain_s; /* last cancel commit (as the consumers count it) - due second */
+    double first_claim_s, last_claim_s; /* status_log.created_at - due second */
+    double rate;                        /* orders / drain_s */
+    double p50, p99, max;               /* lateness from status_log, ms */
+    double ceil_before, ceil_after;     /* one gate session, orders/s */
+    double ceil_par; /* as many gate sessions as consumers at once; 0 = not run */
+    double ceil_p99_ms;
+    double reltuples, stats_rows; /* orders' reltuples and pg_stats rows at the due second */
+    double consumer_cpu, backend_cpu, broker_cpu, wall_s; /* due second to drained */
+    double wal_kb_per_order;
+    double batches, batch_mean, db_mean_ms, not_due, busy;
+    long violations; /* -1: not checked */
+    char load[64], psi[32];
 };
 
 /* CPU seconds and peak memory while a phase runs. */
@@ -124,6 +156,11 @@ struct results {
     long mem_log_rows;
     double mem_claims, mem_committed, mem_consumed, mem_deferred, mem_dropped, mem_paused;
     int mem_exit;
+    /* lateness: the gate alone on the same database right after */
+    double lat_ceiling;
+    /* burst: [0] without statistics, [1] after ANALYZE */
+    bool burst;
+    struct burst_result burst_r[2];
 };
 
 /* tools/bench/consumer/db.c */
@@ -173,6 +210,11 @@ void phase_e2e(const struct opts *o, const char *run, struct results *r);
 
 /* tools/bench/consumer/phase_lateness.c */
 void phase_lateness(const struct opts *o, const char *run, struct results *r);
+
+/* tools/bench/consumer/phase_burst.c */
+void phase_burst(const struct opts *o, const char *run, struct results *r);
+/* The summary's rows for the burst phase. */
+void burst_summary(const struct opts *o, const struct results *r);
 
 /* tools/bench/consumer/phase_memory.c */
 void phase_memory(const struct opts *o, const char *run, struct results *r);

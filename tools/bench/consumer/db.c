@@ -76,7 +76,7 @@ void db_fresh(const struct opts *o)
     g.conn = bench_pg_connect(conninfo);
     if (!printed) {
         char v[64], md5[40], md5b[40];
-        printf("schema: migrations %s; claim_cancel md5 %s, _cancel_effects md5 %s\n",
+        printf("schema: migrations %s; claim_cancel md5 %s, _cancel_effects+_cancel_claim md5 %s\n",
                bench_pg_str(g.conn,
                             "SELECT string_agg(version, ',' ORDER BY version) "
                             "FROM ordergate.schema_migrations",
@@ -86,8 +86,9 @@ void db_fresh(const struct opts *o)
                             "WHERE proname = 'claim_cancel'",
                             md5, sizeof(md5)),
                bench_pg_str(g.conn,
-                            "SELECT md5(string_agg(prosrc, '' ORDER BY oid)) FROM pg_proc "
-                            "WHERE proname = '_cancel_effects'",
+                            "SELECT md5(string_agg(prosrc || coalesce(proconfig::text, ''), '' "
+                            "ORDER BY proname)) FROM pg_proc "
+                            "WHERE proname IN ('_cancel_effects', '_cancel_claim')",
                             md5b, sizeof(md5b)));
         printed = true;
     }

@@ -41,7 +41,7 @@ static void usage(FILE *out)
     fprintf(
         out,
         "usage: " PROG " [options]\n"
-        "  --phases LIST        e2e,lateness,memory (default all three)\n"
+        "  --phases LIST        e2e,burst,lateness,memory (default all four)\n"
         "  --orders N           e2e: due messages in the backlog (default 1000000)\n"
         "  --ceiling-orders N   e2e: orders of the gate ceiling before and after the consumer\n"
         "                       (default 50000 each)\n"
@@ -61,6 +61,12 @@ static void usage(FILE *out)
         "  --waiting-db N       memory: of those, the first N have overdue orders in the "
         "database (default 100000)\n"
         "  --rss-seconds S      memory: VmRSS samples, one a second (default 60)\n"
+        "  --burst-orders N     burst: orders due in the same second (default 100000)\n"
+        "  --consumers N        burst: consumer instances in one group (default 1)\n"
+        "  --burst-skus N       burst: SKUs the orders' lines use (default 50)\n"
+        "  --burst-stats LIST   burst: none (no ANALYZE after loading), analyze, or both\n"
+        "                       (default none,analyze: both, in that order)\n"
+        "  --burst-lead S       burst: setup start to the due second (default 30 + orders/10000)\n"
         "  --partitions N       partitions of every bench topic (default 8)\n"
         "  --batch-size N       consumer.batch_size and the ceiling's batch (default 500)\n"
         "  --linger-ms MS, --poll-ms MS   consumer settings (default: the consumer's)\n"
@@ -116,6 +122,11 @@ int parse_args(int argc, char **argv, struct opts *o)
         O_WAITING_DB,
         O_RSS,
         O_PARTS,
+        O_BURST_ORDERS,
+        O_CONSUMERS,
+        O_BURST_SKUS,
+        O_BURST_STATS,
+        O_BURST_LEAD,
         O_BATCH,
         O_LINGER,
         O_POLL,
@@ -152,6 +163,11 @@ int parse_args(int argc, char **argv, struct opts *o)
         {"waiting-db", required_argument, NULL, O_WAITING_DB},
         {"rss-seconds", required_argument, NULL, O_RSS},
         {"partitions", required_argument, NULL, O_PARTS},
+        {"burst-orders", required_argument, NULL, O_BURST_ORDERS},
+        {"consumers", required_argument, NULL, O_CONSUMERS},
+        {"burst-skus", required_argument, NULL, O_BURST_SKUS},
+        {"burst-stats", required_argument, NULL, O_BURST_STATS},
+        {"burst-lead", required_argument, NULL, O_BURST_LEAD},
         {"batch-size", required_argument, NULL, O_BATCH},
         {"linger-ms", required_argument, NULL, O_LINGER},
         {"poll-ms", required_argument, NULL, O_POLL},
@@ -180,6 +196,12 @@ int parse_args(int argc, char **argv, struct opts *o)
     *o = (struct opts){.e2e = true,
                        .lateness = true,
                        .memory = true,
+                       .burst = true,
+                       .burst_orders = 100000,
+                       .consumers = 1,
+                       .burst_skus = 50,
+                       .burst_plain = true,
+                       .burst_analyze = true,
                        .orders = 1000000,
                        .ceiling_orders = 50000,
                        .slice_s = 10,
@@ -213,7 +235,7 @@ int parse_args(int argc, char **argv, struct opts *o)
         switch (c) {
         case O_PHASES: {
             char buf[128], *save = NULL;
-            o->e2e = o->lateness = o->memory = false;
+            o->e2e = o->lateness = o->memory = o->burst = false;
             snprintf(buf, sizeof(buf), "%s", optarg);
             for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
                 if (strcmp(t, "e2e") == 0)
@@ -222,10 +244,12 @@ int parse_args(int argc, char **argv, struct opts *o)
                     o->lateness = true;
                 else if (strcmp(t, "memory") == 0)
                     o->memory = true;
+                else if (strcmp(t, "burst") == 0)
+                    o->burst = true;
                 else
                     bad = 1;
             }
-            bad |= !o->e2e && !o->lateness && !o->memory;
+            bad |= !o->e2e && !o->lateness && !o->memory && !o->burst;
             break;
         }
         case O_ORDERS:
@@ -266,6 +290,35 @@ int parse_args(int argc, char **argv, struct opts *o)
             break;
         case O_RSS:
             bad = parse_int(optarg, 1, 86400, &o->rss_seconds);
+            break;
+        case O_BURST_ORDERS:
+            bad = parse_long(optarg, 1000, 100000000, &o->burst_orders);
+            break;
+        case O_CONSUMERS:
+            bad = parse_int(optarg, 1, 8, &o->consumers);
+            break;
+        case O_BURST_SKUS:
+            bad = parse_int(optarg, 20, 10000000, &o->burst_skus);
+            break;
+        case O_BURST_STATS: {
+            char buf[64], *save = NULL;
+            o->burst_plain = o->burst_analyze = false;
+            snprintf(buf, sizeof(buf), "%s", optarg);
+            for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (strcmp(t, "none") == 0)
+                    o->burst_plain = true;
+                else if (strcmp(t, "analyze") == 0)
+                    o->burst_analyze = true;
+                else if (strcmp(t, "both") == 0)
+                    o->burst_plain = o->burst_analyze = true;
+                else
+                    bad = 1;
+            }
+            bad |= !o->burst_plain && !o->burst_analyze;
+            break;
+        }
+        case O_BURST_LEAD:
+            bad = parse_int(optarg, 5, 86400, &o->burst_lead_s);
             break;
         case O_PARTS:
             bad = parse_int(optarg, 1, 1000, &o->partitions);

@@ -11,7 +11,25 @@
 
 #include "tools/bench/support/bench_run.h"
 
-static pid_t bench_child_running;
+/* The children started and not yet reaped: what bench_child_kill_running ends. */
+#define BENCH_CHILD_MAX 16
+static pid_t bench_child_running[BENCH_CHILD_MAX];
+
+static void bench_child_track(pid_t pid)
+{
+    for (int i = 0; i < BENCH_CHILD_MAX; i++)
+        if (bench_child_running[i] <= 0) {
+            bench_child_running[i] = pid;
+            return;
+        }
+}
+
+static void bench_child_untrack(pid_t pid)
+{
+    for (int i = 0; i < BENCH_CHILD_MAX; i++)
+        if (bench_child_running[i] == pid)
+            bench_child_running[i] = 0;
+}
 
 static int bench_child_decode(int ws)
 {
@@ -37,7 +55,7 @@ void bench_child_start(struct bench_child *c, const char *what, const char *cons
         fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
-    bench_child_running = c->pid;
+    bench_child_track(c->pid);
 }
 
 void bench_child_alive(struct bench_child *c)
@@ -49,7 +67,7 @@ void bench_child_alive(struct bench_child *c)
         const char *tail = text ? text : "";
         size_t n = strlen(tail);
         c->status = bench_child_decode(ws);
-        bench_child_running = 0;
+        bench_child_untrack(c->pid);
         fprintf(stderr, "%s\n", n > 3000 ? tail + n - 3000 : tail);
         free(text);
         bench_die("%s exited with status %d (log %s)", c->what, c->status, c->log);
@@ -102,14 +120,14 @@ int bench_child_stop(struct bench_child *c)
     for (int i = 0; i < 600; i++) {
         if (waitpid(c->pid, &ws, WNOHANG) == c->pid) {
             c->status = bench_child_decode(ws);
-            bench_child_running = 0;
+            bench_child_untrack(c->pid);
             return c->status;
         }
         bench_sleep_ms(100);
     }
     kill(c->pid, SIGKILL);
     waitpid(c->pid, &ws, 0);
-    bench_child_running = 0;
+    bench_child_untrack(c->pid);
     c->status = 128 + SIGKILL;
     return c->status;
 }
@@ -118,14 +136,20 @@ void bench_child_kill_running(void)
 {
     int ws;
 
-    if (bench_child_running <= 0)
-        return;
     /* SIGCONT first: a child stopped on purpose would not see SIGTERM. */
-    kill(bench_child_running, SIGCONT);
-    kill(bench_child_running, SIGTERM);
-    for (int i = 0; i < 100 && waitpid(bench_child_running, &ws, WNOHANG) == 0; i++)
-        bench_sleep_ms(100);
-    kill(bench_child_running, SIGKILL);
-    waitpid(bench_child_running, &ws, WNOHANG);
-    bench_child_running = 0;
+    for (int i = 0; i < BENCH_CHILD_MAX; i++)
+        if (bench_child_running[i] > 0) {
+            kill(bench_child_running[i], SIGCONT);
+            kill(bench_child_running[i], SIGTERM);
+        }
+    for (int i = 0; i < BENCH_CHILD_MAX; i++) {
+        pid_t pid = bench_child_running[i];
+        if (pid <= 0)
+            continue;
+        for (int k = 0; k < 100 && waitpid(pid, &ws, WNOHANG) == 0; k++)
+            bench_sleep_ms(100);
+        kill(pid, SIGKILL);
+        waitpid(pid, &ws, WNOHANG);
+        bench_child_running[i] = 0;
+    }
 }

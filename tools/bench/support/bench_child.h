@@ -1,7 +1,7 @@
 /* A program under benchmark running as a child process: its output in a log
- * file, its announcements read from there, its end awaited with a bound. One
- * child at a time is the "running" one that bench_child_kill_running ends,
- * for a driver's cleanup on any exit. */
+ * file, its announcements read from there, its end awaited with a bound. The
+ * children started and not yet reaped (up to 16) are the "running" ones that
+ * bench_child_kill_running ends, for a driver's cleanup on any exit. */
 #ifndef OG_TOOLS_BENCH_CHILD_H
 #define OG_TOOLS_BENCH_CHILD_H
 
@@ -31,7 +31,7 @@ void bench_child_wait_log(struct bench_child *c, const char *needle, int timeout
 void bench_child_port(struct bench_child *c);
 /* SIGTERM, then waits; SIGKILL after 60 s. Returns the exit status. */
 int bench_child_stop(struct bench_child *c);
-/* Ends the running child, if any (SIGTERM, 10 s, SIGKILL). */
+/* Ends every running child, if any (SIGTERM, 10 s, SIGKILL). */
 void bench_child_kill_running(void);
 
 #endif

@@ -1,0 +1,503 @@
+/* og_bench_consumer: the burst phase. Every order falls due in the same second, as at the end
+ * of a flash sale's payment window: --burst-orders orders due at one whole second T, their cancel
+ * messages (due_at = T) already on the topic, --consumers consumers of one group already running
+ * with every partition assigned and paused (waiting for T). Measured: the drain time (the last
+ * cancel committed, as the consumers' claims_total counts it, polled every 20 ms, minus T),
+ * lateness from status_log, and the gate alone on the same database at the same shape (one
+ * session before and after the consumers, and as many sessions at once as there are consumers).
+ *
+ * Run twice by default: once with the tables as a bulk load leaves them, no VACUUM and no
+ * ANALYZE (autovacuum is switched off on the phase database's tables so that it cannot analyze
+ * them behind the run's back: the statistics a flash sale meets when its orders arrive faster
+ * than autovacuum_naptime), once after ANALYZE. */
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/db.h"
+#include "common/gate.h"
+#include "tools/bench/consumer/bench_consumer.h"
+#include "tools/bench/support/bench_child.h"
+#include "tools/bench/support/bench_pg.h"
+#include "tools/bench/support/bench_proc.h"
+#include "tools/bench/support/bench_prom.h"
+#include "tools/bench/support/bench_run.h"
+
+#define BURST_MAX_CONSUMERS 8
+#define BURST_POLL_MS       20
+
+/* Autovacuum off on every table of the phase database (its own copy of the template). */
+static const char AUTOVACUUM_OFF[] =
+    "DO $$ DECLARE t regclass; BEGIN "
+    "FOR t IN SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE n.nspname = 'ordergate' AND c.relkind = 'r' LOOP "
+    "EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = false)', t); END LOOP; END $$";
+
+struct par_session {
+    const struct opts *o;
+    struct db *db;
+    const char *prefix;
+    long first, n, done;
+    char error[300];
+};
+
+/* One of the parallel gate sessions: its slice of prefix<first..first+n-1>, back to back. */
+static void *par_thread(void *arg)
+{
+    struct par_session *p = arg;
+    int batch = p->o->batch_size;
+    char(*names)[GATE_ORDER_NO_MAX + 1] = calloc((size_t)p->n, sizeof(*names));
+    const char **nos = calloc((size_t)p->n, sizeof(*nos));
+    struct gate_cancel_row *rows = calloc((size_t)batch, sizeof(*rows));
+    struct og_error err = {0};
+
+    if (names == NULL || nos == NULL || rows == NULL) {
+        snprintf(p->error, sizeof(p->error), "out of memory");
+        goto out;
+    }
+    for (long i = 0; i < p->n; i++) {
+        snprintf(names[i], sizeof(names[i]), "%s%ld", p->prefix, p->first + i);
+        nos[i] = names[i];
+    }
+    for (long i = 0; i < p->n && !bench_stop; i += batch) {
+        size_t len = (size_t)(p->n - i < batch ? p->n - i : batch), nrows = 0;
+        if (gate_claim_cancel(p->db, nos + i, len, GATE_SRC_TIMEOUT_CONSUMER, rows, &nrows, &err) !=
+            OG_OK) {
+            snprintf(p->error, sizeof(p->error), "claim_cancel: %s", err.msg);
+            goto out;
+        }
+        for (size_t k = 0; k < nrows; k++)
+            if (rows[k].outcome != GATE_CANCELLED) {
+                snprintf(p->error, sizeof(p->error), "%s came back %s, expected cancelled",
+                         rows[k].order_no, gate_outcome_str(rows[k].outcome));
+                goto out;
+            }
+        p->done += (long)nrows;
+    }
+out:
+    free(rows);
+    free(nos);
+    free(names);
+    return NULL;
+}
+
+/* k gate sessions at once, each on its own slice of prefix<0..n-1>: orders/s of them all. */
+static double ceiling_parallel(const struct opts *o, const char *prefix, long n, int k)
+{
+    struct par_session s[BURST_MAX_CONSUMERS];
+    pthread_t t[BURST_MAX_CONSUMERS];
+    long done = 0;
+    double t0, secs;
+
+    for (int i = 0; i < k; i++)
+        s[i] = (struct par_session){.o = o,
+                                    .db = ceiling_session(),
+                                    .prefix = prefix,
+                                    .first = n * i / k,
+                                    .n = n * (i + 1) / k - n * i / k};
+    t0 = bench_mono_s();
+    for (int i = 0; i < k; i++)
+        if (pthread_create(&t[i], NULL, par_thread, &s[i]) != 0)
+            bench_die("pthread_create failed");
+    for (int i = 0; i < k; i++)
+        pthread_join(t[i], NULL);
+    secs = bench_mono_s() - t0;
+    for (int i = 0; i < k; i++) {
+        if (s[i].error[0] != '\0')
+            bench_die("parallel ceiling: %s", s[i].error);
+        done += s[i].done;
+        db_free(s[i].db);
+    }
+    bench_progress("gate ceiling, %d sessions at once on %s*: %ld orders in %.2f s = %.0f "
+                   "orders/s",
+                   k, prefix, done, secs, (double)done / secs);
+    return (double)done / secs;
+}
+
+/* The database sessions of the running consumers, and their CPU seconds so far. */
+static double consumer_backends_cpu(void)
+{
+    PGresult *res = bench_pg_query(g.conn,
+                                   "SELECT pid FROM pg_stat_activity WHERE datname = "
+                                   "current_database() AND application_name = "
+                                   "'ordergate-consumer'",
+                                   0, NULL);
+    double sum = 0;
+
+    for (int i = 0; i < PQntuples(res); i++) {
+        double s = bench_proc_cpu_s((pid_t)atoi(PQgetvalue(res, i, 0)));
+        if (s > 0)
+            sum += s;
+    }
+    PQclear(res);
+    return sum;
+}
+
+static double consumers_cpu(const struct bench_child *c, int n)
+{
+    double sum = 0;
+
+    for (int i = 0; i < n; i++) {
+        double s = bench_proc_cpu_s(c[i].pid);
+        if (s > 0)
+            sum += s;
+    }
+    return sum;
+}
+
+/* The sum of one sample over every consumer's metrics; -1 when one did not answer. */
+static double consumers_metric(const struct bench_child *c, int n, char *buf, const char *sample,
+                               double *each)
+{
+    double sum = 0;
+
+    for (int i = 0; i < n; i++) {
+        double v;
+        if (!bench_metrics_get(c[i].port, buf, METRICS_MAX_BYTES))
+            return -1;
+        v = bench_prom(buf, sample);
+        if (each != NULL)
+            each[i] = v;
+        sum += v > 0 ? v : 0;
+    }
+    return sum;
+}
+
+static void burst_run(const struct opts *o, const char *run, bool analyzed, struct burst_result *b)
+{
+    struct opts so = *o;
+    const char *how = analyzed ? "analyze" : "none";
+    long n = o->burst_orders, ceil_n = o->ceiling_orders;
+    int nc = o->consumers;
+    int lead = o->burst_lead_s > 0 ? o->burst_lead_s : 30 + (int)(n / 10000);
+    int64_t due_ms = (clock_wall_ms() + (int64_t)lead * 1000) / 1000 * 1000;
+    int64_t past_ms = clock_wall_ms() - 3600 * 1000, end_ms = 0;
+    char topic[160], group[160], base[128], *metrics = malloc(METRICS_MAX_BYTES);
+    struct bench_child c[BURST_MAX_CONSUMERS];
+    struct ceiling cb, ca;
+    struct db *cdb;
+    double setup_t0 = bench_mono_s(), k0, c0, b0, wal0, t_due;
+    pid_t broker = 0;
+
+    if (metrics == NULL)
+        bench_die("out of memory");
+    memset(b, 0, sizeof(*b));
+    b->analyzed = analyzed;
+    b->orders = n;
+    b->consumers = nc;
+    b->violations = -1;
+    so.skus = o->burst_skus;
+    printf("\n== burst, %s: %ld orders due in the same second, %d consumer(s) in one group, "
+           "batch %d, %d partitions, %d line(s) per order over %d SKUs ==\n",
+           analyzed ? "after ANALYZE" : "no statistics (no VACUUM/ANALYZE after the load)", n, nc,
+           o->batch_size, o->partitions, o->items, o->burst_skus);
+    fflush(stdout);
+
+    db_fresh(&so);
+    bench_pg_exec(g.conn, AUTOVACUUM_OFF);
+    db_stock(&so);
+    db_load(&so, "b", n, due_ms, 0);
+    db_load(&so, "g", ceil_n, past_ms, 0);
+    db_load(&so, "h", ceil_n, past_ms, 0);
+    if (nc > 1)
+        db_load(&so, "m", ceil_n, past_ms, 0);
+    bench_pg_exec(g.conn,
+                  "UPDATE ordergate.inventory v SET available = v.available - h.q "
+                  "FROM (SELECT sku, sum(qty) AS q FROM ordergate.order_items GROUP BY sku) h "
+                  "WHERE v.sku = h.sku");
+    if (analyzed)
+        bench_pg_exec(g.conn, "ANALYZE");
+    bench_pg_exec(g.conn, "CHECKPOINT");
+
+    snprintf(base, sizeof(base), "ogbench.%s.burst-%s", run, how);
+    snprintf(topic, sizeof(topic), "%s.cancel", base);
+    snprintf(group, sizeof(group), "%s.group", base);
+    topic_create(o, topic, o->partitions);
+    (void)produce_backlog(o, topic, "b", n, due_ms);
+
+    /* The gate alone on the same database before the consumers start: no statistics either. */
+    cdb = ceiling_session();
+    ceiling_run(o, cdb, "g", 0, ceil_n, 0, &cb, true);
+    if (nc > 1)
+        b->ceil_par = ceiling_parallel(o, "m", ceil_n, nc);
+    bench_pg_exec(g.conn, "CHECKPOINT");
+
+    for (int i = 0; i < nc; i++) {
+        char tag[48];
+        snprintf(tag, sizeof(tag), "burst-%s-%d", how, i);
+        child_config(o, &c[i], tag, base);
+        child_spawn(o, &c[i], tag, topic, group);
+    }
+    for (int i = 0; i < nc; i++)
+        bench_child_port(&c[i]);
+    /* Ready: every partition paused, spread over all consumers, twice in a row a second apart
+     * (a rebalance while the second member joins moves partitions). */
+    {
+        int stable = 0;
+        double each[BURST_MAX_CONSUMERS];
+        while (stable < 2) {
+            double paused;
+            bool all = true;
+            for (int i = 0; i < nc; i++)
+                bench_child_alive(&c[i]);
+            bench_check_stop();
+            paused = consumers_metric(c, nc, metrics, "ordergate_consumer_paused_partitions", each);
+            for (int i = 0; i < nc && nc <= o->partitions; i++)
+                all &= each[i] > 0;
+            stable = paused == o->partitions && all ? stable + 1 : 0;
+            if (clock_wall_ms() > due_ms - 500)
+                bench_die("burst: the consumers were not all paused 0.5 s before the due second "
+                          "(setup took %.0f s of the %d s lead); rerun with --burst-lead %d",
+                          bench_mono_s() - setup_t0, lead,
+                          (int)(bench_mono_s() - setup_t0) * 2 + 10);
+            bench_sleep_ms(stable > 0 ? 1000 : 200);
+        }
+    }
+    b->ready_s = (double)(due_ms - clock_wall_ms()) / 1000.0;
+    bench_progress("burst: every partition paused; setup took %.0f s, due second in %.1f s",
+                   bench_mono_s() - setup_t0, b->ready_s);
+    b->reltuples = bench_pg_num(g.conn,
+                                "SELECT reltuples FROM pg_class WHERE oid = "
+                                "'ordergate.orders'::regclass",
+                                0, NULL);
+    b->stats_rows = bench_pg_num(g.conn,
+                                 "SELECT count(*) FROM pg_stats WHERE schemaname = 'ordergate' "
+                                 "AND tablename = 'orders'",
+                                 0, NULL);
+    /* The CPU counters right before the due second. */
+    while (clock_wall_ms() < due_ms - 100)
+        bench_sleep_ms(20);
+    {
+        struct sampler s;
+        sampler_start(&s, c[0].pid, 0);
+        broker = s.broker;
+    }
+    k0 = bench_proc_cpu_s(broker);
+    c0 = consumers_cpu(c, nc);
+    b0 = consumer_backends_cpu();
+    wal0 = db_wal_lsn_bytes();
+    while (clock_wall_ms() < due_ms)
+        bench_sleep_ms(1);
+    t_due = bench_mono_s();
+    {
+        double next_line = t_due + 1, done = 0;
+        int64_t give_up = due_ms + 120000 + n / 2; /* 120 s + 0.5 ms per order */
+        for (;;) {
+            double now;
+            for (int i = 0; i < nc; i++)
+                bench_child_alive(&c[i]);
+            bench_check_stop();
+            done = consumers_metric(c, nc, metrics,
+                                    "ordergate_consumer_claims_total{outcome=\"cancelled\"}", NULL);
+            if (done >= (double)n) {
+                end_ms = clock_wall_ms();
+                break;
+            }
+            now = bench_mono_s();
+            if (now >= next_line) {
+                bench_progress("burst t=+%.0fs cancelled %.0f of %ld", now - t_due, done, n);
+                next_line += 1;
+            }
+            if (clock_wall_ms() > give_up)
+                bench_die("burst: %.0f of %ld cancelled %.0f s after the due second", done, n,
+                          (double)(clock_wall_ms() - due_ms) / 1000.0);
+            bench_sleep_ms(BURST_POLL_MS);
+        }
+    }
+    b->wall_s = bench_mono_s() - t_due;
+    b->drain_s = (double)(end_ms - due_ms) / 1000.0;
+    b->rate = (double)n / b->drain_s;
+    b->consumer_cpu = consumers_cpu(c, nc) - c0;
+    b->backend_cpu = consumer_backends_cpu() - b0;
+    b->broker_cpu = k0 >= 0 ? bench_proc_cpu_s(broker) - k0 : -1;
+    b->wal_kb_per_order = (db_wal_lsn_bytes() - wal0) / 1024.0 / (double)n;
+    {
+        struct bench_hist hb, hd;
+        double db_sum = 0, db_count = 0;
+        for (int i = 0; i < nc; i++) {
+            if (!bench_metrics_get(c[i].port, metrics, METRICS_MAX_BYTES))
+                continue;
+            bench_prom_hist(metrics, "ordergate_consumer_batch_size", &hb);
+            bench_prom_hist(metrics, "ordergate_consumer_db_latency_seconds", &hd);
+            b->batches += hb.count;
+            b->batch_mean += hb.sum;
+            db_sum += hd.sum;
+            db_count += hd.count;
+            b->not_due +=
+                bench_prom(metrics, "ordergate_consumer_claims_total{outcome=\"not_due\"}");
+            b->busy += bench_prom(metrics, "ordergate_consumer_claims_total{outcome=\"busy\"}");
+        }
+        b->batch_mean = b->batches > 0 ? b->batch_mean / b->batches : 0;
+        b->db_mean_ms = db_count > 0 ? 1000 * db_sum / db_count : 0;
+    }
+    for (int i = 0; i < nc; i++)
+        (void)bench_child_stop(&c[i]);
+
+    {
+        char due[24];
+        const char *p[1] = {due};
+        PGresult *res;
+        long got;
+        snprintf(due, sizeof(due), "%lld", (long long)due_ms);
+        res = bench_pg_query(
+            g.conn,
+            "SELECT count(*), min(ms), max(ms), "
+            "       percentile_cont(0.5) WITHIN GROUP (ORDER BY late), "
+            "       percentile_cont(0.99) WITHIN GROUP (ORDER BY late), max(late), "
+            "       count(*) FILTER (WHERE late < 0) "
+            "FROM (SELECT extract(epoch FROM l.created_at) * 1000 - $1::bigint AS ms, "
+            "             extract(epoch FROM l.created_at - o.expire_at) * 1000 AS late "
+            "      FROM ordergate.status_log l JOIN ordergate.orders o USING (order_no) "
+            "      WHERE l.order_no LIKE 'b%') x",
+            1, p);
+        got = atol(PQgetvalue(res, 0, 0));
+        b->first_claim_s = strtod(PQgetvalue(res, 0, 1), NULL) / 1000.0;
+        b->last_claim_s = strtod(PQgetvalue(res, 0, 2), NULL) / 1000.0;
+        b->p50 = strtod(PQgetvalue(res, 0, 3), NULL);
+        b->p99 = strtod(PQgetvalue(res, 0, 4), NULL);
+        b->max = strtod(PQgetvalue(res, 0, 5), NULL);
+        if (got != n || atol(PQgetvalue(res, 0, 6)) != 0)
+            bench_die("burst: %ld status_log rows for %ld orders, %s before expire_at", got, n,
+                      PQgetvalue(res, 0, 6));
+        PQclear(res);
+    }
+
+    /* The gate alone again, after the consumers, same database. */
+    ceiling_run(o, cdb, "h", 0, ceil_n, 0, &ca, true);
+    db_free(cdb);
+    b->ceil_before = cb.rate;
+    b->ceil_after = ca.rate;
+    b->ceil_p99_ms = cb.p99_ms > ca.p99_ms ? cb.p99_ms : ca.p99_ms;
+    if (o->reconcile)
+        b->violations = (long)bench_pg_num(
+            g.conn, "SELECT coalesce(sum(violations), 0) FROM ordergate.reconcile()", 0, NULL);
+    bench_load_average(b->load, sizeof(b->load));
+    bench_cpu_pressure(b->psi, sizeof(b->psi));
+    b->done = true;
+
+    printf("  ready: every partition paused %.1f s before the due second; orders reltuples %.0f, "
+           "%.0f pg_stats rows on orders at that moment\n",
+           b->ready_s, b->reltuples, b->stats_rows);
+    printf("  drain: last cancel committed %.2f s after the due second (consumers' counters "
+           "polled every %d ms) = %.0f orders/s; claims started from +%.2f s to +%.2f s "
+           "(status_log)\n",
+           b->drain_s, BURST_POLL_MS, b->rate, b->first_claim_s, b->last_claim_s);
+    printf("  lateness (status_log.created_at - expire_at): p50 %.0f ms, p99 %.0f ms, max %.0f ms; "
+           "none before expire_at\n",
+           b->p50, b->p99, b->max);
+    printf("  gate alone, same database, batch %d: one session %.0f /s before, %.0f /s after "
+           "(mean %.0f; call p99 up to %.1f ms)",
+           o->batch_size, b->ceil_before, b->ceil_after, (b->ceil_before + b->ceil_after) / 2,
+           b->ceil_p99_ms);
+    if (nc > 1)
+        printf("; %d sessions at once %.0f /s", nc, b->ceil_par);
+    printf("\n  drain rate / gate alone (one session, mean): %.1f %%",
+           100 * b->rate * 2 / (b->ceil_before + b->ceil_after));
+    if (nc > 1)
+        printf("; / %d sessions at once: %.1f %%", nc, 100 * b->rate / b->ceil_par);
+    printf("\n  consumers: %.0f batches, mean %.1f messages, claim round trip mean %.1f ms, "
+           "not_due %.0f, busy %.0f\n",
+           b->batches, b->batch_mean, b->db_mean_ms, b->not_due, b->busy);
+    printf("  cpu from the due second to drained (%.1f s): consumers %.1f s, their backends %.1f "
+           "s, broker %.1f s; WAL %.2f KB/order\n",
+           b->wall_s, b->consumer_cpu, b->backend_cpu, b->broker_cpu, b->wal_kb_per_order);
+    printf("  reconcile: %ld violations; load average %s, cpu pressure avg60 %s at the end\n",
+           b->violations, b->load, b->psi);
+    fflush(stdout);
+    if (!g.keep) {
+        db_drop();
+        topics_delete();
+    }
+    free(metrics);
+}
+
+void phase_burst(const struct opts *o, const char *run, struct results *r)
+{
+    if (o->consumers > BURST_MAX_CONSUMERS)
+        bench_die("burst: at most %d consumers", BURST_MAX_CONSUMERS);
+    r->burst = true;
+    if (o->burst_plain)
+        burst_run(o, run, false, &r->burst_r[0]);
+    if (o->burst_analyze)
+        burst_run(o, run, true, &r->burst_r[1]);
+}
+
+static void row(const char *figure, const char *value, const char *target, const char *verdict)
+{
+    printf("%-58s %-28s %-16s %s\n", figure, value, target, verdict);
+}
+
+void burst_summary(const struct opts *o, const struct results *r)
+{
+    double target_s = 0;
+    char v[96], label[128], t[32];
+
+    (void)o;
+    for (int k = 0; k < 2; k++) {
+        const struct burst_result *b = &r->burst_r[k];
+        double mean;
+        if (!b->done)
+            continue;
+        if (b->orders == TARGET_BURST_1_N && b->consumers == 1)
+            target_s = TARGET_BURST_1_S;
+        else if (b->orders == TARGET_BURST_2_N && b->consumers == 2)
+            target_s = TARGET_BURST_2_S;
+        else
+            target_s = 0;
+        mean = (b->ceil_before + b->ceil_after) / 2;
+        snprintf(label, sizeof(label), "burst %ld due at once, %d consumer%s, %s: drain", b->orders,
+                 b->consumers, b->consumers > 1 ? "s" : "",
+                 b->analyzed ? "after ANALYZE" : "no statistics");
+        snprintf(v, sizeof(v), "%.2f s = %.0f /s", b->drain_s, b->rate);
+        snprintf(t, sizeof(t), "<= %.0f s", target_s);
+        row(label, v, target_s > 0 ? t : "",
+            target_s > 0 ? (b->drain_s <= target_s ? "met" : "NOT met") : "");
+        snprintf(v, sizeof(v), "%.0f / %.0f /s", b->ceil_before, b->ceil_after);
+        row("  gate alone, same db, 1 session, before / after", v, "", "");
+        if (b->consumers > 1) {
+            snprintf(label, sizeof(label), "  gate alone, same db, %d sessions at once",
+                     b->consumers);
+            snprintf(v, sizeof(v), "%.0f /s", b->ceil_par);
+            row(label, v, "", "");
+        }
+        snprintf(v, sizeof(v), "%.1f %% of 1 session", 100 * b->rate / mean);
+        if (b->consumers > 1)
+            snprintf(v + strlen(v), sizeof(v) - strlen(v), ", %.1f %% of %d",
+                     100 * b->rate / b->ceil_par, b->consumers);
+        row("  drain rate / gate alone", v, "", "");
+        if (target_s > 0) {
+            /* What the goal asks of the gate: the rate it implies against what one session (or
+             * as many sessions as consumers) gave here. */
+            double need = (double)b->orders / target_s;
+            double have = b->consumers > 1 ? b->ceil_par : mean;
+            snprintf(v, sizeof(v), "%.0f /s vs %.0f /s alone", need, have);
+            row("  the goal's rate vs the gate alone here", v, "",
+                need <= have ? "reachable" : "beyond it");
+        }
+        snprintf(v, sizeof(v), "%.0f / %.0f / %.0f ms", b->p50, b->p99, b->max);
+        row("  lateness p50 / p99 / max (status_log)", v, "", "");
+        snprintf(v, sizeof(v), "%s; %s", b->load, b->psi);
+        row("  load average; cpu pressure avg60 at its end", v, "", "");
+        if (b->violations >= 0) {
+            snprintf(v, sizeof(v), "%ld", b->violations);
+            row("  reconcile violations", v, "0", b->violations == 0 ? "met" : "NOT met");
+        }
+    }
+    if (r->burst_r[0].done && r->burst_r[1].done) {
+        double ratio = r->burst_r[0].rate / r->burst_r[1].rate;
+        double cr = (r->burst_r[0].ceil_before + r->burst_r[0].ceil_after) /
+                    (r->burst_r[1].ceil_before + r->burst_r[1].ceil_after);
+        snprintf(v, sizeof(v), "%.1f %%", 100 * ratio);
+        row("burst drain rate, no statistics / after ANALYZE", v, ">= 90 %",
+            ratio >= TARGET_STATS ? "met" : "NOT met");
+        snprintf(v, sizeof(v), "%.1f %%", 100 * cr);
+        row("  the same for the gate alone (1 session, mean)", v, "", "");
+    }
+}

@@ -212,13 +212,15 @@ BEGIN
     n_out := n_out + v_n;
     v_more := v_more OR v_n >= p_batch;
 
-    -- The scanner's run log is operations, not money: finished runs are dropped, the newest kept.
+    -- The scanner's run log is operations, not money: finished runs are dropped, the newest and the
+    -- one the lease names (migration 006) kept.
     DELETE FROM scanner_runs s
      WHERE s.run_id IN (SELECT r.run_id
                           FROM scanner_runs r
                          WHERE r.status <> 'running'
                            AND r.finished_at < p_before
                            AND r.run_id < (SELECT max(m.run_id) FROM scanner_runs m)
+                           AND NOT EXISTS (SELECT 1 FROM scanner_lease l WHERE l.run_id = r.run_id)
                          ORDER BY r.run_id
                          LIMIT p_batch);
     GET DIAGNOSTICS n_runs = ROW_COUNT;

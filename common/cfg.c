@@ -74,6 +74,7 @@ static const struct cfg_param cfg_params[] = {
     {"scanner.busy_retry_ms", CFG_INT, S(scan_busy_retry_ms), "5000", 0, 600000, 0},
     {"scanner.lease_s", CFG_INT, S(scan_lease_s), "60", 1, 3600, 0},
     {"scanner.textfile_path", CFG_STR, S(textfile_path), "", 0, 0, 0},
+    {"scanner.reconcile_window_s", CFG_INT, S(scan_reconcile_window_s), "604800", 0, 315360000, 0},
 };
 
 #undef S

@@ -86,6 +86,9 @@ struct og_config {
     int scan_busy_retry_ms; /* locked orders are claimed again for this long at a run's end */
     int scan_lease_s;       /* the sweep lease lasts this + scan_pause_ms past each batch */
     char *textfile_path;    /* Prometheus textfile for node_exporter; "" = none */
+    /* --reconcile without --since checks orders created in the last this many seconds
+     * (invariants 2 and 3 stay whole); 0 = the whole database */
+    int scan_reconcile_window_s;
 
     /* Where each value came from, indexed like the table in cfg.c; cfg_error_format() reads
      * it to say "FILE:LINE" or "--flag" in front of an error about a setting. */

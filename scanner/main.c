@@ -40,6 +40,7 @@ struct scanner_args {
     bool check_config;
     const char *since_arg;
     char since[40];      /* normalized RFC 3339, "" = every order */
+    bool since_all;      /* --since all: the whole database, whatever the window */
     int scan_interval_s; /* 0 = not given */
 };
 
@@ -89,7 +90,9 @@ static void scanner_usage(FILE *out)
         "  --max-skip SECONDS     a run skipped (lock held) while the last sweep is older than\n"
         "                         this exits 4; 0 = 3 x --every, or 180 (scanner.max_skip_s)\n"
         "  --since TIME           --reconcile: only orders created since TIME (RFC 3339,\n"
-        "                         e.g. 2026-11-30T00:00:00Z, or an age such as 90m, 24h, 7d)\n"
+        "                         e.g. 2026-11-30T00:00:00Z, or an age such as 90m, 24h, 7d),\n"
+        "                         or 'all' for the whole database; default: the last\n"
+        "                         scanner.reconcile_window_s (7 days; 0 = all)\n"
         "  --scan-interval S      --reconcile: how often sweeps run (invariant 6); default\n"
         "                         scanner.every_s when set, else 300\n"
         "  --log-level LEVEL      debug, info, warn or error\n"
@@ -140,7 +143,8 @@ static enum og_status scanner_parse_args(int argc, char **argv, struct scanner_a
     a->reconcile = opt_flag(&a->opts, "reconcile");
     a->check_config = opt_flag(&a->opts, "check-config");
     a->since_arg = opt_arg(&a->opts, "since");
-    if (a->since_arg != NULL &&
+    a->since_all = a->since_arg != NULL && strcmp(a->since_arg, "all") == 0;
+    if (a->since_arg != NULL && !a->since_all &&
         scanner_parse_since(a->since_arg, a->since, sizeof(a->since), err) != OG_OK)
         return err->status;
     interval = opt_arg(&a->opts, "scan-interval");
@@ -320,6 +324,7 @@ static int scanner_dry_run(struct db *db, const struct og_config *cfg)
 static int scanner_reconcile(struct db *db, const struct og_config *cfg,
                              const struct scanner_args *a)
 {
+    char window_since[40] = "";
     struct reconcile_params p = {
         .since = a->since[0] ? a->since : NULL,
         .grace_s = cfg->grace_s,
@@ -333,6 +338,13 @@ static int scanner_reconcile(struct db *db, const struct og_config *cfg,
     char q[600];
     int code;
 
+    /* No --since: the recent window only (the order-scoped invariants over every order of a
+     * large book take minutes); --since all or a window of 0: everything. */
+    if (a->since_arg == NULL && cfg->scan_reconcile_window_s > 0) {
+        clock_format_iso(clock_wall_ms() - (int64_t)cfg->scan_reconcile_window_s * 1000,
+                         window_since, sizeof(window_since));
+        p.since = window_since;
+    }
     if (reconcile_run(db, &p, stdout, &r, &err) != OG_OK) {
         log_error("reconcile_failed", "error=%s", log_quote(q, sizeof(q), err.msg));
         scanner_metrics_record_reconcile(NULL);

@@ -25,12 +25,16 @@ INSERT INTO ordergate.schema_migrations (version) VALUES ('005');
 RESET ROLE;
 \ir migrations/006_scanner_lease.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('006');
+RESET ROLE;
+\ir migrations/007_retention.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('007');
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 -- Bodies are checked when called (and by the tests, which call every function): a SQL
 -- function may name one whose file comes later.
 SET LOCAL check_function_bodies = off;
 \ir functions/_actor.sql
+\ir functions/_archiving.sql
 \ir functions/_bad_arg.sql
 \ir functions/_cancel_claim.sql
 \ir functions/_cancel_effects.sql
@@ -43,6 +47,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/add_coupon.sql
 \ir functions/add_hook.sql
 \ir functions/add_stock.sql
+\ir functions/archive.sql
 \ir functions/claim_cancel.sql
 \ir functions/claim_payment.sql
 \ir functions/close_order.sql

@@ -16,6 +16,11 @@
 -- The payments row is inserted first (ON CONFLICT DO NOTHING): concurrent retries of one txn_no
 -- serialize on its primary key, only the inserter proceeds; if the inserter rolls back (client
 -- timeout), the retry inserts and proceeds itself.
+--
+-- Archived history (ordergate.archive) answers as the hot tables would have: a txn_no found in
+-- archived_payments is a duplicate (with its first outcome), and a payment for an archived order
+-- is late_payment (cancelled) or double_payment (paid), with its exception and event; the archived
+-- order is never touched. A payment that waited for archive() to release the order finds it there.
 CREATE OR REPLACE FUNCTION ordergate.claim_payment(order_no text, txn_no text, amount_cents bigint, channel text)
 RETURNS TABLE (outcome text, status text, first_outcome text)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
@@ -51,10 +56,23 @@ BEGIN
     VALUES (p_txn, p_order_no, p_amount, p_channel, 'processing')
     ON CONFLICT (txn_no) DO NOTHING;
     IF NOT FOUND THEN
-        SELECT p.outcome, o.status INTO v_first, v_status
+        SELECT p.outcome, coalesce(o.status, a.status) INTO v_first, v_status
           FROM payments p
           LEFT JOIN orders o ON o.order_no = p.order_no
+          LEFT JOIN archived_orders a ON a.order_no = p.order_no
          WHERE p.txn_no = p_txn;
+        RETURN QUERY SELECT 'duplicate'::text, v_status, v_first;
+        RETURN;
+    END IF;
+    -- Seen before and archived since (a new statement: it sees an archive() that committed while
+    -- the insert waited for the row it deleted). This call's row goes again.
+    SELECT p.outcome, coalesce(o.status, a.status) INTO v_first, v_status
+      FROM archived_payments p
+      LEFT JOIN orders o ON o.order_no = p.order_no
+      LEFT JOIN archived_orders a ON a.order_no = p.order_no
+     WHERE p.txn_no = p_txn;
+    IF FOUND THEN
+        DELETE FROM payments p WHERE p.txn_no = p_txn;
         RETURN QUERY SELECT 'duplicate'::text, v_status, v_first;
         RETURN;
     END IF;
@@ -91,6 +109,11 @@ BEGIN
     -- The coupon too, for the event.
     SELECT o.status, o.coupon_id INTO v_status, v_coupon
       FROM orders o WHERE o.order_no = p_order_no FOR SHARE;
+    IF v_status IS NULL THEN
+        -- Archived orders are closed and never change: no lock needed.
+        SELECT a.status, a.coupon_id INTO v_status, v_coupon
+          FROM archived_orders a WHERE a.order_no = p_order_no;
+    END IF;
 
     IF v_status IS NULL THEN
         v_outcome := 'not_found';       v_kind := 'unknown_order';   v_res := 'manual_review';

@@ -3,7 +3,7 @@
 --   OG001  status change other than pending_payment -> paid | pending_payment -> cancelled
 --   OG002  change of an immutable column (order_no, amount_cents, coupon_id, created_at,
 --          original_expire_at), of expire_at of a closed order, or of closed_at outside the transition
---   OG003  DELETE of an order that left pending_payment
+--   OG003  DELETE of an order that left pending_payment (but by ordergate.archive())
 -- The UPDATE guard's WHEN clause is the rule itself, evaluated by the executor for every row; the
 -- function runs only to refuse. Legal claims (hundreds per batch cancel) pay no function call.
 CREATE OR REPLACE FUNCTION ordergate.orders_guard() RETURNS trigger
@@ -20,7 +20,8 @@ BEGIN
     END IF;
 
     IF TG_OP = 'DELETE' THEN
-        IF OLD.status <> 'pending_payment' THEN
+        -- ordergate.archive() moves closed orders to archived_orders (_archiving).
+        IF OLD.status <> 'pending_payment' AND NOT _archiving() THEN
             RAISE EXCEPTION 'order % is %: an order that left pending_payment is never deleted',
                 OLD.order_no, OLD.status USING ERRCODE = 'OG003';
         END IF;

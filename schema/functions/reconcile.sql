@@ -8,7 +8,10 @@
 -- p_since limits the order-scoped checks (1, 4, 6, 7: orders created at or after it; 5: payments
 -- and refused-payment exceptions created at or after it; 8: exceptions created at or after it),
 -- e.g. to one drill's orders. Invariants 2 (stock per SKU) and 3 (coupon per coupon) are global
--- state and always checked whole.
+-- state and always checked whole. Both count what ordergate.archive() moved out: invariant 2
+-- adds inventory.archived_qty (the qty of archived paid orders), invariant 3 counts archived
+-- paid orders as the live orders of their coupons. The other checks read what remains, which
+-- archive() keeps whole: an order moves with all its rows, or not at all.
 CREATE OR REPLACE FUNCTION ordergate.reconcile(p_since timestamptz DEFAULT '-infinity',
                                     p_grace interval DEFAULT '0 seconds',
                                     p_scan_interval interval DEFAULT '5 minutes')
@@ -69,7 +72,8 @@ BEGIN
       FROM a;
     RETURN QUERY SELECT 1, 'status moves only pending_payment -> paid|cancelled, once'::text, v_n1, v_s1;
 
-    -- 2. Per SKU: total (initial stock + additions) = available + qty held by pending and paid orders.
+    -- 2. Per SKU: total (initial stock + additions) = available + qty held by pending and paid
+    --    orders + qty of archived paid orders.
     RETURN QUERY
     WITH held AS (
         SELECT it.sku, sum(it.qty)::bigint AS q
@@ -81,7 +85,7 @@ BEGIN
         SELECT i.sku
           FROM inventory i
           LEFT JOIN held h ON h.sku = i.sku
-         WHERE i.total <> i.available + coalesce(h.q, 0)
+         WHERE i.total <> i.available + coalesce(h.q, 0) + i.archived_qty
     )
     SELECT 2, 'per sku: initial stock = available + qty of pending and paid orders'::text,
            count(*), (array_agg(bad.sku ORDER BY bad.sku))[1:10]
@@ -92,8 +96,13 @@ BEGIN
     RETURN QUERY
     WITH live AS (
         SELECT o.coupon_id, count(*) AS n, min(o.status) AS status
-          FROM orders o
-         WHERE o.coupon_id IS NOT NULL AND o.status <> 'cancelled'
+          FROM (SELECT o.coupon_id, o.status
+                  FROM orders o
+                 WHERE o.coupon_id IS NOT NULL AND o.status <> 'cancelled'
+                UNION ALL
+                SELECT a.coupon_id, a.status
+                  FROM archived_orders a
+                 WHERE a.coupon_id IS NOT NULL AND a.status = 'paid') o
          GROUP BY o.coupon_id
     ), bad AS (
         SELECT c.coupon_id

@@ -42,7 +42,7 @@ SELECT ordergate.add_hook('cancelled', 'shop.on_cancelled(text[],text)'),
        ordergate.add_hook('late_payment', 'shop.on_late(text[],text)');
 
 -- What the hooks must have seen: each transition's order once, with its source; each late
--- payment's order once.
+-- payment's order once (archived ones included).
 CREATE FUNCTION public.og_hooks_check() RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -50,10 +50,15 @@ DECLARE
 BEGIN
     WITH want AS (
         SELECT CASE l.to_status WHEN 'paid' THEN 'paid' ELSE 'cancelled' END AS event, l.order_no, l.source
-          FROM ordergate.status_log l
+          FROM (SELECT order_no, to_status, source FROM ordergate.status_log
+                UNION ALL
+                SELECT order_no, to_status, source FROM ordergate.archived_status_log) l
         UNION ALL
         SELECT DISTINCT 'late_payment', e.order_no, 'payment_callback'
-          FROM ordergate.exceptions e WHERE e.kind = 'late_payment' AND e.txn_no IS NOT NULL
+          FROM (SELECT order_no, kind, txn_no FROM ordergate.exceptions
+                UNION ALL
+                SELECT order_no, kind, txn_no FROM ordergate.archived_exceptions) e
+         WHERE e.kind = 'late_payment' AND e.txn_no IS NOT NULL
     ), diff AS (
         (SELECT * FROM want EXCEPT ALL SELECT event, order_no, source FROM shop.calls)
         UNION ALL

@@ -302,6 +302,28 @@ static void test_inv8_refund_unconfirmed(void **state)
     assert_non_null(strstr(text, "ordergate_reviews_overdue 0\n"));
 }
 
+/* Without --since only the window (scanner.reconcile_window_s, 7 days) is checked; --since all
+ * checks everything. An order placed 8 days ago and left pending past its expiry. */
+static void test_window_default_and_all(void **state)
+{
+    struct scanner_fixture *f = *state;
+    struct scanner_child c;
+
+    testdb_exec(f->conn, "ALTER TABLE ordergate.orders DISABLE TRIGGER orders_guard_update");
+    testdb_exec(f->conn, "UPDATE ordergate.orders SET created_at = now() - interval '8 days', "
+                         "expire_at = now() - interval '8 days' WHERE order_no = 'P-5'");
+    testdb_exec(f->conn, "ALTER TABLE ordergate.orders ENABLE TRIGGER orders_guard_update");
+
+    c = run_reconcile(f, 0, NULL);
+    assert_int_equal(report_count(c.output, 6), 0);
+    assert_null(strstr(c.output, "orders since the beginning"));
+    scanner_child_free(&c);
+    c = run_reconcile(f, 3, "--since=all");
+    assert_int_equal(report_count(c.output, 6), 1);
+    assert_non_null(strstr(c.output, "orders since the beginning"));
+    scanner_child_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -317,6 +339,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_inv6_overdue_pending, setup, scanner_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_inv7_outbox, setup, scanner_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_inv8_refund_unconfirmed, setup,
+                                        scanner_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_window_default_and_all, setup,
                                         scanner_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,7 +6,9 @@ LANGUAGE plpgsql SET search_path = ordergate, pg_temp AS $$
 BEGIN
     TRUNCATE ordergate.orders, ordergate.order_items, ordergate.inventory, ordergate.coupons,
              ordergate.status_log, ordergate.payments, ordergate.exceptions, ordergate.outbox,
-             ordergate.refunds
+             ordergate.refunds, ordergate.archived_orders, ordergate.archived_order_items,
+             ordergate.archived_status_log, ordergate.archived_payments,
+             ordergate.archived_exceptions, ordergate.archived_refunds, ordergate.archived_outbox
              RESTART IDENTITY;
     UPDATE ordergate.settings SET value = '5000' WHERE key = 'auto_refund_limit_cents';
     UPDATE ordergate.settings SET value = '900' WHERE key = 'max_hold_seconds';

@@ -1,0 +1,243 @@
+-- archive: retention. Moves closed history older than p_before from the hot tables to the
+-- archived_* tables (migration 007), one batch of at most p_batch orders per call; call it again
+-- while `more` is true (ordergatectl archive does). Admin only.
+--
+-- An order moves when it is closed (paid or cancelled) with closed_at < p_before, no exception of
+-- it is open and every outbox event of it is published; it moves with its order_items, its
+-- status_log row, its payments, its exceptions, their refunds and its outbox events, all in this
+-- transaction. Beside orders, one call also moves up to p_batch closed exceptions of no order in
+-- the hot table (unknown orders, refused payments, late payments for archived orders) with their
+-- payments and refunds, up to p_batch published outbox events of no order in the hot table, and
+-- deletes up to p_batch finished scanner runs (never the newest); all older than p_before.
+-- Pending orders, open exceptions and unpublished events are never touched.
+--
+-- Races: the orders are locked FOR UPDATE SKIP LOCKED, so an order a claim, a payment or an
+-- order service holds is left for a later run instead of waited for, and a payment that comes
+-- after the lock waits and then finds the order archived (claim_payment looks there). The open
+-- exception and unpublished event conditions are checked again after the lock, on a snapshot
+-- that sees every payment that committed before it. Lock order as the gate's: orders, then
+-- inventory by sku, last (hot SKU rows stay locked only until the commit).
+--
+-- Result: rows moved per table (scanner_runs: deleted), kept = orders locked as candidates but
+-- left because a payment committed an exception or an event for them meanwhile, more = some
+-- batch was full (call again).
+--
+-- Invariant 2 over what remains: a paid order's lines add their qty to inventory.archived_qty.
+-- Errors: 22023 for a NULL or future p_before, or p_batch outside 1..100000 (nothing changes).
+CREATE OR REPLACE FUNCTION ordergate.archive(p_before timestamptz, p_batch int DEFAULT 10000)
+RETURNS TABLE (orders bigint, order_items bigint, status_log bigint, payments bigint,
+               exceptions bigint, refunds bigint, outbox bigint, scanner_runs bigint,
+               kept bigint, more boolean)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+    v_orders text[];
+    v_locked int;
+    v_exc    bigint[];
+    v_skus   text[];
+    v_qty    bigint[];
+    n_orders bigint := 0;
+    n_items  bigint := 0;
+    n_log    bigint := 0;
+    n_pay    bigint := 0;
+    n_exc    bigint := 0;
+    n_ref    bigint := 0;
+    n_out    bigint := 0;
+    n_runs   bigint := 0;
+    n_kept   bigint := 0;
+    v_n      bigint;
+    v_more   boolean := false;
+BEGIN
+    IF p_before IS NULL THEN
+        PERFORM _bad_arg('archive: p_before is required (archive history closed before it)');
+    END IF;
+    IF p_before > now() THEN
+        PERFORM _bad_arg(format('archive: p_before %s is in the future', p_before));
+    END IF;
+    IF p_batch IS NULL OR p_batch NOT BETWEEN 1 AND 100000 THEN
+        PERFORM _bad_arg('archive: p_batch must be 1..100000');
+    END IF;
+
+    PERFORM set_config('ordergate.archiving', pg_current_xact_id()::text, true);
+
+    -- Orders: lock a batch of candidates, oldest closed first.
+    SELECT array_agg(c.order_no), count(*)
+      INTO v_orders, v_locked
+      FROM (SELECT o.order_no
+              FROM orders o
+             WHERE o.status <> 'pending_payment'
+               AND o.closed_at < p_before
+               AND NOT EXISTS (SELECT 1 FROM exceptions x
+                                WHERE x.order_no = o.order_no AND x.state = 'open')
+               AND NOT EXISTS (SELECT 1 FROM outbox b
+                                WHERE b.order_no = o.order_no AND b.published_at IS NULL)
+             ORDER BY o.closed_at
+             LIMIT p_batch
+               FOR UPDATE OF o SKIP LOCKED) c;
+    v_more := v_locked >= p_batch;
+
+    -- Again on a newer snapshot: a payment that committed between the first snapshot and the
+    -- lock may have opened an exception or written an event.
+    IF v_locked > 0 THEN
+        SELECT array_agg(n.order_no ORDER BY n.order_no)
+          INTO v_orders
+          FROM unnest(v_orders) AS n(order_no)
+         WHERE NOT EXISTS (SELECT 1 FROM exceptions x
+                            WHERE x.order_no = n.order_no AND x.state = 'open')
+           AND NOT EXISTS (SELECT 1 FROM outbox b
+                            WHERE b.order_no = n.order_no AND b.published_at IS NULL);
+        n_kept := v_locked - coalesce(cardinality(v_orders), 0);
+    END IF;
+
+    IF v_orders IS NOT NULL THEN
+        WITH d AS (
+            DELETE FROM refunds r
+             USING exceptions x
+             WHERE x.id = r.exception_id AND x.order_no = ANY (v_orders)
+            RETURNING r.*
+        )
+        INSERT INTO archived_refunds (refund_ref, txn_no, exception_id, outcome, actor, recorded_at)
+        SELECT d.refund_ref, d.txn_no, d.exception_id, d.outcome, d.actor, d.recorded_at FROM d;
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+        n_ref := n_ref + v_n;
+
+        WITH d AS (DELETE FROM exceptions x WHERE x.order_no = ANY (v_orders) RETURNING x.*)
+        INSERT INTO archived_exceptions (id, order_no, kind, txn_no, amount_cents, resolution, state,
+                                         note, created_at, resolved_at, resolved_by, refused_key)
+        SELECT d.id, d.order_no, d.kind, d.txn_no, d.amount_cents, d.resolution, d.state, d.note,
+               d.created_at, d.resolved_at, d.resolved_by, d.refused_key FROM d;
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+        n_exc := n_exc + v_n;
+
+        WITH d AS (DELETE FROM payments p WHERE p.order_no = ANY (v_orders) RETURNING p.*)
+        INSERT INTO archived_payments (txn_no, order_no, amount_cents, channel, outcome, created_at)
+        SELECT d.txn_no, d.order_no, d.amount_cents, d.channel, d.outcome, d.created_at FROM d;
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+        n_pay := n_pay + v_n;
+
+        WITH d AS (DELETE FROM outbox b WHERE b.order_no = ANY (v_orders) RETURNING b.*)
+        INSERT INTO archived_outbox (id, event_type, order_no, payload, created_at, published_at)
+        SELECT d.id, d.event_type, d.order_no, d.payload, d.created_at, d.published_at FROM d;
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+        n_out := n_out + v_n;
+
+        WITH d AS (DELETE FROM status_log l WHERE l.order_no = ANY (v_orders) RETURNING l.*)
+        INSERT INTO archived_status_log (order_no, id, from_status, to_status, source,
+                                         idempotency_key, actor, note, created_at)
+        SELECT d.order_no, d.id, d.from_status, d.to_status, d.source, d.idempotency_key, d.actor,
+               d.note, d.created_at FROM d;
+        GET DIAGNOSTICS n_log = ROW_COUNT;
+
+        -- The lines, and per sku the qty paid orders keep (invariant 2), in sku order.
+        WITH d AS (DELETE FROM order_items it WHERE it.order_no = ANY (v_orders) RETURNING it.*),
+        ins AS (
+            INSERT INTO archived_order_items (order_no, sku, qty)
+            SELECT d.order_no, d.sku, d.qty FROM d
+            RETURNING 1
+        ), sold AS (
+            SELECT d.sku, sum(d.qty)::bigint AS q
+              FROM d JOIN orders o ON o.order_no = d.order_no AND o.status = 'paid'
+             GROUP BY d.sku
+        )
+        SELECT (SELECT count(*) FROM ins),
+               array_agg(sold.sku ORDER BY sold.sku), array_agg(sold.q ORDER BY sold.sku)
+          INTO n_items, v_skus, v_qty
+          FROM sold;
+
+        WITH d AS (DELETE FROM orders o WHERE o.order_no = ANY (v_orders) RETURNING o.*)
+        INSERT INTO archived_orders (order_no, status, amount_cents, coupon_id, expire_at,
+                                     original_expire_at, created_at, closed_at)
+        SELECT d.order_no, d.status, d.amount_cents, d.coupon_id, d.expire_at,
+               d.original_expire_at, d.created_at, d.closed_at FROM d;
+        GET DIAGNOSTICS n_orders = ROW_COUNT;
+    END IF;
+
+    -- Closed exceptions of no order in the hot table, with their payments and refunds.
+    SELECT array_agg(c.id ORDER BY c.id)
+      INTO v_exc
+      FROM (SELECT x.id
+              FROM exceptions x
+             WHERE x.state <> 'open'
+               AND x.created_at < p_before
+               AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.order_no = x.order_no)
+             ORDER BY x.id
+             LIMIT p_batch
+               FOR UPDATE OF x SKIP LOCKED) c;
+    IF v_exc IS NOT NULL THEN
+        v_more := v_more OR cardinality(v_exc) >= p_batch;
+        WITH d AS (DELETE FROM refunds r WHERE r.exception_id = ANY (v_exc) RETURNING r.*)
+        INSERT INTO archived_refunds (refund_ref, txn_no, exception_id, outcome, actor, recorded_at)
+        SELECT d.refund_ref, d.txn_no, d.exception_id, d.outcome, d.actor, d.recorded_at FROM d;
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+        n_ref := n_ref + v_n;
+
+        WITH d AS (
+            DELETE FROM payments p
+             USING exceptions x
+             WHERE x.id = ANY (v_exc) AND p.txn_no = x.txn_no
+               AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.order_no = p.order_no)
+            RETURNING p.*
+        )
+        INSERT INTO archived_payments (txn_no, order_no, amount_cents, channel, outcome, created_at)
+        SELECT d.txn_no, d.order_no, d.amount_cents, d.channel, d.outcome, d.created_at FROM d;
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+        n_pay := n_pay + v_n;
+
+        WITH d AS (DELETE FROM exceptions x WHERE x.id = ANY (v_exc) RETURNING x.*)
+        INSERT INTO archived_exceptions (id, order_no, kind, txn_no, amount_cents, resolution, state,
+                                         note, created_at, resolved_at, resolved_by, refused_key)
+        SELECT d.id, d.order_no, d.kind, d.txn_no, d.amount_cents, d.resolution, d.state, d.note,
+               d.created_at, d.resolved_at, d.resolved_by, d.refused_key FROM d;
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+        n_exc := n_exc + v_n;
+    END IF;
+
+    -- Published events of no order in the hot table (alerts and refund requests for unknown or
+    -- archived orders), oldest first. Transition events always move with their order.
+    WITH c AS (
+        SELECT b.id
+          FROM outbox b
+         WHERE b.published_at IS NOT NULL
+           AND b.created_at < p_before
+           AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.order_no = b.order_no)
+         ORDER BY b.id
+         LIMIT p_batch
+           FOR UPDATE OF b SKIP LOCKED
+    ), d AS (
+        DELETE FROM outbox b USING c WHERE b.id = c.id RETURNING b.*
+    )
+    INSERT INTO archived_outbox (id, event_type, order_no, payload, created_at, published_at)
+    SELECT d.id, d.event_type, d.order_no, d.payload, d.created_at, d.published_at FROM d;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    n_out := n_out + v_n;
+    v_more := v_more OR v_n >= p_batch;
+
+    -- The scanner's run log is operations, not money: finished runs are dropped, the newest and the
+    -- one the lease names (migration 006) kept.
+    DELETE FROM scanner_runs s
+     WHERE s.run_id IN (SELECT r.run_id
+                          FROM scanner_runs r
+                         WHERE r.status <> 'running'
+                           AND r.finished_at < p_before
+                           AND r.run_id < (SELECT max(m.run_id) FROM scanner_runs m)
+                           AND NOT EXISTS (SELECT 1 FROM scanner_lease l WHERE l.run_id = r.run_id)
+                         ORDER BY r.run_id
+                         LIMIT p_batch);
+    GET DIAGNOSTICS n_runs = ROW_COUNT;
+    v_more := v_more OR n_runs >= p_batch;
+
+    -- Last: stock rows in sku order, locked only until the commit.
+    IF v_skus IS NOT NULL THEN
+        PERFORM 1 FROM inventory i WHERE i.sku = ANY (v_skus) ORDER BY i.sku FOR UPDATE;
+        UPDATE inventory i
+           SET archived_qty = i.archived_qty + s.q
+          FROM unnest(v_skus, v_qty) AS s(sku, q)
+         WHERE i.sku = s.sku;
+    END IF;
+
+    PERFORM set_config('ordergate.archiving', '', true);
+    RETURN QUERY SELECT n_orders, n_items, n_log, n_pay, n_exc, n_ref, n_out, n_runs, n_kept, v_more;
+END
+$$;
+
+GRANT EXECUTE ON FUNCTION ordergate.archive(timestamptz,int) TO ordergate_admin;

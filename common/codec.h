@@ -15,16 +15,18 @@
  * gate's character rules; due_at is RFC 3339 with a zone; amount_cents is a
  * positive integer; channel is 1..CODEC_CHANNEL_MAX printable ASCII
  * characters; refund_ref follows txn_no's rules and outcome is "succeeded" or
- * "failed". A non-empty key must equal order_no (a refund result's: txn_no; a
- * producer that keyed the message by something else partitions it wrongly). Fields not named here
- * are ignored, so producers may add some without breaking us.
+ * "failed". A non-empty key must equal order_no (a refund result's: txn_no;
+ * a producer that keyed the message by something else partitions it
+ * wrongly). Fields not named here are ignored, so producers may add some
+ * without breaking us.
  *
  * On failure the functions return OG_ERR_DECODE and err->msg starts with a
  * stable reason code, then ": " and details, e.g.
  * "unknown_version: v=2". The codes: too_large, empty, bad_json, not_object,
  * missing_field, bad_type, unknown_version, bad_order_no, key_mismatch,
- * bad_due_at, bad_txn_no, bad_amount, bad_channel, bad_refund_ref, bad_outcome. The consumer copies that
- * text into the dead-letter header ordergate-reason.
+ * bad_due_at, bad_txn_no, bad_amount, bad_channel, bad_refund_ref,
+ * bad_outcome. The consumer copies that text into the dead-letter header
+ * ordergate-reason.
  *
  * Pure functions: no global state, safe from any thread, never abort on any
  * input (a libFuzzer target in tests/fuzz/ holds them to that). */

@@ -490,6 +490,31 @@ static int place_phase_orders(PGconn *c, const struct bench_opts *o, const char 
 }
 
 /* Cancels the n orders "<prefix><i>" in batches through the gate client. */
+/* One claim_cancel of len orders that must all come back cancelled; 0, or -1 with the reason
+ * on stderr. rows has room for len. */
+static int bench_claim_checked(struct db *db, const char *const *nos, size_t len,
+                               enum gate_source source, struct gate_cancel_row *rows)
+{
+    struct og_error err = {0};
+    size_t nrows = 0;
+
+    if (gate_claim_cancel(db, nos, len, source, rows, &nrows, &err) != OG_OK) {
+        fprintf(stderr, "og_bench_gate: claim_cancel failed: %s\n", err.msg);
+        return -1;
+    }
+    for (size_t k = 0; k < nrows; k++)
+        if (rows[k].outcome != GATE_CANCELLED) {
+            fprintf(stderr, "og_bench_gate: %s came back %s, expected cancelled\n",
+                    rows[k].order_no, gate_outcome_str(rows[k].outcome));
+            return -1;
+        }
+    if (nrows != len) {
+        fprintf(stderr, "og_bench_gate: %zu rows for %zu orders\n", nrows, len);
+        return -1;
+    }
+    return 0;
+}
+
 static int run_phase(struct db *db, const struct bench_opts *o, const char *prefix, int n,
                      int batch, struct phase_result *r)
 {
@@ -513,26 +538,12 @@ static int run_phase(struct db *db, const struct bench_opts *o, const char *pref
     t0 = clock_mono_us();
     deadline = t0 + (int64_t)o->max_seconds * 1000000;
     for (int i = 0; i < n && clock_mono_us() < deadline; i += batch) {
-        size_t len = (size_t)(n - i < batch ? n - i : batch), nrows = 0;
-        struct og_error err = {0};
+        size_t len = (size_t)(n - i < batch ? n - i : batch);
         int64_t c0 = clock_mono_us();
 
-        if (gate_claim_cancel(db, nos + i, len, GATE_SRC_TIMEOUT_SCANNER, rows, &nrows, &err) !=
-            OG_OK) {
-            fprintf(stderr, "og_bench_gate: claim_cancel failed: %s\n", err.msg);
+        if (bench_claim_checked(db, nos + i, len, GATE_SRC_TIMEOUT_SCANNER, rows) != 0)
             goto out;
-        }
         lat[r->calls++] = (double)(clock_mono_us() - c0) / 1000.0;
-        for (size_t k = 0; k < nrows; k++)
-            if (rows[k].outcome != GATE_CANCELLED) {
-                fprintf(stderr, "og_bench_gate: %s came back %s, expected cancelled\n",
-                        rows[k].order_no, gate_outcome_str(rows[k].outcome));
-                goto out;
-            }
-        if (nrows != len) {
-            fprintf(stderr, "og_bench_gate: %zu rows for %zu orders\n", nrows, len);
-            goto out;
-        }
         r->orders += (long)len;
     }
     r->seconds = (double)(clock_mono_us() - t0) / 1e6;
@@ -786,27 +797,13 @@ static int flash_run(const struct bench_opts *o, PGconn *admin, int analyzed, in
     sql_text(c, "SELECT pg_current_wal_lsn()", lsn, sizeof(lsn));
     t0 = bench_mono_s();
     for (int i = 0; i < o->flash_orders; i += o->flash_batch) {
-        size_t len = (size_t)(o->flash_orders - i < o->flash_batch ? o->flash_orders - i
-                                                                   : o->flash_batch),
-               nrows = 0;
+        size_t len =
+            (size_t)(o->flash_orders - i < o->flash_batch ? o->flash_orders - i : o->flash_batch);
         int64_t c0 = clock_mono_us();
 
-        if (gate_claim_cancel(db, nos + i, len, GATE_SRC_TIMEOUT_CONSUMER, rows, &nrows, &err) !=
-            OG_OK) {
-            fprintf(stderr, "og_bench_gate: claim_cancel failed: %s\n", err.msg);
+        if (bench_claim_checked(db, nos + i, len, GATE_SRC_TIMEOUT_CONSUMER, rows) != 0)
             goto out;
-        }
         lat[r->calls++] = (double)(clock_mono_us() - c0) / 1000.0;
-        for (size_t k = 0; k < nrows; k++)
-            if (rows[k].outcome != GATE_CANCELLED) {
-                fprintf(stderr, "og_bench_gate: %s came back %s, expected cancelled\n",
-                        rows[k].order_no, gate_outcome_str(rows[k].outcome));
-                goto out;
-            }
-        if (nrows != len) {
-            fprintf(stderr, "og_bench_gate: %zu rows for %zu orders\n", nrows, len);
-            goto out;
-        }
         r->orders += (long)len;
     }
     r->claim_s = bench_mono_s() - t0;

@@ -187,6 +187,21 @@ static bool kafka_ssl_refusal(const char *reason)
     return false;
 }
 
+rd_kafka_resp_err_t kafka_refusal(int code, const char *reason)
+{
+    if (code == RD_KAFKA_RESP_ERR__AUTHENTICATION)
+        return RD_KAFKA_RESP_ERR__AUTHENTICATION;
+    if (code == RD_KAFKA_RESP_ERR__SSL && kafka_ssl_refusal(reason))
+        return RD_KAFKA_RESP_ERR__SSL;
+    /* librdkafka reports an OpenSSL error met while reading a handshake record as a transport
+     * error ("error:0A000086:SSL routines::certificate verify failed"), without the "SSL
+     * handshake failed" it puts before the same refusal met while writing. */
+    if (code == RD_KAFKA_RESP_ERR__TRANSPORT && reason != NULL &&
+        strstr(reason, "SSL routines") != NULL && kafka_ssl_refusal(reason))
+        return RD_KAFKA_RESP_ERR__SSL;
+    return RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
 void kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
     char q[1024];
@@ -347,6 +362,7 @@ static int kafka_stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque)
 void kafka_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque)
 {
     char q[600], fatal[512], broker[128];
+    rd_kafka_resp_err_t refusal;
 
     (void)opaque;
     if (code == RD_KAFKA_RESP_ERR__FATAL) {
@@ -355,7 +371,8 @@ void kafka_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque)
                   rd_kafka_err2name(orig), log_quote(q, sizeof(q), fatal));
         return;
     }
-    if (code == RD_KAFKA_RESP_ERR__AUTHENTICATION) {
+    refusal = kafka_refusal(code, reason);
+    if (refusal == RD_KAFKA_RESP_ERR__AUTHENTICATION) {
         /* Refused at start ends the program (kafka_connect_check); refused later (credentials
          * changed on the brokers) is retried, since fixing it there needs no restart here. */
         log_error("kafka_error",
@@ -365,7 +382,7 @@ void kafka_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque)
                   log_quote(q, sizeof(q), reason));
         return;
     }
-    if (code == RD_KAFKA_RESP_ERR__SSL && kafka_ssl_refusal(reason)) {
+    if (refusal == RD_KAFKA_RESP_ERR__SSL) {
         /* The brokers' certificate changed to one ssl.ca.location does not vouch for. */
         log_error("kafka_error",
                   "client=%s code=%s reason=%s note=\"TLS with the broker failed; check "
@@ -376,7 +393,7 @@ void kafka_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque)
     }
     /* Broker connections come and go; librdkafka reconnects by itself. */
     if (code == RD_KAFKA_RESP_ERR__TRANSPORT || code == RD_KAFKA_RESP_ERR__RESOLVE ||
-        (code == RD_KAFKA_RESP_ERR__SSL && !kafka_ssl_refusal(reason))) {
+        code == RD_KAFKA_RESP_ERR__SSL) {
         if (kafka_reason_broker(reason, broker, sizeof(broker))) {
             if (kafka_outage_begin(broker))
                 log_warn("kafka_error",
@@ -595,9 +612,8 @@ static void kafka_probe_error_cb(rd_kafka_t *rk, int code, const char *reason, v
     (void)rk;
     if (p->refused != RD_KAFKA_RESP_ERR_NO_ERROR)
         return; /* the first refusal is the one to report */
-    if (code == RD_KAFKA_RESP_ERR__AUTHENTICATION ||
-        (code == RD_KAFKA_RESP_ERR__SSL && kafka_ssl_refusal(reason))) {
-        p->refused = (rd_kafka_resp_err_t)code;
+    if (kafka_refusal(code, reason) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        p->refused = kafka_refusal(code, reason);
         snprintf(p->reason, sizeof(p->reason), "%s", reason ? reason : "");
     } else if (code == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
         p->all_down = true;

@@ -165,6 +165,11 @@ bool kafka_err_retriable(rd_kafka_resp_err_t code);
  * mapped onto common/log (0-3 error, 4 warn, 5-6 info, 7 debug), event
  * "kafka_log". Exposed for handles built by hand (tests). */
 void kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf);
+/* What an error callback's (code, reason) says the brokers refused for good, where a retry
+ * cannot help: RD_KAFKA_RESP_ERR__AUTHENTICATION (the SASL login), RD_KAFKA_RESP_ERR__SSL
+ * (the certificate or the protocol, whichever code librdkafka reported it with), else
+ * RD_KAFKA_RESP_ERR_NO_ERROR (a connection that may come back). */
+rd_kafka_resp_err_t kafka_refusal(int code, const char *reason);
 /* The default error callback: logs event "kafka_error" (or "kafka_fatal"
  * with the original cause of a fatal error). */
 void kafka_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque);

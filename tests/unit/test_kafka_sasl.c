@@ -2,9 +2,10 @@
  * producer), a trailing newline dropped; a file that is missing or empty, or a sasl.password
  * in kafka.properties as well, is a configuration error naming the setting, also for
  * kafka_check_config; a settings dump shows the path, never the password;
- * ORDERGATE_KAFKA_SASL_PASSWORD_FILE is the fallback when the file leaves it empty. No broker
- * needed:
- * only configuration objects are built. */
+ * ORDERGATE_KAFKA_SASL_PASSWORD_FILE is the fallback when the file leaves it empty; the error
+ * callbacks' reasons that mean a refusal for good are told from a connection that may come back,
+ * whichever code librdkafka reports them with. No broker needed: only configuration objects
+ * are built. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -168,12 +169,46 @@ static void test_environment_fallback(void **state)
     unsetenv("ORDERGATE_KAFKA_SASL_PASSWORD_FILE");
 }
 
+/* The reasons are librdkafka's own, as the local SASL_SSL listener produced them. */
+static void test_refusal_reasons(void **state)
+{
+    (void)state;
+    assert_int_equal(kafka_refusal(RD_KAFKA_RESP_ERR__AUTHENTICATION,
+                                   "sasl_ssl://127.0.0.1:30011/bootstrap: SASL authentication "
+                                   "error: Authentication failed during authentication due to "
+                                   "invalid credentials with SASL mechanism SCRAM-SHA-512"),
+                     RD_KAFKA_RESP_ERR__AUTHENTICATION);
+    assert_int_equal(kafka_refusal(RD_KAFKA_RESP_ERR__SSL,
+                                   "sasl_ssl://127.0.0.1:30011/bootstrap: SSL handshake failed: "
+                                   "error:0A000086:SSL routines::certificate verify failed: broker "
+                                   "certificate could not be verified"),
+                     RD_KAFKA_RESP_ERR__SSL);
+    /* The same refusal met while reading the handshake comes as a transport error. */
+    assert_int_equal(kafka_refusal(RD_KAFKA_RESP_ERR__TRANSPORT,
+                                   "sasl_ssl://127.0.0.1:30011/bootstrap: error:0A000086:SSL "
+                                   "routines::certificate verify failed (after 5ms in state "
+                                   "SSL_HANDSHAKE)"),
+                     RD_KAFKA_RESP_ERR__SSL);
+    /* Connections that may come back. */
+    assert_int_equal(kafka_refusal(RD_KAFKA_RESP_ERR__TRANSPORT,
+                                   "sasl_ssl://127.0.0.1:30011/bootstrap: Connect to "
+                                   "ipv4#127.0.0.1:30011 failed: Connection refused"),
+                     RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(kafka_refusal(RD_KAFKA_RESP_ERR__SSL,
+                                   "sasl_ssl://127.0.0.1:30011/1: SSL handshake failed: "
+                                   "Disconnected: connection closed by peer"),
+                     RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(kafka_refusal(RD_KAFKA_RESP_ERR__TRANSPORT, NULL), RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(kafka_refusal(RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN, "1/1 brokers are down"),
+                     RD_KAFKA_RESP_ERR_NO_ERROR);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_password_reaches_both_roles), cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_dump_shows_path_only),        cmocka_unit_test(test_unset),
-        cmocka_unit_test(test_environment_fallback),
+        cmocka_unit_test(test_environment_fallback),        cmocka_unit_test(test_refusal_reasons),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

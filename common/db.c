@@ -21,6 +21,7 @@ struct db {
     const struct db_stmt *prepared[DB_MAX_PREPARED];
     int nprepared;
     double last_ms;
+    int last_attempts; /* of the last db_call */
     struct db_session session;
     db_call_hook hook;
     void *hook_arg;
@@ -619,6 +620,7 @@ enum og_status db_call(struct db *db, const struct db_stmt *stmt, const char *co
     for (int attempt = 0; attempt < max_attempts; attempt++) {
         char q[600];
 
+        db->last_attempts = attempt + 1;
         st = db_run(db, stmt, params, res, err);
         if (st == OG_OK || !err->retriable)
             return st;
@@ -634,6 +636,11 @@ enum og_status db_call(struct db *db, const struct db_stmt *stmt, const char *co
         db_backoff(&db->retry, attempt, db->stop);
     }
     return st;
+}
+
+int db_last_attempts(const struct db *db)
+{
+    return db->last_attempts;
 }
 
 double db_last_ms(const struct db *db)

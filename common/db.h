@@ -128,6 +128,11 @@ enum og_status db_call(struct db *db, const struct db_stmt *stmt, const char *co
  * transaction (set_config(..., true): one more round trip). */
 enum og_status db_exec(struct db *db, const char *sql, struct og_error *err);
 
+/* How many times the last db_call ran its statement: 1, or more when it repeated it after a
+ * transient failure. Above 1 the answer may be the gate's to a repeat of a call that had
+ * already committed (a connection lost after the commit), e.g. "duplicate" for a payment whose
+ * first attempt won: the caller reads first_outcome then. */
+int db_last_attempts(const struct db *db);
 /* Milliseconds the last db_call/db_run spent waiting for the server. */
 double db_last_ms(const struct db *db);
 /* The connection, for diagnostics and tests; may be NULL. */

@@ -13,6 +13,11 @@
 #   deploy/local/services.sh restart-pgbouncer
 #                                     stop PgBouncer at once (SIGTERM: every client connection
 #                                     drops) and start it again on the same port (fault tests)
+#   deploy/local/services.sh kill-primary
+#                                     SIGKILL the primary PostgreSQL, postmaster and every backend
+#                                     at once, as a crashed host would (fault tests; with standby)
+#   deploy/local/services.sh promote  promote the standby to primary and wait until it accepts
+#                                     writes (after kill-primary, as a failover manager would)
 #   deploy/local/services.sh fetch    only resolve and cache the Kafka jars
 #   deploy/local/services.sh fetch-pom POM NAME
 #                                     resolve and cache POM's runtime jars in the cache folder NAME
@@ -21,9 +26,16 @@
 # Environment:
 #   ORDERGATE_STATE_DIR   state (data, sockets, logs, pid files); default .local/ at the repo root
 #   ORDERGATE_CACHE_DIR   jar cache; default $HOME/.cache/ordergate (jars in kafka-<ver>/libs)
-#   ORDERGATE_SERVICES    comma-separated: pg, kafka, pgbouncer; default "pg,kafka". pgbouncer
+#   ORDERGATE_SERVICES    comma-separated: pg, kafka, pgbouncer, standby; default "pg,kafka". pgbouncer
 #                         is PgBouncer in transaction pooling mode in front of the local
 #                         PostgreSQL (started with it), exported as ORDERGATE_PGBOUNCER_PORT
+#                         standby is a streaming standby of the local PostgreSQL (pg_basebackup,
+#                         synchronous replication: every commit the primary acknowledges is
+#                         flushed on the standby), exported as ORDERGATE_STANDBY_PORT and the
+#                         conninfo ORDERGATE_FAILOVER_HOSTS (both servers, the writable one wins)
+#   ORDERGATE_STANDBY_APPLY_DELAY_MS  recovery_min_apply_delay of the standby: it flushes the WAL
+#                         at once but replays it this much later, so that it is behind when
+#                         promoted (promotion replays the rest first); default 0
 #   ORDERGATE_PGBOUNCER=1 the same as adding pgbouncer to ORDERGATE_SERVICES
 #   ORDERGATE_PGBOUNCER_PORT  TCP port for PgBouncer on 127.0.0.1; default: a free one
 #   ORDERGATE_PGBOUNCER_POOL_SIZE  server connections per database and user; default 2, so
@@ -56,6 +68,9 @@ SERVICES=${ORDERGATE_SERVICES:-pg,kafka}
 if [[ ${ORDERGATE_PGBOUNCER:-0} == 1 && ,$SERVICES, != *,pgbouncer,* ]]; then SERVICES=$SERVICES,pgbouncer; fi
 PGB_POOL_SIZE=${ORDERGATE_PGBOUNCER_POOL_SIZE:-2}
 START_TIMEOUT=${ORDERGATE_START_TIMEOUT:-60}
+SB_APPLY_DELAY_MS=${ORDERGATE_STANDBY_APPLY_DELAY_MS:-0}
+# The name the primary knows its synchronous standby by (synchronous_standby_names).
+SB_NAME=ordergate_standby
 
 PG_BIN=${ORDERGATE_PG_BIN:-/usr/lib/postgresql/15/bin}
 PG_SUPERUSER=postgres
@@ -511,6 +526,146 @@ pgb_exports() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# Standby (optional): a streaming replica of the local PostgreSQL, synchronous, for failover tests
+# ---------------------------------------------------------------------------------------------
+
+# Its data directory lives next to the primary's (same OS user, same socket directory: the port
+# tells the two sockets apart).
+sb_set_paths() {
+    pg_set_paths
+    SB_DIR=$PG_DIR/standby
+    SB_DATA=$SB_DIR/data
+    SB_LOG=$SB_DIR/postgresql.log
+    SB_PORTFILE=$SB_DIR/port
+}
+
+sb_port() { cat "$SB_PORTFILE" 2>/dev/null || true; }
+
+sb_postmaster_pid() { head -n 1 "$SB_DATA/postmaster.pid" 2>/dev/null || true; }
+
+sb_running() {
+    local pid
+    pid=$(sb_postmaster_pid)
+    [[ -n $pid ]] && proc_alive "$pid" || return 1
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "-D $SB_DATA "
+}
+
+sb_psql() { # $1 = port, then psql arguments
+    local port=$1
+    shift
+    "$PG_BIN/psql" -X -Atq -h "$PG_SOCK" -p "$port" -U "$PG_SUPERUSER" -d postgres "$@"
+}
+
+# What the primary says of its synchronous standby: "sync" once it streams and counts for commits.
+sb_sync_state() {
+    sb_psql "$(pg_port)" -c "select sync_state from pg_stat_replication where application_name = '$SB_NAME'" 2>/dev/null || true
+}
+
+sb_make() {
+    log "standby: pg_basebackup of 127.0.0.1:$(pg_port) into $SB_DATA"
+    mkdir -p "$SB_DIR"
+    [[ $EUID -ne 0 ]] || chown "$PG_USER:" "$SB_DIR"
+    # initdb's pg_hba.conf trusts local replication connections. -R writes standby.signal and a
+    # primary_conninfo, which the line below replaces to give the standby its name.
+    as_pg "$PG_BIN/pg_basebackup" -h "$PG_SOCK" -p "$(pg_port)" -U "$PG_SUPERUSER" -D "$SB_DATA" \
+        -R -X stream -c fast --no-sync >"$SB_DIR/basebackup.log" 2>&1 9>&- ||
+        { tail -n 20 "$SB_DIR/basebackup.log" >&2; die "standby: pg_basebackup failed"; }
+    # The copy of the primary's settings is the standby's too; these win. Once promoted it must
+    # not wait for a synchronous standby of its own (there is none).
+    as_pg tee -a "$SB_DATA/postgresql.auto.conf" >/dev/null <<EOF
+# --- ordergate deploy/local/services.sh: standby ---
+primary_conninfo = 'host=$PG_SOCK port=$(pg_port) user=$PG_SUPERUSER application_name=$SB_NAME'
+synchronous_standby_names = ''
+recovery_min_apply_delay = '${SB_APPLY_DELAY_MS}ms'
+hot_standby = on
+EOF
+}
+
+sb_start() {
+    local port
+    if [[ -n $(sb_port) ]] && port_free "$(sb_port)"; then port=$(sb_port); else port=$(pick_port "$(pg_port)"); fi
+    echo "$port" | as_pg tee "$SB_PORTFILE" >/dev/null
+    log "standby: starting on 127.0.0.1:$port (recovery_min_apply_delay ${SB_APPLY_DELAY_MS} ms)"
+    as_pg "$PG_BIN/pg_ctl" -D "$SB_DATA" -l "$SB_LOG" -w -t "$START_TIMEOUT" -o "-p $port" start \
+        </dev/null >&2 9>&- || { tail -n 40 "$SB_LOG" >&2 || true; die "standby: failed to start"; }
+}
+
+sb_up() {
+    PG_USER=$(pg_os_user)
+    sb_set_paths
+    pg_running || die "standby: PostgreSQL does not run in $STATE (add pg to ORDERGATE_SERVICES)"
+    if sb_running; then
+        log "standby: already running (pid $(sb_postmaster_pid)) on port $(sb_port)"
+    else
+        [[ -f $SB_DATA/PG_VERSION ]] || sb_make
+        sb_start
+    fi
+    # Synchronous from here on: a commit the primary acknowledges is flushed on the standby
+    # (synchronous_commit = on), so a promotion loses none of them.
+    sb_psql "$(pg_port)" -c "alter system set synchronous_standby_names = '$SB_NAME'" >/dev/null
+    sb_psql "$(pg_port)" -c "select pg_reload_conf()" >/dev/null
+    local deadline=$((SECONDS + START_TIMEOUT))
+    until [[ $(sb_sync_state) == sync ]]; do
+        if ((SECONDS >= deadline)); then
+            log "standby: not streaming synchronously after ${START_TIMEOUT}s; last lines of $SB_LOG:"
+            tail -n 20 "$SB_LOG" >&2 || true
+            exit 1
+        fi
+        sleep 0.2
+    done
+    log "standby: streaming, synchronous, on 127.0.0.1:$(sb_port)"
+}
+
+sb_down() {
+    [[ -e $STATE/pg ]] || return 0
+    PG_USER=$(pg_os_user)
+    sb_set_paths
+    sb_running || return 0
+    log "standby: stopping"
+    if ! as_pg "$PG_BIN/pg_ctl" -D "$SB_DATA" -m fast -w -t 30 stop >&2 9>&-; then
+        kill -KILL "$(sb_postmaster_pid)" 2>/dev/null || true
+    fi
+}
+
+# Both servers, the primary first: libpq takes the first that accepts writes, so a client that
+# reconnects after a promotion finds the new primary by itself.
+sb_exports() {
+    printf 'export ORDERGATE_STANDBY_PORT=%q\n' "$(sb_port)"
+    printf 'export ORDERGATE_FAILOVER_HOSTS=%q\n' \
+        "host=127.0.0.1,127.0.0.1 port=$(pg_port),$(sb_port) user=$PG_SUPERUSER target_session_attrs=read-write"
+}
+
+# A host crash: every process of the primary at once (a postmaster killed alone would leave its
+# backends to finish what they were doing).
+cmd_kill_primary() {
+    lock_state
+    PG_USER=$(pg_os_user)
+    sb_set_paths
+    pg_running || die "postgresql: the primary does not run in $STATE"
+    local pid children
+    pid=$(pg_postmaster_pid)
+    children=$(pgrep -P "$pid" | tr '\n' ' ')
+    log "postgresql: SIGKILL to the primary: postmaster $pid and its children $children"
+    # shellcheck disable=SC2086 # one word per pid
+    kill -KILL "$pid" $children 2>/dev/null || true
+    local deadline=$((SECONDS + 10))
+    while proc_alive "$pid" && ((SECONDS < deadline)); do sleep 0.05; done
+}
+
+cmd_promote() {
+    lock_state
+    PG_USER=$(pg_os_user)
+    sb_set_paths
+    sb_running || die "standby: does not run in $STATE"
+    log "standby: promoting"
+    as_pg "$PG_BIN/pg_ctl" -D "$SB_DATA" -w -t "$START_TIMEOUT" promote >&2 9>&- ||
+        die "standby: promotion failed; last lines of $SB_LOG: $(tail -n 5 "$SB_LOG")"
+    [[ $(sb_psql "$(sb_port)" -c 'select pg_is_in_recovery()') == f ]] ||
+        die "standby: still in recovery after pg_ctl promote"
+    log "standby: promoted; 127.0.0.1:$(sb_port) accepts writes"
+}
+
+# ---------------------------------------------------------------------------------------------
 # Jars from the Maven repository (Kafka's; examples/mall's JDBC driver)
 # ---------------------------------------------------------------------------------------------
 
@@ -867,14 +1022,16 @@ kafka_exports() {
 # ---------------------------------------------------------------------------------------------
 
 cmd_up() {
-    wants pg || wants kafka || wants pgbouncer ||
-        die "ORDERGATE_SERVICES=$SERVICES names none of pg, kafka, pgbouncer"
+    wants pg || wants kafka || wants pgbouncer || wants standby ||
+        die "ORDERGATE_SERVICES=$SERVICES names none of pg, kafka, pgbouncer, standby"
     lock_state
     make_state_dir
     if wants pg; then pg_up; fi
     if wants pgbouncer; then pgb_up; fi
+    if wants standby; then sb_up; fi
     if wants kafka; then kafka_up; fi
     if wants pg; then pg_exports; fi
+    if wants standby; then sb_exports; fi
     if wants kafka; then kafka_exports; fi
     if wants pgbouncer; then pgb_exports; fi
 }
@@ -896,6 +1053,8 @@ cmd_env() {
     if kafka_running; then kafka_exports; any=yes; fi
     pgb_set_paths
     if pgb_running; then pgb_exports; any=yes; fi
+    sb_set_paths
+    if sb_running; then sb_exports; any=yes; fi
     [[ -n $any ]] || die "nothing runs in $STATE (start with: $0 up)"
 }
 
@@ -923,6 +1082,13 @@ cmd_status() {
         echo "pgbouncer: not running"
         if wants pgbouncer; then ok=; fi
     fi
+    sb_set_paths
+    if sb_running; then
+        echo "standby: running (pid $(sb_postmaster_pid)) on 127.0.0.1:$(sb_port), $(sb_psql "$(sb_port)" -c "select case when pg_is_in_recovery() then 'in recovery' else 'promoted' end" 2>/dev/null)"
+    else
+        echo "standby: not running"
+        if wants standby; then ok=; fi
+    fi
     [[ -n $ok ]] || exit 3
 }
 
@@ -931,6 +1097,7 @@ cmd_down() {
     # Stop everything this state dir started, whatever ORDERGATE_SERVICES says now.
     kafka_down
     pgb_down
+    sb_down
     pg_down
     [[ -e $STATE ]] || { log "nothing in $STATE"; return 0; }
     # Guard against deleting a directory that services.sh did not create (a mistyped
@@ -959,6 +1126,8 @@ case ${1:-} in
         ;;
     status) cmd_status ;;
     restart-pgbouncer) cmd_restart_pgbouncer ;;
+    kill-primary) cmd_kill_primary ;;
+    promote) cmd_promote ;;
     env) cmd_env ;;
     fetch)
         kafka_fetch

@@ -27,3 +27,10 @@ add_test(NAME drill_pgbouncer
                  --orders 500 --consumers 2 --kill-every 4 --seed 21)
 set_tests_properties(drill_pgbouncer PROPERTIES
                      FIXTURES_REQUIRED "db;kafka;pgbouncer" LABELS "kafka;drill;pgbouncer" TIMEOUT 600)
+# A PostgreSQL failover in the middle of the race: the drill on a primary of its own with a
+# synchronous standby (deploy/local/services.sh, ORDERGATE_SERVICES=pg,standby) that lags in
+# replay; the primary is SIGKILLed and the standby promoted while payments and cancels run,
+# everything reconnecting through a multi-host conninfo (target_session_attrs=read-write).
+add_test(NAME drill_failover COMMAND ${CMAKE_CURRENT_LIST_DIR}/failover.sh ${PROJECT_BINARY_DIR})
+set_tests_properties(drill_failover PROPERTIES
+                     FIXTURES_REQUIRED kafka LABELS "kafka;drill;failover" TIMEOUT 600)

@@ -105,6 +105,10 @@ struct drill_order {
     enum gate_outcome pay1, pay_retry, pay_dup, pay_retry_first, pay_dup_first, pay2, hold_out,
         close_out;
     int errors;
+    /* Gate calls that db_call repeated after a transient failure (a lost connection, a
+     * failover): each may have committed before the repeat, which then answers for it. */
+    int repeats;
+    unsigned close_repeated : 1;
 };
 
 enum drill_action_kind { ACT_HOLD, ACT_PAY, ACT_CLOSE };
@@ -912,6 +916,18 @@ static int drill_produce(struct drill *d, rd_kafka_t *rk)
 /* ---------------------------------------------------------------------------------------- */
 /* The race: payment callbacks, holds and manual closes */
 
+/* Counts a repeated call; returns the answer a payment's first sending stands for: when the
+ * call was repeated (the connection was lost, perhaps after the commit) a "duplicate" is the
+ * repeat meeting the attempt that had committed, whose outcome it carries. */
+static enum gate_outcome drill_answer(struct drill_order *o, struct db *db,
+                                      const struct gate_payment_result *r, bool first_sending)
+{
+    if (db_last_attempts(db) <= 1)
+        return r->outcome;
+    o->repeats++;
+    return first_sending && r->outcome == GATE_DUPLICATE ? r->first_outcome : r->outcome;
+}
+
 static void drill_pay(struct drill_worker *w, struct db *db, struct drill_order *o, uint64_t *rng)
 {
     char txn[64], txn2[64];
@@ -924,7 +940,7 @@ static void drill_pay(struct drill_worker *w, struct db *db, struct drill_order 
         w->errors++;
         return;
     }
-    o->pay1 = r.outcome;
+    o->pay1 = drill_answer(o, db, &r, true);
     if (o->retry_cb) {
         /* The first answer was lost on the way back (client timeout); the
          * channel retries with the same transaction number a moment later,
@@ -932,20 +948,20 @@ static void drill_pay(struct drill_worker *w, struct db *db, struct drill_order 
         usleep((useconds_t)drill_rng_range(rng, 0, 300) * 1000);
         if (gate_claim_payment(db, o->order_no, txn, o->amount, "drill", &r, &err) != OG_OK)
             o->errors++;
-        o->pay_retry = r.outcome;
+        o->pay_retry = drill_answer(o, db, &r, false);
         o->pay_retry_first = r.first_outcome;
     }
     if (o->dup_cb) {
         if (gate_claim_payment(db, o->order_no, txn, o->amount, "drill", &r, &err) != OG_OK)
             o->errors++;
-        o->pay_dup = r.outcome;
+        o->pay_dup = drill_answer(o, db, &r, false);
         o->pay_dup_first = r.first_outcome;
     }
     if (o->second_txn) {
         snprintf(txn2, sizeof(txn2), "%s-t2", o->order_no);
         if (gate_claim_payment(db, o->order_no, txn2, o->amount, "drill", &r, &err) != OG_OK)
             o->errors++;
-        o->pay2 = r.outcome;
+        o->pay2 = drill_answer(o, db, &r, true);
     }
 }
 
@@ -974,6 +990,7 @@ static void *drill_race_worker(void *arg)
         case ACT_HOLD:
             if (gate_hold(db, o->order_no, 4, &o->hold_out, NULL, 0, &err) != OG_OK)
                 o->errors++;
+            o->repeats += db_last_attempts(db) > 1;
             break;
         case ACT_PAY:
             drill_pay(w, db, o, &rng);
@@ -982,6 +999,11 @@ static void *drill_race_worker(void *arg)
             if (gate_close(db, o->order_no, "drill", "customer asked to cancel", &o->close_out, &st,
                            &err) != OG_OK)
                 o->errors++;
+            /* A repeat after a close that had committed finds it cancelled (by this close). */
+            if (db_last_attempts(db) > 1) {
+                o->repeats++;
+                o->close_repeated = 1;
+            }
             break;
         }
         if (o->errors > 0 && err.msg[0] != '\0') {
@@ -1044,7 +1066,7 @@ static const struct db_stmt drill_stmt_final = {
 
 struct drill_totals {
     long placed, paid, cancelled_consumer, cancelled_scanner, cancelled_manual, pending;
-    long late_payments, double_payments, dup_callbacks_absorbed, errors;
+    long late_payments, double_payments, dup_callbacks_absorbed, errors, repeated_calls;
 };
 
 static void drill_ledger_fail(struct drill *d, const struct drill_order *o, const char *what)
@@ -1082,6 +1104,10 @@ static int drill_check_ledger(struct drill *d, struct db *db, struct drill_total
         }
         t->placed++;
         t->errors += o->errors;
+        t->repeated_calls += o->repeats;
+        if (o->close && o->close_repeated && o->close_out == GATE_ALREADY_CANCELLED &&
+            st == ORDER_CANCELLED && strcmp(src, "manual") == 0)
+            o->close_out = GATE_CANCELLED;
         if (o->errors > 0)
             drill_ledger_fail(d, o, "the gate returned an error to a caller");
         if (st == ORDER_PAID)
@@ -1281,6 +1307,7 @@ static json_t *drill_report(struct drill *d, const struct drill_totals *t, json_
         {"dead_lettered", d->dlq_count},
         {"consumer_restarts", d->restarts},
         {"gate_errors", t->errors},
+        {"repeated_calls", t->repeated_calls},
         {"scanner_exit", d->scanner_status},
         {"ledger_violations", d->ledger_violations},
         {"violations", total_violations},
@@ -1360,6 +1387,7 @@ static void drill_text(const json_t *r, FILE *out)
         {"dead-lettered", "dead_lettered"},
         {"consumer restarts (SIGKILL)", "consumer_restarts"},
         {"errors returned by the gate", "gate_errors"},
+        {"gate calls repeated (connection lost)", "repeated_calls"},
         {NULL, NULL},
     };
     long total = drill_count(r, "violations"), ledger = drill_count(r, "ledger_violations");

@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "common/clock.h"
 #include "common/codec.h"
 #include "common/kafka.h"
 #include "common/scrape.h"
@@ -424,13 +425,23 @@ int64_t ct_committed(const char *group, const char *topic, int partition)
     return off;
 }
 
+/* A topic created a moment ago may have no leader the broker knows of yet: that answer is
+ * asked again, for up to 10 s. */
 int64_t ct_end_offset(const char *topic, int partition)
 {
     rd_kafka_t *rk = ct_group_handle("og-watermarks");
-    int64_t lo = 0, hi = 0;
-    rd_kafka_resp_err_t err =
-        rd_kafka_query_watermark_offsets(rk, topic, partition, &lo, &hi, 10000);
+    int64_t lo = 0, hi = 0, deadline = clock_mono_ms() + 10000;
+    rd_kafka_resp_err_t err;
 
+    for (;;) {
+        err = rd_kafka_query_watermark_offsets(rk, topic, partition, &lo, &hi, 10000);
+        if ((err != RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION &&
+             err != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE &&
+             err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) ||
+            clock_mono_ms() >= deadline)
+            break;
+        usleep(100 * 1000);
+    }
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
         fail_msg("watermarks %s/%d: %s", topic, partition, rd_kafka_err2str(err));
     rd_kafka_destroy(rk);

@@ -107,6 +107,21 @@ proc_alive() {
     [[ -n $st && $st != Z && $st != X ]]
 }
 
+# SIGTERM to process $2 (named $1 in the log), SIGKILL if it still runs after $3 seconds; returns
+# once it is gone.
+proc_stop() {
+    local what=$1 pid=$2 grace=$3
+    log "$what: stopping pid $pid"
+    kill -TERM "$pid" 2>/dev/null || true
+    local deadline=$((SECONDS + grace))
+    while proc_alive "$pid" && ((SECONDS < deadline)); do sleep 0.1; done
+    if proc_alive "$pid"; then
+        log "$what: still running after $grace s; SIGKILL"
+        kill -KILL "$pid" 2>/dev/null || true
+        while proc_alive "$pid"; do sleep 0.1; done
+    fi
+}
+
 # ---------------------------------------------------------------------------------------------
 # Ports
 # ---------------------------------------------------------------------------------------------
@@ -508,17 +523,7 @@ pgb_down() {
     PG_USER=$(pg_os_user)
     pgb_set_paths
     pgb_running || return 0
-    local pid
-    pid=$(pgb_pid)
-    log "pgbouncer: stopping pid $pid"
-    kill -TERM "$pid" 2>/dev/null || true
-    local deadline=$((SECONDS + 10))
-    while proc_alive "$pid" && ((SECONDS < deadline)); do sleep 0.1; done
-    if proc_alive "$pid"; then
-        log "pgbouncer: still running after 10 s; SIGKILL"
-        kill -KILL "$pid" 2>/dev/null || true
-        while proc_alive "$pid"; do sleep 0.1; done
-    fi
+    proc_stop pgbouncer "$(pgb_pid)" 10
 }
 
 pgb_exports() {
@@ -994,17 +999,7 @@ kafka_restart() {
 kafka_down() {
     [[ -d $KAFKA_DIR ]] || return 0
     kafka_running || return 0
-    local pid
-    pid=$(kafka_pid)
-    log "kafka: stopping pid $pid"
-    kill -TERM "$pid" 2>/dev/null || true
-    local deadline=$((SECONDS + 20))
-    while proc_alive "$pid" && ((SECONDS < deadline)); do sleep 0.2; done
-    if proc_alive "$pid"; then
-        log "kafka: still running after 20 s; SIGKILL"
-        kill -KILL "$pid" 2>/dev/null || true
-        while proc_alive "$pid"; do sleep 0.1; done
-    fi
+    proc_stop kafka "$(kafka_pid)" 20
 }
 
 kafka_exports() {

@@ -27,7 +27,6 @@
 #include <getopt.h>
 #include <libpq-fe.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +38,7 @@
 #include "common/gate.h"
 #include "common/log.h"
 #include "common/parse.h"
+#include "tools/bench/support/bench_place.h"
 #include "tools/bench/support/bench_proc.h"
 #include "tools/bench/support/bench_run.h"
 
@@ -608,72 +608,25 @@ struct flash_result {
     long violations;
 };
 
-struct flash_placer {
-    const struct bench_opts *o;
-    const char *conninfo;
-    const char *expire_at;
-    int first, step; /* this session places orders first, first + step, ... */
-    long placed;
-    double max_ms;
-    char error[300];
-};
-
 /* The order number, lines and coupon of flash order i: one or two lines, the first on one of the
  * hot SKUs (the first 4/5), the second on one of the others; a coupon on one order in
  * coupon_every. */
-static void flash_order(const struct bench_opts *o, int i, char *no, size_t no_size, char *items,
-                        size_t items_size, char *coupon, size_t coupon_size)
+static void flash_order(const void *arg, long i, struct bench_place_order *order)
 {
+    const struct bench_opts *o = arg;
     int hot = o->flash_skus * 4 / 5, cold = o->flash_skus - hot;
 
-    snprintf(no, no_size, "f%d", i);
+    snprintf(order->order_no, sizeof(order->order_no), "f%ld", i);
+    order->amount_cents = 1000 + (i % 50) * 100;
     if (i % 2 == 0 && cold > 0)
-        snprintf(items, items_size,
-                 "[{\"sku\": \"k%d\", \"qty\": 1}, {\"sku\": \"k%d\", \"qty\": 2}]", (i * 7) % hot,
-                 hot + (i / 2) % cold);
+        snprintf(order->items, sizeof(order->items),
+                 "[{\"sku\": \"k%ld\", \"qty\": 1}, {\"sku\": \"k%ld\", \"qty\": 2}]",
+                 (i * 7) % hot, hot + (i / 2) % cold);
     else
-        snprintf(items, items_size, "[{\"sku\": \"k%d\", \"qty\": 1}]", (i * 7) % hot);
+        snprintf(order->items, sizeof(order->items), "[{\"sku\": \"k%ld\", \"qty\": 1}]",
+                 (i * 7) % hot);
     if (o->coupon_every > 0 && i % o->coupon_every == 0)
-        snprintf(coupon, coupon_size, "fc%d", i);
-    else
-        coupon[0] = '\0';
-}
-
-static void *flash_place_thread(void *arg)
-{
-    struct flash_placer *p = arg;
-    struct og_error err = {0};
-    struct db *db = db_new(p->conninfo, NULL, "og_bench_gate-place", NULL, NULL);
-
-    if (db == NULL || db_connect(db, &err) != OG_OK) {
-        snprintf(p->error, sizeof(p->error), "placing session: %s", db ? err.msg : "no memory");
-        db_free(db);
-        return NULL;
-    }
-    for (int i = p->first; i < p->o->flash_orders; i += p->step) {
-        char no[32], items[160], coupon[32];
-        enum gate_outcome outcome = GATE_UNKNOWN;
-        int64_t t0 = clock_mono_us();
-        double ms;
-
-        flash_order(p->o, i, no, sizeof(no), items, sizeof(items), coupon, sizeof(coupon));
-        if (gate_place(db, no, 1000 + (i % 50) * 100, items, coupon[0] ? coupon : NULL,
-                       p->expire_at, &outcome, &err) != OG_OK) {
-            snprintf(p->error, sizeof(p->error), "place_order %s: %s", no, err.msg);
-            break;
-        }
-        if (outcome != GATE_PLACED) {
-            snprintf(p->error, sizeof(p->error), "place_order %s: %s, expected placed", no,
-                     gate_outcome_str(outcome));
-            break;
-        }
-        ms = (double)(clock_mono_us() - t0) / 1000.0;
-        if (ms > p->max_ms)
-            p->max_ms = ms;
-        p->placed++;
-    }
-    db_free(db);
-    return NULL;
+        snprintf(order->coupon, sizeof(order->coupon), "fc%ld", i);
 }
 
 /* One flash database: fresh, autovacuum off, stock and coupons, orders through place_order from
@@ -685,8 +638,7 @@ static int flash_run(const struct bench_opts *o, PGconn *admin, int analyzed, in
     char dbname[80], conninfo[160], expire_at[40], lsn[64], n_s[16], skus_s[16], every_s[16];
     const char *p_stock[1] = {skus_s};
     const char *p_coupons[2] = {n_s, every_s};
-    struct flash_placer placers[64];
-    pthread_t threads[64];
+    struct bench_place_result placed = {0};
     const char **nos = NULL;
     char(*names)[16] = NULL;
     struct gate_cancel_row *rows = NULL;
@@ -694,10 +646,9 @@ static int flash_run(const struct bench_opts *o, PGconn *admin, int analyzed, in
     PGconn *c = NULL;
     struct db *db = NULL;
     struct og_error err = {0};
-    int rc = -1, nthreads = o->flash_clients;
+    int rc = -1;
     pid_t pid;
     double cpu0;
-    long placed = 0;
 
     memset(r, 0, sizeof(*r));
     r->analyzed = analyzed;
@@ -740,27 +691,13 @@ static int flash_run(const struct bench_opts *o, PGconn *admin, int analyzed, in
     /* Every order due at the moment placement starts: all of them are due when the claims
      * begin, as they are at the end of a flash sale's payment window. */
     clock_format_iso(clock_wall_ms(), expire_at, sizeof(expire_at));
-    t0 = bench_mono_s();
-    for (int t = 0; t < nthreads; t++) {
-        placers[t] = (struct flash_placer){
-            .o = o, .conninfo = conninfo, .expire_at = expire_at, .first = t, .step = nthreads};
-        if (pthread_create(&threads[t], NULL, flash_place_thread, &placers[t]) != 0) {
-            nthreads = t;
-            fprintf(stderr, "og_bench_gate: pthread_create failed\n");
-            break;
-        }
-    }
-    for (int t = 0; t < nthreads; t++) {
-        pthread_join(threads[t], NULL);
-        placed += placers[t].placed;
-        if (placers[t].max_ms > r->place_max_ms)
-            r->place_max_ms = placers[t].max_ms;
-        if (placers[t].error[0] != '\0')
-            fprintf(stderr, "og_bench_gate: %s\n", placers[t].error);
-    }
-    r->place_s = bench_mono_s() - t0;
-    if (nthreads != o->flash_clients || placed != o->flash_orders)
+    if (bench_place_orders(conninfo, "og_bench_gate-place", o->flash_clients, o->flash_orders,
+                           expire_at, flash_order, o, &placed) != 0) {
+        fprintf(stderr, "og_bench_gate: %s\n", placed.error);
         goto out;
+    }
+    r->place_s = placed.seconds;
+    r->place_max_ms = placed.max_ms;
     if (analyzed && sql_ok(c, "ANALYZE", 0, NULL, NULL) != 0)
         goto out;
     (void)sql_ok(c, "CHECKPOINT", 0, NULL, NULL);
@@ -837,8 +774,8 @@ static int flash_run(const struct bench_opts *o, PGconn *admin, int analyzed, in
     printf("flash %-10s round %d: %ld orders placed in %.1f s (%.0f/s, %d sessions, slowest "
            "call %.0f ms); before the claims: orders reltuples %s, %s pg_stats rows, %s "
            "autovacuum runs\n",
-           analyzed ? "ANALYZE" : "no ANALYZE", round, placed, r->place_s,
-           (double)placed / r->place_s, o->flash_clients, r->place_max_ms, r->reltuples,
+           analyzed ? "ANALYZE" : "no ANALYZE", round, placed.placed, r->place_s,
+           (double)placed.placed / r->place_s, o->flash_clients, r->place_max_ms, r->reltuples,
            r->stats_rows, r->autovac);
     printf("  claims: %ld calls of %d in %.2f s = %.0f orders/s; call p50 %.1f ms, p99 %.1f ms, "
            "max %.1f ms; backend cpu %.1f ms/call; WAL %.2f KB/order; reconcile %ld violations\n",

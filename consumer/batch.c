@@ -321,8 +321,9 @@ static void batch_hook_failed_all(struct consumer *c, size_t n, const struct og_
  * claim_cancel (split by gate_claim_cancel_isolating when a hook fails). Claim state is per
  * entry: a flush that claimed and then failed a later step leaves its entries past BATCH_NEW,
  * so the next flush claims only cancels that joined the batch since, and claims them before
- * anything is stored. */
-static enum flush_result batch_claim(struct consumer *c)
+ * anything is stored. *claim_ms: the claim call's wall time (connection retries included), 0
+ * when nothing was claimed. */
+static enum flush_result batch_claim(struct consumer *c, double *claim_ms)
 {
     struct batch *b = &c->batch;
     struct og_error err = {0}, hook_err = {0};
@@ -337,11 +338,13 @@ static enum flush_result batch_claim(struct consumer *c)
         /* While a hook fails every order, the batch is bisected again only every
          * CONSUMER_HOOK_BISECT_EVERY attempts: the others cost one claim. */
         bool bisect = c->hook_stalls % CONSUMER_HOOK_BISECT_EVERY == 0;
+        int64_t t0 = clock_mono_us();
         enum og_status st =
             bisect ? gate_claim_cancel_isolating(c->db, c->nos, n, GATE_SRC_TIMEOUT_CONSUMER,
                                                  c->rows, &nrows, &hook_err, &err)
                    : gate_claim_cancel(c->db, c->nos, n, GATE_SRC_TIMEOUT_CONSUMER, c->rows, &nrows,
                                        &err);
+        *claim_ms = (double)(clock_mono_us() - t0) / 1000.0;
         metric_observe(c->m.db_seconds, db_last_ms(c->db) / 1000.0);
         if (st != OG_OK) {
             if (gate_hook_failed(&err, NULL, 0)) {
@@ -858,8 +861,11 @@ static enum flush_result batch_deliver(struct consumer *c, int wait_ms)
     return failed ? FLUSH_RETRY : inflight ? FLUSH_WAIT : FLUSH_DONE;
 }
 
-/* Step 5: store offset + 1 of the last message of each live partition. */
-static void batch_store(struct consumer *c)
+/* Step 5: store offset + 1 of the last message of each live partition. claim_ms (this flush's
+ * claim call; 0: none, and a batch retried after a later step failed counts its last flush
+ * only) goes into the debug line, so that each batch's claim time can be read back: the
+ * histogram only has buckets. */
+static void batch_store(struct consumer *c, double claim_ms)
 {
     struct batch *b = &c->batch;
     rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new((int)b->ntps);
@@ -917,7 +923,8 @@ static void batch_store(struct consumer *c)
         metric_inc(c->m.batches, 1);
         metric_inc(c->m.offsets_stored, (double)live);
         metric_observe(c->m.batch_size, (double)live);
-        log_debug("batch_committed", "messages=%zu partitions=%zu", live, b->ntps);
+        log_debug("batch_committed", "messages=%zu partitions=%zu claim_ms=%.3f", live, b->ntps,
+                  claim_ms);
     }
 }
 
@@ -925,6 +932,7 @@ enum flush_result batch_flush(struct consumer *c, int wait_ms)
 {
     struct batch *b = &c->batch;
     enum flush_result r;
+    double claim_ms = 0;
 
     if (b->n == 0)
         return FLUSH_DONE;
@@ -933,7 +941,7 @@ enum flush_result batch_flush(struct consumer *c, int wait_ms)
      * and the gate lets the first claim win. */
     r = batch_payments(c);
     if (r == FLUSH_DONE)
-        r = batch_claim(c);
+        r = batch_claim(c, &claim_ms);
     if (r == FLUSH_DONE)
         r = batch_due_times(c);
     /* Deliveries run even after a database failure: dead letters already
@@ -948,7 +956,7 @@ enum flush_result batch_flush(struct consumer *c, int wait_ms)
     for (size_t i = 0; i < b->n; i++)
         if (b->e[i].state != BATCH_DONE)
             return FLUSH_RETRY; /* cannot happen; never store past unfinished work */
-    batch_store(c);
+    batch_store(c, claim_ms);
     batch_clear(b);
     return FLUSH_DONE;
 }

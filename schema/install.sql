@@ -28,6 +28,9 @@ INSERT INTO ordergate.schema_migrations (version) VALUES ('006');
 RESET ROLE;
 \ir migrations/007_retention.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('007');
+RESET ROLE;
+\ir migrations/008_shop_data.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('008');
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 -- Bodies are checked when called (and by the tests, which call every function): a SQL

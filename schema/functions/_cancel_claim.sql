@@ -82,7 +82,7 @@ BEGIN
         -- the lock we hold keeps it so until the commit (the state-machine trigger refuses
         -- anything else regardless). A status predicate here would let the planner pick a walk
         -- of the partial overdue index instead of the TID scan.
-        RETURNING o.order_no, o.amount_cents, o.coupon_id
+        RETURNING o.order_no, o.amount_cents, o.coupon_id, o.shop
     ), l AS (
         INSERT INTO ordergate.status_log
                (order_no, from_status, to_status, source, idempotency_key, actor, note)
@@ -115,13 +115,15 @@ BEGIN
                -- of four words, amount an integer; actor, coupon_id, each sku and the timestamp
                -- go through to_json. The json cast checks the result is valid JSON.
                -- items: the order's lines in sku order ([] for a gate-only order), so a reader
-               -- can restock from the event alone.
+               -- can restock from the event alone; shop: the shop's own data given to
+               -- place_order (null if none), a jsonb whose text form is valid JSON.
                ('{"v": 1, "event": "order_cancelled", "order_no": "' || won.order_no
                 || '", "source": "' || p_source
                 || '", "actor": ' || v_actor
                 || ', "amount_cents": ' || won.amount_cents
                 || ', "coupon_id": ' || coalesce(to_json(won.coupon_id)::text, 'null')
                 || ', "items": [' || coalesce(wa.items, '') || ']'
+                || ', "shop": ' || coalesce(won.shop::text, 'null')
                 || ', "cancelled_at": ' || v_at || '}')::json
           FROM won
           LEFT JOIN wa ON wa.order_no = won.order_no

@@ -146,9 +146,9 @@ BEGIN
 
         WITH d AS (DELETE FROM orders o WHERE o.order_no = ANY (v_orders) RETURNING o.*)
         INSERT INTO archived_orders (order_no, status, amount_cents, coupon_id, expire_at,
-                                     original_expire_at, created_at, closed_at)
+                                     original_expire_at, created_at, closed_at, shop)
         SELECT d.order_no, d.status, d.amount_cents, d.coupon_id, d.expire_at,
-               d.original_expire_at, d.created_at, d.closed_at FROM d;
+               d.original_expire_at, d.created_at, d.closed_at, d.shop FROM d;
         GET DIAGNOSTICS n_orders = ROW_COUNT;
     END IF;
 

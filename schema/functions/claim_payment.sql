@@ -31,6 +31,7 @@ DECLARE
     p_amount   bigint := claim_payment.amount_cents;
     p_channel  text   := claim_payment.channel;
     v_coupon   text;
+    v_shop     jsonb;
     v_status   text;
     v_first    text;
     v_outcome  text;
@@ -83,7 +84,7 @@ BEGIN
      WHERE o.order_no = p_order_no
        AND o.status = 'pending_payment'
        AND o.amount_cents = p_amount
-    RETURNING o.coupon_id INTO v_coupon;
+    RETURNING o.coupon_id, o.shop INTO v_coupon, v_shop;
 
     IF FOUND THEN
         IF v_coupon IS NOT NULL THEN
@@ -97,7 +98,7 @@ BEGIN
                                    'txn_no', p_txn, 'amount_cents', p_amount, 'channel', p_channel,
                                    'source', 'payment_callback', 'actor', v_actor,
                                    'coupon_id', v_coupon, 'items', _order_items_json(p_order_no),
-                                   'paid_at', now()));
+                                   'shop', v_shop, 'paid_at', now()));
         UPDATE payments p SET outcome = 'paid' WHERE p.txn_no = p_txn;
         PERFORM _hooks_run('paid', ARRAY[p_order_no], 'payment_callback');
         RETURN QUERY SELECT 'paid'::text, 'paid'::text, 'paid'::text;
@@ -107,11 +108,11 @@ BEGIN
     -- Lost (or amount differs): read the current status under a share lock, so a pending order
     -- cannot be cancelled between this read and the exception we record for it.
     -- The coupon too, for the event.
-    SELECT o.status, o.coupon_id INTO v_status, v_coupon
+    SELECT o.status, o.coupon_id, o.shop INTO v_status, v_coupon, v_shop
       FROM orders o WHERE o.order_no = p_order_no FOR SHARE;
     IF v_status IS NULL THEN
         -- Archived orders are closed and never change: no lock needed.
-        SELECT a.status, a.coupon_id INTO v_status, v_coupon
+        SELECT a.status, a.coupon_id, a.shop INTO v_status, v_coupon, v_shop
           FROM archived_orders a WHERE a.order_no = p_order_no;
     END IF;
 
@@ -145,7 +146,8 @@ BEGIN
                                'channel', p_channel, 'kind', v_kind, 'resolution', v_res,
                                'exception_id', v_exc_id, 'order_status', v_status,
                                'source', 'payment_callback', 'actor', v_actor,
-                               'coupon_id', v_coupon, 'items', _order_items_json(p_order_no)));
+                               'coupon_id', v_coupon, 'items', _order_items_json(p_order_no),
+                               'shop', v_shop));
 
     UPDATE payments p SET outcome = v_outcome WHERE p.txn_no = p_txn;
     IF v_outcome = 'late_payment' THEN

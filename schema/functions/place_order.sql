@@ -3,7 +3,9 @@
 -- items: [{"sku": "...", "qty": N}, ...], 0..1000 lines, qty a positive integer; repeated skus are
 -- summed; an unknown sku is out_of_stock. items '[]' is a gate-only order: the shop keeps its own
 -- stock, and no inventory row is read or written for it (docs/integrate.md). coupon_id NULL = no
--- coupon. expire_at may be in the past.
+-- coupon. expire_at may be in the past. shop: NULL or a JSON object of at most 16 KB, the shop's
+-- own data for the order (for a gate-only order: its lines and coupon), stored with the order and
+-- carried verbatim as "shop" in every event of the order; ordergate never reads inside it.
 -- With the setting schedule_cancels = 1 the order's cancel message is written in the same
 -- transaction: an outbox event cancel_scheduled whose payload is the cancel message
 -- ({"v":1,"order_no":...,"due_at":...}, due_at = expire_at to the microsecond), which the relay
@@ -15,7 +17,8 @@
 -- not-yet-committed order row except a concurrent place_order of the same order_no, which
 -- already holds all its locks before it inserts.
 CREATE OR REPLACE FUNCTION ordergate.place_order(order_no text, amount_cents bigint, items jsonb,
-                                      coupon_id text, expire_at timestamptz)
+                                      coupon_id text, expire_at timestamptz,
+                                      shop jsonb DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
 #variable_conflict use_column
@@ -25,6 +28,7 @@ DECLARE
     p_items    jsonb       := place_order.items;
     p_coupon   text        := place_order.coupon_id;
     p_expire   timestamptz := place_order.expire_at;
+    p_shop     jsonb       := place_order.shop;
     v_bad      bigint;
     v_skus     text[];
     v_qtys     bigint[];
@@ -43,6 +47,10 @@ BEGIN
     END IF;
     IF p_coupon IS NOT NULL AND length(p_coupon) NOT BETWEEN 1 AND 128 THEN
         PERFORM _bad_arg('place_order: coupon_id must be NULL (no coupon) or 1..128 characters');
+    END IF;
+    IF p_shop IS NOT NULL AND (jsonb_typeof(p_shop) <> 'object'
+                               OR octet_length(p_shop::text) > 16384) THEN
+        PERFORM _bad_arg('place_order: shop must be NULL or a JSON object of at most 16384 bytes');
     END IF;
     IF p_items IS NULL OR jsonb_typeof(p_items) <> 'array'
        OR jsonb_array_length(p_items) > 1000 THEN
@@ -99,8 +107,8 @@ BEGIN
 
     -- A concurrent place_order of the same order_no that committed after our check: duplicate,
     -- and nothing has been written yet.
-    INSERT INTO orders (order_no, status, amount_cents, coupon_id, expire_at)
-    VALUES (p_order_no, 'pending_payment', p_amount, p_coupon, p_expire)
+    INSERT INTO orders (order_no, status, amount_cents, coupon_id, expire_at, shop)
+    VALUES (p_order_no, 'pending_payment', p_amount, p_coupon, p_expire, p_shop)
     ON CONFLICT (order_no) DO NOTHING;
     IF NOT FOUND THEN
         RETURN 'duplicate';
@@ -126,4 +134,4 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.place_order(text,bigint,jsonb,text,timestamptz) TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.place_order(text,bigint,jsonb,text,timestamptz,jsonb) TO ordergate_service;

@@ -18,7 +18,7 @@ SELECT ordergate.place_order('A4', 1000, '[{"sku":"S1","qty":5}]', NULL, now() +
 SELECT ordergate.place_order('A5', 1000, '[{"sku":"S1","qty":1}]', 'C3', now() + interval '1 hour');
 SELECT ordergate.place_order('P1', 1000, '[{"sku":"S2","qty":2}]', NULL, now() + interval '1 hour');
 SELECT ordergate.place_order('B1', 1000, '[{"sku":"S1","qty":7}]', NULL, now() + interval '1 hour');
-SELECT ordergate.place_order('G1', 1000, '[]', NULL, now() + interval '1 hour');
+SELECT ordergate.place_order('G1', 1000, '[]', NULL, now() + interval '1 hour', '{"lines": [{"sku_id": 4, "qty": 1}]}');
 
 SELECT * FROM ordergate.claim_payment('A1', 'TA1', 1000, 'card');
 SELECT * FROM ordergate.close_order('A2', 'ops', 'asked');
@@ -102,6 +102,7 @@ SELECT t_eq('archive: events moved', (SELECT string_agg(order_no || ':' || event
 SELECT t_eq('archive: sold qty kept per sku', (SELECT string_agg(sku || ':' || archived_qty, ',' ORDER BY sku) FROM ordergate.inventory), 'S1:2,S2:1');
 SELECT t_eq('archive: newest scanner run kept', (SELECT count(*) FROM ordergate.scanner_runs), 1::bigint);
 SELECT t_eq('archive: column values kept', (SELECT row(a.amount_cents, a.coupon_id, a.closed_at IS NOT NULL)::text FROM ordergate.archived_orders a WHERE order_no = 'A1'), '(1000,C1,t)');
+SELECT t_eq('archive: shop data kept', (SELECT a.shop FROM ordergate.archived_orders a WHERE order_no = 'G1'), '{"lines": [{"sku_id": 4, "qty": 1}]}'::jsonb);
 SELECT t_eq('retention: books clean after', (SELECT sum(violations) FROM ordergate.reconcile()), 0::numeric);
 SELECT t_eq('retention: coupon of an archived paid order still used', (SELECT state FROM ordergate.coupons WHERE coupon_id = 'C1'), 'used');
 

@@ -161,23 +161,13 @@ double gate_bench_run(const struct opts *o)
  * pause (seek_us=, logged at debug level) and seeks that timed out. */
 void print_seeks(const struct bench_child *c)
 {
-    char *text = bench_slurp(c->log);
     double *us = NULL, total = 0;
-    size_t n = 0, cap = 0;
-    long failed = 0;
+    size_t n = 0;
+    long failed = bench_child_log_events(c, "seek_failed", NULL, NULL, NULL);
 
-    for (const char *s = text; s != NULL && (s = strstr(s, "seek_us=")) != NULL; s += 8) {
-        if (n == cap) {
-            double *grown = realloc(us, (cap = cap ? cap * 2 : 1024) * sizeof(*us));
-            if (grown == NULL)
-                break;
-            us = grown;
-        }
-        us[n] = strtod(s + 8, NULL);
-        total += us[n++];
-    }
-    for (const char *s = text; s != NULL && (s = strstr(s, "event=seek_failed")) != NULL; s++)
-        failed++;
+    (void)bench_child_log_events(c, "partition_paused", "seek_us", &us, &n);
+    for (size_t i = 0; i < n; i++)
+        total += us[i];
     if (n > 0) {
         qsort(us, n, sizeof(*us), bench_cmp_double);
         printf(
@@ -189,5 +179,4 @@ void print_seeks(const struct bench_child *c)
         printf("  seeks that timed out in the consume loop (seek_failed, 1 s each): %ld\n", failed);
     }
     free(us);
-    free(text);
 }

@@ -83,6 +83,48 @@ bool bench_child_log_has(const struct bench_child *c, const char *needle)
     return found;
 }
 
+long bench_child_log_events(const struct bench_child *c, const char *event, const char *key,
+                            double **values, size_t *nvalues)
+{
+    char *text = bench_slurp(c->log), ev[80], k[48];
+    size_t evlen, klen, cap = 0;
+    long lines = 0;
+
+    if (values != NULL)
+        *values = NULL;
+    if (nvalues != NULL)
+        *nvalues = 0;
+    if (text == NULL) {
+        lines = -1;
+        goto out;
+    }
+    evlen = (size_t)snprintf(ev, sizeof(ev), " event=%s", event);
+    klen = key != NULL ? (size_t)snprintf(k, sizeof(k), " %s=", key) : 0;
+    for (char *line = text, *next; line != NULL && *line != '\0'; line = next) {
+        char *hit, *v;
+        next = strchr(line, '\n');
+        if (next != NULL)
+            *next++ = '\0';
+        /* The whole name: event=batch matches neither batch_committed nor batch_done. */
+        hit = strstr(line, ev);
+        if (hit == NULL || (hit[evlen] != ' ' && hit[evlen] != '\0'))
+            continue;
+        lines++;
+        if (key == NULL || values == NULL || nvalues == NULL || (v = strstr(line, k)) == NULL)
+            continue;
+        if (*nvalues == cap) {
+            double *grown = realloc(*values, (cap = cap ? cap * 2 : 1024) * sizeof(**values));
+            if (grown == NULL)
+                bench_die("out of memory");
+            *values = grown;
+        }
+        (*values)[(*nvalues)++] = strtod(v + klen, NULL);
+    }
+out:
+    free(text);
+    return lines;
+}
+
 void bench_child_wait_log(struct bench_child *c, const char *needle, int timeout_s)
 {
     double deadline = bench_mono_s() + timeout_s;

@@ -24,6 +24,12 @@ void bench_child_start(struct bench_child *c, const char *what, const char *cons
 /* Dies, with the log's tail, when the child has exited. */
 void bench_child_alive(struct bench_child *c);
 bool bench_child_log_has(const struct bench_child *c, const char *needle);
+/* The lines of the child's log (logfmt, common/log.h) whose event is `event`: returns how many,
+ * -1 when the log cannot be read. With key non-NULL, *values (the caller frees it; NULL when
+ * none) gets the number after " key=" of each such line that has one, in the order logged, and
+ * *nvalues how many those are. */
+long bench_child_log_events(const struct bench_child *c, const char *event, const char *key,
+                            double **values, size_t *nvalues);
 /* Waits until the log holds needle; dies when the child exits, on a stop
  * request, or after timeout_s. */
 void bench_child_wait_log(struct bench_child *c, const char *needle, int timeout_s);

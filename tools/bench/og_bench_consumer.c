@@ -156,8 +156,8 @@ static void print_header(const struct opts *o)
     snprintf(buf, sizeof(buf), "%d", o->linger_ms);
     snprintf(poll, sizeof(poll), "%d", o->poll_ms);
     printf("consumer config: batch_size %d, linger_ms %s, poll_ms %s, outbox relay %s, log_level "
-           "%s; %d partitions per topic, producer compression %s; order shape: %d items over %d "
-           "skus, a coupon on 1 in %d\n",
+           "%s (burst: debug); %d partitions per topic, producer compression %s; order shape: %d "
+           "items over %d skus, a coupon on 1 in %d\n",
            o->batch_size, o->linger_ms >= 0 ? buf : "default", o->poll_ms >= 0 ? poll : "default",
            o->outbox ? "on" : "off", o->log_level, o->partitions, o->compression, o->items, o->skus,
            o->coupon_every);

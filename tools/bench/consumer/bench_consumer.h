@@ -28,6 +28,7 @@
 #define TARGET_BURST_2_N  500000 /* due at once, two consumers: drained within 25 s */
 #define TARGET_BURST_2_S  25.0
 #define TARGET_STATS      0.90 /* burst without statistics >= 90 % of the rate after ANALYZE */
+#define BURST_PLACE_SKUS  50   /* burst through place_order: a flash sale's few SKUs at most */
 #define LOAD_CHUNK        200000
 #define METRICS_MAX_BYTES (256 * 1024)
 
@@ -52,6 +53,8 @@ struct opts {
     int burst_lead_s;   /* burst: start of the setup to the due second; 0 = from the size */
     bool burst_plain;   /* burst: run without statistics */
     bool burst_analyze; /* burst: run after ANALYZE */
+    bool burst_place;   /* burst: orders through place_order (a flash sale), not generate_series */
+    int burst_clients;  /* burst, place: placing sessions */
     int partitions;
     int batch_size;
     int linger_ms, poll_ms; /* -1: the consumer's defaults */
@@ -92,7 +95,7 @@ struct ceiling {
 
 /* One burst run: every order due in the same second. */
 struct burst_result {
-    bool done, analyzed;
+    bool done, analyzed, placed; /* placed: the orders came through place_order */
     long orders;
     int consumers;
     double ready_s; /* every partition paused this long before the due second */
@@ -107,6 +110,10 @@ struct burst_result {
     double consumer_cpu, backend_cpu, broker_cpu, wall_s; /* due second to drained */
     double wal_kb_per_order;
     double batches, batch_mean, db_mean_ms, not_due, busy;
+    double place_s, place_max_ms; /* placement through place_order, when placed */
+    /* Each batch's claim call, from the consumers' batch_committed debug lines (claim_ms). */
+    long claim_batches, claim_lines; /* batches that claimed; batch_committed lines in all */
+    double claim_p50_ms, claim_p99_ms, claim_max_ms;
     long violations; /* -1: not checked */
     char load[64], psi[32];
 };

@@ -32,6 +32,7 @@
 #include "tools/bench/consumer/bench_consumer.h"
 #include "tools/bench/support/bench_child.h"
 #include "tools/bench/support/bench_pg.h"
+#include "tools/bench/support/bench_place.h"
 #include "tools/bench/support/bench_proc.h"
 #include "tools/bench/support/bench_prom.h"
 #include "tools/bench/support/bench_run.h"
@@ -66,7 +67,12 @@ static void usage(FILE *out)
         "  --burst-skus N       burst: SKUs the orders' lines use (default 50)\n"
         "  --burst-stats LIST   burst: none (no ANALYZE after loading), analyze, or both\n"
         "                       (default none,analyze: both, in that order)\n"
-        "  --burst-lead S       burst: setup start to the due second (default 30 + orders/10000)\n"
+        "  --burst-load KIND    burst: bulk (default: generate_series, as the other phases) or\n"
+        "                       place (a flash sale: through ordergate.place_order from\n"
+        "                       --burst-clients sessions, --burst-skus at most 50)\n"
+        "  --burst-clients N    burst, place: placing sessions (default 4)\n"
+        "  --burst-lead S       burst: setup start to the due second (default 30 + orders/10000,\n"
+        "                       with --burst-load place + orders/(250 * min(clients, 4)))\n"
         "  --partitions N       partitions of every bench topic (default 8)\n"
         "  --batch-size N       consumer.batch_size and the ceiling's batch (default 500)\n"
         "  --linger-ms MS, --poll-ms MS   consumer settings (default: the consumer's)\n"
@@ -74,7 +80,9 @@ static void usage(FILE *out)
         "ceiling has none)\n"
         "  --compression C      producer compression.codec (default none)\n"
         "  --consumer-log-level L  info (default), debug (adds per-pause seek times to the\n"
-        "                       report) or warn\n"
+        "                       report) or warn; the burst phase's consumers log at debug\n"
+        "                       whatever this says: their batch_committed lines carry each\n"
+        "                       batch's claim time (claim_ms), the phase's batch figures\n"
         "  --items N, --skus N, --coupon-every N   order shape (default 2, 1000, 3)\n"
         "  --dbname NAME        database created per phase (default og_bench_consumer)\n"
         "  --template NAME      template database (default ordergate_tpl, built by\n"
@@ -127,6 +135,8 @@ int parse_args(int argc, char **argv, struct opts *o)
         O_BURST_SKUS,
         O_BURST_STATS,
         O_BURST_LEAD,
+        O_BURST_LOAD,
+        O_BURST_CLIENTS,
         O_BATCH,
         O_LINGER,
         O_POLL,
@@ -168,6 +178,8 @@ int parse_args(int argc, char **argv, struct opts *o)
         {"burst-skus", required_argument, NULL, O_BURST_SKUS},
         {"burst-stats", required_argument, NULL, O_BURST_STATS},
         {"burst-lead", required_argument, NULL, O_BURST_LEAD},
+        {"burst-load", required_argument, NULL, O_BURST_LOAD},
+        {"burst-clients", required_argument, NULL, O_BURST_CLIENTS},
         {"batch-size", required_argument, NULL, O_BATCH},
         {"linger-ms", required_argument, NULL, O_LINGER},
         {"poll-ms", required_argument, NULL, O_POLL},
@@ -202,6 +214,7 @@ int parse_args(int argc, char **argv, struct opts *o)
                        .burst_skus = 50,
                        .burst_plain = true,
                        .burst_analyze = true,
+                       .burst_clients = 4,
                        .orders = 1000000,
                        .ceiling_orders = 50000,
                        .slice_s = 10,
@@ -320,6 +333,13 @@ int parse_args(int argc, char **argv, struct opts *o)
         case O_BURST_LEAD:
             bad = parse_int(optarg, 5, 86400, &o->burst_lead_s);
             break;
+        case O_BURST_LOAD:
+            o->burst_place = strcmp(optarg, "place") == 0;
+            bad = !o->burst_place && strcmp(optarg, "bulk") != 0;
+            break;
+        case O_BURST_CLIENTS:
+            bad = parse_int(optarg, 1, BENCH_PLACE_SESSIONS_MAX, &o->burst_clients);
+            break;
         case O_PARTS:
             bad = parse_int(optarg, 1, 1000, &o->partitions);
             break;
@@ -402,6 +422,13 @@ int parse_args(int argc, char **argv, struct opts *o)
     }
     if (optind < argc) {
         fprintf(stderr, PROG ": unexpected argument '%s'\n", argv[optind]);
+        return -1;
+    }
+    if (o->burst_place && o->burst_skus > BURST_PLACE_SKUS) {
+        fprintf(stderr,
+                PROG ": --burst-load place takes --burst-skus %d at most (a flash sale's "
+                     "few SKUs), not %d\n",
+                BURST_PLACE_SKUS, o->burst_skus);
         return -1;
     }
     if (access(o->consumer, X_OK) != 0) {

@@ -6,10 +6,16 @@
  * lateness from status_log, and the gate alone on the same database at the same shape (one
  * session before and after the consumers, and as many sessions at once as there are consumers).
  *
- * Run twice by default: once with the tables as a bulk load leaves them, no VACUUM and no
- * ANALYZE (autovacuum is switched off on the phase database's tables so that it cannot analyze
- * them behind the run's back: the statistics a flash sale meets when its orders arrive faster
- * than autovacuum_naptime), once after ANALYZE. */
+ * The orders come from a bulk load (generate_series, as in the other phases) or, with
+ * --burst-load place, as a flash sale places them: through ordergate.place_order from
+ * --burst-clients sessions (bench_place_orders), on at most 50 SKUs.
+ *
+ * Run twice by default: once with the tables as the load leaves them, no VACUUM and no ANALYZE
+ * (autovacuum is switched off on the phase database's tables so that it cannot analyze them
+ * behind the run's back: the statistics a flash sale meets when its orders arrive faster than
+ * autovacuum_naptime), once after ANALYZE. Every claim batch of the consumers is timed: each
+ * logs its claim call's time (batch_committed, claim_ms, at debug level, which the phase's
+ * consumers always run at). */
 #include <inttypes.h>
 #include <libpq-fe.h>
 #include <pthread.h>
@@ -26,6 +32,7 @@
 #include "tools/bench/consumer/bench_consumer.h"
 #include "tools/bench/support/bench_child.h"
 #include "tools/bench/support/bench_pg.h"
+#include "tools/bench/support/bench_place.h"
 #include "tools/bench/support/bench_proc.h"
 #include "tools/bench/support/bench_prom.h"
 #include "tools/bench/support/bench_run.h"
@@ -170,13 +177,106 @@ static double consumers_metric(const struct bench_child *c, int n, char *buf, co
     return sum;
 }
 
+/* Order i of the burst, the shape db_load gives it (amount, o->items lines over o->skus SKUs,
+ * the coupon bc<i> on one order in coupon_every), for place_order. */
+static void burst_order(const void *arg, long i, struct bench_place_order *order)
+{
+    const struct opts *o = arg;
+    size_t len = 1;
+
+    snprintf(order->order_no, sizeof(order->order_no), "b%ld", i);
+    order->amount_cents = 1000 + (i % 50) * 100;
+    order->items[0] = '[';
+    for (int j = 0; j < o->items && len < sizeof(order->items); j++)
+        len += (size_t)snprintf(order->items + len, sizeof(order->items) - len,
+                                "%s{\"sku\": \"k%ld\", \"qty\": %d}", j > 0 ? ", " : "",
+                                (i * 7 + j * 13) % o->skus, 1 + j);
+    if (len + 2 > sizeof(order->items))
+        bench_die("burst: the items of order %ld do not fit", i);
+    snprintf(order->items + len, sizeof(order->items) - len, "]");
+    if (o->coupon_every > 0 && i % o->coupon_every == 0)
+        snprintf(order->coupon, sizeof(order->coupon), "bc%ld", i);
+}
+
+/* The burst's orders b0..b(n-1) through place_order, all expiring at due_ms, from
+ * o->burst_clients sessions: their coupons first (available; place_order locks them), then the
+ * orders, which reserve their own stock. */
+static void burst_place(const struct opts *o, long n, int64_t due_ms, struct burst_result *b)
+{
+    char conninfo[96], expire_at[32], n_s[24], every_s[16];
+    const char *p[2] = {n_s, every_s};
+    struct bench_place_result r;
+
+    snprintf(n_s, sizeof(n_s), "%ld", n);
+    snprintf(every_s, sizeof(every_s), "%d", o->coupon_every);
+    PQclear(bench_pg_query(g.conn,
+                           "SELECT count(ordergate.add_coupon('bc' || i)) "
+                           "FROM generate_series(0, $1::bigint - 1) i "
+                           "WHERE $2::int > 0 AND i % $2::int = 0",
+                           2, p));
+    snprintf(conninfo, sizeof(conninfo), "dbname=%s", g.dbname);
+    clock_format_iso(due_ms, expire_at, sizeof(expire_at));
+    if (bench_place_orders(conninfo, PROG "-place", o->burst_clients, n, expire_at, burst_order, o,
+                           &r) != 0)
+        bench_die("burst: %s", r.error);
+    b->place_s = r.seconds;
+    b->place_max_ms = r.max_ms;
+    /* The rest of the setup (messages, the gate alone, the consumers' start) still needs time. */
+    if (clock_wall_ms() > due_ms - 500)
+        bench_die("burst: placement took %.0f s and ended past the due second; rerun with "
+                  "--burst-lead %d",
+                  r.seconds, 30 + (int)(n / 10000) + (int)(r.seconds * 2));
+    bench_progress("placed %ld orders b* through place_order from %d sessions in %.1f s = %.0f "
+                   "orders/s (slowest call %.0f ms); the due second in %.1f s",
+                   r.placed, o->burst_clients, r.seconds, (double)r.placed / r.seconds, r.max_ms,
+                   (double)(due_ms - clock_wall_ms()) / 1000.0);
+}
+
+/* Every claim batch of the consumers, from their batch_committed debug lines (claim_ms: the
+ * claim call's wall time; 0 in a batch that claimed nothing). */
+static void burst_claim_times(const struct bench_child *c, int nc, struct burst_result *b)
+{
+    double *all = NULL;
+    size_t n = 0;
+
+    for (int i = 0; i < nc; i++) {
+        double *v = NULL;
+        size_t nv = 0;
+        long lines = bench_child_log_events(&c[i], "batch_committed", "claim_ms", &v, &nv);
+        double *grown = nv > 0 ? realloc(all, (n + nv) * sizeof(*all)) : all;
+
+        if (grown == NULL)
+            bench_die("out of memory");
+        all = grown;
+        b->claim_lines += lines > 0 ? lines : 0;
+        for (size_t k = 0; k < nv; k++)
+            if (v[k] > 0)
+                all[n++] = v[k];
+        free(v);
+    }
+    b->claim_batches = (long)n;
+    if (n > 0) {
+        qsort(all, n, sizeof(*all), bench_cmp_double);
+        b->claim_p50_ms = all[(n - 1) / 2];
+        b->claim_p99_ms = all[(n - 1) * 99 / 100];
+        b->claim_max_ms = all[n - 1];
+    }
+    free(all);
+}
+
 static void burst_run(const struct opts *o, const char *run, bool analyzed, struct burst_result *b)
 {
     struct opts so = *o;
     const char *how = analyzed ? "analyze" : "none";
     long n = o->burst_orders, ceil_n = o->ceiling_orders;
     int nc = o->consumers;
-    int lead = o->burst_lead_s > 0 ? o->burst_lead_s : 30 + (int)(n / 10000);
+    /* T and the orders' expire_at are one value, fixed here: place_order takes expire_at, so T
+     * cannot wait for the placement to end. The default lead covers placement at 250 orders/s
+     * per session, up to 4 sessions (about 1,600/s were measured with 4 on 2 cores: margin for
+     * a loaded machine). */
+    int place_s =
+        !o->burst_place ? 0 : (int)(n / (250L * (o->burst_clients < 4 ? o->burst_clients : 4)));
+    int lead = o->burst_lead_s > 0 ? o->burst_lead_s : 30 + (int)(n / 10000) + place_s;
     int64_t due_ms = (clock_wall_ms() + (int64_t)lead * 1000) / 1000 * 1000;
     int64_t past_ms = clock_wall_ms() - 3600 * 1000, end_ms = 0;
     char topic[160], group[160], base[128], *metrics = malloc(METRICS_MAX_BYTES);
@@ -190,20 +290,24 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
         bench_die("out of memory");
     memset(b, 0, sizeof(*b));
     b->analyzed = analyzed;
+    b->placed = o->burst_place;
     b->orders = n;
     b->consumers = nc;
     b->violations = -1;
     so.skus = o->burst_skus;
+    so.log_level = "debug"; /* the batch_committed lines: every batch's claim time */
     printf("\n== burst, %s: %ld orders due in the same second, %d consumer(s) in one group, "
-           "batch %d, %d partitions, %d line(s) per order over %d SKUs ==\n",
+           "batch %d, %d partitions, %d line(s) per order over %d SKUs; orders %s ==\n",
            analyzed ? "after ANALYZE" : "no statistics (no VACUUM/ANALYZE after the load)", n, nc,
-           o->batch_size, o->partitions, o->items, o->burst_skus);
+           o->batch_size, o->partitions, o->items, o->burst_skus,
+           o->burst_place ? "placed through place_order (a flash sale)" : "bulk-loaded");
     fflush(stdout);
 
     db_fresh(&so);
     bench_pg_exec(g.conn, AUTOVACUUM_OFF);
     db_stock(&so);
-    db_load(&so, "b", n, due_ms, 0);
+    if (!o->burst_place)
+        db_load(&so, "b", n, due_ms, 0);
     db_load(&so, "g", ceil_n, past_ms, 0);
     db_load(&so, "h", ceil_n, past_ms, 0);
     if (nc > 1)
@@ -212,6 +316,9 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
                   "UPDATE ordergate.inventory v SET available = v.available - h.q "
                   "FROM (SELECT sku, sum(qty) AS q FROM ordergate.order_items GROUP BY sku) h "
                   "WHERE v.sku = h.sku");
+    /* After the stock update: place_order reserves the stock of what it places. */
+    if (o->burst_place)
+        burst_place(&so, n, due_ms, b);
     if (analyzed)
         bench_pg_exec(g.conn, "ANALYZE");
     bench_pg_exec(g.conn, "CHECKPOINT");
@@ -232,7 +339,7 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     for (int i = 0; i < nc; i++) {
         char tag[48];
         snprintf(tag, sizeof(tag), "burst-%s-%d", how, i);
-        child_config(o, &c[i], tag, base);
+        child_config(&so, &c[i], tag, base);
         child_spawn(o, &c[i], tag, topic, group);
     }
     for (int i = 0; i < nc; i++)
@@ -339,6 +446,7 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     }
     for (int i = 0; i < nc; i++)
         (void)bench_child_stop(&c[i]);
+    burst_claim_times(c, nc, b);
 
     {
         char due[24];
@@ -392,10 +500,10 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     printf("  lateness (status_log.created_at - expire_at): p50 %.0f ms, p99 %.0f ms, max %.0f ms; "
            "none before expire_at\n",
            b->p50, b->p99, b->max);
-    printf("  gate alone, same database, batch %d: one session %.0f /s before, %.0f /s after "
+    printf("  gate alone, same database, batch %d%s: one session %.0f /s before, %.0f /s after "
            "(mean %.0f; call p99 up to %.1f ms)",
-           o->batch_size, b->ceil_before, b->ceil_after, (b->ceil_before + b->ceil_after) / 2,
-           b->ceil_p99_ms);
+           o->batch_size, b->placed ? ", on bulk-loaded orders of the same shape" : "",
+           b->ceil_before, b->ceil_after, (b->ceil_before + b->ceil_after) / 2, b->ceil_p99_ms);
     if (nc > 1)
         printf("; %d sessions at once %.0f /s", nc, b->ceil_par);
     printf("\n  drain rate / gate alone (one session, mean): %.1f %%",
@@ -405,6 +513,21 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     printf("\n  consumers: %.0f batches, mean %.1f messages, claim round trip mean %.1f ms, "
            "not_due %.0f, busy %.0f\n",
            b->batches, b->batch_mean, b->db_mean_ms, b->not_due, b->busy);
+    if (b->claim_batches > 0)
+        printf(
+            "  claim batches: %ld, claim call p50 %.1f ms, p99 %.1f ms, max %.1f ms (every batch: "
+            "claim_ms of the consumers' batch_committed debug lines, %ld lines; the metrics "
+            "counted %.0f batches)\n",
+            b->claim_batches, b->claim_p50_ms, b->claim_p99_ms, b->claim_max_ms, b->claim_lines,
+            b->batches);
+    else
+        printf("  claim batches: no claim_ms in the consumers' %ld batch_committed lines (a "
+               "consumer built before batch_committed carried it?)\n",
+               b->claim_lines);
+    if (b->placed)
+        printf("  placement: %ld orders through place_order from %d sessions in %.1f s = %.0f "
+               "orders/s, slowest call %.0f ms\n",
+               n, o->burst_clients, b->place_s, (double)n / b->place_s, b->place_max_ms);
     printf("  cpu from the due second to drained (%.1f s): consumers %.1f s, their backends %.1f "
            "s, broker %.1f s; WAL %.2f KB/order\n",
            b->wall_s, b->consumer_cpu, b->backend_cpu, b->broker_cpu, b->wal_kb_per_order);
@@ -459,6 +582,11 @@ void burst_summary(const struct opts *o, const struct results *r)
         snprintf(t, sizeof(t), "<= %.0f s", target_s);
         row(label, v, target_s > 0 ? t : "",
             target_s > 0 ? (b->drain_s <= target_s ? "met" : "NOT met") : "");
+        if (b->placed) {
+            snprintf(v, sizeof(v), "%.0f /s, slowest call %.0f ms", (double)b->orders / b->place_s,
+                     b->place_max_ms);
+            row("  orders placed through place_order (not bulk-loaded)", v, "", "");
+        }
         snprintf(v, sizeof(v), "%.0f / %.0f /s", b->ceil_before, b->ceil_after);
         row("  gate alone, same db, 1 session, before / after", v, "", "");
         if (b->consumers > 1) {
@@ -483,6 +611,11 @@ void burst_summary(const struct opts *o, const struct results *r)
         }
         snprintf(v, sizeof(v), "%.0f / %.0f / %.0f ms", b->p50, b->p99, b->max);
         row("  lateness p50 / p99 / max (status_log)", v, "", "");
+        if (b->claim_batches > 0) {
+            snprintf(v, sizeof(v), "%ld; %.1f / %.1f / %.1f ms", b->claim_batches, b->claim_p50_ms,
+                     b->claim_p99_ms, b->claim_max_ms);
+            row("  claim batches; p50 / p99 / max (consumers' claim_ms)", v, "", "");
+        }
         snprintf(v, sizeof(v), "%s; %s", b->load, b->psi);
         row("  load average; cpu pressure avg60 at its end", v, "", "");
         if (b->violations >= 0) {

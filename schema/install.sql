@@ -31,6 +31,9 @@ INSERT INTO ordergate.schema_migrations (version) VALUES ('007');
 RESET ROLE;
 \ir migrations/008_shop_data.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('008');
+RESET ROLE;
+\ir migrations/009_archive_detached.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('009');
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 -- Bodies are checked when called (and by the tests, which call every function): a SQL
@@ -54,6 +57,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/claim_cancel.sql
 \ir functions/claim_payment.sql
 \ir functions/close_order.sql
+\ir functions/detached_mark.sql
 \ir functions/drop_hook.sql
 \ir functions/due_times.sql
 \ir functions/exception_list.sql

@@ -139,8 +139,12 @@ BEGIN
             SELECT d.order_no, d.sku, d.qty FROM d
             RETURNING 1
         ), sold AS (
+            -- A probe per line (OFFSET 0: a correlated subplan): as a join the planner hashed
+            -- every paid order in the table (1.1 s a batch at 2.8 million paid orders).
             SELECT d.sku, sum(d.qty)::bigint AS q
-              FROM d JOIN orders o ON o.order_no = d.order_no AND o.status = 'paid'
+              FROM d
+             WHERE EXISTS (SELECT 1 FROM orders o
+                            WHERE o.order_no = d.order_no AND o.status = 'paid' OFFSET 0)
              GROUP BY d.sku
         )
         SELECT (SELECT count(*) FROM ins),

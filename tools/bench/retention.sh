@@ -16,7 +16,8 @@
 #   reconcile ordergate.reconcile() (whole database) and reconcile(now() - 7 days) (the
 #             scanner's default window), once each
 # and the archive itself: rows moved per second, batches, the slowest and the median batch
-# (from its log lines). Prints figures; asserts only that the books reconcile before and after.
+# (from its log lines). Prints figures; asserts only that the books reconcile before and after
+# (invariant 6 aside: the live set is overdue on purpose).
 # Drops the database at the end.
 #
 # Connection: libpq's environment; a superuser (a throwaway cluster: deploy/local/services.sh).
@@ -120,15 +121,18 @@ BEGIN
         COMMIT;
     END LOOP;
 END $$;
+-- Invariant 6 (no order pending past its deadline + grace + one scanner interval) is left out
+-- of the check: the live set's pending orders are overdue on purpose and only some are claimed,
+-- so a run longer than grace + interval (a large history) would count the rest.
 CREATE PROCEDURE public.bench_reconcile(p_phase text) LANGUAGE plpgsql AS $$
 DECLARE t timestamptz; v numeric;
 BEGIN
     t := clock_timestamp();
-    SELECT sum(violations) INTO v FROM ordergate.reconcile();
+    SELECT sum(violations) FILTER (WHERE invariant <> 6) INTO v FROM ordergate.reconcile();
     INSERT INTO public.bench_ms VALUES (p_phase, 'reconcile all', 1000 * extract(epoch FROM clock_timestamp() - t));
     IF v <> 0 THEN RAISE EXCEPTION 'retention: % violations (%, whole database)', v, p_phase; END IF;
     t := clock_timestamp();
-    SELECT sum(violations) INTO v FROM ordergate.reconcile(now() - interval '7 days');
+    SELECT sum(violations) FILTER (WHERE invariant <> 6) INTO v FROM ordergate.reconcile(now() - interval '7 days');
     INSERT INTO public.bench_ms VALUES (p_phase, 'reconcile 7 days', 1000 * extract(epoch FROM clock_timestamp() - t));
     IF v <> 0 THEN RAISE EXCEPTION 'retention: % violations (%, 7 days)', v, p_phase; END IF;
     COMMIT;

@@ -1,7 +1,8 @@
 -- A shop's hooks for the tests of hook failures (consumer and scanner): each records the orders
 -- it is called with in shop_t.seen, at most once per event and order (a second call for the same
 -- order breaks the primary key, so a test sees a hook called twice), and raises for the orders
--- listed in shop_t.poison ('*': every order), as a hook with a bug or a missing shop row would.
+-- listed in shop_t.poison ('*': every order), as a hook with a bug or a missing shop row would,
+-- and sleeps for those in shop_t.sleep.
 -- A test mends the hook by deleting from shop_t.poison. Loaded by testdb_exec_file as the
 -- superuser; the schema, its tables and the hooks belong to the shop's role og_test_shop (a
 -- superuser's hook is refused, docs/integrate.md, "Hooks"): SECURITY DEFINER, their own
@@ -14,6 +15,9 @@ CREATE SCHEMA shop_t AUTHORIZATION og_test_shop;
 SET ROLE og_test_shop;
 CREATE TABLE shop_t.poison (order_no text PRIMARY KEY);
 CREATE TABLE shop_t.seen (event text, order_no text, source text, PRIMARY KEY (event, order_no));
+-- Orders the hook is slow for (a minute: longer than any statement_timeout of a test), as a hook
+-- waiting for a slow shop table would be.
+CREATE TABLE shop_t.sleep (order_no text PRIMARY KEY);
 
 CREATE FUNCTION shop_t.record(p_event text, p_nos text[], p_source text) RETURNS void
 LANGUAGE plpgsql SET search_path = shop_t, pg_temp AS $$
@@ -25,6 +29,9 @@ BEGIN
      WHERE EXISTS (SELECT 1 FROM poison p WHERE p.order_no IN (u.n, '*'));
     IF v_bad IS NOT NULL THEN
         RAISE EXCEPTION 'no stock row for order %', v_bad USING ERRCODE = 'P0001';
+    END IF;
+    IF EXISTS (SELECT 1 FROM sleep z WHERE z.order_no = ANY (p_nos)) THEN
+        PERFORM pg_sleep(60);
     END IF;
     INSERT INTO seen SELECT p_event, n, p_source FROM unnest(p_nos) AS u(n);
 END

@@ -70,6 +70,10 @@ static void run_with_failing_hook(void **state, const char *workers)
     assert_non_null(prom);
     assert_non_null(strstr(prom, "ordergate_scanner_last_run_orders{outcome=\"hook_failed\"} 2\n"));
     assert_non_null(strstr(prom, "ordergate_scanner_hook_failures_total{hook=\"" HOOK "\"} 2\n"));
+    /* Every call of the hook timed, the failed ones too (the gate's notices). */
+    assert_non_null(strstr(prom, "ordergate_scanner_hook_seconds_count{hook=\"" HOOK "\"} "));
+    assert_non_null(
+        strstr(prom, "ordergate_scanner_hook_seconds_bucket{hook=\"" HOOK "\",le=\"+Inf\"} "));
     assert_non_null(strstr(prom, "ordergate_scanner_last_run_success 1\n"));
     assert_non_null(strstr(prom, "ordergate_scanner_grace_seconds 0\n"));
     free(prom);
@@ -133,6 +137,12 @@ static void run_with_slow_hook(void **state, const char *workers)
     prom = testutil_slurp(f->textfile);
     assert_non_null(prom);
     assert_non_null(strstr(prom, "ordergate_scanner_last_run_success 1\n"));
+    /* The timed-out calls are timed too: at least the second each had. */
+    {
+        const char *sum = strstr(prom, "ordergate_scanner_hook_seconds_sum{hook=\"" HOOK "\"} ");
+        assert_non_null(sum);
+        assert_true(strtod(strchr(sum, '}') + 2, NULL) >= 0.9);
+    }
     free(prom);
     scanner_child_free(&c);
     assert_int_equal(testdb_scalar(f->conn, "SELECT sum(violations) FROM ordergate.reconcile()"),

@@ -265,6 +265,10 @@ static void test_slow_order_is_isolated(void **state)
     ct_log_wait(&p, "event=hook_failed order_no=SLOW-1 hook=" HOOK " sqlstate=57014", 20000);
     ct_log_wait(&p, "event=hook_dead_lettered order_no=SLOW-1 hook=" HOOK " sqlstate=57014", 30000);
     assert_int_equal(ct_wait_committed(&t, t.topic, 0, 21, 15000), 21);
+    /* Every call of the hook timed (the gate's notices), the cut-off ones too: at least the
+     * second each had. */
+    assert_true(ct_metric_now(&p, "ordergate_consumer_hook_seconds_count{hook=\"" HOOK "\"}") >= 3);
+    assert_true(ct_metric_now(&p, "ordergate_consumer_hook_seconds_sum{hook=\"" HOOK "\"}") >= 1.8);
     assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.orders WHERE order_no = "
                                    "'SLOW-1' AND status = 'pending_payment'"),
                      1);

@@ -250,6 +250,7 @@ static void test_slow_paid_hook_is_bounded(void **state)
     ct_log_wait(&p, "event=hook_failed order_no=PS-1 txn_no=TXN-PS-1 hook=shop_t.on_paid", 20000);
     ct_log_wait(&p, "event=hook_dead_lettered order_no=PS-1 txn_no=TXN-PS-1", 30000);
     ct_log_wait(&p, "event=payment_refused_recorded", 10000);
+    ct_log_wait(&p, "event=dead_lettered", 10000);
     assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.exceptions WHERE order_no = "
                                    "'PS-1' AND kind = 'refused_payment' AND note LIKE "
                                    "'%hook_failed: sqlstate 57014%'"),

@@ -16,7 +16,9 @@
 -- The fingerprint holds the owner, SECURITY DEFINER, the settings (proconfig), the language, the
 -- body (md5 of prosrc and probin) and the signature (schema, name and argument types by OID, not
 -- as text, so it does not depend on the caller's search_path). A CREATE OR REPLACE, an ALTER
--- FUNCTION or an ALTER OWNER changes it.
+-- FUNCTION or an ALTER OWNER changes it. _hooks_run computes the same refusal and fingerprint
+-- inline in its loop (one cached query per claim instead of a function call per hook): a change
+-- here is made there too (tests/sql/090_hooks.sql fails otherwise).
 CREATE OR REPLACE FUNCTION ordergate._hook_inspect(p_fn oid, OUT found boolean, OUT refusal text,
                                                    OUT fingerprint text)
 LANGUAGE plpgsql STABLE SET search_path = ordergate, pg_temp AS $$

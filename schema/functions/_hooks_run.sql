@@ -29,7 +29,6 @@ RETURNS void
 LANGUAGE plpgsql SET search_path = ordergate, pg_temp AS $$
 DECLARE
     h        record;
-    v_i      record;
     v_nos    text[];
     v_state  text;
     v_msg    text;
@@ -42,15 +41,42 @@ BEGIN
     IF p_nos IS NULL OR cardinality(p_nos) = 0 THEN
         RETURN;
     END IF;
+    -- The checks of _hook_inspect, inline (keep them equal): refusal and fingerprint per hook.
     FOR h IN
-        SELECT k.id, k.fn, k.opname, k.fingerprint, p.oid IS NOT NULL AS fn_exists,
+        SELECT k.id, k.fn, k.opname, k.fingerprint, p.oid IS NOT NULL AS fn_exists, p.xmin AS fn_xmin,
                CASE WHEN p.oid IS NULL THEN k.fn_name ELSE p.oid::regprocedure::text END AS fn_name,
                EXISTS (SELECT 1 FROM pg_catalog.pg_operator o
                         WHERE o.oprnamespace = 'ordergate_hooks'::regnamespace
                           AND o.oprname = k.opname AND o.oprcode = k.fn
-                          AND o.oprleft = 'text[]'::regtype AND o.oprright = 'text'::regtype) AS bound
+                          AND o.oprleft = 'text[]'::regtype AND o.oprright = 'text'::regtype) AS bound,
+               CASE
+                   WHEN p.prokind <> 'f' OR p.proretset OR p.prorettype <> 'void'::regtype
+                        OR p.pronargs <> 2 OR p.proargtypes[0] <> 'text[]'::regtype
+                        OR p.proargtypes[1] <> 'text'::regtype OR p.provariadic <> 0
+                       THEN 'it must be a function (order_nos text[], source text) RETURNS void'
+                   WHEN n.nspname IN ('ordergate', 'ordergate_hooks', 'pg_catalog', 'information_schema')
+                        OR n.nspname LIKE 'pg\_%'
+                       THEN format('it is not a shop function (schema %s)', n.nspname)
+                   WHEN NOT p.prosecdef
+                       THEN 'it is not SECURITY DEFINER, so it would run as ordergate_owner'
+                   WHEN r.rolsuper
+                       THEN format('it is owned by %s, a superuser', r.rolname)
+                   WHEN r.rolname LIKE 'ordergate\_%'
+                       THEN format('it is owned by %s, an ordergate role', r.rolname)
+                   WHEN pg_has_role(p.proowner, 'ordergate_owner', 'MEMBER')
+                       THEN format('its owner %s is a member of ordergate_owner', r.rolname)
+                   WHEN NOT EXISTS (SELECT 1 FROM unnest(p.proconfig) AS c(s) WHERE c.s LIKE 'search\_path=%')
+                       THEN 'it does not pin its own search_path (SET search_path = ...), so it would use ordergate''s'
+               END AS refusal,
+               md5(concat_ws('|', p.pronamespace, p.proname, p.proargtypes::text,
+                             p.prorettype, p.prokind, p.proretset, p.provariadic,
+                             p.proowner, p.prosecdef, coalesce(p.proconfig::text, '-'),
+                             p.prolang, md5(coalesce(p.prosrc, '')),
+                             md5(coalesce(p.probin, '')))) AS fp_now
           FROM ordergate.hooks k
           LEFT JOIN pg_catalog.pg_proc p ON p.oid = k.fn
+          LEFT JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+          LEFT JOIN pg_catalog.pg_roles r ON r.oid = p.proowner
          WHERE k.event = p_event
          ORDER BY k.id
     LOOP
@@ -65,14 +91,13 @@ BEGIN
                 USING ERRCODE = '42501', TABLE = 'hooks', SCHEMA = 'ordergate',
                       HINT = format('check it meets docs/integrate.md, "Hooks", then %s', v_redo);
         END IF;
-        SELECT * INTO v_i FROM _hook_inspect(h.fn);
-        IF v_i.refusal IS NOT NULL THEN
-            RAISE EXCEPTION 'hook %: refused: %', h.fn_name, v_i.refusal
+        IF h.refusal IS NOT NULL THEN
+            RAISE EXCEPTION 'hook %: refused: %', h.fn_name, h.refusal
                 USING ERRCODE = '42501', TABLE = 'hooks', SCHEMA = 'ordergate',
                       HINT = format('fix the function, then %s (or remove it: SELECT ordergate.drop_hook(%s))',
                                     v_redo, h.id);
         END IF;
-        IF v_i.fingerprint <> h.fingerprint THEN
+        IF h.fp_now <> h.fingerprint THEN
             RAISE EXCEPTION 'hook %: changed since it was registered (body, owner, settings or security); refused until registered again', h.fn_name
                 USING ERRCODE = '42501', TABLE = 'hooks', SCHEMA = 'ordergate',
                       HINT = format('review the function, then %s', v_redo);
@@ -104,9 +129,9 @@ BEGIN
             RAISE NOTICE 'ordergate_hook_timing id=% event=% ms=% fn=%', h.id, p_event,
                 round((extract(epoch FROM clock_timestamp() - v_t0) * 1000)::numeric, 3), h.fn_name;
         END IF;
-        -- Replaced by another session between the check and the call: whatever ran is undone
-        -- with the claim.
-        IF (SELECT f.fingerprint FROM _hook_inspect(h.fn) f) IS DISTINCT FROM h.fingerprint THEN
+        -- Replaced or altered by another session between the check and the call (any change
+        -- writes a new version of its pg_proc row): whatever ran is undone with the claim.
+        IF (SELECT p.xmin FROM pg_catalog.pg_proc p WHERE p.oid = h.fn) IS DISTINCT FROM h.fn_xmin THEN
             RAISE EXCEPTION 'hook %: changed while it ran; refused until registered again', h.fn_name
                 USING ERRCODE = '42501', TABLE = 'hooks', SCHEMA = 'ordergate',
                       HINT = format('review the function, then %s', v_redo);

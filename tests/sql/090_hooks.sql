@@ -230,6 +230,34 @@ SELECT t_eq('drop restock', ordergate.drop_hook('cancelled', 'hk.restock(text[],
 RESET ROLE;
 
 ------------------------------------------------------------------------------------------------
+-- Replaced between the check and the call (here by itself, as its owner, while it runs): the
+-- claim is refused after the call and everything is undone, the replacement included.
+SET ROLE hk_shop;
+CREATE FUNCTION hk.selfmod(order_nos text[], source text) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = hk, pg_temp AS $f$
+BEGIN
+    INSERT INTO calls (fn, order_nos, source, run_as) VALUES ('selfmod', order_nos, source, current_user);
+    EXECUTE 'CREATE OR REPLACE FUNCTION hk.selfmod(order_nos text[], source text) RETURNS void '
+            'LANGUAGE sql AS $b$ SELECT $b$';
+END $f$;
+REVOKE EXECUTE ON FUNCTION hk.selfmod(text[], text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION hk.selfmod(text[], text) TO ordergate_owner;
+RESET ROLE;
+SET ROLE ordergate_admin;
+SELECT t_eq('add selfmod', ordergate.add_hook('cancelled', 'hk.selfmod(text[],text)'), 'added');
+RESET ROLE;
+SET ROLE ordergate_service;
+SELECT t_eq('changed while it ran: refused', pg_temp.claim_error(ARRAY['A7']),
+    '42501|hooks|hook hk.selfmod(text[],text): changed while it ran; refused until registered again');
+RESET ROLE;
+SELECT t_eq('changed while it ran: A7 still pending', (SELECT status FROM ordergate.orders WHERE order_no = 'A7'), 'pending_payment');
+SELECT t_eq('changed while it ran: its writes undone', (SELECT count(*) FROM hk.calls WHERE fn = 'selfmod'), 0::bigint);
+SELECT t_eq('changed while it ran: the replacement undone', (SELECT prosecdef FROM pg_proc WHERE oid = 'hk.selfmod(text[],text)'::regprocedure), true);
+SET ROLE ordergate_admin;
+SELECT t_eq('drop selfmod', ordergate.drop_hook('cancelled', 'hk.selfmod(text[],text)'), 'dropped');
+RESET ROLE;
+
+------------------------------------------------------------------------------------------------
 -- A hook cut off by statement_timeout (query_canceled, which WHEN OTHERS does not catch) fails
 -- its claim with the hook marker and SQLSTATE 57014, so the clients set the order apart.
 SET ROLE ordergate_admin;

@@ -554,7 +554,7 @@ static void loop_health_write(struct consumer *c, int64_t now)
     struct og_error err = {0};
     char q[600];
 
-    if (*c->cfg->health_file == '\0' || now < c->next_health_ms)
+    if (c->cfg->health_file == NULL || *c->cfg->health_file == '\0' || now < c->next_health_ms)
         return;
     c->next_health_ms = now + CONSUMER_WATCHDOG_EVERY_MS;
     if (health_file_write(c->cfg->health_file, c->db_ok && c->kafka_ok, c->health_stale_ms, &err) !=

@@ -7,7 +7,7 @@
  *     because one address holds at most consumer.metrics_per_ip_limit connections;
  *   - the flooding peer's own scrape is answered or refused within 3 s, never left hanging.
  * Then: an idle connection is closed by the server within consumer.metrics_timeout_s (2 s) plus
- * a second; a stopped loop (SIGSTOP) turns --check-health to 1 once its bound passes, and back
+ * 2 s of slack; a stopped loop (SIGSTOP) turns --check-health to 1 once its bound passes, and back
  * to 0 when it turns again; after SIGTERM the file is gone and the probe says so.
  *
  * The consumer runs against librdkafka's mock cluster (only PostgreSQL is needed). Loopback
@@ -280,7 +280,8 @@ static void test_health_under_flood(void **state)
     assert_true(reopened > 0);
     assert_int_equal(ct_wait_exit(&p, 0), -1);
 
-    /* Idle connections are closed by the server within its timeout (2 s) and a second. */
+    /* Idle connections are closed by the server within its timeout (2 s) and 2 s of slack
+     * for a loaded machine (on 10 s they stayed open). */
     for (int i = 0; i < 4; i++) {
         idle[i] = tcp_connect_from("127.0.0.3", port, 1000);
         assert_true(idle[i] >= 0);
@@ -289,7 +290,7 @@ static void test_health_under_flood(void **state)
         int64_t t0 = ct_now_ms();
         int open_left = 4;
 
-        while (open_left > 0 && ct_now_ms() - t0 < 3000) {
+        while (open_left > 0 && ct_now_ms() - t0 < 4000) {
             testutil_sleep_ms(100);
             open_left = 0;
             for (int i = 0; i < 4; i++)
@@ -298,7 +299,7 @@ static void test_health_under_flood(void **state)
         for (int i = 0; i < 4; i++)
             close(idle[i]);
         if (open_left > 0)
-            fail_msg("%d idle connections still open after 3 s", open_left);
+            fail_msg("%d idle connections still open after 4 s", open_left);
     }
 
     /* The health file means the loop turns: a stopped process goes stale past its bound

@@ -196,6 +196,7 @@ static void test_health_under_flood(void **state)
     static struct ct t; /* static: ct_cleanup may tear it down after a failure */
     struct ct_proc p;
     int fds[FLOOD_SOCKETS], idle[4], port, reopened = 0;
+    int64_t probe_max_ms = 0, other_max_ms = 0;
     FILE *f;
 
     (void)state;
@@ -256,10 +257,16 @@ static void test_health_under_flood(void **state)
 
         reopened += flood_refill(fds, port);
         /* Liveness and readiness without the port: 0 within the probe's timeout, every time. */
+        t0 = ct_now_ms();
         assert_int_equal(probe(&t, "--check-health", out, sizeof(out)), 0);
+        if (ct_now_ms() - t0 > probe_max_ms)
+            probe_max_ms = ct_now_ms() - t0;
         assert_int_equal(probe(&t, "--check-ready", out, sizeof(out)), 0);
         /* Another peer is served at once: the flooder holds only its own share. */
+        t0 = ct_now_ms();
         code = http_get_from("127.0.0.2", port, "/healthz", PROBE_BOUND_MS);
+        if (ct_now_ms() - t0 > other_max_ms)
+            other_max_ms = ct_now_ms() - t0;
         if (code != 200)
             fail_msg("round %d: /healthz from another peer during the flood: %s", round,
                      code < 0 ? "no answer within 3 s" : "refused");
@@ -275,7 +282,9 @@ static void test_health_under_flood(void **state)
     for (int i = 0; i < FLOOD_SOCKETS; i++)
         if (fds[i] >= 0)
             close(fds[i]);
-    print_message("flood: %d connections reopened after the server closed them\n", reopened);
+    print_message("flood: %d connections reopened after the server closed them; slowest "
+                  "--check-health %lld ms, slowest /healthz from another peer %lld ms\n",
+                  reopened, (long long)probe_max_ms, (long long)other_max_ms);
     /* The server refused the connections past the per-peer share: the flooder had to reopen. */
     assert_true(reopened > 0);
     assert_int_equal(ct_wait_exit(&p, 0), -1);

@@ -9,6 +9,10 @@
 --   Lease held by a run whose lease has not expired, or the advisory key (scanner_lock_key)
 --   held by a session (an operator pausing sweeps): inserts a finished 'skipped' row naming the
 --                holder; returns it (kind 'run', status 'skipped'). Nothing else changes.
+--                Only a session whose login role is a member of ordergate_trigger or
+--                ordergate_admin (or a superuser) pauses sweeps with the key: pg_advisory_lock
+--                needs no privilege, and an order service holding it would otherwise keep
+--                every run skipped.
 -- The advisory key is tried for this transaction only (it also keeps two starts apart): nothing
 -- is left in the session.
 -- The run token: p_token, drawn at random by the scanner for each run (NULL: none, as a scanner
@@ -33,6 +37,7 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
 DECLARE
     v_id     bigint;
     v_holder int;
+    v_holder_role oid;
     v_lease  scanner_lease%ROWTYPE;
     v_detail text;
 BEGIN
@@ -65,9 +70,17 @@ BEGIN
 
     IF NOT pg_try_advisory_xact_lock(scanner_lock_key()) THEN
         v_holder := _scanner_lock_holder();
-        v_detail := format('a session holds the sweep lock (backend pid %s)',
-                           coalesce(v_holder::text, 'unknown'));
-    ELSE
+        SELECT a.usesysid INTO v_holder_role FROM pg_catalog.pg_stat_activity a WHERE a.pid = v_holder;
+        -- Taking the key needs no privilege: only a session whose role may run or administer
+        -- the sweep pauses it. Another's key is passed over, and the lease row's lock below
+        -- keeps this start apart from any other.
+        IF v_holder_role IS NULL OR pg_has_role(v_holder_role, 'ordergate_trigger', 'MEMBER')
+           OR pg_has_role(v_holder_role, 'ordergate_admin', 'MEMBER') THEN
+            v_detail := format('a session holds the sweep lock (backend pid %s)',
+                               coalesce(v_holder::text, 'unknown'));
+        END IF;
+    END IF;
+    IF v_detail IS NULL THEN
         SELECT * INTO v_lease FROM scanner_lease l FOR UPDATE;
         IF v_lease.run_id IS NOT NULL AND v_lease.expires_at > clock_timestamp() THEN
             SELECT format('run %s (%s pid %s) holds the sweep lease until %s', r.run_id,

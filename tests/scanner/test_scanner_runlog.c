@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -147,12 +148,57 @@ static void test_lease_bound(void **state)
                      1);
 }
 
+/* The sweep lock's advisory key pauses sweeps only in the hands of a role that may run or
+ * administer them: an order service's login holding it (pg_advisory_lock needs no privilege)
+ * is passed over, a trigger's login holding it still pauses. */
+static void hold_key_as(struct fixture *f, const char *kind, const char *member_of, bool pauses)
+{
+    struct runlog_start_result start;
+    struct runlog_counts counts = {0};
+    struct runlog_checkpoint cp = {{0}, {0}};
+    struct og_error err = {0};
+    char role[64], sql[256], conninfo[256];
+    PGconn *holder;
+
+    snprintf(role, sizeof(role), "og_runlog_%s_%d", kind, (int)getpid());
+    snprintf(sql, sizeof(sql), "DROP ROLE IF EXISTS %s; CREATE ROLE %s LOGIN IN ROLE %s", role,
+             role, member_of);
+    testdb_exec(f->conn, sql);
+    snprintf(conninfo, sizeof(conninfo), "%s user=%s", f->t.conninfo, role);
+    holder = PQconnectdb(conninfo);
+    assert_int_equal(PQstatus(holder), CONNECTION_OK);
+    assert_int_equal(testdb_scalar(holder, "SELECT pg_try_advisory_lock(8027511731484753921)::int"),
+                     1);
+
+    assert_int_equal(runlog_start(f->db, &settings, &start, &err), OG_OK);
+    if (start.skipped != pauses)
+        fail_msg("a key held by a member of %s: skipped=%d, want %d (%s)", member_of, start.skipped,
+                 pauses, start.detail);
+    if (!start.skipped)
+        assert_int_equal(
+            runlog_finish(f->db, start.run_id, "done", "complete", NULL, &counts, &cp, NULL, &err),
+            OG_OK);
+    PQfinish(holder);
+    snprintf(sql, sizeof(sql), "DROP ROLE %s", role);
+    testdb_exec(f->conn, sql);
+}
+
+static void test_key_of_another_role(void **state)
+{
+    struct fixture *f = *state;
+
+    hold_key_as(f, "svc", "ordergate_order_service", false);
+    hold_key_as(f, "trg", "ordergate_trigger", true);
+    hold_key_as(f, "adm", "ordergate_admin", true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_start_reply_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tokens_differ, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lease_bound, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_key_of_another_role, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

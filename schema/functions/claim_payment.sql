@@ -157,4 +157,4 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.claim_payment(text,text,bigint,text) TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.claim_payment(text,text,bigint,text) TO ordergate_order_service;

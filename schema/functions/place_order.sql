@@ -134,4 +134,4 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.place_order(text,bigint,jsonb,text,timestamptz,jsonb) TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.place_order(text,bigint,jsonb,text,timestamptz,jsonb) TO ordergate_order_service;

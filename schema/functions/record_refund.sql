@@ -97,4 +97,4 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.record_refund(text,text,text) TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.record_refund(text,text,text) TO ordergate_refunds;

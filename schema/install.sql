@@ -34,6 +34,9 @@ INSERT INTO ordergate.schema_migrations (version) VALUES ('008');
 RESET ROLE;
 \ir migrations/009_archive_detached.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('009');
+RESET ROLE;
+\ir migrations/012_archived_identity.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('012');
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 -- Bodies are checked when called (and by the tests, which call every function): a SQL

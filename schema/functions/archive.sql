@@ -13,14 +13,22 @@
 --
 -- Races: the orders are locked FOR UPDATE SKIP LOCKED, so an order a claim, a payment or an
 -- order service holds is left for a later run instead of waited for, and a payment that comes
--- after the lock waits and then finds the order archived (claim_payment looks there). The open
+-- after the lock waits and then finds the order archived (claim_payment looks there). Their
+-- exceptions are locked the same way (an order whose exception record_refund holds is left; a
+-- refund result that comes after the lock waits and then answers from the archive). The open
 -- exception and unpublished event conditions are checked again after the lock, on a snapshot
 -- that sees every payment that committed before it. Lock order as the gate's: orders, then
--- inventory by sku, last (hot SKU rows stay locked only until the commit).
+-- exceptions, then inventory by sku, last (hot SKU rows stay locked only until the commit).
 --
--- Result: rows moved per table (scanner_runs: deleted), kept = orders locked as candidates but
--- left because a payment committed an exception or an event for them meanwhile, more = some
--- batch was full (call again).
+-- One row never fails the batch: an order (with all its rows), a detached exception or a
+-- detached event whose key is already in the archive (an order number placed again before
+-- place_order looked at the archive, a reference recorded twice, a row copied by hand) is
+-- skipped, found by primary-key probes in the archive before anything moves; the rest moves.
+--
+-- Result: rows moved per table (scanner_runs: deleted), kept = rows locked as candidates but
+-- left in the hot tables: orders a payment or a refund result settled meanwhile (a later run
+-- takes them), plus skipped rows (every run meets them again until an operator resolves them;
+-- a WARNING names up to ten with the reason), more = some batch was full (call again).
 --
 -- Invariant 2 over what remains: a paid order's lines add their qty to inventory.archived_qty.
 -- Errors: 22023 for a NULL or future p_before, or p_batch outside 1..100000 (nothing changes).
@@ -34,6 +42,14 @@ DECLARE
     v_orders text[];
     v_locked int;
     v_exc    bigint[];
+    v_ev     bigint[];
+    v_busy   text[];
+    v_skip   text[];
+    v_exc_skip bigint[];
+    v_ev_skip  bigint[];
+    v_why      text[];
+    v_exc_why  text[];
+    v_ev_why   text[];
     v_skus   text[];
     v_qty    bigint[];
     n_orders bigint := 0;
@@ -85,13 +101,27 @@ BEGIN
                FOR UPDATE OF o SKIP LOCKED) c;
     v_more := v_locked >= p_batch;
 
-    -- Again on a newer snapshot: a payment that committed between the first snapshot and the
-    -- lock may have opened an exception or written an event.
     IF v_locked > 0 THEN
+        -- Their exceptions too, without waiting: one that record_refund holds (it may add a
+        -- refund or an event) keeps its order for a later run, instead of failing this batch's
+        -- delete on the new refund row or moving the new event unpublished.
+        WITH l AS (
+            SELECT x.id FROM exceptions x WHERE x.order_no = ANY (v_orders)
+               FOR UPDATE OF x SKIP LOCKED
+        )
+        SELECT array_agg(DISTINCT x.order_no)
+          INTO v_busy
+          FROM exceptions x
+         WHERE x.order_no = ANY (v_orders)
+           AND x.id NOT IN (SELECT l.id FROM l);
+
+        -- Again on a newer snapshot: a payment that committed between the first snapshot and the
+        -- lock may have opened an exception or written an event.
         SELECT array_agg(n.order_no ORDER BY n.order_no)
           INTO v_orders
           FROM unnest(v_orders) AS n(order_no)
-         WHERE NOT EXISTS (SELECT 1
+         WHERE n.order_no <> ALL (coalesce(v_busy, '{}'))
+           AND NOT EXISTS (SELECT 1
                              FROM (SELECT x.state FROM exceptions x
                                     WHERE x.order_no = n.order_no OFFSET 0) x
                             WHERE x.state = 'open' OFFSET 0)
@@ -100,6 +130,49 @@ BEGIN
                                     WHERE b.order_no = n.order_no OFFSET 0) b
                             WHERE b.published_at IS NULL OFFSET 0);
         n_kept := v_locked - coalesce(cardinality(v_orders), 0);
+    END IF;
+
+    -- Rows that cannot move: a key of the order or of one of its rows is already archived (an
+    -- order number placed again before place_order looked at the archive, a payment or refund
+    -- reference recorded twice, a row copied by hand). The archive keeps its row, the order
+    -- stays whole in the hot tables, and the rest of the batch moves: skipped, counted in kept
+    -- and named in a WARNING. Primary-key probes per order and per row, in the archive's
+    -- indexes; nothing is read whole.
+    IF v_orders IS NOT NULL THEN
+        SELECT array_agg(c.order_no ORDER BY c.order_no),
+               array_agg(format('order %s: %s', c.order_no, c.why) ORDER BY c.order_no)
+          INTO v_skip, v_why
+          FROM (SELECT n.order_no,
+                       coalesce(
+                           (SELECT 'order_no already archived' FROM archived_orders a
+                             WHERE a.order_no = n.order_no),
+                           (SELECT 'status_log row already archived' FROM archived_status_log a
+                             WHERE a.order_no = n.order_no),
+                           (SELECT 'order_items already archived' FROM archived_order_items a
+                             WHERE a.order_no = n.order_no LIMIT 1),
+                           (SELECT 'payment ' || p.txn_no || ' already archived'
+                              FROM payments p JOIN archived_payments a ON a.txn_no = p.txn_no
+                             WHERE p.order_no = n.order_no LIMIT 1),
+                           (SELECT 'exception ' || x.id || ' already archived'
+                              FROM exceptions x JOIN archived_exceptions a ON a.id = x.id
+                             WHERE x.order_no = n.order_no LIMIT 1),
+                           (SELECT 'refund ' || r.refund_ref || ' already archived'
+                              FROM exceptions x
+                              JOIN refunds r ON r.exception_id = x.id
+                              JOIN archived_refunds a ON a.refund_ref = r.refund_ref
+                             WHERE x.order_no = n.order_no LIMIT 1),
+                           (SELECT 'event ' || b.id || ' already archived'
+                              FROM outbox b JOIN archived_outbox a ON a.id = b.id
+                             WHERE b.order_no = n.order_no LIMIT 1)) AS why
+                  FROM unnest(v_orders) AS n(order_no)) c
+         WHERE c.why IS NOT NULL;
+        IF v_skip IS NOT NULL THEN
+            n_kept := n_kept + cardinality(v_skip);
+            SELECT array_agg(n.order_no ORDER BY n.order_no)
+              INTO v_orders
+              FROM unnest(v_orders) AS n(order_no)
+             WHERE n.order_no <> ALL (v_skip);
+        END IF;
     END IF;
 
     IF v_orders IS NOT NULL THEN
@@ -184,6 +257,33 @@ BEGIN
                FOR UPDATE OF x SKIP LOCKED) c;
     IF v_exc IS NOT NULL THEN
         v_more := v_more OR cardinality(v_exc) >= p_batch;
+        -- Skipped, as orders are: an exception whose id, refund reference or payment (when it
+        -- would move) is already archived.
+        SELECT array_agg(c.id ORDER BY c.id),
+               array_agg(format('exception %s: %s', c.id, c.why) ORDER BY c.id)
+          INTO v_exc_skip, v_exc_why
+          FROM (SELECT e.id,
+                       coalesce(
+                           (SELECT 'id already archived' FROM archived_exceptions a WHERE a.id = e.id),
+                           (SELECT 'refund ' || r.refund_ref || ' already archived'
+                              FROM refunds r JOIN archived_refunds a ON a.refund_ref = r.refund_ref
+                             WHERE r.exception_id = e.id LIMIT 1),
+                           (SELECT 'payment ' || p.txn_no || ' already archived'
+                              FROM exceptions x
+                              JOIN payments p ON p.txn_no = x.txn_no
+                              JOIN archived_payments a ON a.txn_no = p.txn_no
+                             WHERE x.id = e.id
+                               AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.order_no = p.order_no))) AS why
+                  FROM unnest(v_exc) AS e(id)) c
+         WHERE c.why IS NOT NULL;
+        IF v_exc_skip IS NOT NULL THEN
+            n_kept := n_kept + cardinality(v_exc_skip);
+            v_why := v_why || v_exc_why;
+            SELECT array_agg(e.id ORDER BY e.id) INTO v_exc
+              FROM unnest(v_exc) AS e(id) WHERE e.id <> ALL (v_exc_skip);
+        END IF;
+    END IF;
+    IF v_exc IS NOT NULL THEN
         WITH d AS (DELETE FROM refunds r WHERE r.exception_id = ANY (v_exc) RETURNING r.*)
         INSERT INTO archived_refunds (refund_ref, txn_no, exception_id, outcome, actor, recorded_at)
         SELECT d.refund_ref, d.txn_no, d.exception_id, d.outcome, d.actor, d.recorded_at FROM d;
@@ -214,24 +314,39 @@ BEGIN
     -- Published events of no order in the hot table (alerts and refund requests for unknown or
     -- archived orders), oldest first, read from the detached ones only (outbox_detached_idx).
     -- Transition events always move with their order.
-    WITH c AS (
-        SELECT b.id
-          FROM outbox b
-         WHERE b.detached
-           AND b.published_at IS NOT NULL
-           AND b.created_at < p_before
-           AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.order_no = b.order_no)
-         ORDER BY b.id
-         LIMIT p_batch
-           FOR UPDATE OF b SKIP LOCKED
-    ), d AS (
-        DELETE FROM outbox b USING c WHERE b.id = c.id RETURNING b.*
-    )
-    INSERT INTO archived_outbox (id, event_type, order_no, payload, created_at, published_at)
-    SELECT d.id, d.event_type, d.order_no, d.payload, d.created_at, d.published_at FROM d;
-    GET DIAGNOSTICS v_n = ROW_COUNT;
-    n_out := n_out + v_n;
-    v_more := v_more OR v_n >= p_batch;
+    -- An event whose id is already archived is skipped (kept, named in the WARNING).
+    SELECT array_agg(c.id ORDER BY c.id)
+      INTO v_ev
+      FROM (SELECT b.id
+              FROM outbox b
+             WHERE b.detached
+               AND b.published_at IS NOT NULL
+               AND b.created_at < p_before
+               AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.order_no = b.order_no)
+             ORDER BY b.id
+             LIMIT p_batch
+               FOR UPDATE OF b SKIP LOCKED) c;
+    IF v_ev IS NOT NULL THEN
+        v_more := v_more OR cardinality(v_ev) >= p_batch;
+        SELECT array_agg(e.id ORDER BY e.id),
+               array_agg(format('event %s: id already archived', e.id) ORDER BY e.id)
+          INTO v_ev_skip, v_ev_why
+          FROM unnest(v_ev) AS e(id)
+         WHERE EXISTS (SELECT 1 FROM archived_outbox a WHERE a.id = e.id);
+        IF v_ev_skip IS NOT NULL THEN
+            n_kept := n_kept + cardinality(v_ev_skip);
+            v_why := v_why || v_ev_why;
+        END IF;
+        WITH d AS (
+            DELETE FROM outbox b
+             WHERE b.id = ANY (v_ev) AND b.id <> ALL (coalesce(v_ev_skip, '{}'))
+            RETURNING b.*
+        )
+        INSERT INTO archived_outbox (id, event_type, order_no, payload, created_at, published_at)
+        SELECT d.id, d.event_type, d.order_no, d.payload, d.created_at, d.published_at FROM d;
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+        n_out := n_out + v_n;
+    END IF;
 
     -- The scanner's run log is operations, not money: finished runs are dropped, the newest and the
     -- one the lease names (migration 006) kept.
@@ -254,6 +369,16 @@ BEGIN
            SET archived_qty = i.archived_qty + s.q
           FROM unnest(v_skus, v_qty) AS s(sku, q)
          WHERE i.sku = s.sku;
+    END IF;
+
+    -- The skipped rows stay where they are, and every later run meets them again: say which,
+    -- and why (an operator resolves them, docs/operations.md, "Retention").
+    IF v_why IS NOT NULL THEN
+        RAISE WARNING 'archive: % row(s) skipped, their keys are already archived: %',
+            cardinality(v_why), array_to_string(v_why[1:10], '; ')
+              || CASE WHEN cardinality(v_why) > 10 THEN '; ...' ELSE '' END
+            USING ERRCODE = '01000',
+                  HINT = 'They stay in the hot tables, counted in kept; see docs/operations.md, "Retention".';
     END IF;
 
     PERFORM set_config('ordergate.archiving', '', true);

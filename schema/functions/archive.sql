@@ -23,7 +23,9 @@
 -- One row never fails the batch: an order (with all its rows), a detached exception or a
 -- detached event whose key is already in the archive (an order number placed again before
 -- place_order looked at the archive, a reference recorded twice, a row copied by hand) is
--- skipped, found by primary-key probes in the archive before anything moves; the rest moves.
+-- skipped and the rest moves. Order numbers are probed in archived_orders for every candidate;
+-- any other archived key fails the move (in a subtransaction) with 23505, and only then is
+-- every key of the batch probed and the move tried once more without the orders that hit one.
 --
 -- Result: rows moved per table (scanner_runs: deleted), kept = rows locked as candidates but
 -- left in the hot tables: orders a payment or a refund result settled meanwhile (a later run

@@ -93,7 +93,8 @@ SELECT t_eq('refund: hot exception still open', (SELECT state FROM ordergate.exc
 
 -- 2. A row archive() cannot move is skipped and reported (kept), the rest of the batch moves.
 --    Planted: K1's number already archived (what a re-placed number left behind), K2's payment
---    key already archived, and a detached event whose id is archived; K3 is clean.
+--    key already archived (the move fails on it, then every key is probed), a detached
+--    exception and a detached event whose ids are archived; K3 is clean.
 SELECT og_reset();
 SELECT ordergate.add_stock('S1', 10);
 SELECT ordergate.place_order('K1', 100, '[{"sku":"S1","qty":1}]', NULL, now() + interval '1 hour');
@@ -109,13 +110,16 @@ INSERT INTO ordergate.archived_orders (order_no, status, amount_cents, expire_at
 VALUES ('K1', 'cancelled', 100, now() - interval '1 day', now() - interval '1 day', now() - interval '2 days', now() - interval '1 day');
 INSERT INTO ordergate.archived_payments (txn_no, order_no, amount_cents, channel, outcome)
 VALUES ('TK2', 'ELSEWHERE', 100, 'card', 'not_found');
+INSERT INTO ordergate.archived_exceptions (id, order_no, kind, txn_no, amount_cents, resolution, state, created_at)
+SELECT x.id, 'ELSEWHERE', 'unknown_order', 'T-ELSEWHERE', 100, 'manual_review', 'resolved', x.created_at
+  FROM ordergate.exceptions x WHERE x.order_no = 'GONE';
 INSERT INTO ordergate.archived_outbox (id, event_type, order_no, payload, created_at, published_at)
 SELECT b.id, 'reconciliation_alert', 'ELSEWHERE', '{}', b.created_at, b.published_at FROM ordergate.outbox b WHERE b.order_no = 'GONE';
 SET ROLE ordergate_admin;
 SELECT t_eq('skip: the batch moves the rest and reports the skipped rows',
-            (SELECT row(orders, payments, exceptions, outbox, kept, more)::text FROM ordergate.archive(now())), '(1,2,1,1,3,f)');
+            (SELECT row(orders, payments, exceptions, outbox, kept, more)::text FROM ordergate.archive(now())), '(1,1,0,1,4,f)');
 SELECT t_eq('skip: a batch of one at the conflicts reports them',
-            (SELECT row(orders, kept)::text FROM ordergate.archive(now(), 1)), '(0,2)');
+            (SELECT row(orders, kept)::text FROM ordergate.archive(now(), 1)), '(0,3)');
 RESET ROLE;
 SELECT t_eq('skip: the skipped orders stay whole in the hot tables',
             (SELECT string_agg(o.order_no || ':' || (SELECT count(*) FROM ordergate.payments p WHERE p.order_no = o.order_no)
@@ -124,7 +128,10 @@ SELECT t_eq('skip: the skipped orders stay whole in the hot tables',
                                || ':' || (SELECT count(*) FROM ordergate.outbox b WHERE b.order_no = o.order_no), ',' ORDER BY o.order_no)
                FROM ordergate.orders o), 'K1:1:1:1:1,K2:1:1:1:1');
 SELECT t_eq('skip: the clean order moved', (SELECT count(*) FROM ordergate.archived_orders WHERE order_no = 'K3'), 1::bigint);
-SELECT t_eq('skip: the detached event stays', (SELECT count(*) FROM ordergate.outbox WHERE order_no = 'GONE'), 1::bigint);
+SELECT t_eq('skip: the detached exception, its payment and event stay',
+            (SELECT row((SELECT count(*) FROM ordergate.exceptions WHERE order_no = 'GONE'),
+                        (SELECT count(*) FROM ordergate.payments WHERE order_no = 'GONE'),
+                        (SELECT count(*) FROM ordergate.outbox WHERE order_no = 'GONE'))::text), '(1,1,1)');
 SELECT t_eq('skip: the planted rows untouched',
             (SELECT row((SELECT status FROM ordergate.archived_orders WHERE order_no = 'K1'),
                         (SELECT order_no FROM ordergate.archived_payments WHERE txn_no = 'TK2'))::text), '(cancelled,ELSEWHERE)');

@@ -138,7 +138,8 @@ BEGIN
 
     -- Rows that cannot move: a key of the order or of one of its rows is already archived. An
     -- order number is the one that happens (placed again before place_order looked at the
-    -- archive): probed here for every candidate, in archived_orders' primary key. The order is
+    -- archive): probed here for every candidate, in archived_orders' primary key (OFFSET 0: a
+    -- probe per candidate, never a join that reads the archive whole). The order is
     -- skipped: it stays whole in the hot tables, the rest of the batch moves, and it is counted
     -- in kept and named in a WARNING.
     IF v_orders IS NOT NULL THEN
@@ -146,7 +147,7 @@ BEGIN
                array_agg(format('order %s: order_no already archived', n.order_no) ORDER BY n.order_no)
           INTO v_skip, v_why
           FROM unnest(v_orders) AS n(order_no)
-         WHERE EXISTS (SELECT 1 FROM archived_orders a WHERE a.order_no = n.order_no);
+         WHERE EXISTS (SELECT 1 FROM archived_orders a WHERE a.order_no = n.order_no OFFSET 0);
         IF v_skip IS NOT NULL THEN
             n_kept := n_kept + cardinality(v_skip);
             SELECT array_agg(n.order_no ORDER BY n.order_no)
@@ -364,7 +365,7 @@ BEGIN
                array_agg(format('event %s: id already archived', e.id) ORDER BY e.id)
           INTO v_ev_skip, v_ev_why
           FROM unnest(v_ev) AS e(id)
-         WHERE EXISTS (SELECT 1 FROM archived_outbox a WHERE a.id = e.id);
+         WHERE EXISTS (SELECT 1 FROM archived_outbox a WHERE a.id = e.id OFFSET 0);
         IF v_ev_skip IS NOT NULL THEN
             n_kept := n_kept + cardinality(v_ev_skip);
             v_why := v_why || v_ev_why;

@@ -35,6 +35,9 @@ RESET ROLE;
 \ir migrations/009_archive_detached.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('009');
 RESET ROLE;
+\ir migrations/012_archived_identity.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('012');
+RESET ROLE;
 \ir migrations/013_roles.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('013');
 SET LOCAL ROLE ordergate_owner;

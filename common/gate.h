@@ -174,6 +174,22 @@ enum og_status gate_claim_payment(struct db *db, const char *order_no, const cha
                                   int64_t amount_cents, const char *channel,
                                   struct gate_payment_result *out, struct og_error *err);
 
+/* gate_claim_payment, but no lock of the call waits longer than lock_wait_ms
+ * (1..GATE_LOCK_WAIT_MAX; 0 is gate_claim_payment; else OG_ERR_ARG): the same one statement, which
+ * sets lock_timeout for its own transaction before the claim starts (set_config(..., true) in the
+ * claim's arguments), so nothing stays in the session and no round trip is added. A wait cut short
+ * fails the call whole, nothing changed, as gate_payment_locked() tells (SQLSTATE 55P03); a hook's
+ * own lock wait that ends so is a hook failure (gate_hook_failed). For a caller that must not stall
+ * behind one order an order service holds (the consumer). */
+#define GATE_LOCK_WAIT_MAX 60000
+enum og_status gate_claim_payment_bounded(struct db *db, const char *order_no, const char *txn_no,
+                                          int64_t amount_cents, const char *channel,
+                                          int lock_wait_ms, struct gate_payment_result *out,
+                                          struct og_error *err);
+/* True when err is a claim's wait for a lock that lock_timeout cut short (55P03) outside any
+ * hook: the order's row (or the payment's) is held by another transaction; nothing changed. */
+bool gate_payment_locked(const struct og_error *err);
+
 /* A payment result the consumer dead-letters: it did not decode, or claim_payment refused it
  * for good. */
 struct gate_refusal {

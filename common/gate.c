@@ -548,7 +548,7 @@ static void gate_escape(char *buf, size_t size, const void *data, size_t len, si
 enum og_status gate_record_payment_refused(struct db *db, const struct gate_refusal *r,
                                            struct gate_refusal_result *out, struct og_error *err)
 {
-    char amount[24], reason[GATE_REFUSAL_REASON_MAX + 1], message[GATE_REFUSAL_MESSAGE_MAX + 1];
+    char amount[24], reason[GATE_REFUSAL_REASON_MAX + 1], *message = NULL;
     const char *params[6];
     PGresult *res = NULL;
     enum og_status st;
@@ -575,7 +575,13 @@ enum og_status gate_record_payment_refused(struct db *db, const struct gate_refu
     if (r->message == NULL && r->message_len > 0)
         return og_error_set(err, OG_ERR_ARG, false, "message bytes are missing");
     gate_escape(reason, sizeof(reason), r->reason, strlen(r->reason), GATE_REFUSAL_REASON_MAX);
-    gate_escape(message, sizeof(message), r->message, r->message_len, GATE_REFUSAL_MESSAGE_MAX);
+    /* Whole (up to the bound): the database keys an unnamed record by all of it. */
+    message = r->message != NULL ? malloc(GATE_REFUSAL_MESSAGE_SEND_MAX + 1) : NULL;
+    if (r->message != NULL && message == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory for a refused message");
+    if (message != NULL)
+        gate_escape(message, GATE_REFUSAL_MESSAGE_SEND_MAX + 1, r->message, r->message_len,
+                    GATE_REFUSAL_MESSAGE_SEND_MAX);
     snprintf(amount, sizeof(amount), "%" PRId64, r->amount_cents);
     params[0] = r->source;
     params[1] = r->order_no;
@@ -599,6 +605,7 @@ enum og_status gate_record_payment_refused(struct db *db, const struct gate_refu
         }
     }
     PQclear(res);
+    free(message);
     return st;
 }
 

@@ -28,11 +28,13 @@
 #define GATE_COUPON_MAX   128
 #define GATE_SKU_MAX      128
 #define GATE_ITEMS_MAX    1000
-/* record_payment_refused: the source position and what is kept of the reason and the message
- * (as sent, after escaping). */
-#define GATE_REFUSAL_SOURCE_MAX  300
-#define GATE_REFUSAL_REASON_MAX  500
-#define GATE_REFUSAL_MESSAGE_MAX 2000
+/* record_payment_refused: the source position, what is sent of the reason and of the message
+ * (after escaping; the message whole up to this bound, 4 x 16 KiB: the database keys a record
+ * by all of it), and what the record's note keeps of the message. */
+#define GATE_REFUSAL_SOURCE_MAX       300
+#define GATE_REFUSAL_REASON_MAX       500
+#define GATE_REFUSAL_MESSAGE_SEND_MAX 65536
+#define GATE_REFUSAL_MESSAGE_MAX      2000
 
 enum gate_outcome {
     GATE_UNKNOWN = 0,
@@ -206,15 +208,18 @@ struct gate_refusal {
 struct gate_refusal_result {
     bool recorded; /* this call wrote the exception; false: the key was recorded before */
     int64_t exception_id;
-    char key[GATE_REFUSAL_SOURCE_MAX + 8]; /* "txn:<txn_no>" or "msg:<source>" */
+    /* "txn:<txn_no>", or "msg:<source>#<sha256 of the message, hex>" */
+    char key[GATE_REFUSAL_SOURCE_MAX + 72];
 };
 
 /* Records a refused payment result as an exception (kind refused_payment, manual_review):
- * schema/functions/record_payment_refused.sql. Idempotent by key, so a redelivered message is
- * recorded once. The reason and the message are sent as text with every byte that is not
- * printable ASCII (and the backslash) written as \xHH, cut to GATE_REFUSAL_REASON_MAX and
- * GATE_REFUSAL_MESSAGE_MAX characters: any bytes are accepted. An order or transaction number
- * that is not valid is OG_ERR_ARG (pass NULL instead). */
+ * schema/functions/record_payment_refused.sql. Idempotent by key (the transaction number, else
+ * the source position with the message's content), so a redelivered message is recorded once
+ * and a different one at a position seen before is recorded too. The reason and the message
+ * are sent as text with every byte that is not printable ASCII (and the backslash) written as
+ * \xHH, cut to GATE_REFUSAL_REASON_MAX and GATE_REFUSAL_MESSAGE_SEND_MAX characters (the note
+ * keeps GATE_REFUSAL_MESSAGE_MAX of the message): any bytes are accepted. An order or transaction
+ * number that is not valid is OG_ERR_ARG (pass NULL instead). */
 enum og_status gate_record_payment_refused(struct db *db, const struct gate_refusal *r,
                                            struct gate_refusal_result *out, struct og_error *err);
 

@@ -9,8 +9,11 @@
  *      with a cancel that fell due meanwhile was made before that cancel);
  *      a payment result that did not decode, or that the gate refused for
  *      good, is recorded with record_payment_refused (an exception for
- *      review) before its dead letter is produced in step 3;
- *   2. claim_cancel for every cancel in the batch, in one statement;
+ *      review) before its dead letter is produced in step 3; one whose
+ *      order row is locked (a short lock wait of its own) or whose hook
+ *      fails is held back alone in the retry set (below);
+ *   2. claim_cancel for every cancel in the batch, in one statement, but
+ *      for the orders whose payment is held back (they wait behind it);
  *   3. for not_due orders, due_times() and, unless due within
  *      consumer.local_due_ms, one new delayed message each on the delay
  *      topic that fits the time left, produced with the idempotent producer;
@@ -36,6 +39,14 @@
  * which is harmless. A revoked partition's slots are dropped (its next
  * owner reads them again). Slots are claimed only while nothing is stalled,
  * so they only ever join a batch that has not been claimed yet.
+ *
+ * Payments held back wait in the same set: one whose claim found its order
+ * row locked (CONSUMER_PAYMENT_LOCK_MS) with the busy backoff for as long as
+ * the row stays locked, one a hook failed with the hook backoff until
+ * consumer.hook_retry_ms (then recorded refused and dead-lettered). While one
+ * waits, a cancel of its order is not claimed but waits as a busy one, no
+ * earlier than the payment's next try: the payment came first, so it claims
+ * first. With the set full, a payment cannot be held: the batch is retried.
  *
  * Delay levels. A delay topic's level comes from kafka.topic_levels or its
  * name (common/delay.h): a message due more than its topic's level plus

@@ -374,7 +374,8 @@ enum og_status gate_claim_payment_bounded(struct db *db, const char *order_no, c
         return og_error_set(err, OG_ERR_ARG, false, "payment channel must be 1 to %d characters",
                             GATE_CHANNEL_MAX);
     if (lock_wait_ms < 0 || lock_wait_ms > GATE_LOCK_WAIT_MAX)
-        return og_error_set(err, OG_ERR_ARG, false, "lock wait must be 1 to %d ms, got %d",
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "lock wait must be 0 (the session's) to %d ms, got %d",
                             GATE_LOCK_WAIT_MAX, lock_wait_ms);
     snprintf(amount, sizeof(amount), "%" PRId64, amount_cents);
     snprintf(wait, sizeof(wait), "%dms", lock_wait_ms);

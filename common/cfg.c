@@ -61,6 +61,7 @@ static const struct cfg_param cfg_params[] = {
     {"consumer.allow_nondurable", CFG_BOOL, S(allow_nondurable), "false", 0, 1, 0},
     {"consumer.local_due_ms", CFG_INT, S(local_due_ms), "1000", 0, 60000, 0},
     {"consumer.level_margin_ms", CFG_INT, S(level_margin_ms), "10000", 0, 86400000, 0},
+    {"consumer.max_wait_ms", CFG_INT, S(max_wait_ms), "1800000", 1000, 604800000, 0},
     {"outbox.enabled", CFG_BOOL, S(outbox_enabled), "true", 0, 1, 0},
     {"outbox.topic", CFG_STR, S(outbox_topic), "ordergate.events", 0, 0, 0},
     {"outbox.refund_topic", CFG_STR, S(outbox_refund_topic), "ordergate.refunds", 0, 0, 0},

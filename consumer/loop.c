@@ -431,7 +431,8 @@ static void loop_dead_letter(struct consumer *c, const rd_kafka_message_t *m, co
 }
 
 /* The due time a cancel message is scheduled by: its due_at, unless that lies beyond its
- * topic's delay level plus consumer.level_margin_ms. Such a message would pause its partition
+ * topic's delay level (consumer_level_ms: consumer.max_wait_ms when no topic has a level, so
+ * every topic is checked) plus consumer.level_margin_ms. Such a message would pause its partition
  * and every later cancel in it until then (due_at may be as late as 9999-12-31): it is due now
  * instead, the claim asks the database, and a not_due answer re-schedules it by the order's
  * real expire_at onto the level that fits (consumer.h, "Delay levels"). */
@@ -441,7 +442,7 @@ static int64_t loop_due(struct consumer *c, const char *topic, const rd_kafka_me
     int64_t level = consumer_level_ms(c, topic);
     char due[32];
 
-    if (level < 0 || cancel->due_ms - now <= level + c->cfg->level_margin_ms)
+    if (cancel->due_ms - now <= level + c->cfg->level_margin_ms)
         return cancel->due_ms;
     /* Counted and logged once per message: a paused partition hands it over again. */
     if (!sched_is_paused(c->sched, topic, m->partition)) {

@@ -103,6 +103,17 @@ enum og_status db_set_session(struct db *db, const struct db_session *session,
 /* Installs (fn NULL: removes) the call hook. */
 void db_set_call_hook(struct db *db, db_call_hook fn, void *arg);
 
+/* Called with each new connection right after it opened and got its session bounds (db_connect
+ * and the reconnects of db_call alike), from the calling thread: a caller's own per-connection
+ * setup (common/hook_timing.h: a notice receiver and a session setting). transaction_pool: the
+ * session's db_session.transaction_pool (nothing may be left in the session then). A failure
+ * fails the connect like a failed session bound. */
+typedef enum og_status (*db_connect_hook)(void *arg, PGconn *conn, bool transaction_pool,
+                                          struct og_error *err);
+/* Installs (fn NULL: removes) the connect hook; for the current connection too if connected. */
+enum og_status db_set_connect_hook(struct db *db, db_connect_hook fn, void *arg,
+                                   struct og_error *err);
+
 /* Connects now (db_call connects on demand too). */
 enum og_status db_connect(struct db *db, struct og_error *err);
 

@@ -34,6 +34,9 @@ INSERT INTO ordergate.schema_migrations (version) VALUES ('008');
 RESET ROLE;
 \ir migrations/009_archive_detached.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('009');
+RESET ROLE;
+\ir migrations/011_outbox_quarantine.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('011');
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 -- Bodies are checked when called (and by the tests, which call every function): a SQL
@@ -72,6 +75,10 @@ SET LOCAL check_function_bodies = off;
 \ir functions/outbox_lock_batch.sql
 \ir functions/outbox_mark_published.sql
 \ir functions/outbox_oldest_age.sql
+\ir functions/outbox_quarantine.sql
+\ir functions/outbox_quarantine_count.sql
+\ir functions/outbox_quarantine_list.sql
+\ir functions/outbox_release.sql
 \ir functions/place_order.sql
 \ir functions/reconcile.sql
 \ir functions/reconcile_repair.sql

@@ -1,14 +1,14 @@
--- reconcile: the eight invariants of schema/README.md ("The invariants reconcile() checks"), and
+-- reconcile: the nine invariants of schema/README.md ("The invariants reconcile() checks"), and
 -- nothing else; reconcile_repair creates what can be created safely.
 --
--- STABLE: all eight checks read one snapshot, so a claim committing meanwhile is seen whole or not
+-- STABLE: all nine checks read one snapshot, so a claim committing meanwhile is seen whole or not
 -- at all (every claim writes all its rows in one transaction). Each check is one set-based query
 -- (hash joins / aggregates, no per-row loops): seconds on 1,000,000 orders.
 --
 -- p_since limits the order-scoped checks (1, 4, 6, 7: orders created at or after it; 5: payments
 -- and refused-payment exceptions created at or after it; 8: exceptions created at or after it),
--- e.g. to one drill's orders. Invariants 2 (stock per SKU) and 3 (coupon per coupon) are global
--- state and always checked whole. Both count what ordergate.archive() moved out: invariant 2
+-- e.g. to one drill's orders. Invariants 2 (stock per SKU), 3 (coupon per coupon) and 9
+-- (quarantined events) are global state and always checked whole. Both count what ordergate.archive() moved out: invariant 2
 -- adds inventory.archived_qty (the qty of archived paid orders), invariant 3 counts archived
 -- paid orders as the live orders of their coupons. The other checks read what remains, which
 -- archive() keeps whole: an order moves with all its rows, or not at all.
@@ -201,6 +201,16 @@ BEGIN
     SELECT 8, 'every requested refund confirmed in time'::text,
            count(*), (array_agg(bad.txn_no ORDER BY bad.txn_no))[1:10]
       FROM bad;
+
+    -- 9. Every event reaches its topic: none set aside by the relay as unpublishable
+    --    (outbox_quarantine). Such an event keeps its order out of archive() until an operator
+    --    releases it (outbox_release), so it is reported here rather than left to wait silently.
+    --    Read from the partial index of quarantined events, whatever p_since. Sample: event id.
+    RETURN QUERY
+    SELECT 9, 'no outbox event quarantined as unpublishable'::text,
+           count(*), (array_agg(b.id::text ORDER BY b.id))[1:10]
+      FROM outbox b
+     WHERE b.quarantined_at IS NOT NULL;
 END
 $$;
 

@@ -30,42 +30,82 @@ static void relay_sleep_ms(struct relay *r, long ms)
     clock_sleep_until_flag(ms, &signals_stop, &r->stop);
 }
 
+/* A failure's reason without its numbers (event ids, counts, offsets): two
+ * failures with the same key are the same problem, logged once per outage. */
+static void relay_reason_key(char *key, size_t size, enum og_status st, const char *msg)
+{
+    size_t k = 0;
+    int n = snprintf(key, size, "%s:", og_status_str(st));
+
+    if (n < 0 || (size_t)n >= size)
+        return;
+    k = (size_t)n;
+    for (const char *p = msg; *p != '\0' && k + 1 < size; p++) {
+        if (*p >= '0' && *p <= '9') {
+            if (k > 0 && key[k - 1] == '#')
+                continue;
+            key[k++] = '#';
+        } else {
+            key[k++] = *p;
+        }
+    }
+    key[k] = '\0';
+}
+
 static void *relay_main(void *arg)
 {
     struct relay *r = arg;
     const struct og_config *cfg = r->c->cfg;
     int64_t next_backlog = 0;
     int failures = 0;
+    size_t quarantined_seen = 0;
+    char last_reason[256] = "";
 
     log_info("outbox_relay_started", "batch=%d interval_ms=%d", cfg->outbox_batch,
              cfg->outbox_interval_ms);
     while (!signals_stop && !r->stop) {
         struct og_error err = {0};
-        size_t published = 0;
+        size_t published = 0, quarantined;
         enum og_status st = outbox_relay_step(r->relay, &published, &err);
 
         rd_kafka_poll(r->producer, 0);
+        /* A step that failed may still have published and quarantined rows:
+         * it commits what got through before it reports the rest. */
+        metric_inc(r->c->m.outbox_published, (double)published);
+        quarantined = outbox_relay_quarantined_total(r->relay);
+        if (quarantined > quarantined_seen) {
+            metric_inc(r->c->m.outbox_quarantined_total, (double)(quarantined - quarantined_seen));
+            quarantined_seen = quarantined;
+            next_backlog = 0; /* the gauge at once */
+        }
         if (st == OG_OK) {
             if (failures > 0)
                 log_info("outbox_relay_recovered", "after_failures=%d", failures);
             failures = 0;
-            metric_inc(r->c->m.outbox_published, (double)published);
+            last_reason[0] = '\0';
         } else if (st != OG_ERR_STOPPED) {
-            char q[600];
+            char q[600], key[sizeof(last_reason)];
             metric_inc(r->c->m.outbox_errors, 1);
-            /* One line per outage, then every 50th attempt: an outage of
-             * minutes must not flood the log. */
-            if (failures % 50 == 0)
-                log_warn("outbox_relay_failed", "status=%s retriable=%d failures=%d error=%s",
-                         og_status_str(st), err.retriable, failures + 1,
+            /* Each distinct reason is logged when it first appears; the same
+             * one again only every 50th attempt, so an outage of minutes does
+             * not flood the log and a second problem behind the first is not
+             * hidden by it. */
+            relay_reason_key(key, sizeof(key), st, err.msg);
+            if (failures % 50 == 0 || strcmp(key, last_reason) != 0)
+                log_warn("outbox_relay_failed",
+                         "status=%s retriable=%d failures=%d published=%zu error=%s",
+                         og_status_str(st), err.retriable, failures + 1, published,
                          log_quote(q, sizeof(q), err.msg));
+            snprintf(last_reason, sizeof(last_reason), "%s", key);
             failures++;
         }
         if (clock_mono_ms() >= next_backlog) {
-            long long backlog = 0;
+            long long backlog = 0, held = 0;
             struct og_error berr = {0};
             if (outbox_backlog(r->db, &backlog, &berr) == OG_OK)
                 metric_set(r->c->m.outbox_backlog, (double)backlog);
+            if (outbox_quarantined(r->db, &held, &berr) == OG_OK)
+                metric_set(r->c->m.outbox_quarantined, (double)held);
             next_backlog = clock_mono_ms() + RELAY_BACKLOG_EVERY_MS;
         }
         if (st == OG_OK && published >= (size_t)cfg->outbox_batch)

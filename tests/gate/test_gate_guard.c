@@ -102,7 +102,7 @@ static const char *expand(const char *p)
     return p;
 }
 
-#define ITEMS  "[{\"sku\":\"s1\",\"qty\":1}]"
+#define ITEMS "[{\"sku\":\"s1\",\"qty\":1}]"
 /* Far ahead, inside the horizon seed() sets (max_deadline_seconds, 100 years). */
 #define FUTURE "2099-01-01T00:00:00Z"
 

@@ -22,6 +22,7 @@ og_consumer_test(consumer_hooks LABELS kafka FIXTURES db kafka TIMEOUT 150)
 og_consumer_test(consumer_refunds LABELS kafka FIXTURES db kafka TIMEOUT 120)
 og_consumer_test(consumer_durability LABELS kafka FIXTURES db kafka TIMEOUT 120)
 og_consumer_test(consumer_due LABELS kafka FIXTURES db kafka TIMEOUT 150)
+og_consumer_test(consumer_holds LABELS kafka FIXTURES db kafka TIMEOUT 120)
 # Restarts the shared PostgreSQL (pg_ctl restart): nothing else may run meanwhile.
 og_consumer_test(consumer_outage LABELS kafka FIXTURES db kafka TIMEOUT 150)
 set_tests_properties(consumer_outage PROPERTIES RUN_SERIAL TRUE)

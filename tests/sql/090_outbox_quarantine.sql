@@ -127,3 +127,28 @@ SELECT t_eq('released: the relay takes it', (SELECT string_agg(id::text, ',') FR
 SELECT t_eq('released: reconcile clean', (SELECT sum(violations) FROM ordergate.reconcile()), 0::numeric);
 -- Both columns or neither.
 SELECT t_error('reason without time refused', $q$UPDATE ordergate.outbox SET quarantine_reason = 'x' WHERE id = 1$q$, '23514');
+
+------------------------------------------------------------------------------------------------
+-- A cancel message due in year 58882 (written before the horizon existed): quarantined; once the
+-- order is closed, a release rewrites it to the order's closed_at, a message the consumer reads.
+SELECT og_reset();
+SELECT ordergate.place_order('Y1', 100, '[]', NULL, now() + interval '1 hour');
+INSERT INTO ordergate.outbox (event_type, order_no, payload)
+VALUES ('cancel_scheduled', 'Y1', ordergate._cancel_message('Y1', to_timestamp(1796000000000)));
+SELECT ordergate.outbox_quarantine(id, 'bad_due_at') FROM ordergate.outbox WHERE order_no = 'Y1';
+SET ROLE ordergate_admin;
+SELECT t_eq('pending: released as it is', ordergate.outbox_release(1), 'released');
+RESET ROLE;
+SELECT t_eq('pending: payload unchanged', (SELECT payload ->> 'due_at' FROM ordergate.outbox WHERE id = 1) LIKE '58882-%', true);
+SELECT ordergate.outbox_quarantine(1, 'bad_due_at');
+SELECT * FROM ordergate.close_order('Y1', 'ops', 'deadline in milliseconds');
+SET ROLE ordergate_admin;
+SELECT t_eq('closed: released', ordergate.outbox_release(1), 'released');
+RESET ROLE;
+SELECT t_eq('closed: due at closed_at',
+    (SELECT (b.payload ->> 'due_at')::timestamptz = o.closed_at AND b.payload::jsonb - 'due_at' = '{"v": 1, "order_no": "Y1"}'::jsonb
+       FROM ordergate.outbox b JOIN ordergate.orders o USING (order_no) WHERE b.id = 1), true);
+SELECT ordergate.outbox_mark_published(ARRAY(SELECT id FROM ordergate.outbox));
+SET ROLE ordergate_admin;
+SELECT t_eq('then archived', (SELECT orders FROM ordergate.archive(now(), 100)), 1::bigint);
+RESET ROLE;

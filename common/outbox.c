@@ -624,6 +624,38 @@ out:
     return st;
 }
 
+#define OUTBOX_LOG_EVERY 50
+
+bool outbox_failure_log_note(struct outbox_failure_log *l, enum og_status st, const char *msg)
+{
+    char key[sizeof(l->last)];
+    size_t k;
+    int n = snprintf(key, sizeof(key), "%s:", og_status_str(st));
+    bool log;
+
+    k = n > 0 && (size_t)n < sizeof(key) ? (size_t)n : 0;
+    for (const char *p = msg != NULL ? msg : ""; *p != '\0' && k + 1 < sizeof(key); p++) {
+        if (*p >= '0' && *p <= '9') {
+            if (k > 0 && key[k - 1] == '#')
+                continue;
+            key[k++] = '#';
+        } else {
+            key[k++] = *p;
+        }
+    }
+    key[k] = '\0';
+    log = l->failures % OUTBOX_LOG_EVERY == 0 || strcmp(key, l->last) != 0;
+    snprintf(l->last, sizeof(l->last), "%s", key);
+    l->failures++;
+    return log;
+}
+
+void outbox_failure_log_clear(struct outbox_failure_log *l)
+{
+    l->failures = 0;
+    l->last[0] = '\0';
+}
+
 size_t outbox_relay_quarantined_total(const struct outbox_relay *relay)
 {
     return relay != NULL ? relay->quarantined_total : 0;

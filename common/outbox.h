@@ -14,6 +14,7 @@
 #define OG_COMMON_OUTBOX_H
 
 #include <librdkafka/rdkafka.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/cfg.h"
@@ -91,6 +92,19 @@ enum og_status outbox_relay_step(struct outbox_relay *relay, size_t *published,
  * topic after a later event of the same order that went through. */
 /* Delivery timeout per step in milliseconds (default 10000). */
 void outbox_relay_set_timeout(struct outbox_relay *relay, int timeout_ms);
+/* Which failed steps a relay logs: the first of a run of failures, every one whose reason
+ * differs from the previous failure's (the reason with its numbers, such as event ids and
+ * counts, left out), and every 50th repeat of the same reason, so an outage of minutes does not
+ * flood the log and a second problem is never hidden behind the first. Zero-initialise. */
+struct outbox_failure_log {
+    int failures; /* failed steps since the last success */
+    char last[256];
+};
+/* Counts a failed step; true when it is to be logged. */
+bool outbox_failure_log_note(struct outbox_failure_log *l, enum og_status st, const char *msg);
+/* A step succeeded: the run of failures ends. */
+void outbox_failure_log_clear(struct outbox_failure_log *l);
+
 /* Events this relay quarantined since outbox_relay_new (for a counter). */
 size_t outbox_relay_quarantined_total(const struct outbox_relay *relay);
 /* Rows not yet published, quarantined ones left out (for the backlog gauge). */

@@ -30,36 +30,13 @@ static void relay_sleep_ms(struct relay *r, long ms)
     clock_sleep_until_flag(ms, &signals_stop, &r->stop);
 }
 
-/* A failure's reason without its numbers (event ids, counts, offsets): two
- * failures with the same key are the same problem, logged once per outage. */
-static void relay_reason_key(char *key, size_t size, enum og_status st, const char *msg)
-{
-    size_t k = 0;
-    int n = snprintf(key, size, "%s:", og_status_str(st));
-
-    if (n < 0 || (size_t)n >= size)
-        return;
-    k = (size_t)n;
-    for (const char *p = msg; *p != '\0' && k + 1 < size; p++) {
-        if (*p >= '0' && *p <= '9') {
-            if (k > 0 && key[k - 1] == '#')
-                continue;
-            key[k++] = '#';
-        } else {
-            key[k++] = *p;
-        }
-    }
-    key[k] = '\0';
-}
-
 static void *relay_main(void *arg)
 {
     struct relay *r = arg;
     const struct og_config *cfg = r->c->cfg;
     int64_t next_backlog = 0;
-    int failures = 0;
+    struct outbox_failure_log flog = {0};
     size_t quarantined_seen = 0;
-    char last_reason[256] = "";
 
     log_info("outbox_relay_started", "batch=%d interval_ms=%d", cfg->outbox_batch,
              cfg->outbox_interval_ms);
@@ -79,25 +56,19 @@ static void *relay_main(void *arg)
             next_backlog = 0; /* the gauge at once */
         }
         if (st == OG_OK) {
-            if (failures > 0)
-                log_info("outbox_relay_recovered", "after_failures=%d", failures);
-            failures = 0;
-            last_reason[0] = '\0';
+            if (flog.failures > 0)
+                log_info("outbox_relay_recovered", "after_failures=%d", flog.failures);
+            outbox_failure_log_clear(&flog);
         } else if (st != OG_ERR_STOPPED) {
-            char q[600], key[sizeof(last_reason)];
+            char q[600];
             metric_inc(r->c->m.outbox_errors, 1);
-            /* Each distinct reason is logged when it first appears; the same
-             * one again only every 50th attempt, so an outage of minutes does
-             * not flood the log and a second problem behind the first is not
-             * hidden by it. */
-            relay_reason_key(key, sizeof(key), st, err.msg);
-            if (failures % 50 == 0 || strcmp(key, last_reason) != 0)
+            /* Each distinct reason when it first appears, the same one again every 50th
+             * attempt (outbox_failure_log_note). */
+            if (outbox_failure_log_note(&flog, st, err.msg))
                 log_warn("outbox_relay_failed",
                          "status=%s retriable=%d failures=%d published=%zu error=%s",
-                         og_status_str(st), err.retriable, failures + 1, published,
+                         og_status_str(st), err.retriable, flog.failures, published,
                          log_quote(q, sizeof(q), err.msg));
-            snprintf(last_reason, sizeof(last_reason), "%s", key);
-            failures++;
         }
         if (clock_mono_ms() >= next_backlog) {
             long long backlog = 0, held = 0;
@@ -110,10 +81,10 @@ static void *relay_main(void *arg)
         }
         if (st == OG_OK && published >= (size_t)cfg->outbox_batch)
             continue; /* a full batch: more is waiting */
-        if (failures > 0) {
+        if (flog.failures > 0) {
             /* Growth stops after eight doublings, as it always has. */
             relay_sleep_ms(r, clock_backoff_ms(cfg->db_retry_base_ms, cfg->db_retry_cap_ms,
-                                               failures < 8 ? failures : 8));
+                                               flog.failures < 8 ? flog.failures : 8));
         } else {
             relay_sleep_ms(r, cfg->outbox_interval_ms);
         }

@@ -103,6 +103,14 @@
     (CONSUMER_WATCHDOG_EVERY_MS / 1000 + CONSUMER_POLL_MAX_S + CONSUMER_DB_CALL_MAX_S)
 #define CONSUMER_WATCHDOG_MIN_S (2 * CONSUMER_WATCHDOG_GAP_MAX_S)
 
+/* The health file (consumer.health_file, common/health.h) is rewritten on the watchdog's
+ * occasions, at most every CONSUMER_WATCHDOG_EVERY_MS, whether systemd watches or not. The
+ * bound written into it, past which --check-health calls the loop stuck, is the watchdog's gap
+ * with the database call cut at consumer.health_db_call_ms (what /healthz uses; when that is 0,
+ * CONSUMER_DB_CALL_MAX_S), plus CONSUMER_HEALTH_SLACK_MS for the revoke callback's wait for
+ * delivery reports after a database answer: 1 + 0.05 + 30 + 5 = 36.05 s by default. */
+#define CONSUMER_HEALTH_SLACK_MS 5000
+
 /* The local retry set (see above). */
 #define CONSUMER_RETRY_BASE_MS 25
 #define CONSUMER_RETRY_CAP_MS  1000
@@ -279,6 +287,9 @@ struct consumer {
     int64_t next_gauges_ms, next_stats_ms;
     int64_t watchdog_every_ms; /* 0: no systemd watchdog */
     int64_t next_watchdog_ms;
+    int64_t next_health_ms; /* next write of the health file */
+    long health_stale_ms;   /* the bound written into it (CONSUMER_HEALTH_SLACK_MS) */
+    bool health_failing;    /* the last write failed (logged once per failing spell) */
     struct consumer_metrics m;
     struct relay *relay;
 };
@@ -297,8 +308,9 @@ int consumer_run(struct consumer *c);
  * callbacks (rebalance, error, offset commit, statistics for broker
  * reachability). */
 void consumer_loop_conf(struct consumer *c, rd_kafka_conf_t *conf);
-/* Pings the systemd watchdog when CONSUMER_WATCHDOG_EVERY_MS have passed since the last ping.
- * Called where the consumer has made progress: each loop turn, each database answer. */
+/* Pings the systemd watchdog, and rewrites the health file, when CONSUMER_WATCHDOG_EVERY_MS
+ * have passed since the last time. Called where the consumer has made progress: each loop
+ * turn, each database answer. */
 void consumer_watchdog(struct consumer *c);
 /* Pauses a partition and seeks it back to offset. */
 void consumer_pause_seek(struct consumer *c, const char *topic, int32_t partition, int64_t offset);

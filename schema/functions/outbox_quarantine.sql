@@ -23,4 +23,4 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.outbox_quarantine(bigint,text) TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.outbox_quarantine(bigint,text) TO ordergate_relay;

@@ -4,4 +4,4 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
     SELECT count(*) FROM ordergate.outbox b WHERE b.quarantined_at IS NOT NULL
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.outbox_quarantine_count() TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.outbox_quarantine_count() TO ordergate_relay;

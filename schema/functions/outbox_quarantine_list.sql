@@ -21,4 +21,4 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.outbox_quarantine_list(int) TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.outbox_quarantine_list(int) TO ordergate_relay;

@@ -81,4 +81,4 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.record_payment_refused(text,text,text,bigint,text,text) TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.record_payment_refused(text,text,text,bigint,text,text) TO ordergate_trigger;

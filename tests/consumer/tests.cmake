@@ -45,3 +45,6 @@ og_consumer_test(consumer_takeover LABELS kafka FIXTURES db kafka TIMEOUT 150)
 og_consumer_test(consumer_pgbouncer LABELS "kafka;pgbouncer" FIXTURES db kafka pgbouncer
                  TIMEOUT 180)
 set_tests_properties(consumer_pgbouncer PROPERTIES RUN_SERIAL TRUE)
+# The health endpoint under a connection flood from one peer: the health-file probe, another
+# peer's requests and the idle timeout. librdkafka's mock cluster: needs only PostgreSQL.
+og_consumer_test(consumer_health LABELS db FIXTURES db TIMEOUT 150)

@@ -66,7 +66,7 @@ static void scanner_usage(FILE *out)
         "modes:\n"
         "  (default)              one sweep run\n"
         "  --dry-run              report what a sweep would cancel now; change nothing\n"
-        "  --reconcile            check the eight invariants, repair missing late-payment\n"
+        "  --reconcile            check the nine invariants, repair missing late-payment\n"
         "                         exceptions (not with --dry-run), print a report\n"
         "  --every SECONDS        repeat sweep runs every SECONDS until SIGTERM/SIGINT\n"
         "  --check-config         validate the configuration and flags, print them, exit\n"

@@ -38,6 +38,9 @@ RESET ROLE;
 \ir migrations/010_hook_identity.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('010');
 RESET ROLE;
+\ir migrations/011_outbox_quarantine.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('011');
+RESET ROLE;
 \ir migrations/012_archived_identity.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('012');
 RESET ROLE;
@@ -85,6 +88,10 @@ SET LOCAL check_function_bodies = off;
 \ir functions/outbox_lock_batch.sql
 \ir functions/outbox_mark_published.sql
 \ir functions/outbox_oldest_age.sql
+\ir functions/outbox_quarantine.sql
+\ir functions/outbox_quarantine_count.sql
+\ir functions/outbox_quarantine_list.sql
+\ir functions/outbox_release.sql
 \ir functions/place_order.sql
 \ir functions/reconcile.sql
 \ir functions/reconcile_repair.sql

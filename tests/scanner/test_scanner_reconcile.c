@@ -241,7 +241,8 @@ static void test_inv5_repair_makes_clean(void **state)
     scanner_child_free(&c);
 }
 
-/* 6: a pending order far past its expiry (nobody swept). --since limits it. */
+/* 6: a pending order far past its expiry (nobody swept). Never windowed: --since does not hide
+ * an overdue pending order, however recent the window. */
 static void test_inv6_overdue_pending(void **state)
 {
     struct scanner_fixture *f = *state;
@@ -254,8 +255,9 @@ static void test_inv6_overdue_pending(void **state)
     c = run_reconcile(f, 3, "--since=1h");
     assert_int_equal(report_count(c.output, 6), 1);
     scanner_child_free(&c);
-    c = run_reconcile(f, 0, "--since=2099-01-01T00:00:00Z");
+    c = run_reconcile(f, 3, "--since=2099-01-01T00:00:00Z");
     assert_non_null(strstr(c.output, "orders since 2099-01-01T00:00:00.000Z"));
+    assert_int_equal(report_count(c.output, 6), 1);
     scanner_child_free(&c);
 }
 
@@ -321,7 +323,9 @@ static void test_inv9_outbox_quarantined(void **state)
 }
 
 /* Without --since only the window (scanner.reconcile_window_s, 7 days) is checked; --since all
- * checks everything. An order placed 8 days ago and left pending past its expiry. */
+ * checks everything. A paid order placed 8 days ago whose event was lost is outside the window;
+ * an order placed 8 days ago and left pending past its expiry is reported either way (invariant
+ * 6 is never windowed: a 9-day payment window or a stuck order must not fall out of sight). */
 static void test_window_default_and_all(void **state)
 {
     struct scanner_fixture *f = *state;
@@ -329,15 +333,19 @@ static void test_window_default_and_all(void **state)
 
     testdb_exec(f->conn, "ALTER TABLE ordergate.orders DISABLE TRIGGER orders_guard_update");
     testdb_exec(f->conn, "UPDATE ordergate.orders SET created_at = now() - interval '8 days', "
-                         "expire_at = now() - interval '8 days' WHERE order_no = 'P-5'");
+                         "expire_at = now() - interval '8 days' WHERE order_no IN ('P-1', 'P-5')");
     testdb_exec(f->conn, "ALTER TABLE ordergate.orders ENABLE TRIGGER orders_guard_update");
+    testdb_exec(f->conn, "DELETE FROM ordergate.outbox WHERE order_no = 'P-1' AND event_type = "
+                         "'order_paid'");
 
-    c = run_reconcile(f, 0, NULL);
-    assert_int_equal(report_count(c.output, 6), 0);
+    c = run_reconcile(f, 3, NULL);
+    assert_int_equal(report_count(c.output, 6), 1);
+    assert_int_equal(report_count(c.output, 7), 0);
     assert_null(strstr(c.output, "orders since the beginning"));
     scanner_child_free(&c);
     c = run_reconcile(f, 3, "--since=all");
     assert_int_equal(report_count(c.output, 6), 1);
+    assert_int_equal(report_count(c.output, 7), 1);
     assert_non_null(strstr(c.output, "orders since the beginning"));
     scanner_child_free(&c);
 }

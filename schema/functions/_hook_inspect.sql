@@ -58,6 +58,8 @@ BEGIN
             THEN format('it is owned by %s, an ordergate role', v_p.rolname)
         WHEN pg_has_role(v_p.proowner, 'ordergate_owner', 'MEMBER')
             THEN format('its owner %s is a member of ordergate_owner', v_p.rolname)
+        WHEN pg_has_role(v_p.proowner, 'pg_write_all_data', 'MEMBER')
+            THEN format('its owner %s may write every table (pg_write_all_data)', v_p.rolname)
         WHEN NOT EXISTS (SELECT 1 FROM unnest(v_p.proconfig) AS c(s) WHERE c.s LIKE 'search\_path=%')
             THEN 'it does not pin its own search_path (SET search_path = ...), so it would use ordergate''s'
     END;

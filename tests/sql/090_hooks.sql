@@ -12,8 +12,10 @@ DROP SCHEMA IF EXISTS hk CASCADE;
 DO $$ BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'hk_shop') THEN CREATE ROLE hk_shop NOLOGIN; END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'hk_insider') THEN CREATE ROLE hk_insider NOLOGIN; END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'hk_writer') THEN CREATE ROLE hk_writer NOLOGIN; END IF;
 END $$;
 GRANT ordergate_owner TO hk_insider;       -- a role that may act as the owner
+GRANT pg_write_all_data TO hk_writer;      -- a role that may write every table, ordergate's too
 CREATE SCHEMA hk AUTHORIZATION hk_shop;
 GRANT USAGE ON SCHEMA hk TO ordergate_owner, ordergate_admin, ordergate_service;
 SET ROLE hk_shop;
@@ -53,6 +55,9 @@ ALTER FUNCTION hk.by_owner(text[], text) OWNER TO ordergate_owner;
 CREATE FUNCTION hk.by_insider(order_nos text[], source text) RETURNS void
 LANGUAGE sql SECURITY DEFINER SET search_path = hk, pg_temp AS $$ SELECT $$;
 ALTER FUNCTION hk.by_insider(text[], text) OWNER TO hk_insider;
+CREATE FUNCTION hk.by_writer(order_nos text[], source text) RETURNS void
+LANGUAGE sql SECURITY DEFINER SET search_path = hk, pg_temp AS $$ SELECT $$;
+ALTER FUNCTION hk.by_writer(text[], text) OWNER TO hk_writer;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA hk TO ordergate_owner;
 
 CREATE FUNCTION pg_temp.claim_error(p_nos text[]) RETURNS text LANGUAGE plpgsql AS $$
@@ -84,6 +89,8 @@ SELECT t_eq('ordergate_owner refused', pg_temp.add_error('hk.by_owner(text[],tex
     '22023|add_hook: hk.by_owner(text[],text) refused: it is owned by ordergate_owner, an ordergate role');
 SELECT t_eq('member of ordergate_owner refused', pg_temp.add_error('hk.by_insider(text[],text)'),
     '22023|add_hook: hk.by_insider(text[],text) refused: its owner hk_insider is a member of ordergate_owner');
+SELECT t_eq('owner with pg_write_all_data refused', pg_temp.add_error('hk.by_writer(text[],text)'),
+    '22023|add_hook: hk.by_writer(text[],text) refused: its owner hk_writer may write every table (pg_write_all_data)');
 SELECT t_eq('no search_path refused', pg_temp.add_error('hk.no_path(text[],text)'),
     '22023|add_hook: hk.no_path(text[],text) refused: it does not pin its own search_path (SET search_path = ...), so it would use ordergate''s');
 SELECT t_eq('refusals register nothing', (SELECT count(*) FROM ordergate.hooks), 0::bigint);
@@ -170,6 +177,13 @@ SELECT t_eq('owner changed to a member of ordergate_owner: refused', pg_temp.cla
     '42501|hooks|hook hk.good(text[],text): refused: its owner hk_insider is a member of ordergate_owner');
 RESET ROLE;
 ALTER FUNCTION hk.good(text[], text) OWNER TO hk_shop;
+-- The owner gains pg_write_all_data after registration: nothing in the function changed.
+GRANT pg_write_all_data TO hk_shop;
+SET ROLE ordergate_service;
+SELECT t_eq('owner given pg_write_all_data later: refused', pg_temp.claim_error(ARRAY['A3']),
+    '42501|hooks|hook hk.good(text[],text): refused: its owner hk_shop may write every table (pg_write_all_data)');
+RESET ROLE;
+REVOKE pg_write_all_data FROM hk_shop;
 SET ROLE hk_shop;
 ALTER FUNCTION hk.good(text[], text) RESET search_path;
 RESET ROLE;

@@ -14,7 +14,8 @@ build=${2:-${TMPDIR:-/tmp}/ordergate-fuzz}
 
 command -v clang >/dev/null || { echo "fuzz: clang not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
 cmake -S "$here" -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug >/dev/null
-cmake --build "$build" >/dev/null
+# The build's output only when it fails (a link error would otherwise fail the test silently).
+cmake --build "$build" >"$build/build.log" 2>&1 || { cat "$build/build.log" >&2; exit 1; }
 
 corpus=$build/corpus
 mkdir -p "$corpus"

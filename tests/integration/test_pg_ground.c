@@ -93,8 +93,9 @@ static const struct db_stmt stmt_lock = {
     "ground_lock", "SELECT 1 FROM ordergate.inventory WHERE sku = 'g-1' FOR UPDATE", 0};
 static const struct db_stmt stmt_sleep = {"ground_sleep", "SELECT pg_sleep(5)", 0};
 
-/* Every session gets the configured lock_timeout and statement_timeout at connect, and again
- * after a reconnect; the keepalive defaults apply unless the conninfo names its own. */
+/* Every call runs under the configured lock_timeout and statement_timeout (set for its own
+ * transaction), also after a reconnect; the keepalive defaults apply unless the conninfo names
+ * its own. */
 static void test_session_bounds(void **state)
 {
     struct testdb t;

@@ -104,8 +104,9 @@ int main(int argc, char **argv)
         goto out;
     }
     /* Every check a start would make, short of connecting: the file, the environment, the
-     * flags, then the Kafka settings against librdkafka and the password file. */
-    if (opt_configure(&cfg, &args, &err) != OG_OK || kafka_check_config(&cfg, &err) != OG_OK) {
+     * flags, then the Kafka and outbox settings (consumer_check_config, what consumer_new
+     * checks) and the password file. */
+    if (opt_configure(&cfg, &args, &err) != OG_OK || consumer_check_config(&cfg, &err) != OG_OK) {
         status = 2;
         goto report;
     }

@@ -414,15 +414,16 @@ int main(int argc, char **argv)
         goto report;
     }
     log_set_level((enum log_level)log_level_parse(cfg.log_level));
+    /* --check-config checks what a run would, short of connecting: the password file too. */
+    if (cfg_db_password(&cfg, &password, &err) != OG_OK) {
+        code = EXIT_USAGE;
+        goto report;
+    }
     if (args.check_config) {
         cfg_dump(&cfg, stdout);
         printf("mode = %s\n",
                args.reconcile ? "reconcile" : (cfg.scan_every_s > 0 ? "every" : "sweep"));
         goto out;
-    }
-    if (cfg_db_password(&cfg, &password, &err) != OG_OK) {
-        code = EXIT_USAGE;
-        goto report;
     }
     if ((args.reconcile
              ? scanner_metrics_init_reconcile(&err)

@@ -87,8 +87,9 @@ enum og_status db_password_read(const char *path, char **password, struct og_err
     if (path == NULL || *path == '\0')
         return OG_OK;
     /* Read straight into the buffer handed out: no other copy is left to
-     * wipe. */
-    buf = malloc(DB_PASSWORD_MAX + 1);
+     * wipe. Room for the longest password, a trailing "\r\n" and one byte more, which
+     * tells a file too long. */
+    buf = malloc(DB_PASSWORD_MAX + 4);
     f = fopen(path, "r");
     if (buf == NULL) {
         st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
@@ -101,11 +102,19 @@ enum og_status db_password_read(const char *path, char **password, struct og_err
     }
     /* Unbuffered: stdio would keep a copy in its own buffer. */
     setvbuf(f, NULL, _IONBF, 0);
-    n = fread(buf, 1, DB_PASSWORD_MAX, f);
+    n = fread(buf, 1, DB_PASSWORD_MAX + 3, f);
+    bool more = n == DB_PASSWORD_MAX + 3 && fgetc(f) != EOF;
     buf[n] = '\0';
     /* Files written by editors or Kubernetes secrets often end in a newline. */
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
         buf[--n] = '\0';
+    /* Never cut: a cut password would only fail the login, far from its cause. */
+    if (more || n > DB_PASSWORD_MAX) {
+        db_password_wipe(buf);
+        st = og_error_set(err, OG_ERR_CONFIG, false,
+                          "database.password_file %s: longer than %d bytes", path, DB_PASSWORD_MAX);
+        goto out;
+    }
     *password = buf;
     buf = NULL;
 out:

@@ -79,12 +79,13 @@ struct db *db_new(const char *conninfo, const char *password, const char *app_na
                   const struct db_retry *retry, volatile sig_atomic_t *stop);
 void db_free(struct db *db);
 
-/* The longest password a password file may hold; more is cut off. */
+/* The longest password a password file may hold; a longer one is refused (never cut). */
 #define DB_PASSWORD_MAX 1023
 
-/* Reads a password file: its first DB_PASSWORD_MAX bytes without trailing
- * newlines. path NULL or "" means no file: *password is NULL and the status
- * OG_OK. Otherwise *password is set only on OG_OK; the caller releases it
+/* Reads a password file: its content without trailing newlines, at most
+ * DB_PASSWORD_MAX bytes (a longer one is OG_ERR_CONFIG naming the file, and
+ * nothing is kept). path NULL or "" means no file: *password is NULL and the
+ * status OG_OK. Otherwise *password is set only on OG_OK; the caller releases it
  * with db_password_free. */
 enum og_status db_password_read(const char *path, char **password, struct og_error *err);
 /* Overwrites a password with zeros (explicit_bzero, so the compiler cannot

@@ -116,6 +116,15 @@ static void test_session_bounds(void **state)
     assert_string_equal(PQgetvalue(res, 0, 0), "300ms");
     assert_string_equal(PQgetvalue(res, 0, 1), "700ms");
     PQclear(res);
+    /* Only the call's own transaction had them: the session keeps the server's, so that no
+     * other client a pooler lends this server connection to inherits them, whatever
+     * database.pool_mode says. */
+    res = PQexec(db_conn(db), "SELECT current_setting('lock_timeout'), "
+                              "current_setting('statement_timeout')");
+    assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+    assert_string_equal(PQgetvalue(res, 0, 0), "0");
+    assert_string_equal(PQgetvalue(res, 0, 1), "0");
+    PQclear(res);
     expect_conninfo(db_conn(db), "keepalives", "1");
     expect_conninfo(db_conn(db), "keepalives_idle", DB_KEEPALIVES_IDLE);
     expect_conninfo(db_conn(db), "keepalives_interval", DB_KEEPALIVES_INTERVAL);

@@ -63,6 +63,13 @@ struct og_config {
     int allow_nondurable;  /* run (warning, metric) on a server whose commits may be lost */
     int local_due_ms;      /* an order not due for less than this is re-claimed locally */
     int level_margin_ms;   /* a due time this far beyond its topic's level is claimed at once */
+    int max_wait_ms;       /* the level of delay topics when none has one (see consumer.h) */
+
+    /* consumer: the HTTP endpoint's bounds (common/metrics.h) and the health file */
+    int metrics_per_ip_limit;    /* HTTP connections one peer address holds at once */
+    int metrics_max_connections; /* HTTP connections of all peers; above the per-peer limit */
+    int metrics_timeout_s;       /* an HTTP connection idle this long is closed */
+    char *health_file; /* heartbeat of the loop for --check-health (common/health.h); "" = none */
 
     /* outbox relay */
     int outbox_enabled;

@@ -37,6 +37,14 @@ static const struct db_stmt gate_stmt_payment = {
     "og_claim_payment",
     "SELECT outcome, status, first_outcome FROM ordergate.claim_payment($1, $2, $3::bigint, $4)",
     4};
+/* The claim's arguments are evaluated before the claim runs, so lock_timeout is set (for this
+ * statement's transaction only) before its first lock wait. */
+static const struct db_stmt gate_stmt_payment_bounded = {
+    "og_claim_payment_bounded",
+    "SELECT outcome, status, first_outcome FROM ordergate.claim_payment("
+    "CASE WHEN set_config('lock_timeout', $5, true) IS NOT NULL THEN $1::text END, "
+    "$2, $3::bigint, $4)",
+    5};
 static const struct db_stmt gate_stmt_hold = {
     "og_hold", "SELECT outcome, expire_at FROM ordergate.hold_for_payment($1, $2::int)", 2};
 static const struct db_stmt gate_stmt_close = {
@@ -331,8 +339,22 @@ enum og_status gate_claim_payment(struct db *db, const char *order_no, const cha
                                   int64_t amount_cents, const char *channel,
                                   struct gate_payment_result *out, struct og_error *err)
 {
-    char amount[24];
-    const char *params[4];
+    return gate_claim_payment_bounded(db, order_no, txn_no, amount_cents, channel, 0, out, err);
+}
+
+bool gate_payment_locked(const struct og_error *err)
+{
+    return err != NULL && strcmp(err->sqlstate, "55P03") == 0 && !gate_hook_failed(err, NULL, 0);
+}
+
+/* lock_wait_ms 0: the session's lock_timeout (gate_claim_payment). */
+enum og_status gate_claim_payment_bounded(struct db *db, const char *order_no, const char *txn_no,
+                                          int64_t amount_cents, const char *channel,
+                                          int lock_wait_ms, struct gate_payment_result *out,
+                                          struct og_error *err)
+{
+    char amount[24], wait[24];
+    const char *params[5];
     PGresult *res = NULL;
     enum og_status st;
 
@@ -351,12 +373,19 @@ enum og_status gate_claim_payment(struct db *db, const char *order_no, const cha
     if (channel == NULL || *channel == '\0' || gate_utf8_chars(channel) > GATE_CHANNEL_MAX)
         return og_error_set(err, OG_ERR_ARG, false, "payment channel must be 1 to %d characters",
                             GATE_CHANNEL_MAX);
+    if (lock_wait_ms < 0 || lock_wait_ms > GATE_LOCK_WAIT_MAX)
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "lock wait must be 0 (the session's) to %d ms, got %d",
+                            GATE_LOCK_WAIT_MAX, lock_wait_ms);
     snprintf(amount, sizeof(amount), "%" PRId64, amount_cents);
+    snprintf(wait, sizeof(wait), "%dms", lock_wait_ms);
     params[0] = order_no;
     params[1] = txn_no;
     params[2] = amount;
     params[3] = channel;
-    st = db_call(db, &gate_stmt_payment, params, &res, err);
+    params[4] = wait;
+    st = db_call(db, lock_wait_ms > 0 ? &gate_stmt_payment_bounded : &gate_stmt_payment, params,
+                 &res, err);
     if (st == OG_OK)
         st = gate_check_shape(res, 3, 1, "claim_payment", err);
     if (st == OG_OK)
@@ -520,7 +549,7 @@ static void gate_escape(char *buf, size_t size, const void *data, size_t len, si
 enum og_status gate_record_payment_refused(struct db *db, const struct gate_refusal *r,
                                            struct gate_refusal_result *out, struct og_error *err)
 {
-    char amount[24], reason[GATE_REFUSAL_REASON_MAX + 1], message[GATE_REFUSAL_MESSAGE_MAX + 1];
+    char amount[24], reason[GATE_REFUSAL_REASON_MAX + 1], *message = NULL;
     const char *params[6];
     PGresult *res = NULL;
     enum og_status st;
@@ -547,7 +576,13 @@ enum og_status gate_record_payment_refused(struct db *db, const struct gate_refu
     if (r->message == NULL && r->message_len > 0)
         return og_error_set(err, OG_ERR_ARG, false, "message bytes are missing");
     gate_escape(reason, sizeof(reason), r->reason, strlen(r->reason), GATE_REFUSAL_REASON_MAX);
-    gate_escape(message, sizeof(message), r->message, r->message_len, GATE_REFUSAL_MESSAGE_MAX);
+    /* Whole (up to the bound): the database keys an unnamed record by all of it. */
+    message = r->message != NULL ? malloc(GATE_REFUSAL_MESSAGE_SEND_MAX + 1) : NULL;
+    if (r->message != NULL && message == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory for a refused message");
+    if (message != NULL)
+        gate_escape(message, GATE_REFUSAL_MESSAGE_SEND_MAX + 1, r->message, r->message_len,
+                    GATE_REFUSAL_MESSAGE_SEND_MAX);
     snprintf(amount, sizeof(amount), "%" PRId64, r->amount_cents);
     params[0] = r->source;
     params[1] = r->order_no;
@@ -571,6 +606,7 @@ enum og_status gate_record_payment_refused(struct db *db, const struct gate_refu
         }
     }
     PQclear(res);
+    free(message);
     return st;
 }
 

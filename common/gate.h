@@ -28,11 +28,13 @@
 #define GATE_COUPON_MAX   128
 #define GATE_SKU_MAX      128
 #define GATE_ITEMS_MAX    1000
-/* record_payment_refused: the source position and what is kept of the reason and the message
- * (as sent, after escaping). */
-#define GATE_REFUSAL_SOURCE_MAX  300
-#define GATE_REFUSAL_REASON_MAX  500
-#define GATE_REFUSAL_MESSAGE_MAX 2000
+/* record_payment_refused: the source position, what is sent of the reason and of the message
+ * (after escaping; the message whole up to this bound, 4 x 16 KiB: the database keys a record
+ * by all of it), and what the record's note keeps of the message. */
+#define GATE_REFUSAL_SOURCE_MAX       300
+#define GATE_REFUSAL_REASON_MAX       500
+#define GATE_REFUSAL_MESSAGE_SEND_MAX 65536
+#define GATE_REFUSAL_MESSAGE_MAX      2000
 
 enum gate_outcome {
     GATE_UNKNOWN = 0,
@@ -174,6 +176,22 @@ enum og_status gate_claim_payment(struct db *db, const char *order_no, const cha
                                   int64_t amount_cents, const char *channel,
                                   struct gate_payment_result *out, struct og_error *err);
 
+/* gate_claim_payment, but no lock of the call waits longer than lock_wait_ms
+ * (1..GATE_LOCK_WAIT_MAX; 0 is gate_claim_payment; else OG_ERR_ARG): the same one statement, which
+ * sets lock_timeout for its own transaction before the claim starts (set_config(..., true) in the
+ * claim's arguments), so nothing stays in the session and no round trip is added. A wait cut short
+ * fails the call whole, nothing changed, as gate_payment_locked() tells (SQLSTATE 55P03); a hook's
+ * own lock wait that ends so is a hook failure (gate_hook_failed). For a caller that must not stall
+ * behind one order an order service holds (the consumer). */
+#define GATE_LOCK_WAIT_MAX 60000
+enum og_status gate_claim_payment_bounded(struct db *db, const char *order_no, const char *txn_no,
+                                          int64_t amount_cents, const char *channel,
+                                          int lock_wait_ms, struct gate_payment_result *out,
+                                          struct og_error *err);
+/* True when err is a claim's wait for a lock that lock_timeout cut short (55P03) outside any
+ * hook: the order's row (or the payment's) is held by another transaction; nothing changed. */
+bool gate_payment_locked(const struct og_error *err);
+
 /* A payment result the consumer dead-letters: it did not decode, or claim_payment refused it
  * for good. */
 struct gate_refusal {
@@ -190,15 +208,18 @@ struct gate_refusal {
 struct gate_refusal_result {
     bool recorded; /* this call wrote the exception; false: the key was recorded before */
     int64_t exception_id;
-    char key[GATE_REFUSAL_SOURCE_MAX + 8]; /* "txn:<txn_no>" or "msg:<source>" */
+    /* "txn:<txn_no>", or "msg:<source>#<sha256 of the message, hex>" */
+    char key[GATE_REFUSAL_SOURCE_MAX + 72];
 };
 
 /* Records a refused payment result as an exception (kind refused_payment, manual_review):
- * schema/functions/record_payment_refused.sql. Idempotent by key, so a redelivered message is
- * recorded once. The reason and the message are sent as text with every byte that is not
- * printable ASCII (and the backslash) written as \xHH, cut to GATE_REFUSAL_REASON_MAX and
- * GATE_REFUSAL_MESSAGE_MAX characters: any bytes are accepted. An order or transaction number
- * that is not valid is OG_ERR_ARG (pass NULL instead). */
+ * schema/functions/record_payment_refused.sql. Idempotent by key (the transaction number, else
+ * the source position with the message's content), so a redelivered message is recorded once
+ * and a different one at a position seen before is recorded too. The reason and the message
+ * are sent as text with every byte that is not printable ASCII (and the backslash) written as
+ * \xHH, cut to GATE_REFUSAL_REASON_MAX and GATE_REFUSAL_MESSAGE_SEND_MAX characters (the note
+ * keeps GATE_REFUSAL_MESSAGE_MAX of the message): any bytes are accepted. An order or transaction
+ * number that is not valid is OG_ERR_ARG (pass NULL instead). */
 enum og_status gate_record_payment_refused(struct db *db, const struct gate_refusal *r,
                                            struct gate_refusal_result *out, struct og_error *err);
 

@@ -648,6 +648,7 @@ void metrics_reset(void)
 /* ---- HTTP --------------------------------------------------------------- */
 
 static pthread_mutex_t metrics_http_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t metrics_http_lock_log = PTHREAD_MUTEX_INITIALIZER;
 static struct MHD_Daemon *metrics_daemon;
 static int metrics_port;
 
@@ -718,17 +719,37 @@ static enum MHD_Result metrics_http_handle(void *cls, struct MHD_Connection *con
     return metrics_http_text(conn, MHD_HTTP_NOT_FOUND, "not found\n");
 }
 
+/* MHD's complaints, one log line per METRICS_HTTP_LOG_EVERY_MS at most: a flood of refused
+ * connections (each one a "connection limit" complaint) must not flood the log too. The next
+ * line after a quiet spell says how many were left out. Called from MHD's one thread. */
+#define METRICS_HTTP_LOG_EVERY_MS 10000
+static int64_t metrics_http_log_next_ms;
+static unsigned long metrics_http_log_dropped;
+
 __attribute__((format(printf, 2, 0))) static void metrics_http_log(void *cls, const char *fmt,
                                                                    va_list ap)
 {
     char msg[512], q[600];
     size_t len;
+    int64_t now = clock_mono_ms();
+    unsigned long dropped;
 
+    (void)cls;
+    pthread_mutex_lock(&metrics_http_lock_log);
+    if (now < metrics_http_log_next_ms) {
+        metrics_http_log_dropped++;
+        pthread_mutex_unlock(&metrics_http_lock_log);
+        return;
+    }
+    metrics_http_log_next_ms = now + METRICS_HTTP_LOG_EVERY_MS;
+    dropped = metrics_http_log_dropped;
+    metrics_http_log_dropped = 0;
+    pthread_mutex_unlock(&metrics_http_lock_log);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     len = strlen(msg);
     while (len > 0 && msg[len - 1] == '\n')
         msg[--len] = '\0';
-    log_warn("metrics_http", "error=%s", log_quote(q, sizeof(q), msg));
+    log_warn("metrics_http", "error=%s suppressed=%lu", log_quote(q, sizeof(q), msg), dropped);
 }
 
 /* Splits "ADDR:PORT", "[V6]:PORT" or ":PORT" and resolves the address
@@ -795,18 +816,63 @@ static enum og_status metrics_http_addr(const char *listen, struct sockaddr_stor
     return OG_OK;
 }
 
+static const struct metrics_http_limits metrics_http_defaults = {
+    METRICS_HTTP_PER_IP_DEFAULT, METRICS_HTTP_MAX_CONNECTIONS_DEFAULT,
+    METRICS_HTTP_TIMEOUT_S_DEFAULT};
+
+static enum og_status metrics_http_check_limits(const struct metrics_http_limits *l,
+                                                struct og_error *err)
+{
+    if (l->per_ip < 1 || l->timeout_s < 1 || l->max_connections < 2)
+        return og_error_set(err, OG_ERR_CONFIG, false,
+                            "metrics limits: per-peer limit and timeout must be at least 1, the "
+                            "connection limit at least 2 (got %u, %u s, %u)",
+                            l->per_ip, l->timeout_s, l->max_connections);
+    if (l->per_ip >= l->max_connections)
+        return og_error_set(err, OG_ERR_CONFIG, false,
+                            "metrics limits: the per-peer limit (%u) must be below the connection "
+                            "limit (%u), or one peer can take every connection",
+                            l->per_ip, l->max_connections);
+    return OG_OK;
+}
+
+enum og_status metrics_http_check(const char *listen, const struct metrics_http_limits *limits,
+                                  struct og_error *err)
+{
+    struct sockaddr_storage ss;
+    bool ipv6 = false;
+    enum og_status st;
+
+    if (limits != NULL && (st = metrics_http_check_limits(limits, err)) != OG_OK)
+        return st;
+    if (listen == NULL || *listen == '\0')
+        return OG_OK;
+    return metrics_http_addr(listen, &ss, &ipv6, err);
+}
+
 enum og_status metrics_http_start(const char *listen, struct og_error *err)
+{
+    return metrics_http_start_bounded(listen, NULL, err);
+}
+
+enum og_status metrics_http_start_bounded(const char *listen,
+                                          const struct metrics_http_limits *limits,
+                                          struct og_error *err)
 {
     struct sockaddr_storage ss;
     bool ipv6 = false;
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
     const union MHD_DaemonInfo *info;
+    const struct metrics_http_limits *l = limits != NULL ? limits : &metrics_http_defaults;
     enum og_status st;
 
     if (listen == NULL || *listen == '\0') {
         log_info("metrics_http_disabled", NULL);
         return OG_OK;
     }
+    st = metrics_http_check_limits(l, err);
+    if (st != OG_OK)
+        return st;
     st = metrics_http_addr(listen, &ss, &ipv6, err);
     if (st != OG_OK)
         return st;
@@ -818,14 +884,18 @@ enum og_status metrics_http_start(const char *listen, struct og_error *err)
         st = og_error_set(err, OG_ERR_INTERNAL, false, "metrics HTTP server is already running");
         goto out;
     }
-    /* Bounded: a few concurrent scrapers, and a stuck client is dropped. */
-    /* The logger goes first so MHD's complaints about later options reach
-     * our log too. */
-    metrics_daemon =
-        MHD_start_daemon(flags, 0, NULL, NULL, metrics_http_handle, NULL,
-                         MHD_OPTION_EXTERNAL_LOGGER, metrics_http_log, NULL, MHD_OPTION_SOCK_ADDR,
-                         (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)32,
-                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10, MHD_OPTION_END);
+    /* Bounded so that no client can starve the others: a peer address holds at most per_ip
+     * connections (MHD closes its next one at once), all peers together max_connections, and
+     * a connection idle (or sending nothing) for timeout_s is closed. A scrape or a probe is
+     * one short request, so a timeout of a few seconds loses nothing and a socket opened and
+     * left idle frees its slot within that time. The logger goes first so MHD's complaints
+     * about later options reach our log too. */
+    metrics_daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, metrics_http_handle, NULL, MHD_OPTION_EXTERNAL_LOGGER,
+        metrics_http_log, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)l->max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)l->per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned int)l->timeout_s, MHD_OPTION_END);
     if (metrics_daemon == NULL) {
         /* A busy or forbidden port may free up: the caller may retry. */
         st = og_error_set(err, OG_ERR_IO, true, "metrics HTTP server cannot listen on %s", listen);
@@ -833,7 +903,10 @@ enum og_status metrics_http_start(const char *listen, struct og_error *err)
     }
     info = MHD_get_daemon_info(metrics_daemon, MHD_DAEMON_INFO_BIND_PORT);
     metrics_port = info != NULL ? info->port : 0;
-    log_info("metrics_http_listening", "listen=%s port=%d", listen, metrics_port);
+    log_info("metrics_http_listening",
+             "listen=%s port=%d per_ip_limit=%u max_connections=%u "
+             "timeout_s=%u",
+             listen, metrics_port, l->per_ip, l->max_connections, l->timeout_s);
 out:
     pthread_mutex_unlock(&metrics_http_lock);
     return st;

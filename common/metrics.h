@@ -81,8 +81,28 @@ long metrics_call_age_ms(void);
  * IPv4 interface; PORT 0 picks a free port (tests). An empty listen string
  * starts nothing and returns OG_OK (endpoint disabled). GET and HEAD only
  * (405 otherwise), 404 for other paths; /metrics is served with Content-Type
- * "text/plain; version=0.0.4". Only one server per process. */
+ * "text/plain; version=0.0.4". Only one server per process.
+ *
+ * The server is bounded so that one client cannot starve the others (struct
+ * metrics_http_limits; NULL or metrics_http_start: the defaults below). These bound the port,
+ * they do not make it a liveness signal: a flood from many addresses can still fill it, which
+ * is why liveness has its own channel that needs no socket (common/health.h). */
+struct metrics_http_limits {
+    unsigned per_ip;          /* connections one peer address holds at once, >= 1 */
+    unsigned max_connections; /* connections of all peers, > per_ip */
+    unsigned timeout_s;       /* a connection that sends nothing this long is closed, >= 1 */
+};
+#define METRICS_HTTP_PER_IP_DEFAULT          4
+#define METRICS_HTTP_MAX_CONNECTIONS_DEFAULT 64
+#define METRICS_HTTP_TIMEOUT_S_DEFAULT       2
 enum og_status metrics_http_start(const char *listen, struct og_error *err);
+enum og_status metrics_http_start_bounded(const char *listen,
+                                          const struct metrics_http_limits *limits,
+                                          struct og_error *err);
+/* What metrics_http_start_bounded would refuse (OG_ERR_CONFIG), without listening: the listen
+ * string (empty is fine) and the limits (NULL: not checked). For --check-config. */
+enum og_status metrics_http_check(const char *listen, const struct metrics_http_limits *limits,
+                                  struct og_error *err);
 void metrics_http_stop(void);
 /* The TCP port the server is bound to, or 0 when it is not running. */
 int metrics_http_port(void);

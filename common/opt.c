@@ -43,6 +43,8 @@ const struct opt opt_services[] = {
     {"since", "TIME", 0, "--reconcile: orders created since", NULL, 0, OPT_SCANNER},
     {"scan-interval", "S", 0, "--reconcile: how often sweeps run", NULL, 0, OPT_SCANNER},
     {"check-config", NULL, 0, "validate the configuration and exit", NULL, 0, BOTH},
+    {"check-health", NULL, 0, "judge the health file: live", NULL, 0, OPT_CONSUMER},
+    {"check-ready", NULL, 0, "judge the health file: live and ready", NULL, 0, OPT_CONSUMER},
     {"list-settings", NULL, 0, "print the settings table and exit", NULL, 0, BOTH},
     {"help", NULL, 0, "print help and exit", NULL, 'h', BOTH},
     {"version", NULL, 0, "print the version and exit", NULL, 'V', BOTH},

@@ -224,6 +224,42 @@ static void batch_busy(struct consumer *c, struct batch_entry *e, int64_t now)
              slot >= 0 ? now - c->retry.slots[slot].first_ms : (int64_t)0);
 }
 
+/* Step 2a: a cancel of an order whose payment is held back in the retry set (a hook failed it, or
+ * its row was locked: batch_payments) is not claimed: the payment reached us first and must
+ * claim first, so the hold-back must not hand the order to the cancel. The cancel waits in the
+ * retry set as a busy one, claimed again no earlier than the payment (which then has answered:
+ * paid, and the cancel finds already_paid; or held again, and so is the cancel), for as long as
+ * the payment is held: that hold is bounded by consumer.hook_retry_ms for a hook, by the holder's
+ * transaction for a lock. With the set full it is re-scheduled through a delay topic, due now,
+ * as a busy order past its bound is. Duplicates of the order in the batch are finished. */
+static void batch_behind_payment(struct consumer *c, struct batch_entry *e, int64_t pay_at,
+                                 int64_t now)
+{
+    const struct batch_tp *tp = &c->batch.tps[e->tp];
+    int slot;
+
+    e->outcome = GATE_BUSY;
+    e->state = BATCH_DONE;
+    if (!e->first)
+        return;
+    slot = batch_retry_slot(c, e, now);
+    if (slot >= 0) {
+        int64_t at = now + CONSUMER_RETRY_BASE_MS;
+        retry_wait(&c->retry, slot, GATE_BUSY, pay_at > at ? pay_at : at);
+        e->held = true;
+        log_debug("cancel_behind_payment", "order_no=%s", e->order_no);
+        return;
+    }
+    metric_inc(c->m.retry_given_up[0], 1);
+    e->new_due_ms = now;
+    e->dest_topic = consumer_reschedule_topic(c, tp->topic, now, &e->new_due_ms);
+    e->state = BATCH_PRODUCE;
+    log_warn("busy_rescheduled",
+             "order_no=%s topic=%s busy_ms=0 msg=\"its payment is held back and the retry set "
+             "is full; re-scheduled through the delay topic\"",
+             e->order_no, e->dest_topic);
+}
+
 /* Turns a decoded entry into a dead letter in state `state`: key, the message as the contract
  * encodes it (value, len; NULL when it could not be encoded) and the reason, copied (a copy
  * that fails leaves the field empty: the dead letter goes out all the same). */
@@ -329,8 +365,23 @@ static enum flush_result batch_claim(struct consumer *c, double *claim_ms)
     struct og_error err = {0}, hook_err = {0};
     char hook[GATE_HOOK_NAME_MAX] = "";
     size_t n = 0, nrows = 0;
-    int64_t now;
+    int64_t now = clock_wall_ms();
 
+    /* Orders whose payment is held back are not claimed (batch_behind_payment). */
+    for (size_t i = 0; i < b->n && c->retry.used > 0; i++) {
+        struct batch_entry *e = &b->e[i];
+        int64_t pay_at;
+
+        if (e->kind != BATCH_CANCEL || e->state != BATCH_NEW || !batch_live(b, e) ||
+            !retry_payment_held(&c->retry, e->order_no, &pay_at))
+            continue;
+        e->first = true;
+        for (size_t j = 0; j < i && e->first; j++)
+            if (b->e[j].kind == BATCH_CANCEL && b->e[j].outcome == GATE_BUSY &&
+                batch_live(b, &b->e[j]) && strcmp(b->e[j].order_no, e->order_no) == 0)
+                e->first = false;
+        batch_behind_payment(c, e, pay_at, now);
+    }
     for (size_t i = 0; i < b->n; i++)
         if (b->e[i].kind == BATCH_CANCEL && b->e[i].state == BATCH_NEW && batch_live(b, &b->e[i]))
             c->nos[n++] = b->e[i].order_no;
@@ -509,17 +560,110 @@ static bool batch_refund(struct consumer *c, struct batch_entry *e)
     return true;
 }
 
-/* Step 1: payment results, one claim_payment each (idempotent by txn_no);
- * the refused ones recorded (batch_record_refused); refund results (batch_refund). */
+/* Step 1c: a payment whose claim waited for a row lock another transaction holds (an order
+ * service's, around its order) and was cut short (gate_claim_payment_bounded): nothing changed.
+ * The payment is held back in the retry set and claimed again after the busy backoff
+ * (CONSUMER_RETRY_BASE_MS doubling to CONSUMER_RETRY_CAP_MS) for as long as the row stays
+ * locked: a lock is not the payment's fault, so it is never dead-lettered for it; what bounds it
+ * is the holder's transaction. Its partition's offset waits at its message; every other
+ * payment and cancel of the batch goes on. False when the retry set is full. */
+static bool batch_payment_locked(struct consumer *c, struct batch_entry *e, int64_t now)
+{
+    struct retry_slot *s;
+    int slot = batch_retry_slot(c, e, now);
+    int tries;
+
+    if (slot < 0)
+        return false;
+    s = &c->retry.slots[slot];
+    tries = s->why == GATE_BUSY ? s->tries : 0;
+    retry_wait(&c->retry, slot, GATE_BUSY,
+               now + clock_backoff_ms(CONSUMER_RETRY_BASE_MS, CONSUMER_RETRY_CAP_MS, tries));
+    e->held = true;
+    e->state = BATCH_DONE;
+    if (tries % CONSUMER_PAYMENT_LOCK_LOG_EVERY == 0)
+        log_warn("payment_locked",
+                 "order_no=%s txn_no=%s tries=%d locked_ms=%" PRId64 " msg=\"its order's row is "
+                 "locked by another transaction; held back and retried locally, the rest of the "
+                 "batch goes on\"",
+                 e->pay.order_no, e->pay.txn_no, tries + 1, now - s->first_ms);
+    else
+        log_debug("payment_locked", "order_no=%s txn_no=%s tries=%d", e->pay.order_no,
+                  e->pay.txn_no, tries + 1);
+    return true;
+}
+
+/* Step 1d: a payment a hook failed (its claim rolled back). Held back in the retry set and claimed
+ * again after 1 s, doubling up to 30 s (CONSUMER_HOOK_BASE_MS, CONSUMER_HOOK_CAP_MS), for
+ * consumer.hook_retry_ms from its first hook failure; then recorded as refused (an exception: the
+ * money was taken) and dead-lettered. The rest of the batch goes on. Returns FLUSH_RETRY only
+ * when the record failed, or when the retry set is full (then the batch is retried whole, as a
+ * database outage is). */
+static enum flush_result batch_payment_hook_failed(struct consumer *c, struct batch_entry *e,
+                                                   struct og_error *err, int64_t now)
+{
+    char hook[GATE_HOOK_NAME_MAX], q[600];
+    int slot;
+
+    gate_hook_failed(err, hook, sizeof(hook));
+    c->db_ok = true;
+    metric_inc(consumer_metric_hook_failures(hook), 1);
+    if (e->hook_first_ms == 0)
+        e->hook_first_ms = now;
+    if (now - e->hook_first_ms < c->cfg->hook_retry_ms) {
+        slot = batch_retry_slot(c, e, now);
+        if (slot >= 0) {
+            struct retry_slot *s = &c->retry.slots[slot];
+            int tries = s->why == GATE_HOOK_FAILED ? s->tries : 0;
+
+            s->hook_first_ms = e->hook_first_ms;
+            retry_wait(&c->retry, slot, GATE_HOOK_FAILED,
+                       now + clock_backoff_ms(CONSUMER_HOOK_BASE_MS, CONSUMER_HOOK_CAP_MS, tries));
+            e->held = true;
+            e->state = BATCH_DONE;
+            log_warn("hook_failed",
+                     "order_no=%s txn_no=%s hook=%s sqlstate=%s tries=%d error=%s msg=\"payment "
+                     "claim rolled back; held back and retried locally, the rest of the batch "
+                     "goes on\"",
+                     e->pay.order_no, e->pay.txn_no, hook, err->sqlstate, tries + 1,
+                     log_quote(q, sizeof(q), err->msg));
+            return FLUSH_DONE;
+        }
+        log_warn("hook_failed",
+                 "order_no=%s txn_no=%s hook=%s sqlstate=%s error=%s msg=\"payment claim rolled "
+                 "back; the retry set is full: the batch is retried\"",
+                 e->pay.order_no, e->pay.txn_no, hook, err->sqlstate,
+                 log_quote(q, sizeof(q), err->msg));
+        return FLUSH_RETRY;
+    }
+    metric_inc(c->m.retry_given_up[2], 1);
+    log_error("hook_dead_lettered",
+              "order_no=%s txn_no=%s hook=%s sqlstate=%s error=%s msg=\"a hook failed "
+              "this payment beyond consumer.hook_retry_ms; recorded as refused and "
+              "dead-lettered\"",
+              e->pay.order_no, e->pay.txn_no, hook, err->sqlstate,
+              log_quote(q, sizeof(q), err->msg));
+    og_error_prefix(err, "hook_failed: sqlstate %s", err->sqlstate);
+    batch_payment_to_dlq(c, e, err);
+    return batch_record_refused(c, e) == OG_OK ? FLUSH_DONE : FLUSH_RETRY;
+}
+
+/* Step 1: payment results, one claim_payment each (idempotent by txn_no), each waiting for a row
+ * lock only briefly (CONSUMER_PAYMENT_LOCK_MS, within CONSUMER_PAYMENT_LOCK_BUDGET_MS per flush);
+ * one whose row is locked or whose hook fails is held back alone (batch_payment_locked,
+ * batch_payment_hook_failed); the refused ones recorded (batch_record_refused); refund results
+ * (batch_refund). */
 static enum flush_result batch_payments(struct consumer *c)
 {
     struct batch *b = &c->batch;
+    int lock_spent_ms = 0;
 
     for (size_t i = 0; i < b->n; i++) {
         struct batch_entry *e = &b->e[i];
         struct gate_payment_result res;
         struct og_error err = {0};
         enum og_status st;
+        int wait_ms;
 
         if (e->state == BATCH_RECORD) {
             if (!batch_live(b, e))
@@ -541,8 +685,13 @@ static enum flush_result batch_payments(struct consumer *c)
             e->state = BATCH_DONE;
             continue;
         }
-        st = gate_claim_payment(c->db, e->pay.order_no, e->pay.txn_no, e->pay.amount_cents,
-                                e->pay.channel, &res, &err);
+        wait_ms = CONSUMER_PAYMENT_LOCK_BUDGET_MS - lock_spent_ms;
+        if (wait_ms > CONSUMER_PAYMENT_LOCK_MS)
+            wait_ms = CONSUMER_PAYMENT_LOCK_MS;
+        if (wait_ms < CONSUMER_PAYMENT_LOCK_MIN_MS)
+            wait_ms = CONSUMER_PAYMENT_LOCK_MIN_MS;
+        st = gate_claim_payment_bounded(c->db, e->pay.order_no, e->pay.txn_no, e->pay.amount_cents,
+                                        e->pay.channel, wait_ms, &res, &err);
         metric_observe(c->m.db_seconds, db_last_ms(c->db) / 1000.0);
         if (st == OG_OK) {
             c->db_ok = true;
@@ -557,38 +706,21 @@ static enum flush_result batch_payments(struct consumer *c)
                      order_status_str(res.status));
             continue;
         }
-        /* A hook failed the payment's claim (rolled back): retried with the batch, with
-         * backoff, for consumer.hook_retry_ms from the first failure; then refused like a
-         * payment the gate will not take, so the money taken is on record. */
         if (gate_hook_failed(&err, NULL, 0)) {
-            char hook[GATE_HOOK_NAME_MAX], q[600];
-            int64_t now = clock_wall_ms();
-
-            gate_hook_failed(&err, hook, sizeof(hook));
-            c->db_ok = true;
-            metric_inc(consumer_metric_hook_failures(hook), 1);
-            if (e->hook_first_ms == 0)
-                e->hook_first_ms = now;
-            if (now - e->hook_first_ms < c->cfg->hook_retry_ms) {
-                log_warn("hook_failed",
-                         "order_no=%s txn_no=%s hook=%s sqlstate=%s error=%s msg=\"payment "
-                         "claim rolled back; the batch is retried\"",
-                         e->pay.order_no, e->pay.txn_no, hook, err.sqlstate,
-                         log_quote(q, sizeof(q), err.msg));
-                return FLUSH_RETRY;
-            }
-            metric_inc(c->m.retry_given_up[2], 1);
-            log_error("hook_dead_lettered",
-                      "order_no=%s txn_no=%s hook=%s sqlstate=%s error=%s msg=\"a hook failed "
-                      "this payment beyond consumer.hook_retry_ms; recorded as refused and "
-                      "dead-lettered\"",
-                      e->pay.order_no, e->pay.txn_no, hook, err.sqlstate,
-                      log_quote(q, sizeof(q), err.msg));
-            og_error_prefix(&err, "hook_failed: sqlstate %s", err.sqlstate);
-            batch_payment_to_dlq(c, e, &err);
-            if (batch_record_refused(c, e) != OG_OK)
+            if (batch_payment_hook_failed(c, e, &err, clock_wall_ms()) != FLUSH_DONE)
                 return FLUSH_RETRY;
             continue;
+        }
+        if (gate_payment_locked(&err)) {
+            c->db_ok = true; /* the database answered */
+            lock_spent_ms += wait_ms;
+            if (batch_payment_locked(c, e, clock_wall_ms()))
+                continue;
+            log_warn("payment_locked",
+                     "order_no=%s txn_no=%s msg=\"its order's row is locked; the retry set is "
+                     "full: the batch is retried\"",
+                     e->pay.order_no, e->pay.txn_no);
+            return FLUSH_RETRY;
         }
         /* The same arguments will always be refused (invalid value, data
          * exception 22xxx, integrity violation 23xxx): dead-letter the
@@ -976,11 +1108,15 @@ size_t batch_take_retries(struct consumer *c, int64_t now_wall)
             continue;
         if (batch_full(&c->batch))
             break;
-        e = batch_add(&c->batch, BATCH_CANCEL, s->topic, s->partition, s->offset);
+        e = batch_add(&c->batch, s->kind, s->topic, s->partition, s->offset);
         if (e == NULL)
             break;
         memcpy(e->order_no, s->order_no, sizeof(e->order_no));
         e->due_ms = s->due_ms;
+        if (s->kind == BATCH_PAYMENT) {
+            e->pay = s->pay;
+            e->hook_first_ms = s->hook_first_ms;
+        }
         e->retry = (int)i;
         s->state = RETRY_IN_BATCH;
         metric_inc(c->m.retries[s->why == GATE_BUSY ? 0 : s->why == GATE_NOT_DUE ? 1 : 2], 1);

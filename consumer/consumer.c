@@ -83,7 +83,7 @@ int64_t consumer_level_ms(const struct consumer *c, const char *topic)
     const struct delay_level *longest = delay_longest(&c->levels);
     int64_t own = delay_level_of(&c->levels, topic);
 
-    return own >= 0 ? own : longest != NULL ? longest->level_ms : -1;
+    return own >= 0 ? own : longest != NULL ? longest->level_ms : c->cfg->max_wait_ms;
 }
 
 const char *consumer_reschedule_topic(const struct consumer *c, const char *source, int64_t now_ms,
@@ -92,8 +92,14 @@ const char *consumer_reschedule_topic(const struct consumer *c, const char *sour
     int64_t wait_ms = *due_ms - now_ms - c->cfg->level_margin_ms;
     const struct delay_level *pick = delay_pick(&c->levels, wait_ms > 0 ? wait_ms : 0);
 
-    if (pick == NULL)
+    /* No level anywhere: back to the source topic, due within consumer.max_wait_ms, which stands
+     * for its level (consumer_level_ms): a longer wait hops on then, so a re-schedule never
+     * pauses its partition longer than that, nor is claimed at once again (a loop). */
+    if (pick == NULL) {
+        if (wait_ms > c->cfg->max_wait_ms)
+            *due_ms = now_ms + c->cfg->max_wait_ms;
         return source;
+    }
     /* No level is that long: the longest, due when its level has passed (then hop on). */
     if (pick->level_ms < wait_ms)
         *due_ms = now_ms + pick->level_ms;

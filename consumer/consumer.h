@@ -9,8 +9,11 @@
  *      with a cancel that fell due meanwhile was made before that cancel);
  *      a payment result that did not decode, or that the gate refused for
  *      good, is recorded with record_payment_refused (an exception for
- *      review) before its dead letter is produced in step 3;
- *   2. claim_cancel for every cancel in the batch, in one statement;
+ *      review) before its dead letter is produced in step 3; one whose
+ *      order row is locked (a short lock wait of its own) or whose hook
+ *      fails is held back alone in the retry set (below);
+ *   2. claim_cancel for every cancel in the batch, in one statement, but
+ *      for the orders whose payment is held back (they wait behind it);
  *   3. for not_due orders, due_times() and, unless due within
  *      consumer.local_due_ms, one new delayed message each on the delay
  *      topic that fits the time left, produced with the idempotent producer;
@@ -37,6 +40,14 @@
  * owner reads them again). Slots are claimed only while nothing is stalled,
  * so they only ever join a batch that has not been claimed yet.
  *
+ * Payments held back wait in the same set: one whose claim found its order
+ * row locked (CONSUMER_PAYMENT_LOCK_MS) with the busy backoff for as long as
+ * the row stays locked, one a hook failed with the hook backoff until
+ * consumer.hook_retry_ms (then recorded refused and dead-lettered). While one
+ * waits, a cancel of its order is not claimed but waits as a busy one, no
+ * earlier than the payment's next try: the payment came first, so it claims
+ * first. With the set full, a payment cannot be held: the batch is retried.
+ *
  * Delay levels. A delay topic's level comes from kafka.topic_levels or its
  * name (common/delay.h): a message due more than its topic's level plus
  * consumer.level_margin_ms from now would pause its partition far beyond
@@ -46,7 +57,9 @@
  * no level is that long, to the longest level with the due time cut to
  * that level (the order is claimed then and hops on). Every message the
  * consumer produces is thus due within its topic's level. Without levels
- * in the topic names, re-schedules go back to their source topic.
+ * in the topic names, consumer.max_wait_ms stands for every topic's level:
+ * re-schedules go back to their source topic, due within it; so no topic,
+ * named any way, has a message pause its partition beyond a bound.
  *
  * A second thread (relay.c) runs the outbox relay on its own database
  * connection and producer when outbox.enabled is set. */
@@ -103,10 +116,29 @@
     (CONSUMER_WATCHDOG_EVERY_MS / 1000 + CONSUMER_POLL_MAX_S + CONSUMER_DB_CALL_MAX_S)
 #define CONSUMER_WATCHDOG_MIN_S (2 * CONSUMER_WATCHDOG_GAP_MAX_S)
 
+/* The health file (consumer.health_file, common/health.h) is rewritten on the watchdog's
+ * occasions, at most every CONSUMER_WATCHDOG_EVERY_MS, whether systemd watches or not. The
+ * bound written into it, past which --check-health calls the loop stuck, is the watchdog's gap
+ * with the database call cut at consumer.health_db_call_ms (what /healthz uses; when that is 0,
+ * CONSUMER_DB_CALL_MAX_S), plus CONSUMER_HEALTH_SLACK_MS for the revoke callback's wait for
+ * delivery reports after a database answer: 1 + 0.05 + 30 + 5 = 36.05 s by default. */
+#define CONSUMER_HEALTH_SLACK_MS 5000
+
 /* The local retry set (see above). */
 #define CONSUMER_RETRY_BASE_MS 25
 #define CONSUMER_RETRY_CAP_MS  1000
 #define CONSUMER_NOT_DUE_TRIES 5
+/* A payment's claim waits at most CONSUMER_PAYMENT_LOCK_MS for a row lock (its order's, held by
+ * an order service); the waits cut short in one flush add up to at most
+ * CONSUMER_PAYMENT_LOCK_BUDGET_MS, after which each claim of that flush waits
+ * CONSUMER_PAYMENT_LOCK_MIN_MS (lock_timeout 0 would mean no bound). A payment whose wait was
+ * cut short is held in the retry set like a busy cancel (same backoff), for as long as the row
+ * stays locked: a lock is not the payment's fault, so it is never dead-lettered for it. */
+#define CONSUMER_PAYMENT_LOCK_MS        100
+#define CONSUMER_PAYMENT_LOCK_BUDGET_MS 1000
+#define CONSUMER_PAYMENT_LOCK_MIN_MS    1
+/* A payment held that long logs payment_locked again (warning), every that many tries. */
+#define CONSUMER_PAYMENT_LOCK_LOG_EVERY 30
 /* An order a hook fails is claimed again after 1 s, doubling up to 30 s, until
  * consumer.hook_retry_ms; at most this many hooks get a series of their own in
  * ordergate_consumer_hook_failures_total. */
@@ -222,15 +254,18 @@ enum retry_state {
 
 struct retry_slot {
     enum retry_state state;
+    enum batch_kind kind;  /* BATCH_CANCEL, or BATCH_PAYMENT (then pay is the payment) */
     enum gate_outcome why; /* the last answer: GATE_BUSY, GATE_NOT_DUE or GATE_HOOK_FAILED */
     const char *topic;     /* one of consumer.topics */
     int32_t partition;
-    int64_t offset;   /* of its message */
-    int64_t due_ms;   /* the message's due time (lateness is measured from it) */
-    int64_t first_ms; /* wall: the first busy or not_due answer */
-    int64_t at_ms;    /* wall: claim again from then on */
-    int tries;        /* busy or not_due answers so far */
+    int64_t offset;        /* of its message */
+    int64_t due_ms;        /* the message's due time (lateness is measured from it) */
+    int64_t first_ms;      /* wall: the first busy or not_due answer */
+    int64_t at_ms;         /* wall: claim again from then on */
+    int tries;             /* busy or not_due answers so far */
+    int64_t hook_first_ms; /* BATCH_PAYMENT: wall time of its first hook failure, else 0 */
     char order_no[GATE_ORDER_NO_MAX + 1];
+    struct codec_payment pay; /* BATCH_PAYMENT */
 };
 
 /* A partition whose stored offset waits behind a slot: the offset (+ 1) done behind it. */
@@ -278,6 +313,9 @@ struct consumer {
     int64_t next_gauges_ms, next_stats_ms;
     int64_t watchdog_every_ms; /* 0: no systemd watchdog */
     int64_t next_watchdog_ms;
+    int64_t next_health_ms; /* next write of the health file */
+    long health_stale_ms;   /* the bound written into it (CONSUMER_HEALTH_SLACK_MS) */
+    bool health_failing;    /* the last write failed (logged once per failing spell) */
     struct consumer_metrics m;
     struct relay *relay;
 };
@@ -301,8 +339,9 @@ int consumer_run(struct consumer *c);
  * callbacks (rebalance, error, offset commit, statistics for broker
  * reachability). */
 void consumer_loop_conf(struct consumer *c, rd_kafka_conf_t *conf);
-/* Pings the systemd watchdog when CONSUMER_WATCHDOG_EVERY_MS have passed since the last ping.
- * Called where the consumer has made progress: each loop turn, each database answer. */
+/* Pings the systemd watchdog, and rewrites the health file, when CONSUMER_WATCHDOG_EVERY_MS
+ * have passed since the last time. Called where the consumer has made progress: each loop
+ * turn, each database answer. */
 void consumer_watchdog(struct consumer *c);
 /* Pauses a partition and seeks it back to offset. */
 void consumer_pause_seek(struct consumer *c, const char *topic, int32_t partition, int64_t offset);
@@ -344,8 +383,11 @@ void retry_wait(struct retry_set *r, int slot, enum gate_outcome why, int64_t at
 void retry_release(struct retry_set *r, int slot);
 /* The earliest at_ms of a waiting slot, SCHED_NEVER when none waits. */
 int64_t retry_next_at(const struct retry_set *r);
-/* Waiting slots whose last answer was why. */
+/* Waiting cancel slots whose last answer was why. */
 size_t retry_count(const struct retry_set *r, enum gate_outcome why);
+/* True when a payment of order_no waits in the set (held back: a hook failed it or its row was
+ * locked); *at_ms (may be NULL) receives when it is claimed again. */
+bool retry_payment_held(const struct retry_set *r, const char *order_no, int64_t *at_ms);
 /* The lowest offset a slot holds on topic/partition; false when none. */
 bool retry_floor(const struct retry_set *r, const char *topic, int32_t partition, int64_t *floor);
 /* The offset remembered behind a floor (and forgets it), -1 when none; put remembers one
@@ -369,9 +411,11 @@ void consumer_check_durability(struct consumer *c);
 
 /* consumer.c: delay levels (see above) */
 /* The level of a delay topic in ms for the due-time check: its own, else the longest of
- * kafka.topics; -1 when no topic names a level. */
+ * kafka.topics, else (no topic has a level) consumer.max_wait_ms. Never negative: every topic
+ * is checked, whatever its name. */
 int64_t consumer_level_ms(const struct consumer *c, const char *topic);
-/* Where a re-schedule due at *due_ms (wall) goes; may cut *due_ms to the longest level. */
+/* Where a re-schedule due at *due_ms (wall) goes; may cut *due_ms to the longest level (to
+ * consumer.max_wait_ms when no topic has a level). */
 const char *consumer_reschedule_topic(const struct consumer *c, const char *source, int64_t now_ms,
                                       int64_t *due_ms);
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/health.h"
 #include "common/log.h"
 #include "common/notify.h"
 #include "common/signals.h"
@@ -430,7 +431,8 @@ static void loop_dead_letter(struct consumer *c, const rd_kafka_message_t *m, co
 }
 
 /* The due time a cancel message is scheduled by: its due_at, unless that lies beyond its
- * topic's delay level plus consumer.level_margin_ms. Such a message would pause its partition
+ * topic's delay level (consumer_level_ms: consumer.max_wait_ms when no topic has a level, so
+ * every topic is checked) plus consumer.level_margin_ms. Such a message would pause its partition
  * and every later cancel in it until then (due_at may be as late as 9999-12-31): it is due now
  * instead, the claim asks the database, and a not_due answer re-schedules it by the order's
  * real expire_at onto the level that fits (consumer.h, "Delay levels"). */
@@ -440,7 +442,7 @@ static int64_t loop_due(struct consumer *c, const char *topic, const rd_kafka_me
     int64_t level = consumer_level_ms(c, topic);
     char due[32];
 
-    if (level < 0 || cancel->due_ms - now <= level + c->cfg->level_margin_ms)
+    if (cancel->due_ms - now <= level + c->cfg->level_margin_ms)
         return cancel->due_ms;
     /* Counted and logged once per message: a paused partition hands it over again. */
     if (!sched_is_paused(c->sched, topic, m->partition)) {
@@ -546,10 +548,32 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
 
 /* ------------------------------------------------------------------------------------------ */
 
+/* The heartbeat of --check-health: written from the loop itself, so it stops when the loop
+ * stops, whatever happens to the HTTP port. */
+static void loop_health_write(struct consumer *c, int64_t now)
+{
+    struct og_error err = {0};
+    char q[600];
+
+    if (c->cfg->health_file == NULL || *c->cfg->health_file == '\0' || now < c->next_health_ms)
+        return;
+    c->next_health_ms = now + CONSUMER_WATCHDOG_EVERY_MS;
+    if (health_file_write(c->cfg->health_file, c->db_ok && c->kafka_ok, c->health_stale_ms, &err) !=
+        OG_OK) {
+        if (!c->health_failing)
+            log_error("health_file_failed", "error=%s", log_quote(q, sizeof(q), err.msg));
+        c->health_failing = true;
+    } else if (c->health_failing) {
+        log_info("health_file_written", "path=%s", c->cfg->health_file);
+        c->health_failing = false;
+    }
+}
+
 void consumer_watchdog(struct consumer *c)
 {
     int64_t now = clock_mono_ms();
 
+    loop_health_write(c, now);
     if (c->watchdog_every_ms <= 0 || now < c->next_watchdog_ms)
         return;
     notify_send("WATCHDOG=1");
@@ -837,6 +861,9 @@ int consumer_run(struct consumer *c)
         if (c->watchdog_every_ms < 1)
             c->watchdog_every_ms = 1;
     }
+    c->health_stale_ms = (c->cfg->health_db_call_ms > 0 ? (long)c->cfg->health_db_call_ms
+                                                        : CONSUMER_DB_CALL_MAX_S * 1000L) +
+                         CONSUMER_WATCHDOG_EVERY_MS + c->cfg->poll_ms + CONSUMER_HEALTH_SLACK_MS;
     consumer_watchdog(c);
     if (db_connect(c->db, &err) == OG_OK) {
         c->db_ok = true;

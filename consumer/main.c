@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "common/cfg.h"
+#include "common/clock.h"
 #include "common/db.h"
+#include "common/health.h"
 #include "common/kafka.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -60,6 +62,14 @@ static void usage(FILE *out)
             "                         (consumer.busy_retry_ms).\n"
             "  --check-config         validate the configuration (file, flags, environment,\n"
             "                         kafka.properties) and exit: 0 valid, 2 invalid.\n"
+            "  --check-health         read the health file (consumer.health_file) a running\n"
+            "                         consumer rewrites every second from its main loop, and\n"
+            "                         exit 0 when it is fresh (the loop turns), 1 when it is\n"
+            "                         stale or missing, 2 when no health file is configured.\n"
+            "                         Needs no network: a liveness probe that no flood of\n"
+            "                         the metrics port can fail.\n"
+            "  --check-ready          the same, and 1 unless the consumer also reaches the\n"
+            "                         database and the broker (what /readyz says).\n"
             "  --list-settings        print the settings table and exit, one line per\n"
             "                         setting: name, flag, type, default, bounds (tab-separated).\n"
             "  -h, --help             print this help and exit.\n"
@@ -72,12 +82,34 @@ static void usage(FILE *out)
             "broker refuses the SASL login or the TLS certificate at start).\n");
 }
 
+/* --check-health, --check-ready: the verdict on the health file, one line on stdout (a probe's
+ * output is what Kubernetes and Docker show for a failure). */
+static int main_check_health(const struct og_config *cfg, bool want_ready)
+{
+    char msg[512];
+
+    if (*cfg->health_file == '\0') {
+        fprintf(stderr, PROG ": --check-health needs consumer.health_file (the file a running "
+                             "consumer rewrites)\n");
+        return 2;
+    }
+    if (health_file_check(cfg->health_file, want_ready, (long long)clock_mono_ms(), msg,
+                          sizeof(msg)) != HEALTH_OK) {
+        printf("%s\n", msg);
+        return 1;
+    }
+    printf("%s\n", msg);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct opt_args args = {0};
     struct og_config cfg;
     struct og_error err = {0};
     struct consumer *c = NULL;
+    struct metrics_http_limits limits = {0};
+    bool health_owned = false;
     int status = 0;
 
     memset(&cfg, 0, sizeof(cfg));
@@ -105,8 +137,31 @@ int main(int argc, char **argv)
     }
     /* Every check a start would make, short of connecting: the file, the environment, the
      * flags, then the Kafka and outbox settings (consumer_check_config, what consumer_new
-     * checks) and the password file. */
-    if (opt_configure(&cfg, &args, &err) != OG_OK || consumer_check_config(&cfg, &err) != OG_OK) {
+     * checks), the metrics endpoint's settings and the password file. */
+    if (opt_configure(&cfg, &args, &err) != OG_OK) {
+        status = 2;
+        goto report;
+    }
+    limits = (struct metrics_http_limits){(unsigned)cfg.metrics_per_ip_limit,
+                                          (unsigned)cfg.metrics_max_connections,
+                                          (unsigned)cfg.metrics_timeout_s};
+    /* A probe: before anything that could fail for reasons of its own (Kafka's settings, the
+     * password file), and it says nothing on stderr when all is well. */
+    if (opt_flag(&args, "check-health") || opt_flag(&args, "check-ready")) {
+        status = main_check_health(&cfg, opt_flag(&args, "check-ready"));
+        goto out;
+    }
+    if (consumer_check_config(&cfg, &err) != OG_OK) {
+        status = 2;
+        goto report;
+    }
+    if (metrics_http_check("", &limits, &err) != OG_OK) {
+        og_error_prefix(&err, "consumer.metrics_per_ip_limit, consumer.metrics_max_connections");
+        status = 2;
+        goto report;
+    }
+    if (metrics_http_check(cfg.metrics_listen, NULL, &err) != OG_OK) {
+        og_error_prefix(&err, "consumer.metrics_listen %s", cfg.metrics_listen);
         status = 2;
         goto report;
     }
@@ -139,12 +194,16 @@ int main(int argc, char **argv)
                  log_quote(q, sizeof(q), err.msg));
         og_error_clear(&err);
     }
+    /* A heartbeat left by an earlier run (a restarted container keeps its volume) must not
+     * pass for this one: until the loop writes, --check-health says missing. */
+    health_file_remove(cfg.health_file);
+    health_owned = true;
     c = consumer_new(&cfg, &err);
     if (c == NULL) {
         status = err.status == OG_ERR_CONFIG ? 2 : 1;
         goto report;
     }
-    if (metrics_http_start(cfg.metrics_listen, &err) != OG_OK) {
+    if (metrics_http_start_bounded(cfg.metrics_listen, &limits, &err) != OG_OK) {
         og_error_prefix(&err, "consumer.metrics_listen %s", cfg.metrics_listen);
         status = err.status == OG_ERR_CONFIG ? 2 : 1;
         goto report;
@@ -159,6 +218,7 @@ int main(int argc, char **argv)
         /* The group membership or the relay thread did not stop in time (loop_shutdown):
          * taking them down would wait again, and the relay may still use c and cfg. The
          * process's exit ends them; nothing is lost (offsets follow the database commit). */
+        health_file_remove(cfg.health_file);
         fflush(NULL);
         _exit(status);
     }
@@ -166,6 +226,9 @@ int main(int argc, char **argv)
 report:
     opt_error_print(PROG, &cfg, &err);
 out:
+    /* Only a run removes its file: a --check-config beside a running consumer must not. */
+    if (health_owned)
+        health_file_remove(cfg.health_file);
     metrics_http_stop();
     consumer_free(c);
     cfg_free(&cfg);

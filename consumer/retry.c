@@ -1,6 +1,7 @@
 /* The local retry set: cancels the claim answered busy (the order's row locked by another
  * transaction) or not_due by a little (a due time rounded to the millisecond, a producer's clock
- * slightly ahead), claimed again from here without a round trip through Kafka, and the offsets
+ * slightly ahead), and payments held back (a hook failed them, their order's row was locked),
+ * claimed again from here without a round trip through Kafka, and the offsets
  * their partitions may store meanwhile (see consumer.h, "The local retry set"). */
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,11 @@ int retry_add(struct retry_set *r, const struct batch_entry *e, const char *topi
         s->due_ms = e->due_ms;
         s->first_ms = now_ms;
         memcpy(s->order_no, e->order_no, sizeof(s->order_no));
+        s->kind = e->kind == BATCH_PAYMENT ? BATCH_PAYMENT : BATCH_CANCEL;
+        if (s->kind == BATCH_PAYMENT) {
+            s->pay = e->pay;
+            s->hook_first_ms = e->hook_first_ms;
+        }
         r->used++;
         return (int)i;
     }
@@ -85,8 +91,23 @@ size_t retry_count(const struct retry_set *r, enum gate_outcome why)
     size_t n = 0;
 
     for (size_t i = 0; i < r->cap && r->used > 0; i++)
-        n += r->slots[i].state == RETRY_WAITING && r->slots[i].why == why;
+        n += r->slots[i].state == RETRY_WAITING && r->slots[i].kind == BATCH_CANCEL &&
+             r->slots[i].why == why;
     return n;
+}
+
+bool retry_payment_held(const struct retry_set *r, const char *order_no, int64_t *at_ms)
+{
+    for (size_t i = 0; i < r->cap && r->used > 0; i++) {
+        const struct retry_slot *s = &r->slots[i];
+        if (s->state == RETRY_WAITING && s->kind == BATCH_PAYMENT &&
+            strcmp(s->order_no, order_no) == 0) {
+            if (at_ms != NULL)
+                *at_ms = s->at_ms;
+            return true;
+        }
+    }
+    return false;
 }
 
 static bool retry_same_tp(const char *topic, int32_t partition, const char *t, int32_t p)

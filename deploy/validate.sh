@@ -17,10 +17,11 @@
 #   - Kubernetes: `kubectl kustomize` renders the directory, and renders no Secret (the real one is
 #     made out of band; applying again must not replace it), `kubernetes-validate --strict` checks
 #     each manifest against the API schemas, plus consistency (no namespace, selectors match
-#     labels, probes, non-root, CronJob policies, referenced ConfigMaps exist, referenced Secret
-#     keys exist in secret.example.yaml, every PostgreSQL connection has sslmode=verify-full with
-#     an sslrootcert from a mounted Secret, a SASL_SSL consumer's CA and password are mounted
-#     Secret files);
+#     labels, probes that read the health file and never a port, a NetworkPolicy that admits
+#     only named scrapers and only on the metrics port, non-root, CronJob policies, referenced
+#     ConfigMaps exist, referenced Secret keys exist in secret.example.yaml, every PostgreSQL
+#     connection has sslmode=verify-full with an sslrootcert from a mounted Secret, a SASL_SSL
+#     consumer's CA and password are mounted Secret files);
 #   - Compose and Dockerfile: references resolve (services, secrets, files; also of the SASL_SSL
 #     overlay compose.kafka-tls.yaml, whose consumers get the Kafka CA and password as secret
 #     files), `docker compose config` (with and without the overlay) when the plugin exists, the packages the Dockerfile installs exist in this Debian's

@@ -264,11 +264,45 @@ for d in by_kind.get("Deployment", []) + by_kind.get("StatefulSet", []):
     tl = d["spec"]["template"]["metadata"]["labels"]
     check(all(tl.get(k) == v for k, v in sel.items()), f"k8s {d['kind']} {d['metadata']['name']}: selector matches its pods")
     c = d["spec"]["template"]["spec"]["containers"][0]
-    ports = {p["name"] for p in c.get("ports", [])}
-    check(c.get("livenessProbe", {}).get("httpGet", {}).get("path") == "/healthz"
-          and c.get("readinessProbe", {}).get("httpGet", {}).get("path") == "/readyz"
-          and c["livenessProbe"]["httpGet"]["port"] in ports,
-          f"k8s {d['kind']} {d['metadata']['name']}: /healthz liveness, /readyz readiness on a declared port")
+    # Probes read the health file (--check-health, --check-ready), never the metrics port: a
+    # port any peer can fill must not decide restarts.
+    def probe_cmd(kind): return " ".join(map(str, c.get(kind, {}).get("exec", {}).get("command", [])))
+    net_probes = [k for k in ("livenessProbe", "readinessProbe", "startupProbe")
+                  if any(x in c.get(k, {}) for x in ("httpGet", "tcpSocket", "grpc"))]
+    check(probe_cmd("livenessProbe").startswith("ordergate-consumer") and "--check-health" in probe_cmd("livenessProbe")
+          and "--check-ready" in probe_cmd("readinessProbe") and "--check-health" in probe_cmd("startupProbe")
+          and not net_probes,
+          f"k8s {d['kind']} {d['metadata']['name']}: probes are --check-health/--check-ready execs, none on a port",
+          f"network probes {net_probes}" if net_probes else "exec commands missing")
+    hf = cm_conf.get("consumer.health_file", ("", 0))[0]
+    spec = d["spec"]["template"]["spec"]
+    empty = {v["name"] for v in spec.get("volumes", []) if "emptyDir" in v}
+    hdirs = [m["mountPath"].rstrip("/") for m in c.get("volumeMounts", [])
+             if m["name"] in empty and not m.get("readOnly")]
+    check(hf.startswith("/") and os.path.dirname(hf) in hdirs,
+          f"k8s {d['kind']} {d['metadata']['name']}: consumer.health_file lies in a writable emptyDir mount",
+          f"health_file={hf!r} emptyDir mounts={hdirs}")
+    # Only the scraper may reach the metrics port: a NetworkPolicy selects these pods, admits
+    # ingress from named peers only, on the metrics port only.
+    mports = {p.get("name") for p in c.get("ports", [])} | {p.get("containerPort") for p in c.get("ports", [])}
+    pols = [n for n in by_kind.get("NetworkPolicy", [])
+            if all(tl.get(k) == v for k, v in n["spec"].get("podSelector", {}).get("matchLabels", {}).items())
+            and n["spec"].get("podSelector", {}).get("matchLabels")]
+    probs = []
+    if not pols: probs.append("no NetworkPolicy selects the pods")
+    for n in pols:
+        sp = n["spec"]
+        if "Ingress" not in sp.get("policyTypes", []): probs.append(f"{n['metadata']['name']}: not an Ingress policy")
+        for r in sp.get("ingress", []):
+            peers = r.get("from") or []
+            if not peers or any(not (pe.get("podSelector", {}).get("matchLabels") or pe.get("ipBlock")
+                                     or pe.get("namespaceSelector", {}).get("matchLabels")) for pe in peers):
+                probs.append(f"{n['metadata']['name']}: a rule admits any peer")
+            rports = [pp.get("port") for pp in r.get("ports") or []]
+            if not rports or any(pp not in mports for pp in rports):
+                probs.append(f"{n['metadata']['name']}: a rule admits ports {rports or 'all'}, not only the metrics port")
+    check(not probs, f"k8s {d['kind']} {d['metadata']['name']}: a NetworkPolicy admits only named scrapers, only on the metrics port",
+          "; ".join(probs))
     check("preStop" in c.get("lifecycle", {}) and d["spec"]["template"]["spec"].get("terminationGracePeriodSeconds", 0) >= 30,
           f"k8s {d['kind']} {d['metadata']['name']}: preStop and a termination grace period")
     for other in by_kind.get("PodDisruptionBudget", []) + by_kind.get("Service", []):
@@ -325,6 +359,20 @@ kafka = [s for s in svcs.values() if str(s.get("image", "")).startswith("apache/
 check(len(kafka) == 1, "compose: Kafka in KRaft mode from apache/kafka")
 check(any(str(s.get("image")) == "postgres:15" for s in svcs.values()), "compose: postgres:15")
 check(all("healthcheck" in svcs[n] for n in consumers), "compose: consumers have a health check")
+# The health check reads the health file, not the metrics port; the metrics port is published
+# on the host's loopback only.
+ccfg = parse_conf(rd("deploy/docker/ordergate.compose.conf"))
+hf = ccfg.get("consumer.health_file", ("", 0))[0]
+probs = []
+for n in consumers:
+    test = " ".join(map(str, (svcs[n].get("healthcheck") or {}).get("test") or []))
+    if "--check-ready" not in test and "--check-health" not in test: probs.append(f"{n}: health check {test!r}")
+    if "/dev/tcp" in test or "9464" in test: probs.append(f"{n}: health check uses the metrics port")
+    if not any(str(t).split(":")[0] == os.path.dirname(hf) for t in svcs[n].get("tmpfs") or []):
+        probs.append(f"{n}: consumer.health_file {hf!r} not on a tmpfs of the service")
+    for pub in svcs[n].get("ports") or []:
+        if not str(pub).startswith("127.0.0.1:"): probs.append(f"{n}: port {pub} published beyond the host's loopback")
+check(not probs, "compose: consumers' health checks read the health file; metrics published on 127.0.0.1 only", "; ".join(probs))
 
 # The SASL_SSL overlay: only services of compose.yaml, its secrets defined, its files present;
 # the Kafka password and CA reach the consumers as secret files, never inline.

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -12,8 +14,8 @@ static const struct db_stmt runlog_stmt_start = {
     "og_scan_run_start",
     "SELECT kind, run_id, status, started_at, progress_at, batches, cancelled, checkpoint, detail "
     "FROM ordergate.scanner_run_start(make_interval(secs => $1::int), $2::int, $3::int, $4::int, "
-    "$5, $6::int, $7::bigint * interval '1 millisecond')",
-    7};
+    "$5, $6::int, $7::bigint * interval '1 millisecond', $8)",
+    8};
 
 static const struct db_stmt runlog_stmt_progress = {
     "og_scan_run_progress",
@@ -66,12 +68,35 @@ static const char *runlog_value(PGresult *res, int row, int col)
     return PQgetisnull(res, row, col) ? NULL : PQgetvalue(res, row, col);
 }
 
+/* The run token: 32 hex digits, drawn once per run and sent with every attempt of its
+ * scanner_run_start, so that an attempt repeated after a lost reply is recognised as the same
+ * start and resumes the run the first attempt recorded (scanner_run_start.sql). Random, so that
+ * no other run, on any host, sends the same. Without entropy at hand (getrandom() would block,
+ * early at boot) it is built from the clocks and the process id instead: unique for this
+ * host's runs, which is what the start needs. */
+static void runlog_token(char *buf, size_t size)
+{
+    unsigned char r[16];
+    struct timespec rt = {0}, mt = {0};
+
+    if (getrandom(r, sizeof(r), GRND_NONBLOCK) == (ssize_t)sizeof(r)) {
+        for (size_t i = 0; i < sizeof(r) && 2 * i + 2 < size; i++)
+            snprintf(buf + 2 * i, size - 2 * i, "%02x", r[i]);
+        return;
+    }
+    clock_gettime(CLOCK_REALTIME, &rt);
+    clock_gettime(CLOCK_MONOTONIC, &mt);
+    snprintf(buf, size, "t%" PRIx64 "x%" PRIx64 "x%x",
+             (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec,
+             (uint64_t)mt.tv_sec * 1000000000u + (uint64_t)mt.tv_nsec, (unsigned)getpid());
+}
+
 enum og_status runlog_start(struct db *db, const struct runlog_settings *settings,
                             struct runlog_start_result *out, struct og_error *err)
 {
     char grace[16], batch[16], max_orders[16], max_seconds[16], os_pid[16], lease[24];
     char host[256] = "";
-    const char *params[7];
+    const char *params[8];
     PGresult *res = NULL;
     enum og_status st;
     bool have_run = false;
@@ -92,7 +117,11 @@ enum og_status runlog_start(struct db *db, const struct runlog_settings *setting
     params[4] = host;
     params[5] = os_pid;
     params[6] = lease;
+    runlog_token(out->token, sizeof(out->token));
+    params[7] = out->token;
 
+    /* db_call() repeats the start after a lost reply with the same token: the repeat resumes
+     * the run the first attempt recorded instead of finding its lease held and skipping. */
     st = db_call(db, &runlog_stmt_start, params, &res, err);
     if (st != OG_OK)
         goto out;
@@ -108,7 +137,9 @@ enum og_status runlog_start(struct db *db, const struct runlog_settings *setting
 
         if (strcmp(kind, "run") == 0) {
             out->run_id = strtoll(PQgetvalue(res, i, 1), NULL, 10);
-            out->skipped = strcmp(status, "skipped") == 0;
+            /* 'skipped', or, for a repeated start whose run another run took over meanwhile,
+             * 'crashed': either way this process does not sweep. */
+            out->skipped = strcmp(status, "running") != 0;
             snprintf(out->detail, sizeof(out->detail), "%s", detail ? detail : "");
             have_run = true;
         } else if (strcmp(kind, "crashed") == 0) {
@@ -128,6 +159,9 @@ enum og_status runlog_start(struct db *db, const struct runlog_settings *setting
     }
     if (!have_run)
         st = og_error_set(err, OG_ERR_INTERNAL, false, "scanner_run_start returned no run row");
+    else if (db_last_attempts(db) > 1)
+        log_info("scanner_run_start_repeated", "run_id=%" PRId64 " attempts=%d skipped=%d token=%s",
+                 out->run_id, db_last_attempts(db), out->skipped, out->token);
 out:
     PQclear(res);
     return st;

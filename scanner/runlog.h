@@ -5,10 +5,12 @@
  * the sweep lease (ordergate.scanner_lease: a row with an expiry, no session
  * state) and writes the row ('running'), or writes a 'skipped' row when
  * another run's lease has not expired or a session holds the sweep lock's
- * advisory key; runlog_progress() records the totals and the keyset
- * checkpoint after each batch and renews the lease; runlog_finish() writes
- * the final status and releases the lease. Counters are absolute totals, so
- * a call repeated by db_call() after a lost reply is harmless. */
+ * advisory key; each start carries a run token drawn for it, so a start
+ * repeated after a lost reply resumes the run it recorded; runlog_progress()
+ * records the totals and the keyset checkpoint after each batch and renews
+ * the lease; runlog_finish() writes the final status and releases the lease.
+ * Counters are absolute totals, so a call repeated by db_call() after a lost
+ * reply is harmless. */
 #ifndef OG_SCANNER_RUNLOG_H
 #define OG_SCANNER_RUNLOG_H
 
@@ -19,7 +21,8 @@
 #include "common/error.h"
 #include "common/gate.h"
 
-#define RUNLOG_TS_MAX 64
+#define RUNLOG_TS_MAX    64
+#define RUNLOG_TOKEN_MAX 64 /* a run token's length at most (scanner_run_start: 16..64) */
 
 /* Claim outcomes of every order a run sent to claim_cancel. */
 struct runlog_counts {
@@ -50,8 +53,9 @@ struct runlog_settings {
 
 struct runlog_start_result {
     int64_t run_id;
-    bool skipped;      /* another run holds the lease (or a session the key); the row is final */
-    char detail[256];  /* for a skipped run: who holds the sweep */
+    bool skipped; /* another run holds the lease (or a session the key); the row is final */
+    char token[RUNLOG_TOKEN_MAX + 1]; /* the run token this start sent */
+    char detail[256];                 /* for a skipped run: who holds the sweep */
     int crashed_found; /* runs left 'running' whose lease expired, now marked 'crashed' */
 };
 

@@ -34,6 +34,12 @@ INSERT INTO ordergate.schema_migrations (version) VALUES ('008');
 RESET ROLE;
 \ir migrations/009_archive_detached.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('009');
+RESET ROLE;
+\ir migrations/012_archived_identity.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('012');
+RESET ROLE;
+\ir migrations/013_roles.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('013');
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 -- Bodies are checked when called (and by the tests, which call every function): a SQL
@@ -48,7 +54,9 @@ SET LOCAL check_function_bodies = off;
 \ir functions/_ctl_iso.sql
 \ir functions/_hooks_run.sql
 \ir functions/_order_items_json.sql
+\ir functions/_scanner_lease_max.sql
 \ir functions/_scanner_lock_holder.sql
+\ir functions/_scanner_run_resume.sql
 \ir functions/_setting_bigint.sql
 \ir functions/add_coupon.sql
 \ir functions/add_hook.sql

@@ -75,6 +75,11 @@ def gen_round(rnd, rnd_no, n, member):
             pair.append([service, sn(service, n + 2 * k + j + 1), member, COUPON_ID, 3000, [(sku, 1)], 0])
         at = rnd.randint(0, len(orders))
         orders[at:at] = pair           # consecutive in the service's sequence
+    # An order for more of a hot SKU than the shop ever stocks: out_of_stock whatever the timing
+    # (on a slow machine, cancels may give stock back before the round runs out of it).
+    service = "py" if rnd_no % 2 else "java"
+    member += 1
+    orders.append([service, sn(service, n + 7), member, 0, 3000, [(HOT_SKUS[0], 100000)], 0])
     # A service places its orders in file order, each not before its time.
     orders.sort(key=lambda o: o[6])
 

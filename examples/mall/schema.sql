@@ -11,7 +11,8 @@
 -- Roles (cluster-wide, NOLOGIN, created when missing):
 --   mall_owner  owns every table and the hook functions (hooks.sql); nobody logs in as it.
 --   mall_app    the order service: places orders (insert, lock stock, use a coupon) and reads;
---               a member of ordergate_service, so it may call the gate. It may NOT change an
+--               a member of ordergate_order_service, so it may call the gate's order-service
+--               functions (place, pay, hold, close) and read its tables. It may NOT change an
 --               order's status, stock, sales or the operate history: only the hooks do that, as
 --               mall_owner, inside the gate's claim. Grant mall_app to the service's login role.
 --
@@ -30,8 +31,8 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'mall_app') THEN
         CREATE ROLE mall_app NOLOGIN;
     END IF;
-    IF NOT pg_has_role('mall_app', 'ordergate_service', 'MEMBER') THEN
-        GRANT ordergate_service TO mall_app;
+    IF NOT pg_has_role('mall_app', 'ordergate_order_service', 'MEMBER') THEN
+        GRANT ordergate_order_service TO mall_app;
     END IF;
     -- The installing role must be able to SET ROLE mall_owner (always true for a superuser).
     IF NOT pg_has_role(current_user, 'mall_owner', 'MEMBER') THEN

@@ -83,4 +83,4 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.claim_cancel(text[],text) TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.claim_cancel(text[],text) TO ordergate_trigger;

@@ -57,17 +57,23 @@ BEGIN
     VALUES (p_txn, p_order_no, p_amount, p_channel, 'processing')
     ON CONFLICT (txn_no) DO NOTHING;
     IF NOT FOUND THEN
-        SELECT p.outcome, coalesce(o.status, a.status) INTO v_first, v_status
-          FROM payments p
+        -- The first outcome, hot or archived: an archive() that committed between the insert and
+        -- this statement moved the row, and this one snapshot sees it in exactly one table. An
+        -- archived payment names its archived order first.
+        SELECT p.outcome, CASE WHEN p.archived THEN coalesce(a.status, o.status)
+                               ELSE coalesce(o.status, a.status) END
+          INTO v_first, v_status
+          FROM (SELECT h.outcome, h.order_no, false AS archived FROM payments h WHERE h.txn_no = p_txn
+                UNION ALL
+                SELECT x.outcome, x.order_no, true FROM archived_payments x WHERE x.txn_no = p_txn) p
           LEFT JOIN orders o ON o.order_no = p.order_no
-          LEFT JOIN archived_orders a ON a.order_no = p.order_no
-         WHERE p.txn_no = p_txn;
+          LEFT JOIN archived_orders a ON a.order_no = p.order_no;
         RETURN QUERY SELECT 'duplicate'::text, v_status, v_first;
         RETURN;
     END IF;
     -- Seen before and archived since (a new statement: it sees an archive() that committed while
     -- the insert waited for the row it deleted). This call's row goes again.
-    SELECT p.outcome, coalesce(o.status, a.status) INTO v_first, v_status
+    SELECT p.outcome, coalesce(a.status, o.status) INTO v_first, v_status
       FROM archived_payments p
       LEFT JOIN orders o ON o.order_no = p.order_no
       LEFT JOIN archived_orders a ON a.order_no = p.order_no
@@ -157,4 +163,4 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.claim_payment(text,text,bigint,text) TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.claim_payment(text,text,bigint,text) TO ordergate_order_service;

@@ -36,4 +36,4 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.close_order(text,text,text) TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.close_order(text,text,text) TO ordergate_order_service;

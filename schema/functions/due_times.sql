@@ -26,4 +26,4 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.due_times(text[]) TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.due_times(text[]) TO ordergate_trigger;

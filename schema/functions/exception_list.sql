@@ -25,4 +25,4 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.exception_list(text,int) TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.exception_list(text,int) TO ordergate_order_service;

@@ -5,4 +5,4 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
     SELECT count(*) FROM ordergate.exceptions e WHERE e.state = 'open'
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.exceptions_open_count() TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.exceptions_open_count() TO ordergate_trigger;

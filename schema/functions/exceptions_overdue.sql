@@ -13,4 +13,4 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
      WHERE e.state = 'open'
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.exceptions_overdue() TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.exceptions_overdue() TO ordergate_trigger;

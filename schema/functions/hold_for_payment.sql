@@ -55,4 +55,4 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.hold_for_payment(text,int) TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.hold_for_payment(text,int) TO ordergate_order_service;

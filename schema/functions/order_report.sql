@@ -67,4 +67,4 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
       FROM items, history, payments, exceptions
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.order_report(text) TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.order_report(text) TO ordergate_order_service;

@@ -4,4 +4,4 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
     SELECT count(*) FROM ordergate.outbox b WHERE b.published_at IS NULL
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.outbox_backlog() TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.outbox_backlog() TO ordergate_relay;

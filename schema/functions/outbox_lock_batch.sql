@@ -19,4 +19,4 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.outbox_lock_batch(int) TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.outbox_lock_batch(int) TO ordergate_relay;

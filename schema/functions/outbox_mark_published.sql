@@ -17,4 +17,4 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.outbox_mark_published(bigint[]) TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.outbox_mark_published(bigint[]) TO ordergate_relay;

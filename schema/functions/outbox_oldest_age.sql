@@ -4,4 +4,4 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
     SELECT now() - min(b.created_at) FROM ordergate.outbox b WHERE b.published_at IS NULL
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.outbox_oldest_age() TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.outbox_oldest_age() TO ordergate_relay;

@@ -89,7 +89,11 @@ BEGIN
         PERFORM 1 FROM inventory i WHERE i.sku = ANY (v_skus) ORDER BY i.sku FOR NO KEY UPDATE;
     END IF;
 
-    IF EXISTS (SELECT 1 FROM orders o WHERE o.order_no = p_order_no) THEN
+    -- An order number is unique across hot and archived history. One statement reads both
+    -- tables in one snapshot, and archive() moves an order in one transaction, so the number is
+    -- seen in one of them whenever it exists: a batch committing meanwhile cannot hide it.
+    IF EXISTS (SELECT 1 FROM orders o WHERE o.order_no = p_order_no)
+       OR EXISTS (SELECT 1 FROM archived_orders a WHERE a.order_no = p_order_no) THEN
         RETURN 'duplicate';
     END IF;
     IF p_coupon IS NOT NULL AND v_state IS DISTINCT FROM 'available' THEN
@@ -113,6 +117,14 @@ BEGIN
     IF NOT FOUND THEN
         RETURN 'duplicate';
     END IF;
+    -- Again after the insert, on a new snapshot: an order of this number that was placed, closed
+    -- and archived between the check above and the insert (the insert waited for that batch to
+    -- commit its delete) is in archived_orders now. Our row is removed again before anything
+    -- else is written; no later batch can archive the number under us while we hold its key.
+    IF EXISTS (SELECT 1 FROM archived_orders a WHERE a.order_no = p_order_no) THEN
+        DELETE FROM orders o WHERE o.order_no = p_order_no;
+        RETURN 'duplicate';
+    END IF;
 
     IF p_coupon IS NOT NULL THEN
         UPDATE coupons c SET state = 'locked' WHERE c.coupon_id = p_coupon;
@@ -134,4 +146,4 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.place_order(text,bigint,jsonb,text,timestamptz,jsonb) TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.place_order(text,bigint,jsonb,text,timestamptz,jsonb) TO ordergate_order_service;

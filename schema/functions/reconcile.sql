@@ -5,8 +5,9 @@
 -- at all (every claim writes all its rows in one transaction). Each check is one set-based query
 -- (hash joins / aggregates, no per-row loops): seconds on 1,000,000 orders.
 --
--- p_since limits the order-scoped checks (1, 4, 6, 7: orders created at or after it; 5: payments
--- and refused-payment exceptions created at or after it; 8: exceptions created at or after it),
+-- p_since limits the order-scoped checks (1, 4, 7: orders created at or after it; 6: orders whose
+-- deadline expire_at is at or after it; 5: payments and refused-payment exceptions created at or
+-- after it; 8: exceptions created at or after it),
 -- e.g. to one drill's orders. Invariants 2 (stock per SKU) and 3 (coupon per coupon) are global
 -- state and always checked whole. Both count what ordergate.archive() moved out: invariant 2
 -- adds inventory.archived_qty (the qty of archived paid orders), invariant 3 counts archived
@@ -150,14 +151,16 @@ BEGIN
            count(*), (array_agg(bad.txn_no ORDER BY bad.txn_no))[1:10]
       FROM bad;
 
-    -- 6. No order stays pending_payment past expire_at + grace + one scanner interval.
+    -- 6. No order stays pending_payment past expire_at + grace + one scanner interval. Windowed
+    --    by the deadline, not by creation: an order with a payment window longer than p_since's
+    --    reach falls due inside it (a range of the pending orders' index orders_overdue_idx).
     RETURN QUERY
     SELECT 6, 'no order pending past expire_at + grace + one scanner interval'::text,
            count(*), (array_agg(o.order_no ORDER BY o.order_no))[1:10]
       FROM orders o
      WHERE o.status = 'pending_payment'
        AND o.expire_at < now() - v_grace - v_scan
-       AND o.created_at >= v_since;
+       AND o.expire_at >= v_since;
 
     -- 7. Exactly one outbox event per winning transition: a paid order has one order_paid event,
     --    a cancelled order one order_cancelled event, a pending order none, and no transition
@@ -204,4 +207,4 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.reconcile(timestamptz,interval,interval) TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.reconcile(timestamptz,interval,interval) TO ordergate_trigger;

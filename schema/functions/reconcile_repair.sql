@@ -39,4 +39,4 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.reconcile_repair() TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.reconcile_repair() TO ordergate_trigger;

@@ -8,7 +8,15 @@
 -- reconciliation_alert outbox event. Keyed by refused_key, so a redelivered message records
 -- nothing twice:
 --   'txn:' || p_txn_no   when the message carried a valid transaction number;
---   'msg:' || p_source   otherwise (the message's position: topic/partition/offset).
+--   'msg:' || p_source || '#' || <sha256, hex, of p_order_no || E'\n' || p_message (NULL as '')>
+--                        otherwise: the message's position (topic/partition/offset) and its
+--                        content, so that once positions repeat (a topic re-created, a cluster
+--                        migrated) a different message at the same position is recorded too,
+--                        while the same message delivered again is not. The caller sends the
+--                        message whole (only the note keeps a part of it).
+-- A record keyed 'msg:' || p_source alone (written before the content was part of the key) whose
+-- note is the one this call would write stands for this call: a redelivery across the change is
+-- not recorded twice.
 -- txn_no stays NULL on purpose: the same transaction may still arrive in a form claim_payment
 -- accepts, and its own exception (one per txn_no) must not collide with this one.
 --
@@ -17,8 +25,8 @@
 --   p_txn_no       its transaction number, when valid; NULL = none
 --   p_amount_cents its amount when > 0; NULL = none
 --   p_reason       why it was refused, required; the first 500 characters are kept
---   p_message      the message as text (the caller escapes what is not printable); the first
---                  2000 characters are kept ('...' marks a cut)
+--   p_message      the message as text (the caller escapes what is not printable), whole: all of
+--                  it is in the key; the note keeps the first 2000 characters ('...' marks a cut)
 -- Outcomes: 'recorded' (this call wrote the row) or 'duplicate' (the key was recorded before:
 -- nothing written), with the exception's id and key. A bad argument is 22023 and writes nothing.
 CREATE OR REPLACE FUNCTION ordergate.record_payment_refused(p_source text, p_order_no text,
@@ -30,6 +38,7 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
 DECLARE
     v_key    text;
     v_reason text;
+    v_note   text;
     v_id     bigint;
 BEGIN
     IF p_source IS NULL OR length(p_source) NOT BETWEEN 1 AND 300 THEN
@@ -48,19 +57,31 @@ BEGIN
         PERFORM _bad_arg('record_payment_refused: reason is required');
     END IF;
 
-    v_key := CASE WHEN p_txn_no IS NOT NULL THEN 'txn:' || p_txn_no ELSE 'msg:' || p_source END;
     v_reason := left(btrim(p_reason), 500);
+    v_note := format('payment result refused by the consumer (%s) from %s; txn %s; message: %s',
+                     v_reason, p_source, coalesce(p_txn_no, 'unknown'),
+                     CASE WHEN p_message IS NULL THEN '(none)'
+                          WHEN length(p_message) > 2000 THEN left(p_message, 2000) || '...'
+                          ELSE p_message END);
+    IF p_txn_no IS NOT NULL THEN
+        v_key := 'txn:' || p_txn_no;
+    ELSE
+        v_key := 'msg:' || p_source || '#'
+                 || encode(sha256(convert_to(coalesce(p_order_no, '') || E'\n'
+                                             || coalesce(p_message, ''), 'UTF8')), 'hex');
+        SELECT x.id INTO v_id FROM exceptions x
+         WHERE x.refused_key = 'msg:' || p_source AND x.note = v_note;
+        IF v_id IS NOT NULL THEN
+            RETURN QUERY SELECT 'duplicate'::text, v_id, 'msg:' || p_source;
+            RETURN;
+        END IF;
+    END IF;
 
     -- Concurrent deliveries of one key (a rebalance) serialize on the unique index: the second
     -- waits for the first and then finds its row.
     INSERT INTO exceptions AS x (order_no, kind, txn_no, amount_cents, resolution, note, refused_key)
     VALUES (coalesce(p_order_no, ''), 'refused_payment', NULL, p_amount_cents, 'manual_review',
-            format('payment result refused by the consumer (%s) from %s; txn %s; message: %s',
-                   v_reason, p_source, coalesce(p_txn_no, 'unknown'),
-                   CASE WHEN p_message IS NULL THEN '(none)'
-                        WHEN length(p_message) > 2000 THEN left(p_message, 2000) || '...'
-                        ELSE p_message END),
-            v_key)
+            v_note, v_key)
     ON CONFLICT (refused_key) WHERE refused_key IS NOT NULL DO NOTHING
     RETURNING x.id INTO v_id;
 
@@ -81,4 +102,4 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.record_payment_refused(text,text,text,bigint,text,text) TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.record_payment_refused(text,text,text,bigint,text,text) TO ordergate_trigger;

@@ -41,4 +41,4 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.scan_overdue(interval,timestamptz,text,int) TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.scan_overdue(interval,timestamptz,text,int) TO ordergate_trigger;

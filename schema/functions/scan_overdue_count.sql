@@ -15,4 +15,4 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.scan_overdue_count(interval) TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.scan_overdue_count(interval) TO ordergate_trigger;

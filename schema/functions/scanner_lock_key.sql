@@ -7,4 +7,4 @@ LANGUAGE sql IMMUTABLE SET search_path = ordergate, pg_temp AS $$
     SELECT 8027511731484753921::bigint
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.scanner_lock_key() TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.scanner_lock_key() TO ordergate_trigger;

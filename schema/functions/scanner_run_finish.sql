@@ -48,4 +48,4 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.scanner_run_finish(bigint,text,text,text,int,bigint,bigint,bigint,bigint,bigint,bigint,timestamptz,text,bigint,bigint) TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.scanner_run_finish(bigint,text,text,text,int,bigint,bigint,bigint,bigint,bigint,bigint,timestamptz,text,bigint,bigint) TO ordergate_trigger;

@@ -1,5 +1,6 @@
 -- scanner_run_progress: the run's totals so far (absolute values, so a retried call is harmless)
--- and its keyset checkpoint; renews the run's sweep lease (now + the run's lease). Returns the
+-- and its keyset checkpoint; renews the run's sweep lease (now + the run's lease, at most
+-- _scanner_lease_max(): a run recorded before the bound keeps no longer lease). Returns the
 -- row's status: anything but 'running' means another run has taken the lease and declared this
 -- one crashed, so the caller has lost the sweep and stops. The lease row is locked first, as
 -- scanner_run_start and scanner_run_finish do, so that they never wait on each other in
@@ -40,7 +41,8 @@ BEGIN
            SET run_id = p_run_id,
                taken_at = CASE WHEN l.run_id IS NOT DISTINCT FROM p_run_id THEN l.taken_at
                                ELSE clock_timestamp() END,
-               expires_at = clock_timestamp() + coalesce(v_lease, interval '60 seconds')
+               expires_at = clock_timestamp()
+                            + least(coalesce(v_lease, interval '60 seconds'), _scanner_lease_max())
          WHERE l.run_id IS NULL OR l.run_id = p_run_id;
     ELSE
         SELECT r.status INTO v_status FROM scanner_runs r WHERE r.run_id = p_run_id;
@@ -49,4 +51,4 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.scanner_run_progress(bigint,int,bigint,bigint,bigint,bigint,bigint,bigint,timestamptz,text,bigint,bigint) TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.scanner_run_progress(bigint,int,bigint,bigint,bigint,bigint,bigint,bigint,timestamptz,text,bigint,bigint) TO ordergate_trigger;

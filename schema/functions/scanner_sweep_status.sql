@@ -59,4 +59,4 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.scanner_sweep_status() TO ordergate_service;
+GRANT EXECUTE ON FUNCTION ordergate.scanner_sweep_status() TO ordergate_trigger;

@@ -68,6 +68,59 @@ void ct_create_topic(const char *topic, int partitions)
     testutil_topic_create(ct_brokers(), topic, partitions);
 }
 
+/* True while the cluster's metadata still lists topic. */
+static bool ct_topic_listed(rd_kafka_t *rk, const char *topic)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    bool listed = false;
+
+    if (rd_kafka_metadata(rk, 1, NULL, &md, 5000) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        return true; /* unknown: ask again */
+    for (int i = 0; i < md->topic_cnt && !listed; i++)
+        listed = strcmp(md->topics[i].topic, topic) == 0 &&
+                 md->topics[i].err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+    rd_kafka_metadata_destroy(md);
+    return listed;
+}
+
+void ct_delete_topic(const char *topic)
+{
+    char errstr[256];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_DeleteTopic_t *del = rd_kafka_DeleteTopic_new(topic);
+    rd_kafka_queue_t *q;
+    rd_kafka_event_t *ev;
+    rd_kafka_t *rk;
+    int64_t deadline;
+
+    ct_conf(conf, "bootstrap.servers", ct_brokers());
+    rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    if (rk == NULL)
+        fail_msg("admin client: %s", errstr);
+    q = rd_kafka_queue_new(rk);
+    rd_kafka_DeleteTopics(rk, &del, 1, NULL, q);
+    ev = rd_kafka_queue_poll(q, 20000);
+    if (ev == NULL || rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        fail_msg("DeleteTopics %s: %s", topic, ev ? rd_kafka_event_error_string(ev) : "no answer");
+    {
+        size_t n = 0;
+        const rd_kafka_topic_result_t **res =
+            rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(ev), &n);
+        if (n != 1 || rd_kafka_topic_result_error(res[0]) != RD_KAFKA_RESP_ERR_NO_ERROR)
+            fail_msg("DeleteTopics %s: %s", topic,
+                     n == 1 ? rd_kafka_topic_result_error_string(res[0]) : "no result");
+    }
+    rd_kafka_event_destroy(ev);
+    rd_kafka_DeleteTopic_destroy(del);
+    deadline = ct_now_ms() + 20000;
+    while (ct_topic_listed(rk, topic) && ct_now_ms() < deadline)
+        testutil_sleep_ms(200);
+    if (ct_topic_listed(rk, topic))
+        fail_msg("topic %s still listed 20 s after its deletion", topic);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+}
+
 void ct_setup(struct ct *t, const char *tag, int partitions, unsigned flags)
 {
     static const char *const outbox_kinds[] = {"events", "refunds", "alerts"};

@@ -64,6 +64,8 @@ int ct_cleanup(void **state);
 
 /* Creates a topic with n partitions and waits until its metadata shows them. */
 void ct_create_topic(const char *topic, int partitions);
+/* Deletes a topic and waits (up to 20 s) until the metadata no longer lists it. */
+void ct_delete_topic(const char *topic);
 
 /* Places an order that expires expire_in_ms from the database's now(); returns
  * its expire_at in Unix ms (the database's clock). */

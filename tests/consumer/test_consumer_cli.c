@@ -266,6 +266,36 @@ static void test_check_config_as_start(void **state)
     unlink(outbox);
 }
 
+/* The metrics endpoint's bounds are checked before anything starts (one peer may not take every
+ * connection); --check-health needs a health file and says not live when there is none. */
+static void test_health_settings(void **state)
+{
+    char limits[512], health[512], missing[600];
+    struct run r;
+
+    (void)state;
+    write_config("limits", "consumer = { metrics_per_ip_limit = 64; };\n", limits, sizeof(limits));
+    usage_error((const char *const[]){"--config", limits, "--check-config", NULL},
+                "per-peer limit (64) must be below the connection limit (64)");
+    usage_error((const char *const[]){"--config", limits, NULL}, "consumer.metrics_per_ip_limit");
+    usage_error((const char *const[]){"--check-health", NULL}, "consumer.health_file");
+
+    snprintf(missing, sizeof(missing), "%s/tests/consumer/no-such-health.%d", OG_BINARY_DIR,
+             (int)getpid());
+    {
+        char text[800];
+        snprintf(text, sizeof(text), "consumer = { health_file = \"%s\"; };\n", missing);
+        write_config("health", text, health, sizeof(health));
+    }
+    run(&r, (const char *const[]){"--config", health, "--check-health", NULL});
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.out, "not live"));
+    run(&r, (const char *const[]){"--config", health, "--check-ready", NULL});
+    assert_int_equal(r.status, 1);
+    unlink(limits);
+    unlink(health);
+}
+
 /* --list-settings: one tab-separated line per setting, for deploy/validate.sh. */
 static void test_list_settings(void **state)
 {
@@ -306,9 +336,10 @@ static void test_runtime_failure(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_help_version),  cmocka_unit_test(test_bad_usage),
-        cmocka_unit_test(test_check_config),  cmocka_unit_test(test_check_config_as_start),
-        cmocka_unit_test(test_list_settings), cmocka_unit_test(test_runtime_failure),
+        cmocka_unit_test(test_help_version),    cmocka_unit_test(test_bad_usage),
+        cmocka_unit_test(test_check_config),    cmocka_unit_test(test_check_config_as_start),
+        cmocka_unit_test(test_list_settings),   cmocka_unit_test(test_runtime_failure),
+        cmocka_unit_test(test_health_settings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -284,7 +284,7 @@ static void test_refused_payment_recorded_before_dead_letter(void **state)
                                    "'%bad_amount%' AND note LIKE '%\"amount_cents\":0%'"),
                      1);
     snprintf(sql, sizeof(sql),
-             "SELECT count(*) FROM ordergate.exceptions WHERE refused_key = 'msg:%s/0/1' AND "
+             "SELECT count(*) FROM ordergate.exceptions WHERE refused_key LIKE 'msg:%s/0/1#%%' AND "
              "note LIKE '%%bad_json%%' AND note LIKE '%%\\\\x01 not json%%'",
              t.payments);
     assert_int_equal(ct_scalar(&t, sql), 1);
@@ -327,12 +327,64 @@ static void test_refused_payment_recorded_before_dead_letter(void **state)
     ct_teardown(&t);
 }
 
+/* Offsets repeat once the payments topic is re-created (or a cluster migrated): an undecodable
+ * payment result at a position recorded before, with other content, gets its own exception,
+ * while the same message read again at its position (another group reading it) is recorded
+ * once. Before, the position alone was the key: the second message was answered duplicate and
+ * left no trace of the money. */
+static void test_refused_key_has_content(void **state)
+{
+    static struct ct t;
+    struct ct_proc p;
+    char group[128], sql[400];
+    static const char first[] = "\x01 not json: first";
+    static const char second[] = "\x01 not json: second";
+
+    (void)state;
+    ct_setup(&t, "cdlqkey", 1, CT_PAYMENTS);
+    snprintf(group, sizeof(group), "%s", t.group);
+    ct_produce_raw(&t, t.payments, 0, NULL, 0, first, strlen(first));
+    ct_spawn(&t, &p, "c1", t.topic, NULL);
+    assert_int_equal(ct_wait_scalar(&t, "SELECT count(*) FROM ordergate.exceptions", 1, 30000), 1);
+    assert_int_equal(ct_wait_committed(&t, t.payments, 0, 1, 15000), 1);
+    assert_int_equal(ct_stop(&p, SIGTERM, 30000), 0);
+
+    /* The same message at its position again (another group): nothing new. */
+    snprintf(t.group, sizeof(t.group), "%s-again", group);
+    ct_spawn(&t, &p, "c2", t.topic, NULL);
+    ct_log_wait(&p, "event=payment_refused_recorded", 30000);
+    assert_true(ct_log_has(&p, " new=0 "));
+    assert_int_equal(ct_wait_committed(&t, t.payments, 0, 1, 15000), 1);
+    assert_int_equal(ct_stop(&p, SIGTERM, 30000), 0);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.exceptions"), 1);
+
+    /* The topic re-created: another message at the same position is recorded too. */
+    ct_delete_topic(t.payments);
+    ct_create_topic(t.payments, 2);
+    ct_produce_raw(&t, t.payments, 0, NULL, 0, second, strlen(second));
+    snprintf(t.group, sizeof(t.group), "%s-new", group);
+    ct_spawn(&t, &p, "c3", t.topic, NULL);
+    assert_int_equal(ct_wait_scalar(&t, "SELECT count(*) FROM ordergate.exceptions", 2, 30000), 2);
+    snprintf(sql, sizeof(sql),
+             "SELECT count(DISTINCT refused_key) FROM ordergate.exceptions WHERE refused_key "
+             "LIKE 'msg:%s/0/0#%%' AND kind = 'refused_payment'",
+             t.payments);
+    assert_int_equal(ct_scalar(&t, sql), 2);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.exceptions WHERE note LIKE "
+                                   "'%not json: second%'"),
+                     1);
+    assert_int_equal(ct_wait_committed(&t, t.payments, 0, 1, 15000), 1);
+    assert_int_equal(ct_stop(&p, SIGTERM, 30000), 0);
+    ct_teardown(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_dead_letters_and_payments, ct_cleanup),
         cmocka_unit_test_teardown(test_payment_before_cancel_in_one_batch, ct_cleanup),
         cmocka_unit_test_teardown(test_refused_payment_recorded_before_dead_letter, ct_cleanup),
+        cmocka_unit_test_teardown(test_refused_key_has_content, ct_cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

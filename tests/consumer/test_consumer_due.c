@@ -7,7 +7,7 @@
  *    left, so the cancels behind it in its old partition are not held back;
  *  - a message due far beyond its topic's level (up to 9999-12-31) is claimed at once instead
  *    of pausing its partition: the database decides (cancelled, or re-scheduled by the real
- *    expire_at). */
+ *    expire_at); on a topic without any level, consumer.max_wait_ms is the bound. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "common/clock.h"
+#include "common/codec.h"
 #include "ct.h"
 #include "support/testutil.h"
 
@@ -204,12 +205,86 @@ static void test_due_far_beyond_level_claimed_at_once(void **state)
     ct_teardown(&t);
 }
 
+/* The re-schedule of order_no in a topic: how many, and the due time of the last (Unix ms). */
+struct resched {
+    const char *order_no;
+    int n;
+    int64_t due_ms;
+};
+
+static void find_resched(void *arg, const rd_kafka_message_t *m)
+{
+    struct resched *r = arg;
+    struct codec_cancel cancel;
+    struct og_error err = {0};
+    char from[256];
+
+    if (ct_header(m, "ordergate-rescheduled-from", from, sizeof(from)) == NULL ||
+        codec_decode_cancel(m->key, m->key_len, m->payload, m->len, &cancel, &err) != OG_OK ||
+        strcmp(cancel.order_no, r->order_no) != 0)
+        return;
+    r->n++;
+    r->due_ms = cancel.due_ms;
+}
+
+/* A topic whose name carries no level, and no kafka.topic_levels: consumer.max_wait_ms stands for
+ * its level. A message due 9999-12-31 at the head of its partition is claimed at once (the order
+ * is not due: re-scheduled into the same topic due within max_wait_ms, where it hops on), and the
+ * 200 due cancels behind it are cancelled at once; before, nothing was checked for such a topic
+ * and the partition paused until 9999. */
+static void test_due_far_unlevelled_topic(void **state)
+{
+    static struct ct t;
+    struct ct_proc p;
+    struct resched r = {.order_no = "FAR-1"};
+    char no[32];
+    int64_t end_of_time, expire = 0, before;
+
+    (void)state;
+    assert_int_equal(clock_parse_iso("9999-12-31T23:59:59.999Z", 24, &end_of_time), 0);
+    ct_setup(&t, "cdueunl", 1, 0);
+    ct_config(&t, "max_wait_ms = 60000; level_margin_ms = 1000;", CT_SHORT_SESSION);
+    ct_place(&t, "FAR-1", 3600 * 1000L);
+    ct_send_cancel(&t, t.topic, 0, "FAR-1", end_of_time);
+    for (int i = 1; i <= 200; i++) {
+        snprintf(no, sizeof(no), "U-%d", i);
+        expire = ct_place(&t, no, -1000);
+    }
+    for (int i = 1; i <= 200; i++) {
+        snprintf(no, sizeof(no), "U-%d", i);
+        ct_send_cancel(&t, t.topic, 0, no, expire);
+    }
+    ct_flush(&t);
+    before = ct_now_ms();
+    ct_spawn(&t, &p, "c1", t.topic, NULL);
+
+    assert_int_equal(ct_wait_scalar(&t,
+                                    "SELECT count(*) FROM ordergate.orders WHERE order_no LIKE "
+                                    "'U-%' AND status = 'cancelled'",
+                                    200, 2 * PROGRESS_MS),
+                     200);
+    assert_int_equal(status_is(&t, "FAR-1", "pending_payment", 0), 1);
+    ct_log_wait(&p, "event=due_beyond_level order_no=FAR-1", PROGRESS_MS);
+    assert_true(ct_metric_now(&p, "ordergate_consumer_due_beyond_level_total") >= 1);
+    /* Re-scheduled into its own topic (no other), due within max_wait_ms: it pauses the
+     * partition no longer than that, and is not claimed at once again. */
+    ct_log_wait(&p, "event=rescheduled order_no=FAR-1", PROGRESS_MS);
+    assert_int_equal(ct_consume_all(t.topic, 0, find_resched, &r, 10000), 202);
+    assert_int_equal(r.n, 1);
+    assert_true(r.due_ms > before);
+    assert_true(r.due_ms <= ct_now_ms() + 60000);
+    assert_int_equal(ct_wait_committed(&t, t.topic, 0, 201, PROGRESS_MS), 201);
+    assert_int_equal(ct_stop(&p, SIGTERM, 30000), 0);
+    ct_teardown(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_short_not_due_claimed_locally, ct_cleanup),
         cmocka_unit_test_teardown(test_hold_goes_to_the_level_that_fits, ct_cleanup),
         cmocka_unit_test_teardown(test_due_far_beyond_level_claimed_at_once, ct_cleanup),
+        cmocka_unit_test_teardown(test_due_far_unlevelled_topic, ct_cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,8 @@ og_consumer_test(consumer_hooks LABELS kafka FIXTURES db kafka TIMEOUT 150)
 og_consumer_test(consumer_refunds LABELS kafka FIXTURES db kafka TIMEOUT 120)
 og_consumer_test(consumer_durability LABELS kafka FIXTURES db kafka TIMEOUT 120)
 og_consumer_test(consumer_due LABELS kafka FIXTURES db kafka TIMEOUT 150)
+# A payment its hook fails, or whose order row is locked, holds back only its order.
+og_consumer_test(consumer_payments LABELS kafka FIXTURES db kafka TIMEOUT 180)
 # Restarts the shared PostgreSQL (pg_ctl restart): nothing else may run meanwhile.
 og_consumer_test(consumer_outage LABELS kafka FIXTURES db kafka TIMEOUT 150)
 set_tests_properties(consumer_outage PROPERTIES RUN_SERIAL TRUE)
@@ -44,3 +46,6 @@ og_consumer_test(consumer_takeover LABELS kafka FIXTURES db kafka TIMEOUT 150)
 og_consumer_test(consumer_pgbouncer LABELS "kafka;pgbouncer" FIXTURES db kafka pgbouncer
                  TIMEOUT 180)
 set_tests_properties(consumer_pgbouncer PROPERTIES RUN_SERIAL TRUE)
+# The health endpoint under a connection flood from one peer: the health-file probe, another
+# peer's requests and the idle timeout. librdkafka's mock cluster: needs only PostgreSQL.
+og_consumer_test(consumer_health LABELS db FIXTURES db TIMEOUT 150)

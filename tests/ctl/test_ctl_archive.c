@@ -91,7 +91,7 @@ static void test_archive(void **state)
     testdb_exec(conn, "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = "
                       "'og_ctl_archive_svc') THEN CREATE ROLE og_ctl_archive_svc LOGIN; END IF; "
                       "END $$");
-    testdb_exec(conn, "GRANT ordergate_service TO og_ctl_archive_svc");
+    testdb_exec(conn, "GRANT ordergate_order_service TO og_ctl_archive_svc");
     snprintf(svc, sizeof(svc), "%s user=og_ctl_archive_svc", t.conninfo);
     ctl_run(&r, "archive", "--db", svc, "--before", cut, NULL);
     assert_int_equal(r.status, 1);

@@ -463,8 +463,9 @@ static void test_service_role_least_privilege(void **state)
     gfx_free(g);
 }
 
-/* The C client logged in as a real role that only has ordergate_service:
- * every call it makes works under least privilege. */
+/* The C client logged in as a real role that has only the order service's
+ * and the triggers' roles (schema/README.md, "Roles"): every call it makes
+ * works under least privilege. */
 static void test_client_as_service_login(void **state)
 {
     struct gfx *g = gfx_new("gguard_login");
@@ -485,7 +486,8 @@ static void test_client_as_service_login(void **state)
     snprintf(role, sizeof(role), "og_gate_svc_%d", (int)getpid());
     snprintf(sql, sizeof(sql), "DROP ROLE IF EXISTS %s", role);
     testdb_exec(g->sql, sql);
-    snprintf(sql, sizeof(sql), "CREATE ROLE %s LOGIN IN ROLE ordergate_service", role);
+    snprintf(sql, sizeof(sql),
+             "CREATE ROLE %s LOGIN IN ROLE ordergate_order_service, ordergate_trigger", role);
     testdb_exec(g->sql, sql);
     snprintf(conninfo, sizeof(conninfo), "%s user=%s", g->t.conninfo, role);
     svc = db_new(conninfo, NULL, "svc-login", &retry, NULL);

@@ -823,11 +823,15 @@ static void test_payment_refused_recorded_once(void **state)
     };
     assert_int_equal(gate_record_payment_refused(g->db, &bin, &res, &err), OG_OK);
     assert_true(res.recorded);
-    assert_string_equal(res.key, "msg:og.pay/0/5");
-    assert_int_equal(res.exception_id, gfx_long(g->sql,
-                                                "SELECT id FROM ordergate.exceptions WHERE "
-                                                "refused_key = 'msg:og.pay/0/5'",
-                                                NULL));
+    /* The position and the content: sha256 of the order number, a newline, the message as
+     * sent (escaped). */
+    assert_int_equal(strncmp(res.key, "msg:og.pay/0/5#", 15), 0);
+    assert_int_equal(strlen(res.key), 15 + 64);
+    assert_int_equal(res.exception_id,
+                     gfx_long(g->sql,
+                              "SELECT id FROM ordergate.exceptions WHERE refused_key = "
+                              "'msg:og.pay/0/5#' || encode(sha256(convert_to($1, 'UTF8')), 'hex')",
+                              "RF1\n{\\x00\\x01\\xff\\x5c\"v\"}", NULL));
     assert_int_equal(gfx_long(g->sql,
                               "SELECT count(*) FROM ordergate.exceptions WHERE order_no = 'RF1' "
                               "AND kind = 'refused_payment' AND strpos(note, $1) > 0 AND "
@@ -837,6 +841,22 @@ static void test_payment_refused_recorded_once(void **state)
     /* The same message again: nothing new. */
     assert_int_equal(gate_record_payment_refused(g->db, &bin, &res, &err), OG_OK);
     assert_false(res.recorded);
+    /* Another message at the same position (offsets repeat once a topic is re-created), differing
+     * only beyond what the note keeps: recorded; the same again: nothing new. */
+    struct gate_refusal later = {
+        .source = "og.pay/0/5",
+        .reason = "bad_json: x",
+        .message = big,
+        .message_len = sizeof(big),
+    };
+    assert_int_equal(gate_record_payment_refused(g->db, &later, &res, &err), OG_OK);
+    assert_true(res.recorded);
+    big[sizeof(big) - 1] = 'y';
+    assert_int_equal(gate_record_payment_refused(g->db, &later, &res, &err), OG_OK);
+    assert_true(res.recorded);
+    assert_int_equal(gate_record_payment_refused(g->db, &later, &res, &err), OG_OK);
+    assert_false(res.recorded);
+    big[sizeof(big) - 1] = 'z';
 
     /* A transaction number is the key; a long message is cut, marked. */
     struct gate_refusal longer = {
@@ -860,12 +880,12 @@ static void test_payment_refused_recorded_once(void **state)
     longer.source = "og.pay/1/10"; /* the same transaction produced twice */
     assert_int_equal(gate_record_payment_refused(g->db, &longer, &res, &err), OG_OK);
     assert_false(res.recorded);
-    assert_int_equal(gfx_long(g->sql, "SELECT count(*) FROM ordergate.exceptions", NULL), 2);
+    assert_int_equal(gfx_long(g->sql, "SELECT count(*) FROM ordergate.exceptions", NULL), 4);
     assert_int_equal(gfx_long(g->sql,
                               "SELECT count(*) FROM ordergate.outbox WHERE event_type = "
                               "'reconciliation_alert'",
                               NULL),
-                     2);
+                     4);
     gfx_free(g);
 }
 

@@ -831,7 +831,7 @@ static void test_db_session_lost(void **state)
     fixture_teardown(&f);
 }
 
-/* The relay needs nothing beyond the service role's grants (it calls the
+/* The relay needs nothing beyond ordergate_relay's grants (it calls the
  * outbox functions only; it never touches the table). */
 static void test_service_role(void **state)
 {
@@ -853,7 +853,7 @@ static void test_service_role(void **state)
     snprintf(role, sizeof(role), "og_outbox_svc_%d", (int)getpid());
     snprintf(sql, sizeof(sql), "DROP ROLE IF EXISTS %s", role);
     testdb_exec(f.raw, sql);
-    snprintf(sql, sizeof(sql), "CREATE ROLE %s LOGIN IN ROLE ordergate_service", role);
+    snprintf(sql, sizeof(sql), "CREATE ROLE %s LOGIN IN ROLE ordergate_relay", role);
     testdb_exec(f.raw, sql);
     snprintf(conninfo, sizeof(conninfo), "%s user=%s", f.t.conninfo, role);
     svc = db_new(conninfo, NULL, "test_outbox_svc", &retry, NULL);

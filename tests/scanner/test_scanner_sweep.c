@@ -277,8 +277,8 @@ static void test_dry_run_changes_nothing(void **state)
     scanner_child_free(&c);
 }
 
-/* The scanner needs nothing beyond ordergate_service: a login role that is
- * only a member of it sweeps. */
+/* The scanner needs nothing beyond ordergate_trigger: a login role that is
+ * only a member of it sweeps (schema/README.md, "Roles"). */
 static void test_least_privilege(void **state)
 {
     struct scanner_fixture *f = *state;
@@ -289,7 +289,7 @@ static void test_least_privilege(void **state)
     snprintf(role, sizeof(role), "og_scan_login_%d", (int)getpid());
     snprintf(sql, sizeof(sql), "DROP ROLE IF EXISTS %s", role);
     testdb_exec(f->conn, sql);
-    snprintf(sql, sizeof(sql), "CREATE ROLE %s LOGIN IN ROLE ordergate_service", role);
+    snprintf(sql, sizeof(sql), "CREATE ROLE %s LOGIN IN ROLE ordergate_trigger", role);
     testdb_exec(f->conn, sql);
     snprintf(db_arg, sizeof(db_arg), "%s user=%s", f->t.conninfo, role);
     scanner_place(f->conn, "PRIV", 3, -120);

@@ -24,3 +24,8 @@ og_scanner_test(scanner_reconcile LABELS db FIXTURES db)
 og_scanner_test(scanner_plan LABELS db FIXTURES db TIMEOUT 600)
 # Through the transaction-pooling PgBouncer of deploy/local/services.sh (--pool-mode transaction).
 og_scanner_test(scanner_pgbouncer LABELS "db;pgbouncer" FIXTURES db pgbouncer)
+# scanner/runlog.c against the database, a start's reply lost after its commit (db_call wrapped).
+og_add_test(NAME scanner_runlog
+            SOURCES ${OG_SCANNER_TEST_DIR}/test_scanner_runlog.c ${PROJECT_SOURCE_DIR}/scanner/runlog.c
+            LABELS db FIXTURES db TIMEOUT 120)
+target_link_options(scanner_runlog PRIVATE -Wl,--wrap=db_call)

@@ -6,3 +6,8 @@ set_tests_properties(sql_schema PROPERTIES FIXTURES_REQUIRED db LABELS db TIMEOU
 # schema; the 0.1.0 scripts come from the repository's history.
 add_test(NAME sql_schema_upgrade COMMAND ${CMAKE_CURRENT_LIST_DIR}/schema_upgrade.sh $<TARGET_FILE:ordergatectl>)
 set_tests_properties(sql_schema_upgrade PROPERTIES LABELS db TIMEOUT 300)
+# Least privilege between the kinds of callers (tests/sql/130_roles.sql): each login role kind
+# tries the others' functions, the deprecated ordergate_service, the sweep lease's bound and run
+# token.
+add_test(NAME sql_roles COMMAND ${CMAKE_CURRENT_LIST_DIR}/run.sh 130_roles.sql)
+set_tests_properties(sql_roles PROPERTIES LABELS db TIMEOUT 120)

@@ -16,7 +16,8 @@
 #include "common/log.h"
 #include "consumer/consumer.h"
 
-#define TOPIC "og.unit.cancel"
+#define TOPIC    "og.unit.cancel"
+#define PAYMENTS "og.unit.payments"
 
 enum og_status __wrap_gate_claim_cancel(struct db *db, const char *const *order_nos, size_t n,
                                         enum gate_source source, struct gate_cancel_row *rows,
@@ -40,6 +41,12 @@ static struct {
     char claimed[8][256]; /* the order numbers of each call, comma-separated */
     int due_times;        /* due_times statements */
     int due_times_fail;   /* this many of them fail first (retriable) */
+    char paid[512];       /* the claim_payment calls' order numbers, in order, comma-separated */
+    char hook_fails[64];  /* claim_payment fails in the paid hook for this order */
+    char locked[64];      /* claim_payment finds this order's row locked (lock_timeout) */
+    char lock_wait[64];   /* the lock bound of the last claim_payment */
+    int steps;            /* every claim_cancel and claim_payment, in order */
+    int first_cancel_step, first_payment_step; /* step of the first call to claim P-... */
 } fake;
 
 /* The gate: orders named "N-..." are not due yet, every other order is cancelled. */
@@ -53,8 +60,11 @@ enum og_status __wrap_gate_claim_cancel(struct db *db, const char *const *order_
     (void)err;
     assert_int_equal(source, GATE_SRC_TIMEOUT_CONSUMER);
     list[0] = '\0';
+    fake.steps++;
     for (size_t i = 0; i < n; i++) {
         size_t used = strlen(list);
+        if (order_nos[i][0] == 'P' && fake.first_cancel_step == 0)
+            fake.first_cancel_step = fake.steps;
         snprintf(list + used, sizeof(fake.claimed[0]) - used, "%s%s", i ? "," : "", order_nos[i]);
         snprintf(rows[i].order_no, sizeof(rows[i].order_no), "%s", order_nos[i]);
         rows[i].outcome = order_nos[i][0] == 'N' ? GATE_NOT_DUE : GATE_CANCELLED;
@@ -65,13 +75,57 @@ enum og_status __wrap_gate_claim_cancel(struct db *db, const char *const *order_
     return OG_OK;
 }
 
-/* Only batch.c's own statement (due_times) reaches here: the first due_times_fail calls
- * fail as a lost connection does, the later ones find no pending order (paid meanwhile). */
+/* claim_payment (gate_claim_payment_bounded): the order fake.hook_fails names fails in its paid
+ * hook (the error _hooks_run raises), the one fake.locked names waits for its row past the
+ * statement's lock_timeout (55P03); every other is paid. */
+static enum og_status fake_claim_payment(const char *const *params, bool bounded, PGresult **res,
+                                         struct og_error *err)
+{
+    static PGresAttDesc cols[3] = {
+        {.name = "outcome"}, {.name = "status"}, {.name = "first_outcome"}};
+    size_t used = strlen(fake.paid);
+
+    fake.steps++;
+    if (params[0][0] == 'P' && fake.first_payment_step == 0)
+        fake.first_payment_step = fake.steps;
+    snprintf(fake.paid + used, sizeof(fake.paid) - used, "%s%s", used ? "," : "", params[0]);
+    snprintf(fake.lock_wait, sizeof(fake.lock_wait), "%s", bounded ? params[4] : "session");
+    if (strcmp(params[0], fake.hook_fails) == 0) {
+        og_error_set(err, OG_ERR_DB, false, "hook shop.on_paid(text[],text): no stock row for %s",
+                     params[0]);
+        snprintf(err->sqlstate, sizeof(err->sqlstate), "P0001");
+        snprintf(err->object, sizeof(err->object), "ordergate.hooks");
+        return OG_ERR_DB;
+    }
+    if (strcmp(params[0], fake.locked) == 0) {
+        og_error_set(err, OG_ERR_DB, true, "canceling statement due to lock timeout");
+        snprintf(err->sqlstate, sizeof(err->sqlstate), "55P03");
+        return OG_ERR_DB;
+    }
+    *res = PQmakeEmptyPGresult(NULL, PGRES_TUPLES_OK);
+    assert_non_null(*res);
+    for (int i = 0; i < 3; i++) {
+        cols[i].columnid = i + 1;
+        cols[i].typid = 25; /* text */
+        cols[i].typlen = -1;
+        cols[i].atttypmod = -1;
+    }
+    assert_true(PQsetResultAttrs(*res, 3, cols));
+    for (int i = 0; i < 3; i++)
+        assert_true(PQsetvalue(*res, 0, i, "paid", 4));
+    return OG_OK;
+}
+
+/* batch.c's own statement (due_times) and claim_payment reach here: the first due_times_fail
+ * due_times calls fail as a lost connection does, the later ones find no pending order (paid
+ * meanwhile). */
 enum og_status __wrap_db_call(struct db *db, const struct db_stmt *stmt, const char *const *params,
                               PGresult **res, struct og_error *err)
 {
     (void)db;
-    (void)params;
+    if (strcmp(stmt->name, "og_claim_payment_bounded") == 0 ||
+        strcmp(stmt->name, "og_claim_payment") == 0)
+        return fake_claim_payment(params, strcmp(stmt->name, "og_claim_payment") != 0, res, err);
     assert_string_equal(stmt->name, "og_due_times");
     if (fake.due_times++ < fake.due_times_fail) {
         og_error_set(err, OG_ERR_DB, true, "server closed the connection unexpectedly");
@@ -85,6 +139,7 @@ enum og_status __wrap_db_call(struct db *db, const struct db_stmt *stmt, const c
 struct fixture {
     struct og_config cfg;
     struct consumer c;
+    char *topics[2];
 };
 
 static int fixture_setup(void **state)
@@ -115,6 +170,12 @@ static int fixture_setup(void **state)
     assert_non_null(f.c.nos);
     assert_non_null(f.c.row_seen);
     assert_int_equal(batch_init(&f.c.batch, 8, &err), OG_OK);
+    assert_int_equal(retry_init(&f.c.retry, 8, &err), OG_OK);
+    /* The retry set keeps the consumer's own copies of the topic names. */
+    f.topics[0] = TOPIC;
+    f.topics[1] = PAYMENTS;
+    f.c.topics = f.topics;
+    f.c.ntopics = 2;
     *state = &f;
     return 0;
 }
@@ -124,6 +185,7 @@ static int fixture_teardown(void **state)
     struct fixture *f = *state;
 
     batch_free(&f->c.batch);
+    retry_free(&f->c.retry);
     free(f->c.rows);
     free(f->c.nos);
     free(f->c.row_seen);
@@ -193,12 +255,131 @@ static void test_claim_covers_only_new_entries(void **state)
     assert_int_equal(watchdog_calls, 3);
 }
 
+static void add_payment(struct consumer *c, int64_t offset, const char *order_no)
+{
+    struct batch_entry *e = batch_add(&c->batch, BATCH_PAYMENT, PAYMENTS, 0, offset);
+
+    assert_non_null(e);
+    snprintf(e->order_no, sizeof(e->order_no), "%s", order_no);
+    snprintf(e->pay.order_no, sizeof(e->pay.order_no), "%s", order_no);
+    snprintf(e->pay.txn_no, sizeof(e->pay.txn_no), "T-%s", order_no);
+    snprintf(e->pay.channel, sizeof(e->pay.channel), "card");
+    e->pay.amount_cents = 1000;
+}
+
+/* A payment held back: the batch commits without it, every other payment and cancel is done,
+ * the cancel of its own order is not claimed (it waits behind the payment), and both wait in the
+ * retry set. Then the payment goes through: it is claimed before that cancel. */
+static void payment_held_back(struct consumer *c)
+{
+    int64_t at = 0;
+
+    /* Payments P-1 (held), P-2; cancels A-1, P-1 (its order's), A-2. */
+    add_payment(c, 5, "P-1");
+    add_payment(c, 6, "P-2");
+    add_cancel(c, 0, 10, "A-1");
+    add_cancel(c, 0, 11, "P-1");
+    add_cancel(c, 0, 12, "A-2");
+    assert_int_equal(batch_flush(c, 0), FLUSH_DONE);
+    assert_string_equal(fake.paid, "P-1,P-2");
+    /* The lock wait is the consumer's own short bound, whatever the session's. */
+    assert_string_equal(fake.lock_wait, "100ms");
+    assert_int_equal(fake.claims, 1);
+    assert_string_equal(fake.claimed[0], "A-1,A-2");
+    assert_int_equal(c->batch.n, 0);
+    assert_true(retry_payment_held(&c->retry, "P-1", &at));
+    assert_false(retry_payment_held(&c->retry, "P-2", NULL));
+    assert_int_equal(c->retry.used, 2); /* the payment and the cancel behind it */
+    /* Never past them: each partition's stored offset waits at its held message. */
+    {
+        int64_t floor = -1;
+        assert_true(retry_floor(&c->retry, PAYMENTS, 0, &floor));
+        assert_int_equal(floor, 5);
+        assert_true(retry_floor(&c->retry, TOPIC, 0, &floor));
+        assert_int_equal(floor, 11);
+    }
+
+    /* Another cancel of P-1 comes in meanwhile: it waits too. */
+    add_cancel(c, 0, 13, "P-1");
+    add_cancel(c, 0, 14, "A-3");
+    assert_int_equal(batch_flush(c, 0), FLUSH_DONE);
+    assert_int_equal(fake.claims, 2);
+    assert_string_equal(fake.claimed[1], "A-3");
+
+    /* Mended: the retries come round; the payment claims first and wins, the cancel follows. */
+    fake.hook_fails[0] = '\0';
+    fake.locked[0] = '\0';
+    fake.first_cancel_step = fake.first_payment_step = 0;
+    assert_int_equal(batch_take_retries(c, at + 60000), 3); /* a slot per batch it waited in */
+    assert_int_equal(batch_flush(c, 0), FLUSH_DONE);
+    assert_string_equal(fake.paid, "P-1,P-2,P-1");
+    assert_int_equal(fake.claims, 3);
+    assert_string_equal(fake.claimed[2], "P-1,P-1");
+    assert_true(fake.first_payment_step > 0);
+    assert_true(fake.first_cancel_step > fake.first_payment_step);
+    assert_int_equal(c->retry.used, 0);
+    assert_false(retry_payment_held(&c->retry, "P-1", NULL));
+}
+
+/* A paid hook that fails one payment holds back that order alone (it held every cancel of the
+ * consumer for consumer.hook_retry_ms per such payment). */
+static void test_payment_hook_failure_holds_its_order_only(void **state)
+{
+    struct fixture *f = *state;
+
+    snprintf(fake.hook_fails, sizeof(fake.hook_fails), "P-1");
+    payment_held_back(&f->c);
+}
+
+/* A payment whose order row another transaction holds locked: the same, for as long as it is
+ * locked (it held every cancel as long as the lock). */
+static void test_payment_locked_holds_its_order_only(void **state)
+{
+    struct fixture *f = *state;
+
+    snprintf(fake.locked, sizeof(fake.locked), "P-1");
+    payment_held_back(&f->c);
+}
+
+/* A payment whose row stays locked is never given up for it (only a hook failure has the
+ * consumer.hook_retry_ms bound, consumer_hooks): a lock is not the payment's fault. */
+static void test_payment_locked_never_given_up(void **state)
+{
+    struct fixture *f = *state;
+    struct consumer *c = &f->c;
+    int slot = -1;
+
+    f->cfg.hook_retry_ms = 60000;
+    snprintf(fake.locked, sizeof(fake.locked), "P-9");
+    add_payment(c, 7, "P-9");
+    assert_int_equal(batch_flush(c, 0), FLUSH_DONE);
+    for (size_t i = 0; i < c->retry.cap; i++)
+        if (c->retry.slots[i].state == RETRY_WAITING)
+            slot = (int)i;
+    assert_true(slot >= 0);
+    /* Locked for a day: still held back, retried at the busy backoff's cap. */
+    c->retry.slots[slot].first_ms -= 86400000;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(batch_take_retries(c, c->retry.slots[slot].at_ms), 1);
+        assert_int_equal(batch_flush(c, 0), FLUSH_DONE);
+        assert_true(retry_payment_held(&c->retry, "P-9", NULL));
+        assert_int_equal(c->retry.slots[slot].why, GATE_BUSY);
+    }
+    assert_true(c->retry.slots[slot].at_ms - c->retry.slots[slot].first_ms > 86400000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_cancel_after_failed_step_is_claimed, fixture_setup,
                                         fixture_teardown),
         cmocka_unit_test_setup_teardown(test_claim_covers_only_new_entries, fixture_setup,
+                                        fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_payment_hook_failure_holds_its_order_only,
+                                        fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_payment_locked_holds_its_order_only, fixture_setup,
+                                        fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_payment_locked_never_given_up, fixture_setup,
                                         fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

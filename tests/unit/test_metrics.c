@@ -329,6 +329,35 @@ static void test_http_listen_errors(void **state)
     assert_int_equal(metrics_http_port(), 0);
 }
 
+/* The bounds of the server: refused alike by the check (--check-config) and the start; a
+ * per-peer limit must leave other peers room. */
+static void test_http_limits(void **state)
+{
+    static const struct metrics_http_limits bad[] = {
+        {0, 64, 2}, {4, 64, 0}, {4, 1, 2}, {4, 4, 2}, {10, 8, 2},
+    };
+    struct metrics_http_limits ok = {1, 2, 1};
+    struct og_error err = {0};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        og_error_clear(&err);
+        if (metrics_http_check("127.0.0.1:0", &bad[i], &err) != OG_ERR_CONFIG)
+            fail_msg("check accepted limits %u/%u/%u", bad[i].per_ip, bad[i].max_connections,
+                     bad[i].timeout_s);
+        assert_non_null(strstr(err.msg, "metrics limits"));
+        og_error_clear(&err);
+        assert_int_equal(metrics_http_start_bounded("127.0.0.1:0", &bad[i], &err), OG_ERR_CONFIG);
+        assert_int_equal(metrics_http_port(), 0);
+    }
+    og_error_clear(&err);
+    assert_int_equal(metrics_http_check("127.0.0.1:99999", NULL, &err), OG_ERR_CONFIG);
+    assert_int_equal(metrics_http_check("", &ok, &err), OG_OK);
+    assert_int_equal(metrics_http_start_bounded("127.0.0.1:0", &ok, &err), OG_OK);
+    assert_true(metrics_http_port() > 0);
+    metrics_http_stop();
+}
+
 static void test_textfile(void **state)
 {
     struct og_error err = {0};
@@ -383,6 +412,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_http_endpoints, reset, reset),
         cmocka_unit_test_setup_teardown(test_http_call_watch, reset, reset),
         cmocka_unit_test_setup_teardown(test_http_listen_errors, reset, reset),
+        cmocka_unit_test_setup_teardown(test_http_limits, reset, reset),
         cmocka_unit_test_setup_teardown(test_textfile, reset, reset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -326,18 +326,9 @@ static void *drill_place_worker(void *arg)
         w->errors++;
         return NULL;
     }
-    /* Placing is the drill's setup, not what it measures: these sessions
-     * skip waiting for each commit's flush (a crash would only lose drill
-     * orders not yet placed). The race itself runs with durable commits.
-     * Not behind a transaction pooler: the setting would stay on a server
-     * connection that others get next. */
-    if (!cfg_db_session(d->cfg).transaction_pool &&
-        db_exec(db, "SET synchronous_commit = off", &err) != OG_OK) {
-        fprintf(stderr, "ordergatectl drill: %s\n", err.msg);
-        w->errors++;
-        db_free(db);
-        return NULL;
-    }
+    /* Nothing is set on these sessions (no synchronous_commit = off to place faster): a
+     * transaction pooler may be in front whatever database.pool_mode says, and a session
+     * setting would stay on a server connection that others get next. */
     for (long i = w->index; i < d->o.orders && !signals_stop; i += d->o.payers) {
         struct drill_order *o = &d->orders[i];
         enum gate_outcome out = GATE_UNKNOWN;

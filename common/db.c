@@ -25,6 +25,8 @@ struct db {
     struct db_session session;
     db_call_hook hook;
     void *hook_arg;
+    db_connect_hook on_connect;
+    void *on_connect_arg;
     const char *cur_stmt; /* the statement db_run is running, for db_outage_note */
     /* A connection lost or refused, not yet reported (db_outage_note, db_outage_report). */
     struct {
@@ -286,6 +288,16 @@ void db_set_call_hook(struct db *db, db_call_hook fn, void *arg)
     db->hook_arg = arg;
 }
 
+enum og_status db_set_connect_hook(struct db *db, db_connect_hook fn, void *arg,
+                                   struct og_error *err)
+{
+    db->on_connect = fn;
+    db->on_connect_arg = arg;
+    if (fn == NULL || db->conn == NULL || PQstatus(db->conn) != CONNECTION_OK)
+        return OG_OK;
+    return fn(arg, db->conn, db->session.transaction_pool, err);
+}
+
 static void db_hook(struct db *db, bool begin)
 {
     if (db->hook != NULL)
@@ -350,7 +362,11 @@ static enum og_status db_open(struct db *db, struct og_error *err)
         db_disconnect(db);
         return st;
     }
-    return OG_OK;
+    if (db->on_connect != NULL)
+        st = db->on_connect(db->on_connect_arg, db->conn, db->session.transaction_pool, err);
+    if (st != OG_OK)
+        db_disconnect(db);
+    return st;
 }
 
 enum og_status db_connect(struct db *db, struct og_error *err)

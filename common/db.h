@@ -106,6 +106,17 @@ enum og_status db_set_session(struct db *db, const struct db_session *session,
 /* Installs (fn NULL: removes) the call hook. */
 void db_set_call_hook(struct db *db, db_call_hook fn, void *arg);
 
+/* Called with each new connection right after it opened (db_connect and the reconnects of
+ * db_call alike), from the calling thread: a caller's own per-connection setup
+ * (common/hook_timing.h: a notice receiver). transaction_pool: the session's
+ * db_session.transaction_pool. Nothing may be left in the server session, whatever it says: a
+ * pooler may lend the server connection to other clients. A failure fails the connect. */
+typedef enum og_status (*db_connect_hook)(void *arg, PGconn *conn, bool transaction_pool,
+                                          struct og_error *err);
+/* Installs (fn NULL: removes) the connect hook; for the current connection too if connected. */
+enum og_status db_set_connect_hook(struct db *db, db_connect_hook fn, void *arg,
+                                   struct og_error *err);
+
 /* Connects now (db_call connects on demand too). */
 enum og_status db_connect(struct db *db, struct og_error *err);
 

@@ -1,5 +1,6 @@
 #include "common/outbox.h"
 
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -55,6 +56,7 @@ struct outbox_relay {
      * lives on until they all did. While it lives no new batch starts, which
      * bounds the duplicates a broker outage can cause to one extra copy. */
     struct outbox_batch *inflight;
+    size_t quarantined_total; /* events this relay set aside (outbox_quarantine) */
 };
 
 static const struct db_stmt outbox_stmt_lock = {
@@ -64,6 +66,10 @@ static const struct db_stmt outbox_stmt_mark = {
     "og_outbox_mark", "SELECT ordergate.outbox_mark_published($1::bigint[])", 1};
 static const struct db_stmt outbox_stmt_backlog = {"og_outbox_backlog",
                                                    "SELECT ordergate.outbox_backlog()", 0};
+static const struct db_stmt outbox_stmt_quarantine = {
+    "og_outbox_quarantine", "SELECT ordergate.outbox_quarantine($1::bigint, $2::text)", 2};
+static const struct db_stmt outbox_stmt_quarantined = {
+    "og_outbox_quarantined", "SELECT ordergate.outbox_quarantine_count()", 0};
 
 void outbox_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
 {
@@ -252,6 +258,7 @@ static bool outbox_kafka_retriable(rd_kafka_resp_err_t e)
 {
     switch (e) {
     case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+    case RD_KAFKA_RESP_ERR_INVALID_RECORD:
     case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
     case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
     case RD_KAFKA_RESP_ERR_TOPIC_EXCEPTION:
@@ -261,6 +268,14 @@ static bool outbox_kafka_retriable(rd_kafka_resp_err_t e)
     default:
         return true;
     }
+}
+
+/* Errors that belong to the message itself, not to the broker, the topic or
+ * our rights: the same bytes are refused however often and wherever they go.
+ * Such an event is quarantined; any other failure leaves it for a later step. */
+static bool outbox_kafka_poison(rd_kafka_resp_err_t e)
+{
+    return e == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE || e == RD_KAFKA_RESP_ERR_INVALID_RECORD;
 }
 
 static void outbox_rollback(struct db *db)
@@ -306,13 +321,17 @@ static rd_kafka_resp_err_t outbox_produce(struct outbox_relay *relay, struct out
 
 /* The delay topic for a cancel_scheduled row: its payload is the consumer's
  * cancel message, decoded as the consumer will decode it (a payload it would
- * refuse is never published), due in due_at - now. */
+ * refuse is never published), due in due_at - now. A payload that does not
+ * decode (a due time beyond year 9999) can never be sent: *poison is set and
+ * err says why. No delay topic known is the relay's configuration, not the
+ * event's: *poison stays false. */
 static enum og_status outbox_delay_topic(struct outbox_relay *relay, PGresult *rows, int i,
-                                         const char **topic, struct og_error *err)
+                                         const char **topic, bool *poison, struct og_error *err)
 {
     struct codec_cancel msg;
     struct og_error derr = {0};
 
+    *poison = false;
     if (relay->levels.n == 0)
         return og_error_set(err, OG_ERR_CONFIG, false,
                             "outbox event %s is a cancel_scheduled but no delay topic is known: %s",
@@ -320,36 +339,67 @@ static enum og_status outbox_delay_topic(struct outbox_relay *relay, PGresult *r
                             relay->levels_err[0] ? relay->levels_err : "kafka.topics is empty");
     if (codec_decode_cancel(PQgetvalue(rows, i, 2), (size_t)PQgetlength(rows, i, 2),
                             PQgetvalue(rows, i, 3), (size_t)PQgetlength(rows, i, 3), &msg,
-                            &derr) != OG_OK)
+                            &derr) != OG_OK) {
+        *poison = true;
         return og_error_set(err, OG_ERR_INTERNAL, false,
-                            "outbox event %s (cancel_scheduled) is not a cancel message: %s",
-                            PQgetvalue(rows, i, 0), derr.msg);
+                            "cancel_scheduled is not a cancel message the consumer can read: %s",
+                            derr.msg);
+    }
     *topic = delay_topic_for(&relay->levels, msg.due_ms - clock_wall_ms());
     return OG_OK;
 }
 
-/* The id column as an array literal for $1::bigint[]; NULL when out of
- * memory. */
-static const char *outbox_id_array(PGresult *rows, struct pgarray *ids)
+/* What a step does with each locked row. */
+enum outbox_fate {
+    OUTBOX_LEFT = 0,    /* not handed over (a failure before it): unpublished, for a later step */
+    OUTBOX_PRODUCED,    /* handed to the producer: its slot tells the outcome */
+    OUTBOX_QUARANTINED, /* can never be published as it is: set aside with reason[i] */
+};
+
+struct outbox_rows {
+    enum outbox_fate *fate;
+    char **reason;
+};
+
+/* Keeps the first failure that does not quarantine its event: the step
+ * reports it after committing what did get through. */
+static void outbox_note_failure(struct og_error *first, const struct og_error *e)
 {
-    for (int i = 0; i < PQntuples(rows); i++)
-        pgarray_append_len(ids, PQgetvalue(rows, i, 0), (size_t)PQgetlength(rows, i, 0));
-    return pgarray_str(ids);
+    if (first->status == OG_OK)
+        *first = *e;
+}
+
+static enum og_status outbox_set_aside(struct outbox_rows *r, int i, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static enum og_status outbox_set_aside(struct outbox_rows *r, int i, const char *fmt, ...)
+{
+    va_list ap;
+    char buf[1000];
+
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    r->reason[i] = strdup(buf);
+    if (r->reason[i] == NULL)
+        return OG_ERR_NOMEM;
+    r->fate[i] = OUTBOX_QUARANTINED;
+    return OG_OK;
 }
 
 enum og_status outbox_relay_step(struct outbox_relay *relay, size_t *published,
                                  struct og_error *err)
 {
-    struct outbox_batch *batch = NULL;
+    struct outbox_batch *batch = NULL, *view = NULL;
     PGresult *rows = NULL, *res = NULL;
     struct pgarray ids;
+    struct outbox_rows r = {NULL, NULL};
+    struct og_error first = {0};
     char limit[16];
-    const char *params[1];
-    bool in_tx = false;
+    const char *params[2];
+    bool in_tx = false, timed_out = false;
     enum og_status st;
-    size_t n = 0, handed = 0, failed = 0;
+    size_t n = 0, handed = 0, delivered = 0, quarantined = 0, left = 0;
     int64_t deadline;
-    int first_failed = -1;
 
     pgarray_init(&ids);
     if (published != NULL)
@@ -390,104 +440,225 @@ enum og_status outbox_relay_step(struct outbox_relay *relay, size_t *published,
     }
 
     batch = calloc(1, sizeof(*batch) + n * sizeof(batch->slots[0]));
-    if (batch == NULL) {
+    r.fate = calloc(n, sizeof(*r.fate));
+    r.reason = calloc(n, sizeof(*r.reason));
+    if (batch == NULL || r.fate == NULL || r.reason == NULL) {
         st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
         goto out;
     }
     batch->n = n;
+    view = batch;
     deadline = clock_mono_ms() + relay->timeout_ms;
+    /* One row's failure stops only that row: a row that can never be sent is
+     * set aside, one that may pass later is left, and the rest go on. Only a
+     * failure of the producer itself (its queue full until the deadline)
+     * stops handing over the rows after it. */
     for (size_t i = 0; i < n; i++) {
         struct outbox_slot *slot = &batch->slots[i];
         enum outbox_route route = outbox_route_of(PQgetvalue(rows, (int)i, 1));
         const char *topic = route == OUTBOX_ROUTE_DELAY ? NULL : relay->topics[route];
+        struct og_error rerr = {0};
         rd_kafka_resp_err_t e;
 
-        if (route == OUTBOX_ROUTE_DELAY) {
-            st = outbox_delay_topic(relay, rows, (int)i, &topic, err);
-            if (st != OG_OK)
-                break;
-        }
-
         if (signals_stop) {
-            st = og_error_set(err, OG_ERR_STOPPED, true,
-                              "shutdown requested while publishing the outbox");
+            og_error_set(&rerr, OG_ERR_STOPPED, true,
+                         "shutdown requested while publishing the outbox");
+            outbox_note_failure(&first, &rerr);
             break;
         }
+        if (route == OUTBOX_ROUTE_DELAY) {
+            bool poison = false;
+            if (outbox_delay_topic(relay, rows, (int)i, &topic, &poison, &rerr) != OG_OK) {
+                if (!poison) {
+                    outbox_note_failure(&first, &rerr);
+                    continue;
+                }
+                if (outbox_set_aside(&r, (int)i, "%s", rerr.msg) != OG_OK) {
+                    st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+                    goto wait;
+                }
+                continue;
+            }
+        }
+
         slot->magic = OUTBOX_SLOT_MAGIC;
         slot->batch = batch;
         /* Counted before the hand-off: the report may arrive at once. */
         atomic_fetch_add(&batch->outstanding, 1);
         e = outbox_produce(relay, slot, topic, rows, (int)i, deadline);
-        if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-            atomic_fetch_sub(&batch->outstanding, 1);
-            st = og_error_set(err, OG_ERR_KAFKA, outbox_kafka_retriable(e),
-                              "cannot produce outbox event %s to %s: %s",
-                              PQgetvalue(rows, (int)i, 0), topic, rd_kafka_err2str(e));
-            break;
+        if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            r.fate[i] = OUTBOX_PRODUCED;
+            handed++;
+            continue;
         }
-        handed++;
+        atomic_fetch_sub(&batch->outstanding, 1);
+        if (outbox_kafka_poison(e)) {
+            if (outbox_set_aside(&r, (int)i, "the producer refused it for %s: %s", topic,
+                                 rd_kafka_err2str(e)) != OG_OK) {
+                st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+                goto wait;
+            }
+            continue;
+        }
+        og_error_set(&rerr, OG_ERR_KAFKA, outbox_kafka_retriable(e),
+                     "cannot produce outbox event %s to %s: %s", PQgetvalue(rows, (int)i, 0), topic,
+                     rd_kafka_err2str(e));
+        outbox_note_failure(&first, &rerr);
+        if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL || e == RD_KAFKA_RESP_ERR__FATAL)
+            break; /* the producer, not this row: the rows after it would meet it too */
     }
 
+wait:
     /* Even when producing stopped half-way, what was handed over must report
      * before the slots may go. */
     if (!outbox_wait(relay, batch, deadline)) {
-        size_t left = atomic_load(&batch->outstanding);
+        /* Reports may still arrive: the batch lives on in the relay, and this
+         * step reads only the slots already reported. */
+        timed_out = true;
         relay->inflight = batch;
         batch = NULL;
-        if (st == OG_OK)
-            st = og_error_set(err, OG_ERR_KAFKA, true,
-                              "%zu of %zu outbox events got no delivery report within %d ms "
-                              "(broker down, or the producer lacks outbox_dr_cb); rolled back",
-                              left, handed, relay->timeout_ms);
-        goto out;
     }
     if (st != OG_OK)
         goto out;
     for (size_t i = 0; i < n; i++) {
-        if (atomic_load(&batch->slots[i].state) != OUTBOX_DELIVERED) {
-            failed++;
-            if (first_failed < 0)
-                first_failed = (int)i;
+        int state, e;
+        if (r.fate[i] != OUTBOX_PRODUCED)
+            continue;
+        state = atomic_load(&view->slots[i].state);
+        e = atomic_load(&view->slots[i].err);
+        if (state == OUTBOX_DELIVERED) {
+            pgarray_append_len(&ids, PQgetvalue(rows, (int)i, 0),
+                               (size_t)PQgetlength(rows, (int)i, 0));
+            delivered++;
+        } else if (state == OUTBOX_FAILED && outbox_kafka_poison((rd_kafka_resp_err_t)e)) {
+            if (outbox_set_aside(&r, (int)i, "the broker refused it: %s",
+                                 rd_kafka_err2str((rd_kafka_resp_err_t)e)) != OG_OK) {
+                st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+                goto out;
+            }
+        } else if (state == OUTBOX_FAILED) {
+            struct og_error rerr = {0};
+            og_error_set(&rerr, OG_ERR_KAFKA, outbox_kafka_retriable((rd_kafka_resp_err_t)e),
+                         "delivery failed for outbox event %s: %s", PQgetvalue(rows, (int)i, 0),
+                         rd_kafka_err2str((rd_kafka_resp_err_t)e));
+            outbox_note_failure(&first, &rerr);
+            left++;
+        } else {
+            left++; /* no report yet (timed_out) */
         }
     }
-    if (failed > 0) {
-        rd_kafka_resp_err_t e = (rd_kafka_resp_err_t)atomic_load(&batch->slots[first_failed].err);
-        st = og_error_set(err, OG_ERR_KAFKA, outbox_kafka_retriable(e),
-                          "delivery failed for %zu of %zu outbox events (first: event %s: %s); "
-                          "rolled back",
-                          failed, n, PQgetvalue(rows, first_failed, 0), rd_kafka_err2str(e));
-        goto out;
+    if (timed_out) {
+        struct og_error rerr = {0};
+        og_error_set(&rerr, OG_ERR_KAFKA, true,
+                     "%zu of %zu outbox events got no delivery report within %d ms (broker "
+                     "down, or the producer lacks outbox_dr_cb); left unpublished",
+                     (size_t)atomic_load(&view->outstanding), handed, relay->timeout_ms);
+        /* The timeout is the news: it says why no new batch starts. */
+        first = rerr;
     }
 
-    /* Every message is acknowledged: now, and only now, mark the rows. */
-    params[0] = outbox_id_array(rows, &ids);
-    if (params[0] == NULL) {
-        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-        goto out;
+    /* What the broker acknowledged is marked, whatever happened to the rest:
+     * a later step sends again only what did not get through. */
+    if (delivered > 0) {
+        params[0] = pgarray_str(&ids);
+        if (params[0] == NULL) {
+            st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+            goto out;
+        }
+        st = db_run(relay->db, &outbox_stmt_mark, params, &res, err);
+        if (st != OG_OK)
+            goto out;
+        if (PQntuples(res) != 1 || PQnfields(res) != 1) {
+            st = og_error_set(err, OG_ERR_INTERNAL, false,
+                              "outbox_mark_published returned an unexpected shape");
+            goto out;
+        }
     }
-    st = db_run(relay->db, &outbox_stmt_mark, params, &res, err);
-    if (st != OG_OK)
-        goto out;
-    if (PQntuples(res) != 1 || PQnfields(res) != 1) {
-        st = og_error_set(err, OG_ERR_INTERNAL, false,
-                          "outbox_mark_published returned an unexpected shape");
-        goto out;
+    for (size_t i = 0; i < n; i++) {
+        PGresult *q = NULL;
+        if (r.fate[i] != OUTBOX_QUARANTINED)
+            continue;
+        params[0] = PQgetvalue(rows, (int)i, 0);
+        params[1] = r.reason[i];
+        st = db_run(relay->db, &outbox_stmt_quarantine, params, &q, err);
+        PQclear(q);
+        if (st != OG_OK)
+            goto out;
+        quarantined++;
     }
     st = db_exec(relay->db, "COMMIT", err);
     in_tx = false;
     if (st != OG_OK)
         goto out;
-    if (published != NULL)
+    /* Logged once committed, one line per event: each is its own failure. */
+    for (size_t i = 0; i < n; i++) {
+        char qr[1100];
+        if (r.fate[i] != OUTBOX_QUARANTINED)
+            continue;
+        log_error("outbox_event_quarantined", "id=%s event_type=%s order_no=%s reason=%s",
+                  PQgetvalue(rows, (int)i, 0), PQgetvalue(rows, (int)i, 1),
+                  PQgetvalue(rows, (int)i, 2), log_quote(qr, sizeof(qr), r.reason[i]));
+    }
+    relay->quarantined_total += quarantined;
+    if (published != NULL && delivered > 0)
         *published = (size_t)strtoull(PQgetvalue(res, 0, 0), NULL, 10);
-    log_debug("outbox_published", "n=%zu", n);
+    log_debug("outbox_published", "n=%zu quarantined=%zu left=%zu", delivered, quarantined, left);
+    if (first.status != OG_OK) {
+        /* Committed what got through; the failure is still the step's answer,
+         * so the caller backs off and logs it. */
+        *err = first;
+        st = first.status;
+    }
 out:
     if (in_tx)
         outbox_rollback(relay->db);
     PQclear(rows);
     PQclear(res);
     pgarray_free(&ids);
+    if (r.reason != NULL)
+        for (size_t i = 0; i < n; i++)
+            free(r.reason[i]);
+    free(r.reason);
+    free(r.fate);
     free(batch);
     return st;
+}
+
+#define OUTBOX_LOG_EVERY 50
+
+bool outbox_failure_log_note(struct outbox_failure_log *l, enum og_status st, const char *msg)
+{
+    char key[sizeof(l->last)];
+    size_t k;
+    int n = snprintf(key, sizeof(key), "%s:", og_status_str(st));
+    bool log;
+
+    k = n > 0 && (size_t)n < sizeof(key) ? (size_t)n : 0;
+    for (const char *p = msg != NULL ? msg : ""; *p != '\0' && k + 1 < sizeof(key); p++) {
+        if (*p >= '0' && *p <= '9') {
+            if (k > 0 && key[k - 1] == '#')
+                continue;
+            key[k++] = '#';
+        } else {
+            key[k++] = *p;
+        }
+    }
+    key[k] = '\0';
+    log = l->failures % OUTBOX_LOG_EVERY == 0 || strcmp(key, l->last) != 0;
+    snprintf(l->last, sizeof(l->last), "%s", key);
+    l->failures++;
+    return log;
+}
+
+void outbox_failure_log_clear(struct outbox_failure_log *l)
+{
+    l->failures = 0;
+    l->last[0] = '\0';
+}
+
+size_t outbox_relay_quarantined_total(const struct outbox_relay *relay)
+{
+    return relay != NULL ? relay->quarantined_total : 0;
 }
 
 enum og_status outbox_backlog(struct db *db, long long *backlog, struct og_error *err)
@@ -502,6 +673,22 @@ enum og_status outbox_backlog(struct db *db, long long *backlog, struct og_error
                           "outbox_backlog returned an unexpected shape");
     if (st == OG_OK)
         *backlog = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    return st;
+}
+
+enum og_status outbox_quarantined(struct db *db, long long *count, struct og_error *err)
+{
+    PGresult *res = NULL;
+    enum og_status st;
+
+    *count = 0;
+    st = db_call(db, &outbox_stmt_quarantined, NULL, &res, err);
+    if (st == OG_OK && (PQntuples(res) != 1 || PQnfields(res) != 1))
+        st = og_error_set(err, OG_ERR_INTERNAL, false,
+                          "outbox_quarantine_count returned an unexpected shape");
+    if (st == OG_OK)
+        *count = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
     return st;
 }

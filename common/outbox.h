@@ -1,17 +1,20 @@
 /* Outbox relay: publishes rows of ordergate.outbox to Kafka and marks them
- * published only after the broker acknowledged every message (at least once:
- * a crash between ack and mark publishes again; consumers of these topics
- * deduplicate by the event id header / payload id).
+ * published only after the broker acknowledged them (at least once: a crash
+ * between ack and mark publishes again; consumers of these topics deduplicate
+ * by the event id header / payload id).
  *
  * One relay step: BEGIN; outbox_lock_batch(n) (FOR UPDATE SKIP LOCKED, so
- * several consumer instances share the work without waiting on each other);
- * produce each row keyed by order number to the topic chosen by event type;
- * flush and wait for delivery reports; outbox_mark_published(ids); COMMIT.
- * Any failure rolls back and leaves the rows for the next step. */
+ * several consumer instances share the work without waiting on each other;
+ * quarantined rows are never returned); produce each row keyed by order
+ * number to the topic chosen by event type; flush and wait for delivery
+ * reports; outbox_mark_published(the acknowledged ids); outbox_quarantine(id,
+ * reason) for each event that can never be published; COMMIT. One row never
+ * holds back the others: each row's outcome is its own. */
 #ifndef OG_COMMON_OUTBOX_H
 #define OG_COMMON_OUTBOX_H
 
 #include <librdkafka/rdkafka.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/cfg.h"
@@ -61,18 +64,52 @@ enum og_status outbox_relay_step(struct outbox_relay *relay, size_t *published,
                                  struct og_error *err);
 /* Step contract: the transaction is BEGIN ... COMMIT on the relay's own
  * connection, never retried inside (a transient database error returns
- * retriable and the next step starts over on a reconnected session). Every
- * message of the batch must be acknowledged within the delivery timeout
- * (default 10 s) or the whole batch is rolled back and the step fails with
- * OG_ERR_KAFKA, retriable unless the failure repeats for the same message
- * whatever happens (too large, not authorized). Published messages of a
- * rolled-back batch are published again later: duplicates, never loss.
- * After a timeout the relay starts no new batch until the late reports of
- * the old one arrived (it fails retriable meanwhile). With signals_stop
- * raised, a step publishes nothing new and returns OG_ERR_STOPPED. */
+ * retriable and the next step starts over on a reconnected session). Each
+ * locked row ends the step in one of three ways:
+ *   - acknowledged by the broker: marked published and committed, even when
+ *     other rows of the batch failed, so it is never sent again by a retry;
+ *   - quarantined: the event can never be published as it is (a
+ *     cancel_scheduled the consumer could not decode, such as a due time
+ *     beyond year 9999; a message the producer or the broker refuses for its
+ *     size or as an invalid record). Set aside with its reason
+ *     (outbox_quarantine), logged once as outbox_event_quarantined, counted
+ *     in outbox_relay_quarantined_total; an operator releases it
+ *     (outbox_release) after a fix;
+ *   - left unpublished for a later step: any other failure (broker down, no
+ *     report within the delivery timeout (default 10 s), leader moves, not
+ *     authorized, no delay topic configured). The step then commits what got
+ *     through and returns the first such failure (OG_ERR_KAFKA, or
+ *     OG_ERR_CONFIG for a missing delay topic; retriable unless the same
+ *     failure meets the message whatever happens), with *published set: the
+ *     caller backs off. A transient failure never quarantines.
+ * Published messages of a step whose database work failed (mark, quarantine,
+ * commit) are published again later: duplicates, never loss. After a timeout
+ * the relay starts no new batch until the late reports of the old one arrived
+ * (it fails retriable meanwhile); the old batch's rows that were not
+ * acknowledged in time are sent again then (one extra copy at most). With
+ * signals_stop raised, a step hands nothing new to the producer and returns
+ * OG_ERR_STOPPED. Per order, an event left for a later step may reach its
+ * topic after a later event of the same order that went through. */
 /* Delivery timeout per step in milliseconds (default 10000). */
 void outbox_relay_set_timeout(struct outbox_relay *relay, int timeout_ms);
-/* Rows not yet published (for the backlog gauge). */
+/* Which failed steps a relay logs: the first of a run of failures, every one whose reason
+ * differs from the previous failure's (the reason with its numbers, such as event ids and
+ * counts, left out), and every 50th repeat of the same reason, so an outage of minutes does not
+ * flood the log and a second problem is never hidden behind the first. Zero-initialise. */
+struct outbox_failure_log {
+    int failures; /* failed steps since the last success */
+    char last[256];
+};
+/* Counts a failed step; true when it is to be logged. */
+bool outbox_failure_log_note(struct outbox_failure_log *l, enum og_status st, const char *msg);
+/* A step succeeded: the run of failures ends. */
+void outbox_failure_log_clear(struct outbox_failure_log *l);
+
+/* Events this relay quarantined since outbox_relay_new (for a counter). */
+size_t outbox_relay_quarantined_total(const struct outbox_relay *relay);
+/* Rows not yet published, quarantined ones left out (for the backlog gauge). */
 enum og_status outbox_backlog(struct db *db, long long *backlog, struct og_error *err);
+/* Quarantined events in the table, whoever set them aside (for a gauge). */
+enum og_status outbox_quarantined(struct db *db, long long *count, struct og_error *err);
 
 #endif

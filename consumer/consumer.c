@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/hook_timing.h"
 #include "common/log.h"
 #include "common/signals.h"
 #include "consumer/consumer.h"
@@ -22,6 +23,12 @@ static void consumer_db_hook(void *arg, bool begin)
         consumer_watchdog(arg);
     }
 }
+
+/* The histogram of each hook's wall time in this consumer's claims (common/hook_timing.h). */
+static struct hook_timing consumer_hook_timing = {
+    "ordergate_consumer_hook_seconds",
+    "Wall time of each call of a registered hook in this consumer's claims (failed calls "
+    "included), by hook"};
 
 static const struct db_stmt consumer_stmt_durability = {
     "og_durability",
@@ -247,6 +254,9 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     session = cfg_db_session(cfg);
     db_set_session(c->db, &session, NULL); /* not connected yet: cannot fail */
     db_set_call_hook(c->db, consumer_db_hook, c);
+    /* Each hook's wall time in the claims, from the gate's notices (not connected yet: cannot
+     * fail). */
+    db_set_connect_hook(c->db, hook_timing_connect, &consumer_hook_timing, NULL);
     metrics_call_watch(c->m.db_call_age, cfg->health_db_call_ms);
 
     st = kafka_producer_new(cfg, "ordergate-consumer-reschedule", NULL, &c->producer, err);

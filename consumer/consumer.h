@@ -242,6 +242,7 @@ struct consumer_metrics {
     struct metric *retry_pending, *beyond_level, *db_call_age;
     struct metric *commit_durable, *commit_replicated;
     struct metric *outbox_backlog, *outbox_published, *outbox_errors;
+    struct metric *outbox_quarantined_total, *outbox_quarantined;
 };
 
 struct relay;

@@ -159,13 +159,22 @@ void consumer_metrics_register(struct consumer_metrics *m, char *const *topics, 
         "they do not; -1 before the first look",
         METRIC_GAUGE, NULL, NULL, 0);
     metric_set(m->commit_replicated, -1);
-    m->outbox_backlog =
-        metric_register("ordergate_relay_outbox_backlog", "Outbox rows not yet published",
-                        METRIC_GAUGE, NULL, NULL, 0);
+    m->outbox_backlog = metric_register("ordergate_relay_outbox_backlog",
+                                        "Outbox rows not yet published (quarantined ones left out)",
+                                        METRIC_GAUGE, NULL, NULL, 0);
     m->outbox_published = metric_register("ordergate_relay_published_total",
                                           "Outbox rows published and marked by this relay",
                                           METRIC_COUNTER, NULL, NULL, 0);
     m->outbox_errors =
         metric_register("ordergate_relay_errors_total", "Outbox relay steps that failed (retried)",
                         METRIC_COUNTER, NULL, NULL, 0);
+    m->outbox_quarantined_total = metric_register(
+        "ordergate_relay_quarantined_total",
+        "Outbox events this relay set aside because they can never be published as they are",
+        METRIC_COUNTER, NULL, NULL, 0);
+    m->outbox_quarantined = metric_register(
+        "ordergate_relay_outbox_quarantined",
+        "Outbox events quarantined in the database, waiting for an operator (ordergatectl outbox "
+        "quarantined)",
+        METRIC_GAUGE, NULL, NULL, 0);
 }

@@ -35,45 +35,56 @@ static void *relay_main(void *arg)
     struct relay *r = arg;
     const struct og_config *cfg = r->c->cfg;
     int64_t next_backlog = 0;
-    int failures = 0;
+    struct outbox_failure_log flog = {0};
+    size_t quarantined_seen = 0;
 
     log_info("outbox_relay_started", "batch=%d interval_ms=%d", cfg->outbox_batch,
              cfg->outbox_interval_ms);
     while (!signals_stop && !r->stop) {
         struct og_error err = {0};
-        size_t published = 0;
+        size_t published = 0, quarantined;
         enum og_status st = outbox_relay_step(r->relay, &published, &err);
 
         rd_kafka_poll(r->producer, 0);
+        /* A step that failed may still have published and quarantined rows:
+         * it commits what got through before it reports the rest. */
+        metric_inc(r->c->m.outbox_published, (double)published);
+        quarantined = outbox_relay_quarantined_total(r->relay);
+        if (quarantined > quarantined_seen) {
+            metric_inc(r->c->m.outbox_quarantined_total, (double)(quarantined - quarantined_seen));
+            quarantined_seen = quarantined;
+            next_backlog = 0; /* the gauge at once */
+        }
         if (st == OG_OK) {
-            if (failures > 0)
-                log_info("outbox_relay_recovered", "after_failures=%d", failures);
-            failures = 0;
-            metric_inc(r->c->m.outbox_published, (double)published);
+            if (flog.failures > 0)
+                log_info("outbox_relay_recovered", "after_failures=%d", flog.failures);
+            outbox_failure_log_clear(&flog);
         } else if (st != OG_ERR_STOPPED) {
             char q[600];
             metric_inc(r->c->m.outbox_errors, 1);
-            /* One line per outage, then every 50th attempt: an outage of
-             * minutes must not flood the log. */
-            if (failures % 50 == 0)
-                log_warn("outbox_relay_failed", "status=%s retriable=%d failures=%d error=%s",
-                         og_status_str(st), err.retriable, failures + 1,
+            /* Each distinct reason when it first appears, the same one again every 50th
+             * attempt (outbox_failure_log_note). */
+            if (outbox_failure_log_note(&flog, st, err.msg))
+                log_warn("outbox_relay_failed",
+                         "status=%s retriable=%d failures=%d published=%zu error=%s",
+                         og_status_str(st), err.retriable, flog.failures, published,
                          log_quote(q, sizeof(q), err.msg));
-            failures++;
         }
         if (clock_mono_ms() >= next_backlog) {
-            long long backlog = 0;
+            long long backlog = 0, held = 0;
             struct og_error berr = {0};
             if (outbox_backlog(r->db, &backlog, &berr) == OG_OK)
                 metric_set(r->c->m.outbox_backlog, (double)backlog);
+            if (outbox_quarantined(r->db, &held, &berr) == OG_OK)
+                metric_set(r->c->m.outbox_quarantined, (double)held);
             next_backlog = clock_mono_ms() + RELAY_BACKLOG_EVERY_MS;
         }
         if (st == OG_OK && published >= (size_t)cfg->outbox_batch)
             continue; /* a full batch: more is waiting */
-        if (failures > 0) {
+        if (flog.failures > 0) {
             /* Growth stops after eight doublings, as it always has. */
             relay_sleep_ms(r, clock_backoff_ms(cfg->db_retry_base_ms, cfg->db_retry_cap_ms,
-                                               failures < 8 ? failures : 8));
+                                               flog.failures < 8 ? flog.failures : 8));
         } else {
             relay_sleep_ms(r, cfg->outbox_interval_ms);
         }

@@ -16,6 +16,7 @@
 #include "common/cfg.h"
 #include "common/clock.h"
 #include "common/db.h"
+#include "common/hook_timing.h"
 #include "common/log.h"
 #include "common/opt.h"
 #include "common/parse.h"
@@ -32,6 +33,13 @@ enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2, EXIT_VIOLATIONS = 3, EXIT_
 /* --max-skip 0: three intervals of the schedule (--every, else a minute). */
 #define SCANNER_MAX_SKIP_INTERVALS 3
 #define SCANNER_CRON_INTERVAL_S    60
+
+/* The histogram of each hook's wall time in this scanner's claims (common/hook_timing.h),
+ * written with the run's other metrics. */
+static struct hook_timing scanner_hook_timing = {
+    "ordergate_scanner_hook_seconds",
+    "Wall time of each call of a registered hook in this scanner's claims (failed calls "
+    "included), by hook"};
 
 struct scanner_args {
     struct opt_args opts;
@@ -58,7 +66,7 @@ static void scanner_usage(FILE *out)
         "modes:\n"
         "  (default)              one sweep run\n"
         "  --dry-run              report what a sweep would cancel now; change nothing\n"
-        "  --reconcile            check the eight invariants, repair missing late-payment\n"
+        "  --reconcile            check the nine invariants, repair missing late-payment\n"
         "                         exceptions (not with --dry-run), print a report\n"
         "  --every SECONDS        repeat sweep runs every SECONDS until SIGTERM/SIGINT\n"
         "  --check-config         validate the configuration and flags, print them, exit\n"
@@ -376,6 +384,7 @@ static int scanner_claim_open(const struct og_config *cfg, const char *password,
             return EXIT_RUNTIME;
         }
         db_set_session(claim_dbs[i], &session, NULL); /* not connected: cannot fail */
+        db_set_connect_hook(claim_dbs[i], hook_timing_connect, &scanner_hook_timing, NULL);
     }
     return EXIT_OK;
 }
@@ -448,6 +457,7 @@ int main(int argc, char **argv)
         if (args.reconcile)
             session.statement_timeout_ms = 0;
         db_set_session(db, &session, NULL); /* not connected yet: cannot fail */
+        db_set_connect_hook(db, hook_timing_connect, &scanner_hook_timing, NULL);
     }
     if (args.reconcile)
         code = scanner_reconcile(db, &cfg, &args);

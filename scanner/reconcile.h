@@ -1,4 +1,4 @@
-/* --reconcile: checks the eight invariants (schema/README.md, "The
+/* --reconcile: checks the nine invariants (schema/README.md, "The
  * invariants reconcile() checks") with ordergate.reconcile()
  * (schema/functions/reconcile.sql), repairs what may be repaired (a
  * successful payment that hit a cancelled order without its exception gets

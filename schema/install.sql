@@ -35,6 +35,12 @@ RESET ROLE;
 \ir migrations/009_archive_detached.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('009');
 RESET ROLE;
+\ir migrations/010_hook_identity.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('010');
+RESET ROLE;
+\ir migrations/011_outbox_quarantine.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('011');
+RESET ROLE;
 \ir migrations/012_archived_identity.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('012');
 RESET ROLE;
@@ -51,7 +57,9 @@ SET LOCAL check_function_bodies = off;
 \ir functions/_cancel_claim.sql
 \ir functions/_cancel_effects.sql
 \ir functions/_cancel_message.sql
+\ir functions/_cancel_restock.sql
 \ir functions/_ctl_iso.sql
+\ir functions/_hook_inspect.sql
 \ir functions/_hooks_run.sql
 \ir functions/_order_items_json.sql
 \ir functions/_scanner_lease_max.sql
@@ -80,6 +88,10 @@ SET LOCAL check_function_bodies = off;
 \ir functions/outbox_lock_batch.sql
 \ir functions/outbox_mark_published.sql
 \ir functions/outbox_oldest_age.sql
+\ir functions/outbox_quarantine.sql
+\ir functions/outbox_quarantine_count.sql
+\ir functions/outbox_quarantine_list.sql
+\ir functions/outbox_release.sql
 \ir functions/place_order.sql
 \ir functions/reconcile.sql
 \ir functions/reconcile_repair.sql

@@ -1,7 +1,8 @@
--- _cancel_claim: the cancel claim and ordergate's own side effects (_cancel_effects runs the
--- shop's hooks after it). p_nos: candidate order numbers (close_order passes one). p_due_only:
--- only orders whose expire_at <= now() (timeouts), else any pending order (manual close).
--- Returns the order numbers this call won (NULL if none).
+-- _cancel_claim: the cancel claim and ordergate's own side effects but the stock (_cancel_effects
+-- runs the shop's hooks after it, then _cancel_restock). p_nos: candidate order numbers
+-- (close_order passes one). p_due_only: only orders whose expire_at <= now() (timeouts), else any
+-- pending order (manual close). o_won: the order numbers this call won (NULL if none); o_skus,
+-- o_qtys: the stock to give back, summed per sku, in sku order (NULL if none).
 --
 -- Set-based, a fixed number of statements whatever the batch size:
 --  1. lock the pending candidates in order_no order (two batches sharing orders in opposite array
@@ -12,8 +13,9 @@
 --     same statement reads the winners' lines once, for the events' items and for the stock to
 --     give back summed per SKU;
 --  3. coupons of the winners back to available;
---  4. the inventory rows locked in sku order and updated. Stock goes last, so hot SKU rows stay
---     locked only from here to the commit.
+--  4. (_cancel_restock, after the hooks) the inventory rows locked in sku order and updated.
+--     Stock goes last, so hot SKU rows stay locked only from there to the commit, never while a
+--     hook runs.
 --
 -- Every statement looks rows up by key (the lock pass and the lines by a primary-key probe per
 -- order, LATERAL; the claim by ctid; coupons and stock by key arrays), and the plans are pinned
@@ -25,8 +27,8 @@
 -- passes jit_above_cost and compiling it took about 300 ms, for a statement that runs in 10.
 -- None of these settings leaves this function: the hooks run outside it.
 CREATE OR REPLACE FUNCTION ordergate._cancel_claim(p_nos text[], p_source text, p_actor text,
-                                                   p_note text, p_due_only boolean)
-RETURNS text[]
+                                                   p_note text, p_due_only boolean,
+                                                   OUT o_won text[], OUT o_skus text[], OUT o_qtys bigint[])
 LANGUAGE plpgsql
 SET search_path = ordergate, pg_temp
 SET enable_seqscan = off
@@ -34,12 +36,9 @@ SET jit = off
 AS $$
 DECLARE
     v_locked  tid[];
-    v_won     text[];
     v_coupons text[];
     v_at      text := to_json(now())::text;   -- closed_at of every winner, formatted once
     v_actor   text := to_json(p_actor)::text;
-    v_skus    text[];
-    v_qtys    bigint[];
 BEGIN
     -- The lock pass looks each listed order up by its primary key, one probe per distinct order
     -- number, in order_no order: the LATERAL subquery depends on the outer row, so the plan is a
@@ -71,7 +70,7 @@ BEGIN
                    FOR NO KEY UPDATE) l;
     END IF;
     IF v_locked IS NULL THEN
-        RETURN NULL;
+        RETURN;
     END IF;
 
     WITH won AS (
@@ -137,10 +136,10 @@ BEGIN
            (SELECT array_agg(won.coupon_id) FILTER (WHERE won.coupon_id IS NOT NULL) FROM won),
            (SELECT array_agg(ws.sku ORDER BY ws.sku) FROM ws),
            (SELECT array_agg(ws.q ORDER BY ws.sku) FROM ws)
-      INTO v_won, v_coupons, v_skus, v_qtys;
+      INTO o_won, v_coupons, o_skus, o_qtys;
 
-    IF v_won IS NULL THEN
-        RETURN NULL;
+    IF o_won IS NULL THEN
+        RETURN;
     END IF;
 
     IF v_coupons IS NOT NULL THEN
@@ -149,20 +148,5 @@ BEGIN
          WHERE c.coupon_id = ANY (v_coupons)
            AND c.state = 'locked';
     END IF;
-
-    -- Stock back: inventory rows locked in sku order and updated last, so hot rows stay locked
-    -- only until the commit.
-    IF v_skus IS NOT NULL THEN
-        PERFORM 1 FROM ordergate.inventory i
-         WHERE i.sku = ANY (v_skus)
-         ORDER BY i.sku
-           FOR NO KEY UPDATE;
-        UPDATE ordergate.inventory i
-           SET available = i.available + u.q
-          FROM unnest(v_skus, v_qtys) AS u(sku, q)
-         WHERE i.sku = ANY (v_skus)
-           AND i.sku = u.sku;
-    END IF;
-    RETURN v_won;
 END
 $$;

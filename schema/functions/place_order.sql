@@ -3,7 +3,7 @@
 -- items: [{"sku": "...", "qty": N}, ...], 0..1000 lines, qty a positive integer; repeated skus are
 -- summed; an unknown sku is out_of_stock. items '[]' is a gate-only order: the shop keeps its own
 -- stock, and no inventory row is read or written for it (docs/integrate.md). coupon_id NULL = no
--- coupon. expire_at may be in the past. shop: NULL or a JSON object of at most 16 KB, the shop's
+-- coupon. expire_at may be in the past, never beyond now() + max_deadline_seconds. shop: NULL or a JSON object of at most 16 KB, the shop's
 -- own data for the order (for a gate-only order: its lines and coupon), stored with the order and
 -- carried verbatim as "shop" in every event of the order; ordergate never reads inside it.
 -- With the setting schedule_cancels = 1 the order's cancel message is written in the same
@@ -44,6 +44,12 @@ BEGIN
     END IF;
     IF p_expire IS NULL OR NOT isfinite(p_expire) THEN
         PERFORM _bad_arg('place_order: expire_at must be a finite timestamp');
+    END IF;
+    -- A deadline the cancel message cannot carry (a time in milliseconds read as seconds lands
+    -- in year 57900) would leave the order uncancellable: refused beyond the horizon.
+    IF p_expire > now() + make_interval(secs => _setting_bigint('max_deadline_seconds', 31622400)) THEN
+        PERFORM _bad_arg(format('place_order: expire_at %s is more than max_deadline_seconds (%s s) from now',
+                                p_expire, _setting_bigint('max_deadline_seconds', 31622400)));
     END IF;
     IF p_coupon IS NOT NULL AND length(p_coupon) NOT BETWEEN 1 AND 128 THEN
         PERFORM _bad_arg('place_order: coupon_id must be NULL (no coupon) or 1..128 characters');

@@ -1,15 +1,16 @@
--- reconcile: the eight invariants of schema/README.md ("The invariants reconcile() checks"), and
+-- reconcile: the nine invariants of schema/README.md ("The invariants reconcile() checks"), and
 -- nothing else; reconcile_repair creates what can be created safely.
 --
--- STABLE: all eight checks read one snapshot, so a claim committing meanwhile is seen whole or not
+-- STABLE: all nine checks read one snapshot, so a claim committing meanwhile is seen whole or not
 -- at all (every claim writes all its rows in one transaction). Each check is one set-based query
 -- (hash joins / aggregates, no per-row loops): seconds on 1,000,000 orders.
 --
 -- p_since limits the order-scoped checks (1, 4, 7: orders created at or after it; 6: orders whose
 -- deadline expire_at is at or after it; 5: payments and refused-payment exceptions created at or
 -- after it; 8: exceptions created at or after it),
--- e.g. to one drill's orders. Invariants 2 (stock per SKU) and 3 (coupon per coupon) are global
--- state and always checked whole. Both count what ordergate.archive() moved out: invariant 2
+-- e.g. to one drill's orders. Invariants 2 (stock per SKU), 3 (coupon per coupon) and 9
+-- (quarantined events) are global state and always checked whole. Both 2 and 3 count what
+-- ordergate.archive() moved out: invariant 2
 -- adds inventory.archived_qty (the qty of archived paid orders), invariant 3 counts archived
 -- paid orders as the live orders of their coupons. The other checks read what remains, which
 -- archive() keeps whole: an order moves with all its rows, or not at all.
@@ -151,16 +152,17 @@ BEGIN
            count(*), (array_agg(bad.txn_no ORDER BY bad.txn_no))[1:10]
       FROM bad;
 
-    -- 6. No order stays pending_payment past expire_at + grace + one scanner interval. Windowed
-    --    by the deadline, not by creation: an order with a payment window longer than p_since's
-    --    reach falls due inside it (a range of the pending orders' index orders_overdue_idx).
+    -- 6. No order stays pending_payment past expire_at + grace + one scanner interval. Never
+    --    windowed: an overdue pending order is a violation however long ago it was placed or
+    --    fell due (a payment window of nine days, a stuck order reported every day until it is
+    --    fixed). The pending orders' index orders_overdue_idx makes it a range scan over the
+    --    overdue pending orders only, which are what it reports.
     RETURN QUERY
     SELECT 6, 'no order pending past expire_at + grace + one scanner interval'::text,
            count(*), (array_agg(o.order_no ORDER BY o.order_no))[1:10]
       FROM orders o
      WHERE o.status = 'pending_payment'
-       AND o.expire_at < now() - v_grace - v_scan
-       AND o.expire_at >= v_since;
+       AND o.expire_at < now() - v_grace - v_scan;
 
     -- 7. Exactly one outbox event per winning transition: a paid order has one order_paid event,
     --    a cancelled order one order_cancelled event, a pending order none, and no transition
@@ -204,6 +206,16 @@ BEGIN
     SELECT 8, 'every requested refund confirmed in time'::text,
            count(*), (array_agg(bad.txn_no ORDER BY bad.txn_no))[1:10]
       FROM bad;
+
+    -- 9. Every event reaches its topic: none set aside by the relay as unpublishable
+    --    (outbox_quarantine). Such an event keeps its order out of archive() until an operator
+    --    releases it (outbox_release), so it is reported here rather than left to wait silently.
+    --    Read from the partial index of quarantined events, whatever p_since. Sample: event id.
+    RETURN QUERY
+    SELECT 9, 'no outbox event quarantined as unpublishable'::text,
+           count(*), (array_agg(b.id::text ORDER BY b.id))[1:10]
+      FROM outbox b
+     WHERE b.quarantined_at IS NOT NULL;
 END
 $$;
 

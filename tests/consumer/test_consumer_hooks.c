@@ -10,7 +10,11 @@
  * retried with backoff (an outage, like the database's); mended, every order is cancelled.
  *
  * A payment whose paid hook fails: retried with the batch for consumer.hook_retry_ms, then
- * recorded as refused (an exception row: the money was taken) and dead-lettered. */
+ * recorded as refused (an exception row: the money was taken) and dead-lettered.
+ *
+ * A hook slower than the statement_timeout for one order (57014, query_canceled): isolated like
+ * any hook failure, every other order of the batch cancelled, the slow one reported and left
+ * pending. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -222,12 +226,106 @@ static void test_failing_paid_hook_is_recorded_refused(void **state)
     ct_teardown(&t);
 }
 
+/* A paid hook slower than the statement_timeout: a hook failure like any other (57014 with the
+ * marker), so consumer.hook_retry_ms bounds it: recorded refused and dead-lettered, not retried
+ * for ever as a database failure. */
+static void test_slow_paid_hook_is_bounded(void **state)
+{
+    static struct ct t;
+    struct ct_proc p;
+    struct dlq_seen dlq = {0};
+    const char *pay =
+        "{\"v\":1,\"order_no\":\"PS-1\",\"txn_no\":\"TXN-PS-1\",\"amount_cents\":1000,"
+        "\"channel\":\"card\"}";
+
+    (void)state;
+    ct_setup(&t, "chook5", 1, CT_PAYMENTS);
+    ct_config(&t, "hook_retry_ms = 2000;", CT_SHORT_SESSION ", \"auto.commit.interval.ms=300\"");
+    hook_setup(&t, "none");
+    testdb_exec(t.conn, "INSERT INTO shop_t.sleep VALUES ('PS-1')");
+    ct_place(&t, "PS-1", 3600 * 1000L);
+    ct_produce_raw(&t, t.payments, 0, "PS-1", 4, pay, strlen(pay));
+    ct_spawn(&t, &p, "c1", t.topic, "--statement-timeout-ms", "1000", NULL);
+
+    ct_log_wait(&p, "event=hook_failed order_no=PS-1 txn_no=TXN-PS-1 hook=shop_t.on_paid", 20000);
+    ct_log_wait(&p, "event=hook_dead_lettered order_no=PS-1 txn_no=TXN-PS-1", 30000);
+    ct_log_wait(&p, "event=payment_refused_recorded", 10000);
+    ct_log_wait(&p, "event=dead_lettered", 10000);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.exceptions WHERE order_no = "
+                                   "'PS-1' AND kind = 'refused_payment' AND note LIKE "
+                                   "'%hook_failed: sqlstate 57014%'"),
+                     1);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.orders WHERE order_no = "
+                                   "'PS-1' AND status = 'pending_payment'"),
+                     1);
+    assert_int_equal(ct_consume_all(t.dlq, 0, dlq_record, &dlq, 10000), 1);
+    assert_int_equal(ct_wait_committed(&t, t.payments, 0, 1, 15000), 1);
+    assert_int_equal(ct_stop(&p, SIGTERM, 30000), 0);
+    ct_teardown(&t);
+}
+
+static void test_slow_order_is_isolated(void **state)
+{
+    static struct ct t;
+    struct ct_proc p;
+    char no[32];
+    int64_t expire = 0;
+
+    (void)state;
+    ct_setup(&t, "chook4", 1, 0);
+    ct_config(&t, "hook_retry_ms = 3000;", CT_SHORT_SESSION ", \"auto.commit.interval.ms=300\"");
+    hook_setup(&t, "none");
+    testdb_exec(t.conn, "INSERT INTO shop_t.sleep VALUES ('SLOW-1')");
+    expire = ct_place(&t, "SLOW-1", -1000);
+    for (int i = 1; i <= 20; i++) {
+        snprintf(no, sizeof(no), "Q-%d", i);
+        ct_place(&t, no, -1000);
+    }
+    for (int i = 1; i <= 20; i++) {
+        snprintf(no, sizeof(no), "Q-%d", i);
+        ct_send_cancel(&t, t.topic, 0, no, expire);
+        if (i == 10)
+            ct_send_cancel(&t, t.topic, 0, "SLOW-1", expire);
+    }
+    ct_flush(&t);
+    ct_spawn(&t, &p, "c1", t.topic, "--statement-timeout-ms", "1000", NULL);
+
+    /* Every other due order is cancelled, through the hook once each. */
+    assert_int_equal(ct_wait_scalar(&t,
+                                    "SELECT count(*) FROM ordergate.orders WHERE order_no LIKE "
+                                    "'Q-%' AND status = 'cancelled'",
+                                    20, 30000),
+                     20);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM shop_t.seen WHERE order_no LIKE 'Q-%'"),
+                     20);
+    /* The slow one: a hook failure with the timeout's SQLSTATE, dead-lettered past
+     * hook_retry_ms, left pending. */
+    ct_log_wait(&p, "event=hook_failed order_no=SLOW-1 hook=" HOOK " sqlstate=57014", 20000);
+    ct_log_wait(&p, "event=hook_dead_lettered order_no=SLOW-1 hook=" HOOK " sqlstate=57014", 30000);
+    assert_int_equal(ct_wait_committed(&t, t.topic, 0, 21, 15000), 21);
+    /* Every call of the hook timed (the gate's notices), the cut-off ones too: at least the
+     * second each had. */
+    assert_true(ct_metric_now(&p, "ordergate_consumer_hook_seconds_count{hook=\"" HOOK "\"}") >= 3);
+    assert_true(ct_metric_now(&p, "ordergate_consumer_hook_seconds_sum{hook=\"" HOOK "\"}") >= 1.8);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.orders WHERE order_no = "
+                                   "'SLOW-1' AND status = 'pending_payment'"),
+                     1);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.status_log WHERE order_no = "
+                                   "'SLOW-1'"),
+                     0);
+    assert_int_equal(ct_scalar(&t, "SELECT sum(violations) FROM ordergate.reconcile()"), 0);
+    assert_int_equal(ct_stop(&p, SIGTERM, 30000), 0);
+    ct_teardown(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_one_failing_order_is_isolated, ct_cleanup),
         cmocka_unit_test_teardown(test_hook_failing_everyone_stalls, ct_cleanup),
         cmocka_unit_test_teardown(test_failing_paid_hook_is_recorded_refused, ct_cleanup),
+        cmocka_unit_test_teardown(test_slow_order_is_isolated, ct_cleanup),
+        cmocka_unit_test_teardown(test_slow_paid_hook_is_bounded, ct_cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

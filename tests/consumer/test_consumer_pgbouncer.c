@@ -134,12 +134,14 @@ static void test_flow_shared_servers(void **state)
  * shop_t.seen, whose key refuses a second call for an order: a claim applied twice would
  * fail. */
 static const char slow_hook_sql[] =
+    "SET ROLE og_test_shop;"
     "CREATE TABLE shop_t.slow (x int);"
     "CREATE FUNCTION shop_t.slow_cancelled(p_nos text[], p_source text) RETURNS void "
     "LANGUAGE plpgsql SECURITY DEFINER SET search_path = shop_t, pg_temp AS $$ BEGIN "
     "  IF EXISTS (SELECT 1 FROM shop_t.slow) THEN PERFORM pg_sleep(3); END IF; END $$;"
     "GRANT USAGE ON SCHEMA shop_t TO ordergate_owner;"
     "GRANT EXECUTE ON FUNCTION shop_t.slow_cancelled(text[], text) TO ordergate_owner;"
+    "RESET ROLE;"
     "SELECT ordergate.add_hook('cancelled', 'shop_t.slow_cancelled(text[],text)');"
     "INSERT INTO shop_t.slow VALUES (1);";
 

@@ -24,6 +24,7 @@ og_consumer_test(consumer_durability LABELS kafka FIXTURES db kafka TIMEOUT 120)
 og_consumer_test(consumer_due LABELS kafka FIXTURES db kafka TIMEOUT 150)
 # A payment its hook fails, or whose order row is locked, holds back only its order.
 og_consumer_test(consumer_payments LABELS kafka FIXTURES db kafka TIMEOUT 180)
+og_consumer_test(consumer_holds LABELS kafka FIXTURES db kafka TIMEOUT 120)
 # Restarts the shared PostgreSQL (pg_ctl restart): nothing else may run meanwhile.
 og_consumer_test(consumer_outage LABELS kafka FIXTURES db kafka TIMEOUT 150)
 set_tests_properties(consumer_outage PROPERTIES RUN_SERIAL TRUE)

@@ -110,6 +110,8 @@ static void seed_stock(PGconn *conn)
 {
     testdb_exec(conn, "SELECT ordergate.add_stock('S1', 10), ordergate.add_stock('S2', 5), "
                       "ordergate.add_coupon('C1')");
+    /* Orders due in 2030 below: inside a horizon of 10 years. */
+    testdb_exec(conn, "SELECT ordergate.set_setting('max_deadline_seconds', '315360000')");
 }
 
 static void write_file(const char *path, const char *text)

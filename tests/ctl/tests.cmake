@@ -6,6 +6,9 @@ og_add_test(NAME ctl_db
 og_add_test(NAME ctl_archive
             SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ctl_archive.c ${CMAKE_CURRENT_LIST_DIR}/ctl_run.c
             LABELS db FIXTURES db TIMEOUT 120)
+og_add_test(NAME ctl_outbox
+            SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ctl_outbox.c ${CMAKE_CURRENT_LIST_DIR}/ctl_run.c
+            LABELS db FIXTURES db TIMEOUT 120)
 og_add_test(NAME ctl_kafka
             SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ctl_kafka.c ${CMAKE_CURRENT_LIST_DIR}/ctl_run.c
             LABELS kafka FIXTURES db kafka TIMEOUT 180)
@@ -13,6 +16,7 @@ og_add_test(NAME ctl_kafka
 add_dependencies(ctl_db ordergatectl)
 add_dependencies(ctl_kafka ordergatectl)
 add_dependencies(ctl_archive ordergatectl)
+add_dependencies(ctl_outbox ordergatectl)
 # Through the transaction-pooling PgBouncer of deploy/local/services.sh (--pool-mode transaction).
 og_add_test(NAME ctl_pgbouncer
             SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ctl_pgbouncer.c ${CMAKE_CURRENT_LIST_DIR}/ctl_run.c

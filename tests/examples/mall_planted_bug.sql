@@ -29,3 +29,6 @@ BEGIN
 END
 $$;
 RESET ROLE;
+-- A new version of a registered hook runs only once registered again (the gate refuses a
+-- function changed since its registration): deployed the way docs/integrate.md says.
+SELECT ordergate.add_hook('cancelled', 'mall.hook_cancelled(text[],text)');

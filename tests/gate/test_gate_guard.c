@@ -54,6 +54,7 @@ static int guard_teardown(void **state)
  * a coupon, a future one, a paid one, a cancelled one. */
 static void seed(struct gfx *g)
 {
+    testdb_exec(g->sql, "SELECT ordergate.set_setting('max_deadline_seconds', '3153600000')");
     gfx_stock(g, "s1", 50);
     gfx_coupon(g, "c1");
     gfx_coupon(g, "c2");
@@ -101,7 +102,8 @@ static const char *expand(const char *p)
     return p;
 }
 
-#define ITEMS  "[{\"sku\":\"s1\",\"qty\":1}]"
+#define ITEMS "[{\"sku\":\"s1\",\"qty\":1}]"
+/* Far ahead, inside the horizon seed() sets (max_deadline_seconds, 100 years). */
 #define FUTURE "2099-01-01T00:00:00Z"
 
 static const struct raw_case raw_cases[] = {

@@ -1,4 +1,4 @@
-/* --reconcile against planted violations: each of the eight invariants is
+/* --reconcile against planted violations: each of the nine invariants is
  * broken on purpose in its own database (bypassing the gate as a superuser:
  * direct writes, triggers disabled) and must be reported with the offending
  * key and exit 3; a clean book exits 0; a payment that hit a cancelled order
@@ -117,7 +117,7 @@ static void test_clean_book_exits_0(void **state)
 
     for (int i = 1; i <= 7; i++)
         assert_int_equal(report_count(c.output, i), 0);
-    assert_non_null(strstr(c.output, "result: clean: all 8 invariants hold"));
+    assert_non_null(strstr(c.output, "result: clean: all 9 invariants hold"));
     scanner_child_free(&c);
 }
 
@@ -241,7 +241,8 @@ static void test_inv5_repair_makes_clean(void **state)
     scanner_child_free(&c);
 }
 
-/* 6: a pending order far past its expiry (nobody swept). --since limits it. */
+/* 6: a pending order far past its expiry (nobody swept). Never windowed: --since does not hide
+ * an overdue pending order, however recent the window. */
 static void test_inv6_overdue_pending(void **state)
 {
     struct scanner_fixture *f = *state;
@@ -254,8 +255,9 @@ static void test_inv6_overdue_pending(void **state)
     c = run_reconcile(f, 3, "--since=1h");
     assert_int_equal(report_count(c.output, 6), 1);
     scanner_child_free(&c);
-    c = run_reconcile(f, 0, "--since=2099-01-01T00:00:00Z");
+    c = run_reconcile(f, 3, "--since=2099-01-01T00:00:00Z");
     assert_non_null(strstr(c.output, "orders since 2099-01-01T00:00:00.000Z"));
+    assert_int_equal(report_count(c.output, 6), 1);
     scanner_child_free(&c);
 }
 
@@ -302,8 +304,28 @@ static void test_inv8_refund_unconfirmed(void **state)
     assert_non_null(strstr(text, "ordergate_reviews_overdue 0\n"));
 }
 
+/* 9: an outbox event the relay quarantined as unpublishable, whatever --since says; its id
+ * is the sample. */
+static void test_inv9_outbox_quarantined(void **state)
+{
+    struct scanner_fixture *f = *state;
+    struct scanner_child c;
+    char id[24];
+
+    snprintf(id, sizeof(id), "%ld", testdb_scalar(f->conn, "SELECT min(id) FROM ordergate.outbox"));
+    testdb_exec(f->conn, "UPDATE ordergate.outbox SET published_at = NULL, quarantined_at = "
+                         "now(), quarantine_reason = 'Broker: Message size too large' "
+                         "WHERE id = (SELECT min(id) FROM ordergate.outbox)");
+    expect_flagged(f, 9, id);
+    c = run_reconcile(f, 3, "--since=2099-01-01T00:00:00Z");
+    assert_int_equal(report_count(c.output, 9), 1);
+    scanner_child_free(&c);
+}
+
 /* Without --since only the window (scanner.reconcile_window_s, 7 days) is checked; --since all
- * checks everything. An order placed 8 days ago and left pending past its expiry. */
+ * checks everything. A paid order placed 8 days ago whose event was lost is outside the window;
+ * an order placed 8 days ago and left pending past its expiry is reported either way (invariant
+ * 6 is never windowed: a 9-day payment window or a stuck order must not fall out of sight). */
 static void test_window_default_and_all(void **state)
 {
     struct scanner_fixture *f = *state;
@@ -311,15 +333,19 @@ static void test_window_default_and_all(void **state)
 
     testdb_exec(f->conn, "ALTER TABLE ordergate.orders DISABLE TRIGGER orders_guard_update");
     testdb_exec(f->conn, "UPDATE ordergate.orders SET created_at = now() - interval '8 days', "
-                         "expire_at = now() - interval '8 days' WHERE order_no = 'P-5'");
+                         "expire_at = now() - interval '8 days' WHERE order_no IN ('P-1', 'P-5')");
     testdb_exec(f->conn, "ALTER TABLE ordergate.orders ENABLE TRIGGER orders_guard_update");
+    testdb_exec(f->conn, "DELETE FROM ordergate.outbox WHERE order_no = 'P-1' AND event_type = "
+                         "'order_paid'");
 
-    c = run_reconcile(f, 0, NULL);
-    assert_int_equal(report_count(c.output, 6), 0);
+    c = run_reconcile(f, 3, NULL);
+    assert_int_equal(report_count(c.output, 6), 1);
+    assert_int_equal(report_count(c.output, 7), 0);
     assert_null(strstr(c.output, "orders since the beginning"));
     scanner_child_free(&c);
     c = run_reconcile(f, 3, "--since=all");
     assert_int_equal(report_count(c.output, 6), 1);
+    assert_int_equal(report_count(c.output, 7), 1);
     assert_non_null(strstr(c.output, "orders since the beginning"));
     scanner_child_free(&c);
 }
@@ -339,6 +365,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_inv6_overdue_pending, setup, scanner_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_inv7_outbox, setup, scanner_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_inv8_refund_unconfirmed, setup,
+                                        scanner_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_inv9_outbox_quarantined, setup,
                                         scanner_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_window_default_and_all, setup,
                                         scanner_fixture_teardown),

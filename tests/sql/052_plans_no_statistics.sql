@@ -124,6 +124,10 @@ SELECT t_check('the claim pins its planner settings',
                (SELECT proconfig @> ARRAY['enable_seqscan=off', 'jit=off']
                   FROM pg_proc WHERE oid = 'ordergate._cancel_claim'::regproc),
                (SELECT array_to_string(proconfig, ' ') FROM pg_proc WHERE oid = 'ordergate._cancel_claim'::regproc));
+SELECT t_check('the stock given back after the hooks pins them too',
+               (SELECT proconfig @> ARRAY['enable_seqscan=off', 'jit=off']
+                  FROM pg_proc WHERE oid = 'ordergate._cancel_restock'::regproc),
+               (SELECT array_to_string(proconfig, ' ') FROM pg_proc WHERE oid = 'ordergate._cancel_restock'::regproc));
 SELECT t_check('the hooks run outside the pinned settings',
                (SELECT NOT coalesce(proconfig @> ARRAY['jit=off'], false)
                   FROM pg_proc WHERE oid = 'ordergate._cancel_effects'::regproc),

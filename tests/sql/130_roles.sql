@@ -55,7 +55,8 @@ SELECT t_eq('trigger executes its functions only', pg_temp.t_fns(:'r_trg'),
             'record_payment_refused,scan_overdue,scan_overdue_count,scanner_lock_key,scanner_run_finish,'
             'scanner_run_progress,scanner_run_start,scanner_sweep_status');
 SELECT t_eq('relay executes its functions only', pg_temp.t_fns(:'r_rly'),
-            'outbox_backlog,outbox_lock_batch,outbox_mark_published,outbox_oldest_age');
+            'outbox_backlog,outbox_lock_batch,outbox_mark_published,outbox_oldest_age,outbox_quarantine,'
+            'outbox_quarantine_count,outbox_quarantine_list');
 SELECT t_eq('refunds executes its functions only', pg_temp.t_fns(:'r_ref'), 'record_refund');
 SELECT t_eq('deprecated ordergate_service member executes all four kinds',
             (SELECT bool_and(has_function_privilege(:'r_old', p.oid, 'EXECUTE'))
@@ -76,6 +77,8 @@ SET ROLE :"r_svc";
 SELECT t_error('order service: record_refund refused', $q$SELECT * FROM ordergate.record_refund('TR1', 'RF1', 'succeeded')$q$, '42501');
 SELECT t_error('order service: outbox_mark_published refused', $q$SELECT ordergate.outbox_mark_published(ARRAY(SELECT id FROM ordergate.outbox))$q$, '42501');
 SELECT t_error('order service: outbox_lock_batch refused', $q$SELECT * FROM ordergate.outbox_lock_batch(10)$q$, '42501');
+SELECT t_error('order service: outbox_quarantine refused', $q$SELECT ordergate.outbox_quarantine(1, 'x')$q$, '42501');
+SELECT t_error('order service: outbox_release refused', $q$SELECT ordergate.outbox_release(1)$q$, '42501');
 SELECT t_error('order service: scanner_run_start refused', $q$SELECT * FROM ordergate.scanner_run_start('0', 100, 0, 0, 'h', 1, interval '100 years', NULL)$q$, '42501');
 SELECT t_error('order service: scanner_run_finish refused', $q$SELECT * FROM ordergate.scanner_run_finish(1, 'done', 'complete', NULL, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0)$q$, '42501');
 SELECT t_error('order service: claim_cancel refused', $q$SELECT * FROM ordergate.claim_cancel(ARRAY['R2'], 'timeout_scanner')$q$, '42501');
@@ -129,6 +132,8 @@ RESET ROLE;
 SET ROLE :"r_rly";
 SELECT t_eq('relay: backlog', ordergate.outbox_backlog() > 0, true);
 SELECT t_eq('relay: marks what it sent', ordergate.outbox_mark_published(ARRAY(SELECT id FROM ordergate.outbox_lock_batch(1))), 1::bigint);
+SELECT t_error('relay: outbox_release refused (an operator decides)', $q$SELECT ordergate.outbox_release(1)$q$, '42501');
+SELECT t_eq('relay: quarantine count', ordergate.outbox_quarantine_count(), 0::bigint);
 RESET ROLE;
 SET ROLE :"r_ref";
 SELECT t_eq('refunds: record_refund', (SELECT result FROM ordergate.record_refund('TR1', 'RF1', 'succeeded')), 'refunded');

@@ -15,5 +15,6 @@ BEGIN
     UPDATE ordergate.settings SET value = '0' WHERE key = 'schedule_cancels';
     UPDATE ordergate.settings SET value = '86400' WHERE key = 'refund_confirm_seconds';
     UPDATE ordergate.settings SET value = '259200' WHERE key = 'manual_review_max_age_seconds';
+    UPDATE ordergate.settings SET value = '31622400' WHERE key = 'max_deadline_seconds';
 END
 $$;

@@ -34,9 +34,20 @@ static const struct opt ctl_global_opts[] = {
 
 /* The command table, in the order --help lists it. */
 static const struct ctl_command *const ctl_commands[] = {
-    &ctl_cmd_migrate,  &ctl_cmd_place,  &ctl_cmd_pay,        &ctl_cmd_hold,
-    &ctl_cmd_close,    &ctl_cmd_show,   &ctl_cmd_exceptions, &ctl_cmd_exceptions_resolve,
-    &ctl_cmd_schedule, &ctl_cmd_topics, &ctl_cmd_archive,    &ctl_cmd_drill,
+    &ctl_cmd_migrate,
+    &ctl_cmd_place,
+    &ctl_cmd_pay,
+    &ctl_cmd_hold,
+    &ctl_cmd_close,
+    &ctl_cmd_show,
+    &ctl_cmd_exceptions,
+    &ctl_cmd_exceptions_resolve,
+    &ctl_cmd_schedule,
+    &ctl_cmd_topics,
+    &ctl_cmd_archive,
+    &ctl_cmd_drill,
+    &ctl_cmd_outbox_quarantined,
+    &ctl_cmd_outbox_retry,
 };
 #define CTL_NCOMMANDS (sizeof(ctl_commands) / sizeof(ctl_commands[0]))
 

@@ -1,0 +1,28 @@
+-- _cancel_restock: gives a cancel's stock back (_cancel_claim's o_skus and o_qtys: summed per
+-- sku, in sku order). The last step of _cancel_effects, after the shop's hooks: the inventory
+-- rows are locked in sku order here and stay locked only until the commit, so a hot SKU row is
+-- never held while a hook runs (a place_order of the same SKU would wait for the hook).
+-- Pinned like _cancel_claim (schema/README.md, "Plan stability"): the rows are looked up by key,
+-- never by a scan of the whole table, whatever the statistics say.
+CREATE OR REPLACE FUNCTION ordergate._cancel_restock(p_skus text[], p_qtys bigint[])
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = ordergate, pg_temp
+SET enable_seqscan = off
+SET jit = off
+AS $$
+BEGIN
+    IF p_skus IS NULL THEN
+        RETURN;
+    END IF;
+    PERFORM 1 FROM ordergate.inventory i
+     WHERE i.sku = ANY (p_skus)
+     ORDER BY i.sku
+       FOR NO KEY UPDATE;
+    UPDATE ordergate.inventory i
+       SET available = i.available + u.q
+      FROM unnest(p_skus, p_qtys) AS u(sku, q)
+     WHERE i.sku = ANY (p_skus)
+       AND i.sku = u.sku;
+END
+$$;

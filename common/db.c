@@ -27,7 +27,8 @@ struct db {
     void *hook_arg;
     db_connect_hook on_connect;
     void *on_connect_arg;
-    const char *cur_stmt; /* the statement db_run is running, for db_outage_note */
+    const char *local_name, *local_value; /* db_set_local; NULL: none */
+    const char *cur_stmt;                 /* the statement db_run is running, for db_outage_note */
     /* A connection lost or refused, not yet reported (db_outage_note, db_outage_report). */
     struct {
         bool open;
@@ -398,10 +399,20 @@ static enum og_status db_prepare(struct db *db, const struct db_stmt *stmt, stru
     return st;
 }
 
-/* The bounds as set_config values ("5000ms"), NULL for a bound left to the server. */
-static bool db_bounds_text(const struct db *db, char lock[24], char stmt[24], const char *p[2])
+void db_set_local(struct db *db, const char *name, const char *value)
+{
+    db->local_name = name;
+    db->local_value = name != NULL ? value : NULL;
+}
+
+/* The parameters of db_sql_local_bounds: the bounds as set_config values ("5000ms"), NULL for
+ * a bound left to the server, then db_set_local's name and value (NULL: none). False when
+ * there is nothing to set. */
+static bool db_bounds_text(const struct db *db, char lock[24], char stmt[24], const char *p[4])
 {
     p[0] = p[1] = NULL;
+    p[2] = db->local_name;
+    p[3] = db->local_value;
     if (db->session.lock_timeout_ms > 0) {
         snprintf(lock, 24, "%dms", db->session.lock_timeout_ms);
         p[0] = lock;
@@ -410,13 +421,14 @@ static bool db_bounds_text(const struct db *db, char lock[24], char stmt[24], co
         snprintf(stmt, 24, "%dms", db->session.statement_timeout_ms);
         p[1] = stmt;
     }
-    return p[0] != NULL || p[1] != NULL;
+    return p[0] != NULL || p[1] != NULL || p[2] != NULL;
 }
 
-/* The bounds for the current transaction only (is_local = true). */
+/* The bounds and db_set_local's setting for the current transaction only (is_local = true). */
 static const char db_sql_local_bounds[] =
     "SELECT set_config('lock_timeout', coalesce($1, current_setting('lock_timeout')), true), "
-    "set_config('statement_timeout', coalesce($2, current_setting('statement_timeout')), true)";
+    "set_config('statement_timeout', coalesce($2, current_setting('statement_timeout')), true), "
+    "CASE WHEN $3::text IS NOT NULL THEN set_config($3, $4, true) END";
 
 /* The statement, prepared (named) or, with transaction_pool, unnamed; outside an explicit
  * transaction, in one pipeline after the bounds (no Sync between them: one implicit
@@ -430,7 +442,7 @@ static PGresult *db_run_bounded(struct db *db, const struct db_stmt *stmt,
 {
     bool named = !db->session.transaction_pool;
     char lock[24], stm[24];
-    const char *bp[2];
+    const char *bp[4];
     PGresult *keep = NULL, *x;
     int stage = 0; /* 0: the bounds' results, 1: the statement's, 2: the Sync */
 
@@ -440,7 +452,7 @@ static PGresult *db_run_bounded(struct db *db, const struct db_stmt *stmt,
                    : PQexecParams(db->conn, stmt->sql, stmt->nparams, NULL, params, NULL, NULL, 0);
     if (PQenterPipelineMode(db->conn) != 1)
         return NULL;
-    if (PQsendQueryParams(db->conn, db_sql_local_bounds, 2, NULL, bp, NULL, NULL, 0) != 1 ||
+    if (PQsendQueryParams(db->conn, db_sql_local_bounds, 4, NULL, bp, NULL, NULL, 0) != 1 ||
         (named ? PQsendQueryPrepared(db->conn, stmt->name, stmt->nparams, params, NULL, NULL, 0)
                : PQsendQueryParams(db->conn, stmt->sql, stmt->nparams, NULL, params, NULL, NULL,
                                    0)) != 1 ||
@@ -574,10 +586,10 @@ enum og_status db_exec(struct db *db, const char *sql, struct og_error *err)
     PQclear(r);
     /* A transaction just opened gets the bounds for its duration, and only it. */
     char lock[24], stm[24];
-    const char *bp[2];
+    const char *bp[4];
     if (st == OG_OK && was_idle && PQtransactionStatus(db->conn) == PQTRANS_INTRANS &&
         db_bounds_text(db, lock, stm, bp)) {
-        r = PQexecParams(db->conn, db_sql_local_bounds, 2, NULL, bp, NULL, NULL, 0);
+        r = PQexecParams(db->conn, db_sql_local_bounds, 4, NULL, bp, NULL, NULL, 0);
         if (r == NULL || PQresultStatus(r) != PGRES_TUPLES_OK)
             st = db_result_error(db, r, err);
         PQclear(r);

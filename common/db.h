@@ -103,6 +103,11 @@ enum og_status db_new_passfile(const char *conninfo, const char *password_file,
  * this call: none (0, 0). Sends nothing and cannot fail; err is unused. */
 enum og_status db_set_session(struct db *db, const struct db_session *session,
                               struct og_error *err);
+/* One more setting (a custom one a caller's statements read: common/hook_timing.h's
+ * ordergate.hook_timing) for every transaction from now on, sent like the bounds
+ * (set_config(name, value, true) with each call, or right after BEGIN), never to the session.
+ * name NULL removes it; name and value must outlive db. */
+void db_set_local(struct db *db, const char *name, const char *value);
 /* Installs (fn NULL: removes) the call hook. */
 void db_set_call_hook(struct db *db, db_call_hook fn, void *arg);
 

@@ -256,7 +256,7 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     db_set_call_hook(c->db, consumer_db_hook, c);
     /* Each hook's wall time in the claims, from the gate's notices (not connected yet: cannot
      * fail). */
-    db_set_connect_hook(c->db, hook_timing_connect, &consumer_hook_timing, NULL);
+    hook_timing_attach(c->db, &consumer_hook_timing);
     metrics_call_watch(c->m.db_call_age, cfg->health_db_call_ms);
 
     st = kafka_producer_new(cfg, "ordergate-consumer-reschedule", NULL, &c->producer, err);

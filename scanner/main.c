@@ -384,7 +384,7 @@ static int scanner_claim_open(const struct og_config *cfg, const char *password,
             return EXIT_RUNTIME;
         }
         db_set_session(claim_dbs[i], &session, NULL); /* not connected: cannot fail */
-        db_set_connect_hook(claim_dbs[i], hook_timing_connect, &scanner_hook_timing, NULL);
+        hook_timing_attach(claim_dbs[i], &scanner_hook_timing);
     }
     return EXIT_OK;
 }
@@ -457,7 +457,7 @@ int main(int argc, char **argv)
         if (args.reconcile)
             session.statement_timeout_ms = 0;
         db_set_session(db, &session, NULL); /* not connected yet: cannot fail */
-        db_set_connect_hook(db, hook_timing_connect, &scanner_hook_timing, NULL);
+        hook_timing_attach(db, &scanner_hook_timing);
     }
     if (args.reconcile)
         code = scanner_reconcile(db, &cfg, &args);

@@ -91,7 +91,8 @@ static void test_sweep(void **state)
 }
 
 /* Every server connection of the pool (pool size 2), each held by a client of its own inside
- * a transaction, shows the server's own lock_timeout and statement_timeout. */
+ * a transaction, shows the server's own lock_timeout and statement_timeout, and no
+ * ordergate.hook_timing (the scanner's hook timing is per transaction too). */
 static void assert_pool_bounds_default(void)
 {
     PGconn *held[2];
@@ -102,17 +103,21 @@ static void assert_pool_bounds_default(void)
         PQclear(PQexec(held[i], "BEGIN"));
     }
     for (int i = 0; i < 2; i++) {
-        assert_int_equal(testdb_scalar(held[i], "SELECT (current_setting('lock_timeout') = '0' AND "
-                                                "current_setting('statement_timeout') = '0')::int"),
-                         1);
+        assert_int_equal(
+            testdb_scalar(held[i], "SELECT (current_setting('lock_timeout') = '0' AND "
+                                   "current_setting('statement_timeout') = '0' AND "
+                                   "coalesce(current_setting('ordergate.hook_timing', true), '') "
+                                   "<> 'on')::int"),
+            1);
         PQclear(PQexec(held[i], "COMMIT"));
         PQfinish(held[i]);
     }
 }
 
 /* A run with the default pool_mode = session behind the transaction pooler: its bounds
- * (--lock-timeout-ms, --statement-timeout-ms) held for its own transactions only; no other
- * client of the pool inherits them on the server connection the run used. */
+ * (--lock-timeout-ms, --statement-timeout-ms) and its hook timing held for its own
+ * transactions only; no other client of the pool inherits them on the server connection the
+ * run used. */
 static void test_session_mode_bounds_stay_local(void **state)
 {
     struct scanner_fixture *f = *state;

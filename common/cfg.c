@@ -4,7 +4,9 @@
 #include <libconfig.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,6 +138,38 @@ static enum og_status cfg_refuse(struct og_error *err, const struct cfg_param *p
     return OG_ERR_CONFIG;
 }
 
+/* An HTTP listen address: "" (none), or ADDR:PORT, [IPV6]:PORT or :PORT with PORT 0..65535 (0:
+ * any free port). Only the form is checked here; the address is resolved when the endpoint
+ * starts. */
+static enum og_status cfg_validate_listen(const struct cfg_param *p, const char *value,
+                                          struct og_error *err)
+{
+    const char *port;
+    int64_t n;
+
+    if (*value == '\0')
+        return OG_OK;
+    if (value[0] == '[') {
+        const char *close = strchr(value, ']');
+        if (close == NULL || close[1] != ':')
+            return cfg_refuse(err, p, "expected [ADDR]:PORT, got \"%.64s\"", value);
+        port = close + 2;
+    } else {
+        const char *colon = strrchr(value, ':');
+        if (colon == NULL)
+            return cfg_refuse(err, p, "expected ADDR:PORT (e.g. 127.0.0.1:9464), got \"%.64s\"",
+                              value);
+        if (memchr(value, ':', (size_t)(colon - value)) != NULL)
+            return cfg_refuse(err, p, "write an IPv6 address as [ADDR]:PORT, got \"%.64s\"", value);
+        port = colon + 1;
+    }
+    if (parse_int64(NULL, port, 0, 65535, &n, NULL) != OG_OK)
+        return cfg_refuse(err, p,
+                          "port: expected an integer in 0..65535, got \"%.64s\" in \"%.64s\"", port,
+                          value);
+    return OG_OK;
+}
+
 static enum og_status cfg_validate_str(const struct cfg_param *p, const char *value,
                                        struct og_error *err)
 {
@@ -146,6 +180,8 @@ static enum og_status cfg_validate_str(const struct cfg_param *p, const char *va
         return cfg_refuse(err, p, "expected session or transaction, got \"%.64s\"", value);
     if (strcmp(p->name, "kafka.properties") == 0 && strchr(value, '=') == NULL)
         return cfg_refuse(err, p, "expected name=value, got \"%.64s\"", value);
+    if (strcmp(p->name, "consumer.metrics_listen") == 0)
+        return cfg_validate_listen(p, value, err);
     return OG_OK;
 }
 
@@ -279,7 +315,10 @@ static enum og_status cfg_check_unknown(config_setting_t *group, const char *pre
         config_setting_t *s = config_setting_get_elem(group, (unsigned)i);
         char full[256];
 
-        snprintf(full, sizeof(full), "%s%s%s", prefix, *prefix ? "." : "", config_setting_name(s));
+        if ((size_t)snprintf(full, sizeof(full), "%s%s%s", prefix, *prefix ? "." : "",
+                             config_setting_name(s)) >= sizeof(full))
+            return og_error_set(err, OG_ERR_CONFIG, false, "%s:%d: unknown setting '%.64s...'",
+                                path, config_setting_source_line(s), full);
         if (config_setting_is_group(s)) {
             enum og_status st = cfg_check_unknown(s, full, path, err);
             if (st != OG_OK)
@@ -304,8 +343,9 @@ static enum og_status cfg_load_param(struct og_config *cfg, const struct cfg_par
     if (p->type == CFG_STRLIST || (p->type == CFG_STR && strcmp(p->name, "kafka.topics") == 0 &&
                                    (type == CONFIG_TYPE_ARRAY || type == CONFIG_TYPE_LIST))) {
         /* kafka.properties is a list of "name=value"; kafka.topics may be a
-         * list too, stored joined with commas. */
-        char joined[4096] = "";
+         * list too, stored joined with commas (as long as the list is: nothing is cut). */
+        char *joined = NULL;
+        size_t used = 0, need = 1;
         int n;
 
         if (type != CONFIG_TYPE_ARRAY && type != CONFIG_TYPE_LIST)
@@ -313,19 +353,29 @@ static enum og_status cfg_load_param(struct og_config *cfg, const struct cfg_par
         if (p->type == CFG_STRLIST)
             cfg_strlist_free(&cfg->kafka_props, &cfg->kafka_props_n);
         n = config_setting_length(s);
-        for (int i = 0; i < n && st == OG_OK; i++) {
+        for (int i = 0; i < n; i++) {
             const char *v = config_setting_get_string_elem(s, i);
             if (v == NULL)
                 return cfg_refuse(err, p, "expected a list of strings");
+            need += strlen(v) + 1;
+        }
+        if (p->type == CFG_STR) {
+            joined = malloc(need);
+            if (joined == NULL)
+                return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+            joined[0] = '\0';
+        }
+        for (int i = 0; i < n && st == OG_OK; i++) {
+            const char *v = config_setting_get_string_elem(s, i);
             if (p->type == CFG_STRLIST) {
                 st = cfg_apply(cfg, p, v, err);
             } else {
-                size_t used = strlen(joined);
-                snprintf(joined + used, sizeof(joined) - used, "%s%s", used ? "," : "", v);
+                used += (size_t)snprintf(joined + used, need - used, "%s%s", i ? "," : "", v);
             }
         }
         if (st == OG_OK && p->type == CFG_STR)
             st = cfg_apply(cfg, p, joined, err);
+        free(joined);
     } else if (p->type == CFG_STR) {
         if (type != CONFIG_TYPE_STRING)
             return cfg_refuse(err, p, "expected a string");
@@ -340,6 +390,225 @@ static enum og_status cfg_load_param(struct og_config *cfg, const struct cfg_par
             return cfg_refuse(err, p, "expected true or false");
         st = cfg_apply(cfg, p, config_setting_get_bool(s) ? "true" : "false", err);
     }
+    return st;
+}
+
+/* libconfig (1.5) stores an integer literal without the L suffix in an int, without a word:
+ * "batch_size = 4294967796" reads as 500, "lease_s = 4294967297" as 1, 0x100000001 as 1. So
+ * before any value is used, the file's text (and that of every file it includes) is read
+ * here once more, and every such literal is taken in full: one that does not fit an int is
+ * refused like any value out of bounds, naming its setting ("expected an integer in
+ * 1..10000, got "4294967796""). Comments and strings are skipped as libconfig does. */
+#define CFG_LEX_MAX_DEPTH 10          /* @include nesting, as libconfig's own bound */
+#define CFG_LEX_MAX_BYTES (16u << 20) /* a configuration file is small; more is refused */
+
+struct cfg_lex {
+    struct og_config *cfg;
+    const char *top;   /* the file cfg_load read: its lines are recorded per setting */
+    char group[512];   /* the dotted path of the group (or list) the scan is in */
+    size_t stack[32];  /* group's length before each open brace or bracket */
+    int depth;         /* of stack */
+    char pending[128]; /* the name of the setting whose value comes next */
+    char last[128];    /* the last name read */
+};
+
+static enum og_status cfg_lex_file(struct cfg_lex *lx, const char *path, int nesting,
+                                   struct og_error *err);
+
+/* Whether the literal t[0..n) is an integer libconfig stores wrapped: decimal outside int, or
+ * hexadecimal above INT_MAX, in both cases without the L suffix. */
+static bool cfg_lex_wraps(const char *t, size_t n)
+{
+    bool hex = n > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X');
+    size_t i = hex ? 2 : (t[0] == '-' || t[0] == '+');
+    int64_t limit = t[0] == '-' ? (int64_t)INT_MAX + 1 : INT_MAX;
+    int64_t v = 0;
+
+    if (i >= n)
+        return false;
+    for (; i < n; i++) {
+        int d;
+        if (hex && t[i] >= 'a' && t[i] <= 'f')
+            d = t[i] - 'a' + 10;
+        else if (hex && t[i] >= 'A' && t[i] <= 'F')
+            d = t[i] - 'A' + 10;
+        else if (t[i] >= '0' && t[i] <= '9')
+            d = t[i] - '0';
+        else
+            return false; /* a float, or with the L suffix: stored in full */
+        v = v * (hex ? 16 : 10) + d;
+        if (v > limit) {
+            /* Too large already; a float or L suffix further on is stored in full, though. */
+            for (i++; i < n; i++)
+                if (!(t[i] >= '0' && t[i] <= '9') &&
+                    !(hex && ((t[i] >= 'a' && t[i] <= 'f') || (t[i] >= 'A' && t[i] <= 'F'))))
+                    return false;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A wrapped literal t[0..n) at path:line: the error, about its setting when it is one. */
+static enum og_status cfg_lex_refuse(struct cfg_lex *lx, const char *path, int line, const char *t,
+                                     size_t n, struct og_error *err)
+{
+    char name[sizeof(lx->group) + sizeof(lx->pending) + 1];
+    const struct cfg_param *p;
+
+    snprintf(name, sizeof(name), "%s%s%s", lx->group, *lx->group && *lx->pending ? "." : "",
+             lx->pending);
+    p = cfg_find(name);
+    if (p != NULL && strcmp(path, lx->top) == 0) {
+        lx->cfg->source[p - cfg_params] = (struct cfg_source){line, NULL};
+        if (p->type == CFG_INT)
+            return cfg_refuse(err, p, "expected an integer in %ld..%ld, got \"%.*s\"", p->min,
+                              p->max, (int)(n < 64 ? n : 64), t);
+        return cfg_refuse(err, p, "integer %.*s does not fit in 32 bits", (int)(n < 64 ? n : 64),
+                          t);
+    }
+    return og_error_set(err, OG_ERR_CONFIG, false,
+                        "%s:%d: %s%sinteger %.*s does not fit in 32 bits", path, line, name,
+                        *name ? ": " : "", (int)(n < 64 ? n : 64), t);
+}
+
+static bool cfg_lex_name_char(char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '*';
+}
+
+/* Scans text (NUL-terminated) of path. */
+static enum og_status cfg_lex_text(struct cfg_lex *lx, const char *path, const char *text,
+                                   int nesting, struct og_error *err)
+{
+    const char *c = text;
+    int line = 1;
+
+    while (*c != '\0') {
+        if (*c == '\n') {
+            line++;
+            c++;
+        } else if (*c == '#' || (c[0] == '/' && c[1] == '/')) {
+            while (*c != '\0' && *c != '\n')
+                c++;
+        } else if (c[0] == '/' && c[1] == '*') {
+            for (c += 2; *c != '\0' && !(c[0] == '*' && c[1] == '/'); c++)
+                line += *c == '\n';
+            c += *c != '\0' ? 2 : 0;
+        } else if (*c == '"') {
+            for (c++; *c != '\0' && *c != '"'; c++) {
+                line += *c == '\n';
+                if (*c == '\\' && c[1] != '\0')
+                    c++;
+            }
+            c += *c != '\0';
+        } else if (strncmp(c, "@include", 8) == 0) {
+            char inc[4096];
+            size_t len = 0;
+            enum og_status st;
+
+            for (c += 8; *c == ' ' || *c == '\t'; c++)
+                ;
+            if (*c != '"')
+                continue; /* libconfig has refused it already */
+            for (c++; *c != '\0' && *c != '"' && *c != '\n'; c++) {
+                if (*c == '\\' && c[1] != '\0')
+                    c++;
+                if (len + 1 < sizeof(inc))
+                    inc[len++] = *c;
+            }
+            inc[len] = '\0';
+            c += *c == '"';
+            st = cfg_lex_file(lx, inc, nesting + 1, err);
+            if (st != OG_OK)
+                return st;
+        } else if ((*c >= '0' && *c <= '9') || ((*c == '-' || *c == '+' || *c == '.') &&
+                                                ((c[1] >= '0' && c[1] <= '9') || c[1] == '.'))) {
+            const char *t = c;
+            for (c++;
+                 (*c >= '0' && *c <= '9') || (*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') ||
+                 *c == '.' || ((*c == '-' || *c == '+') && (c[-1] == 'e' || c[-1] == 'E'));
+                 c++)
+                ;
+            if (cfg_lex_wraps(t, (size_t)(c - t)))
+                return cfg_lex_refuse(lx, path, line, t, (size_t)(c - t), err);
+        } else if (cfg_lex_name_char(*c)) {
+            size_t len = 0;
+            for (; cfg_lex_name_char(*c); c++)
+                if (len + 1 < sizeof(lx->last))
+                    lx->last[len++] = *c;
+            lx->last[len] = '\0';
+        } else if (*c == '=' || *c == ':') {
+            snprintf(lx->pending, sizeof(lx->pending), "%s", lx->last);
+            c++;
+        } else if (*c == '{' || *c == '(' || *c == '[') {
+            size_t len = strlen(lx->group);
+            if (lx->depth < (int)(sizeof(lx->stack) / sizeof(lx->stack[0])))
+                lx->stack[lx->depth] = len;
+            lx->depth++;
+            if (*lx->pending != '\0')
+                snprintf(lx->group + len, sizeof(lx->group) - len, "%s%s", len ? "." : "",
+                         lx->pending);
+            lx->pending[0] = '\0';
+            c++;
+        } else if (*c == '}' || *c == ')' || *c == ']') {
+            if (lx->depth > 0 && --lx->depth < (int)(sizeof(lx->stack) / sizeof(lx->stack[0])))
+                lx->group[lx->stack[lx->depth]] = '\0';
+            lx->pending[0] = '\0';
+            c++;
+        } else {
+            c++;
+        }
+    }
+    return OG_OK;
+}
+
+static enum og_status cfg_lex_file(struct cfg_lex *lx, const char *path, int nesting,
+                                   struct og_error *err)
+{
+    FILE *f;
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    enum og_status st = OG_OK;
+
+    if (nesting > CFG_LEX_MAX_DEPTH)
+        return og_error_set(err, OG_ERR_CONFIG, false, "%s: @include nested too deeply", path);
+    f = fopen(path, "r");
+    if (f == NULL)
+        return og_error_set(err, OG_ERR_CONFIG, false, "%s: cannot open: %s", path,
+                            strerror(errno));
+    for (;;) {
+        size_t got;
+        if (cap - len < 4096) {
+            char *grown;
+            if (cap >= CFG_LEX_MAX_BYTES) {
+                st = og_error_set(err, OG_ERR_CONFIG, false, "%s: larger than %u bytes", path,
+                                  CFG_LEX_MAX_BYTES);
+                goto out;
+            }
+            cap = cap ? cap * 2 : 16384;
+            grown = realloc(text, cap + 1);
+            if (grown == NULL) {
+                st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+                goto out;
+            }
+            text = grown;
+        }
+        got = fread(text + len, 1, cap - len, f);
+        len += got;
+        if (got == 0)
+            break;
+    }
+    if (ferror(f)) {
+        st = og_error_set(err, OG_ERR_CONFIG, false, "%s: cannot read: %s", path, strerror(errno));
+        goto out;
+    }
+    text[len] = '\0';
+    st = cfg_lex_text(lx, path, text, nesting, err);
+out:
+    fclose(f);
+    free(text);
     return st;
 }
 
@@ -369,6 +638,10 @@ enum og_status cfg_load(struct og_config *cfg, const char *path, struct og_error
         goto out;
     }
     st = cfg_check_unknown(config_root_setting(&lc), "", path, err);
+    if (st == OG_OK) {
+        struct cfg_lex lx = {.cfg = cfg, .top = path};
+        st = cfg_lex_file(&lx, path, 0, err);
+    }
     for (size_t i = 0; i < CFG_NPARAMS && st == OG_OK; i++) {
         config_setting_t *s = config_lookup(&lc, cfg_params[i].name);
         if (s != NULL) {

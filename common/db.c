@@ -27,7 +27,8 @@ struct db {
     void *hook_arg;
     db_connect_hook on_connect;
     void *on_connect_arg;
-    const char *cur_stmt; /* the statement db_run is running, for db_outage_note */
+    const char *local_name, *local_value; /* db_set_local; NULL: none */
+    const char *cur_stmt;                 /* the statement db_run is running, for db_outage_note */
     /* A connection lost or refused, not yet reported (db_outage_note, db_outage_report). */
     struct {
         bool open;
@@ -89,8 +90,9 @@ enum og_status db_password_read(const char *path, char **password, struct og_err
     if (path == NULL || *path == '\0')
         return OG_OK;
     /* Read straight into the buffer handed out: no other copy is left to
-     * wipe. */
-    buf = malloc(DB_PASSWORD_MAX + 1);
+     * wipe. Room for the longest password, a trailing "\r\n" and one byte more, which
+     * tells a file too long. */
+    buf = malloc(DB_PASSWORD_MAX + 4);
     f = fopen(path, "r");
     if (buf == NULL) {
         st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
@@ -103,11 +105,19 @@ enum og_status db_password_read(const char *path, char **password, struct og_err
     }
     /* Unbuffered: stdio would keep a copy in its own buffer. */
     setvbuf(f, NULL, _IONBF, 0);
-    n = fread(buf, 1, DB_PASSWORD_MAX, f);
+    n = fread(buf, 1, DB_PASSWORD_MAX + 3, f);
+    bool more = n == DB_PASSWORD_MAX + 3 && fgetc(f) != EOF;
     buf[n] = '\0';
     /* Files written by editors or Kubernetes secrets often end in a newline. */
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
         buf[--n] = '\0';
+    /* Never cut: a cut password would only fail the login, far from its cause. */
+    if (more || n > DB_PASSWORD_MAX) {
+        db_password_wipe(buf);
+        st = og_error_set(err, OG_ERR_CONFIG, false,
+                          "database.password_file %s: longer than %d bytes", path, DB_PASSWORD_MAX);
+        goto out;
+    }
     *password = buf;
     buf = NULL;
 out:
@@ -295,43 +305,12 @@ static void db_hook(struct db *db, bool begin)
         db->hook(db->hook_arg, begin);
 }
 
-/* The session bounds, one round trip right after connecting; NULL leaves a setting alone. */
-static enum og_status db_apply_session(struct db *db, struct og_error *err)
-{
-    char lock[24], stmt[24];
-    const char *params[2] = {NULL, NULL};
-    PGresult *r;
-    enum og_status st = OG_OK;
-
-    /* Behind a transaction pooler the bounds travel with each call (db_run_pooled). */
-    if (db->session.transaction_pool ||
-        (db->session.lock_timeout_ms <= 0 && db->session.statement_timeout_ms <= 0))
-        return OG_OK;
-    if (db->session.lock_timeout_ms > 0) {
-        snprintf(lock, sizeof(lock), "%dms", db->session.lock_timeout_ms);
-        params[0] = lock;
-    }
-    if (db->session.statement_timeout_ms > 0) {
-        snprintf(stmt, sizeof(stmt), "%dms", db->session.statement_timeout_ms);
-        params[1] = stmt;
-    }
-    r = PQexecParams(db->conn,
-                     "SELECT set_config('lock_timeout', coalesce($1, "
-                     "current_setting('lock_timeout')), false), set_config('statement_timeout', "
-                     "coalesce($2, current_setting('statement_timeout')), false)",
-                     2, NULL, params, NULL, NULL, 0);
-    if (r == NULL || PQresultStatus(r) != PGRES_TUPLES_OK)
-        st = db_result_error(db, r, err);
-    PQclear(r);
-    return st;
-}
-
 enum og_status db_set_session(struct db *db, const struct db_session *session, struct og_error *err)
 {
+    (void)err;
+    /* Nothing to send now: the bounds travel with each transaction (db_run, db_exec). */
     db->session = *session;
-    if (db->conn == NULL || PQstatus(db->conn) != CONNECTION_OK)
-        return OG_OK;
-    return db_apply_session(db, err);
+    return OG_OK;
 }
 
 static enum og_status db_open(struct db *db, struct og_error *err)
@@ -384,8 +363,7 @@ static enum og_status db_open(struct db *db, struct og_error *err)
         db_disconnect(db);
         return st;
     }
-    st = db_apply_session(db, err);
-    if (st == OG_OK && db->on_connect != NULL)
+    if (db->on_connect != NULL)
         st = db->on_connect(db->on_connect_arg, db->conn, db->session.transaction_pool, err);
     if (st != OG_OK)
         db_disconnect(db);
@@ -421,10 +399,20 @@ static enum og_status db_prepare(struct db *db, const struct db_stmt *stmt, stru
     return st;
 }
 
-/* The bounds as set_config values ("5000ms"), NULL for a bound left to the server. */
-static bool db_bounds_text(const struct db *db, char lock[24], char stmt[24], const char *p[2])
+void db_set_local(struct db *db, const char *name, const char *value)
+{
+    db->local_name = name;
+    db->local_value = name != NULL ? value : NULL;
+}
+
+/* The parameters of db_sql_local_bounds: the bounds as set_config values ("5000ms"), NULL for
+ * a bound left to the server, then db_set_local's name and value (NULL: none). False when
+ * there is nothing to set. */
+static bool db_bounds_text(const struct db *db, char lock[24], char stmt[24], const char *p[4])
 {
     p[0] = p[1] = NULL;
+    p[2] = db->local_name;
+    p[3] = db->local_value;
     if (db->session.lock_timeout_ms > 0) {
         snprintf(lock, 24, "%dms", db->session.lock_timeout_ms);
         p[0] = lock;
@@ -433,33 +421,41 @@ static bool db_bounds_text(const struct db *db, char lock[24], char stmt[24], co
         snprintf(stmt, 24, "%dms", db->session.statement_timeout_ms);
         p[1] = stmt;
     }
-    return p[0] != NULL || p[1] != NULL;
+    return p[0] != NULL || p[1] != NULL || p[2] != NULL;
 }
 
-/* The bounds for the current transaction only (is_local = true). */
+/* The bounds and db_set_local's setting for the current transaction only (is_local = true). */
 static const char db_sql_local_bounds[] =
     "SELECT set_config('lock_timeout', coalesce($1, current_setting('lock_timeout')), true), "
-    "set_config('statement_timeout', coalesce($2, current_setting('statement_timeout')), true)";
+    "set_config('statement_timeout', coalesce($2, current_setting('statement_timeout')), true), "
+    "CASE WHEN $3::text IS NOT NULL THEN set_config($3, $4, true) END";
 
-/* transaction_pool: the statement unnamed; outside an explicit transaction, in one pipeline
- * after the bounds (no Sync between them: one implicit transaction, so the bounds end with
- * it and nothing is left in the session). Returns the statement's result, or the first error
- * (NULL when the connection broke before any result). *reset: the connection was left in a
- * state the next call cannot use (still in pipeline mode): the caller drops it. */
-static PGresult *db_run_pooled(struct db *db, const struct db_stmt *stmt, const char *const *params,
-                               bool *reset)
+/* The statement, prepared (named) or, with transaction_pool, unnamed; outside an explicit
+ * transaction, in one pipeline after the bounds (no Sync between them: one implicit
+ * transaction, so the bounds end with it and nothing is left in the session, whichever server
+ * connection a pooler lends, whatever database.pool_mode says). Returns the statement's
+ * result, or the first error (NULL when the connection broke before any result). *reset: the
+ * connection was left in a state the next call cannot use (still in pipeline mode): the
+ * caller drops it. */
+static PGresult *db_run_bounded(struct db *db, const struct db_stmt *stmt,
+                                const char *const *params, bool *reset)
 {
+    bool named = !db->session.transaction_pool;
     char lock[24], stm[24];
-    const char *bp[2];
+    const char *bp[4];
     PGresult *keep = NULL, *x;
     int stage = 0; /* 0: the bounds' results, 1: the statement's, 2: the Sync */
 
     if (PQtransactionStatus(db->conn) != PQTRANS_IDLE || !db_bounds_text(db, lock, stm, bp))
-        return PQexecParams(db->conn, stmt->sql, stmt->nparams, NULL, params, NULL, NULL, 0);
+        return named
+                   ? PQexecPrepared(db->conn, stmt->name, stmt->nparams, params, NULL, NULL, 0)
+                   : PQexecParams(db->conn, stmt->sql, stmt->nparams, NULL, params, NULL, NULL, 0);
     if (PQenterPipelineMode(db->conn) != 1)
         return NULL;
-    if (PQsendQueryParams(db->conn, db_sql_local_bounds, 2, NULL, bp, NULL, NULL, 0) != 1 ||
-        PQsendQueryParams(db->conn, stmt->sql, stmt->nparams, NULL, params, NULL, NULL, 0) != 1 ||
+    if (PQsendQueryParams(db->conn, db_sql_local_bounds, 4, NULL, bp, NULL, NULL, 0) != 1 ||
+        (named ? PQsendQueryPrepared(db->conn, stmt->name, stmt->nparams, params, NULL, NULL, 0)
+               : PQsendQueryParams(db->conn, stmt->sql, stmt->nparams, NULL, params, NULL, NULL,
+                                   0)) != 1 ||
         PQpipelineSync(db->conn) != 1) {
         *reset = PQexitPipelineMode(db->conn) != 1;
         return NULL;
@@ -543,10 +539,7 @@ enum og_status db_run(struct db *db, const struct db_stmt *stmt, const char *con
     if (st != OG_OK)
         goto out;
     t0 = clock_mono_us();
-    if (db->session.transaction_pool)
-        r = db_run_pooled(db, stmt, params, &reset);
-    else
-        r = PQexecPrepared(db->conn, stmt->name, stmt->nparams, params, NULL, NULL, 0);
+    r = db_run_bounded(db, stmt, params, &reset);
     db->last_ms = (double)(clock_mono_us() - t0) / 1000.0;
     rs = r != NULL ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (rs != PGRES_TUPLES_OK && rs != PGRES_COMMAND_OK) {
@@ -591,12 +584,12 @@ enum og_status db_exec(struct db *db, const char *sql, struct og_error *err)
         (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK))
         st = db_result_error(db, r, err);
     PQclear(r);
-    /* transaction_pool: a transaction just opened gets the bounds for its duration. */
+    /* A transaction just opened gets the bounds for its duration, and only it. */
     char lock[24], stm[24];
-    const char *bp[2];
-    if (st == OG_OK && db->session.transaction_pool && was_idle &&
-        PQtransactionStatus(db->conn) == PQTRANS_INTRANS && db_bounds_text(db, lock, stm, bp)) {
-        r = PQexecParams(db->conn, db_sql_local_bounds, 2, NULL, bp, NULL, NULL, 0);
+    const char *bp[4];
+    if (st == OG_OK && was_idle && PQtransactionStatus(db->conn) == PQTRANS_INTRANS &&
+        db_bounds_text(db, lock, stm, bp)) {
+        r = PQexecParams(db->conn, db_sql_local_bounds, 4, NULL, bp, NULL, NULL, 0);
         if (r == NULL || PQresultStatus(r) != PGRES_TUPLES_OK)
             st = db_result_error(db, r, err);
         PQclear(r);

@@ -33,19 +33,22 @@ struct db_retry {
     int cap_ms;
 };
 
-/* Bounds every session of a struct db gets at connect (set_config, session-level), so that a
- * row lock held by an order service or a statement that never ends cannot hold the caller
- * without limit: PostgreSQL ends the wait with 55P03 (lock_not_available, retried like any
- * transient failure) or the statement with 57014 (query_canceled). 0 leaves the setting as the
- * server, the role or the conninfo's options= define it.
+/* Bounds on every transaction of a struct db, so that a row lock held by an order service or
+ * a statement that never ends cannot hold the caller without limit: PostgreSQL ends the wait
+ * with 55P03 (lock_not_available, retried like any transient failure) or the statement with
+ * 57014 (query_canceled). 0 leaves the setting as the server, the role or the conninfo's
+ * options= define it.
  *
- * transaction_pool (database.pool_mode = "transaction"): the server connection may change
- * between transactions (PgBouncer's pool_mode = transaction), so nothing may live in the
- * session. Statements go unnamed (Parse/Bind/Execute with each call, no PQprepare), and the
- * bounds travel with each call: outside an explicit transaction a call is one pipeline
+ * The bounds are always transaction-local (set_config(..., true)), never set on the session,
+ * whatever transaction_pool says: a pooler in front may lend the server connection to other
+ * clients between transactions (PgBouncer's pool_mode = transaction), and a session-level
+ * setting would stay there for them. Outside an explicit transaction a call is one pipeline
  * (set_config(..., true) for the bounds, the statement, one Sync: a single implicit
  * transaction, one round trip); a transaction opened with db_exec gets them for its own
- * duration (set_config(..., true) right after it opened). */
+ * duration (set_config(..., true) right after it opened).
+ *
+ * transaction_pool (database.pool_mode = "transaction"): nothing else may live in the session
+ * either, so statements go unnamed (Parse/Bind/Execute with each call, no PQprepare). */
 struct db_session {
     int lock_timeout_ms;
     int statement_timeout_ms;
@@ -76,12 +79,13 @@ struct db *db_new(const char *conninfo, const char *password, const char *app_na
                   const struct db_retry *retry, volatile sig_atomic_t *stop);
 void db_free(struct db *db);
 
-/* The longest password a password file may hold; more is cut off. */
+/* The longest password a password file may hold; a longer one is refused (never cut). */
 #define DB_PASSWORD_MAX 1023
 
-/* Reads a password file: its first DB_PASSWORD_MAX bytes without trailing
- * newlines. path NULL or "" means no file: *password is NULL and the status
- * OG_OK. Otherwise *password is set only on OG_OK; the caller releases it
+/* Reads a password file: its content without trailing newlines, at most
+ * DB_PASSWORD_MAX bytes (a longer one is OG_ERR_CONFIG naming the file, and
+ * nothing is kept). path NULL or "" means no file: *password is NULL and the
+ * status OG_OK. Otherwise *password is set only on OG_OK; the caller releases it
  * with db_password_free. */
 enum og_status db_password_read(const char *path, char **password, struct og_error *err);
 /* Overwrites a password with zeros (explicit_bzero, so the compiler cannot
@@ -95,19 +99,23 @@ enum og_status db_new_passfile(const char *conninfo, const char *password_file,
                                const char *app_name, const struct db_retry *retry,
                                volatile sig_atomic_t *stop, struct db **out, struct og_error *err);
 
-/* Session bounds for every connection from now on, and for the current one if connected (one
- * round trip; not inside an explicit transaction). Without this call: none (0, 0). Fails only
- * when applying them to the current connection fails. */
+/* Bounds for every transaction from now on (sent with each, never to the session). Without
+ * this call: none (0, 0). Sends nothing and cannot fail; err is unused. */
 enum og_status db_set_session(struct db *db, const struct db_session *session,
                               struct og_error *err);
+/* One more setting (a custom one a caller's statements read: common/hook_timing.h's
+ * ordergate.hook_timing) for every transaction from now on, sent like the bounds
+ * (set_config(name, value, true) with each call, or right after BEGIN), never to the session.
+ * name NULL removes it; name and value must outlive db. */
+void db_set_local(struct db *db, const char *name, const char *value);
 /* Installs (fn NULL: removes) the call hook. */
 void db_set_call_hook(struct db *db, db_call_hook fn, void *arg);
 
-/* Called with each new connection right after it opened and got its session bounds (db_connect
- * and the reconnects of db_call alike), from the calling thread: a caller's own per-connection
- * setup (common/hook_timing.h: a notice receiver and a session setting). transaction_pool: the
- * session's db_session.transaction_pool (nothing may be left in the session then). A failure
- * fails the connect like a failed session bound. */
+/* Called with each new connection right after it opened (db_connect and the reconnects of
+ * db_call alike), from the calling thread: a caller's own per-connection setup
+ * (common/hook_timing.h: a notice receiver). transaction_pool: the session's
+ * db_session.transaction_pool. Nothing may be left in the server session, whatever it says: a
+ * pooler may lend the server connection to other clients. A failure fails the connect. */
 typedef enum og_status (*db_connect_hook)(void *arg, PGconn *conn, bool transaction_pool,
                                           struct og_error *err);
 /* Installs (fn NULL: removes) the connect hook; for the current connection too if connected. */
@@ -134,9 +142,9 @@ enum og_status db_run(struct db *db, const struct db_stmt *stmt, const char *con
 enum og_status db_call(struct db *db, const struct db_stmt *stmt, const char *const *params,
                        PGresult **res, struct og_error *err);
 
-/* Simple commands without parameters for transaction control. With transaction_pool, a
- * command that opens a transaction (BEGIN) is followed by the session bounds for that
- * transaction (set_config(..., true): one more round trip). */
+/* Simple commands without parameters for transaction control. A command that opens a
+ * transaction (BEGIN) is followed by the bounds for that transaction (set_config(..., true):
+ * one more round trip). */
 enum og_status db_exec(struct db *db, const char *sql, struct og_error *err);
 
 /* How many times the last db_call ran its statement: 1, or more when it repeated it after a

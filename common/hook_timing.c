@@ -137,16 +137,14 @@ static void hook_timing_receive(void *arg, const PGresult *res)
 enum og_status hook_timing_connect(void *arg, PGconn *conn, bool transaction_pool,
                                    struct og_error *err)
 {
-    PGresult *r;
-    enum og_status st = OG_OK;
-
+    (void)transaction_pool;
+    (void)err;
     PQsetNoticeReceiver(conn, hook_timing_receive, arg);
-    if (transaction_pool)
-        return OG_OK;
-    r = PQexec(conn, "SELECT set_config('ordergate.hook_timing', 'on', false)");
-    if (r == NULL || PQresultStatus(r) != PGRES_TUPLES_OK)
-        st = og_error_set(err, OG_ERR_DB, PQstatus(conn) != CONNECTION_OK,
-                          "setting ordergate.hook_timing: %s", PQerrorMessage(conn));
-    PQclear(r);
-    return st;
+    return OG_OK;
+}
+
+void hook_timing_attach(struct db *db, struct hook_timing *ht)
+{
+    db_set_connect_hook(db, hook_timing_connect, ht, NULL);
+    db_set_local(db, "ordergate.hook_timing", "on");
 }

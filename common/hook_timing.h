@@ -3,17 +3,19 @@
  *
  * The gate sends a NOTICE per hook call when the session set ordergate.hook_timing = on:
  *   "ordergate_hook_timing id=<hooks.id> event=<event> ms=<milliseconds> fn=<function>"
- * hook_timing_connect (a db connect hook, db_set_connect_hook) sets that for the session and
- * installs a notice receiver that feeds the histogram <metric>{hook="<function>"} (seconds);
- * every other notice is printed to stderr as libpq's default receiver does. Behind a
- * transaction-pooling PgBouncer the setting cannot live in the session and is not set: no
- * timing then (nothing leaks to other clients of the pool). */
+ * hook_timing_attach sets that for every transaction of a struct db (db_set_local:
+ * set_config(..., true) with each call, never on the session, so nothing leaks to other clients
+ * of a pooler whatever database.pool_mode says, and timing works behind a transaction pooler
+ * too) and installs, on each connection, a notice receiver that feeds the histogram
+ * <metric>{hook="<function>"} (seconds); every other notice is printed to stderr as libpq's
+ * default receiver does. */
 #ifndef OG_COMMON_HOOK_TIMING_H
 #define OG_COMMON_HOOK_TIMING_H
 
 #include <libpq-fe.h>
 #include <stdbool.h>
 
+#include "common/db.h"
 #include "common/error.h"
 
 /* Distinct hooks with a series of their own; further ones share hook="other". */
@@ -43,9 +45,12 @@ struct hook_timing {
  * series at most). Thread-safe. */
 void hook_timing_observe(const struct hook_timing *ht, const struct hook_timing_sample *s);
 
-/* A db connect hook (arg: a struct hook_timing): installs the notice receiver on conn and, when
- * not transaction_pool, sets ordergate.hook_timing = on for the session (one round trip). */
+/* A db connect hook (arg: a struct hook_timing): installs the notice receiver on conn; sends
+ * nothing, cannot fail. */
 enum og_status hook_timing_connect(void *arg, PGconn *conn, bool transaction_pool,
                                    struct og_error *err);
+/* Hook timing for every call of db into ht (which must outlive db): the connect hook above and
+ * ordergate.hook_timing = on for each transaction (db_set_local). */
+void hook_timing_attach(struct db *db, struct hook_timing *ht);
 
 #endif

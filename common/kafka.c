@@ -446,8 +446,12 @@ static enum og_status kafka_sasl_password(const struct og_config *cfg, rd_kafka_
     }
     st = db_password_read(path, &password, err);
     if (st != OG_OK) {
-        st = og_error_set(err, OG_ERR_CONFIG, false, "kafka.sasl_password_file %s: cannot read it",
-                          path);
+        /* The reader's reason ("longer than ... bytes"), under this setting's name. */
+        char why[128] = "cannot read it";
+        const char *colon = err != NULL ? strstr(err->msg, path) : NULL;
+        if (colon != NULL && strncmp(colon + strlen(path), ": ", 2) == 0)
+            snprintf(why, sizeof(why), "%s", colon + strlen(path) + 2);
+        st = og_error_set(err, OG_ERR_CONFIG, false, "kafka.sasl_password_file %s: %s", path, why);
         goto out;
     }
     if (*password == '\0') {

@@ -113,6 +113,59 @@ const char *consumer_reschedule_topic(const struct consumer *c, const char *sour
     return pick->topic;
 }
 
+/* The outbox topic settings the relay produces to, when it runs. */
+static enum og_status consumer_check_outbox(const struct og_config *cfg, struct og_error *err)
+{
+    const struct {
+        const char *name, *value;
+        bool required;
+    } topics[] = {{"outbox.topic", cfg->outbox_topic, true},
+                  {"outbox.refund_topic", cfg->outbox_refund_topic, false},
+                  {"outbox.alert_topic", cfg->outbox_alert_topic, false}};
+
+    if (!cfg->outbox_enabled)
+        return OG_OK;
+    for (size_t i = 0; i < sizeof(topics) / sizeof(topics[0]); i++) {
+        if (*topics[i].value == '\0' && !topics[i].required)
+            continue;
+        if (!kafka_topic_valid(topics[i].value)) {
+            og_error_set(err, OG_ERR_CONFIG, false, "%s: '%.64s' is not a valid topic name%s",
+                         topics[i].name, topics[i].value,
+                         topics[i].required ? " (the outbox relay needs one while outbox.enabled)"
+                                            : "");
+            og_error_setting(err, topics[i].name);
+            return OG_ERR_CONFIG;
+        }
+    }
+    return OG_OK;
+}
+
+enum og_status consumer_check_config(const struct og_config *cfg, struct og_error *err)
+{
+    struct delay_levels levels;
+    char **topics = NULL;
+    size_t n = 0;
+    enum og_status st;
+
+    st = kafka_check_config(cfg, err);
+    if (st == OG_OK)
+        st = kafka_topics_split(cfg->topics, &topics, &n, err);
+    if (st == OG_OK && n + 2 > CONSUMER_TOPICS_MAX) {
+        st = og_error_set(err, OG_ERR_CONFIG, false, "kafka.topics: at most %d topics",
+                          CONSUMER_TOPICS_MAX - 2);
+        og_error_setting(err, "kafka.topics");
+    }
+    kafka_topics_free(topics, n);
+    if (st == OG_OK) {
+        st = delay_levels_parse(cfg, DELAY_NAMED_ONLY, &levels, err);
+        if (st == OG_OK)
+            delay_levels_free(&levels);
+    }
+    if (st == OG_OK)
+        st = consumer_check_outbox(cfg, err);
+    return st;
+}
+
 struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
 {
     struct consumer *c = calloc(1, sizeof(*c));
@@ -137,7 +190,7 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     }
     c->cfg = cfg;
     c->durable = -1;
-    st = kafka_check_config(cfg, err);
+    st = consumer_check_config(cfg, err);
     if (st != OG_OK)
         goto fail;
     st = kafka_topics_split(cfg->topics, &delay, &ndelay, err);
@@ -203,7 +256,7 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     db_set_call_hook(c->db, consumer_db_hook, c);
     /* Each hook's wall time in the claims, from the gate's notices (not connected yet: cannot
      * fail). */
-    db_set_connect_hook(c->db, hook_timing_connect, &consumer_hook_timing, NULL);
+    hook_timing_attach(c->db, &consumer_hook_timing);
     metrics_call_watch(c->m.db_call_age, cfg->health_db_call_ms);
 
     st = kafka_producer_new(cfg, "ordergate-consumer-reschedule", NULL, &c->producer, err);

@@ -322,6 +322,11 @@ struct consumer {
 };
 
 /* consumer.c */
+/* Every check of the configuration consumer_new makes, without building anything or
+ * connecting (what --check-config runs): the Kafka settings (kafka_check_config), the number
+ * of topics, their delay levels, and the outbox topics when the relay runs. Errors are
+ * OG_ERR_CONFIG naming the setting. */
+enum og_status consumer_check_config(const struct og_config *cfg, struct og_error *err);
 struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err);
 void consumer_free(struct consumer *c);
 

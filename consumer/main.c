@@ -136,7 +136,8 @@ int main(int argc, char **argv)
         goto out;
     }
     /* Every check a start would make, short of connecting: the file, the environment, the
-     * flags, then the Kafka settings against librdkafka and the password file. */
+     * flags, then the Kafka and outbox settings (consumer_check_config, what consumer_new
+     * checks), the metrics endpoint's settings and the password file. */
     if (opt_configure(&cfg, &args, &err) != OG_OK) {
         status = 2;
         goto report;
@@ -150,7 +151,7 @@ int main(int argc, char **argv)
         status = main_check_health(&cfg, opt_flag(&args, "check-ready"));
         goto out;
     }
-    if (kafka_check_config(&cfg, &err) != OG_OK) {
+    if (consumer_check_config(&cfg, &err) != OG_OK) {
         status = 2;
         goto report;
     }

@@ -384,7 +384,7 @@ static int scanner_claim_open(const struct og_config *cfg, const char *password,
             return EXIT_RUNTIME;
         }
         db_set_session(claim_dbs[i], &session, NULL); /* not connected: cannot fail */
-        db_set_connect_hook(claim_dbs[i], hook_timing_connect, &scanner_hook_timing, NULL);
+        hook_timing_attach(claim_dbs[i], &scanner_hook_timing);
     }
     return EXIT_OK;
 }
@@ -423,15 +423,16 @@ int main(int argc, char **argv)
         goto report;
     }
     log_set_level((enum log_level)log_level_parse(cfg.log_level));
+    /* --check-config checks what a run would, short of connecting: the password file too. */
+    if (cfg_db_password(&cfg, &password, &err) != OG_OK) {
+        code = EXIT_USAGE;
+        goto report;
+    }
     if (args.check_config) {
         cfg_dump(&cfg, stdout);
         printf("mode = %s\n",
                args.reconcile ? "reconcile" : (cfg.scan_every_s > 0 ? "every" : "sweep"));
         goto out;
-    }
-    if (cfg_db_password(&cfg, &password, &err) != OG_OK) {
-        code = EXIT_USAGE;
-        goto report;
     }
     if ((args.reconcile
              ? scanner_metrics_init_reconcile(&err)
@@ -456,7 +457,7 @@ int main(int argc, char **argv)
         if (args.reconcile)
             session.statement_timeout_ms = 0;
         db_set_session(db, &session, NULL); /* not connected yet: cannot fail */
-        db_set_connect_hook(db, hook_timing_connect, &scanner_hook_timing, NULL);
+        hook_timing_attach(db, &scanner_hook_timing);
     }
     if (args.reconcile)
         code = scanner_reconcile(db, &cfg, &args);

@@ -213,6 +213,59 @@ static void test_check_config(void **state)
     unlink(reserved);
 }
 
+/* --check-config refuses whatever a start refuses, with the same line and exit 2: a metrics
+ * port past 65535 (accepted before), an integer too large for its setting (read wrapped
+ * before: 4294967796 as 500), more topics than the consumer subscribes, a topic's level, an outbox
+ * topic. */
+static void test_check_config_as_start(void **state)
+{
+    char port[512], wrap[512], levels[512], outbox[512], path[700];
+
+    (void)state;
+    write_config("port", "consumer = {\n  metrics_listen = \"127.0.0.1:99999\";\n};\n", port,
+                 sizeof(port));
+    snprintf(path, sizeof(path),
+             "ordergate-consumer: %s:2: consumer.metrics_listen: port: expected an integer in "
+             "0..65535, got \"99999\"",
+             port);
+    usage_error((const char *const[]){"--config", port, "--check-config", NULL}, path);
+    usage_error((const char *const[]){"--metrics-listen", "0.0.0.0:99999", "--check-config", NULL},
+                "ordergate-consumer: --metrics-listen: consumer.metrics_listen: port: expected an "
+                "integer in 0..65535, got \"99999\"");
+
+    write_config("wrap", "consumer = { batch_size = 4294967796; };\n", wrap, sizeof(wrap));
+    snprintf(path, sizeof(path),
+             "%s:1: consumer.batch_size: expected an integer in 1..10000, got \"4294967796\"",
+             wrap);
+    usage_error((const char *const[]){"--config", wrap, "--check-config", NULL}, path);
+
+    write_config("levels", "kafka = { topics = \"a.15m,b.30m\"; topic_levels = \"15m\"; };\n",
+                 levels, sizeof(levels));
+    snprintf(path, sizeof(path), "%s:1: kafka.topic_levels: one duration per topic", levels);
+    usage_error((const char *const[]){"--config", levels, "--check-config", NULL}, path);
+    usage_error((const char *const[]){"--config", levels, "--brokers", "127.0.0.1:1", NULL}, path);
+
+    write_config("outbox", "outbox = { topic = \"\"; };\n", outbox, sizeof(outbox));
+    snprintf(path, sizeof(path), "%s:1: outbox.topic: '' is not a valid topic name", outbox);
+    usage_error((const char *const[]){"--config", outbox, "--check-config", NULL}, path);
+
+    usage_error(
+        (const char *const[]){"--topics",
+                              "t01.1m,t02.1m,t03.1m,t04.1m,t05.1m,t06.1m,t07.1m,t08.1m,t09.1m,"
+                              "t10.1m,t11.1m,t12.1m,t13.1m,t14.1m,t15.1m,t16.1m,t17.1m,t18.1m,"
+                              "t19.1m,t20.1m,t21.1m,t22.1m,t23.1m,t24.1m,t25.1m,t26.1m,t27.1m,"
+                              "t28.1m,t29.1m,t30.1m,t31.1m,t32.1m,t33.1m,t34.1m,t35.1m,t36.1m,"
+                              "t37.1m,t38.1m,t39.1m,t40.1m,t41.1m,t42.1m,t43.1m,t44.1m,t45.1m,"
+                              "t46.1m,t47.1m,t48.1m,t49.1m,t50.1m,t51.1m,t52.1m,t53.1m,t54.1m,"
+                              "t55.1m,t56.1m,t57.1m,t58.1m,t59.1m,t60.1m,t61.1m,t62.1m,t63.1m",
+                              "--check-config", NULL},
+        "kafka.topics: at most 62 topics");
+    unlink(port);
+    unlink(wrap);
+    unlink(levels);
+    unlink(outbox);
+}
+
 /* The metrics endpoint's bounds are checked before anything starts (one peer may not take every
  * connection); --check-health needs a health file and says not live when there is none. */
 static void test_health_settings(void **state)
@@ -284,8 +337,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help_version),    cmocka_unit_test(test_bad_usage),
-        cmocka_unit_test(test_check_config),    cmocka_unit_test(test_list_settings),
-        cmocka_unit_test(test_runtime_failure), cmocka_unit_test(test_health_settings),
+        cmocka_unit_test(test_check_config),    cmocka_unit_test(test_check_config_as_start),
+        cmocka_unit_test(test_list_settings),   cmocka_unit_test(test_runtime_failure),
+        cmocka_unit_test(test_health_settings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -931,6 +931,33 @@ static void test_config_help_version(void **state)
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "/nonexistent/ordergate.conf"));
     ctl_result_free(&r);
+    /* --check-config checks what a command or a service would refuse: a metrics port past
+     * 65535, an integer that does not fit (read wrapped before: 4294967796 as 500), a password
+     * file that cannot be read (each said "configuration ok" before). */
+    {
+        static const struct {
+            const char *text, *message;
+        } cases[] = {
+            {"consumer = { metrics_listen = \"127.0.0.1:99999\"; };\n",
+             ":1: consumer.metrics_listen: port: expected an integer in 0..65535, got \"99999\""},
+            {"consumer = { batch_size = 4294967796; };\n",
+             ":1: consumer.batch_size: expected an integer in 1..10000, got \"4294967796\""},
+            {"database = { password_file = \"/nonexistent/og-ctl-password\"; };\n",
+             ":1: database.password_file /nonexistent/og-ctl-password: No such file"},
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+            FILE *f = fopen(bad, "w");
+            assert_non_null(f);
+            fputs(cases[i].text, f);
+            fclose(f);
+            ctl_run(&r, "--config", bad, "--check-config", NULL);
+            assert_int_equal(r.status, 2);
+            if (strstr(r.err, cases[i].message) == NULL)
+                fail_msg("case %zu: expected '%s' in: %s", i, cases[i].message, r.err);
+            assert_null(strstr(r.out, "configuration ok"));
+            ctl_result_free(&r);
+        }
+    }
     unlink(good);
     unlink(bad);
 

@@ -34,3 +34,9 @@ set_tests_properties(drill_pgbouncer PROPERTIES
 add_test(NAME drill_failover COMMAND ${CMAKE_CURRENT_LIST_DIR}/failover.sh ${PROJECT_BINARY_DIR})
 set_tests_properties(drill_failover PROPERTIES
                      FIXTURES_REQUIRED kafka LABELS "kafka;drill;failover" TIMEOUT 600)
+# No secret readable on disk: the children's configurations in a private directory (0700,
+# files 0600), removed at the end and on SIGTERM; the drill's own Kafka clients log in with
+# kafka.sasl_password_file over the SASL_SSL listener (services.sh with ORDERGATE_KAFKA_TLS=1).
+add_test(NAME drill_secrets COMMAND ${CMAKE_CURRENT_LIST_DIR}/secrets.sh ${PROJECT_BINARY_DIR})
+set_tests_properties(drill_secrets PROPERTIES
+                     FIXTURES_REQUIRED "db;kafka" LABELS "kafka;drill" TIMEOUT 300)

@@ -93,8 +93,9 @@ static const struct db_stmt stmt_lock = {
     "ground_lock", "SELECT 1 FROM ordergate.inventory WHERE sku = 'g-1' FOR UPDATE", 0};
 static const struct db_stmt stmt_sleep = {"ground_sleep", "SELECT pg_sleep(5)", 0};
 
-/* Every session gets the configured lock_timeout and statement_timeout at connect, and again
- * after a reconnect; the keepalive defaults apply unless the conninfo names its own. */
+/* Every call runs under the configured lock_timeout and statement_timeout (set for its own
+ * transaction), also after a reconnect; the keepalive defaults apply unless the conninfo names
+ * its own. */
 static void test_session_bounds(void **state)
 {
     struct testdb t;
@@ -114,6 +115,15 @@ static void test_session_bounds(void **state)
     assert_int_equal(db_call(db, &stmt_show, NULL, &res, &err), OG_OK);
     assert_string_equal(PQgetvalue(res, 0, 0), "300ms");
     assert_string_equal(PQgetvalue(res, 0, 1), "700ms");
+    PQclear(res);
+    /* Only the call's own transaction had them: the session keeps the server's, so that no
+     * other client a pooler lends this server connection to inherits them, whatever
+     * database.pool_mode says. */
+    res = PQexec(db_conn(db), "SELECT current_setting('lock_timeout'), "
+                              "current_setting('statement_timeout')");
+    assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+    assert_string_equal(PQgetvalue(res, 0, 0), "0");
+    assert_string_equal(PQgetvalue(res, 0, 1), "0");
     PQclear(res);
     expect_conninfo(db_conn(db), "keepalives", "1");
     expect_conninfo(db_conn(db), "keepalives_idle", DB_KEEPALIVES_IDLE);

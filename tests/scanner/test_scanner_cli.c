@@ -149,6 +149,43 @@ static void test_help_version_check_config(void **state)
     unlink(path);
 }
 
+/* --check-config refuses what a run refuses, exit 2 and one line naming the setting: a value
+ * too large for its setting (read wrapped before: 4294967297 as a lease of 1 s), a metrics
+ * port past 65535 in a file shared with the consumer, a password file that cannot be read
+ * (a run refused it; --check-config said the configuration was fine). */
+static void test_check_config_as_run(void **state)
+{
+    static const struct {
+        const char *text, *message;
+    } cases[] = {
+        {"scanner: { lease_s = 4294967297; };\n",
+         ":1: scanner.lease_s: expected an integer in 1..3600, got \"4294967297\""},
+        {"consumer: { metrics_listen = \"127.0.0.1:99999\"; };\n",
+         ":1: consumer.metrics_listen: port: expected an integer in 0..65535, got \"99999\""},
+        {"database: { password_file = \"/nonexistent/og-scanner-password\"; };\n",
+         ":1: database.password_file /nonexistent/og-scanner-password: No such file"},
+    };
+    char path[128];
+    const char *args[] = {"--config", path, "--check-config", NULL};
+
+    (void)state;
+    snprintf(path, sizeof(path), "/tmp/og-scanner-cli-run.%d.conf", (int)getpid());
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct scanner_child c;
+        FILE *fp = fopen(path, "w");
+
+        assert_non_null(fp);
+        fputs(cases[i].text, fp);
+        fclose(fp);
+        assert_int_equal(scanner_child_run(&c, args), 2);
+        if (strstr(c.output, cases[i].message) == NULL)
+            fail_msg("case %zu: expected '%s' in:\n%s", i, cases[i].message, c.output);
+        assert_null(strstr(c.output, "mode = ")); /* nothing printed as if it were fine */
+        scanner_child_free(&c);
+    }
+    unlink(path);
+}
+
 /* No server behind the socket: exit 1, and the textfile says the run failed. */
 static void test_unreachable_database_exits_1(void **state)
 {
@@ -214,6 +251,7 @@ int main(void)
         cmocka_unit_test(test_bad_usage_exits_2),
         cmocka_unit_test(test_bad_config_file_exits_2),
         cmocka_unit_test(test_help_version_check_config),
+        cmocka_unit_test(test_check_config_as_run),
         cmocka_unit_test(test_unreachable_database_exits_1),
         cmocka_unit_test(test_reconcile_unreachable_exits_1),
     };

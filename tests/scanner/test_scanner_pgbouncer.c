@@ -3,7 +3,9 @@
  * server connections); two scanners at once, one sweeps and one skips; a run killed mid-sweep
  * is reported crashed by the first run after its lease expired. Nothing of a run stays on a
  * pooled server connection: no advisory lock is left, and the run after a crash is not kept
- * out by one. Fails, never skips, without the pooler. */
+ * out by one; not even a run left at pool_mode = session sets its bounds on a server
+ * connection that other clients of the pool then get. Fails, never skips, without the
+ * pooler. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -88,6 +90,61 @@ static void test_sweep(void **state)
     }
 }
 
+/* Every server connection of the pool (pool size 2), each held by a client of its own inside
+ * a transaction, shows the server's own lock_timeout and statement_timeout, and no
+ * ordergate.hook_timing (the scanner's hook timing is per transaction too). */
+static void assert_pool_bounds_default(void)
+{
+    PGconn *held[2];
+
+    for (int i = 0; i < 2; i++) {
+        held[i] = PQconnectdb(pooled);
+        assert_int_equal(PQstatus(held[i]), CONNECTION_OK);
+        PQclear(PQexec(held[i], "BEGIN"));
+    }
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(
+            testdb_scalar(held[i], "SELECT (current_setting('lock_timeout') = '0' AND "
+                                   "current_setting('statement_timeout') = '0' AND "
+                                   "coalesce(current_setting('ordergate.hook_timing', true), '') "
+                                   "<> 'on')::int"),
+            1);
+        PQclear(PQexec(held[i], "COMMIT"));
+        PQfinish(held[i]);
+    }
+}
+
+/* A run with the default pool_mode = session behind the transaction pooler: its bounds
+ * (--lock-timeout-ms, --statement-timeout-ms) and its hook timing held for its own
+ * transactions only; no other client of the pool inherits them on the server connection the
+ * run used. */
+static void test_session_mode_bounds_stay_local(void **state)
+{
+    struct scanner_fixture *f = *state;
+    struct scanner_child c;
+    const char *run[] = {"--db",
+                         pooled,
+                         "--grace",
+                         "0",
+                         "--lock-timeout-ms",
+                         "4321",
+                         "--statement-timeout-ms",
+                         "8765",
+                         "--batch-size",
+                         "3",
+                         NULL};
+
+    assert_pool_bounds_default();
+    scanner_place(f->conn, "PS", 7, -120);
+    assert_int_equal(scanner_child_run(&c, run), 0);
+    assert_non_null(strstr(c.output, "event=scanner_run_done"));
+    scanner_child_free(&c);
+    assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.orders WHERE status "
+                                            "= 'cancelled'"),
+                     7);
+    assert_pool_bounds_default();
+}
+
 static void test_two_scanners(void **state)
 {
     struct scanner_fixture *f = *state;
@@ -162,6 +219,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_sweep, setup, scanner_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_session_mode_bounds_stay_local, setup,
+                                        scanner_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_two_scanners, setup, scanner_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_crashed_run, setup, scanner_fixture_teardown),
     };

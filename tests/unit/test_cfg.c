@@ -108,6 +108,105 @@ static void test_file_errors(void **state)
     expect_file_error("consumer: { batch_size = 5 \n", ":2:", "");
 }
 
+/* An integer never wraps: libconfig reads a literal without the L suffix into an int (so
+ * 4294967796 would be 500 and 4294967297 would be 1); the full value is range-checked. */
+static void test_integers_do_not_wrap(void **state)
+{
+    (void)state;
+    expect_file_error("consumer: {\n batch_size = 4294967796;\n};\n",
+                      ":2: consumer.batch_size: expected an integer in 1..10000, got "
+                      "\"4294967796\"",
+                      "consumer.batch_size");
+    expect_file_error("scanner: { lease_s = 4294967297; };\n",
+                      ":1: scanner.lease_s: expected an integer in 1..3600, got \"4294967297\"",
+                      "scanner.lease_s");
+    expect_file_error("scanner: { grace_s = 0x100000001; };\n",
+                      "scanner.grace_s: expected an integer in 0..86400, got \"0x100000001\"",
+                      "scanner.grace_s");
+    expect_file_error("scanner: { max_orders = -4294967295; };\n",
+                      "scanner.max_orders: expected an integer", "scanner.max_orders");
+    /* With the suffix, libconfig keeps the full value: refused by the bounds alike. */
+    expect_file_error("consumer: { batch_size = 4294967796L; };\n",
+                      "consumer.batch_size: expected an integer in 1..10000",
+                      "consumer.batch_size");
+    /* Large numbers in comments, strings and other settings' text change nothing. */
+    {
+        struct og_config cfg;
+        struct og_error err = {0};
+        char *path;
+
+        path = write_tmp("# batch_size = 4294967796\n"
+                         "log_level = \"warn\"; // 99999999999\n"
+                         "kafka: { properties = [\"fetch.max.bytes=99999999999\"]; };\n"
+                         "/* 4294967297 */ consumer: { batch_size = 321; poll_ms = 7; };\n");
+        assert_int_equal(cfg_init(&cfg, &err), OG_OK);
+        assert_int_equal(cfg_load(&cfg, path, &err), OG_OK);
+        assert_int_equal(cfg.batch_size, 321);
+        assert_int_equal(cfg.poll_ms, 7);
+        cfg_free(&cfg);
+        unlink(path);
+    }
+}
+
+/* A kafka.topics list is kept whole, however long (it was cut at 4 KiB). */
+static void test_topics_list_whole(void **state)
+{
+    struct og_config cfg;
+    struct og_error err = {0};
+    size_t cap = 64 * 1024, len = 0;
+    char *text = malloc(cap), *want = malloc(cap), *path;
+    size_t wlen = 0;
+
+    (void)state;
+    assert_non_null(text);
+    assert_non_null(want);
+    len += (size_t)snprintf(text + len, cap - len, "kafka: { topics = [");
+    for (int i = 0; i < 300; i++) {
+        len += (size_t)snprintf(text + len, cap - len, "%s\"ordergate.cancel.t%04d.15m\"",
+                                i ? ", " : "", i);
+        wlen += (size_t)snprintf(want + wlen, cap - wlen, "%sordergate.cancel.t%04d.15m",
+                                 i ? "," : "", i);
+    }
+    snprintf(text + len, cap - len, "]; };\n");
+    assert_true(wlen > 4096);
+    path = write_tmp(text);
+    assert_int_equal(cfg_init(&cfg, &err), OG_OK);
+    assert_int_equal(cfg_load(&cfg, path, &err), OG_OK);
+    assert_int_equal(strlen(cfg.topics), wlen);
+    assert_string_equal(cfg.topics, want);
+    cfg_free(&cfg);
+    unlink(path);
+    free(text);
+    free(want);
+}
+
+/* consumer.metrics_listen is checked when set, from the file or a flag: a port past 65535
+ * is refused (not only when the endpoint starts). */
+static void test_metrics_listen(void **state)
+{
+    struct og_config cfg;
+    struct og_error err = {0};
+
+    (void)state;
+    expect_file_error("consumer: { metrics_listen = \"127.0.0.1:99999\"; };\n",
+                      ":1: consumer.metrics_listen: port: expected an integer in 0..65535, got "
+                      "\"99999\"",
+                      "consumer.metrics_listen");
+    expect_file_error("consumer: { metrics_listen = \"localhost\"; };\n",
+                      "consumer.metrics_listen: expected ADDR:PORT", "consumer.metrics_listen");
+    expect_file_error("consumer: { metrics_listen = \"::1:9464\"; };\n",
+                      "consumer.metrics_listen: write an IPv6 address as [ADDR]:PORT",
+                      "consumer.metrics_listen");
+    assert_int_equal(cfg_init(&cfg, &err), OG_OK);
+    assert_int_equal(cfg_set(&cfg, "consumer.metrics_listen", "0.0.0.0:-1", &err), OG_ERR_CONFIG);
+    assert_int_equal(cfg_set(&cfg, "consumer.metrics_listen", "[::1]:65536", &err), OG_ERR_CONFIG);
+    assert_string_equal(cfg.metrics_listen, "127.0.0.1:9464"); /* unchanged */
+    assert_int_equal(cfg_set(&cfg, "consumer.metrics_listen", "[::1]:65535", &err), OG_OK);
+    assert_int_equal(cfg_set(&cfg, "consumer.metrics_listen", ":0", &err), OG_OK);
+    assert_int_equal(cfg_set(&cfg, "consumer.metrics_listen", "", &err), OG_OK);
+    cfg_free(&cfg);
+}
+
 /* A flag over the file: the error is located at the flag, not at the file's line. */
 static void test_error_located_at_flag(void **state)
 {
@@ -191,13 +290,11 @@ static void test_password_file(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_file_and_flags),
-        cmocka_unit_test(test_file_errors),
-        cmocka_unit_test(test_flag_errors),
-        cmocka_unit_test(test_error_located_at_flag),
-        cmocka_unit_test(test_missing_file),
-        cmocka_unit_test(test_password_file),
+        cmocka_unit_test(test_defaults),          cmocka_unit_test(test_file_and_flags),
+        cmocka_unit_test(test_file_errors),       cmocka_unit_test(test_integers_do_not_wrap),
+        cmocka_unit_test(test_topics_list_whole), cmocka_unit_test(test_metrics_listen),
+        cmocka_unit_test(test_flag_errors),       cmocka_unit_test(test_error_located_at_flag),
+        cmocka_unit_test(test_missing_file),      cmocka_unit_test(test_password_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -86,7 +86,8 @@ static void test_missing_file(void **state)
     assert_null(db);
 }
 
-/* Longer files are cut at DB_PASSWORD_MAX bytes. */
+/* A password of DB_PASSWORD_MAX bytes is read whole (a trailing newline or two dropped); a
+ * longer one is refused naming the file, never cut (a cut one only failed the login). */
 static void test_long_file(void **state)
 {
     struct og_error err = {0};
@@ -96,14 +97,32 @@ static void test_long_file(void **state)
 
     (void)state;
     assert_non_null(text);
-    memset(text, 'a', DB_PASSWORD_MAX + 99);
-    text[DB_PASSWORD_MAX + 99] = '\0';
+    memset(text, 'a', DB_PASSWORD_MAX);
+    strcpy(text + DB_PASSWORD_MAX, "\r\n\n");
     path = write_tmp(text);
-    free(text);
     assert_int_equal(db_password_read(path, &pw, &err), OG_OK);
     assert_int_equal(strlen(pw), DB_PASSWORD_MAX);
     db_password_free(pw);
+    pw = NULL;
     unlink(path);
+    for (int extra = 1; extra <= 99; extra += 98) {
+        memset(text, 'a', DB_PASSWORD_MAX + extra);
+        text[DB_PASSWORD_MAX + extra] = '\0';
+        path = write_tmp(text);
+        assert_int_equal(db_password_read(path, &pw, &err), OG_ERR_CONFIG);
+        assert_null(pw);
+        assert_non_null(strstr(err.msg, path));
+        assert_non_null(strstr(err.msg, "longer than 1023 bytes"));
+        unlink(path);
+    }
+    /* A newline inside does not hide what follows it. */
+    memset(text, 'a', DB_PASSWORD_MAX);
+    strcpy(text + DB_PASSWORD_MAX, "\n\n\nb");
+    path = write_tmp(text);
+    assert_int_equal(db_password_read(path, &pw, &err), OG_ERR_CONFIG);
+    assert_null(pw);
+    unlink(path);
+    free(text);
 }
 
 static void test_wipe(void **state)

@@ -103,6 +103,17 @@ static void test_refusals(void **state)
     expect_refused(&cfg, "is empty");
     cfg_free(&cfg);
 
+    /* Longer than a password may be: refused, never cut. */
+    {
+        char long_pw[DB_PASSWORD_MAX + 3];
+        memset(long_pw, 'p', DB_PASSWORD_MAX + 1);
+        strcpy(long_pw + DB_PASSWORD_MAX + 1, "\n");
+        write_password(long_pw);
+        config_with(&cfg, path, NULL);
+        expect_refused(&cfg, "longer than 1023 bytes");
+        cfg_free(&cfg);
+    }
+
     write_password("s3cret-pw\n");
     config_with(&cfg, path, "sasl.password=inline");
     expect_refused(&cfg, "keep one of them");

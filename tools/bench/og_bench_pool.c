@@ -3,7 +3,8 @@
  * the function runs, answers not_found, writes nothing) is timed, one connection, one call at a
  * time, in each way of sending it:
  *
- *   named      session mode: a named prepared statement, the bounds set once per session
+ *   named      session mode: a named prepared statement after the bounds (set_config(...,
+ *              true)) in one pipeline and one Sync (db.c)
  *   pipeline   transaction mode (db.c): the bounds with set_config(..., true) and the
  *              statement, unnamed, in one pipeline and one Sync (one round trip)
  *   unbounded  transaction mode without bounds: the statement unnamed, nothing else

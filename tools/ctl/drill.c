@@ -32,6 +32,7 @@
  * orders created since the drill began, so it can run on a shared database;
  * stock and coupon invariants are always checked whole. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -43,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -129,7 +131,10 @@ struct drill {
     char topics_csv[DRILL_DELAY_LEVELS * 113];
     char dlq_topic[96];
     char group[96];
-    char conf_path[DRILL_MAX_CONSUMERS + 1][256]; /* [0]: scanner, [1 + k]: consumer k */
+    /* The children's configuration files (drill_conf_dir_make): [0] the scanner's, [1 + k]
+     * consumer k's, in conf_dir; "" = none written. */
+    char conf_dir[PATH_MAX];
+    char conf_path[DRILL_MAX_CONSUMERS + 1][PATH_MAX + 32];
     char consumer_bin[PATH_MAX];
     char scanner_bin[PATH_MAX];
     struct drill_order *orders;
@@ -321,18 +326,9 @@ static void *drill_place_worker(void *arg)
         w->errors++;
         return NULL;
     }
-    /* Placing is the drill's setup, not what it measures: these sessions
-     * skip waiting for each commit's flush (a crash would only lose drill
-     * orders not yet placed). The race itself runs with durable commits.
-     * Not behind a transaction pooler: the setting would stay on a server
-     * connection that others get next. */
-    if (!cfg_db_session(d->cfg).transaction_pool &&
-        db_exec(db, "SET synchronous_commit = off", &err) != OG_OK) {
-        fprintf(stderr, "ordergatectl drill: %s\n", err.msg);
-        w->errors++;
-        db_free(db);
-        return NULL;
-    }
+    /* Nothing is set on these sessions (no synchronous_commit = off to place faster): a
+     * transaction pooler may be in front whatever database.pool_mode says, and a session
+     * setting would stay on a server connection that others get next. */
     for (long i = w->index; i < d->o.orders && !signals_stop; i += d->o.payers) {
         struct drill_order *o = &d->orders[i];
         enum gate_outcome out = GATE_UNKNOWN;
@@ -628,8 +624,73 @@ static int drill_find_bin(const struct drill *d, const char *name, const char *s
     return -1;
 }
 
+/* The children's configuration files hold what they need, secrets included (a conninfo's
+ * password, kafka.properties such as sasl.password): they live in a directory of the drill's
+ * own, made by mkdtemp under $TMPDIR (else /tmp), so with mode 0700 and a name nobody can know
+ * beforehand, and each is created there exclusively (O_EXCL, never through a link) with mode
+ * 0600. drill_conf_dir_remove takes the lot away when the drill ends, also when SIGINT or
+ * SIGTERM stopped it (drill_signals_install). */
+static int drill_conf_dir_make(struct drill *d)
+{
+    const char *tmp = getenv("TMPDIR");
+
+    if (tmp == NULL || *tmp == '\0')
+        tmp = "/tmp";
+    if ((size_t)snprintf(d->conf_dir, sizeof(d->conf_dir), "%s/ordergate-drill-XXXXXX", tmp) >=
+        sizeof(d->conf_dir)) {
+        fprintf(stderr, "ordergatectl drill: TMPDIR %.64s...: too long\n", tmp);
+        d->conf_dir[0] = '\0';
+        return -1;
+    }
+    if (mkdtemp(d->conf_dir) == NULL) {
+        fprintf(stderr, "ordergatectl drill: cannot make a directory in %s: %s\n", tmp,
+                strerror(errno));
+        d->conf_dir[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
+static void drill_conf_dir_remove(struct drill *d)
+{
+    for (int k = 0; k <= DRILL_MAX_CONSUMERS; k++) {
+        if (d->conf_path[k][0] != '\0' && unlink(d->conf_path[k]) != 0 && errno != ENOENT)
+            fprintf(stderr, "ordergatectl drill: cannot remove %s: %s\n", d->conf_path[k],
+                    strerror(errno));
+        d->conf_path[k][0] = '\0';
+    }
+    if (d->conf_dir[0] != '\0' && rmdir(d->conf_dir) != 0)
+        fprintf(stderr, "ordergatectl drill: cannot remove %s: %s\n", d->conf_dir, strerror(errno));
+    d->conf_dir[0] = '\0';
+}
+
+/* s as a libconfig string literal: '"' and '\' escaped, control characters as \xNN, so that
+ * a child reads back exactly s (a password with a quote or a backslash in a conninfo). */
+static void drill_conf_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\x%02x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+/* One "name = value;" with value as a string literal. */
+static void drill_conf_set(FILE *f, const char *name, const char *value)
+{
+    fprintf(f, " %s = ", name);
+    drill_conf_str(f, value);
+    fputc(';', f);
+}
+
 /* The children read config files written for this drill: the database and
- * brokers of the drill, its own topics and group, no HTTP endpoint. Each
+ * brokers of the drill (with the password files and kafka.properties of its
+ * own configuration), its own topics and group, no HTTP endpoint. Each
  * consumer slot gets its own file with a static group membership
  * (kafka.group_instance_id): a consumer killed and restarted in the same slot takes
  * its partitions back at once instead of waiting for the group to time the
@@ -639,33 +700,57 @@ static int drill_write_config(struct drill *d, int slot)
     FILE *f;
     const struct og_config *c = d->cfg;
     char *path = d->conf_path[slot + 1];
-    size_t size = sizeof(d->conf_path[0]);
+    char name[sizeof(d->topic) + 16];
+    int fd;
 
-    snprintf(path, size, "%s/ordergate-%s%d.conf", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
-             d->prefix, slot + 1);
-    f = fopen(path, "w");
-    if (f == NULL)
+    snprintf(path, sizeof(d->conf_path[0]), "%s/%s-%d.conf", d->conf_dir,
+             slot < 0 ? "scanner" : "consumer", slot + 1);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        fprintf(stderr, "ordergatectl drill: cannot create %s: %s\n", path, strerror(errno));
+        path[0] = '\0'; /* not ours: never removed */
         return -1;
+    }
+    f = fdopen(fd, "w");
+    if (f == NULL) {
+        close(fd);
+        return -1;
+    }
     fprintf(f, "# written by ordergatectl drill %s\n", d->prefix);
     fprintf(f, "log_level = \"warn\";\n");
-    fprintf(f, "database: { conninfo = \"%s\"; password_file = \"%s\"; pool_mode = \"%s\"; };\n",
-            c->db_conninfo, c->db_password_file, c->db_pool_mode);
-    fprintf(f,
-            "kafka: { brokers = \"%s\"; topics = \"%s\"; group = \"%s\"; "
-            "dead_letter_topic = \"%s\";\n",
-            c->brokers, d->topics_csv, d->group, d->dlq_topic);
-    if (slot >= 0)
-        fprintf(f, "  group_instance_id = \"%s-%d\";\n", d->group, slot);
-    fprintf(f, "  properties = [");
-    for (size_t i = 0; i < c->kafka_props_n; i++)
-        fprintf(f, "%s\"%s\"", i ? ", " : "", c->kafka_props[i]);
+    fprintf(f, "database: {");
+    drill_conf_set(f, "conninfo", c->db_conninfo);
+    drill_conf_set(f, "password_file", c->db_password_file);
+    drill_conf_set(f, "pool_mode", c->db_pool_mode);
+    fprintf(f, " };\nkafka: {");
+    drill_conf_set(f, "brokers", c->brokers);
+    drill_conf_set(f, "topics", d->topics_csv);
+    drill_conf_set(f, "group", d->group);
+    drill_conf_set(f, "dead_letter_topic", d->dlq_topic);
+    drill_conf_set(f, "sasl_password_file", c->kafka_sasl_password_file);
+    fprintf(f, "\n ");
+    if (slot >= 0) {
+        char id[sizeof(d->group) + 16];
+        snprintf(id, sizeof(id), "%s-%d", d->group, slot);
+        drill_conf_set(f, "group_instance_id", id);
+        fprintf(f, "\n ");
+    }
+    fprintf(f, " properties = [");
+    for (size_t i = 0; i < c->kafka_props_n; i++) {
+        fprintf(f, "%s", i ? ", " : "");
+        drill_conf_str(f, c->kafka_props[i]);
+    }
     fprintf(f, "]; };\n");
     fprintf(f, "consumer: { batch_size = %d; linger_ms = %d; metrics_listen = \"\"; };\n",
             c->batch_size, c->linger_ms);
-    fprintf(f,
-            "outbox: { enabled = true; topic = \"%s.events\"; refund_topic = \"%s.refunds\"; "
-            "alert_topic = \"%s.alerts\"; batch = %d; interval_ms = %d; };\n",
-            d->topic, d->topic, d->topic, c->outbox_batch, c->outbox_interval_ms);
+    fprintf(f, "outbox: { enabled = true;");
+    snprintf(name, sizeof(name), "%s.events", d->topic);
+    drill_conf_set(f, "topic", name);
+    snprintf(name, sizeof(name), "%s.refunds", d->topic);
+    drill_conf_set(f, "refund_topic", name);
+    snprintf(name, sizeof(name), "%s.alerts", d->topic);
+    drill_conf_set(f, "alert_topic", name);
+    fprintf(f, " batch = %d; interval_ms = %d; };\n", c->outbox_batch, c->outbox_interval_ms);
     fprintf(f, "scanner: { grace_s = 0; batch_size = %d; pause_ms = 0; every_s = 1; };\n",
             c->scan_batch_size);
     return fclose(f) == 0 ? 0 : -1;
@@ -711,60 +796,47 @@ static int drill_stop_child(pid_t pid, int sig, int timeout_ms)
 /* ---------------------------------------------------------------------------------------- */
 /* Kafka */
 
-static void drill_conf(rd_kafka_conf_t *conf, const char *k, const char *v)
-{
-    char errstr[256];
-    if (rd_kafka_conf_set(conf, k, v, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
-        fprintf(stderr, "ordergatectl drill: %s: %s\n", k, errstr);
-}
-
-/* The configuration's kafka.properties that a handle of this role reads
- * (TLS, SASL...), as the consumers get them. */
-static void drill_conf_props(struct drill *d, rd_kafka_conf_t *conf, enum kafka_role role)
-{
-    for (size_t i = 0; i < d->cfg->kafka_props_n; i++) {
-        char prop[512], *eq;
-        snprintf(prop, sizeof(prop), "%s", d->cfg->kafka_props[i]);
-        eq = strchr(prop, '=');
-        if (eq == NULL)
-            continue;
-        *eq = '\0';
-        if (kafka_prop_applies(role, prop))
-            drill_conf(conf, prop, eq + 1);
-    }
-}
-
+/* The drill's producer (cancel messages, topics, counts), built like every producer of the
+ * product (kafka_producer_new: kafka.properties, kafka.sasl_password_file, TLS settings). */
 static rd_kafka_t *drill_producer(struct drill *d)
 {
-    char errstr[256];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    rd_kafka_t *rk;
+    struct og_error err = {0};
+    rd_kafka_t *rk = NULL;
 
-    drill_conf(conf, "bootstrap.servers", d->cfg->brokers);
-    drill_conf(conf, "enable.idempotence", "true");
-    drill_conf(conf, "linger.ms", "5");
-    drill_conf_props(d, conf, KAFKA_ROLE_PRODUCER);
-    rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-    if (rk == NULL)
-        fprintf(stderr, "ordergatectl drill: producer: %s\n", errstr);
+    if (kafka_producer_new(d->cfg, "ordergatectl-drill", NULL, &rk, &err) != OG_OK)
+        fprintf(stderr, "ordergatectl drill: producer: %s\n", err.msg);
     return rk;
 }
 
 /* A handle that only reads the consumer group's committed offsets: it never
- * subscribes, so it never joins the group. */
+ * subscribes, so it never joins the group. Built by kafka_conf_new for the
+ * drill's group, as the consumers' own; it commits nothing. */
 static rd_kafka_t *drill_group_reader(struct drill *d)
 {
+    struct og_config rc = *d->cfg; /* borrows every string: never freed */
+    struct og_error err = {0};
+    rd_kafka_conf_t *conf = NULL;
     char errstr[256];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
     rd_kafka_t *rk;
 
-    drill_conf(conf, "bootstrap.servers", d->cfg->brokers);
-    drill_conf(conf, "group.id", d->group);
-    drill_conf(conf, "enable.auto.commit", "false");
-    drill_conf_props(d, conf, KAFKA_ROLE_CONSUMER);
-    rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
-    if (rk == NULL)
+    rc.group = d->group;
+    rc.group_instance_id = (char *)"";
+    if (kafka_conf_new(&rc, KAFKA_ROLE_CONSUMER, "ordergatectl-drill-offsets", &conf, &err) !=
+        OG_OK) {
+        fprintf(stderr, "ordergatectl drill: group offsets reader: %s\n", err.msg);
+        return NULL;
+    }
+    if (rd_kafka_conf_set(conf, "enable.auto.commit", "false", errstr, sizeof(errstr)) !=
+        RD_KAFKA_CONF_OK) {
         fprintf(stderr, "ordergatectl drill: group offsets reader: %s\n", errstr);
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+    if (rk == NULL) {
+        rd_kafka_conf_destroy(conf);
+        fprintf(stderr, "ordergatectl drill: group offsets reader: %s\n", errstr);
+    }
     return rk;
 }
 
@@ -882,7 +954,7 @@ static int drill_produce(struct drill *d, rd_kafka_t *rk)
         "{\"v\":1,\"order_no\":\"bad order\",\"due_at\":\"2026-11-30T16:00:00Z\"}",
         "{\"v\":1,\"order_no\":\"x1\",\"due_at\":\"yesterday\"}", "[]"};
 
-    for (long i = 0; i < d->o.orders; i++) {
+    for (long i = 0; i < d->o.orders && !signals_stop; i++) {
         struct drill_order *o = &d->orders[i];
         if (o->lost) {
             d->lost_messages++;
@@ -1625,6 +1697,33 @@ static void drill_wait(struct drill *d, struct db *db, pthread_t *tids)
                    pending_due, left < 0 ? 0 : left, group != NULL ? lag : 0);
 }
 
+/* While the drill runs, SIGINT and SIGTERM only ask it to stop (signals_stop), however often
+ * they come: its way out stops the children and removes their configuration directory, and
+ * every wait on that way is bounded. (The handler of common/signals.c ends the process on a
+ * second signal, which would leave both behind.) */
+static void drill_on_signal(int sig)
+{
+    (void)sig;
+    signals_stop = 1;
+}
+
+static void drill_signals_install(struct sigaction old[2])
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = drill_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old[0]);
+    sigaction(SIGTERM, &sa, &old[1]);
+}
+
+static void drill_signals_restore(const struct sigaction old[2])
+{
+    sigaction(SIGINT, &old[0], NULL);
+    sigaction(SIGTERM, &old[1], NULL);
+}
+
 static int drill_run_scanner_once(struct drill *d)
 {
     const char *args[] = {d->scanner_bin, "--config", d->conf_path[0], "--every", "0", NULL};
@@ -1646,6 +1745,7 @@ static enum og_status drill_run(struct ctl *ctl, const struct opt_args *a, json_
     struct drill_worker w[64];
     struct drill_totals totals = {0};
     json_t *lat_c = NULL, *lat_s = NULL;
+    struct sigaction old_signals[2];
     int64_t t0;
     enum og_status st;
 
@@ -1669,6 +1769,7 @@ static enum og_status drill_run(struct ctl *ctl, const struct opt_args *a, json_
                               .seed = (uint64_t)clock_wall_ms()};
     if (drill_parse(&d, a, err) != OG_OK)
         return err->status;
+    drill_signals_install(old_signals);
     /* Until the report exists, a failure has been described on stderr as it happened. */
     st = og_error_set(err, OG_ERR_INTERNAL, false, "the drill did not complete (see above)");
     t0 = clock_mono_ms();
@@ -1710,9 +1811,12 @@ static enum og_status drill_run(struct ctl *ctl, const struct opt_args *a, json_
     db = drill_db(&d, "ordergatectl-drill");
     if (db == NULL || drill_plan(&d) != 0)
         goto out;
+    if (drill_conf_dir_make(&d) != 0)
+        goto out;
     for (int k = -1; k < (d.o.no_kafka ? 0 : d.o.consumers); k++)
         if (drill_write_config(&d, k) != 0) {
-            fprintf(stderr, "ordergatectl drill: cannot write %s\n", d.conf_path[k + 1]);
+            fprintf(stderr, "ordergatectl drill: cannot write the configuration of %s %d\n",
+                    k < 0 ? "the scanner" : "consumer", k + 1);
             goto out;
         }
     if (d.o.schedule_in_db) {
@@ -1768,6 +1872,10 @@ static enum og_status drill_run(struct ctl *ctl, const struct opt_args *a, json_
         pthread_create(&tids[t], NULL, drill_race_worker, &w[t]);
     }
     drill_wait(&d, db, tids);
+    if (signals_stop) {
+        fprintf(stderr, "ordergatectl drill: stopped by a signal; no report\n");
+        goto out;
+    }
     for (int k = 0; k < d.o.consumers && !d.o.no_kafka; k++) {
         int ws = drill_stop_child(d.consumers[k], SIGTERM, 30000);
         if (ws == -1 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
@@ -1812,9 +1920,7 @@ out:
     if (d.scanner_pid > 0)
         drill_stop_child(d.scanner_pid, SIGKILL, 1000);
     drill_schedule_restore(&d, db);
-    for (int k = 0; k <= DRILL_MAX_CONSUMERS; k++)
-        if (d.conf_path[k][0] != '\0')
-            unlink(d.conf_path[k]);
+    drill_conf_dir_remove(&d);
     if (producer != NULL)
         rd_kafka_destroy(producer);
     json_decref(lat_c);
@@ -1823,6 +1929,7 @@ out:
     free(d.orders);
     free(d.actions);
     db_free(db);
+    drill_signals_restore(old_signals);
     return st;
 }
 

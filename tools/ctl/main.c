@@ -351,7 +351,13 @@ int main(int argc, char **argv)
         const char *path = opt_arg(&a, "config");
         /* The Kafka settings too (topic names, kafka.properties), without
          * connecting: what the services would refuse at start. */
+        char *password = NULL;
+
         st = kafka_check_config(&ctl.cfg, &err);
+        /* And the password file, read as a command would. */
+        if (st == OG_OK)
+            st = cfg_db_password(&ctl.cfg, &password, &err);
+        db_password_free(password);
         if (st != OG_OK) {
             st = OG_ERR_CONFIG;
             goto out;

@@ -2,8 +2,9 @@
 # The test command: installs what is missing, fetches the Kafka jars, checks the
 # formatting, builds twice (normal and AddressSanitizer+UBSan) with warnings as
 # errors and compiles a Release build, starts a throwaway PostgreSQL 15 and a
-# single-node Kafka, runs every test in both tested builds, and stops the
-# services again, also on failure or Ctrl-C.
+# single-node Kafka, runs every test in build/ and, in build-asan/, every test that
+# runs C of that build (the SQL, isolation, fuzz and deployment checks run once),
+# and stops the services again, also on failure or Ctrl-C.
 #
 #   tests/run.sh                 everything
 #   tests/run.sh -R consumer     only tests whose name matches (passed to ctest)

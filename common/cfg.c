@@ -82,7 +82,8 @@ static const struct cfg_param cfg_params[] = {
      "mode: named prepared statements), or transaction behind a transaction-pooling PgBouncer "
      "(statements go unnamed, nothing is kept in the session). Nothing detects it: left at "
      "session behind a transaction pooler, a call fails with an error naming this setting "
-     "(docs/operations.md, \"Behind PgBouncer\")."},
+     "(docs/operations.md, \"Behind PgBouncer\"). A consumer holds 2 server connections, a "
+     "scanner run 1, or 1 + scanner.workers when that is above 1."},
     {"kafka.brokers", CFG_STR, S(brokers), "localhost:9092", 0, 0, 0, CON | CTL,
      "ORDERGATE_BROKERS",
      "Bootstrap brokers, \"host:port,host:port\" (librdkafka's bootstrap.servers)."},
@@ -102,9 +103,10 @@ static const struct cfg_param cfg_params[] = {
     {"kafka.group_instance_id", CFG_STR, S(group_instance_id), "", 0, 0, 0, CON, NULL,
      "Static group membership (librdkafka's group.instance.id): a restarted instance gets its "
      "partitions back at once, without a rebalance. Empty: HOSTNAME-$ORDERGATE_INSTANCE when "
-     "that variable is set (the systemd units set it), else dynamic membership. 1..249 of A-Z "
-     "a-z 0-9 . _ -, one per running instance: a second instance with the same id fences the "
-     "first, which exits 2 (docs/consumer.md, \"Takeover\")."},
+     "that variable is set (the systemd units set it), else dynamic membership. At most 249 "
+     "letters, digits, dots, underscores and dashes, one id per running instance: a second "
+     "instance with the same id fences the first, which exits 2 (docs/consumer.md, "
+     "\"Takeover\")."},
     {"kafka.dead_letter_topic", CFG_STR, S(dead_letter_topic), "ordergate.cancel.dlq", 0, 0, 0,
      CON | CTL, NULL,
      "Where a message that cannot be decoded, or that the gate cannot apply, is produced, the "
@@ -256,7 +258,7 @@ static const struct cfg_param cfg_params[] = {
 static const struct cfg_section_info cfg_sections[] = {
     {"", "Settings of every program."},
     {"database", "PostgreSQL 15 with the ordergate schema (apply it first: ordergatectl migrate). "
-                 "Every program opens its sessions from these settings (cfg_db_open)."},
+                 "Every program connects with these settings."},
     {"kafka", "The delay topics the consumer reads, the topics it and its relay write, and the "
               "Kafka client. Unused by the scanner."},
     {"consumer", "ordergate-consumer's claim loop and its HTTP endpoint."},

@@ -82,8 +82,8 @@ static const struct cfg_param cfg_params[] = {
      "mode: named prepared statements), or transaction behind a transaction-pooling PgBouncer "
      "(statements go unnamed, nothing is kept in the session). Nothing detects it: left at "
      "session behind a transaction pooler, a call fails with an error naming this setting "
-     "(docs/operations.md, \"Behind PgBouncer\"). A consumer holds 2 server connections, a "
-     "scanner run 1, or 1 + scanner.workers when that is above 1."},
+     "(docs/operations.md, \"Behind PgBouncer\"). A consumer holds up to 2 server connections "
+     "(its loop and its relay), a scanner run 1, or 1 + scanner.workers when that is above 1."},
     {"kafka.brokers", CFG_STR, S(brokers), "localhost:9092", 0, 0, 0, CON | CTL,
      "ORDERGATE_BROKERS",
      "Bootstrap brokers, \"host:port,host:port\" (librdkafka's bootstrap.servers)."},

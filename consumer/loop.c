@@ -1,5 +1,8 @@
-/* The consume loop: group membership, per-message decisions, pause/seek/
- * resume, batching, stalls during outages, and the shutdown sequence. */
+/* The consume loop (consumer/loop.h): the group member, each message, pause/seek/resume, when to
+ * flush, stalls during outages, the watchdog and the health file, and the shutdown sequence.
+ *
+ * Must not claim, produce or store offsets itself: the commit protocol (consumer/commit.h) does,
+ * on the batch the loop fills. */
 #include <inttypes.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -14,6 +17,8 @@
 #include "common/notify.h"
 #include "common/signals.h"
 #include "consumer/consumer.h"
+#include "consumer/levels.h"
+#include "consumer/loop.h"
 
 #define LOOP_GAUGES_EVERY_MS 1000
 #define LOOP_STATS_EVERY_MS  30000
@@ -53,7 +58,8 @@ static void loop_log_tps(enum log_level level, const char *event,
 /* ------------------------------------------------------------------------------------------ */
 /* Pausing, seeking, resuming: the only place these librdkafka calls are made. */
 
-void consumer_pause_seek(struct consumer *c, const char *topic, int32_t partition, int64_t offset)
+static void loop_pause_seek(struct consumer *c, const char *topic, int32_t partition,
+                            int64_t offset)
 {
     rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
     rd_kafka_error_t *error;
@@ -141,7 +147,7 @@ static void loop_stall(struct consumer *c)
         rd_kafka_pause_partitions(c->rk, list);
     c->stalled = true;
     metric_set(c->m.stalled, 1);
-    log_warn("stall_begin", "batch=%zu paused=%d", c->batch.n, list->cnt);
+    log_warn("stall_begin", "batch=%zu paused=%d", c->commit.batch.n, list->cnt);
     rd_kafka_topic_partition_list_destroy(list);
 }
 
@@ -159,26 +165,26 @@ static void loop_unstall(struct consumer *c)
 
 static void loop_flush(struct consumer *c)
 {
-    enum flush_result r = batch_flush(c, CONSUMER_DELIVERY_WAIT_MS);
+    enum commit_result r = commit_flush(&c->commit, COMMIT_DELIVERY_WAIT_MS);
     int64_t now = clock_mono_ms();
 
     switch (r) {
-    case FLUSH_DONE:
+    case COMMIT_DONE:
         loop_unstall(c);
         c->attempts = 0;
         break;
-    case FLUSH_WAIT:
+    case COMMIT_WAIT:
         loop_stall(c);
         c->retry_at_ms = now + 50;
         break;
-    case FLUSH_RETRY: {
+    case COMMIT_RETRY: {
         long backoff =
             clock_backoff_ms(c->cfg->db_retry_base_ms, c->cfg->db_retry_cap_ms, c->attempts);
         c->attempts++;
         loop_stall(c);
         c->retry_at_ms = now + backoff;
         log_warn("batch_retry", "attempt=%d backoff_ms=%ld batch=%zu", c->attempts, backoff,
-                 c->batch.n);
+                 c->commit.batch.n);
         break;
     }
     }
@@ -225,22 +231,22 @@ static void loop_revoke(struct consumer *c, rd_kafka_topic_partition_list_t *par
 
     loop_log_tps(LOG_LVL_INFO, lost ? "partitions_lost" : "partitions_revoked", parts, NULL);
     for (int i = 0; i < parts->cnt && !ours; i++)
-        ours = batch_has(&c->batch, parts->elems[i].topic, parts->elems[i].partition);
+        ours = batch_has(&c->commit.batch, parts->elems[i].topic, parts->elems[i].partition);
     /* Finish the batch while the partitions are still ours, so their
      * offsets are stored and committed by the unassign. Not when they are
      * already lost, nor stalled (the database is down: don't block the
      * group's rebalance on it). */
     if (ours && !lost && !c->stalled) {
-        enum flush_result r = batch_flush(c, 5000);
-        if (r == FLUSH_DONE)
+        enum commit_result r = commit_flush(&c->commit, 5000);
+        if (r == COMMIT_DONE)
             c->attempts = 0;
     }
     for (int i = 0; i < parts->cnt; i++) {
         size_t dropped;
 
-        batch_void(&c->batch, parts->elems[i].topic, parts->elems[i].partition);
+        batch_void(&c->commit.batch, parts->elems[i].topic, parts->elems[i].partition);
         /* Their offsets were not stored past them: the next owner claims them again. */
-        dropped = retry_revoke(&c->retry, parts->elems[i].topic, parts->elems[i].partition);
+        dropped = retry_revoke(&c->commit.retry, parts->elems[i].topic, parts->elems[i].partition);
         if (dropped > 0)
             log_info("retries_dropped", "topic=%s partition=%" PRId32 " orders=%zu",
                      parts->elems[i].topic, parts->elems[i].partition, dropped);
@@ -368,21 +374,24 @@ static void loop_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 /* ------------------------------------------------------------------------------------------ */
 /* Messages */
 
+/* What a subscribed topic carries. */
+enum loop_topic { LOOP_TOPIC_DELAY, LOOP_TOPIC_PAYMENTS, LOOP_TOPIC_REFUNDS };
+
 static struct metric *loop_topic_metric(struct consumer *c, const char *topic,
-                                        enum consumer_topic *kind)
+                                        enum loop_topic *kind)
 {
     size_t refunds_at = c->has_refunds ? c->ntopics - 1 : SIZE_MAX;
     size_t payments_at = c->has_payments ? c->ntopics - 1 - c->has_refunds : SIZE_MAX;
 
     for (size_t i = 0; i < c->ntopics && i < CONSUMER_TOPICS_MAX; i++) {
         if (strcmp(c->topics[i], topic) == 0) {
-            *kind = i == refunds_at    ? CONSUMER_TOPIC_REFUNDS
-                    : i == payments_at ? CONSUMER_TOPIC_PAYMENTS
-                                       : CONSUMER_TOPIC_DELAY;
+            *kind = i == refunds_at    ? LOOP_TOPIC_REFUNDS
+                    : i == payments_at ? LOOP_TOPIC_PAYMENTS
+                                       : LOOP_TOPIC_DELAY;
             return c->m.consumed[i];
         }
     }
-    *kind = CONSUMER_TOPIC_DELAY;
+    *kind = LOOP_TOPIC_DELAY;
     return NULL;
 }
 
@@ -402,9 +411,9 @@ static char *loop_copy(const void *data, size_t len, size_t max, size_t *out_len
  * scanner covers its order); a payment result's only after the flush has
  * recorded it in the database (BATCH_RECORD), since money may be behind it. */
 static void loop_dead_letter(struct consumer *c, const rd_kafka_message_t *m, const char *topic,
-                             enum consumer_topic kind, const struct og_error *why)
+                             enum loop_topic kind, const struct og_error *why)
 {
-    struct batch_entry *e = batch_add(&c->batch, BATCH_DLQ, topic, m->partition, m->offset);
+    struct batch_entry *e = batch_add(&c->commit.batch, BATCH_DLQ, topic, m->partition, m->offset);
     char q[600];
 
     if (e == NULL) {
@@ -414,24 +423,22 @@ static void loop_dead_letter(struct consumer *c, const rd_kafka_message_t *m, co
     }
     log_warn("message_invalid", "topic=%s partition=%" PRId32 " offset=%" PRId64 " reason=%s",
              topic, m->partition, m->offset, log_quote(q, sizeof(q), why->msg));
-    e->dlq_key =
-        m->key ? loop_copy(m->key, m->key_len, CONSUMER_DLQ_KEY_MAX, &e->dlq_key_len) : NULL;
-    e->dlq_value = m->payload
-                       ? loop_copy(m->payload, m->len, CONSUMER_DLQ_VALUE_MAX, &e->dlq_value_len)
-                       : NULL;
+    e->dlq_key = m->key ? loop_copy(m->key, m->key_len, BATCH_DLQ_KEY_MAX, &e->dlq_key_len) : NULL;
+    e->dlq_value =
+        m->payload ? loop_copy(m->payload, m->len, BATCH_DLQ_VALUE_MAX, &e->dlq_value_len) : NULL;
     e->dlq_orig_len = m->len;
-    e->dlq_reason = strndup(why->msg, CONSUMER_DLQ_REASON_MAX - 1);
-    c->batch.dlq_bytes += e->dlq_key_len + e->dlq_value_len;
-    if (kind == CONSUMER_TOPIC_PAYMENTS) {
+    e->dlq_reason = strndup(why->msg, BATCH_DLQ_REASON_MAX - 1);
+    c->commit.batch.dlq_bytes += e->dlq_key_len + e->dlq_value_len;
+    if (kind == LOOP_TOPIC_PAYMENTS) {
         codec_salvage_payment(m->key, m->key_len, m->payload, m->len, &e->pay);
         e->state = BATCH_RECORD;
         return;
     }
-    batch_produce(c, e);
+    commit_produce(&c->commit, e);
 }
 
 /* The due time a cancel message is scheduled by: its due_at, unless that lies beyond its
- * topic's delay level (consumer_level_ms: consumer.max_wait_ms when no topic has a level, so
+ * topic's delay level (levels_topic_ms: consumer.max_wait_ms when no topic has a level, so
  * every topic is checked) plus consumer.level_margin_ms. Such a message would pause its partition
  * and every later cancel in it until then (due_at may be as late as 9999-12-31): it is due now
  * instead, the claim asks the database, and a not_due answer re-schedules it by the order's
@@ -439,7 +446,7 @@ static void loop_dead_letter(struct consumer *c, const rd_kafka_message_t *m, co
 static int64_t loop_due(struct consumer *c, const char *topic, const rd_kafka_message_t *m,
                         const struct codec_cancel *cancel, int64_t now)
 {
-    int64_t level = consumer_level_ms(c, topic);
+    int64_t level = levels_topic_ms(&c->levels, c->cfg, topic);
     char due[32];
 
     if (cancel->due_ms - now <= level + c->cfg->level_margin_ms)
@@ -468,7 +475,7 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
     enum sched_verdict verdict;
     int64_t due = SCHED_ALWAYS_DUE;
     int64_t now = clock_wall_ms();
-    enum consumer_topic kind;
+    enum loop_topic kind;
     struct batch_entry *e;
 
     if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -487,9 +494,9 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
     c->kafka_ok = true;
     topic = rd_kafka_topic_name(m->rkt);
     metric_inc(loop_topic_metric(c, topic, &kind), 1);
-    if (kind == CONSUMER_TOPIC_PAYMENTS) {
+    if (kind == LOOP_TOPIC_PAYMENTS) {
         st = codec_decode_payment(m->key, m->key_len, m->payload, m->len, &pay, &err);
-    } else if (kind == CONSUMER_TOPIC_REFUNDS) {
+    } else if (kind == LOOP_TOPIC_REFUNDS) {
         st = codec_decode_refund(m->key, m->key_len, m->payload, m->len, &refund, &err);
     } else {
         st = codec_decode_cancel(m->key, m->key_len, m->payload, m->len, &cancel, &err);
@@ -497,7 +504,7 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
             due = loop_due(c, topic, m, &cancel, now);
     }
     verdict = sched_offer(c->sched, topic, m->partition, m->offset, due, now);
-    if (verdict == SCHED_DUE && batch_full(&c->batch)) {
+    if (verdict == SCHED_DUE && batch_full(&c->commit.batch)) {
         /* Never more than batch_size in hand: commit first. If that fails
          * we are stalled and the message waits in Kafka like the rest. */
         loop_flush(c);
@@ -514,7 +521,7 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
         return;
     case SCHED_PAUSE:
         metric_inc(c->m.deferred, 1);
-        consumer_pause_seek(c, topic, m->partition, m->offset);
+        loop_pause_seek(c, topic, m->partition, m->offset);
         return;
     case SCHED_DUE:
         break;
@@ -522,27 +529,27 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
     if (st != OG_OK) {
         loop_dead_letter(c, m, topic, kind, &err);
     } else {
-        e = batch_add(&c->batch,
-                      kind == CONSUMER_TOPIC_PAYMENTS  ? BATCH_PAYMENT
-                      : kind == CONSUMER_TOPIC_REFUNDS ? BATCH_REFUND
-                                                       : BATCH_CANCEL,
+        e = batch_add(&c->commit.batch,
+                      kind == LOOP_TOPIC_PAYMENTS  ? BATCH_PAYMENT
+                      : kind == LOOP_TOPIC_REFUNDS ? BATCH_REFUND
+                                                   : BATCH_CANCEL,
                       topic, m->partition, m->offset);
         if (e == NULL) {
             log_error("out_of_memory", "where=batch_add");
             c->fatal = true;
             return;
         }
-        if (kind == CONSUMER_TOPIC_PAYMENTS) {
+        if (kind == LOOP_TOPIC_PAYMENTS) {
             e->pay = pay;
             memcpy(e->order_no, pay.order_no, sizeof(e->order_no));
-        } else if (kind == CONSUMER_TOPIC_REFUNDS) {
+        } else if (kind == LOOP_TOPIC_REFUNDS) {
             e->refund = refund;
         } else {
             memcpy(e->order_no, cancel.order_no, sizeof(e->order_no));
             e->due_ms = due;
         }
     }
-    if (batch_full(&c->batch))
+    if (batch_full(&c->commit.batch))
         loop_flush(c);
 }
 
@@ -569,7 +576,7 @@ static void loop_health_write(struct consumer *c, int64_t now)
     }
 }
 
-void consumer_watchdog(struct consumer *c)
+static void loop_watchdog(struct consumer *c)
 {
     int64_t now = clock_mono_ms();
 
@@ -580,21 +587,57 @@ void consumer_watchdog(struct consumer *c)
     c->next_watchdog_ms = now + c->watchdog_every_ms;
 }
 
+/* The server's commit durability (consumer/durability.h), acted on: a failed look that may
+ * mean the database is away clears readiness until a batch step gets through; a server whose
+ * commits are not durable stops the consumer unless consumer.allow_nondurable. */
+static void loop_check_durability(struct consumer *c)
+{
+    switch (durability_check(&c->durability, c->db, c->cfg->allow_nondurable)) {
+    case DURABILITY_KNOWN:
+        break;
+    case DURABILITY_UNKNOWN:
+        c->db_ok = false;
+        break;
+    case DURABILITY_STOP:
+        c->fatal = true;
+        break;
+    }
+}
+
+/* The consume loop's database calls feed the health endpoints (consumer.health_db_call_ms),
+ * and each one that returns tells the watchdog the loop is alive: a flush may make several
+ * calls in a row (a hook failure's bisection), each within CONSUMER_DB_CALL_MAX_S. */
+static void loop_db_hook(void *arg, bool begin)
+{
+    if (begin) {
+        metrics_call_begin();
+    } else {
+        metrics_call_end();
+        loop_watchdog(arg);
+    }
+}
+
+/* The commit protocol's progress callback: each answer of a commit step proves progress. */
+static void loop_progress(void *arg)
+{
+    loop_watchdog(arg);
+}
+
 static void loop_periodic(struct consumer *c, int64_t now)
 {
     char fatal[256];
 
-    consumer_watchdog(c);
+    loop_watchdog(c);
     /* Not while stalled: the database may be away, and the stall's retries own the session. */
-    if (!c->stalled && c->db_ok && now >= c->next_durability_ms)
-        consumer_check_durability(c);
+    if (!c->stalled && c->db_ok && durability_due(&c->durability, now))
+        loop_check_durability(c);
     if (now < c->next_gauges_ms)
         return;
     c->next_gauges_ms = now + LOOP_GAUGES_EVERY_MS;
     metric_set(c->m.paused, (double)sched_paused_count(c->sched));
-    metric_set(c->m.due_pending,
-               (double)(batch_due_pending(&c->batch) + retry_count(&c->retry, GATE_BUSY)));
-    metric_set(c->m.retry_pending, (double)c->retry.used);
+    metric_set(c->m.due_pending, (double)(batch_due_pending(&c->commit.batch) +
+                                          retry_count(&c->commit.retry, GATE_BUSY)));
+    metric_set(c->m.retry_pending, (double)c->commit.retry.used);
     metrics_set_health(1, c->db_ok && c->kafka_ok);
     if (rd_kafka_fatal_error(c->producer, fatal, sizeof(fatal)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
         log_error("producer_fatal", "reason=\"%s\"", fatal);
@@ -611,10 +654,10 @@ static void loop_periodic(struct consumer *c, int64_t now)
                  metric_value(c->m.claims[GATE_ALREADY_CANCELLED]),
                  metric_value(c->m.claims[GATE_ALREADY_PAID]), metric_value(c->m.claims[GATE_BUSY]),
                  metric_value(c->m.claims[GATE_NOT_DUE]), metric_value(c->m.claims[GATE_NOT_FOUND]),
-                 c->retry.used, metric_value(c->m.dead_lettered), metric_value(c->m.rescheduled),
-                 metric_value(c->m.deferred), metric_value(c->m.dropped),
-                 sched_paused_count(c->sched), sched_assigned_count(c->sched), c->stalled, c->db_ok,
-                 c->kafka_ok);
+                 c->commit.retry.used, metric_value(c->m.dead_lettered),
+                 metric_value(c->m.rescheduled), metric_value(c->m.deferred),
+                 metric_value(c->m.dropped), sched_paused_count(c->sched),
+                 sched_assigned_count(c->sched), c->stalled, c->db_ok, c->kafka_ok);
     }
 }
 
@@ -626,13 +669,13 @@ static int loop_timeout(struct consumer *c, int64_t now, int64_t now_wall)
     if (c->stalled) {
         if (c->retry_at_ms - now < t)
             t = c->retry_at_ms - now;
-    } else if (c->batch.n > 0) {
-        if (c->batch.first_ms + c->cfg->linger_ms - now < t)
-            t = c->batch.first_ms + c->cfg->linger_ms - now;
+    } else if (c->commit.batch.n > 0) {
+        if (c->commit.batch.first_ms + c->cfg->linger_ms - now < t)
+            t = c->commit.batch.first_ms + c->cfg->linger_ms - now;
     }
     if (next != SCHED_NEVER && next - now_wall < t)
         t = next - now_wall;
-    next = c->stalled ? SCHED_NEVER : retry_next_at(&c->retry);
+    next = c->stalled ? SCHED_NEVER : retry_next_at(&c->commit.retry);
     if (next != SCHED_NEVER && next - now_wall < t)
         t = next - now_wall;
     return t > 0 ? (int)t : 0;
@@ -640,11 +683,14 @@ static int loop_timeout(struct consumer *c, int64_t now, int64_t now_wall)
 
 /* ------------------------------------------------------------------------------------------ */
 
-void consumer_loop_conf(struct consumer *c, rd_kafka_conf_t *conf)
+void loop_attach(struct consumer *c, rd_kafka_conf_t *conf)
 {
     char interval[32], errstr[512];
     size_t size = sizeof(interval);
 
+    db_set_call_hook(c->db, loop_db_hook, c);
+    c->commit.env.progress = loop_progress;
+    c->commit.env.progress_arg = c;
     rd_kafka_conf_set_opaque(conf, c);
     rd_kafka_conf_set_rebalance_cb(conf, loop_rebalance_cb);
     rd_kafka_conf_set_error_cb(conf, loop_error_cb);
@@ -802,11 +848,11 @@ static void loop_shutdown(struct consumer *c)
 
     loop_guard_arm();
     notify_send("STOPPING=1");
-    log_info("shutdown_begin", "batch=%zu", c->batch.n);
+    log_info("shutdown_begin", "batch=%zu", c->commit.batch.n);
     /* Only while the database answers: a call to a database that is away may block for a
      * whole connect_timeout, and the unfinished batch is delivered again anyway. */
-    while (c->batch.n > 0 && c->db_ok && clock_mono_ms() < t0 + LOOP_SHUTDOWN_BATCH_MS) {
-        if (batch_flush(c, 1000) == FLUSH_DONE)
+    while (c->commit.batch.n > 0 && c->db_ok && clock_mono_ms() < t0 + LOOP_SHUTDOWN_BATCH_MS) {
+        if (commit_flush(&c->commit, 1000) == COMMIT_DONE)
             break;
         /* Fetch nothing more; keep serving the group while we wait. */
         loop_stall(c);
@@ -816,19 +862,19 @@ static void loop_shutdown(struct consumer *c)
             rd_kafka_message_destroy(m);
         }
     }
-    if (c->retry.used > 0)
+    if (c->commit.retry.used > 0)
         log_info("shutdown_retries_unfinished",
                  "orders=%zu note=\"offsets not stored past them: delivered again\"",
-                 c->retry.used);
-    if (c->batch.n > 0)
+                 c->commit.retry.used);
+    if (c->commit.batch.n > 0)
         log_warn("shutdown_batch_unfinished",
                  "batch=%zu note=\"offsets not stored: these messages are delivered again\"",
-                 c->batch.n);
+                 c->commit.batch.n);
     loop_commit_final(c, clock_mono_ms() + LOOP_SHUTDOWN_COMMIT_MS);
     /* The revoke callback runs once more (nothing left to flush). A static member sends no
      * LeaveGroup: its partitions wait for it to come back, up to session.timeout.ms. */
     loop_close(c, t0 + LOOP_SHUTDOWN_CLOSE_MS);
-    if (!relay_stop(c, t0 + LOOP_SHUTDOWN_RELAY_MS))
+    if (!relay_thread_stop(&c->relay, t0 + LOOP_SHUTDOWN_RELAY_MS))
         c->abandon = true;
     /* Destroying a handle whose close did not finish waits for the same round again
      * (librdkafka waits for the JoinGroup answer): the process's exit ends it instead. */
@@ -846,7 +892,7 @@ static void loop_shutdown(struct consumer *c)
     /* What is left to do fits the guard: destroying handles that are closed and flushed. */
 }
 
-int consumer_run(struct consumer *c)
+int loop_run(struct consumer *c)
 {
     struct og_error err = {0};
     uint64_t watchdog_us = notify_watchdog_interval_us();
@@ -864,18 +910,18 @@ int consumer_run(struct consumer *c)
     c->health_stale_ms = (c->cfg->health_db_call_ms > 0 ? (long)c->cfg->health_db_call_ms
                                                         : CONSUMER_DB_CALL_MAX_S * 1000L) +
                          CONSUMER_WATCHDOG_EVERY_MS + c->cfg->poll_ms + CONSUMER_HEALTH_SLACK_MS;
-    consumer_watchdog(c);
+    loop_watchdog(c);
     if (db_connect(c->db, &err) == OG_OK) {
         c->db_ok = true;
         log_info("db_connected", NULL);
-        consumer_check_durability(c);
+        loop_check_durability(c);
         if (c->fatal)
             return 1;
     } else {
         /* Not fatal: the database may come up later; batches wait for it. */
         log_warn("db_unavailable", "error=%s", log_quote(q, sizeof(q), err.msg));
     }
-    if (relay_start(c, &err) != OG_OK) {
+    if (relay_thread_start(c->cfg, &c->m, &c->relay, &err) != OG_OK) {
         log_error("outbox_relay_failed_to_start", "error=%s", log_quote(q, sizeof(q), err.msg));
         return 1;
     }
@@ -890,10 +936,10 @@ int consumer_run(struct consumer *c)
 
         if (!c->stalled) {
             loop_resume_due(c, now_wall);
-            batch_take_retries(c, now_wall);
+            commit_take_retries(&c->commit, now_wall);
         }
         m = rd_kafka_consumer_poll(c->rk, loop_timeout(c, now, now_wall));
-        consumer_watchdog(c);
+        loop_watchdog(c);
         if (m != NULL) {
             loop_message(c, m);
             rd_kafka_message_destroy(m);
@@ -904,8 +950,8 @@ int consumer_run(struct consumer *c)
         if (c->stalled) {
             if (now >= c->retry_at_ms)
                 loop_flush(c);
-        } else if (c->batch.n > 0 &&
-                   (batch_full(&c->batch) || now >= c->batch.first_ms + c->cfg->linger_ms)) {
+        } else if (c->commit.batch.n > 0 && (batch_full(&c->commit.batch) ||
+                                             now >= c->commit.batch.first_ms + c->cfg->linger_ms)) {
             loop_flush(c);
         }
         loop_periodic(c, now);

@@ -21,6 +21,7 @@
 #include "common/signals.h"
 #include "common/version.h"
 #include "consumer/consumer.h"
+#include "consumer/loop.h"
 
 #define PROG "ordergate-consumer"
 
@@ -212,7 +213,7 @@ int main(int argc, char **argv)
         log_info("metrics_listening", "listen=%s port=%d", cfg.metrics_listen, metrics_http_port());
     log_info("starting", "version=%s librdkafka=%s batch_size=%d linger_ms=%d", OG_VERSION,
              rd_kafka_version_str(), cfg.batch_size, cfg.linger_ms);
-    status = consumer_run(c);
+    status = loop_run(c);
     log_info("stopped", "status=%d", status);
     if (c->abandon) {
         /* The group membership or the relay thread did not stop in time (loop_shutdown):

@@ -31,71 +31,158 @@
 #define LOOP_SHUTDOWN_MS        8000   /* the producer flushed */
 #define LOOP_STATS_INTERVAL     "5000" /* librdkafka statistics, for broker reachability */
 
-static void loop_add_tp(void *arg, const char *topic, int32_t partition, int64_t offset)
+/* What a subscribed topic carries. */
+enum loop_topic { LOOP_TOPIC_DELAY, LOOP_TOPIC_PAYMENTS, LOOP_TOPIC_REFUNDS };
+
+/* The stop guard: a thread that waits for the stop signal (or loop_guard_arm, when a fatal
+ * error stops the loop) and ends the process CONSUMER_STOP_MS later if it is still there.
+ * Each shutdown step has a bound of its own; the guard also covers what has none (a
+ * database call in flight when the signal came, a thread that does not join). Ending the
+ * process there is as safe as a crash: offsets are stored only after the database commit. */
+static volatile sig_atomic_t loop_guard_armed;
+
+/* The final commit's answer (rd_kafka_commit_queue's callback). */
+struct loop_commit_wait {
+    bool done;
+    rd_kafka_resp_err_t err;
+};
+
+static void loop_resume_due(struct consumer *c, int64_t now_wall);
+static int loop_timeout(struct consumer *c, int64_t now, int64_t now_wall);
+static void loop_message(struct consumer *c, const rd_kafka_message_t *m);
+static int64_t loop_due(struct consumer *c, const char *topic, const rd_kafka_message_t *m,
+                        const struct codec_cancel *cancel, int64_t now);
+static struct metric *loop_topic_metric(struct consumer *c, const char *topic,
+                                        enum loop_topic *kind);
+static void loop_dead_letter(struct consumer *c, const rd_kafka_message_t *m, const char *topic,
+                             enum loop_topic kind, const struct og_error *why);
+static char *loop_copy(const void *data, size_t len, size_t max, size_t *out_len);
+static void loop_flush(struct consumer *c);
+static void loop_stall(struct consumer *c);
+static void loop_unstall(struct consumer *c);
+static void loop_pause_seek(struct consumer *c, const char *topic, int32_t partition,
+                            int64_t offset);
+static void loop_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                              rd_kafka_topic_partition_list_t *parts, void *opaque);
+static void loop_assign(struct consumer *c, rd_kafka_topic_partition_list_t *parts, bool coop);
+static void loop_revoke(struct consumer *c, rd_kafka_topic_partition_list_t *parts, bool coop);
+static void loop_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque);
+static void loop_kafka_fatal(struct consumer *c);
+static int loop_stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque);
+static void loop_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                           rd_kafka_topic_partition_list_t *offsets, void *opaque);
+static void loop_periodic(struct consumer *c, int64_t now);
+static void loop_check_durability(struct consumer *c);
+static void loop_db_hook(void *arg, bool begin);
+static void loop_progress(void *arg);
+static void loop_watchdog(struct consumer *c);
+static void loop_health_write(struct consumer *c, int64_t now);
+static int loop_subscribe(struct consumer *c);
+static void loop_guard_start(void);
+static void *loop_guard_main(void *arg);
+static void loop_guard_arm(void);
+static void loop_shutdown(struct consumer *c);
+static void loop_commit_final(struct consumer *c, int64_t deadline);
+static void loop_final_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                                 rd_kafka_topic_partition_list_t *offsets, void *opaque);
+static void loop_close(struct consumer *c, int64_t deadline);
+static void loop_add_tp(void *arg, const char *topic, int32_t partition, int64_t offset);
+static void loop_log_tps(enum log_level level, const char *event,
+                         const rd_kafka_topic_partition_list_t *parts, const char *extra);
+
+void loop_attach(struct consumer *c, rd_kafka_conf_t *conf)
 {
-    rd_kafka_topic_partition_list_add(arg, topic, partition)->offset = offset;
+    char interval[32], errstr[512];
+    size_t size = sizeof(interval);
+
+    db_set_call_hook(c->db, loop_db_hook, c);
+    c->commit.env.progress = loop_progress;
+    c->commit.env.progress_arg = c;
+    rd_kafka_conf_set_opaque(conf, c);
+    rd_kafka_conf_set_rebalance_cb(conf, loop_rebalance_cb);
+    rd_kafka_conf_set_error_cb(conf, loop_error_cb);
+    rd_kafka_conf_set_offset_commit_cb(conf, loop_commit_cb);
+    rd_kafka_conf_set_stats_cb(conf, loop_stats_cb);
+    /* Unless kafka.properties chose an interval of its own. */
+    if (rd_kafka_conf_get(conf, "statistics.interval.ms", interval, &size) == RD_KAFKA_CONF_OK &&
+        strcmp(interval, "0") == 0)
+        rd_kafka_conf_set(conf, "statistics.interval.ms", LOOP_STATS_INTERVAL, errstr,
+                          sizeof(errstr));
 }
 
-static void loop_log_tps(enum log_level level, const char *event,
-                         const rd_kafka_topic_partition_list_t *parts, const char *extra)
+int loop_run(struct consumer *c)
 {
-    char list[1024];
-    size_t used = 0;
+    struct og_error err = {0};
+    uint64_t watchdog_us = notify_watchdog_interval_us();
+    char q[600];
 
-    if (!log_enabled(level))
-        return;
-    list[0] = '\0';
-    for (int i = 0; i < parts->cnt && used + 1 < sizeof(list); i++) {
-        int n = snprintf(list + used, sizeof(list) - used, "%s%s/%" PRId32, i ? "," : "",
-                         parts->elems[i].topic, parts->elems[i].partition);
-        if (n < 0)
-            break;
-        used += (size_t)n;
+    /* systemd asks for a ping every half of WatchdogSec; we ping more often than that, at
+     * most every CONSUMER_WATCHDOG_EVERY_MS, so the gaps are the blocking steps alone. */
+    if (watchdog_us > 0) {
+        c->watchdog_every_ms = (int64_t)(watchdog_us / 1000);
+        if (c->watchdog_every_ms > CONSUMER_WATCHDOG_EVERY_MS)
+            c->watchdog_every_ms = CONSUMER_WATCHDOG_EVERY_MS;
+        if (c->watchdog_every_ms < 1)
+            c->watchdog_every_ms = 1;
     }
-    log_emit(level, event, "n=%d partitions=%s%s", parts->cnt, list, extra ? extra : "");
+    c->health_stale_ms = (c->cfg->health_db_call_ms > 0 ? (long)c->cfg->health_db_call_ms
+                                                        : CONSUMER_DB_CALL_MAX_S * 1000L) +
+                         CONSUMER_WATCHDOG_EVERY_MS + c->cfg->poll_ms + CONSUMER_HEALTH_SLACK_MS;
+    loop_watchdog(c);
+    if (db_connect(c->db, &err) == OG_OK) {
+        c->db_ok = true;
+        log_info("db_connected", NULL);
+        loop_check_durability(c);
+        if (c->fatal)
+            return 1;
+    } else {
+        /* Not fatal: the database may come up later; batches wait for it. */
+        log_warn("db_unavailable", "error=%s", log_quote(q, sizeof(q), err.msg));
+    }
+    if (relay_thread_start(c->cfg, &c->m, &c->relay, &err) != OG_OK) {
+        log_error("outbox_relay_failed_to_start", "error=%s", log_quote(q, sizeof(q), err.msg));
+        return 1;
+    }
+    if (loop_subscribe(c) != 0)
+        return 1;
+    loop_guard_start();
+    notify_send("READY=1");
+    while (!signals_stop && !c->fatal) {
+        int64_t now = clock_mono_ms();
+        int64_t now_wall = clock_wall_ms();
+        rd_kafka_message_t *m;
+
+        if (!c->stalled) {
+            loop_resume_due(c, now_wall);
+            commit_take_retries(&c->commit, now_wall);
+        }
+        m = rd_kafka_consumer_poll(c->rk, loop_timeout(c, now, now_wall));
+        loop_watchdog(c);
+        if (m != NULL) {
+            loop_message(c, m);
+            rd_kafka_message_destroy(m);
+        }
+        /* Delivery reports of re-schedules and dead letters, producer errors. */
+        rd_kafka_poll(c->producer, 0);
+        now = clock_mono_ms();
+        if (c->stalled) {
+            if (now >= c->retry_at_ms)
+                loop_flush(c);
+        } else if (c->commit.batch.n > 0 && (batch_full(&c->commit.batch) ||
+                                             now >= c->commit.batch.first_ms + c->cfg->linger_ms)) {
+            loop_flush(c);
+        }
+        loop_periodic(c, now);
+    }
+    if (c->fatal && !c->fenced)
+        log_error("consumer_fatal", "note=\"stopping; offsets of unfinished work are not stored\"");
+    loop_shutdown(c);
+    return c->fenced ? 2 : c->fatal ? 1 : 0;
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Pausing, seeking, resuming: the only place these librdkafka calls are made. */
-
-static void loop_pause_seek(struct consumer *c, const char *topic, int32_t partition,
-                            int64_t offset)
-{
-    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_error_t *error;
-
-    rd_kafka_topic_partition_list_add(list, topic, partition)->offset = offset;
-    /* Pause first, then seek: the pause drops what was prefetched, the seek
-     * sets where fetching starts again on resume. */
-    rd_kafka_pause_partitions(c->rk, list);
-    if (list->elems[0].err != RD_KAFKA_RESP_ERR_NO_ERROR)
-        log_warn("pause_failed", "topic=%s partition=%" PRId32 " error=%s", topic, partition,
-                 rd_kafka_err2name(list->elems[0].err));
-    list->elems[0].err = RD_KAFKA_RESP_ERR_NO_ERROR;
-    list->elems[0].offset = offset;
-    int64_t t0 = clock_mono_us();
-    /* Asynchronous (timeout 0): the seek is queued behind the pause on the
-     * partition's queue, so it takes effect in that order. A blocking seek
-     * would not help either: librdkafka 2.0.2 reads the timeout of
-     * rd_kafka_seek_partitions as microseconds and reports _TIMED_OUT while
-     * the seek is still queued (fixed upstream in 2.1.0). */
-    error = rd_kafka_seek_partitions(c->rk, list, 0);
-    log_debug("partition_paused",
-              "topic=%s partition=%" PRId32 " offset=%" PRId64 " seek_us=%" PRId64, topic,
-              partition, offset, clock_mono_us() - t0);
-    /* _IN_PROGRESS is the asynchronous seek's "queued", not a failure. */
-    if (error != NULL || (list->elems[0].err != RD_KAFKA_RESP_ERR_NO_ERROR &&
-                          list->elems[0].err != RD_KAFKA_RESP_ERR__IN_PROGRESS)) {
-        /* Refused only when the partition is not (or no longer) assigned:
-         * its offsets are not stored past this message, so its next owner
-         * reads it again. */
-        log_warn("seek_failed", "topic=%s partition=%" PRId32 " offset=%" PRId64 " error=%s", topic,
-                 partition, offset,
-                 error ? rd_kafka_error_name(error) : rd_kafka_err2name(list->elems[0].err));
-        rd_kafka_error_destroy(error);
-    }
-    rd_kafka_topic_partition_list_destroy(list);
-}
+/* One turn: due partitions resumed, a poll, the message into the batch, a flush when the batch
+ * is full or has lingered enough. */
 
 static void loop_resume_due(struct consumer *c, int64_t now_wall)
 {
@@ -134,334 +221,24 @@ static void loop_resume_due(struct consumer *c, int64_t now_wall)
     rd_kafka_topic_partition_list_destroy(list);
 }
 
-/* The batch cannot commit: stop fetching everywhere, keep polling. */
-static void loop_stall(struct consumer *c)
+static int loop_timeout(struct consumer *c, int64_t now, int64_t now_wall)
 {
-    rd_kafka_topic_partition_list_t *list;
+    int64_t t = c->cfg->poll_ms;
+    int64_t next = sched_next_resume(c->sched);
 
-    if (c->stalled)
-        return;
-    list = rd_kafka_topic_partition_list_new(8);
-    sched_stall_begin(c->sched, loop_add_tp, list);
-    if (list->cnt > 0)
-        rd_kafka_pause_partitions(c->rk, list);
-    c->stalled = true;
-    metric_set(c->m.stalled, 1);
-    log_warn("stall_begin", "batch=%zu paused=%d", c->commit.batch.n, list->cnt);
-    rd_kafka_topic_partition_list_destroy(list);
-}
-
-static void loop_unstall(struct consumer *c)
-{
-    if (!c->stalled)
-        return;
-    sched_stall_end(c->sched);
-    c->stalled = false;
-    metric_set(c->m.stalled, 0);
-    log_info("stall_end", "after_attempts=%d", c->attempts);
-    c->attempts = 0;
-    /* The stalled partitions resume on the next turn (loop_resume_due). */
-}
-
-static void loop_flush(struct consumer *c)
-{
-    enum commit_result r = commit_flush(&c->commit, COMMIT_DELIVERY_WAIT_MS);
-    int64_t now = clock_mono_ms();
-
-    switch (r) {
-    case COMMIT_DONE:
-        loop_unstall(c);
-        c->attempts = 0;
-        break;
-    case COMMIT_WAIT:
-        loop_stall(c);
-        c->retry_at_ms = now + 50;
-        break;
-    case COMMIT_RETRY: {
-        long backoff =
-            clock_backoff_ms(c->cfg->db_retry_base_ms, c->cfg->db_retry_cap_ms, c->attempts);
-        c->attempts++;
-        loop_stall(c);
-        c->retry_at_ms = now + backoff;
-        log_warn("batch_retry", "attempt=%d backoff_ms=%ld batch=%zu", c->attempts, backoff,
-                 c->commit.batch.n);
-        break;
+    if (c->stalled) {
+        if (c->retry_at_ms - now < t)
+            t = c->retry_at_ms - now;
+    } else if (c->commit.batch.n > 0) {
+        if (c->commit.batch.first_ms + c->cfg->linger_ms - now < t)
+            t = c->commit.batch.first_ms + c->cfg->linger_ms - now;
     }
-    }
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* Rebalancing */
-
-static void loop_assign(struct consumer *c, rd_kafka_topic_partition_list_t *parts, bool coop)
-{
-    rd_kafka_topic_partition_list_t *pause = rd_kafka_topic_partition_list_new(parts->cnt);
-    rd_kafka_error_t *error = NULL;
-    rd_kafka_resp_err_t rerr = RD_KAFKA_RESP_ERR_NO_ERROR;
-
-    loop_log_tps(LOG_LVL_INFO, "partitions_assigned", parts,
-                 coop ? " protocol=cooperative" : " protocol=eager");
-    for (int i = 0; i < parts->cnt; i++)
-        if (sched_assign(c->sched, parts->elems[i].topic, parts->elems[i].partition))
-            rd_kafka_topic_partition_list_add(pause, parts->elems[i].topic,
-                                              parts->elems[i].partition);
-    if (coop)
-        error = rd_kafka_incremental_assign(c->rk, parts);
-    else
-        rerr = rd_kafka_assign(c->rk, parts);
-    if (error != NULL || rerr != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        log_error("assign_failed", "error=%s",
-                  error ? rd_kafka_error_string(error) : rd_kafka_err2str(rerr));
-        rd_kafka_error_destroy(error);
-    }
-    /* Stalled: new partitions wait with the others. */
-    if (pause->cnt > 0)
-        rd_kafka_pause_partitions(c->rk, pause);
-    rd_kafka_topic_partition_list_destroy(pause);
-    c->kafka_ok = true;
-}
-
-static void loop_revoke(struct consumer *c, rd_kafka_topic_partition_list_t *parts, bool coop)
-{
-    rd_kafka_topic_partition_list_t *resume = rd_kafka_topic_partition_list_new(parts->cnt);
-    rd_kafka_error_t *error = NULL;
-    rd_kafka_resp_err_t rerr = RD_KAFKA_RESP_ERR_NO_ERROR;
-    bool lost = rd_kafka_assignment_lost(c->rk);
-    bool ours = false;
-
-    loop_log_tps(LOG_LVL_INFO, lost ? "partitions_lost" : "partitions_revoked", parts, NULL);
-    for (int i = 0; i < parts->cnt && !ours; i++)
-        ours = batch_has(&c->commit.batch, parts->elems[i].topic, parts->elems[i].partition);
-    /* Finish the batch while the partitions are still ours, so their
-     * offsets are stored and committed by the unassign. Not when they are
-     * already lost, nor stalled (the database is down: don't block the
-     * group's rebalance on it). */
-    if (ours && !lost && !c->stalled) {
-        enum commit_result r = commit_flush(&c->commit, 5000);
-        if (r == COMMIT_DONE)
-            c->attempts = 0;
-    }
-    for (int i = 0; i < parts->cnt; i++) {
-        size_t dropped;
-
-        batch_void(&c->commit.batch, parts->elems[i].topic, parts->elems[i].partition);
-        /* Their offsets were not stored past them: the next owner claims them again. */
-        dropped = retry_revoke(&c->commit.retry, parts->elems[i].topic, parts->elems[i].partition);
-        if (dropped > 0)
-            log_info("retries_dropped", "topic=%s partition=%" PRId32 " orders=%zu",
-                     parts->elems[i].topic, parts->elems[i].partition, dropped);
-        /* librdkafka keeps our pause on the partition object; if it came
-         * back to us later it would never fetch. Resume what we paused. */
-        if (sched_revoke(c->sched, parts->elems[i].topic, parts->elems[i].partition))
-            rd_kafka_topic_partition_list_add(resume, parts->elems[i].topic,
-                                              parts->elems[i].partition);
-    }
-    if (resume->cnt > 0)
-        rd_kafka_resume_partitions(c->rk, resume);
-    rd_kafka_topic_partition_list_destroy(resume);
-    if (coop)
-        error = rd_kafka_incremental_unassign(c->rk, parts);
-    else
-        rerr = rd_kafka_assign(c->rk, NULL);
-    if (error != NULL || rerr != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        log_error("unassign_failed", "error=%s",
-                  error ? rd_kafka_error_string(error) : rd_kafka_err2str(rerr));
-        rd_kafka_error_destroy(error);
-    }
-}
-
-static void loop_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
-                              rd_kafka_topic_partition_list_t *parts, void *opaque)
-{
-    struct consumer *c = opaque;
-    bool coop = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
-
-    metric_inc(c->m.rebalances, 1);
-    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-        loop_assign(c, parts, coop);
-    } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
-        loop_revoke(c, parts, coop);
-    } else {
-        log_error("rebalance_failed", "error=%s", rd_kafka_err2str(err));
-        loop_revoke(c, parts, coop);
-    }
-}
-
-/* A fatal error of the group member. FENCED_INSTANCE_ID means another process joined with our
- * group.instance.id and the broker gave it our place: one line that says what to fix (exit 2,
- * since restarting would fence the other one in turn). librdkafka reports a fatal error on
- * several paths (error callback, a consume error, a failed commit): whichever comes first
- * says it, once. */
-static void loop_kafka_fatal(struct consumer *c)
-{
-    char why[512];
-
-    c->fatal = true;
-    if (c->fenced ||
-        rd_kafka_fatal_error(c->rk, why, sizeof(why)) != RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID)
-        return;
-    c->fenced = true;
-    log_error("group_instance_fenced",
-              "group=%s instance_id=%s note=\"another consumer joined this group with the same "
-              "group.instance.id; give each instance its own (kafka.group_instance_id, "
-              "--group-instance-id or ORDERGATE_INSTANCE); exiting\"",
-              c->cfg->group, c->instance_id);
-}
-
-static void loop_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque)
-{
-    struct consumer *c = opaque;
-
-    metric_inc(c->m.kafka_errors, 1);
-    if (code == RD_KAFKA_RESP_ERR__FATAL) {
-        loop_kafka_fatal(c);
-        if (c->fenced)
-            return;
-    }
-    kafka_error_cb(rk, code, reason, NULL);
-    if (code == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
-        c->kafka_ok = false;
-}
-
-/* Broker reachability for /readyz: the error callback says when every
- * broker is down, but nothing says when one is back. librdkafka's
- * statistics (every LOOP_STATS_INTERVAL) list each broker's state. */
-static int loop_stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque)
-{
-    struct consumer *c = opaque;
-    json_t *root = json_loadb(json, len, 0, NULL);
-    json_t *brokers = root ? json_object_get(root, "brokers") : NULL;
-    const char *name;
-    json_t *b;
-    bool up = false;
-
-    (void)rk;
-    json_object_foreach(brokers, name, b)
-    {
-        const char *state = json_string_value(json_object_get(b, "state"));
-        json_int_t nodeid = json_integer_value(json_object_get(b, "nodeid"));
-        (void)name;
-        /* Bootstrap entries (nodeid -1) only stand for the address list. */
-        if (nodeid >= 0 && state != NULL && strcmp(state, "UP") == 0)
-            up = true;
-    }
-    if (root != NULL)
-        c->kafka_ok = up;
-    json_decref(root);
-    return 0; /* librdkafka frees json */
-}
-
-static void loop_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
-                           rd_kafka_topic_partition_list_t *offsets, void *opaque)
-{
-    struct consumer *c = opaque;
-
-    (void)rk;
-    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        c->kafka_ok = true;
-        if (offsets != NULL)
-            loop_log_tps(LOG_LVL_DEBUG, "offsets_committed", offsets, NULL);
-    } else if (err == RD_KAFKA_RESP_ERR__FATAL) {
-        loop_kafka_fatal(c);
-        if (!c->fenced)
-            log_warn("commit_failed", "error=%s", rd_kafka_err2name(err));
-    } else if (err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
-        /* The next auto-commit carries the same or newer offsets. */
-        log_warn("commit_failed", "error=%s", rd_kafka_err2name(err));
-    }
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* Messages */
-
-/* What a subscribed topic carries. */
-enum loop_topic { LOOP_TOPIC_DELAY, LOOP_TOPIC_PAYMENTS, LOOP_TOPIC_REFUNDS };
-
-static struct metric *loop_topic_metric(struct consumer *c, const char *topic,
-                                        enum loop_topic *kind)
-{
-    size_t refunds_at = c->has_refunds ? c->ntopics - 1 : SIZE_MAX;
-    size_t payments_at = c->has_payments ? c->ntopics - 1 - c->has_refunds : SIZE_MAX;
-
-    for (size_t i = 0; i < c->ntopics && i < CONSUMER_TOPICS_MAX; i++) {
-        if (strcmp(c->topics[i], topic) == 0) {
-            *kind = i == refunds_at    ? LOOP_TOPIC_REFUNDS
-                    : i == payments_at ? LOOP_TOPIC_PAYMENTS
-                                       : LOOP_TOPIC_DELAY;
-            return c->m.consumed[i];
-        }
-    }
-    *kind = LOOP_TOPIC_DELAY;
-    return NULL;
-}
-
-static char *loop_copy(const void *data, size_t len, size_t max, size_t *out_len)
-{
-    size_t n = len < max ? len : max;
-    char *copy = malloc(n > 0 ? n : 1);
-
-    if (copy != NULL && n > 0)
-        memcpy(copy, data, n);
-    *out_len = copy != NULL ? n : 0;
-    return copy;
-}
-
-/* Queues the dead letter of an undecodable message, acknowledged before the
- * batch stores its offset. A cancel message's is produced right away (the
- * scanner covers its order); a payment result's only after the flush has
- * recorded it in the database (BATCH_RECORD), since money may be behind it. */
-static void loop_dead_letter(struct consumer *c, const rd_kafka_message_t *m, const char *topic,
-                             enum loop_topic kind, const struct og_error *why)
-{
-    struct batch_entry *e = batch_add(&c->commit.batch, BATCH_DLQ, topic, m->partition, m->offset);
-    char q[600];
-
-    if (e == NULL) {
-        log_error("out_of_memory", "where=batch_add");
-        c->fatal = true;
-        return;
-    }
-    log_warn("message_invalid", "topic=%s partition=%" PRId32 " offset=%" PRId64 " reason=%s",
-             topic, m->partition, m->offset, log_quote(q, sizeof(q), why->msg));
-    e->dlq_key = m->key ? loop_copy(m->key, m->key_len, BATCH_DLQ_KEY_MAX, &e->dlq_key_len) : NULL;
-    e->dlq_value =
-        m->payload ? loop_copy(m->payload, m->len, BATCH_DLQ_VALUE_MAX, &e->dlq_value_len) : NULL;
-    e->dlq_orig_len = m->len;
-    e->dlq_reason = strndup(why->msg, BATCH_DLQ_REASON_MAX - 1);
-    c->commit.batch.dlq_bytes += e->dlq_key_len + e->dlq_value_len;
-    if (kind == LOOP_TOPIC_PAYMENTS) {
-        codec_salvage_payment(m->key, m->key_len, m->payload, m->len, &e->pay);
-        e->state = BATCH_RECORD;
-        return;
-    }
-    commit_produce(&c->commit, e);
-}
-
-/* The due time a cancel message is scheduled by: its due_at, unless that lies beyond its
- * topic's delay level (levels_topic_ms: consumer.max_wait_ms when no topic has a level, so
- * every topic is checked) plus consumer.level_margin_ms. Such a message would pause its partition
- * and every later cancel in it until then (due_at may be as late as 9999-12-31): it is due now
- * instead, the claim asks the database, and a not_due answer re-schedules it by the order's
- * real expire_at onto the level that fits (consumer.h, "Delay levels"). */
-static int64_t loop_due(struct consumer *c, const char *topic, const rd_kafka_message_t *m,
-                        const struct codec_cancel *cancel, int64_t now)
-{
-    int64_t level = levels_topic_ms(&c->levels, c->cfg, topic);
-    char due[32];
-
-    if (cancel->due_ms - now <= level + c->cfg->level_margin_ms)
-        return cancel->due_ms;
-    /* Counted and logged once per message: a paused partition hands it over again. */
-    if (!sched_is_paused(c->sched, topic, m->partition)) {
-        metric_inc(c->m.beyond_level, 1);
-        log_info("due_beyond_level",
-                 "order_no=%s topic=%s partition=%" PRId32 " offset=%" PRId64
-                 " due_at=%s level_ms=%" PRId64 " msg=\"claimed now instead of pausing the "
-                 "partition\"",
-                 cancel->order_no, topic, m->partition, m->offset,
-                 clock_format_iso(cancel->due_ms, due, sizeof(due)), level);
-    }
-    return now;
+    if (next != SCHED_NEVER && next - now_wall < t)
+        t = next - now_wall;
+    next = c->stalled ? SCHED_NEVER : retry_next_at(&c->commit.retry);
+    if (next != SCHED_NEVER && next - now_wall < t)
+        t = next - now_wall;
+    return t > 0 ? (int)t : 0;
 }
 
 static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
@@ -553,75 +330,376 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
         loop_flush(c);
 }
 
-/* ------------------------------------------------------------------------------------------ */
-
-/* The heartbeat of --check-health: written from the loop itself, so it stops when the loop
- * stops, whatever happens to the HTTP port. */
-static void loop_health_write(struct consumer *c, int64_t now)
+/* The due time a cancel message is scheduled by: its due_at, unless that lies beyond its
+ * topic's delay level (levels_topic_ms: consumer.max_wait_ms when no topic has a level, so
+ * every topic is checked) plus consumer.level_margin_ms. Such a message would pause its partition
+ * and every later cancel in it until then (due_at may be as late as 9999-12-31): it is due now
+ * instead, the claim asks the database, and a not_due answer re-schedules it by the order's
+ * real expire_at onto the level that fits (consumer.h, "Delay levels"). */
+static int64_t loop_due(struct consumer *c, const char *topic, const rd_kafka_message_t *m,
+                        const struct codec_cancel *cancel, int64_t now)
 {
-    struct og_error err = {0};
+    int64_t level = levels_topic_ms(&c->levels, c->cfg, topic);
+    char due[32];
+
+    if (cancel->due_ms - now <= level + c->cfg->level_margin_ms)
+        return cancel->due_ms;
+    /* Counted and logged once per message: a paused partition hands it over again. */
+    if (!sched_is_paused(c->sched, topic, m->partition)) {
+        metric_inc(c->m.beyond_level, 1);
+        log_info("due_beyond_level",
+                 "order_no=%s topic=%s partition=%" PRId32 " offset=%" PRId64
+                 " due_at=%s level_ms=%" PRId64 " msg=\"claimed now instead of pausing the "
+                 "partition\"",
+                 cancel->order_no, topic, m->partition, m->offset,
+                 clock_format_iso(cancel->due_ms, due, sizeof(due)), level);
+    }
+    return now;
+}
+
+static struct metric *loop_topic_metric(struct consumer *c, const char *topic,
+                                        enum loop_topic *kind)
+{
+    size_t refunds_at = c->has_refunds ? c->ntopics - 1 : SIZE_MAX;
+    size_t payments_at = c->has_payments ? c->ntopics - 1 - c->has_refunds : SIZE_MAX;
+
+    for (size_t i = 0; i < c->ntopics && i < CONSUMER_TOPICS_MAX; i++) {
+        if (strcmp(c->topics[i], topic) == 0) {
+            *kind = i == refunds_at    ? LOOP_TOPIC_REFUNDS
+                    : i == payments_at ? LOOP_TOPIC_PAYMENTS
+                                       : LOOP_TOPIC_DELAY;
+            return c->m.consumed[i];
+        }
+    }
+    *kind = LOOP_TOPIC_DELAY;
+    return NULL;
+}
+
+/* Queues the dead letter of an undecodable message, acknowledged before the
+ * batch stores its offset. A cancel message's is produced right away (the
+ * scanner covers its order); a payment result's only after the flush has
+ * recorded it in the database (BATCH_RECORD), since money may be behind it. */
+static void loop_dead_letter(struct consumer *c, const rd_kafka_message_t *m, const char *topic,
+                             enum loop_topic kind, const struct og_error *why)
+{
+    struct batch_entry *e = batch_add(&c->commit.batch, BATCH_DLQ, topic, m->partition, m->offset);
     char q[600];
 
-    if (c->cfg->health_file == NULL || *c->cfg->health_file == '\0' || now < c->next_health_ms)
+    if (e == NULL) {
+        log_error("out_of_memory", "where=batch_add");
+        c->fatal = true;
         return;
-    c->next_health_ms = now + CONSUMER_WATCHDOG_EVERY_MS;
-    if (health_file_write(c->cfg->health_file, c->db_ok && c->kafka_ok, c->health_stale_ms, &err) !=
-        OG_OK) {
-        if (!c->health_failing)
-            log_error("health_file_failed", "error=%s", log_quote(q, sizeof(q), err.msg));
-        c->health_failing = true;
-    } else if (c->health_failing) {
-        log_info("health_file_written", "path=%s", c->cfg->health_file);
-        c->health_failing = false;
     }
+    log_warn("message_invalid", "topic=%s partition=%" PRId32 " offset=%" PRId64 " reason=%s",
+             topic, m->partition, m->offset, log_quote(q, sizeof(q), why->msg));
+    e->dlq_key = m->key ? loop_copy(m->key, m->key_len, BATCH_DLQ_KEY_MAX, &e->dlq_key_len) : NULL;
+    e->dlq_value =
+        m->payload ? loop_copy(m->payload, m->len, BATCH_DLQ_VALUE_MAX, &e->dlq_value_len) : NULL;
+    e->dlq_orig_len = m->len;
+    e->dlq_reason = strndup(why->msg, BATCH_DLQ_REASON_MAX - 1);
+    c->commit.batch.dlq_bytes += e->dlq_key_len + e->dlq_value_len;
+    if (kind == LOOP_TOPIC_PAYMENTS) {
+        codec_salvage_payment(m->key, m->key_len, m->payload, m->len, &e->pay);
+        e->state = BATCH_RECORD;
+        return;
+    }
+    commit_produce(&c->commit, e);
 }
 
-static void loop_watchdog(struct consumer *c)
+static char *loop_copy(const void *data, size_t len, size_t max, size_t *out_len)
 {
+    size_t n = len < max ? len : max;
+    char *copy = malloc(n > 0 ? n : 1);
+
+    if (copy != NULL && n > 0)
+        memcpy(copy, data, n);
+    *out_len = copy != NULL ? n : 0;
+    return copy;
+}
+
+static void loop_flush(struct consumer *c)
+{
+    enum commit_result r = commit_flush(&c->commit, COMMIT_DELIVERY_WAIT_MS);
     int64_t now = clock_mono_ms();
 
-    loop_health_write(c, now);
-    if (c->watchdog_every_ms <= 0 || now < c->next_watchdog_ms)
+    switch (r) {
+    case COMMIT_DONE:
+        loop_unstall(c);
+        c->attempts = 0;
+        break;
+    case COMMIT_WAIT:
+        loop_stall(c);
+        c->retry_at_ms = now + 50;
+        break;
+    case COMMIT_RETRY: {
+        long backoff =
+            clock_backoff_ms(c->cfg->db_retry_base_ms, c->cfg->db_retry_cap_ms, c->attempts);
+        c->attempts++;
+        loop_stall(c);
+        c->retry_at_ms = now + backoff;
+        log_warn("batch_retry", "attempt=%d backoff_ms=%ld batch=%zu", c->attempts, backoff,
+                 c->commit.batch.n);
+        break;
+    }
+    }
+}
+
+/* The batch cannot commit: stop fetching everywhere, keep polling. */
+static void loop_stall(struct consumer *c)
+{
+    rd_kafka_topic_partition_list_t *list;
+
+    if (c->stalled)
         return;
-    notify_send("WATCHDOG=1");
-    c->next_watchdog_ms = now + c->watchdog_every_ms;
+    list = rd_kafka_topic_partition_list_new(8);
+    sched_stall_begin(c->sched, loop_add_tp, list);
+    if (list->cnt > 0)
+        rd_kafka_pause_partitions(c->rk, list);
+    c->stalled = true;
+    metric_set(c->m.stalled, 1);
+    log_warn("stall_begin", "batch=%zu paused=%d", c->commit.batch.n, list->cnt);
+    rd_kafka_topic_partition_list_destroy(list);
 }
 
-/* The server's commit durability (consumer/durability.h), acted on: a failed look that may
- * mean the database is away clears readiness until a batch step gets through; a server whose
- * commits are not durable stops the consumer unless consumer.allow_nondurable. */
-static void loop_check_durability(struct consumer *c)
+static void loop_unstall(struct consumer *c)
 {
-    switch (durability_check(&c->durability, c->db, c->cfg->allow_nondurable)) {
-    case DURABILITY_KNOWN:
-        break;
-    case DURABILITY_UNKNOWN:
-        c->db_ok = false;
-        break;
-    case DURABILITY_STOP:
-        c->fatal = true;
-        break;
+    if (!c->stalled)
+        return;
+    sched_stall_end(c->sched);
+    c->stalled = false;
+    metric_set(c->m.stalled, 0);
+    log_info("stall_end", "after_attempts=%d", c->attempts);
+    c->attempts = 0;
+    /* The stalled partitions resume on the next turn (loop_resume_due). */
+}
+
+/* Pauses a partition and seeks it back to offset (pausing, seeking and resuming happen in this
+ * file only). */
+static void loop_pause_seek(struct consumer *c, const char *topic, int32_t partition,
+                            int64_t offset)
+{
+    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_error_t *error;
+
+    rd_kafka_topic_partition_list_add(list, topic, partition)->offset = offset;
+    /* Pause first, then seek: the pause drops what was prefetched, the seek
+     * sets where fetching starts again on resume. */
+    rd_kafka_pause_partitions(c->rk, list);
+    if (list->elems[0].err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        log_warn("pause_failed", "topic=%s partition=%" PRId32 " error=%s", topic, partition,
+                 rd_kafka_err2name(list->elems[0].err));
+    list->elems[0].err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    list->elems[0].offset = offset;
+    int64_t t0 = clock_mono_us();
+    /* Asynchronous (timeout 0): the seek is queued behind the pause on the
+     * partition's queue, so it takes effect in that order. A blocking seek
+     * would not help either: librdkafka 2.0.2 reads the timeout of
+     * rd_kafka_seek_partitions as microseconds and reports _TIMED_OUT while
+     * the seek is still queued (fixed upstream in 2.1.0). */
+    error = rd_kafka_seek_partitions(c->rk, list, 0);
+    log_debug("partition_paused",
+              "topic=%s partition=%" PRId32 " offset=%" PRId64 " seek_us=%" PRId64, topic,
+              partition, offset, clock_mono_us() - t0);
+    /* _IN_PROGRESS is the asynchronous seek's "queued", not a failure. */
+    if (error != NULL || (list->elems[0].err != RD_KAFKA_RESP_ERR_NO_ERROR &&
+                          list->elems[0].err != RD_KAFKA_RESP_ERR__IN_PROGRESS)) {
+        /* Refused only when the partition is not (or no longer) assigned:
+         * its offsets are not stored past this message, so its next owner
+         * reads it again. */
+        log_warn("seek_failed", "topic=%s partition=%" PRId32 " offset=%" PRId64 " error=%s", topic,
+                 partition, offset,
+                 error ? rd_kafka_error_name(error) : rd_kafka_err2name(list->elems[0].err));
+        rd_kafka_error_destroy(error);
     }
+    rd_kafka_topic_partition_list_destroy(list);
 }
 
-/* The consume loop's database calls feed the health endpoints (consumer.health_db_call_ms),
- * and each one that returns tells the watchdog the loop is alive: a flush may make several
- * calls in a row (a hook failure's bisection), each within CONSUMER_DB_CALL_MAX_S. */
-static void loop_db_hook(void *arg, bool begin)
+/* ------------------------------------------------------------------------------------------ */
+/* Rebalancing: the batch is finished while the partitions are still ours. */
+
+static void loop_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                              rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
-    if (begin) {
-        metrics_call_begin();
+    struct consumer *c = opaque;
+    bool coop = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+
+    metric_inc(c->m.rebalances, 1);
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        loop_assign(c, parts, coop);
+    } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
+        loop_revoke(c, parts, coop);
     } else {
-        metrics_call_end();
-        loop_watchdog(arg);
+        log_error("rebalance_failed", "error=%s", rd_kafka_err2str(err));
+        loop_revoke(c, parts, coop);
     }
 }
 
-/* The commit protocol's progress callback: each answer of a commit step proves progress. */
-static void loop_progress(void *arg)
+static void loop_assign(struct consumer *c, rd_kafka_topic_partition_list_t *parts, bool coop)
 {
-    loop_watchdog(arg);
+    rd_kafka_topic_partition_list_t *pause = rd_kafka_topic_partition_list_new(parts->cnt);
+    rd_kafka_error_t *error = NULL;
+    rd_kafka_resp_err_t rerr = RD_KAFKA_RESP_ERR_NO_ERROR;
+
+    loop_log_tps(LOG_LVL_INFO, "partitions_assigned", parts,
+                 coop ? " protocol=cooperative" : " protocol=eager");
+    for (int i = 0; i < parts->cnt; i++)
+        if (sched_assign(c->sched, parts->elems[i].topic, parts->elems[i].partition))
+            rd_kafka_topic_partition_list_add(pause, parts->elems[i].topic,
+                                              parts->elems[i].partition);
+    if (coop)
+        error = rd_kafka_incremental_assign(c->rk, parts);
+    else
+        rerr = rd_kafka_assign(c->rk, parts);
+    if (error != NULL || rerr != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        log_error("assign_failed", "error=%s",
+                  error ? rd_kafka_error_string(error) : rd_kafka_err2str(rerr));
+        rd_kafka_error_destroy(error);
+    }
+    /* Stalled: new partitions wait with the others. */
+    if (pause->cnt > 0)
+        rd_kafka_pause_partitions(c->rk, pause);
+    rd_kafka_topic_partition_list_destroy(pause);
+    c->kafka_ok = true;
 }
+
+static void loop_revoke(struct consumer *c, rd_kafka_topic_partition_list_t *parts, bool coop)
+{
+    rd_kafka_topic_partition_list_t *resume = rd_kafka_topic_partition_list_new(parts->cnt);
+    rd_kafka_error_t *error = NULL;
+    rd_kafka_resp_err_t rerr = RD_KAFKA_RESP_ERR_NO_ERROR;
+    bool lost = rd_kafka_assignment_lost(c->rk);
+    bool ours = false;
+
+    loop_log_tps(LOG_LVL_INFO, lost ? "partitions_lost" : "partitions_revoked", parts, NULL);
+    for (int i = 0; i < parts->cnt && !ours; i++)
+        ours = batch_has(&c->commit.batch, parts->elems[i].topic, parts->elems[i].partition);
+    /* Finish the batch while the partitions are still ours, so their
+     * offsets are stored and committed by the unassign. Not when they are
+     * already lost, nor stalled (the database is down: don't block the
+     * group's rebalance on it). */
+    if (ours && !lost && !c->stalled) {
+        enum commit_result r = commit_flush(&c->commit, 5000);
+        if (r == COMMIT_DONE)
+            c->attempts = 0;
+    }
+    for (int i = 0; i < parts->cnt; i++) {
+        size_t dropped;
+
+        batch_void(&c->commit.batch, parts->elems[i].topic, parts->elems[i].partition);
+        /* Their offsets were not stored past them: the next owner claims them again. */
+        dropped = retry_revoke(&c->commit.retry, parts->elems[i].topic, parts->elems[i].partition);
+        if (dropped > 0)
+            log_info("retries_dropped", "topic=%s partition=%" PRId32 " orders=%zu",
+                     parts->elems[i].topic, parts->elems[i].partition, dropped);
+        /* librdkafka keeps our pause on the partition object; if it came
+         * back to us later it would never fetch. Resume what we paused. */
+        if (sched_revoke(c->sched, parts->elems[i].topic, parts->elems[i].partition))
+            rd_kafka_topic_partition_list_add(resume, parts->elems[i].topic,
+                                              parts->elems[i].partition);
+    }
+    if (resume->cnt > 0)
+        rd_kafka_resume_partitions(c->rk, resume);
+    rd_kafka_topic_partition_list_destroy(resume);
+    if (coop)
+        error = rd_kafka_incremental_unassign(c->rk, parts);
+    else
+        rerr = rd_kafka_assign(c->rk, NULL);
+    if (error != NULL || rerr != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        log_error("unassign_failed", "error=%s",
+                  error ? rd_kafka_error_string(error) : rd_kafka_err2str(rerr));
+        rd_kafka_error_destroy(error);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The group member's other callbacks: errors, broker reachability, commits. */
+
+static void loop_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque)
+{
+    struct consumer *c = opaque;
+
+    metric_inc(c->m.kafka_errors, 1);
+    if (code == RD_KAFKA_RESP_ERR__FATAL) {
+        loop_kafka_fatal(c);
+        if (c->fenced)
+            return;
+    }
+    kafka_error_cb(rk, code, reason, NULL);
+    if (code == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
+        c->kafka_ok = false;
+}
+
+/* A fatal error of the group member. FENCED_INSTANCE_ID means another process joined with our
+ * group.instance.id and the broker gave it our place: one line that says what to fix (exit 2,
+ * since restarting would fence the other one in turn). librdkafka reports a fatal error on
+ * several paths (error callback, a consume error, a failed commit): whichever comes first
+ * says it, once. */
+static void loop_kafka_fatal(struct consumer *c)
+{
+    char why[512];
+
+    c->fatal = true;
+    if (c->fenced ||
+        rd_kafka_fatal_error(c->rk, why, sizeof(why)) != RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID)
+        return;
+    c->fenced = true;
+    log_error("group_instance_fenced",
+              "group=%s instance_id=%s note=\"another consumer joined this group with the same "
+              "group.instance.id; give each instance its own (kafka.group_instance_id, "
+              "--group-instance-id or ORDERGATE_INSTANCE); exiting\"",
+              c->cfg->group, c->instance_id);
+}
+
+/* Broker reachability for /readyz: the error callback says when every
+ * broker is down, but nothing says when one is back. librdkafka's
+ * statistics (every LOOP_STATS_INTERVAL) list each broker's state. */
+static int loop_stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque)
+{
+    struct consumer *c = opaque;
+    json_t *root = json_loadb(json, len, 0, NULL);
+    json_t *brokers = root ? json_object_get(root, "brokers") : NULL;
+    const char *name;
+    json_t *b;
+    bool up = false;
+
+    (void)rk;
+    json_object_foreach(brokers, name, b)
+    {
+        const char *state = json_string_value(json_object_get(b, "state"));
+        json_int_t nodeid = json_integer_value(json_object_get(b, "nodeid"));
+        (void)name;
+        /* Bootstrap entries (nodeid -1) only stand for the address list. */
+        if (nodeid >= 0 && state != NULL && strcmp(state, "UP") == 0)
+            up = true;
+    }
+    if (root != NULL)
+        c->kafka_ok = up;
+    json_decref(root);
+    return 0; /* librdkafka frees json */
+}
+
+static void loop_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                           rd_kafka_topic_partition_list_t *offsets, void *opaque)
+{
+    struct consumer *c = opaque;
+
+    (void)rk;
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        c->kafka_ok = true;
+        if (offsets != NULL)
+            loop_log_tps(LOG_LVL_DEBUG, "offsets_committed", offsets, NULL);
+    } else if (err == RD_KAFKA_RESP_ERR__FATAL) {
+        loop_kafka_fatal(c);
+        if (!c->fenced)
+            log_warn("commit_failed", "error=%s", rd_kafka_err2name(err));
+    } else if (err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+        /* The next auto-commit carries the same or newer offsets. */
+        log_warn("commit_failed", "error=%s", rd_kafka_err2name(err));
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Liveness: gauges, durability, the watchdog and the health file. */
 
 static void loop_periodic(struct consumer *c, int64_t now)
 {
@@ -661,47 +739,76 @@ static void loop_periodic(struct consumer *c, int64_t now)
     }
 }
 
-static int loop_timeout(struct consumer *c, int64_t now, int64_t now_wall)
+/* The server's commit durability (consumer/durability.h), acted on: a failed look that may
+ * mean the database is away clears readiness until a batch step gets through; a server whose
+ * commits are not durable stops the consumer unless consumer.allow_nondurable. */
+static void loop_check_durability(struct consumer *c)
 {
-    int64_t t = c->cfg->poll_ms;
-    int64_t next = sched_next_resume(c->sched);
-
-    if (c->stalled) {
-        if (c->retry_at_ms - now < t)
-            t = c->retry_at_ms - now;
-    } else if (c->commit.batch.n > 0) {
-        if (c->commit.batch.first_ms + c->cfg->linger_ms - now < t)
-            t = c->commit.batch.first_ms + c->cfg->linger_ms - now;
+    switch (durability_check(&c->durability, c->db, c->cfg->allow_nondurable)) {
+    case DURABILITY_KNOWN:
+        break;
+    case DURABILITY_UNKNOWN:
+        c->db_ok = false;
+        break;
+    case DURABILITY_STOP:
+        c->fatal = true;
+        break;
     }
-    if (next != SCHED_NEVER && next - now_wall < t)
-        t = next - now_wall;
-    next = c->stalled ? SCHED_NEVER : retry_next_at(&c->commit.retry);
-    if (next != SCHED_NEVER && next - now_wall < t)
-        t = next - now_wall;
-    return t > 0 ? (int)t : 0;
+}
+
+/* The consume loop's database calls feed the health endpoints (consumer.health_db_call_ms),
+ * and each one that returns tells the watchdog the loop is alive: a flush may make several
+ * calls in a row (a hook failure's bisection), each within CONSUMER_DB_CALL_MAX_S. */
+static void loop_db_hook(void *arg, bool begin)
+{
+    if (begin) {
+        metrics_call_begin();
+    } else {
+        metrics_call_end();
+        loop_watchdog(arg);
+    }
+}
+
+/* The commit protocol's progress callback: each answer of a commit step proves progress. */
+static void loop_progress(void *arg)
+{
+    loop_watchdog(arg);
+}
+
+static void loop_watchdog(struct consumer *c)
+{
+    int64_t now = clock_mono_ms();
+
+    loop_health_write(c, now);
+    if (c->watchdog_every_ms <= 0 || now < c->next_watchdog_ms)
+        return;
+    notify_send("WATCHDOG=1");
+    c->next_watchdog_ms = now + c->watchdog_every_ms;
+}
+
+/* The heartbeat of --check-health: written from the loop itself, so it stops when the loop
+ * stops, whatever happens to the HTTP port. */
+static void loop_health_write(struct consumer *c, int64_t now)
+{
+    struct og_error err = {0};
+    char q[600];
+
+    if (c->cfg->health_file == NULL || *c->cfg->health_file == '\0' || now < c->next_health_ms)
+        return;
+    c->next_health_ms = now + CONSUMER_WATCHDOG_EVERY_MS;
+    if (health_file_write(c->cfg->health_file, c->db_ok && c->kafka_ok, c->health_stale_ms, &err) !=
+        OG_OK) {
+        if (!c->health_failing)
+            log_error("health_file_failed", "error=%s", log_quote(q, sizeof(q), err.msg));
+        c->health_failing = true;
+    } else if (c->health_failing) {
+        log_info("health_file_written", "path=%s", c->cfg->health_file);
+        c->health_failing = false;
+    }
 }
 
 /* ------------------------------------------------------------------------------------------ */
-
-void loop_attach(struct consumer *c, rd_kafka_conf_t *conf)
-{
-    char interval[32], errstr[512];
-    size_t size = sizeof(interval);
-
-    db_set_call_hook(c->db, loop_db_hook, c);
-    c->commit.env.progress = loop_progress;
-    c->commit.env.progress_arg = c;
-    rd_kafka_conf_set_opaque(conf, c);
-    rd_kafka_conf_set_rebalance_cb(conf, loop_rebalance_cb);
-    rd_kafka_conf_set_error_cb(conf, loop_error_cb);
-    rd_kafka_conf_set_offset_commit_cb(conf, loop_commit_cb);
-    rd_kafka_conf_set_stats_cb(conf, loop_stats_cb);
-    /* Unless kafka.properties chose an interval of its own. */
-    if (rd_kafka_conf_get(conf, "statistics.interval.ms", interval, &size) == RD_KAFKA_CONF_OK &&
-        strcmp(interval, "0") == 0)
-        rd_kafka_conf_set(conf, "statistics.interval.ms", LOOP_STATS_INTERVAL, errstr,
-                          sizeof(errstr));
-}
+/* Start and stop: the subscription, the stop guard, the bounded shutdown. */
 
 static int loop_subscribe(struct consumer *c)
 {
@@ -724,16 +831,15 @@ static int loop_subscribe(struct consumer *c)
     return 0;
 }
 
-/* The stop guard: a thread that waits for the stop signal (or loop_guard_arm, when a fatal
- * error stops the loop) and ends the process CONSUMER_STOP_MS later if it is still there.
- * Each shutdown step has a bound of its own; the guard also covers what has none (a
- * database call in flight when the signal came, a thread that does not join). Ending the
- * process there is as safe as a crash: offsets are stored only after the database commit. */
-static volatile sig_atomic_t loop_guard_armed;
-
-static void loop_guard_arm(void)
+static void loop_guard_start(void)
 {
-    loop_guard_armed = 1;
+    pthread_t t;
+
+    if (pthread_create(&t, NULL, loop_guard_main, NULL) != 0) {
+        log_warn("stop_guard_failed", "note=\"shutdown runs without its overall bound\"");
+        return;
+    }
+    pthread_detach(t);
 }
 
 static void *loop_guard_main(void *arg)
@@ -750,91 +856,9 @@ static void *loop_guard_main(void *arg)
     return NULL;
 }
 
-static void loop_guard_start(void)
+static void loop_guard_arm(void)
 {
-    pthread_t t;
-
-    if (pthread_create(&t, NULL, loop_guard_main, NULL) != 0) {
-        log_warn("stop_guard_failed", "note=\"shutdown runs without its overall bound\"");
-        return;
-    }
-    pthread_detach(t);
-}
-
-/* The final commit's answer (rd_kafka_commit_queue's callback). */
-struct loop_commit_wait {
-    bool done;
-    rd_kafka_resp_err_t err;
-};
-
-static void loop_final_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
-                                 rd_kafka_topic_partition_list_t *offsets, void *opaque)
-{
-    struct loop_commit_wait *w = opaque;
-
-    (void)rk;
-    (void)offsets;
-    w->err = err;
-    w->done = true;
-}
-
-/* Commits the stored offsets, waiting for the coordinator until deadline. rd_kafka_commit
- * has no bound of its own: during a rebalance the answer can take as long as the round. */
-static void loop_commit_final(struct consumer *c, int64_t deadline)
-{
-    /* Static: an answer that comes after we stopped waiting finds it still there. */
-    static struct loop_commit_wait w;
-    rd_kafka_queue_t *q = rd_kafka_queue_new(c->rk);
-    rd_kafka_resp_err_t rerr;
-
-    w = (struct loop_commit_wait){false, RD_KAFKA_RESP_ERR_NO_ERROR};
-    rerr = rd_kafka_commit_queue(c->rk, NULL, q, loop_final_commit_cb, &w);
-    while (rerr == RD_KAFKA_RESP_ERR_NO_ERROR && !w.done) {
-        int64_t left = deadline - clock_mono_ms();
-        if (left <= 0)
-            break;
-        rd_kafka_queue_poll_callback(q, left < 100 ? (int)left : 100);
-    }
-    if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR && w.done)
-        rerr = w.err;
-    if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR && !w.done)
-        log_warn("final_commit_timeout",
-                 "note=\"no answer in time; offsets committed earlier (auto-commit, revoke) "
-                 "stand, the rest is delivered again\"");
-    else if (rerr != RD_KAFKA_RESP_ERR_NO_ERROR && rerr != RD_KAFKA_RESP_ERR__NO_OFFSET &&
-             !c->fenced)
-        log_warn("final_commit_failed", "error=%s", rd_kafka_err2name(rerr));
-    rd_kafka_queue_destroy(q);
-}
-
-/* Closes the group membership, serving its rebalance callbacks, until deadline. A dynamic
- * member's LeaveGroup waits behind a JoinGroup the coordinator holds for a rebalance round
- * (the broker answers one request per connection at a time), so the close can take as long
- * as the round; past the deadline the member is simply gone, and the group drops it after
- * session.timeout.ms, as after a crash. */
-static void loop_close(struct consumer *c, int64_t deadline)
-{
-    rd_kafka_queue_t *q = rd_kafka_queue_new(c->rk);
-    rd_kafka_error_t *error = rd_kafka_consumer_close_queue(c->rk, q);
-
-    if (error != NULL) {
-        if (!c->fenced)
-            log_warn("consumer_close_failed", "error=%s", rd_kafka_error_name(error));
-        rd_kafka_error_destroy(error);
-    } else {
-        while (!rd_kafka_consumer_closed(c->rk)) {
-            int64_t left = deadline - clock_mono_ms();
-            if (left <= 0)
-                break;
-            rd_kafka_queue_poll_callback(q, left < 100 ? (int)left : 100);
-        }
-    }
-    c->closed = rd_kafka_consumer_closed(c->rk);
-    if (!c->closed && error == NULL)
-        log_warn("consumer_close_timeout",
-                 "note=\"the group is rebalancing; it drops this member after "
-                 "session.timeout.ms\"");
-    rd_kafka_queue_destroy(q);
+    loop_guard_armed = 1;
 }
 
 /* SIGTERM: finish the batch, store, commit, close the membership, each step bounded so that
@@ -892,72 +916,99 @@ static void loop_shutdown(struct consumer *c)
     /* What is left to do fits the guard: destroying handles that are closed and flushed. */
 }
 
-int loop_run(struct consumer *c)
+/* Commits the stored offsets, waiting for the coordinator until deadline. rd_kafka_commit
+ * has no bound of its own: during a rebalance the answer can take as long as the round. */
+static void loop_commit_final(struct consumer *c, int64_t deadline)
 {
-    struct og_error err = {0};
-    uint64_t watchdog_us = notify_watchdog_interval_us();
-    char q[600];
+    /* Static: an answer that comes after we stopped waiting finds it still there. */
+    static struct loop_commit_wait w;
+    rd_kafka_queue_t *q = rd_kafka_queue_new(c->rk);
+    rd_kafka_resp_err_t rerr;
 
-    /* systemd asks for a ping every half of WatchdogSec; we ping more often than that, at
-     * most every CONSUMER_WATCHDOG_EVERY_MS, so the gaps are the blocking steps alone. */
-    if (watchdog_us > 0) {
-        c->watchdog_every_ms = (int64_t)(watchdog_us / 1000);
-        if (c->watchdog_every_ms > CONSUMER_WATCHDOG_EVERY_MS)
-            c->watchdog_every_ms = CONSUMER_WATCHDOG_EVERY_MS;
-        if (c->watchdog_every_ms < 1)
-            c->watchdog_every_ms = 1;
+    w = (struct loop_commit_wait){false, RD_KAFKA_RESP_ERR_NO_ERROR};
+    rerr = rd_kafka_commit_queue(c->rk, NULL, q, loop_final_commit_cb, &w);
+    while (rerr == RD_KAFKA_RESP_ERR_NO_ERROR && !w.done) {
+        int64_t left = deadline - clock_mono_ms();
+        if (left <= 0)
+            break;
+        rd_kafka_queue_poll_callback(q, left < 100 ? (int)left : 100);
     }
-    c->health_stale_ms = (c->cfg->health_db_call_ms > 0 ? (long)c->cfg->health_db_call_ms
-                                                        : CONSUMER_DB_CALL_MAX_S * 1000L) +
-                         CONSUMER_WATCHDOG_EVERY_MS + c->cfg->poll_ms + CONSUMER_HEALTH_SLACK_MS;
-    loop_watchdog(c);
-    if (db_connect(c->db, &err) == OG_OK) {
-        c->db_ok = true;
-        log_info("db_connected", NULL);
-        loop_check_durability(c);
-        if (c->fatal)
-            return 1;
+    if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR && w.done)
+        rerr = w.err;
+    if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR && !w.done)
+        log_warn("final_commit_timeout",
+                 "note=\"no answer in time; offsets committed earlier (auto-commit, revoke) "
+                 "stand, the rest is delivered again\"");
+    else if (rerr != RD_KAFKA_RESP_ERR_NO_ERROR && rerr != RD_KAFKA_RESP_ERR__NO_OFFSET &&
+             !c->fenced)
+        log_warn("final_commit_failed", "error=%s", rd_kafka_err2name(rerr));
+    rd_kafka_queue_destroy(q);
+}
+
+static void loop_final_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                                 rd_kafka_topic_partition_list_t *offsets, void *opaque)
+{
+    struct loop_commit_wait *w = opaque;
+
+    (void)rk;
+    (void)offsets;
+    w->err = err;
+    w->done = true;
+}
+
+/* Closes the group membership, serving its rebalance callbacks, until deadline. A dynamic
+ * member's LeaveGroup waits behind a JoinGroup the coordinator holds for a rebalance round
+ * (the broker answers one request per connection at a time), so the close can take as long
+ * as the round; past the deadline the member is simply gone, and the group drops it after
+ * session.timeout.ms, as after a crash. */
+static void loop_close(struct consumer *c, int64_t deadline)
+{
+    rd_kafka_queue_t *q = rd_kafka_queue_new(c->rk);
+    rd_kafka_error_t *error = rd_kafka_consumer_close_queue(c->rk, q);
+
+    if (error != NULL) {
+        if (!c->fenced)
+            log_warn("consumer_close_failed", "error=%s", rd_kafka_error_name(error));
+        rd_kafka_error_destroy(error);
     } else {
-        /* Not fatal: the database may come up later; batches wait for it. */
-        log_warn("db_unavailable", "error=%s", log_quote(q, sizeof(q), err.msg));
+        while (!rd_kafka_consumer_closed(c->rk)) {
+            int64_t left = deadline - clock_mono_ms();
+            if (left <= 0)
+                break;
+            rd_kafka_queue_poll_callback(q, left < 100 ? (int)left : 100);
+        }
     }
-    if (relay_thread_start(c->cfg, &c->m, &c->relay, &err) != OG_OK) {
-        log_error("outbox_relay_failed_to_start", "error=%s", log_quote(q, sizeof(q), err.msg));
-        return 1;
-    }
-    if (loop_subscribe(c) != 0)
-        return 1;
-    loop_guard_start();
-    notify_send("READY=1");
-    while (!signals_stop && !c->fatal) {
-        int64_t now = clock_mono_ms();
-        int64_t now_wall = clock_wall_ms();
-        rd_kafka_message_t *m;
+    c->closed = rd_kafka_consumer_closed(c->rk);
+    if (!c->closed && error == NULL)
+        log_warn("consumer_close_timeout",
+                 "note=\"the group is rebalancing; it drops this member after "
+                 "session.timeout.ms\"");
+    rd_kafka_queue_destroy(q);
+}
 
-        if (!c->stalled) {
-            loop_resume_due(c, now_wall);
-            commit_take_retries(&c->commit, now_wall);
-        }
-        m = rd_kafka_consumer_poll(c->rk, loop_timeout(c, now, now_wall));
-        loop_watchdog(c);
-        if (m != NULL) {
-            loop_message(c, m);
-            rd_kafka_message_destroy(m);
-        }
-        /* Delivery reports of re-schedules and dead letters, producer errors. */
-        rd_kafka_poll(c->producer, 0);
-        now = clock_mono_ms();
-        if (c->stalled) {
-            if (now >= c->retry_at_ms)
-                loop_flush(c);
-        } else if (c->commit.batch.n > 0 && (batch_full(&c->commit.batch) ||
-                                             now >= c->commit.batch.first_ms + c->cfg->linger_ms)) {
-            loop_flush(c);
-        }
-        loop_periodic(c, now);
+/* ------------------------------------------------------------------------------------------ */
+/* Partition lists. */
+
+static void loop_add_tp(void *arg, const char *topic, int32_t partition, int64_t offset)
+{
+    rd_kafka_topic_partition_list_add(arg, topic, partition)->offset = offset;
+}
+
+static void loop_log_tps(enum log_level level, const char *event,
+                         const rd_kafka_topic_partition_list_t *parts, const char *extra)
+{
+    char list[1024];
+    size_t used = 0;
+
+    if (!log_enabled(level))
+        return;
+    list[0] = '\0';
+    for (int i = 0; i < parts->cnt && used + 1 < sizeof(list); i++) {
+        int n = snprintf(list + used, sizeof(list) - used, "%s%s/%" PRId32, i ? "," : "",
+                         parts->elems[i].topic, parts->elems[i].partition);
+        if (n < 0)
+            break;
+        used += (size_t)n;
     }
-    if (c->fatal && !c->fenced)
-        log_error("consumer_fatal", "note=\"stopping; offsets of unfinished work are not stored\"");
-    loop_shutdown(c);
-    return c->fenced ? 2 : c->fatal ? 1 : 0;
+    log_emit(level, event, "n=%d partitions=%s%s", parts->cnt, list, extra ? extra : "");
 }

@@ -116,8 +116,6 @@ enum commit_result commit_flush(struct commit *cm, int wait_ms)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Step 1: payment results, then refund results. */
-
 /* Step 1: payment results, one claim_payment each (idempotent by txn_no), each waiting for a row
  * lock only briefly (COMMIT_PAYMENT_LOCK_MS, within COMMIT_PAYMENT_LOCK_BUDGET_MS per flush);
  * one whose row is locked or whose hook fails is held back alone (commit_payment_locked,
@@ -209,6 +207,62 @@ static enum commit_result commit_payments(struct commit *cm)
         return COMMIT_RETRY;
     }
     return COMMIT_DONE;
+}
+
+/* Step 1b: a refund result, one record_refund (idempotent by refund_ref). Recorded, or already
+ * recorded the same way: done. One the gate cannot apply (no such payment, no refund requested,
+ * the reference reported otherwise, the payment refunded under another reference) changes
+ * nothing there and becomes a dead letter with that reason, for the payment side to look into;
+ * a refund that failed raises its own reconciliation alert. Returns false when the database
+ * failed (the batch is retried). */
+static bool commit_refund(struct commit *cm, struct batch_entry *e)
+{
+    struct gate_refund_outcome res;
+    struct og_error err = {0};
+    enum og_status st;
+    char value[512], q[600];
+    size_t len = 0;
+
+    st = gate_record_refund(cm->env.db, e->refund.txn_no, e->refund.refund_ref, e->refund.succeeded,
+                            &res, &err);
+    metric_observe(cm->env.m->db_seconds, db_last_ms(cm->env.db) / 1000.0);
+    if (st != OG_OK && !(st == OG_ERR_ARG && !err.retriable)) {
+        commit_db_failed(cm, "record_refund", &err);
+        return false;
+    }
+    *cm->env.db_ok = true;
+    if (st == OG_OK) {
+        metric_inc(cm->env.m->refunds[res.result], 1);
+        switch (res.result) {
+        case GATE_REFUND_REFUNDED:
+        case GATE_REFUND_MANUAL_REVIEW:
+        case GATE_REFUND_DUPLICATE:
+            log_info("refund_recorded",
+                     "txn_no=%s refund_ref=%s outcome=%s result=%s exception_id=%" PRId64
+                     " state=%s resolution=%s",
+                     e->refund.txn_no, e->refund.refund_ref,
+                     e->refund.succeeded ? "succeeded" : "failed",
+                     gate_refund_result_str(res.result), res.exception_id, res.state,
+                     res.resolution);
+            e->state = BATCH_DONE;
+            return true;
+        default:
+            break;
+        }
+        snprintf(err.msg, sizeof(err.msg), "refund_rejected: %s",
+                 gate_refund_result_str(res.result));
+    } else {
+        og_error_prefix(&err, "refund_rejected");
+    }
+    log_warn("refund_rejected", "txn_no=%s refund_ref=%s outcome=%s reason=%s", e->refund.txn_no,
+             e->refund.refund_ref, e->refund.succeeded ? "succeeded" : "failed",
+             log_quote(q, sizeof(q), err.msg));
+    {
+        struct og_error ignored = {0};
+        bool ok = codec_encode_refund(&e->refund, value, sizeof(value), &len, &ignored) == OG_OK;
+        commit_to_dlq(cm, e, BATCH_PRODUCE, e->refund.txn_no, ok ? value : NULL, len, err.msg);
+    }
+    return true;
 }
 
 /* Step 1c: a payment whose claim waited for a row lock another transaction holds (an order
@@ -355,65 +409,7 @@ static enum og_status commit_record_refused(struct commit *cm, struct batch_entr
     return OG_OK;
 }
 
-/* Step 1b: a refund result, one record_refund (idempotent by refund_ref). Recorded, or already
- * recorded the same way: done. One the gate cannot apply (no such payment, no refund requested,
- * the reference reported otherwise, the payment refunded under another reference) changes
- * nothing there and becomes a dead letter with that reason, for the payment side to look into;
- * a refund that failed raises its own reconciliation alert. Returns false when the database
- * failed (the batch is retried). */
-static bool commit_refund(struct commit *cm, struct batch_entry *e)
-{
-    struct gate_refund_outcome res;
-    struct og_error err = {0};
-    enum og_status st;
-    char value[512], q[600];
-    size_t len = 0;
-
-    st = gate_record_refund(cm->env.db, e->refund.txn_no, e->refund.refund_ref, e->refund.succeeded,
-                            &res, &err);
-    metric_observe(cm->env.m->db_seconds, db_last_ms(cm->env.db) / 1000.0);
-    if (st != OG_OK && !(st == OG_ERR_ARG && !err.retriable)) {
-        commit_db_failed(cm, "record_refund", &err);
-        return false;
-    }
-    *cm->env.db_ok = true;
-    if (st == OG_OK) {
-        metric_inc(cm->env.m->refunds[res.result], 1);
-        switch (res.result) {
-        case GATE_REFUND_REFUNDED:
-        case GATE_REFUND_MANUAL_REVIEW:
-        case GATE_REFUND_DUPLICATE:
-            log_info("refund_recorded",
-                     "txn_no=%s refund_ref=%s outcome=%s result=%s exception_id=%" PRId64
-                     " state=%s resolution=%s",
-                     e->refund.txn_no, e->refund.refund_ref,
-                     e->refund.succeeded ? "succeeded" : "failed",
-                     gate_refund_result_str(res.result), res.exception_id, res.state,
-                     res.resolution);
-            e->state = BATCH_DONE;
-            return true;
-        default:
-            break;
-        }
-        snprintf(err.msg, sizeof(err.msg), "refund_rejected: %s",
-                 gate_refund_result_str(res.result));
-    } else {
-        og_error_prefix(&err, "refund_rejected");
-    }
-    log_warn("refund_rejected", "txn_no=%s refund_ref=%s outcome=%s reason=%s", e->refund.txn_no,
-             e->refund.refund_ref, e->refund.succeeded ? "succeeded" : "failed",
-             log_quote(q, sizeof(q), err.msg));
-    {
-        struct og_error ignored = {0};
-        bool ok = codec_encode_refund(&e->refund, value, sizeof(value), &len, &ignored) == OG_OK;
-        commit_to_dlq(cm, e, BATCH_PRODUCE, e->refund.txn_no, ok ? value : NULL, len, err.msg);
-    }
-    return true;
-}
-
 /* ------------------------------------------------------------------------------------------ */
-/* Step 2: the cancels, in one claim. */
-
 /* Step 2: every live cancel of the batch not claimed yet (state BATCH_NEW) in one
  * claim_cancel (split by gate_claim_cancel_isolating when a hook fails). Claim state is per
  * entry: a flush that claimed and then failed a later step leaves its entries past BATCH_NEW,
@@ -657,8 +653,6 @@ static void commit_hook_failed_all(struct commit *cm, size_t n, const struct og_
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Step 3a: the due times of the not_due orders. */
-
 /* Step 3a: the database's due time for every not_due order. */
 static enum commit_result commit_due_times(struct commit *cm)
 {
@@ -782,8 +776,6 @@ static bool commit_not_due_local(struct commit *cm, struct batch_entry *e, int64
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Steps 3b and 4: the messages owed, and their delivery reports. */
-
 /* Steps 3b and 4: produce what is owed, wait (bounded) for the reports. */
 static enum commit_result commit_deliver(struct commit *cm, int wait_ms)
 {
@@ -915,8 +907,6 @@ void commit_produce(struct commit *cm, struct batch_entry *e)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Step 5: the offsets. */
-
 /* Step 5: store offset + 1 of the last message of each live partition. claim_ms (this flush's
  * claim call; 0: none, and a batch retried after a later step failed counts its last flush
  * only) goes into the debug line, so that each batch's claim time can be read back: the
@@ -1048,7 +1038,8 @@ static void commit_db_failed(struct commit *cm, const char *step, const struct o
                   og_status_str(err->status), err->sqlstate, log_quote(q, sizeof(q), err->msg));
 }
 
-/* The consumer's own copy of a topic name (stable for its lifetime), NULL when not one. */
+/* The owner's copy of a topic name (env.topics, stable while the owner lives), NULL when not one.
+ */
 static const char *commit_topic_name(const struct commit *cm, const char *topic)
 {
     for (size_t i = 0; i < cm->env.ntopics; i++)

@@ -77,11 +77,10 @@ enum og_status consumer_check_config(const struct og_config *cfg, struct og_erro
 struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
 {
     struct consumer *c = calloc(1, sizeof(*c));
-    /* The batch has a retry loop of its own that keeps polling Kafka
-     * between attempts (stalled), so each database call of the loop makes
-     * CONSUMER_DB_ATTEMPTS attempts (or database.retry_max if smaller): the
-     * loop never blocks longer than one attempt (the watchdog budget in
-     * consumer.h). */
+    /* The loop retries a failed batch itself and keeps polling Kafka between attempts
+     * (stalled), so each database call of the loop makes CONSUMER_DB_ATTEMPTS attempts (or
+     * database.retry_max if smaller): the loop never blocks longer than one attempt (the
+     * watchdog budget in consumer/consumer.h). */
     struct db_retry retry = {cfg->db_retry_max < CONSUMER_DB_ATTEMPTS ? cfg->db_retry_max
                                                                       : CONSUMER_DB_ATTEMPTS,
                              cfg->db_retry_base_ms, cfg->db_retry_cap_ms};

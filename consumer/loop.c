@@ -335,7 +335,7 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
  * every topic is checked) plus consumer.level_margin_ms. Such a message would pause its partition
  * and every later cancel in it until then (due_at may be as late as 9999-12-31): it is due now
  * instead, the claim asks the database, and a not_due answer re-schedules it by the order's
- * real expire_at onto the level that fits (consumer.h, "Delay levels"). */
+ * real expire_at onto the level that fits (consumer/levels.h). */
 static int64_t loop_due(struct consumer *c, const char *topic, const rd_kafka_message_t *m,
                         const struct codec_cancel *cancel, int64_t now)
 {

@@ -118,7 +118,7 @@ static enum og_status fake_claim_payment(const char *const *params, bool bounded
     return OG_OK;
 }
 
-/* batch.c's own statement (due_times) and claim_payment reach here: the first due_times_fail
+/* commit.c's own statement (due_times) and claim_payment reach here: the first due_times_fail
  * due_times calls fail as a lost connection does, the later ones find no pending order (paid
  * meanwhile). */
 enum og_status __wrap_db_call(struct db *db, const struct db_stmt *stmt, const char *const *params,

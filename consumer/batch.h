@@ -55,7 +55,7 @@ struct batch_entry {
     int64_t hook_first_ms;  /* BATCH_PAYMENT: wall time of the first hook failure, else 0 */
     const char *dest_topic; /* BATCH_PRODUCE re-schedule: where to (NULL: the source topic) */
     char order_no[GATE_ORDER_NO_MAX + 1];
-    struct kafka_delivery dr; /* written by the delivery report while INFLIGHT */
+    struct kafka_delivery dr; /* written by the delivery report while BATCH_INFLIGHT */
     /* BATCH_PAYMENT; for the dead letter of a payment result, what could be read of it */
     struct codec_payment pay;
     struct codec_refund refund; /* BATCH_REFUND */

@@ -851,7 +851,7 @@ static enum commit_result commit_deliver(struct commit *cm, int wait_ms)
 }
 
 /* Produces the message an entry owes: its dead letter, or its re-schedule.
- * On an immediate failure (local queue full) the entry stays PRODUCE. */
+ * On an immediate failure (local queue full) the entry stays BATCH_PRODUCE. */
 void commit_produce(struct commit *cm, struct batch_entry *e)
 {
     const struct batch_tp *tp = &cm->batch.tps[e->tp];

@@ -36,6 +36,7 @@ static enum commit_result commit_claim(struct commit *cm, double *claim_ms);
 static void commit_behind_payment(struct commit *cm, struct batch_entry *e, int64_t pay_at,
                                   int64_t now);
 static void commit_busy(struct commit *cm, struct batch_entry *e, int64_t now);
+static void commit_busy_give_up(struct commit *cm, struct batch_entry *e, int64_t now);
 static void commit_hook_failed(struct commit *cm, struct batch_entry *e, const char *hook,
                                const struct og_error *hook_err, int64_t now);
 static void commit_cancel_to_dlq(struct commit *cm, struct batch_entry *e,
@@ -517,7 +518,6 @@ static enum commit_result commit_claim(struct commit *cm, double *claim_ms)
 static void commit_behind_payment(struct commit *cm, struct batch_entry *e, int64_t pay_at,
                                   int64_t now)
 {
-    const struct batch_tp *tp = &cm->batch.tps[e->tp];
     int slot;
 
     e->outcome = GATE_BUSY;
@@ -532,11 +532,7 @@ static void commit_behind_payment(struct commit *cm, struct batch_entry *e, int6
         log_debug("cancel_behind_payment", "order_no=%s", e->order_no);
         return;
     }
-    metric_inc(cm->env.m->retry_given_up[CONSUMER_METRICS_BUSY], 1);
-    e->new_due_ms = now;
-    e->dest_topic =
-        levels_reschedule_topic(cm->env.levels, cm->env.cfg, tp->topic, now, &e->new_due_ms);
-    e->state = BATCH_PRODUCE;
+    commit_busy_give_up(cm, e, now);
     log_warn("busy_rescheduled",
              "order_no=%s topic=%s busy_ms=0 msg=\"its payment is held back and the retry set "
              "is full; re-scheduled through the delay topic\"",
@@ -550,7 +546,6 @@ static void commit_behind_payment(struct commit *cm, struct batch_entry *e, int6
  * entry stands for them (a slot one of them brought is released when the batch is stored). */
 static void commit_busy(struct commit *cm, struct batch_entry *e, int64_t now)
 {
-    const struct batch_tp *tp = &cm->batch.tps[e->tp];
     int slot;
 
     if (!e->first)
@@ -564,16 +559,23 @@ static void commit_busy(struct commit *cm, struct batch_entry *e, int64_t now)
         log_debug("busy_retry", "order_no=%s tries=%d", e->order_no, tries + 1);
         return;
     }
-    metric_inc(cm->env.m->retry_given_up[CONSUMER_METRICS_BUSY], 1);
-    e->new_due_ms = now;
-    e->dest_topic =
-        levels_reschedule_topic(cm->env.levels, cm->env.cfg, tp->topic, now, &e->new_due_ms);
-    e->state = BATCH_PRODUCE;
+    commit_busy_give_up(cm, e, now);
     log_warn("busy_rescheduled",
              "order_no=%s topic=%s busy_ms=%" PRId64 " msg=\"locked by another transaction "
              "beyond consumer.busy_retry_ms; re-scheduled through the delay topic\"",
              e->order_no, e->dest_topic,
              slot >= 0 ? now - cm->retry.slots[slot].first_ms : (int64_t)0);
+}
+
+/* A busy order past its local bound, or with the retry set full: counted as given up and
+ * re-scheduled through a delay topic, due now. */
+static void commit_busy_give_up(struct commit *cm, struct batch_entry *e, int64_t now)
+{
+    metric_inc(cm->env.m->retry_given_up[CONSUMER_METRICS_BUSY], 1);
+    e->new_due_ms = now;
+    e->dest_topic = levels_reschedule_topic(cm->env.levels, cm->env.cfg, cm->batch.tps[e->tp].topic,
+                                            now, &e->new_due_ms);
+    e->state = BATCH_PRODUCE;
 }
 
 /* Step 2c: an order a hook failed alone. Claimed again from the retry set after a backoff

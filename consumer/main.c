@@ -1,4 +1,6 @@
-/* ordergate-consumer: command line, configuration, exit status.
+/* ordergate-consumer: command line, configuration, exit status. Builds the consumer
+ * (consumer_new), runs its loop (loop_run) and frees it; reads nothing of the consumer but
+ * c->abandon (everything but this file is the og_consumer library).
  *
  * Exit status: 0 stopped cleanly (SIGTERM/SIGINT, or --check-config/--help/
  * --version), 1 runtime failure, 2 bad usage or configuration (also: the

@@ -1,4 +1,6 @@
-/* ordergate-consumer: command line, configuration, exit status.
+/* ordergate-consumer: command line, configuration, exit status. Builds the consumer
+ * (consumer_new), runs its loop (loop_run) and frees it; reads nothing of the consumer but
+ * c->abandon (everything but this file is the og_consumer library).
  *
  * Exit status: 0 stopped cleanly (SIGTERM/SIGINT, or --check-config/--help/
  * --version), 1 runtime failure, 2 bad usage or configuration (also: the
@@ -22,6 +24,7 @@
 #include "common/signals.h"
 #include "common/version.h"
 #include "consumer/consumer.h"
+#include "consumer/loop.h"
 
 #define PROG "ordergate-consumer"
 
@@ -176,7 +179,7 @@ int main(int argc, char **argv)
         log_info("metrics_listening", "listen=%s port=%d", cfg.metrics_listen, metrics_http_port());
     log_info("starting", "version=%s librdkafka=%s batch_size=%d linger_ms=%d", OG_VERSION,
              rd_kafka_version_str(), cfg.batch_size, cfg.linger_ms);
-    status = consumer_run(c);
+    status = loop_run(c);
     log_info("stopped", "status=%d", status);
     if (c->abandon) {
         /* The group membership or the relay thread did not stop in time (loop_shutdown):

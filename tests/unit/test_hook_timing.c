@@ -1,4 +1,4 @@
-/* The gate's hook timing notices (schema/functions/_hooks_run.sql) parsed into samples, and the
+/* The gate's hook timing notices (schema/functions/internal/_hooks_run.sql) parsed into samples, and the
  * samples into a histogram per hook (common/hook_timing.h). */
 #include <setjmp.h>
 #include <stdarg.h>

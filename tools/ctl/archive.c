@@ -1,4 +1,4 @@
-/* ordergatectl archive: retention. Calls ordergate.archive (schema/functions/archive.sql, role
+/* ordergatectl archive: retention. Calls ordergate.archive (schema/functions/admin/archive.sql, role
  * ordergate_admin) in batches until nothing older than --before is left, one log line per batch,
  * and prints what moved per table. --dry-run counts the orders a run would move and changes
  * nothing. docs/operations.md, "Retention". */

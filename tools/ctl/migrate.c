@@ -570,8 +570,11 @@ static enum og_status migrate_apply(struct db *db, const char *dir, bool dry, js
     }
 
     /* Function files: those whose text differs from what was applied, or
-     * all of them after a migration (it may have dropped one). */
-    if (!fresh && !any_migration) {
+     * all of them after a migration (it may have dropped one). The records
+     * are read either way, so that a file no longer in the directory is
+     * reported (and forgotten) in the run that applies the migration that
+     * dropped its function. */
+    if (!fresh && !(dry && strcmp(layout, "0.1.0") == 0)) {
         st = db_run(db, &migrate_stmt_functions, NULL, &fnrec, err);
         if (st != OG_OK)
             goto out;

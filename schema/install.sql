@@ -46,6 +46,9 @@ INSERT INTO ordergate.schema_migrations (version) VALUES ('012');
 RESET ROLE;
 \ir migrations/013_roles.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('013');
+RESET ROLE;
+\ir migrations/014_comments.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('014');
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 -- Bodies are checked when called (and by the tests, which call every function): a SQL
@@ -101,10 +104,10 @@ SET LOCAL check_function_bodies = off;
 \ir functions/internal/_actor.sql
 \ir functions/internal/_archiving.sql
 \ir functions/internal/_bad_arg.sql
-\ir functions/internal/_cancel_claim.sql
-\ir functions/internal/_cancel_effects.sql
 \ir functions/internal/_cancel_message.sql
-\ir functions/internal/_cancel_restock.sql
+\ir functions/internal/_cancel_orders.sql
+\ir functions/internal/_cancel_orders_claim.sql
+\ir functions/internal/_cancel_orders_restock.sql
 \ir functions/internal/_ctl_iso.sql
 \ir functions/internal/_hook_inspect.sql
 \ir functions/internal/_hooks_run.sql

@@ -3,7 +3,7 @@
 -- first appearance: cancelled (this call won) | already_cancelled | already_paid | busy (pending
 -- and due, its row locked by another transaction: retry) | not_due | not_found; status = the
 -- order's status after the call (NULL when not_found). The claim and its side effects are
--- _cancel_effects'.
+-- _cancel_orders'.
 CREATE OR REPLACE FUNCTION ordergate.claim_cancel(order_nos text[], source text)
 RETURNS TABLE (order_no text, outcome text, status text)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
@@ -42,7 +42,7 @@ BEGIN
     END IF;
 
     -- Lock (in order_no order), claim and side effects: one place, shared with close_order.
-    v_won := _cancel_effects(p_nos, p_source, _actor(), NULL, true);
+    v_won := _cancel_orders(p_nos, p_source, _actor(), NULL, true);
 
     -- As many winners as array elements: every element won and none repeats (winners are
     -- distinct), so each row is 'cancelled' in array order. The usual case for the consumer and

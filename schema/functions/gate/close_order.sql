@@ -21,7 +21,7 @@ BEGIN
         PERFORM _bad_arg('close_order: reason is required (1..2000 characters)');
     END IF;
 
-    IF _cancel_effects(ARRAY[p_order_no], 'manual', p_operator, p_reason, false) IS NOT NULL THEN
+    IF _cancel_orders(ARRAY[p_order_no], 'manual', p_operator, p_reason, false) IS NOT NULL THEN
         RETURN QUERY SELECT 'cancelled'::text, 'cancelled'::text;
         RETURN;
     END IF;

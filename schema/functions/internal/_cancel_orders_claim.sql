@@ -1,5 +1,6 @@
--- _cancel_claim: the cancel claim and ordergate's own side effects but the stock (_cancel_effects
--- runs the shop's hooks after it, then _cancel_restock). p_nos: candidate order numbers
+-- _cancel_orders_claim: step 1 of _cancel_orders, the cancel claim and ordergate's own side
+-- effects but the stock (_cancel_orders runs the shop's hooks after it, then step 3,
+-- _cancel_orders_restock). p_nos: candidate order numbers
 -- (close_order passes one). p_due_only: only orders whose expire_at <= now() (timeouts), else any
 -- pending order (manual close). o_won: the order numbers this call won (NULL if none); o_skus,
 -- o_qtys: the stock to give back, summed per sku, in sku order (NULL if none).
@@ -13,7 +14,8 @@
 --     same statement reads the winners' lines once, for the events' items and for the stock to
 --     give back summed per SKU;
 --  3. coupons of the winners back to available;
---  4. (_cancel_restock, after the hooks) the inventory rows locked in sku order and updated.
+--  4. (_cancel_orders_restock, after the hooks) the inventory rows locked in sku order and
+--     updated.
 --     Stock goes last, so hot SKU rows stay locked only from there to the commit, never while a
 --     hook runs.
 --
@@ -26,9 +28,9 @@
 -- may turn into a walk of all lines. jit is off too: estimated from defaults, the claim's cost
 -- passes jit_above_cost and compiling it took about 300 ms, for a statement that runs in 10.
 -- None of these settings leaves this function: the hooks run outside it.
-CREATE OR REPLACE FUNCTION ordergate._cancel_claim(p_nos text[], p_source text, p_actor text,
-                                                   p_note text, p_due_only boolean,
-                                                   OUT o_won text[], OUT o_skus text[], OUT o_qtys bigint[])
+CREATE OR REPLACE FUNCTION ordergate._cancel_orders_claim(p_nos text[], p_source text, p_actor text,
+                                                          p_note text, p_due_only boolean,
+                                                          OUT o_won text[], OUT o_skus text[], OUT o_qtys bigint[])
 LANGUAGE plpgsql
 SET search_path = ordergate, pg_temp
 SET enable_seqscan = off

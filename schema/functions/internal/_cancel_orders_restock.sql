@@ -1,10 +1,11 @@
--- _cancel_restock: gives a cancel's stock back (_cancel_claim's o_skus and o_qtys: summed per
--- sku, in sku order). The last step of _cancel_effects, after the shop's hooks: the inventory
+-- _cancel_orders_restock: step 3 of _cancel_orders, gives a cancel's stock back
+-- (_cancel_orders_claim's o_skus and o_qtys: summed per sku, in sku order). The last step of
+-- _cancel_orders, after the shop's hooks: the inventory
 -- rows are locked in sku order here and stay locked only until the commit, so a hot SKU row is
 -- never held while a hook runs (a place_order of the same SKU would wait for the hook).
--- Pinned like _cancel_claim (schema/README.md, "Plan stability"): the rows are looked up by key,
--- never by a scan of the whole table, whatever the statistics say.
-CREATE OR REPLACE FUNCTION ordergate._cancel_restock(p_skus text[], p_qtys bigint[])
+-- Pinned like _cancel_orders_claim (schema/README.md, "Plan stability"): the rows are looked up
+-- by key, never by a scan of the whole table, whatever the statistics say.
+CREATE OR REPLACE FUNCTION ordergate._cancel_orders_restock(p_skus text[], p_qtys bigint[])
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = ordergate, pg_temp

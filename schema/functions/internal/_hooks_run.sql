@@ -2,7 +2,7 @@
 -- each once with p_nos (the orders this claim statement won for the event, sorted and distinct)
 -- and p_source. Called by the claims after the claim itself, inside their transaction, so a
 -- hook's writes commit or roll back with the claim; in the cancel paths before the stock is
--- given back (_cancel_effects), so a hook never holds an inventory row.
+-- given back (_cancel_orders), so a hook never holds an inventory row.
 --
 -- Runs as the claim's owner (ordergate_owner: the claims are SECURITY DEFINER). Before each call
 -- the hook is checked again as add_hook checked it (_hook_inspect: SECURITY DEFINER, so it runs

@@ -3,7 +3,8 @@
 #
 #   tests/sql/schema_upgrade.sh ORDERGATECTL
 #
-# Builds four databases and compares `pg_dump --schema-only` of each with the first:
+# Builds four databases and compares `pg_dump --schema-only` of each with the first (comments
+# included), and schema/current.sql with what schema/current.sh reads from the first:
 #   fresh_psql     schema/install.sql with plain psql
 #   fresh_ctl      ordergatectl migrate on an empty database
 #   up_007         0.1.0's numbered scripts 001..007 (commit 8319e60), orders in it, then migrate
@@ -70,6 +71,16 @@ newdb fresh_psql
 fresh=$d
 "${psql[@]}" -d "$fresh" -f "$top/schema/install.sql" >/dev/null || die "schema/install.sql failed"
 dump "$fresh"
+
+# schema/current.sql is what schema/current.sh reads from this fresh install, to the byte.
+if ! "$top/schema/current.sh" --db "$fresh" --out "$work/current.sql" 2>"$work/current.err"; then
+    bad "schema/current.sh failed on a fresh install:"; cat "$work/current.err"
+elif diff -u "$top/schema/current.sql" "$work/current.sql" >"$work/current.diff"; then
+    ok "schema/current.sql is current"
+else
+    bad "schema/current.sql is stale: run schema/current.sh and commit the result (diff: committed, then fresh):"
+    head -n 80 "$work/current.diff"
+fi
 
 newdb fresh_ctl
 migrate "$d" || { cat "$work/$d.migrate"; die "migrate on an empty database failed"; }

@@ -11,3 +11,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.add_coupon(text) TO ordergate_admin;
+COMMENT ON FUNCTION ordergate.add_coupon(text) IS
+    'Creates a coupon (available): created or exists';

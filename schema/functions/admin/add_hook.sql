@@ -103,3 +103,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.add_hook(text,regprocedure) TO ordergate_admin;
+COMMENT ON FUNCTION ordergate.add_hook(text,regprocedure) IS
+    'Registers a shop function to run inside every winning claim of an event, after checking it may';

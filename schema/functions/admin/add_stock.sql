@@ -22,3 +22,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.add_stock(text,bigint) TO ordergate_admin;
+COMMENT ON FUNCTION ordergate.add_stock(text,bigint) IS
+    'Creates a sku or adds stock to it (negative: a write-off); returns what is available';

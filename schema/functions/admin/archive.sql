@@ -420,3 +420,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.archive(timestamptz,int) TO ordergate_admin;
+COMMENT ON FUNCTION ordergate.archive(timestamp with time zone,integer) IS
+    'Retention: moves one batch of closed history older than p_before to the archived_* tables';

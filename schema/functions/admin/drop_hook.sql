@@ -47,3 +47,7 @@ $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.drop_hook(text,regprocedure) TO ordergate_admin;
 GRANT EXECUTE ON FUNCTION ordergate.drop_hook(bigint) TO ordergate_admin;
+COMMENT ON FUNCTION ordergate.drop_hook(text,regprocedure) IS
+    'Removes a hook registration by event and function';
+COMMENT ON FUNCTION ordergate.drop_hook(bigint) IS
+    'Removes a hook registration by id (also one whose function was dropped)';

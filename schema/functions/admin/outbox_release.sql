@@ -31,3 +31,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.outbox_release(bigint) TO ordergate_admin;
+COMMENT ON FUNCTION ordergate.outbox_release(bigint) IS
+    'Gives a quarantined event back to the relay once its cause is fixed';

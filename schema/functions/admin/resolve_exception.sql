@@ -24,3 +24,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.resolve_exception(bigint,text,text) TO ordergate_admin;
+COMMENT ON FUNCTION ordergate.resolve_exception(bigint,text,text) IS
+    'An operator closes an open payment follow-up';

@@ -29,3 +29,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.set_setting(text,text) TO ordergate_admin;
+COMMENT ON FUNCTION ordergate.set_setting(text,text) IS
+    'Changes a known setting to a valid value; returns the previous value';

@@ -84,3 +84,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.claim_cancel(text[],text) TO ordergate_trigger;
+COMMENT ON FUNCTION ordergate.claim_cancel(text[],text) IS
+    'Cancels the due pending orders of a batch (consumer, scanner): one outcome row per distinct order number';

@@ -164,3 +164,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.claim_payment(text,text,bigint,text) TO ordergate_order_service;
+COMMENT ON FUNCTION ordergate.claim_payment(text,text,bigint,text) IS
+    'Applies a payment callback, idempotent by txn_no: paid, or the exception a late, double or mismatched payment needs';

@@ -37,3 +37,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.close_order(text,text,text) TO ordergate_order_service;
+COMMENT ON FUNCTION ordergate.close_order(text,text,text) IS
+    'Cancels a pending order by hand, due or not (source manual, actor the operator)';

@@ -27,3 +27,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.due_times(text[]) TO ordergate_trigger;
+COMMENT ON FUNCTION ordergate.due_times(text[]) IS
+    'The current deadline of each still-pending order of a batch, so the consumer reschedules early messages';

@@ -26,3 +26,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.exception_list(text,int) TO ordergate_order_service;
+COMMENT ON FUNCTION ordergate.exception_list(text,integer) IS
+    'The payment follow-up queue, newest first, with the count before the limit';

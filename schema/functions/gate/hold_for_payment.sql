@@ -83,3 +83,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.hold_for_payment(text,int) TO ordergate_order_service;
+COMMENT ON FUNCTION ordergate.hold_for_payment(text,integer) IS
+    'Pushes a pending order''s deadline out while its buyer is paying, within max_hold_seconds of the placed one';

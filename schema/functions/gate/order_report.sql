@@ -68,3 +68,5 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.order_report(text) TO ordergate_order_service;
+COMMENT ON FUNCTION ordergate.order_report(text) IS
+    'Everything recorded under one order number, as one JSON document read in one snapshot';

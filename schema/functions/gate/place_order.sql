@@ -153,3 +153,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.place_order(text,bigint,jsonb,text,timestamptz,jsonb) TO ordergate_order_service;
+COMMENT ON FUNCTION ordergate.place_order(text,bigint,jsonb,text,timestamp with time zone,jsonb) IS
+    'Places an order: reserves its stock, locks its coupon, inserts it pending_payment';

@@ -103,3 +103,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.record_payment_refused(text,text,text,bigint,text,text) TO ordergate_trigger;
+COMMENT ON FUNCTION ordergate.record_payment_refused(text,text,text,bigint,text,text) IS
+    'Records a payment result the consumer dead-letters as a refused_payment exception, once per message';

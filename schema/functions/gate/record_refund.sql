@@ -153,3 +153,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.record_refund(text,text,text) TO ordergate_refunds;
+COMMENT ON FUNCTION ordergate.record_refund(text,text,text) IS
+    'Records what became of a refund ordergate requested, idempotent by refund reference';

@@ -4,3 +4,5 @@ CREATE OR REPLACE FUNCTION ordergate._actor() RETURNS text
 LANGUAGE sql STABLE SET search_path = ordergate, pg_temp AS $$
     SELECT coalesce(nullif(current_setting('application_name', true), ''), session_user::text)
 $$;
+COMMENT ON FUNCTION ordergate._actor() IS
+    'Internal: the actor of automatic transitions: the client''s application_name, else its login role';

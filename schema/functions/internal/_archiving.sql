@@ -14,3 +14,5 @@ LANGUAGE sql STABLE SET search_path = ordergate, pg_temp AS $$
     SELECT current_user = 'ordergate_owner'
            AND coalesce(current_setting('ordergate.archiving', true), '') = pg_current_xact_id()::text
 $$;
+COMMENT ON FUNCTION ordergate._archiving() IS
+    'Internal: true only inside archive(), which alone may delete closed history';

@@ -5,3 +5,5 @@ BEGIN
     RAISE EXCEPTION '%', p_message USING ERRCODE = '22023';
 END
 $$;
+COMMENT ON FUNCTION ordergate._bad_arg(text) IS
+    'Internal: raises 22023 with the message (a bad argument changes nothing)';

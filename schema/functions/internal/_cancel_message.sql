@@ -8,3 +8,5 @@ LANGUAGE sql STABLE SET search_path = ordergate, pg_temp AS $$
     SELECT json_build_object('v', 1, 'order_no', p_order_no,
                              'due_at', to_char(p_due AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
 $$;
+COMMENT ON FUNCTION ordergate._cancel_message(text,timestamp with time zone) IS
+    'Internal: the cancel message of an order due at p_due, as the consumer reads it';

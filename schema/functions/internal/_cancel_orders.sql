@@ -26,3 +26,5 @@ BEGIN
     RETURN c.o_won;
 END
 $$;
+COMMENT ON FUNCTION ordergate._cancel_orders(text[],text,text,text,boolean) IS
+    'Internal: a cancel, in call order: _cancel_orders_claim, the hooks, _cancel_orders_restock';

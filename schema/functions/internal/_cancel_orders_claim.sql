@@ -152,3 +152,5 @@ BEGIN
     END IF;
 END
 $$;
+COMMENT ON FUNCTION ordergate._cancel_orders_claim(text[],text,text,text,boolean) IS
+    'Internal: cancel step 1: lock and claim the orders, log, events, coupons; returns the stock to give back';

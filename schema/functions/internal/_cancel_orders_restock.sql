@@ -27,3 +27,5 @@ BEGIN
        AND i.sku = u.sku;
 END
 $$;
+COMMENT ON FUNCTION ordergate._cancel_orders_restock(text[],bigint[]) IS
+    'Internal: cancel step 3, after the hooks: gives the stock back, skus locked in order';

@@ -65,3 +65,5 @@ BEGIN
     END;
 END
 $$;
+COMMENT ON FUNCTION ordergate._hook_inspect(oid) IS
+    'Internal: whether a function may be an effect hook, and its fingerprint';

@@ -141,3 +141,5 @@ BEGIN
     END LOOP;
 END
 $$;
+COMMENT ON FUNCTION ordergate._hooks_run(text,text[],text) IS
+    'Internal: runs the shop''s hooks of an event with the orders a claim won';

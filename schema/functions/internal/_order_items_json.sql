@@ -7,3 +7,5 @@ LANGUAGE sql STABLE SET search_path = ordergate, pg_temp AS $$
       FROM ordergate.order_items it
      WHERE it.order_no = p_order_no
 $$;
+COMMENT ON FUNCTION ordergate._order_items_json(text) IS
+    'Internal: an order''s lines as its events carry them';

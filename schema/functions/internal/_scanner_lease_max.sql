@@ -6,3 +6,5 @@ CREATE OR REPLACE FUNCTION ordergate._scanner_lease_max() RETURNS interval
 LANGUAGE sql IMMUTABLE SET search_path = ordergate, pg_temp AS $$
     SELECT interval '70 minutes'
 $$;
+COMMENT ON FUNCTION ordergate._scanner_lease_max() IS
+    'Internal: the longest sweep lease a run may hold';

@@ -12,3 +12,5 @@ LANGUAGE sql STABLE SET search_path = ordergate, pg_temp AS $$
        AND l.granted
      LIMIT 1
 $$;
+COMMENT ON FUNCTION ordergate._scanner_lock_holder() IS
+    'Internal: the backend holding the sweep lock''s advisory key, NULL when free';

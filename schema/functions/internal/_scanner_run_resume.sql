@@ -37,3 +37,5 @@ BEGIN
      ORDER BY c.run_id;
 END
 $$;
+COMMENT ON FUNCTION ordergate._scanner_run_resume(bigint) IS
+    'Internal: a repeated scanner_run_start finds its own run and resumes it';

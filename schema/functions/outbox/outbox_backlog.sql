@@ -8,3 +8,5 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.outbox_backlog() TO ordergate_relay;
+COMMENT ON FUNCTION ordergate.outbox_backlog() IS
+    'Unpublished events waiting for the relay (quarantined ones left out), for metrics';

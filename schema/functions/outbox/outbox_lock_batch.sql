@@ -23,3 +23,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.outbox_lock_batch(int) TO ordergate_relay;
+COMMENT ON FUNCTION ordergate.outbox_lock_batch(integer) IS
+    'Locks the relay''s next batch of unpublished events, oldest first, skipping locked ones';

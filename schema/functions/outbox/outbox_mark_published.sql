@@ -18,3 +18,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.outbox_mark_published(bigint[]) TO ordergate_relay;
+COMMENT ON FUNCTION ordergate.outbox_mark_published(bigint[]) IS
+    'Marks the events the broker acknowledged as published; returns how many';

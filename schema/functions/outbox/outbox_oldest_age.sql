@@ -8,3 +8,5 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.outbox_oldest_age() TO ordergate_relay;
+COMMENT ON FUNCTION ordergate.outbox_oldest_age() IS
+    'Age of the oldest unpublished event (quarantined ones left out): the relay''s lag';

@@ -24,3 +24,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.outbox_quarantine(bigint,text) TO ordergate_relay;
+COMMENT ON FUNCTION ordergate.outbox_quarantine(bigint,text) IS
+    'Sets aside an event the relay can never publish as it is, with the reason';

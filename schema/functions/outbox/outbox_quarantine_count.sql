@@ -5,3 +5,5 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.outbox_quarantine_count() TO ordergate_relay;
+COMMENT ON FUNCTION ordergate.outbox_quarantine_count() IS
+    'Quarantined events, for the relay''s gauge';

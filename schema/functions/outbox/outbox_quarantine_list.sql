@@ -22,3 +22,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.outbox_quarantine_list(int) TO ordergate_relay;
+COMMENT ON FUNCTION ordergate.outbox_quarantine_list(integer) IS
+    'The quarantined events, oldest first, with their reason';

@@ -6,3 +6,5 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.exceptions_open_count() TO ordergate_trigger;
+COMMENT ON FUNCTION ordergate.exceptions_open_count() IS
+    'Payment exceptions still open, for the scanner''s --reconcile gauge';

@@ -14,3 +14,5 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.exceptions_overdue() TO ordergate_trigger;
+COMMENT ON FUNCTION ordergate.exceptions_overdue() IS
+    'Late follow-ups for alerts: unconfirmed auto-refunds, manual reviews waiting too long';

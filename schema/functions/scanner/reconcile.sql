@@ -220,3 +220,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.reconcile(timestamptz,interval,interval) TO ordergate_trigger;
+COMMENT ON FUNCTION ordergate.reconcile(timestamp with time zone,interval,interval) IS
+    'Checks the nine invariants in one snapshot: one row each, with violations and samples';

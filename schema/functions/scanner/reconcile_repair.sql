@@ -40,3 +40,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.reconcile_repair() TO ordergate_trigger;
+COMMENT ON FUNCTION ordergate.reconcile_repair() IS
+    'Creates the missing late_payment exception of a payment that hit a cancelled order';

@@ -42,3 +42,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.scan_overdue(interval,timestamptz,text,int) TO ordergate_trigger;
+COMMENT ON FUNCTION ordergate.scan_overdue(interval,timestamp with time zone,text,integer) IS
+    'One keyset page of overdue pending orders, for the scanner''s sweep';

@@ -16,3 +16,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.scan_overdue_count(interval) TO ordergate_trigger;
+COMMENT ON FUNCTION ordergate.scan_overdue_count(interval) IS
+    'How many pending orders a sweep with this grace would find now, and the oldest deadline';

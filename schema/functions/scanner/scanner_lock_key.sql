@@ -8,3 +8,5 @@ LANGUAGE sql IMMUTABLE SET search_path = ordergate, pg_temp AS $$
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.scanner_lock_key() TO ordergate_trigger;
+COMMENT ON FUNCTION ordergate.scanner_lock_key() IS
+    'The advisory lock key an operator holds to pause sweeps';

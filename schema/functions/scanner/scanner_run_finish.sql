@@ -49,3 +49,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.scanner_run_finish(bigint,text,text,text,int,bigint,bigint,bigint,bigint,bigint,bigint,timestamptz,text,bigint,bigint) TO ordergate_trigger;
+COMMENT ON FUNCTION ordergate.scanner_run_finish(bigint,text,text,text,integer,bigint,bigint,bigint,bigint,bigint,bigint,timestamp with time zone,text,bigint,bigint) IS
+    'Ends a scanner run with its final counters and status, and releases the sweep lease';

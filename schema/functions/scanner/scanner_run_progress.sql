@@ -52,3 +52,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.scanner_run_progress(bigint,int,bigint,bigint,bigint,bigint,bigint,bigint,timestamptz,text,bigint,bigint) TO ordergate_trigger;
+COMMENT ON FUNCTION ordergate.scanner_run_progress(bigint,integer,bigint,bigint,bigint,bigint,bigint,bigint,timestamp with time zone,text,bigint,bigint) IS
+    'Records a scanner run''s totals and checkpoint after a batch, and renews its sweep lease';

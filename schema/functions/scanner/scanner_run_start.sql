@@ -161,3 +161,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.scanner_run_start(interval,int,int,int,text,int,interval,text) TO ordergate_trigger;
+COMMENT ON FUNCTION ordergate.scanner_run_start(interval,integer,integer,integer,text,integer,interval,text) IS
+    'Begins a scanner run: takes the sweep lease or records the run skipped; a repeated token resumes it';

@@ -60,3 +60,5 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.scanner_sweep_status() TO ordergate_trigger;
+COMMENT ON FUNCTION ordergate.scanner_sweep_status() IS
+    'When orders were last swept and who holds the sweep lock, for the skip alarm';

@@ -19,3 +19,9 @@ CREATE OR REPLACE TRIGGER outbox_detached_mark BEFORE INSERT ON ordergate.outbox
     FOR EACH ROW
     WHEN (NEW.event_type NOT IN ('order_cancelled', 'order_paid', 'cancel_scheduled'))
     EXECUTE FUNCTION ordergate.detached_mark();
+COMMENT ON FUNCTION ordergate.detached_mark() IS
+    'Trigger: marks an exception or event detached when its order is not in orders';
+COMMENT ON TRIGGER exceptions_detached_mark ON ordergate.exceptions IS
+    'Marks an exception detached when its order is not in orders (archive() finds it)';
+COMMENT ON TRIGGER outbox_detached_mark ON ordergate.outbox IS
+    'Marks an event detached when its order is not in orders (archive() finds it)';

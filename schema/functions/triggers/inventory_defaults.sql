@@ -11,3 +11,7 @@ $$;
 
 CREATE OR REPLACE TRIGGER inventory_defaults BEFORE INSERT ON ordergate.inventory
     FOR EACH ROW EXECUTE FUNCTION ordergate.inventory_defaults();
+COMMENT ON FUNCTION ordergate.inventory_defaults() IS
+    'Trigger: a new sku''s total defaults to its available stock';
+COMMENT ON TRIGGER inventory_defaults ON ordergate.inventory IS
+    'A new sku''s total defaults to its available stock';

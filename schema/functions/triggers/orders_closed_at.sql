@@ -12,3 +12,7 @@ CREATE OR REPLACE TRIGGER orders_a_closed_at BEFORE UPDATE ON ordergate.orders
     FOR EACH ROW
     WHEN (OLD.status IS DISTINCT FROM NEW.status AND NEW.closed_at IS NULL)
     EXECUTE FUNCTION ordergate.orders_closed_at();
+COMMENT ON FUNCTION ordergate.orders_closed_at() IS
+    'Trigger: sets closed_at when a writer changes the status without it';
+COMMENT ON TRIGGER orders_a_closed_at ON ordergate.orders IS
+    'Sets closed_at when the status leaves pending without it';

@@ -66,3 +66,11 @@ CREATE OR REPLACE TRIGGER orders_guard_update BEFORE UPDATE ON ordergate.orders
     EXECUTE FUNCTION ordergate.orders_guard();
 CREATE OR REPLACE TRIGGER orders_guard_delete BEFORE DELETE ON ordergate.orders
     FOR EACH ROW EXECUTE FUNCTION ordergate.orders_guard();
+COMMENT ON FUNCTION ordergate.orders_guard() IS
+    'Trigger: the orders state machine for every writer (OG001-OG003); fills original_expire_at on insert';
+COMMENT ON TRIGGER orders_guard_insert ON ordergate.orders IS
+    'Fills original_expire_at, and closed_at of an order inserted closed';
+COMMENT ON TRIGGER orders_guard_update ON ordergate.orders IS
+    'Refuses an update outside the state machine or of an immutable column (OG001, OG002)';
+COMMENT ON TRIGGER orders_guard_delete ON ordergate.orders IS
+    'Refuses deleting an order that left pending_payment, but by archive() (OG003)';

@@ -13,3 +13,7 @@ $$;
 
 CREATE OR REPLACE TRIGGER status_log_append_only BEFORE UPDATE OR DELETE ON ordergate.status_log
     FOR EACH STATEMENT EXECUTE FUNCTION ordergate.status_log_append_only();
+COMMENT ON FUNCTION ordergate.status_log_append_only() IS
+    'Trigger: status_log is append-only (OG004); only archive() may delete';
+COMMENT ON TRIGGER status_log_append_only ON ordergate.status_log IS
+    'No update, no delete but by archive() (OG004)';

@@ -8,11 +8,12 @@
 # Reads the catalogs of a database made by install.sql (psql, PG* variables select the server;
 # the scratch database needs the rights install.sql needs and is dropped at the end): roles,
 # schemas, every table with its columns, defaults, constraints, indexes, triggers and grants,
-# then every function by group, each object under its one-line comment (COMMENT ON, from the
-# migrations and the function files). The order is fixed (by name, columns as in the table),
-# so the output changes only when the schema does; tests/sql/schema_upgrade.sh regenerates it
-# and fails when the committed file differs. An object without a comment fails the run: write
-# one where the object is made (a migration, or the function's file).
+# then every function by group, each object (and each column of a hot table) under its one-line
+# comment (COMMENT ON, from the migrations and the function files). The order is fixed (by
+# name; columns as in the table), so the output changes only when the schema does;
+# tests/sql/schema_upgrade.sh regenerates it and fails when the committed file differs. An
+# object without a comment fails the run: write one where the object is made (a migration, or
+# the function's file).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -22,7 +23,7 @@ while [ $# -gt 0 ]; do
     case $1 in
         --db) db=${2:?--db needs a database name}; shift 2 ;;
         --out) out=${2:?--out needs a file}; shift 2 ;;
-        -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
         *) echo "current.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -75,6 +76,10 @@ CREATE TEMP VIEW cur_missing AS
     UNION ALL SELECT 'role ' || rolname FROM cur_role WHERE shobj_description(oid, 'pg_authid') IS NULL
     UNION ALL SELECT 'table ' || nspname || '.' || relname FROM cur_rel
                WHERE relkind = 'r' AND obj_description(oid, 'pg_class') IS NULL
+    UNION ALL SELECT 'column ' || r.nspname || '.' || r.relname || '.' || a.attname
+                FROM cur_rel r JOIN pg_attribute a ON a.attrelid = r.oid
+               WHERE r.relkind = 'r' AND r.relname NOT LIKE 'archived\_%' AND a.attnum > 0 AND NOT a.attisdropped
+                 AND col_description(r.oid, a.attnum) IS NULL
     UNION ALL SELECT 'index ' || r.nspname || '.' || r.relname FROM cur_rel r JOIN pg_index i ON i.indexrelid = r.oid
                WHERE NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid AND k.contype IN ('p', 'u', 'x'))
                  AND obj_description(r.oid, 'pg_class') IS NULL

@@ -8,12 +8,12 @@
 # Reads the catalogs of a database made by install.sql (psql, PG* variables select the server;
 # the scratch database needs the rights install.sql needs and is dropped at the end): roles,
 # schemas, every table with its columns, defaults, constraints, indexes, triggers and grants,
-# then every function by group, each object (and each column of a hot table) under its one-line
-# comment (COMMENT ON, from the migrations and the function files). The order is fixed (by
-# name; columns as in the table), so the output changes only when the schema does;
-# tests/sql/schema_upgrade.sh regenerates it and fails when the committed file differs. An
-# object without a comment fails the run: write one where the object is made (a migration, or
-# the function's file).
+# the settings a fresh install starts with, then every function by group; each object (and each
+# column of a hot table) under its one-line comment (COMMENT ON, from the migrations and the
+# function files). The order is fixed (by name; columns as in the table), so the output changes
+# only when the schema does; tests/sql/schema_upgrade.sh regenerates it and fails when the
+# committed file differs. An object without a comment fails the run: write one where the object
+# is made (a migration, or the function's file).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -175,6 +175,12 @@ SELECT E'\n' || pg_temp.cur_note(obj_description(c.oid, 'pg_class')) || E'\n'
   FROM cur_rel c LEFT JOIN cur_grants g ON g.objoid = c.oid
  WHERE c.relkind = 'r'
  ORDER BY c.nspname, c.relname LIKE 'archived\_%', c.relname LIKE 'schema\_%', c.relname;
+
+-- The settings a fresh install starts with (set_setting changes them).
+SELECT E'\n-- ---- Settings (the rows of ordergate.settings after a fresh install) ----\n'
+       || string_agg(format('INSERT INTO ordergate.settings (key, value) VALUES (%L, %L);', key, value),
+                     E'\n' ORDER BY key)
+  FROM ordergate.settings;
 
 -- Functions by group (the folders of functions/), then by name: signature and grants; the
 -- bodies are in the files named.

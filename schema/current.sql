@@ -570,6 +570,14 @@ CREATE TABLE ordergate.archived_status_log (
 );
 GRANT SELECT ON ordergate.archived_status_log TO ordergate_order_service, ordergate_service;
 
+-- ---- Settings (the rows of ordergate.settings after a fresh install) ----
+INSERT INTO ordergate.settings (key, value) VALUES ('auto_refund_limit_cents', '5000');
+INSERT INTO ordergate.settings (key, value) VALUES ('manual_review_max_age_seconds', '259200');
+INSERT INTO ordergate.settings (key, value) VALUES ('max_deadline_seconds', '31622400');
+INSERT INTO ordergate.settings (key, value) VALUES ('max_hold_seconds', '900');
+INSERT INTO ordergate.settings (key, value) VALUES ('refund_confirm_seconds', '86400');
+INSERT INTO ordergate.settings (key, value) VALUES ('schedule_cancels', '0');
+
 -- ---- Functions of functions/gate/ (the bodies are in the files) ----
 
 -- Cancels the due pending orders of a batch (consumer, scanner): one outcome row per distinct order number

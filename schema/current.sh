@@ -57,12 +57,13 @@ done
 
 body=$("${psql[@]}" -At -d "$db" -v files="${files# }" -v groups="$groups" <<'SQL'
 \pset fieldsep ''
--- Objects of ours: the schemas named ordergate*, the roles named ordergate_*.
+-- Objects of ours: the schemas named ordergate*, the NOLOGIN roles named ordergate_* (a
+-- deployment's login roles, whatever their names, are not the schema's).
 CREATE TEMP VIEW cur_ns AS
     SELECT n.oid, n.nspname FROM pg_namespace n WHERE n.nspname LIKE 'ordergate%';
 CREATE TEMP VIEW cur_role AS
-    SELECT r.oid, r.rolname, r.rolcanlogin, r.rolsuper FROM pg_roles r
-     WHERE r.rolname LIKE 'ordergate\_%';
+    SELECT r.oid, r.rolname FROM pg_roles r
+     WHERE r.rolname LIKE 'ordergate\_%' AND NOT r.rolcanlogin;
 CREATE TEMP VIEW cur_rel AS
     SELECT c.oid, c.relname, c.relkind, c.relacl, c.relowner, n.nspname
       FROM pg_class c JOIN cur_ns n ON n.oid = c.relnamespace;
@@ -115,7 +116,7 @@ CREATE FUNCTION pg_temp.cur_note(t text) RETURNS text LANGUAGE sql IMMUTABLE AS
 -- Roles, then schemas.
 SELECT E'\n-- ---- Roles (cluster-wide, created when missing by the migrations) ----';
 SELECT E'\n' || pg_temp.cur_note(shobj_description(r.oid, 'pg_authid')) || E'\n'
-       || 'CREATE ROLE ' || r.rolname || CASE WHEN r.rolcanlogin THEN ' LOGIN' ELSE ' NOLOGIN' END || ';'
+       || 'CREATE ROLE ' || r.rolname || ' NOLOGIN;'
        || coalesce(E'\n' || (SELECT string_agg('GRANT ' || g.rolname || ' TO ' || r.rolname || ';', E'\n' ORDER BY g.rolname)
                                FROM pg_auth_members m JOIN cur_role g ON g.oid = m.roleid
                               WHERE m.member = r.oid), '')

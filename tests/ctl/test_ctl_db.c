@@ -171,13 +171,22 @@ static void schema_copy(char *dir)
     }
 }
 
-/* Replaces dir/sub/name (a symlink or nothing) with a file holding text. */
-static void schema_put(const char *dir, const char *sub, const char *name, const char *text)
+/* Removes dir/sub/name (a symlink or a file the test wrote). */
+static void schema_drop(const char *dir, const char *sub, const char *name)
 {
     char path[1024];
 
     snprintf(path, sizeof(path), "%s/%s/%s", dir, sub, name);
     unlink(path);
+}
+
+/* Replaces dir/sub/name (a symlink or nothing) with a file holding text. */
+static void schema_put(const char *dir, const char *sub, const char *name, const char *text)
+{
+    char path[1024];
+
+    schema_drop(dir, sub, name);
+    snprintf(path, sizeof(path), "%s/%s/%s", dir, sub, name);
     write_file(path, text);
 }
 
@@ -321,11 +330,7 @@ static void test_migrate_after_psql(void **state)
 
     /* A function file gone from the directory is reported, its function kept. */
     schema_put(dir, "functions/outbox", "outbox_backlog.sql", "");
-    {
-        char path[600];
-        snprintf(path, sizeof(path), "%s/functions/outbox/outbox_backlog.sql", dir);
-        unlink(path);
-    }
+    schema_drop(dir, "functions/outbox", "outbox_backlog.sql");
     ctl_run(&r, "migrate", "--db", t.conninfo, "--schema-dir", dir, NULL);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "removed          functions/outbox_backlog.sql"));
@@ -407,11 +412,7 @@ static void test_migrate_failures(void **state)
     assert_int_equal(testdb_scalar(conn, "SELECT count(*) FROM pg_tables WHERE schemaname = "
                                          "'ordergate' AND tablename = 'ctl_probe3'"),
                      0);
-    {
-        char path[600];
-        snprintf(path, sizeof(path), "%s/migrations/900_broken.sql", dir);
-        unlink(path);
-    }
+    schema_drop(dir, "migrations", "900_broken.sql");
 
     /* A function file outside a group folder would never be applied, and a
      * name in two groups is two definitions of one function: both refused
@@ -422,22 +423,14 @@ static void test_migrate_failures(void **state)
     assert_non_null(strstr(r.err, "functions/stray_probe.sql: a function file belongs in the "
                                   "folder of its group"));
     ctl_result_free(&r);
-    {
-        char path[600];
-        snprintf(path, sizeof(path), "%s/functions/stray_probe.sql", dir);
-        unlink(path);
-    }
+    schema_drop(dir, "functions", "stray_probe.sql");
     schema_put(dir, "functions/admin", "outbox_backlog.sql", "SELECT 1;\n");
     ctl_run(&r, "migrate", "--db", t.conninfo, "--schema-dir", dir, NULL);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "admin/outbox_backlog.sql and outbox/outbox_backlog.sql: one "
                                   "function, one file"));
     ctl_result_free(&r);
-    {
-        char path[600];
-        snprintf(path, sizeof(path), "%s/functions/admin/outbox_backlog.sql", dir);
-        unlink(path);
-    }
+    schema_drop(dir, "functions/admin", "outbox_backlog.sql");
     assert_int_equal(count_where(conn, "schema_functions", "true"), 0);
 
     /* A function body that does not compile fails the run (the second pass

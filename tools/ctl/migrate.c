@@ -277,21 +277,37 @@ out:
     return st;
 }
 
-/* Adds the files of path accepted as migrations (NNN_name.sql) or function
- * files (name.sql) to set, under group ("" for migrations). */
-static enum og_status migrate_scan(const char *path, const char *group, bool migrations,
-                                   struct migrate_set *set, struct og_error *err)
+/* Adds to set the files of path: migrations (NNN_name.sql, group NULL), or
+ * the function files (NAME.sql) of group; group "" is functions/ itself,
+ * whose group folders (functions/GROUP/NAME.sql, schema/README.md, "Layout")
+ * are read in turn. A .sql file directly in functions/ is refused rather
+ * than skipped: it would never be applied. */
+static enum og_status migrate_scan(const char *path, const char *group, struct migrate_set *set,
+                                   struct og_error *err)
 {
     struct dirent *de;
     DIR *d = opendir(path);
     enum og_status st = OG_OK;
+    bool migrations = group == NULL;
 
     if (d == NULL)
         return og_error_set(err, OG_ERR_CONFIG, false, "schema directory %s: %s", path,
                             strerror(errno));
     while ((de = readdir(d)) != NULL && st == OG_OK) {
+        char sub[PATH_MAX + NAME_MAX + 2];
         struct migrate_file *f;
 
+        if (!migrations && group[0] == '\0') {
+            snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+            if (migrate_word_ok(de->d_name, ".sql"))
+                st = og_error_set(err, OG_ERR_CONFIG, false,
+                                  "%s: a function file belongs in the folder of its group "
+                                  "(functions/GROUP/NAME.sql, schema/README.md)",
+                                  sub);
+            else if (migrate_word_ok(de->d_name, "") && migrate_is_dir(sub))
+                st = migrate_scan(sub, de->d_name, set, err);
+            continue;
+        }
         if (!(migrations ? migrate_name_ok(de->d_name) : migrate_word_ok(de->d_name, ".sql")))
             continue;
         if (set->n == MIGRATE_MAX_FILES) {
@@ -300,41 +316,12 @@ static enum og_status migrate_scan(const char *path, const char *group, bool mig
             break;
         }
         f = &set->files[set->n++];
-        snprintf(f->group, sizeof(f->group), "%s", group);
+        snprintf(f->group, sizeof(f->group), "%s", migrations ? "" : group);
         snprintf(f->name, sizeof(f->name), "%s", de->d_name);
         if (migrations) {
             memcpy(f->version, de->d_name, 3);
             f->version[3] = '\0';
         }
-    }
-    closedir(d);
-    return st;
-}
-
-/* The function files: functions/GROUP/NAME.sql, one folder per audience
- * (schema/README.md, "Layout"). A file directly in functions/ is refused
- * rather than skipped: it would never be applied. */
-static enum og_status migrate_scan_groups(const char *path, struct migrate_set *set,
-                                          struct og_error *err)
-{
-    struct dirent *de;
-    DIR *d = opendir(path);
-    enum og_status st = OG_OK;
-
-    if (d == NULL)
-        return og_error_set(err, OG_ERR_CONFIG, false, "schema directory %s: %s", path,
-                            strerror(errno));
-    while ((de = readdir(d)) != NULL && st == OG_OK) {
-        char sub[PATH_MAX + NAME_MAX + 2];
-
-        snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
-        if (migrate_word_ok(de->d_name, ".sql"))
-            st = og_error_set(err, OG_ERR_CONFIG, false,
-                              "%s: a function file belongs in the folder of its group "
-                              "(functions/GROUP/NAME.sql, schema/README.md)",
-                              sub);
-        else if (migrate_word_ok(de->d_name, "") && migrate_is_dir(sub))
-            st = migrate_scan(sub, de->d_name, false, set, err);
     }
     closedir(d);
     return st;
@@ -355,7 +342,7 @@ static enum og_status migrate_list(const char *dir, const char *sub, bool migrat
     set->files = calloc(MIGRATE_MAX_FILES, sizeof(*set->files));
     if (set->files == NULL)
         return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-    st = migrations ? migrate_scan(path, "", true, set, err) : migrate_scan_groups(path, set, err);
+    st = migrate_scan(path, migrations ? NULL : "", set, err);
     if (st != OG_OK)
         goto out;
     if (set->n == 0) {

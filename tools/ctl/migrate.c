@@ -5,11 +5,12 @@
  * each applied once, in lexical order), functions/GROUP/NAME.sql (one
  * function each, with its grants and the trigger it backs; CREATE OR
  * REPLACE, applied again whenever the file changes; GROUP is the audience,
- * NAME unique across groups and the key its checksum is recorded under, so a
- * file that moves to another group is not applied again) and
- * upgrade/0.1.0.sql (for databases made by 0.1.0's numbered scripts). One run is one transaction:
- * it applies every pending migration, then every function file whose checksum differs from the one
- * recorded (all of them when a migration ran), checks that the owner role owns everything, and
+ * NAME unique across groups and the key its checksum is recorded under, so
+ * a file that moves to another group is not applied again) and
+ * upgrade/0.1.0.sql (for databases made by 0.1.0's numbered scripts). One
+ * run is one transaction: it applies every pending migration, then every
+ * function file whose checksum differs from the one recorded (all of them
+ * when a migration ran), checks that the owner role owns everything, and
  * commits; any failure rolls all of it back.
  *
  * Files are operator-reviewed SQL sent whole with PQexec, never text built

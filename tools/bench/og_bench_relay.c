@@ -32,7 +32,6 @@
  * Connection parameters come from libpq's environment (PGHOST, PGPORT,
  * PGUSER: a superuser), brokers from --brokers or ORDERGATE_BROKERS. Exit
  * status: 0 the run completed, 1 runtime failure, 2 bad usage. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <libpq-fe.h>
 #include <librdkafka/rdkafka.h>
@@ -56,6 +55,7 @@
 #include "common/parse.h"
 #include "common/version.h"
 #include "tools/bench/support/bench_kafka.h"
+#include "tools/bench/support/bench_opt.h"
 #include "tools/bench/support/bench_pg.h"
 #include "tools/bench/support/bench_proc.h"
 #include "tools/bench/support/bench_run.h"
@@ -78,7 +78,7 @@ struct opts {
     const char *brokers;
     const char *dbname;
     const char *template_db;
-    int keep;
+    bool keep;
 };
 
 /* What one batch size measured. */
@@ -100,7 +100,7 @@ static struct {
     char conninfo[192];
     rd_kafka_t *admin_rk;
     struct bench_topics topics;
-    int keep;
+    bool keep;
 } g;
 
 /* ---------------------------------------------------------------------------------------- */
@@ -126,64 +126,42 @@ static void bench_cleanup(void)
     }
 }
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: " PROG " [options]\n"
-            "Places orders with schedule_cancels = 1 and measures the outbox relay that\n"
-            "publishes their cancel messages: placement alone, the relay alone, both at once.\n"
-            "  --orders N        orders per placement phase (default 20000)\n"
-            "  --clients K       placing sessions (default 4)\n"
-            "  --batches LIST    outbox.batch values, one run each (default 500,2000)\n"
-            "  --interval-ms MS  outbox.interval_ms, the pause after a short step (default 200)\n"
-            "  --partitions N    partitions per delay topic (default 4)\n"
-            "  --skus N          SKUs the orders' single item lines spread over (default 1000)\n"
-            "  --due-s S         orders fall due S seconds after placement (default 600)\n"
-            "  --brokers LIST    Kafka bootstrap servers (default $ORDERGATE_BROKERS, else\n"
-            "                    localhost:9092)\n"
-            "  --dbname NAME     the database to create (default og_bench_relay; dropped first)\n"
-            "  --template NAME   template database (default ordergate_tpl, built by\n"
-            "                    tests/support/db_template.sh)\n"
-            "  --keep            keep the last database and the topics\n");
-}
-
-static int parse_list(const char *s, struct opts *o)
-{
-    char buf[128], *save = NULL;
-    int64_t v;
-    struct og_error err = {0};
-
-    snprintf(buf, sizeof(buf), "%s", s);
-    o->nbatches = 0;
-    for (char *t = strtok_r(buf, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
-        if (o->nbatches == MAX_BATCHES || parse_int64("--batches", t, 1, 10000, &v, &err) != OG_OK)
-            return -1;
-        o->batches[o->nbatches++] = (int)v;
-    }
-    return o->nbatches > 0 ? 0 : -1;
-}
-
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-    static const struct option longopts[] = {{"orders", required_argument, NULL, 'o'},
-                                             {"clients", required_argument, NULL, 'c'},
-                                             {"batches", required_argument, NULL, 'b'},
-                                             {"interval-ms", required_argument, NULL, 'i'},
-                                             {"partitions", required_argument, NULL, 'p'},
-                                             {"skus", required_argument, NULL, 'k'},
-                                             {"due-s", required_argument, NULL, 'd'},
-                                             {"brokers", required_argument, NULL, 'B'},
-                                             {"dbname", required_argument, NULL, 'n'},
-                                             {"template", required_argument, NULL, 't'},
-                                             {"keep", no_argument, NULL, 'K'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
-    struct og_error err = {0};
-    int64_t v;
-    int c, li = -1;
+    const struct bench_opt rows[] = {
+        BENCH_LONG("orders", "N", "orders per placement phase (default 20000)", &o->orders, 1,
+                   10000000),
+        BENCH_INT("clients", "K", "placing sessions (default 4)", &o->clients, 1, MAX_CLIENTS),
+        BENCH_INTS("batches", "LIST", "outbox.batch values, one run each (default 500,2000)",
+                   o->batches, &o->nbatches, MAX_BATCHES, 1, 10000),
+        BENCH_INT("interval-ms", "MS",
+                  "outbox.interval_ms, the pause after a short step (default 200)", &o->interval_ms,
+                  1, 600000),
+        BENCH_INT("partitions", "N", "partitions per delay topic (default 4)", &o->partitions, 1,
+                  256),
+        BENCH_INT("skus", "N", "SKUs the orders' single item lines spread over (default 1000)",
+                  &o->skus, 1, 1000000),
+        /* Above one minute and at most 15: the 15m topic is the fitting level. */
+        BENCH_INT("due-s", "S", "orders fall due S seconds after placement (default 600)",
+                  &o->due_s, 61, 900),
+        BENCH_STR("brokers", "LIST",
+                  "Kafka bootstrap servers (default $ORDERGATE_BROKERS, else\n"
+                  "localhost:9092)",
+                  &o->brokers),
+        BENCH_NAME("dbname", "NAME",
+                   "the database to create (default og_bench_relay; dropped first)", &o->dbname),
+        BENCH_NAME("template", "NAME",
+                   "template database (default ordergate_tpl, built by\n"
+                   "tests/support/db_template.sh)",
+                   &o->template_db),
+        BENCH_ON("keep", "keep the last database and the topics", &o->keep),
+        BENCH_END,
+    };
 
     *o = (struct opts){.orders = 20000,
                        .clients = 4,
+                       .batches = {500, 2000},
+                       .nbatches = 2,
                        .interval_ms = 200,
                        .partitions = 4,
                        .skus = 1000,
@@ -192,73 +170,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
                                                               : "localhost:9092",
                        .dbname = "og_bench_relay",
                        .template_db = "ordergate_tpl"};
-    parse_list("500,2000", o);
-    while ((c = getopt_long(argc, argv, "h", longopts, &li)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case 'o':
-            bad = parse_int64("--orders", optarg, 1, 10000000, &v, &err) != OG_OK;
-            o->orders = (long)v;
-            break;
-        case 'c':
-            bad = parse_int64("--clients", optarg, 1, MAX_CLIENTS, &v, &err) != OG_OK;
-            o->clients = (int)v;
-            break;
-        case 'b':
-            bad = parse_list(optarg, o) != 0;
-            break;
-        case 'i':
-            bad = parse_int64("--interval-ms", optarg, 1, 600000, &v, &err) != OG_OK;
-            o->interval_ms = (int)v;
-            break;
-        case 'p':
-            bad = parse_int64("--partitions", optarg, 1, 256, &v, &err) != OG_OK;
-            o->partitions = (int)v;
-            break;
-        case 'k':
-            bad = parse_int64("--skus", optarg, 1, 1000000, &v, &err) != OG_OK;
-            o->skus = (int)v;
-            break;
-        case 'd':
-            /* Above one minute and at most 15: the 15m topic is the fitting level. */
-            bad = parse_int64("--due-s", optarg, 61, 900, &v, &err) != OG_OK;
-            o->due_s = (int)v;
-            break;
-        case 'B':
-            o->brokers = optarg;
-            break;
-        case 'n':
-            o->dbname = optarg;
-            bad = !bench_name_valid(optarg);
-            break;
-        case 't':
-            o->template_db = optarg;
-            bad = !bench_name_valid(optarg);
-            break;
-        case 'K':
-            o->keep = 1;
-            break;
-        case 'h':
-            usage(stdout);
-            exit(0);
-        default:
-            usage(stderr);
-            return -1;
-        }
-        if (bad) {
-            if (err.msg[0] != '\0')
-                fprintf(stderr, PROG ": %s\n", err.msg);
-            else
-                fprintf(stderr, PROG ": --%s: bad value \"%s\"\n",
-                        li >= 0 ? longopts[li].name : "?", optarg);
-            return -1;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, PROG ": unexpected argument %s\n", argv[optind]);
-        return -1;
-    }
-    return 0;
+    return bench_opt_parse(PROG,
+                           "Places orders with schedule_cancels = 1 and measures the outbox relay "
+                           "that\npublishes their cancel messages: placement alone, the relay "
+                           "alone, both at once.\n",
+                           NULL, rows, argc, argv);
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -70,7 +70,7 @@
 #include "common/path.h"
 #include "common/version.h"
 #include "tools/bench/consumer/bench_consumer.h"
-#include "tools/bench/support/bench_child.h"
+#include "tools/bench/support/bench_prog.h"
 #include "tools/bench/support/bench_pg.h"
 #include "tools/bench/support/bench_proc.h"
 #include "tools/bench/support/bench_prom.h"
@@ -80,7 +80,7 @@ struct bench_consumer_state g;
 
 static void bench_cleanup(bool failed)
 {
-    bench_child_kill_running();
+    bench_prog_stop_all();
     if (!g.keep) {
         topics_delete();
         db_drop();

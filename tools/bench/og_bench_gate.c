@@ -46,6 +46,8 @@
 #define BENCH_MAX_BATCHES  16
 #define BENCH_TARGET_BATCH 500
 #define BENCH_TARGET_RATE  20000.0
+/* psql applying a migration, pgbench's setup, and pgbench past its -T: none takes this long. */
+#define BENCH_HELPER_TIMEOUT_S 600
 
 struct bench_opts {
     const char *dbname; /* database created (dropped first) for the run */
@@ -274,7 +276,7 @@ static int apply_schema(const struct bench_opts *o, const char *dbname)
         if (strcmp(files[n - 1], "install.sql") == 0 && i != n - 1)
             continue;
         snprintf(path, sizeof(path), "%s/%s", o->schema_dir, files[i]);
-        if (bench_run_capture(argv, out, sizeof(out)) != 0) {
+        if (bench_run_capture(argv, out, sizeof(out), BENCH_HELPER_TIMEOUT_S) != 0) {
             fprintf(stderr, "og_bench_gate: psql -f %s failed:\n%s\n", path, out);
             goto out;
         }
@@ -299,7 +301,7 @@ static double run_pgbench(const struct bench_opts *o, PGconn *admin)
         return -1;
     {
         char *const argv[] = {"pgbench", "-i", "-q", "-s", "1", (char *)o->pgbench_db, NULL};
-        if (bench_run_capture(argv, out, sizeof(out)) != 0) {
+        if (bench_run_capture(argv, out, sizeof(out), BENCH_HELPER_TIMEOUT_S) != 0) {
             fprintf(stderr, "og_bench_gate: pgbench -i failed:\n%s\n", out);
             return -1;
         }
@@ -309,7 +311,8 @@ static double run_pgbench(const struct bench_opts *o, PGconn *admin)
     {
         char *const argv[] = {
             "pgbench", "-N", "-c", "1", "-j", "1", "-T", secs, (char *)o->pgbench_db, NULL};
-        if (bench_run_capture(argv, out, sizeof(out)) != 0) {
+        if (bench_run_capture(argv, out, sizeof(out),
+                              o->pgbench_seconds + BENCH_HELPER_TIMEOUT_S) != 0) {
             fprintf(stderr, "og_bench_gate: pgbench failed:\n%s\n", out);
             return -1;
         }

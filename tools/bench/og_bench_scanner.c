@@ -36,6 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/child.h"
 #include "common/clock.h"
 #include "common/parse.h"
 #include "common/path.h"
@@ -280,8 +281,8 @@ static void bench_sweep(const struct bench_opts *o)
 {
     char db_arg[256], batch[16], workers[16], max_orders[24], prom_path[128], text[65536] = "";
     const char *argv[18];
-    int status = 0;
-    pid_t pid;
+    struct og_error err = {0};
+    int status;
     int64_t t0;
     double wall, duration_ms, cancelled, batches;
     FILE *fp;
@@ -315,14 +316,8 @@ static void bench_sweep(const struct bench_opts *o)
     bench_wal_snapshot(&w0);
     fflush(stdout);
     t0 = clock_mono_ms();
-    pid = fork();
-    if (pid < 0)
-        bench_die("fork: %s", strerror(errno));
-    if (pid == 0) {
-        execv(o->scanner, (char *const *)argv);
-        _exit(127);
-    }
-    waitpid(pid, &status, 0);
+    /* Bounded: an hour, and a second per 1,000 orders on top, means it is stuck. */
+    status = child_run(argv, NULL, (3600 + o->sweep / 1000) * 1000L, &err);
     wall = (double)(clock_mono_ms() - t0) / 1000.0;
     /* Its backend reports its statistics when it exits, just after the client. */
     for (int i = 0; i < 100 && bench_scalar(bench_conn, "SELECT count(*) FROM pg_stat_activity "
@@ -331,8 +326,10 @@ static void bench_sweep(const struct bench_opts *o)
          i++)
         usleep(50000);
     bench_wal_snapshot(&w1);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        bench_die("the scanner failed (status %d)", status);
+    if (status < 0)
+        bench_die("the scanner failed: %s", err.msg);
+    if (status != 0)
+        bench_die("the scanner failed (exit status %d)", status);
     duration_ms = bench_scalar(bench_conn, "SELECT duration_ms FROM ordergate.scanner_runs "
                                            "ORDER BY run_id DESC LIMIT 1");
     cancelled = bench_scalar(bench_conn, "SELECT cancelled FROM ordergate.scanner_runs ORDER BY "

@@ -30,7 +30,7 @@
 #include "common/path.h"
 #include "common/version.h"
 #include "tools/bench/consumer/bench_consumer.h"
-#include "tools/bench/support/bench_child.h"
+#include "tools/bench/support/bench_prog.h"
 #include "tools/bench/support/bench_pg.h"
 #include "tools/bench/support/bench_proc.h"
 #include "tools/bench/support/bench_prom.h"
@@ -140,7 +140,8 @@ double gate_bench_run(const struct opts *o)
     snprintf(dbname, sizeof(dbname), "%s_gate", o->dbname);
     bench_progress("running %s --dbname %s --batches %s --orders %s --no-pgbench", o->gate_bench,
                    dbname, batch, orders);
-    status = bench_run_capture(argv, out, 65536);
+    /* Its own --max-seconds bounds each batch size; this, the whole run with its setup. */
+    status = bench_run_capture(argv, out, 65536, 3600);
     for (char *line = strtok(out, "\n"); line != NULL; line = strtok(NULL, "\n")) {
         int b;
         long n, calls;
@@ -159,13 +160,13 @@ double gate_bench_run(const struct opts *o)
 
 /* What the consumer's log says about its pauses: the blocking seek of every
  * pause (seek_us=, logged at debug level) and seeks that timed out. */
-void print_seeks(const struct bench_child *c)
+void print_seeks(const struct bench_prog *c)
 {
     double *us = NULL, total = 0;
     size_t n = 0;
-    long failed = bench_child_log_events(c, "seek_failed", NULL, NULL, NULL);
+    long failed = bench_prog_log_events(c, "seek_failed", NULL, NULL, NULL);
 
-    (void)bench_child_log_events(c, "partition_paused", "seek_us", &us, &n);
+    (void)bench_prog_log_events(c, "partition_paused", "seek_us", &us, &n);
     for (size_t i = 0; i < n; i++)
         total += us[i];
     if (n > 0) {

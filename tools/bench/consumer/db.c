@@ -30,7 +30,7 @@
 #include "common/path.h"
 #include "common/version.h"
 #include "tools/bench/consumer/bench_consumer.h"
-#include "tools/bench/support/bench_child.h"
+#include "tools/bench/support/bench_prog.h"
 #include "tools/bench/support/bench_pg.h"
 #include "tools/bench/support/bench_proc.h"
 #include "tools/bench/support/bench_prom.h"
@@ -210,10 +210,10 @@ pid_t db_consumer_backend(void)
                                0, NULL);
 }
 
-struct bench_child;
+struct bench_prog;
 /* Waits until a backend has no statement running (the stopped consumer's
  * claim in flight has committed). */
-void db_backend_idle(pid_t backend, struct bench_child *c)
+void db_backend_idle(pid_t backend, struct bench_prog *c)
 {
     char pid[16];
     const char *p[1] = {pid};
@@ -226,7 +226,7 @@ void db_backend_idle(pid_t backend, struct bench_child *c)
         PQclear(res);
         if (idle)
             return;
-        bench_child_alive(c);
+        bench_prog_alive(c);
         bench_sleep_ms(10);
     }
     bench_die(

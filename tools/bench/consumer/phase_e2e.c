@@ -29,7 +29,7 @@
 #include "common/path.h"
 #include "common/version.h"
 #include "tools/bench/consumer/bench_consumer.h"
-#include "tools/bench/support/bench_child.h"
+#include "tools/bench/support/bench_prog.h"
 #include "tools/bench/support/bench_pg.h"
 #include "tools/bench/support/bench_proc.h"
 #include "tools/bench/support/bench_prom.h"
@@ -41,7 +41,7 @@
 void phase_e2e(const struct opts *o, const char *run, struct results *r)
 {
     char topic[160], group[160], base[128], *metrics = malloc(METRICS_MAX_BYTES);
-    struct bench_child c;
+    struct bench_prog c;
     struct sampler s;
     struct bench_hist h_batch, h_db, h_late;
     double av0, ck0, av1, ck1, wal0, t_spawn, t_first = -1, t_done, next_line, last_line_t;
@@ -84,16 +84,16 @@ void phase_e2e(const struct opts *o, const char *run, struct results *r)
     ceiling_run(o, cdb, "g", 0, o->ceiling_orders, 0, &r->ceil[0], true);
     bench_pg_exec(g.conn, "CHECKPOINT");
 
-    child_config(o, &c, "e2e", base);
+    launch_config(o, &c, "e2e", base);
     db_background(&av0, &ck0);
     wal0 = db_wal_lsn_bytes();
     t_spawn = bench_mono_s();
-    child_spawn(o, &c, "e2e", topic, group);
-    bench_child_port(&c);
+    launch_consumer(o, &c, "e2e", topic, group);
+    bench_prog_port(&c);
     /* Its database session appears once it connected. */
     pid_t backend = 0;
     for (int i = 0; i < 200 && backend == 0; i++) {
-        bench_child_alive(&c);
+        bench_prog_alive(&c);
         backend = db_consumer_backend();
         if (backend == 0)
             bench_sleep_ms(50);
@@ -103,7 +103,7 @@ void phase_e2e(const struct opts *o, const char *run, struct results *r)
     last_line_t = t_spawn;
     for (;;) {
         double now;
-        bench_child_alive(&c);
+        bench_prog_alive(&c);
         bench_check_stop();
         bench_sleep_ms(250);
         now = bench_mono_s();
@@ -191,7 +191,7 @@ void phase_e2e(const struct opts *o, const char *run, struct results *r)
     r->e2e_checkpoints = ck1 - ck0;
     if (!bench_metrics_get(c.port, metrics, METRICS_MAX_BYTES))
         metrics[0] = '\0';
-    r->e2e_exit = bench_child_stop(&c);
+    r->e2e_exit = bench_prog_stop(&c);
 
     /* The figures from the database: first to last commit. */
     {

@@ -29,7 +29,7 @@
 #include "common/path.h"
 #include "common/version.h"
 #include "tools/bench/consumer/bench_consumer.h"
-#include "tools/bench/support/bench_child.h"
+#include "tools/bench/support/bench_prog.h"
 #include "tools/bench/support/bench_pg.h"
 #include "tools/bench/support/bench_proc.h"
 #include "tools/bench/support/bench_prom.h"
@@ -46,7 +46,7 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
     int64_t t0_ms = clock_wall_ms() + (int64_t)lead * 1000, end_ms;
     double setup_start = bench_mono_s(), next_line, last_line_t, prod_t0, prod_t1, lat_t0;
     long last_line_n = 0, done = 0, produced = 0;
-    struct bench_child c;
+    struct bench_prog c;
     struct sampler s;
     struct bench_hist h_late, h_batch, h_db;
     rd_kafka_t *rk;
@@ -111,10 +111,10 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
     snprintf(topic, sizeof(topic), "%s.cancel", base);
     snprintf(group, sizeof(group), "%s.group", base);
     topic_create(o, topic, o->partitions);
-    child_config(o, &c, "lateness", base);
-    child_spawn(o, &c, "lateness", topic, group);
-    bench_child_port(&c);
-    bench_child_wait_log(&c, "event=partitions_assigned", 60);
+    launch_config(o, &c, "lateness", base);
+    launch_consumer(o, &c, "lateness", topic, group);
+    bench_prog_port(&c);
+    bench_prog_wait_log(&c, "event=partitions_assigned", 60);
     {
         pid_t backend = 0;
         for (int i = 0; i < 200 && backend == 0; i++) {
@@ -145,7 +145,7 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
         double m = bench_mono_s();
 
         bench_check_stop();
-        bench_child_alive(&c);
+        bench_prog_alive(&c);
         while (produced < n && t0_ms + produced * 1000 / o->rate - o->ahead_ms <= now) {
             char key[32], value[160], iso[32];
             int64_t due = t0_ms + produced * 1000 / o->rate;
@@ -199,7 +199,7 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
     r->lat_wall = bench_mono_s() - lat_t0;
     if (!bench_metrics_get(c.port, metrics, METRICS_MAX_BYTES))
         metrics[0] = '\0';
-    r->lat_exit = bench_child_stop(&c);
+    r->lat_exit = bench_prog_stop(&c);
     {
         struct db *cdb = ceiling_session();
         struct ceiling cr;

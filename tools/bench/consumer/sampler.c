@@ -30,7 +30,7 @@
 #include "common/path.h"
 #include "common/version.h"
 #include "tools/bench/consumer/bench_consumer.h"
-#include "tools/bench/support/bench_child.h"
+#include "tools/bench/support/bench_prog.h"
 #include "tools/bench/support/bench_pg.h"
 #include "tools/bench/support/bench_proc.h"
 #include "tools/bench/support/bench_prom.h"

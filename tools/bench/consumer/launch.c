@@ -1,4 +1,4 @@
-/* og_bench_consumer: the consumer under benchmark: its config file and command line. */
+/* og_bench_consumer: the consumer under benchmark, launched: its config file and command line. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -30,13 +30,13 @@
 #include "common/path.h"
 #include "common/version.h"
 #include "tools/bench/consumer/bench_consumer.h"
-#include "tools/bench/support/bench_child.h"
+#include "tools/bench/support/bench_prog.h"
 #include "tools/bench/support/bench_pg.h"
 #include "tools/bench/support/bench_proc.h"
 #include "tools/bench/support/bench_prom.h"
 #include "tools/bench/support/bench_run.h"
 
-void child_config(const struct opts *o, struct bench_child *c, const char *tag, const char *base)
+void launch_config(const struct opts *o, struct bench_prog *c, const char *tag, const char *base)
 {
     FILE *f;
 
@@ -60,8 +60,8 @@ void child_config(const struct opts *o, struct bench_child *c, const char *tag, 
     fclose(f);
 }
 
-void child_spawn(const struct opts *o, struct bench_child *c, const char *tag, const char *topic,
-                 const char *group)
+void launch_consumer(const struct opts *o, struct bench_prog *c, const char *tag, const char *topic,
+                     const char *group)
 {
     char db[96], port[32], batch[16];
     const char *argv[20];
@@ -87,7 +87,7 @@ void child_spawn(const struct opts *o, struct bench_child *c, const char *tag, c
     argv[argc++] = "--metrics-listen";
     argv[argc++] = port;
     argv[argc] = NULL;
-    bench_child_start(c, "the consumer", argv);
+    bench_prog_start(c, "the consumer", argv);
     bench_progress("consumer pid %d: %s --topics %s --group %s --batch-size %s (log %s)",
                    (int)c->pid, o->consumer, topic, group, batch, c->log);
 }

@@ -110,9 +110,7 @@ static void bench_cleanup(void)
     if (!g.keep) {
         bench_topics_delete(&g.topics, g.admin_rk);
         if (g.db_created && g.admin != NULL) {
-            char text[128];
-            snprintf(text, sizeof(text), "DROP DATABASE IF EXISTS %s WITH (FORCE)", g.dbname);
-            PQclear(PQexec(g.admin, text));
+            bench_pg_db_drop(g.admin, g.dbname);
             g.db_created = false;
         }
     }
@@ -383,21 +381,12 @@ static void *sampler_main(void *arg)
 
 static void db_fresh(const struct opts *o)
 {
-    const char *p[1] = {o->template_db};
-    char text[256], skus[16];
+    char skus[16];
     const char *sp[1] = {skus};
     PGconn *c;
 
-    if (bench_pg_num(g.admin, "SELECT count(*) FROM pg_database WHERE datname = $1", 1, p) != 1)
-        bench_die(
-            "template database %s not found: build it first with tests/support/db_template.sh "
-            "(same PG* environment)",
-            o->template_db);
     snprintf(g.dbname, sizeof(g.dbname), "%s", o->dbname);
-    snprintf(text, sizeof(text), "DROP DATABASE IF EXISTS %s WITH (FORCE)", g.dbname);
-    bench_pg_exec(g.admin, text);
-    snprintf(text, sizeof(text), "CREATE DATABASE %s TEMPLATE %s", g.dbname, o->template_db);
-    bench_pg_exec(g.admin, text);
+    bench_pg_db_create(g.admin, g.dbname, o->template_db);
     g.db_created = true;
     snprintf(g.conninfo, sizeof(g.conninfo),
              "dbname=%s application_name=" PROG " options='-c client_min_messages=warning'",
@@ -631,32 +620,19 @@ int main(int argc, char **argv)
     struct opts o;
     struct result res[MAX_BATCHES];
     char run[48];
-    struct sigaction sa;
-    char errstr[256];
-    rd_kafka_conf_t *kc;
 
     if (parse_args(argc, argv, &o) != 0)
         return 2;
     log_init(PROG, LOG_LVL_WARN);
     bench_init(PROG, bench_cleanup);
     g.keep = o.keep;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = bench_on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    bench_signals_install();
     setvbuf(stdout, NULL, _IOLBF, 0);
 
     snprintf(run, sizeof(run), "%d-%lld", (int)getpid(), (long long)(clock_wall_ms() % 100000000));
     g.admin = bench_pg_connect("dbname=postgres application_name=" PROG
                                " options='-c client_min_messages=warning'");
-    kc = rd_kafka_conf_new();
-    if (rd_kafka_conf_set(kc, "bootstrap.servers", o.brokers, errstr, sizeof(errstr)) !=
-        RD_KAFKA_CONF_OK)
-        bench_die("bootstrap.servers: %s", errstr);
-    g.admin_rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, errstr, sizeof(errstr));
-    if (g.admin_rk == NULL)
-        bench_die("kafka admin client: %s", errstr);
+    g.admin_rk = bench_kafka_client(o.brokers, PROG, RD_KAFKA_PRODUCER, NULL, NULL);
     print_header(&o);
     for (int i = 0; i < o.nbatches; i++)
         run_batch(&o, run, o.batches[i], &res[i]);

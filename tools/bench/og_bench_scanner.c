@@ -41,6 +41,7 @@
 #include "common/parse.h"
 #include "common/path.h"
 #include "tools/bench/support/bench_opt.h"
+#include "tools/bench/support/bench_pg.h"
 #include "tools/bench/support/bench_prom.h"
 #include "tools/bench/support/bench_run.h"
 
@@ -554,15 +555,10 @@ int main(int argc, char **argv)
     if (access(o.scanner, X_OK) != 0)
         bench_die("%s is not an executable (build it, or give --scanner)", o.scanner);
 
-    admin = PQconnectdb("dbname=postgres");
-    if (PQstatus(admin) != CONNECTION_OK)
-        bench_die("cannot connect: %s", PQerrorMessage(admin));
-    bench_execf(admin, "DROP DATABASE IF EXISTS %s WITH (FORCE)", o.dbname);
-    bench_execf(admin, "CREATE DATABASE %s TEMPLATE %s", o.dbname, o.template_db);
+    admin = bench_pg_connect("dbname=postgres");
+    bench_pg_db_create(admin, o.dbname, o.template_db);
     snprintf(conninfo, sizeof(conninfo), "dbname=%s", o.dbname);
-    bench_conn = PQconnectdb(conninfo);
-    if (PQstatus(bench_conn) != CONNECTION_OK)
-        bench_die("cannot connect: %s", PQerrorMessage(bench_conn));
+    bench_conn = bench_pg_connect(conninfo);
 
     {
         char fsync_v[32], sync_v[32], sb_v[32], wal_v[32];
@@ -624,7 +620,7 @@ int main(int argc, char **argv)
 
     PQfinish(bench_conn);
     if (!o.keep)
-        bench_execf(admin, "DROP DATABASE IF EXISTS %s WITH (FORCE)", o.dbname);
+        bench_pg_db_drop(admin, o.dbname);
     PQfinish(admin);
     return 0;
 }

@@ -1,6 +1,4 @@
 /* og_bench_consumer: the command line. */
-#include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,7 +8,6 @@
 #include "tools/bench/consumer/bench_consumer.h"
 #include "tools/bench/support/bench_opt.h"
 #include "tools/bench/support/bench_place.h"
-#include "tools/bench/support/bench_run.h"
 
 /* dir of /proc/self/exe + rel, into out. */
 static void beside_self(char *out, size_t size, const char *rel)

@@ -16,25 +16,15 @@
  * autovacuum_naptime), once after ANALYZE. Every claim batch of the consumers is timed: each
  * logs its claim call's time (batch_committed, claim_ms, at debug level, which the phase's
  * consumers always run at). */
-#include <inttypes.h>
-#include <libpq-fe.h>
 #include <pthread.h>
-#include <signal.h>
-#include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "common/clock.h"
-#include "common/db.h"
-#include "common/gate.h"
 #include "tools/bench/consumer/bench_consumer.h"
-#include "tools/bench/support/bench_prog.h"
 #include "tools/bench/support/bench_pg.h"
 #include "tools/bench/support/bench_place.h"
 #include "tools/bench/support/bench_proc.h"
-#include "tools/bench/support/bench_prom.h"
 #include "tools/bench/support/bench_run.h"
 
 #define BURST_MAX_CONSUMERS 8

@@ -61,10 +61,22 @@ void bench_progress(const char *fmt, ...)
     fprintf(stderr, "\n");
 }
 
-void bench_on_signal(int sig)
+static void bench_on_signal(int sig)
 {
     (void)sig;
     bench_stop = 1;
+}
+
+void bench_signals_install(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = bench_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
 }
 
 void bench_check_stop(void)

@@ -19,8 +19,8 @@ void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretu
 void bench_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "  .. message" on stderr. */
 void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* A handler for SIGINT and SIGTERM: raises bench_stop. */
-void bench_on_signal(int sig);
+/* SIGINT and SIGTERM raise bench_stop (the handler does nothing else); SIGPIPE is ignored. */
+void bench_signals_install(void);
 /* bench_die("interrupted") once bench_stop is raised. */
 void bench_check_stop(void);
 /* Sleeps ms milliseconds, less once bench_stop is raised. */

@@ -126,8 +126,10 @@ pid_t child_spawn(const char *const *argv, const struct child_opts *opts, struct
     char **envp = NULL;
     pid_t parent = getpid(), pid = -1;
 
-    if (argv == NULL || argv[0] == NULL)
-        return og_error_set(err, OG_ERR_ARG, false, "child_spawn: no program"), -1;
+    if (argv == NULL || argv[0] == NULL) {
+        og_error_set(err, OG_ERR_ARG, false, "child_spawn: no program");
+        return -1;
+    }
     if (opts == NULL)
         opts = &none;
     if (opts->out_path != NULL) {

@@ -1,3 +1,4 @@
+/* og_bench_consumer: the e2e phase (what it measures: tools/bench/og_bench_consumer.c). */
 #include <stdlib.h>
 
 #include "common/clock.h"

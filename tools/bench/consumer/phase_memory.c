@@ -1,3 +1,4 @@
+/* og_bench_consumer: the memory phase (what it measures: tools/bench/og_bench_consumer.c). */
 #include <math.h>
 #include <stdlib.h>
 

@@ -689,6 +689,29 @@ enum og_status cfg_db_password(const struct og_config *cfg, char **password, str
     return st;
 }
 
+struct db_retry cfg_db_retry(const struct og_config *cfg)
+{
+    return (struct db_retry){cfg->db_retry_max, cfg->db_retry_base_ms, cfg->db_retry_cap_ms};
+}
+
+enum og_status cfg_db_open(const struct og_config *cfg, const char *app_name,
+                           const struct cfg_db_open_opts *opts, volatile sig_atomic_t *stop,
+                           struct db **out, struct og_error *err)
+{
+    struct db_retry retry = cfg_db_retry(cfg);
+    struct db_session session = cfg_db_session(cfg);
+    enum og_status st;
+
+    if (opts != NULL && opts->max_attempts > 0 && retry.max_attempts > opts->max_attempts)
+        retry.max_attempts = opts->max_attempts;
+    if (opts != NULL && opts->no_bounds)
+        session.lock_timeout_ms = session.statement_timeout_ms = 0;
+    st = db_new_passfile(cfg->db_conninfo, cfg->db_password_file, app_name, &retry, stop, out, err);
+    if (st == OG_OK)
+        db_set_session(*out, &session, NULL); /* not connected yet: cannot fail */
+    return st;
+}
+
 void cfg_dump(const struct og_config *cfg, FILE *out)
 {
     const char *base = (const char *)cfg;

@@ -146,6 +146,28 @@ struct db_session cfg_db_session(const struct og_config *cfg);
  * configured (libpq then uses PGPASSWORD or ~/.pgpass). The caller releases
  * it with db_password_free, which wipes it. */
 enum og_status cfg_db_password(const struct og_config *cfg, char **password, struct og_error *err);
+/* The retry policy of database.retry_max, database.retry_base_ms and database.retry_cap_ms. */
+struct db_retry cfg_db_retry(const struct og_config *cfg);
+
+/* What a caller of cfg_db_open changes from the configuration; NULL changes nothing. */
+struct cfg_db_open_opts {
+    /* > 0: at most this many attempts per call, fewer than database.retry_max when that is
+     * larger (a loop that must not block longer than a bound of its own) */
+    int max_attempts;
+    /* No lock_timeout or statement_timeout (an operator's tool: a migration may take long);
+     * database.pool_mode still says how to talk to the server. */
+    bool no_bounds;
+};
+
+/* The one way a program opens a database from its configuration: a handle on
+ * database.conninfo with the password of database.password_file (read here and wiped once
+ * copied), the retry policy of cfg_db_retry, the session of cfg_db_session, app_name (the actor
+ * the gate records) and stop (aborts retries at shutdown; may be NULL). Does not connect
+ * (db_connect, or the first db_call, does). *out is NULL unless OG_OK; an unreadable password
+ * file is OG_ERR_CONFIG naming the file. */
+enum og_status cfg_db_open(const struct og_config *cfg, const char *app_name,
+                           const struct cfg_db_open_opts *opts, volatile sig_atomic_t *stop,
+                           struct db **out, struct og_error *err);
 void cfg_free(struct og_config *cfg);
 
 #endif

@@ -367,23 +367,18 @@ static int scanner_reconcile(struct db *db, const struct og_config *cfg,
 
 /* --workers N > 1: N more sessions that only claim (connected on first use,
  * reconnected by db_call like the run's own). */
-static int scanner_claim_open(const struct og_config *cfg, const char *password,
-                              struct db **claim_dbs)
+static int scanner_claim_open(const struct og_config *cfg, struct db **claim_dbs)
 {
-    struct db_session session = cfg_db_session(cfg);
+    struct og_error err = {0};
+    char q[600];
 
     if (cfg->scan_workers <= 1)
         return EXIT_OK;
     for (int i = 0; i < cfg->scan_workers && i < SCANNER_WORKERS_MAX; i++) {
-        claim_dbs[i] = db_new(
-            cfg->db_conninfo, password, SCANNER_PROG,
-            &(struct db_retry){cfg->db_retry_max, cfg->db_retry_base_ms, cfg->db_retry_cap_ms},
-            &signals_stop);
-        if (claim_dbs[i] == NULL) {
-            log_error("scanner_start_failed", "error=\"out of memory\"");
+        if (cfg_db_open(cfg, SCANNER_PROG, NULL, &signals_stop, &claim_dbs[i], &err) != OG_OK) {
+            log_error("scanner_start_failed", "error=%s", log_quote(q, sizeof(q), err.msg));
             return EXIT_RUNTIME;
         }
-        db_set_session(claim_dbs[i], &session, NULL); /* not connected: cannot fail */
         hook_timing_attach(claim_dbs[i], &scanner_hook_timing);
     }
     return EXIT_OK;
@@ -423,11 +418,13 @@ int main(int argc, char **argv)
         goto report;
     }
     log_set_level((enum log_level)log_level_parse(cfg.log_level));
-    /* --check-config checks what a run would, short of connecting: the password file too. */
+    /* --check-config checks what a run would, short of connecting: the password file too
+     * (read again, and kept no longer, by each cfg_db_open). */
     if (cfg_db_password(&cfg, &password, &err) != OG_OK) {
         code = EXIT_USAGE;
         goto report;
     }
+    db_password_free(password);
     if (args.check_config) {
         cfg_dump(&cfg, stdout);
         printf("mode = %s\n",
@@ -442,23 +439,19 @@ int main(int argc, char **argv)
         goto out;
     }
     signals_install();
-    db = db_new(cfg.db_conninfo, password, SCANNER_PROG,
-                &(struct db_retry){cfg.db_retry_max, cfg.db_retry_base_ms, cfg.db_retry_cap_ms},
-                &signals_stop);
-    if (db == NULL) {
-        log_error("scanner_start_failed", "error=\"out of memory\"");
+    if (cfg_db_open(&cfg, SCANNER_PROG, NULL, &signals_stop, &db, &err) != OG_OK) {
+        log_error("scanner_start_failed", "error=%s", log_quote(q, sizeof(q), err.msg));
         code = EXIT_RUNTIME;
         goto out;
     }
-    {
+    /* --reconcile reads the whole book in one statement (seconds per million orders) and
+     * nothing waits behind it: only its lock waits are bounded. */
+    if (args.reconcile) {
         struct db_session session = cfg_db_session(&cfg);
-        /* --reconcile reads the whole book in one statement (seconds per million orders) and
-         * nothing waits behind it: only its lock waits are bounded. */
-        if (args.reconcile)
-            session.statement_timeout_ms = 0;
+        session.statement_timeout_ms = 0;
         db_set_session(db, &session, NULL); /* not connected yet: cannot fail */
-        hook_timing_attach(db, &scanner_hook_timing);
     }
+    hook_timing_attach(db, &scanner_hook_timing);
     if (args.reconcile)
         code = scanner_reconcile(db, &cfg, &args);
     else if (args.dry_run)
@@ -466,7 +459,7 @@ int main(int argc, char **argv)
     else {
         struct db **claim = cfg.scan_workers > 1 ? claim_dbs : NULL;
 
-        code = scanner_claim_open(&cfg, password, claim_dbs);
+        code = scanner_claim_open(&cfg, claim_dbs);
         if (code == EXIT_OK)
             code = cfg.scan_every_s > 0 ? scanner_sweep_every(db, claim, &cfg)
                                         : scanner_sweep_once(db, claim, &cfg);
@@ -478,7 +471,6 @@ out:
     for (int i = 0; i < SCANNER_WORKERS_MAX; i++)
         db_free(claim_dbs[i]);
     db_free(db);
-    db_password_free(password);
     cfg_free(&cfg);
     opt_args_free(&args.opts);
     return code;

@@ -287,6 +287,52 @@ static void test_password_file(void **state)
     unlink(path);
 }
 
+/* cfg_db_open: the retry policy of the settings (capped by opts), the password file read
+ * (an unreadable one refused, nothing opened), and no connection until one is needed. The
+ * attempts are counted against a server that does not exist. */
+static void test_db_open(void **state)
+{
+    static const struct db_stmt one = {"og_cfg_test_one", "SELECT 1", 0};
+    static const struct cfg_db_open_opts capped = {.max_attempts = 2};
+    struct og_config cfg;
+    struct og_error err = {0};
+    struct db_retry retry;
+    struct db *db = NULL;
+
+    (void)state;
+    assert_int_equal(cfg_init(&cfg, &err), OG_OK);
+    assert_int_equal(cfg_set(&cfg, "database.conninfo",
+                             "host=/nonexistent-ordergate-socket-dir port=1 connect_timeout=1",
+                             &err),
+                     OG_OK);
+    assert_int_equal(cfg_set(&cfg, "database.retry_max", "3", &err), OG_OK);
+    assert_int_equal(cfg_set(&cfg, "database.retry_base_ms", "1", &err), OG_OK);
+    assert_int_equal(cfg_set(&cfg, "database.retry_cap_ms", "2", &err), OG_OK);
+    retry = cfg_db_retry(&cfg);
+    assert_int_equal(retry.max_attempts, 3);
+    assert_int_equal(retry.base_ms, 1);
+    assert_int_equal(retry.cap_ms, 2);
+
+    assert_int_equal(cfg_db_open(&cfg, "unit_cfg", NULL, NULL, &db, &err), OG_OK);
+    assert_null(db_conn(db));
+    assert_int_not_equal(db_call(db, &one, NULL, NULL, &err), OG_OK);
+    assert_int_equal(db_last_attempts(db), 3);
+    db_free(db);
+
+    assert_int_equal(cfg_db_open(&cfg, "unit_cfg", &capped, NULL, &db, &err), OG_OK);
+    assert_int_not_equal(db_call(db, &one, NULL, NULL, &err), OG_OK);
+    assert_int_equal(db_last_attempts(db), 2);
+    db_free(db);
+
+    assert_int_equal(cfg_set(&cfg, "database.password_file", "/nonexistent/ordergate-pw", &err),
+                     OG_OK);
+    db = (struct db *)&db; /* must be reset */
+    assert_int_equal(cfg_db_open(&cfg, "unit_cfg", NULL, NULL, &db, &err), OG_ERR_CONFIG);
+    assert_null(db);
+    assert_non_null(strstr(err.msg, "/nonexistent/ordergate-pw"));
+    cfg_free(&cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -295,6 +341,7 @@ int main(void)
         cmocka_unit_test(test_topics_list_whole), cmocka_unit_test(test_metrics_listen),
         cmocka_unit_test(test_flag_errors),       cmocka_unit_test(test_error_located_at_flag),
         cmocka_unit_test(test_missing_file),      cmocka_unit_test(test_password_file),
+        cmocka_unit_test(test_db_open),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -101,6 +101,7 @@ static struct {
     rd_kafka_t *admin_rk;
     struct bench_topics topics;
     bool keep;
+    struct db_retry retry; /* the placing sessions' */
 } g;
 
 /* ---------------------------------------------------------------------------------------- */
@@ -204,8 +205,7 @@ static void *placer_main(void *arg)
 {
     struct placer *p = arg;
     const struct opts *o = p->o;
-    struct db_retry retry = {5, 50, 2000};
-    struct db *db = db_new(g.conninfo, NULL, PROG, &retry, &bench_stop);
+    struct db *db = db_new(g.conninfo, NULL, PROG, &g.retry, &bench_stop);
     struct og_error err = {0};
     char order_no[64], items[96], expire[32];
 
@@ -414,7 +414,6 @@ static void run_batch(const struct opts *o, const char *run, int batch, struct r
 {
     struct og_config cfg;
     struct og_error err = {0};
-    struct db_retry retry = {5, 50, 2000};
     struct db *rdb = NULL;
     rd_kafka_t *producer = NULL;
     char topic_short[160], topic_long[160], topics[340], events[160], num[16], prefix[32];
@@ -446,9 +445,13 @@ static void run_batch(const struct opts *o, const char *run, int batch, struct r
     cfg_or_die(&cfg, "outbox.batch", num);
     snprintf(num, sizeof(num), "%d", o->interval_ms);
     cfg_or_die(&cfg, "outbox.interval_ms", num);
-    rdb = db_new(g.conninfo, NULL, PROG "-outbox", &retry, &bench_stop);
-    if (rdb == NULL || db_connect(rdb, &err) != OG_OK)
-        bench_die("relay connection: %s", rdb == NULL ? "out of memory" : err.msg);
+    cfg_or_die(&cfg, "database.conninfo", g.conninfo);
+    /* Opened as the consumer opens its relay's (consumer/relay.c); the placing sessions, the
+     * shop's, retry by the same policy. */
+    if (cfg_db_open(&cfg, PROG "-outbox", NULL, &bench_stop, &rdb, &err) != OG_OK ||
+        db_connect(rdb, &err) != OG_OK)
+        bench_die("relay connection: %s", err.msg);
+    g.retry = cfg_db_retry(&cfg);
     if (kafka_producer_new(&cfg, PROG "-outbox", outbox_dr_cb, &producer, &err) != OG_OK)
         bench_die("relay producer: %s", err.msg);
     /* A consumer's relay learns its topics once, at its first step after the

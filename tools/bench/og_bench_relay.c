@@ -288,6 +288,20 @@ struct relay_run {
     char error[512];
 };
 
+/* A run of the relay as the consumer's would step it, on rdb and producer, not yet started. */
+static void relay_run_init(struct relay_run *r, struct db *rdb, rd_kafka_t *producer,
+                           const struct og_config *cfg, const struct opts *o, int batch)
+{
+    memset(r, 0, sizeof(*r));
+    r->relay = outbox_relay_new(rdb, producer, cfg);
+    if (r->relay == NULL)
+        bench_die("outbox_relay_new failed (see the log)");
+    r->producer = producer;
+    r->batch = batch;
+    r->interval_ms = o->interval_ms;
+    r->target = o->orders;
+}
+
 static void *relay_main(void *arg)
 {
     struct relay_run *r = arg;
@@ -468,14 +482,7 @@ static void run_batch(const struct opts *o, const char *run, int batch, struct r
            o->orders, o->clients, res->place_rate, res->place_p50, res->place_p99, res->place_max);
 
     /* 2. the relay alone on that backlog */
-    memset(&r, 0, sizeof(r));
-    r.relay = outbox_relay_new(rdb, producer, &cfg);
-    if (r.relay == NULL)
-        bench_die("outbox_relay_new failed (see the log)");
-    r.producer = producer;
-    r.batch = batch;
-    r.interval_ms = o->interval_ms;
-    r.target = o->orders;
+    relay_run_init(&r, rdb, producer, &cfg, o, batch);
     r.deadline_s = bench_mono_s() + DRAIN_TIMEOUT_S;
     relay_main(&r);
     if (r.error[0] != '\0')
@@ -493,15 +500,8 @@ static void run_batch(const struct opts *o, const char *run, int batch, struct r
     outbox_relay_free(r.relay);
 
     /* 3. both at once */
-    memset(&r, 0, sizeof(r));
     memset(&s, 0, sizeof(s));
-    r.relay = outbox_relay_new(rdb, producer, &cfg);
-    if (r.relay == NULL)
-        bench_die("outbox_relay_new failed (see the log)");
-    r.producer = producer;
-    r.batch = batch;
-    r.interval_ms = o->interval_ms;
-    r.target = o->orders;
+    relay_run_init(&r, rdb, producer, &cfg, o, batch);
     /* Placement takes what phase 1 took, give or take the load. */
     r.deadline_s = bench_mono_s() + 2 * (double)o->orders / res->place_rate + DRAIN_TIMEOUT_S;
     if (pthread_create(&st, NULL, sampler_main, &s) != 0 ||

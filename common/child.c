@@ -84,14 +84,21 @@ static void __attribute__((noreturn)) child_fail(const char *what, const char *n
     _exit(code);
 }
 
-/* Opens path for a child's output, close-on-exec (dup2 clears it on the child's copy). */
-static int child_open_out(const char *path, struct og_error *err)
+/* Where one output stream of the child goes: path, opened here close-on-exec (dup2 clears that
+ * on the child's copy) and put in *own for the caller to close, or a descriptor by CHILD_FD_*;
+ * -1 keeps the caller's. -2 after err when path cannot be opened. */
+static int child_target(const char *path, int fd, int *own, struct og_error *err)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-    if (fd < 0)
+    if (path == NULL && fd == CHILD_FD_NULL)
+        path = "/dev/null";
+    if (path == NULL)
+        return fd > 0 ? fd : -1;
+    *own = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (*own < 0) {
         og_error_set(err, OG_ERR_IO, false, "%s: %s", path, strerror(errno));
-    return fd;
+        return -2;
+    }
+    return *own;
 }
 
 /* The child's side: never returns. fds: what goes on stdout and stderr (-1 keeps it). */
@@ -132,11 +139,7 @@ pid_t child_spawn(const char *const *argv, const struct child_opts *opts, struct
     }
     if (opts == NULL)
         opts = &none;
-    if (opts->out_path != NULL) {
-        out = out_own = child_open_out(opts->out_path, err);
-        if (out < 0)
-            goto out;
-    } else if (opts->out_fd == CHILD_FD_PIPE) {
+    if (opts->out_path == NULL && opts->out_fd == CHILD_FD_PIPE) {
         if (opts->pipe_fd == NULL) {
             og_error_set(err, OG_ERR_ARG, false, "%s: a pipe for stdout but nowhere to put it",
                          argv[0]);
@@ -147,29 +150,15 @@ pid_t child_spawn(const char *const *argv, const struct child_opts *opts, struct
             goto out;
         }
         out = pipefd[1];
-    } else if (opts->out_fd == CHILD_FD_NULL) {
-        out = out_own = child_open_out("/dev/null", err);
-        if (out < 0)
-            goto out;
-    } else if (opts->out_fd > 0) {
-        out = opts->out_fd;
+    } else if ((out = child_target(opts->out_path, opts->out_fd, &out_own, err)) == -2) {
+        goto out;
     }
-    if (opts->err_path != NULL && opts->out_path != NULL &&
-        strcmp(opts->err_path, opts->out_path) == 0) {
+    if (opts->err_path != NULL
+            ? opts->out_path != NULL && strcmp(opts->err_path, opts->out_path) == 0
+            : opts->err_fd == CHILD_FD_STDOUT)
         errfd = out;
-    } else if (opts->err_path != NULL) {
-        errfd = err_own = child_open_out(opts->err_path, err);
-        if (errfd < 0)
-            goto out;
-    } else if (opts->err_fd == CHILD_FD_STDOUT) {
-        errfd = out;
-    } else if (opts->err_fd == CHILD_FD_NULL) {
-        errfd = err_own = child_open_out("/dev/null", err);
-        if (errfd < 0)
-            goto out;
-    } else if (opts->err_fd > 0) {
-        errfd = opts->err_fd;
-    }
+    else if ((errfd = child_target(opts->err_path, opts->err_fd, &err_own, err)) == -2)
+        goto out;
     envp = child_env_build(opts);
     if (envp == NULL) {
         og_error_set(err, OG_ERR_NOMEM, false, "%s: out of memory", argv[0]);

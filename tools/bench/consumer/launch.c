@@ -1,42 +1,11 @@
-/* og_bench_consumer: the consumer under benchmark: its config file and command line. */
-#include <dirent.h>
+/* og_bench_consumer: the consumer under benchmark, launched: its config file and command line. */
 #include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
-#include <inttypes.h>
-#include <libpq-fe.h>
-#include <librdkafka/rdkafka.h>
-#include <limits.h>
-#include <math.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/utsname.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "common/clock.h"
-#include "common/codec.h"
-#include "common/db.h"
-#include "common/gate.h"
-#include "common/kafka.h"
-#include "common/log.h"
-#include "common/parse.h"
-#include "common/path.h"
-#include "common/version.h"
 #include "tools/bench/consumer/bench_consumer.h"
-#include "tools/bench/support/bench_child.h"
-#include "tools/bench/support/bench_pg.h"
-#include "tools/bench/support/bench_proc.h"
-#include "tools/bench/support/bench_prom.h"
 #include "tools/bench/support/bench_run.h"
 
-void child_config(const struct opts *o, struct bench_child *c, const char *tag, const char *base)
+void launch_config(const struct opts *o, struct bench_prog *c, const char *tag, const char *base)
 {
     FILE *f;
 
@@ -60,8 +29,8 @@ void child_config(const struct opts *o, struct bench_child *c, const char *tag, 
     fclose(f);
 }
 
-void child_spawn(const struct opts *o, struct bench_child *c, const char *tag, const char *topic,
-                 const char *group)
+void launch_consumer(const struct opts *o, struct bench_prog *c, const char *tag, const char *topic,
+                     const char *group)
 {
     char db[96], port[32], batch[16];
     const char *argv[20];
@@ -87,7 +56,7 @@ void child_spawn(const struct opts *o, struct bench_child *c, const char *tag, c
     argv[argc++] = "--metrics-listen";
     argv[argc++] = port;
     argv[argc] = NULL;
-    bench_child_start(c, "the consumer", argv);
+    bench_prog_start(c, "the consumer", argv);
     bench_progress("consumer pid %d: %s --topics %s --group %s --batch-size %s (log %s)",
                    (int)c->pid, o->consumer, topic, group, batch, c->log);
 }

@@ -2,7 +2,7 @@
 # Benchmark of ordergate.claim_cancel with all its side effects and durable commits (the server's
 # synchronous_commit/fsync as configured; nothing is relaxed here).
 #
-#   tests/sql/bench_claim_cancel.sh [ORDERS] [BATCH] [CLIENTS]      defaults 200000 500 1
+#   tools/bench/sql/bench_claim_cancel.sh [ORDERS] [BATCH] [CLIENTS]      defaults 200000 500 1
 #
 # Loads ORDERS due pending orders (1-3 lines each over 200 hot SKUs, a coupon on every third) in
 # a fresh database built with schema/install.sql, then pgbench cancels them in batches of BATCH order
@@ -20,7 +20,7 @@ orders=${1:-200000}
 batch=${2:-500}
 clients=${3:-1}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-top=$(cd "$here/../.." && pwd)
+top=$(cd "$here/../../.." && pwd)
 pgbin=${PG_BINDIR:-/usr/lib/postgresql/15/bin}
 psql=(env PGOPTIONS="-c client_min_messages=warning" "$pgbin/psql" -X -q -v ON_ERROR_STOP=1)
 db="og_bench_cancel_$$"

@@ -4,7 +4,7 @@
 # claim_cancel in batches of BATCH, CALLS calls, each call timed (PostgreSQL switches a cached
 # statement to its generic plan from a session's sixth call: look at calls 1-5 against 6+).
 #
-#   tests/sql/bench_flash_sale.sh [ORDERS] [SKUS] [BATCH] [CALLS]     defaults 20000 40 500 15
+#   tools/bench/sql/bench_flash_sale.sh [ORDERS] [SKUS] [BATCH] [CALLS]     defaults 20000 40 500 15
 #
 # Prints every call's time, the slowest of calls 1-5 and of calls 6+, and reconcile()'s count
 # (must be 0). Connection: libpq's environment, a role that may create databases (superuser on
@@ -13,7 +13,7 @@
 set -euo pipefail
 orders=${1:-20000} skus=${2:-40} batch=${3:-500} calls=${4:-15}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-top=$(cd "$here/../.." && pwd)
+top=$(cd "$here/../../.." && pwd)
 db=og_bench_flash
 psql=(env PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1)
 for n in "$orders" "$skus" "$batch" "$calls"; do

@@ -4,14 +4,14 @@
 # payment with its exception on every hundredth cancelled order), then plants one violation per
 # invariant and checks that each is found. Drops the database at the end.
 #
-#   tests/sql/bench_reconcile.sh [ORDERS]
+#   tools/bench/sql/bench_reconcile.sh [ORDERS]
 #
 # Connection: libpq's environment; a role that may create databases (superuser on a throwaway cluster).
 set -euo pipefail
 
 n=${1:-1000000}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-top=$(cd "$here/../.." && pwd)
+top=$(cd "$here/../../.." && pwd)
 pgbin=${PG_BINDIR:-/usr/lib/postgresql/15/bin}
 psql=(env PGOPTIONS="-c client_min_messages=warning" "$pgbin/psql" -X -q -v ON_ERROR_STOP=1)
 db="og_bench_reconcile_$$"

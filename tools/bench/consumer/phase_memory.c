@@ -31,7 +31,10 @@ void phase_memory(const struct opts *o, const char *run, struct results *r)
     db_load(o, "w", in_db, clock_wall_ms() - 3600 * 1000, 0);
     db_settle();
     snprintf(base, sizeof(base), "ogbench.%s.mem", run);
-    snprintf(topic, sizeof(topic), "%s.cancel", base);
+    /* The name carries the topic's delay level (common/delay.h): a message due within its
+     * topic's level waits in Kafka, paused; one due beyond it (level + consumer.level_margin_ms)
+     * would be claimed at once, and nothing would wait. */
+    snprintf(topic, sizeof(topic), "%s.cancel.2h", base);
     snprintf(group, sizeof(group), "%s.group", base);
     topic_create(o, topic, o->partitions);
     r->mem_produce_rate = produce_backlog(o, topic, "w", o->waiting, due_ms);

@@ -1084,3 +1084,33 @@ bool kafka_topic_wait_ready(rd_kafka_t *rk, const char *topic, int partitions, i
         nanosleep(&(struct timespec){0, 100 * 1000000L}, NULL);
     }
 }
+
+enum og_status kafka_group_reader_new(const struct og_config *cfg, const char *group,
+                                      const char *client_id, rd_kafka_t **reader,
+                                      struct og_error *err)
+{
+    struct og_config rc = *cfg; /* borrows every string: never freed */
+    rd_kafka_conf_t *conf = NULL;
+    char errstr[512];
+    enum og_status st;
+
+    *reader = NULL;
+    rc.group = (char *)group;
+    rc.group_instance_id = (char *)"";
+    st = kafka_conf_new(&rc, KAFKA_ROLE_CONSUMER, client_id, &conf, err);
+    if (st == OG_OK)
+        st = kafka_set(conf, "enable.auto.commit", "false", err);
+    if (st != OG_OK) {
+        if (conf != NULL)
+            rd_kafka_conf_destroy(conf);
+        return st;
+    }
+    *reader = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+    if (*reader == NULL) {
+        rd_kafka_conf_destroy(conf); /* still ours on failure */
+        og_error_set(err, OG_ERR_CONFIG, false, "cannot create Kafka group reader: %s", errstr);
+        og_error_setting(err, "kafka.properties");
+        return OG_ERR_CONFIG;
+    }
+    return OG_OK;
+}

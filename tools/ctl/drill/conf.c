@@ -26,9 +26,9 @@ static const char *const drill_conf_inherited[] = {
  * password, kafka.properties such as sasl.password): they live in a directory of the drill's
  * own, made by mkdtemp under $TMPDIR (else /tmp), so with mode 0700 and a name nobody can know
  * beforehand, and each is created there exclusively (O_EXCL, never through a link) with mode
- * 0600. drill_conf_dir_remove takes the lot away when the drill ends, also when SIGINT or
+ * 0600. drill_conf_remove takes the lot away when the drill ends, also when SIGINT or
  * SIGTERM stopped it (run.c). */
-enum og_status drill_conf_dir_make(struct drill *d, struct og_error *err)
+static enum og_status drill_conf_dir(struct drill *d, struct og_error *err)
 {
     const char *tmp = getenv("TMPDIR");
 
@@ -48,7 +48,7 @@ enum og_status drill_conf_dir_make(struct drill *d, struct og_error *err)
 }
 
 /* Nothing to return to: the drill is ending. What stays behind is said on stderr. */
-void drill_conf_dir_remove(struct drill *d)
+void drill_conf_remove(struct drill *d)
 {
     for (int k = 0; k <= DRILL_MAX_CONSUMERS; k++) {
         if (d->conf_path[k][0] != '\0' && unlink(d->conf_path[k]) != 0 && errno != ENOENT)
@@ -137,7 +137,8 @@ static enum og_status drill_conf_file(const struct drill *d, int fd, const char 
     return st;
 }
 
-enum og_status drill_conf_write(struct drill *d, int slot, struct og_error *err)
+/* Writes slot's configuration (-1: the scanner's, k: consumer k's) into d->conf_path. */
+static enum og_status drill_conf_write(struct drill *d, int slot, struct og_error *err)
 {
     char *path = d->conf_path[slot + 1];
     struct og_config c;
@@ -167,4 +168,14 @@ enum og_status drill_conf_write(struct drill *d, int slot, struct og_error *err)
     else if (st != OG_OK)
         og_error_prefix(err, "consumer %d's configuration", slot + 1);
     return st;
+}
+
+enum og_status drill_conf_make(struct drill *d, struct og_error *err)
+{
+    if (drill_conf_dir(d, err) != OG_OK)
+        return err->status;
+    for (int k = -1; k < (d->o.no_kafka ? 0 : d->o.consumers); k++)
+        if (drill_conf_write(d, k, err) != OG_OK)
+            return err->status;
+    return OG_OK;
 }

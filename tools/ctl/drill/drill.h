@@ -24,7 +24,6 @@
 #include <jansson.h>
 #include <librdkafka/rdkafka.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,9 +37,7 @@
 
 #define DRILL_MAX_CONSUMERS 16
 #define DRILL_MAX_PAYERS    64
-/* --schedule-in-db: the delay topics' levels, the last part of their names (common/delay.h).
- * A hold (4 s) and the drill's usual lead fit the first; a longer wait goes to the second, or
- * waits there when it is longer still. */
+/* --schedule-in-db: the delay topics, one per level (run.c names them). */
 #define DRILL_DELAY_LEVELS 2
 
 /* The options (options.c). */
@@ -154,9 +151,7 @@ enum og_status drill_options_parse(struct drill_opts *o, const struct opt_args *
 
 /* ---- plan.c ----------------------------------------------------------------------------- */
 
-/* A reproducible generator (xorshift64*), seeded from --seed. */
-uint64_t drill_plan_rng_next(uint64_t *s);
-double drill_plan_rng_unit(uint64_t *s);
+/* A number in lo..hi from a reproducible generator whose state is *s (seeded from --seed). */
 long drill_plan_rng_range(uint64_t *s, long lo, long hi);
 /* Plans every order (amounts, SKUs, coupons, which are lost, paid, held, closed), due times
  * relative to T. OG_ERR_NOMEM. */
@@ -193,12 +188,10 @@ enum og_status drill_sched_lose(struct drill *d, struct db *db, struct og_error 
 
 /* ---- conf.c ----------------------------------------------------------------------------- */
 
-/* The children's private directory (mkdtemp, 0700) in d->conf_dir. */
-enum og_status drill_conf_dir_make(struct drill *d, struct og_error *err);
+/* The children's private directory (d->conf_dir) and every child's file in it (d->conf_path). */
+enum og_status drill_conf_make(struct drill *d, struct og_error *err);
 /* Removes every file written and the directory; says on stderr what it could not remove. */
-void drill_conf_dir_remove(struct drill *d);
-/* Writes slot's configuration (-1: the scanner's, k: consumer k's) into d->conf_path. */
-enum og_status drill_conf_write(struct drill *d, int slot, struct og_error *err);
+void drill_conf_remove(struct drill *d);
 
 /* ---- children.c ------------------------------------------------------------------------- */
 
@@ -230,22 +223,11 @@ int64_t drill_kafka_lag(const struct drill *d, rd_kafka_t *reader);
 
 /* ---- race.c ----------------------------------------------------------------------------- */
 
-struct drill_race {
-    pthread_t tids[DRILL_MAX_PAYERS];
-    struct drill_race_worker {
-        struct drill *d;
-        int index;
-    } w[DRILL_MAX_PAYERS];
-    int started;
-};
-
-/* Starts the --payers workers, each sending its orders' actions at their time. */
-enum og_status drill_race_start(struct drill *d, struct drill_race *r, struct og_error *err);
-/* Waits for the workers and the triggers (killing a consumer now and then), bounded by
- * --settle-s after the last due time or action; then joins the workers. */
-void drill_race_wait(struct drill *d, struct db *db, struct drill_race *r);
-/* Joins workers still running (the way out; every worker stops on signals_stop). */
-void drill_race_join(struct drill_race *r);
+/* Starts the --payers threads, each sending its orders' actions at their time, and waits until
+ * the triggers have drained (a consumer SIGKILLed and restarted every --kill-every), for at
+ * most --settle-s after the last due time or action, or until signals_stop; the threads are
+ * joined when it returns. */
+enum og_status drill_race_run(struct drill *d, struct db *db, struct og_error *err);
 
 /* ---- ledger.c --------------------------------------------------------------------------- */
 
@@ -267,11 +249,9 @@ void drill_report_progress(const struct drill *d, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* "ordergatectl drill: ..." on stderr: something the drill found (a violation, a gate error). */
 void drill_report_finding(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Lateness of the cancellations of one source, in milliseconds (JSON null when unknown). */
-json_t *drill_report_lateness(struct db *db, const char *prefix, const char *source);
-/* The report: every count, the lateness of both triggers and the reconciliation. */
-json_t *drill_report_make(const struct drill *d, const struct drill_totals *t, json_t *lat_consumer,
-                          json_t *lat_scanner, double seconds);
+/* The report: every count, the lateness of both triggers (asked of db) and the reconciliation. */
+json_t *drill_report_make(const struct drill *d, struct db *db, const struct drill_totals *t,
+                          double seconds);
 /* The report as text, from the object --json prints. */
 void drill_report_text(const json_t *r, FILE *out);
 

@@ -10,7 +10,7 @@
 #include "common/kafka.h"
 #include "tools/ctl/drill/drill.h"
 
-static const struct db_stmt drill_stmt_final = {
+static const struct db_stmt drill_ledger_stmt_final = {
     "drill_final",
     "SELECT o.order_no, o.status, coalesce(s.source, ''), "
     "       (SELECT count(*) FROM ordergate.exceptions e WHERE e.order_no = o.order_no) "
@@ -128,7 +128,7 @@ enum og_status drill_ledger_check(struct drill *d, struct db *db, struct drill_t
 {
     PGresult *res = NULL;
 
-    if (db_call(db, &drill_stmt_final, (const char *[]){d->prefix}, &res, err) != OG_OK)
+    if (db_call(db, &drill_ledger_stmt_final, (const char *[]){d->prefix}, &res, err) != OG_OK)
         return err->status;
     if (PQntuples(res) != d->o.orders) {
         drill_report_finding("expected %ld orders, found %d", d->o.orders, PQntuples(res));
@@ -190,7 +190,7 @@ void drill_ledger_dead_letters(struct drill *d, rd_kafka_t *producer)
     }
 }
 
-static const struct db_stmt drill_stmt_reconcile = {
+static const struct db_stmt drill_ledger_stmt_reconcile = {
     "drill_reconcile",
     "SELECT invariant, name, violations, array_to_string(sample, ' ') "
     "  FROM ordergate.reconcile($1::timestamptz, '0 seconds', '1 minute') ORDER BY invariant",
@@ -200,7 +200,8 @@ enum og_status drill_ledger_reconcile(struct drill *d, struct db *db, struct og_
 {
     PGresult *res = NULL;
 
-    if (db_call(db, &drill_stmt_reconcile, (const char *[]){d->start_iso}, &res, err) != OG_OK) {
+    if (db_call(db, &drill_ledger_stmt_reconcile, (const char *[]){d->start_iso}, &res, err) !=
+        OG_OK) {
         og_error_prefix(err, "reconcile");
         return err->status;
     }

@@ -9,7 +9,7 @@
 
 #include "tools/ctl/drill/drill.h"
 
-uint64_t drill_plan_rng_next(uint64_t *s)
+static uint64_t drill_plan_rng_next(uint64_t *s)
 {
     /* xorshift64*: plenty for sampling, reproducible from --seed. */
     *s ^= *s >> 12;
@@ -18,7 +18,7 @@ uint64_t drill_plan_rng_next(uint64_t *s)
     return *s * UINT64_C(2685821657736338717);
 }
 
-double drill_plan_rng_unit(uint64_t *s)
+static double drill_plan_rng_unit(uint64_t *s)
 {
     return (double)(drill_plan_rng_next(s) >> 11) / 9007199254740992.0;
 }

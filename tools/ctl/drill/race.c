@@ -4,6 +4,7 @@
  * consumer SIGKILLed and restarted now and then. Owns the gate's answers in each order's
  * record (each order belongs to one worker). It must not judge the answers (ledger.c). */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -11,6 +12,12 @@
 #include "common/clock.h"
 #include "common/signals.h"
 #include "tools/ctl/drill/drill.h"
+
+/* One payer: the actions of the orders i with i % payers == index. */
+struct drill_race_worker {
+    struct drill *d;
+    int index;
+};
 
 /* Counts a repeated call; returns the answer a payment's first sending stands for: when the
  * call was repeated (the connection was lost, perhaps after the commit) a "duplicate" is the
@@ -116,26 +123,7 @@ static void *drill_race_worker(void *arg)
     return NULL;
 }
 
-enum og_status drill_race_start(struct drill *d, struct drill_race *r, struct og_error *err)
-{
-    r->started = 0;
-    for (int t = 0; t < d->o.payers; t++) {
-        r->w[t] = (struct drill_race_worker){.d = d, .index = t};
-        if (pthread_create(&r->tids[t], NULL, drill_race_worker, &r->w[t]) != 0)
-            return og_error_set(err, OG_ERR_INTERNAL, false, "cannot start payer %d", t);
-        r->started++;
-    }
-    return OG_OK;
-}
-
-void drill_race_join(struct drill_race *r)
-{
-    for (int t = 0; t < r->started; t++)
-        pthread_join(r->tids[t], NULL);
-    r->started = 0;
-}
-
-static const struct db_stmt drill_stmt_pending_due = {
+static const struct db_stmt drill_race_stmt_pending_due = {
     "drill_pending_due",
     "SELECT order_no FROM ordergate.orders "
     " WHERE status = 'pending_payment' AND expire_at <= now() AND starts_with(order_no, $1)",
@@ -149,7 +137,8 @@ static long drill_race_backlog(struct drill *d, struct db *db, long *pending_due
     struct og_error err = {0};
     long left = 0;
 
-    if (db_call(db, &drill_stmt_pending_due, (const char *[]){d->prefix}, &res, &err) != OG_OK) {
+    if (db_call(db, &drill_race_stmt_pending_due, (const char *[]){d->prefix}, &res, &err) !=
+        OG_OK) {
         drill_report_finding("%s", err.msg);
         return -1;
     }
@@ -171,7 +160,7 @@ static long drill_race_backlog(struct drill *d, struct db *db, long *pending_due
  * scheduling, the relays must also have published every event of the drill
  * (a hold's, for one, may be written after its order's first one was
  * consumed). */
-void drill_race_wait(struct drill *d, struct db *db, struct drill_race *r)
+static void drill_race_wait(struct drill *d, struct db *db)
 {
     uint64_t rng = d->o.seed * 31 + 7;
     int64_t last_action = d->nactions > 0 ? d->actions[d->nactions - 1].at_ms : d->t_ms;
@@ -230,11 +219,33 @@ void drill_race_wait(struct drill *d, struct db *db, struct drill_race *r)
         }
         usleep(200 * 1000);
     }
-    drill_race_join(r);
     if (group != NULL)
         rd_kafka_destroy(group);
     drill_report_progress(d,
                           "triggers drained: %ld due orders pending, %ld of them had a message; "
                           "messages not committed: %" PRId64,
                           pending_due, left < 0 ? 0 : left, group != NULL ? lag : 0);
+}
+
+enum og_status drill_race_run(struct drill *d, struct db *db, struct og_error *err)
+{
+    pthread_t tids[DRILL_MAX_PAYERS];
+    struct drill_race_worker w[DRILL_MAX_PAYERS];
+    int started = 0;
+    enum og_status st = OG_OK;
+
+    for (int t = 0; t < d->o.payers; t++) {
+        w[t] = (struct drill_race_worker){.d = d, .index = t};
+        if (pthread_create(&tids[t], NULL, drill_race_worker, &w[t]) != 0) {
+            st = og_error_set(err, OG_ERR_INTERNAL, false, "cannot start payer %d", t);
+            signals_stop = 1; /* the payers started stop at once */
+            break;
+        }
+        started++;
+    }
+    if (st == OG_OK)
+        drill_race_wait(d, db);
+    for (int t = 0; t < started; t++)
+        pthread_join(tids[t], NULL);
+    return st;
 }

@@ -33,7 +33,7 @@ void drill_report_finding(const char *fmt, ...)
     fputc('\n', stderr);
 }
 
-static const struct db_stmt drill_stmt_lateness = {
+static const struct db_stmt drill_report_stmt_lateness = {
     "drill_lateness",
     "SELECT count(*), "
     "       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY l), 0), "
@@ -43,13 +43,15 @@ static const struct db_stmt drill_stmt_lateness = {
     "         WHERE starts_with(o.order_no, $1) AND s.source = $2) x",
     2};
 
-json_t *drill_report_lateness(struct db *db, const char *prefix, const char *source)
+/* Lateness of the cancellations of one source, in milliseconds; JSON null when unknown. */
+static json_t *drill_report_lateness(struct db *db, const char *prefix, const char *source)
 {
     PGresult *res = NULL;
     struct og_error err = {0};
     json_t *j;
 
-    if (db_call(db, &drill_stmt_lateness, (const char *[]){prefix, source}, &res, &err) != OG_OK)
+    if (db_call(db, &drill_report_stmt_lateness, (const char *[]){prefix, source}, &res, &err) !=
+        OG_OK)
         return json_null();
     j = json_pack("{s:I,s:f,s:f,s:f}", "count", (json_int_t)atol(PQgetvalue(res, 0, 0)), "p50_ms",
                   atof(PQgetvalue(res, 0, 1)), "p99_ms", atof(PQgetvalue(res, 0, 2)), "max_ms",
@@ -58,8 +60,8 @@ json_t *drill_report_lateness(struct db *db, const char *prefix, const char *sou
     return j;
 }
 
-json_t *drill_report_make(const struct drill *d, const struct drill_totals *t, json_t *lat_consumer,
-                          json_t *lat_scanner, double seconds)
+json_t *drill_report_make(const struct drill *d, struct db *db, const struct drill_totals *t,
+                          double seconds)
 {
     long total_violations = d->violations + d->ledger_violations;
     json_t *j = json_object();
@@ -109,8 +111,8 @@ json_t *drill_report_make(const struct drill *d, const struct drill_totals *t, j
         ctl_json_set(j, "delay_topics", topics);
     }
     ctl_json_set(j, "seconds", json_real(seconds));
-    ctl_json_set(j, "lateness_consumer", json_incref(lat_consumer));
-    ctl_json_set(j, "lateness_scanner", json_incref(lat_scanner));
+    ctl_json_set(j, "lateness_consumer", drill_report_lateness(db, d->prefix, "timeout_consumer"));
+    ctl_json_set(j, "lateness_scanner", drill_report_lateness(db, d->prefix, "timeout_scanner"));
     ctl_json_set(j, "reconcile", d->reconcile ? json_incref(d->reconcile) : json_null());
     return j;
 }

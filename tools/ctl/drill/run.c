@@ -39,6 +39,7 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/clock.h"
@@ -46,6 +47,9 @@
 #include "tools/ctl/ctl.h"
 #include "tools/ctl/drill/drill.h"
 
+/* --schedule-in-db: the delay topics' levels, the last part of their names (common/delay.h).
+ * A hold (4 s) and the drill's usual lead fit the first; a longer wait goes to the second, or
+ * waits there when it is longer still. */
 static const char *const drill_run_levels[DRILL_DELAY_LEVELS] = {"5s", "1m"};
 
 /* The drill's names, from the clock: the prefix of its rows, its topics and its group. */
@@ -74,17 +78,6 @@ static void drill_run_names(struct drill *d)
         snprintf(d->topics_csv + len, sizeof(d->topics_csv) - len, "%s%s", i > 0 ? "," : "",
                  d->delay_topics[i]);
     }
-}
-
-/* The plan and the children's configurations. */
-static enum og_status drill_run_prepare(struct drill *d, struct og_error *err)
-{
-    if (drill_plan_make(d, err) != OG_OK || drill_conf_dir_make(d, err) != OG_OK)
-        return err->status;
-    for (int k = -1; k < (d->o.no_kafka ? 0 : d->o.consumers); k++)
-        if (drill_conf_write(d, k, err) != OG_OK)
-            return err->status;
-    return OG_OK;
 }
 
 /* Steps 1 and 2 with --schedule-in-db: place_order gets each order's real deadline, which its
@@ -198,9 +191,7 @@ static enum og_status drill_run(struct ctl *ctl, const struct opt_args *a, json_
     struct drill d;
     struct db *db = NULL;
     rd_kafka_t *producer = NULL;
-    struct drill_race race = {0};
     struct drill_totals totals = {0};
-    json_t *lat_c = NULL, *lat_s = NULL;
     struct sigaction old_signals[2];
     struct og_error restore_err = {0};
     int64_t t0;
@@ -220,7 +211,9 @@ static enum og_status drill_run(struct ctl *ctl, const struct opt_args *a, json_
     drill_run_signals_install(old_signals);
     st = drill_setup_db(&d, "ordergatectl-drill", &db, err);
     if (st == OG_OK)
-        st = drill_run_prepare(&d, err);
+        st = drill_plan_make(&d, err);
+    if (st == OG_OK)
+        st = drill_conf_make(&d, err);
     if (st != OG_OK)
         goto out;
     drill_report_progress(&d, "placing %ld orders (%d consumers%s, seed %" PRIu64 ")", d.o.orders,
@@ -232,10 +225,9 @@ static enum og_status drill_run(struct ctl *ctl, const struct opt_args *a, json_
     st = d.o.schedule_in_db ? drill_run_place_scheduled(&d, db, &producer, err)
                             : drill_run_place(&d, db, &producer, err);
     if (st == OG_OK)
-        st = drill_race_start(&d, &race, err);
+        st = drill_race_run(&d, db, err);
     if (st != OG_OK)
         goto out;
-    drill_race_wait(&d, db, &race);
     if (signals_stop) {
         st = og_error_set(err, OG_ERR_STOPPED, false, "stopped by a signal; no report");
         goto out;
@@ -243,9 +235,7 @@ static enum og_status drill_run(struct ctl *ctl, const struct opt_args *a, json_
     st = drill_run_settle(&d, db, producer, &totals, err);
     if (st != OG_OK)
         goto out;
-    lat_c = drill_report_lateness(db, d.prefix, "timeout_consumer");
-    lat_s = drill_report_lateness(db, d.prefix, "timeout_scanner");
-    *result = drill_report_make(&d, &totals, lat_c, lat_s, (double)(clock_mono_ms() - t0) / 1000.0);
+    *result = drill_report_make(&d, db, &totals, (double)(clock_mono_ms() - t0) / 1000.0);
     if (d.violations + d.ledger_violations > 0)
         st = og_error_set(err, OG_ERR_INTERNAL, false, "%ld violations: the gate did not hold",
                           d.violations + d.ledger_violations);
@@ -254,15 +244,12 @@ out:
      * included: only its options and its programs are checked as usage (exit 2). */
     if (st == OG_ERR_ARG || st == OG_ERR_CONFIG)
         st = err->status = OG_ERR_INTERNAL;
-    drill_race_join(&race);
     drill_children_kill(&d);
     if (drill_sched_restore(&d, db, &restore_err) != OG_OK)
         drill_report_finding("%s", restore_err.msg);
-    drill_conf_dir_remove(&d);
+    drill_conf_remove(&d);
     if (producer != NULL)
         rd_kafka_destroy(producer);
-    json_decref(lat_c);
-    json_decref(lat_s);
     json_decref(d.reconcile);
     free(d.orders);
     free(d.actions);

@@ -10,18 +10,18 @@
 #include "common/pgarray.h"
 #include "tools/ctl/drill/drill.h"
 
-static const struct db_stmt drill_stmt_setting = {
+static const struct db_stmt drill_sched_stmt_setting = {
     "drill_setting", "SELECT ordergate.set_setting('schedule_cancels', $1)", 1};
 
 /* The drill's cancel_scheduled events (placements and holds) and how many are published. */
-static const struct db_stmt drill_stmt_sched_count = {
+static const struct db_stmt drill_sched_stmt_count = {
     "drill_sched_count",
     "SELECT count(*), count(*) FILTER (WHERE published_at IS NOT NULL) FROM ordergate.outbox "
     " WHERE event_type = 'cancel_scheduled' AND starts_with(order_no, $1)",
     1};
 
 /* Unpublished ones only: the partial index on unpublished rows keeps this cheap to poll. */
-static const struct db_stmt drill_stmt_sched_unpublished = {
+static const struct db_stmt drill_sched_stmt_unpublished = {
     "drill_sched_unpublished",
     "SELECT count(*) FROM ordergate.outbox "
     " WHERE published_at IS NULL AND event_type = 'cancel_scheduled' AND starts_with(order_no, $1)",
@@ -30,7 +30,7 @@ static const struct db_stmt drill_stmt_sched_unpublished = {
 /* Losing a message: its row is marked published through the relay's own
  * function, so no relay ever sends it, as if the broker had lost it after
  * acknowledging it. At most 10000 per call (outbox_mark_published). */
-static const struct db_stmt drill_stmt_lose = {
+static const struct db_stmt drill_sched_stmt_lose = {
     "drill_lose",
     "SELECT ordergate.outbox_mark_published(ARRAY(SELECT b.id FROM ordergate.outbox b "
     " WHERE b.published_at IS NULL AND b.event_type = 'cancel_scheduled' "
@@ -43,7 +43,7 @@ enum og_status drill_sched_on(struct drill *d, struct db *db, struct og_error *e
 {
     PGresult *res = NULL;
 
-    if (db_call(db, &drill_stmt_setting, (const char *[]){"1"}, &res, err) != OG_OK) {
+    if (db_call(db, &drill_sched_stmt_setting, (const char *[]){"1"}, &res, err) != OG_OK) {
         og_error_prefix(err, "--schedule-in-db: set_setting('schedule_cancels', '1')");
         snprintf(err->msg + strlen(err->msg), sizeof(err->msg) - strlen(err->msg),
                  " (the drill's role needs ordergate_admin)");
@@ -61,8 +61,8 @@ enum og_status drill_sched_restore(const struct drill *d, struct db *db, struct 
         return OG_OK;
     if (db == NULL)
         og_error_set(err, OG_ERR_DB, false, "no database connection");
-    else if (db_call(db, &drill_stmt_setting, (const char *[]){d->schedule_before}, NULL, err) ==
-             OG_OK)
+    else if (db_call(db, &drill_sched_stmt_setting, (const char *[]){d->schedule_before}, NULL,
+                     err) == OG_OK)
         return OG_OK;
     og_error_prefix(err, "schedule_cancels is still 1, it was %s before the drill",
                     d->schedule_before);
@@ -76,7 +76,7 @@ enum og_status drill_sched_counts(const struct drill *d, struct db *db, long *ev
 {
     PGresult *res = NULL;
 
-    if (db_call(db, &drill_stmt_sched_count, (const char *[]){d->prefix}, &res, err) != OG_OK) {
+    if (db_call(db, &drill_sched_stmt_count, (const char *[]){d->prefix}, &res, err) != OG_OK) {
         og_error_prefix(err, "counting cancel_scheduled events");
         return err->status;
     }
@@ -91,7 +91,7 @@ enum og_status drill_sched_unpublished(const struct drill *d, struct db *db, lon
 {
     PGresult *res = NULL;
 
-    if (db_call(db, &drill_stmt_sched_unpublished, (const char *[]){d->prefix}, &res, err) != OG_OK)
+    if (db_call(db, &drill_sched_stmt_unpublished, (const char *[]){d->prefix}, &res, err) != OG_OK)
         return err->status;
     *n = atol(PQgetvalue(res, 0, 0));
     PQclear(res);
@@ -138,7 +138,7 @@ enum og_status drill_sched_lose(struct drill *d, struct db *db, struct og_error 
     }
     do {
         PGresult *res = NULL;
-        if (db_call(db, &drill_stmt_lose, (const char *[]){pgarray_str(&lost)}, &res, err) !=
+        if (db_call(db, &drill_sched_stmt_lose, (const char *[]){pgarray_str(&lost)}, &res, err) !=
             OG_OK) {
             og_error_prefix(err, "losing messages");
             st = err->status;

@@ -2,6 +2,7 @@
  * every order placed through the gate (several sessions at once), then the deadlines moved to
  * the planned due times. Also opens the drill's database sessions, for every file that needs
  * one. It must not touch the broker, the children or the gate's answers of the race. */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,10 +31,10 @@ enum og_status drill_setup_db(const struct drill *d, const char *app, struct db 
     return OG_OK;
 }
 
-static const struct db_stmt drill_stmt_stock = {"drill_stock",
-                                                "SELECT ordergate.add_stock($1, $2::bigint)", 2};
-static const struct db_stmt drill_stmt_coupon = {"drill_coupon", "SELECT ordergate.add_coupon($1)",
-                                                 1};
+static const struct db_stmt drill_setup_stmt_stock = {
+    "drill_stock", "SELECT ordergate.add_stock($1, $2::bigint)", 2};
+static const struct db_stmt drill_setup_stmt_coupon = {"drill_coupon",
+                                                       "SELECT ordergate.add_coupon($1)", 1};
 
 /* One placing thread: the orders i with i % payers == index. */
 struct drill_setup_worker {
@@ -59,8 +60,8 @@ static void *drill_setup_place_worker(void *arg)
         struct drill_order *o = &d->orders[i];
         enum gate_outcome out = GATE_UNKNOWN;
 
-        if (o->coupon[0] != '\0' &&
-            db_call(db, &drill_stmt_coupon, (const char *[]){o->coupon}, NULL, &w->err) != OG_OK) {
+        if (o->coupon[0] != '\0' && db_call(db, &drill_setup_stmt_coupon,
+                                            (const char *[]){o->coupon}, NULL, &w->err) != OG_OK) {
             og_error_prefix(&w->err, "coupon %s", o->coupon);
             break;
         }
@@ -101,7 +102,7 @@ enum og_status drill_setup_place(struct drill *d, struct db *db, struct og_error
         char sku[48], qty[24];
         snprintf(sku, sizeof(sku), "%ssku%02d", d->prefix, s);
         snprintf(qty, sizeof(qty), "%ld", d->o.orders * 3 + 10);
-        if (db_call(db, &drill_stmt_stock, (const char *[]){sku, qty}, NULL, err) != OG_OK) {
+        if (db_call(db, &drill_setup_stmt_stock, (const char *[]){sku, qty}, NULL, err) != OG_OK) {
             og_error_prefix(err, "add_stock");
             return err->status;
         }
@@ -137,7 +138,7 @@ enum og_status drill_setup_place(struct drill *d, struct db *db, struct og_error
  * original_expire_at stays at placement time + 1 h (it only bounds holds).
  * Direct writes to orders are the owner's privilege: the drill runs as an
  * operator, never as the service role. */
-static const struct db_stmt drill_stmt_due = {
+static const struct db_stmt drill_setup_stmt_due = {
     "drill_due",
     "UPDATE ordergate.orders o SET expire_at = to_timestamp(d.ms / 1000.0) "
     "  FROM unnest($1::text[], $2::bigint[]) AS d(order_no, ms) "
@@ -157,7 +158,7 @@ enum og_status drill_setup_due(const struct drill *d, struct db *db, struct og_e
     }
     if (pgarray_str(&names) == NULL || pgarray_str(&times) == NULL)
         st = og_error_set(err, OG_ERR_NOMEM, false, "setting due times: out of memory");
-    else if (db_call(db, &drill_stmt_due,
+    else if (db_call(db, &drill_setup_stmt_due,
                      (const char *[]){pgarray_str(&names), pgarray_str(&times)}, NULL,
                      err) != OG_OK) {
         og_error_prefix(err, "setting due times");

@@ -183,5 +183,10 @@ void kafka_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque);
 enum og_status kafka_group_reader_new(const struct og_config *cfg, const char *group,
                                       const char *client_id, rd_kafka_t **reader,
                                       struct og_error *err);
+/* Messages of topic that the reader's group has not committed yet: over the topic's partitions,
+ * the high watermark minus the committed offset (minus the low watermark where the group has
+ * committed nothing). Each request to the brokers waits at most timeout_ms; -1 when one got no
+ * answer or the topic does not exist. */
+int64_t kafka_group_lag(rd_kafka_t *reader, const char *topic, int timeout_ms);
 
 #endif

@@ -128,55 +128,12 @@ enum og_status drill_kafka_produce(struct drill *d, rd_kafka_t *rk, struct og_er
     return OG_OK;
 }
 
-/* Messages of one topic the group has not committed yet (high watermark
- * minus committed offset, over every partition); -1 when the broker does
- * not answer. */
-static int64_t drill_kafka_topic_lag(rd_kafka_t *rk, const char *topic)
-{
-    const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
-    rd_kafka_topic_partition_list_t *parts = NULL;
-    int64_t lag = 0;
-
-    if (t == NULL || rd_kafka_metadata(rk, 0, t, &md, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR ||
-        md->topic_cnt != 1) {
-        lag = -1;
-        goto out;
-    }
-    parts = rd_kafka_topic_partition_list_new(md->topics[0].partition_cnt);
-    for (int p = 0; p < md->topics[0].partition_cnt; p++)
-        rd_kafka_topic_partition_list_add(parts, topic, md->topics[0].partitions[p].id);
-    if (rd_kafka_committed(rk, parts, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        lag = -1;
-        goto out;
-    }
-    for (int i = 0; i < parts->cnt; i++) {
-        int64_t lo = 0, hi = 0, at = parts->elems[i].offset;
-        if (rd_kafka_query_watermark_offsets(rk, topic, parts->elems[i].partition, &lo, &hi,
-                                             10000) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-            lag = -1;
-            goto out;
-        }
-        if (at < lo) /* nothing committed yet (RD_KAFKA_OFFSET_INVALID) */
-            at = lo;
-        lag += hi > at ? hi - at : 0;
-    }
-out:
-    if (parts != NULL)
-        rd_kafka_topic_partition_list_destroy(parts);
-    if (md != NULL)
-        rd_kafka_metadata_destroy(md);
-    if (t != NULL)
-        rd_kafka_topic_destroy(t);
-    return lag;
-}
-
 int64_t drill_kafka_lag(const struct drill *d, rd_kafka_t *reader)
 {
     int64_t lag = 0;
 
     for (int i = 0; i < d->ndelay; i++) {
-        int64_t l = drill_kafka_topic_lag(reader, d->delay_topics[i]);
+        int64_t l = kafka_group_lag(reader, d->delay_topics[i], 10000);
         if (l < 0)
             return -1;
         lag += l;

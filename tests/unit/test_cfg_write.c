@@ -48,6 +48,12 @@ static void assert_round_trip(const struct og_config *cfg)
         }
     }
     assert_true(rows > 40);
+    /* The same through the fields themselves, not only through cfg_setting_value. */
+    assert_string_equal(back.db_conninfo, cfg->db_conninfo);
+    assert_int_equal(back.batch_size, cfg->batch_size);
+    assert_int_equal((int)back.kafka_props_n, (int)cfg->kafka_props_n);
+    for (size_t j = 0; j < cfg->kafka_props_n; j++)
+        assert_string_equal(back.kafka_props[j], cfg->kafka_props[j]);
     cfg_free(&back);
     unlink(path);
 }

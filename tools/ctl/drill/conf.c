@@ -112,8 +112,10 @@ static enum og_status drill_conf_settings(const struct drill *d, int slot, struc
     snprintf(refunds, sizeof(refunds), "%s.refunds", d->topic);
     snprintf(alerts, sizeof(alerts), "%s.alerts", d->topic);
     for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++)
-        if (cfg_set(c, set[i].name, set[i].value, err) != OG_OK)
+        if (cfg_set(c, set[i].name, set[i].value, err) != OG_OK) {
+            err->setting[0] = '\0'; /* the drill's value: no file or flag of the operator's */
             return err->status;
+        }
     return OG_OK;
 }
 

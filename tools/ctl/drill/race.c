@@ -129,27 +129,24 @@ static const struct db_stmt drill_race_stmt_pending_due = {
     " WHERE status = 'pending_payment' AND expire_at <= now() AND starts_with(order_no, $1)",
     1};
 
-/* Counts due, still pending orders whose message was not lost: the consumers'
- * remaining work. Returns -1 on a database error (said on stderr: the wait goes on). */
-static long drill_race_backlog(struct drill *d, struct db *db, long *pending_due)
+/* Counts due, still pending orders (*pending_due) and those of them whose message was not
+ * lost (*left): the consumers' remaining work. */
+static enum og_status drill_race_backlog(struct drill *d, struct db *db, long *pending_due,
+                                         long *left, struct og_error *err)
 {
     PGresult *res = NULL;
-    struct og_error err = {0};
-    long left = 0;
 
-    if (db_call(db, &drill_race_stmt_pending_due, (const char *[]){d->prefix}, &res, &err) !=
-        OG_OK) {
-        drill_report_finding("%s", err.msg);
-        return -1;
-    }
+    if (db_call(db, &drill_race_stmt_pending_due, (const char *[]){d->prefix}, &res, err) != OG_OK)
+        return err->status;
     *pending_due = PQntuples(res);
+    *left = 0;
     for (int i = 0; i < PQntuples(res); i++) {
         struct drill_order *o = drill_plan_find(d, PQgetvalue(res, i, 0));
         if (o == NULL || !o->lost)
-            left++;
+            (*left)++;
     }
     PQclear(res);
-    return left;
+    return OG_OK;
 }
 
 /* Waits for the race workers, killing a consumer now and then, then for the
@@ -190,7 +187,11 @@ static void drill_race_wait(struct drill *d, struct db *db)
             next_kill = now + d->o.kill_every_s * 1000;
         }
         if (now > last_action + 500) {
-            left = drill_race_backlog(d, db, &pending_due);
+            /* A failed look is said and looked again: the wait goes on. */
+            if (drill_race_backlog(d, db, &pending_due, &left, &err) != OG_OK) {
+                drill_report_finding("%s", err.msg);
+                left = -1;
+            }
             if (left == 0 && d->o.schedule_in_db &&
                 drill_sched_unpublished(d, db, &unpublished, &err) != OG_OK) {
                 drill_report_finding("%s", err.msg);

@@ -34,8 +34,9 @@
  *
  * This file owns the command (ctl_cmd_drill): the steps above in their order, the drill's
  * names (prefix, topics, group), its signal handling and its way out (children stopped,
- * configuration directory removed, schedule_cancels restored), whatever step failed. The steps
- * themselves live in the other files of tools/ctl/drill/ (drill.h lists them). */
+ * configuration directory removed, schedule_cancels restored), whatever step failed. It must
+ * not do a step's work itself: the steps live in the other files of tools/ctl/drill/ (drill.h
+ * lists them). */
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>

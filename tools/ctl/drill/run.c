@@ -81,6 +81,17 @@ static void drill_run_names(struct drill *d)
     }
 }
 
+/* The line that opens placement: what runs the drill and its seed (to repeat it). */
+static void drill_run_announce(const struct drill *d)
+{
+    drill_report_progress(d, "placing %ld orders (%d consumers%s, seed %" PRIu64 ")", d->o.orders,
+                          d->o.no_kafka ? 0 : d->o.consumers,
+                          d->o.no_kafka         ? ", scanner only"
+                          : d->o.schedule_in_db ? ", cancels scheduled by the database"
+                                                : "",
+                          d->o.seed);
+}
+
 /* Steps 1 and 2 with --schedule-in-db: place_order gets each order's real deadline, which its
  * cancel message carries, so the topics exist and T is fixed before placement; the lost share
  * is marked published before the consumers (and their relays) start. */
@@ -92,6 +103,7 @@ static enum og_status drill_run_place_scheduled(struct drill *d, struct db *db,
         return err->status;
     d->t_ms = clock_wall_ms() + d->o.lead_ms;
     drill_plan_schedule(d);
+    drill_run_announce(d);
     if (drill_setup_place(d, db, err) != OG_OK)
         return err->status;
     /* Orders due before the consumers run are cancelled late, never wrongly. */
@@ -114,6 +126,7 @@ static enum og_status drill_run_place_scheduled(struct drill *d, struct db *db,
 static enum og_status drill_run_place(struct drill *d, struct db *db, rd_kafka_t **producer,
                                       struct og_error *err)
 {
+    drill_run_announce(d);
     if (drill_setup_place(d, db, err) != OG_OK)
         return err->status;
     if (!d->o.no_kafka && (drill_kafka_producer(d, producer, err) != OG_OK ||
@@ -217,12 +230,6 @@ static enum og_status drill_run(struct ctl *ctl, const struct opt_args *a, json_
         st = drill_conf_make(&d, err);
     if (st != OG_OK)
         goto out;
-    drill_report_progress(&d, "placing %ld orders (%d consumers%s, seed %" PRIu64 ")", d.o.orders,
-                          d.o.no_kafka ? 0 : d.o.consumers,
-                          d.o.no_kafka         ? ", scanner only"
-                          : d.o.schedule_in_db ? ", cancels scheduled by the database"
-                                               : "",
-                          d.o.seed);
     st = d.o.schedule_in_db ? drill_run_place_scheduled(&d, db, &producer, err)
                             : drill_run_place(&d, db, &producer, err);
     if (st == OG_OK)

@@ -12,7 +12,7 @@
  *      --skus SKUs, due in --due-s: orders/s and the call's latency. Each
  *      placement writes its cancel_scheduled event in its own transaction;
  *   2. the relay alone, on the backlog phase 1 left: one relay as
- *      ordergate-consumer runs it (consumer/relay.c): outbox_relay_step() of
+ *      ordergate-consumer runs it (consumer/relay_thread.c): outbox_relay_step() of
  *      common/outbox.c on a database connection and an idempotent producer of
  *      its own (kafka_producer_new with outbox_dr_cb), stepping as its thread
  *      does: at once again after a full step, else after outbox.interval_ms.
@@ -359,7 +359,7 @@ static void place_orders(const struct opts *o, const char *prefix, double *rate,
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* The relay, stepping as consumer/relay.c's thread does */
+/* The relay, stepping as consumer/relay_thread.c's thread does */
 
 struct relay_run {
     struct outbox_relay *relay;

@@ -22,6 +22,7 @@
 #define OG_TOOLS_CTL_H
 
 #include <jansson.h>
+#include <libpq-fe.h>
 #include <librdkafka/rdkafka.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -127,6 +128,26 @@ struct ctl_table *ctl_table_new(size_t ncols, const char *const *headers);
 int ctl_table_add(struct ctl_table *t, const char *const *cells);
 void ctl_table_print(const struct ctl_table *t, FILE *out, const char *indent);
 void ctl_table_free(struct ctl_table *t);
+/* Prints the objects of `list` as a table: column c is member keys[c] of each object under
+ * heads[c] (ctl_json_text renders it). Prints nothing for an empty list; the caller says so. */
+void ctl_table_print_list(FILE *out, const json_t *list, size_t ncols, const char *const *heads,
+                          const char *const *keys);
+
+/* ---- query results ----------------------------------------------------- */
+
+/* Column kinds for ctl_rows_json: one letter per column. */
+#define CTL_COL_TEXT    't' /* a JSON string as PostgreSQL prints it */
+#define CTL_COL_INTEGER 'i' /* a JSON number */
+#define CTL_COL_TIME    'T' /* a timestamptz in the contract format (ctl_pg_time_iso) */
+
+/* The rows of res as a new JSON array of objects: column c (0 <= c < strlen(kinds)) is member
+ * cols[c], of kind kinds[c]; SQL NULL is JSON null. *list is NULL on error (out of memory). */
+enum og_status ctl_rows_json(const PGresult *res, const char *const *cols, const char *kinds,
+                             json_t **list, struct og_error *err);
+
+/* When err is a permission refusal (SQLSTATE 42501), appends "(<what> needs the role
+ * <role>)" to its message, so the operator learns which grant is missing. */
+void ctl_error_needs_role(struct og_error *err, const char *what, const char *role);
 
 /* Sets a member, taking the reference; a NULL value (allocation failure)
  * becomes a JSON null so callers need not check every call. */

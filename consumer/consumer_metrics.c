@@ -1,8 +1,11 @@
-/* The consumer's Prometheus metrics, registered once at startup (the
- * registry is fixed before the HTTP endpoint serves it). */
+/* The consumer's Prometheus metrics (consumer/consumer_metrics.h): names, help texts, buckets.
+ *
+ * Registers, never updates: the loop, the commit protocol and the relay thread write the values
+ * they observe. */
 #include <stdio.h>
 
-#include "consumer/consumer.h"
+#include "common/kafka.h"
+#include "consumer/consumer_metrics.h"
 
 static const double batch_buckets[] = {1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000};
 /* Lateness = commit time - due time. The contract's target is a p99 of
@@ -21,12 +24,12 @@ static const enum gate_outcome payment_outcomes[] = {
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
-struct metric *consumer_metric_hook_failures(const char *hook)
+struct metric *consumer_metrics_hook_failures(const char *hook)
 {
     return metric_series("ordergate_consumer_hook_failures_total",
                          "Orders whose claim a registered hook failed, by hook (each attempt; "
                          "the claim was rolled back)",
-                         METRIC_COUNTER, "hook", hook, CONSUMER_HOOK_SERIES_MAX);
+                         METRIC_COUNTER, "hook", hook, CONSUMER_METRICS_HOOK_SERIES_MAX);
 }
 
 void consumer_metrics_register(struct consumer_metrics *m, char *const *topics, size_t ntopics)
@@ -118,9 +121,11 @@ void consumer_metrics_register(struct consumer_metrics *m, char *const *topics, 
                                  "1 while the consumer is stalled: a batch cannot commit and every "
                                  "partition is paused",
                                  METRIC_GAUGE, NULL, NULL, 0);
-    for (int i = 0; i < 3; i++) {
-        static const char *const reasons[3] = {"reason=\"busy\"", "reason=\"not_due\"",
-                                               "reason=\"hook_failed\""};
+    for (int i = 0; i < CONSUMER_METRICS_REASONS; i++) {
+        static const char *const reasons[CONSUMER_METRICS_REASONS] = {
+            [CONSUMER_METRICS_BUSY] = "reason=\"busy\"",
+            [CONSUMER_METRICS_NOT_DUE] = "reason=\"not_due\"",
+            [CONSUMER_METRICS_HOOK_FAILED] = "reason=\"hook_failed\""};
         m->retries[i] = metric_register("ordergate_consumer_retries_total",
                                         "Orders claimed again from the local retry set (busy: "
                                         "row locked elsewhere; not_due: due within "

@@ -21,13 +21,17 @@ void cfg_write_string(FILE *out, const char *s)
     fputc('"', out);
 }
 
-/* The length of the section part of a dotted name ("database" of "database.conninfo"), 0 for
- * a top-level name. */
-static size_t cfg_write_section_len(const char *name)
+/* Whether setting `name` is in section `section` ("" for the settings outside any section);
+ * the name inside the section in *key. */
+static bool cfg_write_in_section(const char *name, const char *section, const char **key)
 {
     const char *dot = strchr(name, '.');
+    size_t len = strlen(section);
 
-    return dot != NULL ? (size_t)(dot - name) : 0;
+    *key = dot != NULL ? dot + 1 : name;
+    if (dot == NULL)
+        return len == 0;
+    return (size_t)(dot - name) == len && strncmp(name, section, len) == 0;
 }
 
 /* Writes row i as "name = value;" with its name inside the section (key). */
@@ -57,37 +61,31 @@ static void cfg_write_row(const struct og_config *cfg, size_t i, const struct cf
 
 enum og_status cfg_write(const struct og_config *cfg, FILE *out, struct og_error *err)
 {
-    struct cfg_setting_info s, t;
+    struct cfg_section_info sec;
+    struct cfg_setting_info s;
+    const char *key;
+    size_t written = 0, rows = 0;
 
-    for (size_t i = 0; cfg_setting_info(i, &s); i++) {
-        size_t len = cfg_write_section_len(s.name);
-        if (strchr(s.name + len + (len > 0), '.') != NULL)
-            return og_error_set(err, OG_ERR_INTERNAL, false,
-                                "%s: cannot write a setting nested deeper than section.name",
-                                s.name);
-    }
-    /* A top-level setting where the table has it; a section once, where the table first names
-     * it, with every row of that section (libconfig refuses a section written twice). */
-    for (size_t i = 0; cfg_setting_info(i, &s); i++) {
-        size_t len = cfg_write_section_len(s.name);
-        bool seen = false;
-
-        if (len == 0) {
-            cfg_write_row(cfg, i, &s, s.name, out);
-            continue;
-        }
-        for (size_t k = 0; k < i && !seen && cfg_setting_info(k, &t); k++)
-            seen = cfg_write_section_len(t.name) == len && strncmp(t.name, s.name, len) == 0;
-        if (seen)
-            continue;
-        fprintf(out, "%.*s: {\n", (int)len, s.name);
-        for (size_t k = i; cfg_setting_info(k, &t); k++)
-            if (cfg_write_section_len(t.name) == len && strncmp(t.name, s.name, len) == 0) {
-                fputs("  ", out);
-                cfg_write_row(cfg, k, &t, t.name + len + 1, out);
+    /* The sections of the table in their order, each once (libconfig refuses a group written
+     * twice), with every row of it. */
+    for (size_t n = 0; cfg_section_info(n, &sec); n++) {
+        if (*sec.name != '\0')
+            fprintf(out, "%s: {\n", sec.name);
+        for (size_t i = 0; cfg_setting_info(i, &s); i++)
+            if (cfg_write_in_section(s.name, sec.name, &key)) {
+                fputs(*sec.name != '\0' ? "  " : "", out);
+                cfg_write_row(cfg, i, &s, key, out);
+                written++;
             }
-        fputs("};\n", out);
+        if (*sec.name != '\0')
+            fputs("};\n", out);
     }
+    while (cfg_setting_info(rows, &s))
+        rows++;
+    if (written != rows)
+        return og_error_set(err, OG_ERR_INTERNAL, false,
+                            "%zu of the %zu settings are in no section of the table",
+                            rows - written, rows);
     if (fflush(out) != 0 || ferror(out))
         return og_error_set(err, OG_ERR_IO, false, "writing the configuration: %s",
                             strerror(errno));

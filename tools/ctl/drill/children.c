@@ -22,6 +22,11 @@
  * runs this long hangs. */
 #define DRILL_CHILDREN_SCAN_MAX_MS (3600L * 1000)
 
+/* In a process group of its own a child no longer gets what is sent to the drill's group (a
+ * terminal's Ctrl-C, a harness killing the group): it is SIGKILLed when the drill's main
+ * thread, which starts every child, ends, so that none outlives a drill killed outright. */
+static const struct child_opts drill_children_opts = {.die_with_parent = true};
+
 /* name in --bin-dir; else beside ordergatectl, or in the build tree (tools/ next to subdir/);
  * else on PATH. */
 static bool drill_children_find_one(const struct drill *d, const char *name, const char *subdir,
@@ -70,7 +75,7 @@ static enum og_status drill_children_consumer(struct drill *d, int k, struct og_
 {
     const char *args[] = {d->consumer_bin, "--config", d->conf_path[k + 1], NULL};
 
-    d->consumers[k] = child_spawn(args, NULL, err);
+    d->consumers[k] = child_spawn(args, &drill_children_opts, err);
     if (d->consumers[k] < 0) {
         d->consumers[k] = 0;
         og_error_prefix(err, "consumer %d", k + 1);
@@ -83,7 +88,7 @@ enum og_status drill_children_start(struct drill *d, struct og_error *err)
 {
     if (d->o.no_kafka) {
         const char *args[] = {d->scanner_bin, "--config", d->conf_path[0], NULL};
-        d->scanner_pid = child_spawn(args, NULL, err);
+        d->scanner_pid = child_spawn(args, &drill_children_opts, err);
         if (d->scanner_pid < 0) {
             d->scanner_pid = 0;
             og_error_prefix(err, "scanner");
@@ -140,7 +145,7 @@ enum og_status drill_children_scan_once(struct drill *d, int *status, struct og_
 {
     const char *args[] = {d->scanner_bin, "--config", d->conf_path[0], "--every", "0", NULL};
     int64_t deadline = clock_mono_ms() + DRILL_CHILDREN_SCAN_MAX_MS;
-    pid_t pid = child_spawn(args, NULL, err);
+    pid_t pid = child_spawn(args, &drill_children_opts, err);
     int st = CHILD_RUNNING;
 
     if (pid < 0) {

@@ -81,10 +81,7 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
      * (stalled), so each database call of the loop makes CONSUMER_DB_ATTEMPTS attempts (or
      * database.retry_max if smaller): the loop never blocks longer than one attempt (the
      * watchdog budget in consumer/consumer.h). */
-    struct db_retry retry = {cfg->db_retry_max < CONSUMER_DB_ATTEMPTS ? cfg->db_retry_max
-                                                                      : CONSUMER_DB_ATTEMPTS,
-                             cfg->db_retry_base_ms, cfg->db_retry_cap_ms};
-    struct db_session session;
+    const struct cfg_db_open_opts db_opts = {.max_attempts = CONSUMER_DB_ATTEMPTS};
     rd_kafka_conf_t *conf = NULL;
     char **delay = NULL;
     size_t ndelay = 0;
@@ -149,12 +146,9 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     if (st != OG_OK)
         goto fail;
 
-    st = db_new_passfile(cfg->db_conninfo, cfg->db_password_file, "ordergate-consumer", &retry,
-                         &signals_stop, &c->db, err);
+    st = cfg_db_open(cfg, "ordergate-consumer", &db_opts, &signals_stop, &c->db, err);
     if (st != OG_OK)
         goto fail;
-    session = cfg_db_session(cfg);
-    db_set_session(c->db, &session, NULL); /* not connected yet: cannot fail */
     /* Each hook's wall time in the claims, from the gate's notices (not connected yet: cannot
      * fail). */
     hook_timing_attach(c->db, &consumer_hook_timing);

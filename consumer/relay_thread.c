@@ -120,8 +120,6 @@ static void relay_thread_destroy(struct relay_thread *r, int flush_ms)
 enum og_status relay_thread_start(const struct og_config *cfg, struct consumer_metrics *m,
                                   struct relay_thread **out, struct og_error *err)
 {
-    struct db_retry retry = {cfg->db_retry_max, cfg->db_retry_base_ms, cfg->db_retry_cap_ms};
-    struct db_session session;
     struct relay_thread *r;
     enum og_status st;
 
@@ -133,14 +131,11 @@ enum og_status relay_thread_start(const struct og_config *cfg, struct consumer_m
         return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
     r->cfg = cfg;
     r->m = m;
-    st = db_new_passfile(cfg->db_conninfo, cfg->db_password_file, "ordergate-consumer-outbox",
-                         &retry, &signals_stop, &r->db, err);
+    /* The relay locks outbox rows with SKIP LOCKED (it never waits for another relay): the
+     * session bounds stop a statement stuck on anything else. */
+    st = cfg_db_open(cfg, "ordergate-consumer-outbox", NULL, &signals_stop, &r->db, err);
     if (st != OG_OK)
         goto fail;
-    /* The relay locks outbox rows with SKIP LOCKED (it never waits for another relay): the
-     * bounds stop a statement stuck on anything else. */
-    session = cfg_db_session(cfg);
-    db_set_session(r->db, &session, NULL); /* not connected yet: cannot fail */
     st = kafka_producer_new(cfg, "ordergate-consumer-outbox", outbox_dr_cb, &r->producer, err);
     if (st != OG_OK)
         goto fail;

@@ -913,16 +913,17 @@ int main(int argc, char **argv)
                  "SELECT md5(string_agg(prosrc, '' ORDER BY oid)) FROM pg_proc WHERE proname = "
                  "'claim_cancel'",
                  m1, sizeof(m1));
-        sql_text(c,
-                 "SELECT md5(string_agg(prosrc || coalesce(proconfig::text, ''), '' ORDER BY "
-                 "proname)) FROM pg_proc WHERE proname IN ('_cancel_effects', '_cancel_claim')",
-                 m2, sizeof(m2));
+        sql_text(
+            c,
+            "SELECT md5(string_agg(prosrc || coalesce(proconfig::text, ''), '' ORDER BY "
+            "proname)) FROM pg_proc WHERE proname IN ('_cancel_orders', '_cancel_orders_claim')",
+            m2, sizeof(m2));
         sql_text(c,
                  "SELECT md5(string_agg(prosrc, '' ORDER BY oid)) FROM pg_proc WHERE proname = "
                  "'place_order'",
                  m3, sizeof(m3));
         bench_cpu_pressure(psi, sizeof(psi));
-        printf("gate functions: claim_cancel md5 %s, _cancel_effects+_cancel_claim md5 %s, "
+        printf("gate functions: claim_cancel md5 %s, _cancel_orders+_cancel_orders_claim md5 %s, "
                "place_order md5 %s; "
                "cpu pressure avg60 %s\n",
                m1, m2, m3, psi);

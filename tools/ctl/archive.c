@@ -1,6 +1,6 @@
-/* ordergatectl archive: retention. Calls ordergate.archive (schema/functions/archive.sql, role
- * ordergate_admin) in batches until nothing older than --before is left, one log line per batch,
- * and prints what moved per table. --dry-run counts the orders a run would move and changes
+/* ordergatectl archive: retention. Calls ordergate.archive (schema/functions/admin/archive.sql,
+ * role ordergate_admin) in batches until nothing older than --before is left, one log line per
+ * batch, and prints what moved per table. --dry-run counts the orders a run would move and changes
  * nothing. docs/operations.md, "Retention". */
 #include <inttypes.h>
 #include <libpq-fe.h>

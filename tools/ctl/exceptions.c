@@ -1,7 +1,8 @@
 /* ordergatectl exceptions: the follow-up queue of payments that did not win
  * (late, double, mismatched, unknown order), and resolving one with a note.
- * Listing: ordergate.exception_list (schema/functions/exception_list.sql); resolving:
- * ordergate.resolve_exception (schema/functions/resolve_exception.sql, role ordergate_admin). */
+ * Listing: ordergate.exception_list (schema/functions/gate/exception_list.sql);
+ * resolving: ordergate.resolve_exception
+ * (schema/functions/admin/resolve_exception.sql, role ordergate_admin). */
 #include <inttypes.h>
 #include <libpq-fe.h>
 #include <stdlib.h>

@@ -1,8 +1,8 @@
 /* ordergatectl outbox: the events the relay set aside because they can never
  * be published as they are (quarantined, with the reason), and giving one
  * back to the relay once its cause is fixed.
- * Listing: ordergate.outbox_quarantine_list (schema/functions/outbox_quarantine_list.sql);
- * retrying: ordergate.outbox_release (schema/functions/outbox_release.sql, role
+ * Listing: ordergate.outbox_quarantine_list (schema/functions/outbox/outbox_quarantine_list.sql);
+ * retrying: ordergate.outbox_release (schema/functions/admin/outbox_release.sql, role
  * ordergate_admin). */
 #include <inttypes.h>
 #include <libpq-fe.h>

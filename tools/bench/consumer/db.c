@@ -76,7 +76,8 @@ void db_fresh(const struct opts *o)
     g.conn = bench_pg_connect(conninfo);
     if (!printed) {
         char v[64], md5[40], md5b[40];
-        printf("schema: migrations %s; claim_cancel md5 %s, _cancel_effects+_cancel_claim md5 %s\n",
+        printf("schema: migrations %s; claim_cancel md5 %s, _cancel_orders+_cancel_orders_claim "
+               "md5 %s\n",
                bench_pg_str(g.conn,
                             "SELECT string_agg(version, ',' ORDER BY version) "
                             "FROM ordergate.schema_migrations",
@@ -88,7 +89,7 @@ void db_fresh(const struct opts *o)
                bench_pg_str(g.conn,
                             "SELECT md5(string_agg(prosrc || coalesce(proconfig::text, ''), '' "
                             "ORDER BY proname)) FROM pg_proc "
-                            "WHERE proname IN ('_cancel_effects', '_cancel_claim')",
+                            "WHERE proname IN ('_cancel_orders', '_cancel_orders_claim')",
                             md5b, sizeof(md5b)));
         printed = true;
     }

@@ -958,3 +958,24 @@ void cfg_free(struct og_config *cfg)
     free(cfg->source_path);
     cfg->source_path = NULL;
 }
+
+const char *cfg_setting_value(const struct og_config *cfg, size_t i, size_t j, char *buf,
+                              size_t size)
+{
+    const char *field = i < CFG_NPARAMS ? (const char *)cfg + cfg_params[i].offset : NULL;
+
+    if (field == NULL || (j > 0 && cfg_params[i].type != CFG_STRLIST))
+        return NULL;
+    switch (cfg_params[i].type) {
+    case CFG_STR:
+        return *(char *const *)field;
+    case CFG_INT:
+        snprintf(buf, size, "%d", *(const int *)field);
+        return buf;
+    case CFG_BOOL:
+        return *(const int *)field ? "true" : "false";
+    case CFG_STRLIST:
+        return j < cfg->kafka_props_n ? cfg->kafka_props[j] : NULL;
+    }
+    return NULL;
+}

@@ -187,4 +187,11 @@ enum og_status cfg_db_open(const struct og_config *cfg, const char *app_name,
                            struct db **out, struct og_error *err);
 void cfg_free(struct og_config *cfg);
 
+/* Setting i's value in cfg as text, for a writer that walks the table (common/cfg_write.h): a
+ * string as it is, an int in decimal (formatted into buf of size bytes), a bool as "true" or
+ * "false", element j of a "strlist". NULL past the last row, past a list's last element, and
+ * for j > 0 of a setting that is not a list. Secrets are not masked. */
+const char *cfg_setting_value(const struct og_config *cfg, size_t i, size_t j, char *buf,
+                              size_t size);
+
 #endif

@@ -14,15 +14,12 @@
 enum og_status drill_setup_db(const struct drill *d, const char *app, struct db **db,
                               struct og_error *err)
 {
-    struct db_retry retry = {d->cfg->db_retry_max, d->cfg->db_retry_base_ms,
-                             d->cfg->db_retry_cap_ms};
+    /* The drill's own sessions set up and read back; the bounds are the services'. */
+    const struct cfg_db_open_opts opts = {.no_bounds = true};
 
     *db = NULL;
-    if (db_new_passfile(d->cfg->db_conninfo, d->cfg->db_password_file, app, &retry, &signals_stop,
-                        db, err) != OG_OK)
+    if (cfg_db_open(d->cfg, app, &opts, &signals_stop, db, err) != OG_OK)
         return err->status;
-    db_set_session(*db, &(struct db_session){0, 0, cfg_db_session(d->cfg).transaction_pool},
-                   NULL); /* not connected yet: cannot fail */
     if (db_connect(*db, err) != OG_OK) {
         db_free(*db);
         *db = NULL;

@@ -2,9 +2,9 @@
  *
  * One libconfig file (all settings optional, each has a default), then
  * command-line flags that override it. The table in cfg.c is the single
- * source of names, types, defaults and bounds; deploy/ordergate.conf documents
- * the same names. Strings are owned by struct og_config and freed by
- * cfg_free(). */
+ * source of names, types, defaults, bounds and descriptions; the services' --help,
+ * docs/settings.md and deploy/ordergate.conf are generated from it (common/cfg_doc.h). Strings are
+ * owned by struct og_config and freed by cfg_free(). */
 #ifndef OG_COMMON_CFG_H
 #define OG_COMMON_CFG_H
 
@@ -103,12 +103,26 @@ struct og_config {
     struct cfg_source source[CFG_MAX_SETTINGS];
 };
 
-/* One row of the settings table, for listings (--list-settings). */
+/* The programs that read a setting (struct cfg_setting_info.progs). */
+enum { CFG_PROG_CONSUMER = 1, CFG_PROG_SCANNER = 2, CFG_PROG_CTL = 4 };
+
+/* One row of the settings table, for listings (--list-settings) and the generated reference
+ * (common/cfg_doc.h). Every string lives as long as the program. */
 struct cfg_setting_info {
-    const char *name; /* dotted name, as in the file */
-    const char *type; /* "string", "int", "bool" or "strlist" */
-    const char *def;  /* the default, as text */
-    long min, max;    /* bounds of an "int" */
+    const char *name;        /* dotted name, as in the file */
+    const char *type;        /* "string", "int", "bool" or "strlist" */
+    const char *def;         /* the default, as text */
+    long min, max;           /* bounds of an "int" */
+    bool secret;             /* masked by cfg_dump */
+    unsigned progs;          /* CFG_PROG_*: the programs that read it */
+    const char *env;         /* environment fallback used while it has its default, or NULL */
+    const char *description; /* what it does, its unit, when to change it: sentences */
+};
+
+/* One group of settings ("database"; "" for the settings outside any group), in file order. */
+struct cfg_section_info {
+    const char *name;
+    const char *description; /* one or two sentences */
 };
 
 /* Fills every field with its default. */
@@ -117,9 +131,9 @@ enum og_status cfg_init(struct og_config *cfg, struct og_error *err);
  * sets. An error about one setting names it in err->setting (cfg_error_format() adds the
  * file:line); an unknown setting or a syntax error carries file:line in its message. */
 enum og_status cfg_load(struct og_config *cfg, const char *path, struct og_error *err);
-/* Applies the environment defaults that only apply when the file left them
- * unset: ORDERGATE_BROKERS, ORDERGATE_DB, ORDERGATE_DB_PASSWORD_FILE,
- * ORDERGATE_KAFKA_SASL_PASSWORD_FILE. */
+/* Applies the environment fallbacks of the table (struct cfg_setting_info.env: ORDERGATE_DB,
+ * ORDERGATE_DB_PASSWORD_FILE, ORDERGATE_BROKERS, ORDERGATE_KAFKA_SASL_PASSWORD_FILE) to the
+ * settings that still have their default; an empty variable is ignored. */
 enum og_status cfg_apply_env(struct og_config *cfg, struct og_error *err);
 /* Sets one setting by its dotted name (e.g. "consumer.batch_size") from a string, with the
  * same validation as the file. Errors are OG_ERR_CONFIG, "<name>: <problem>", with
@@ -137,6 +151,9 @@ const char *cfg_error_format(const struct og_config *cfg, const struct og_error 
                              size_t size);
 /* Row i of the settings table (0-based), in table order; false past the last row. */
 bool cfg_setting_info(size_t i, struct cfg_setting_info *info);
+/* Group i (0-based), in the order of the table; false past the last one. A setting belongs to
+ * the group its name starts with ("database.conninfo": "database"; "log_level": ""). */
+bool cfg_section_info(size_t i, struct cfg_section_info *info);
 /* Prints every setting as "name = value" (secrets masked). */
 void cfg_dump(const struct og_config *cfg, FILE *out);
 /* The session bounds of database.lock_timeout_ms and database.statement_timeout_ms, and
@@ -146,6 +163,35 @@ struct db_session cfg_db_session(const struct og_config *cfg);
  * configured (libpq then uses PGPASSWORD or ~/.pgpass). The caller releases
  * it with db_password_free, which wipes it. */
 enum og_status cfg_db_password(const struct og_config *cfg, char **password, struct og_error *err);
+/* The retry policy of database.retry_max, database.retry_base_ms and database.retry_cap_ms. */
+struct db_retry cfg_db_retry(const struct og_config *cfg);
+
+/* What a caller of cfg_db_open changes from the configuration; NULL changes nothing. */
+struct cfg_db_open_opts {
+    /* > 0: at most this many attempts per call, fewer than database.retry_max when that is
+     * larger (a loop that must not block longer than a bound of its own) */
+    int max_attempts;
+    /* No lock_timeout or statement_timeout (an operator's tool: a migration may take long);
+     * database.pool_mode still says how to talk to the server. */
+    bool no_bounds;
+};
+
+/* The one way a program opens a database from its configuration: a handle on
+ * database.conninfo with the password of database.password_file (read here and wiped once
+ * copied), the retry policy of cfg_db_retry, the session of cfg_db_session, app_name (the actor
+ * the gate records) and stop (aborts retries at shutdown; may be NULL). Does not connect
+ * (db_connect, or the first db_call, does). *out is NULL unless OG_OK; an unreadable password
+ * file is OG_ERR_CONFIG naming the file. */
+enum og_status cfg_db_open(const struct og_config *cfg, const char *app_name,
+                           const struct cfg_db_open_opts *opts, volatile sig_atomic_t *stop,
+                           struct db **out, struct og_error *err);
 void cfg_free(struct og_config *cfg);
+
+/* Setting i's value in cfg as text, for a writer that walks the table (common/cfg_write.h): a
+ * string as it is, an int in decimal (formatted into buf of size bytes), a bool as "true" or
+ * "false", element j of a "strlist". NULL past the last row, past a list's last element, and
+ * for j > 0 of a setting that is not a list. Secrets are not masked. */
+const char *cfg_setting_value(const struct og_config *cfg, size_t i, size_t j, char *buf,
+                              size_t size);
 
 #endif

@@ -213,7 +213,7 @@ struct gate_refusal_result {
 };
 
 /* Records a refused payment result as an exception (kind refused_payment, manual_review):
- * schema/functions/record_payment_refused.sql. Idempotent by key (the transaction number, else
+ * schema/functions/gate/record_payment_refused.sql. Idempotent by key (the transaction number, else
  * the source position with the message's content), so a redelivered message is recorded once
  * and a different one at a position seen before is recorded too. The reason and the message
  * are sent as text with every byte that is not printable ASCII (and the backslash) written as

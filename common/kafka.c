@@ -1084,3 +1084,71 @@ bool kafka_topic_wait_ready(rd_kafka_t *rk, const char *topic, int partitions, i
         nanosleep(&(struct timespec){0, 100 * 1000000L}, NULL);
     }
 }
+
+enum og_status kafka_group_reader_new(const struct og_config *cfg, const char *group,
+                                      const char *client_id, rd_kafka_t **reader,
+                                      struct og_error *err)
+{
+    struct og_config rc = *cfg; /* borrows every string: never freed */
+    rd_kafka_conf_t *conf = NULL;
+    char errstr[512];
+    enum og_status st;
+
+    *reader = NULL;
+    rc.group = (char *)group;
+    rc.group_instance_id = (char *)"";
+    st = kafka_conf_new(&rc, KAFKA_ROLE_CONSUMER, client_id, &conf, err);
+    if (st == OG_OK)
+        st = kafka_set(conf, "enable.auto.commit", "false", err);
+    if (st != OG_OK) {
+        if (conf != NULL)
+            rd_kafka_conf_destroy(conf);
+        return st;
+    }
+    *reader = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+    if (*reader == NULL) {
+        rd_kafka_conf_destroy(conf); /* still ours on failure */
+        og_error_set(err, OG_ERR_CONFIG, false, "cannot create Kafka group reader: %s", errstr);
+        og_error_setting(err, "kafka.properties");
+        return OG_ERR_CONFIG;
+    }
+    return OG_OK;
+}
+
+int64_t kafka_group_lag(rd_kafka_t *reader, const char *topic, int timeout_ms)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_topic_t *t = rd_kafka_topic_new(reader, topic, NULL);
+    rd_kafka_topic_partition_list_t *parts = NULL;
+    int64_t lag = -1;
+
+    if (t == NULL ||
+        rd_kafka_metadata(reader, 0, t, &md, timeout_ms) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+        md->topic_cnt != 1 || md->topics[0].err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        goto out;
+    parts = rd_kafka_topic_partition_list_new(md->topics[0].partition_cnt);
+    for (int p = 0; p < md->topics[0].partition_cnt; p++)
+        rd_kafka_topic_partition_list_add(parts, topic, md->topics[0].partitions[p].id);
+    if (rd_kafka_committed(reader, parts, timeout_ms) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        goto out;
+    lag = 0;
+    for (int i = 0; i < parts->cnt; i++) {
+        int64_t lo = 0, hi = 0, at = parts->elems[i].offset;
+        if (rd_kafka_query_watermark_offsets(reader, topic, parts->elems[i].partition, &lo, &hi,
+                                             timeout_ms) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            lag = -1;
+            goto out;
+        }
+        if (at < lo) /* nothing committed yet (RD_KAFKA_OFFSET_INVALID) */
+            at = lo;
+        lag += hi > at ? hi - at : 0;
+    }
+out:
+    if (parts != NULL)
+        rd_kafka_topic_partition_list_destroy(parts);
+    if (md != NULL)
+        rd_kafka_metadata_destroy(md);
+    if (t != NULL)
+        rd_kafka_topic_destroy(t);
+    return lag;
+}

@@ -174,4 +174,19 @@ rd_kafka_resp_err_t kafka_refusal(int code, const char *reason);
  * with the original cause of a fatal error). */
 void kafka_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque);
 
+/* Creates a consumer handle that only reads the committed offsets of consumer group `group`
+ * and topics' watermarks (rd_kafka_committed, rd_kafka_query_watermark_offsets): the settings
+ * of kafka_conf_new for cfg (kafka.properties, kafka.sasl_password_file, TLS) with group.id
+ * `group`, kafka.group_instance_id taken as empty, and enable.auto.commit=false, so that it
+ * commits nothing. It must never subscribe: it would join the group. Errors are
+ * OG_ERR_CONFIG. */
+enum og_status kafka_group_reader_new(const struct og_config *cfg, const char *group,
+                                      const char *client_id, rd_kafka_t **reader,
+                                      struct og_error *err);
+/* Messages of topic that the reader's group has not committed yet: over the topic's partitions,
+ * the high watermark minus the committed offset (minus the low watermark where the group has
+ * committed nothing). Each request to the brokers waits at most timeout_ms; -1 when one got no
+ * answer or the topic does not exist. */
+int64_t kafka_group_lag(rd_kafka_t *reader, const char *topic, int timeout_ms);
+
 #endif

@@ -5,48 +5,106 @@
 
 #define BOTH (OPT_CONSUMER | OPT_SCANNER)
 
-/* The services' flags. A flag for a setting names it here and nowhere else; --help texts in
- * consumer/main.c and scanner/main.c describe them. */
+/* The services' flags. A flag for a setting names it here and nowhere else; opt_help prints
+ * each row's help with the setting's name, default and bounds from the table of common/cfg.c,
+ * so no help text restates them. */
 const struct opt opt_services[] = {
-    {"config", "FILE", 0, "libconfig file", NULL, 0, BOTH},
-    {"db", "CONNINFO", 0, "libpq conninfo or URI", "database.conninfo", 0, BOTH},
+    {"config", "FILE", 0,
+     "libconfig file; every setting is optional (docs/settings.md, deploy/ordergate.conf) and "
+     "the flags override it",
+     NULL, 0, BOTH},
+    {"db", "CONNINFO", 0,
+     "libpq conninfo or URI; empty: PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD and the "
+     "rest of libpq's environment",
+     "database.conninfo", 0, BOTH},
     {"brokers", "HOST:PORT,...", 0, "Kafka bootstrap brokers", "kafka.brokers", 0, BOTH},
-    {"topics", "A,B", 0, "delay topics", "kafka.topics", 0, BOTH},
+    {"topics", "A,B", 0, "delay topics to consume, one per delay level", "kafka.topics", 0, BOTH},
     {"group", "ID", 0, "consumer group id", "kafka.group", 0, BOTH},
-    {"group-instance-id", "ID", 0, "static group membership", "kafka.group_instance_id", 0,
-     OPT_CONSUMER},
-    {"lock-timeout-ms", "MS", 0, "longest wait for a row lock", "database.lock_timeout_ms", 0,
-     BOTH},
-    {"statement-timeout-ms", "MS", 0, "longest statement", "database.statement_timeout_ms", 0,
-     BOTH},
-    {"pool-mode", "MODE", 0, "session, or transaction behind a transaction-pooling PgBouncer",
+    {"group-instance-id", "ID", 0,
+     "static group membership: a restarted instance gets its partitions back at once; one id "
+     "per running instance. Empty: HOSTNAME-$ORDERGATE_INSTANCE when that is set, else dynamic "
+     "membership",
+     "kafka.group_instance_id", 0, OPT_CONSUMER},
+    {"lock-timeout-ms", "MS", 0, "longest wait of a statement for a lock; 0 = the server's",
+     "database.lock_timeout_ms", 0, BOTH},
+    {"statement-timeout-ms", "MS", 0, "longest statement (not --reconcile's); 0 = the server's",
+     "database.statement_timeout_ms", 0, BOTH},
+    {"pool-mode", "MODE", 0,
+     "session, or transaction behind a transaction-pooling PgBouncer: no named statements, "
+     "nothing kept in the session",
      "database.pool_mode", 0, BOTH},
-    {"batch-size", "N", 0, "orders per claim", "consumer.batch_size", 0, OPT_CONSUMER},
-    {"metrics-listen", "ADDR:PORT", 0, "HTTP endpoint", "consumer.metrics_listen", 0, OPT_CONSUMER},
-    {"busy-retry-ms", "MS", 0, "how long a locked order is retried locally",
+    {"batch-size", "N", 0, "most orders per claim statement", "consumer.batch_size", 0,
+     OPT_CONSUMER},
+    {"metrics-listen", "ADDR:PORT", 0,
+     "HTTP endpoint for /metrics, /healthz, /readyz; \"\" disables it, port 0 picks a free "
+     "port (logged as metrics_listening)",
+     "consumer.metrics_listen", 0, OPT_CONSUMER},
+    {"busy-retry-ms", "MS", 0,
+     "how long an order whose row another transaction holds locked is claimed again locally "
+     "before it is re-scheduled through a delay topic",
      "consumer.busy_retry_ms", 0, OPT_CONSUMER},
-    {"batch-size", "N", 0, "orders per claim", "scanner.batch_size", 0, OPT_SCANNER},
-    {"grace", "SECONDS", 0, "grace period", "scanner.grace_s", 0, OPT_SCANNER},
-    {"pause-ms", "MS", 0, "pause between batches", "scanner.pause_ms", 0, OPT_SCANNER},
-    {"max-orders", "N", 0, "cap per run", "scanner.max_orders", 0, OPT_SCANNER},
-    {"max-seconds", "S", 0, "time cap per run", "scanner.max_seconds", 0, OPT_SCANNER},
-    {"every", "SECONDS", 0, "repeat runs", "scanner.every_s", 0, OPT_SCANNER},
-    {"workers", "N", 0, "claiming sessions", "scanner.workers", 0, OPT_SCANNER},
-    {"max-skip", "SECONDS", 0, "alarm on skips past this", "scanner.max_skip_s", 0, OPT_SCANNER},
-    {"busy-retry-ms", "MS", 0, "how long locked orders are retried", "scanner.busy_retry_ms", 0,
+    {"batch-size", "N", 0, "orders per claim statement", "scanner.batch_size", 0, OPT_SCANNER},
+    {"grace", "SECONDS", 0, "only orders overdue by more than this", "scanner.grace_s", 0,
      OPT_SCANNER},
-    {"lease-s", "SECONDS", 0, "sweep lease past each batch", "scanner.lease_s", 0, OPT_SCANNER},
-    {"textfile", "PATH", 0, "Prometheus textfile", "scanner.textfile_path", 0, OPT_SCANNER},
+    {"pause-ms", "MS", 0, "pause between batches", "scanner.pause_ms", 0, OPT_SCANNER},
+    {"max-orders", "N", 0, "cap per run, 0 = none", "scanner.max_orders", 0, OPT_SCANNER},
+    {"max-seconds", "S", 0, "time cap per run, 0 = none", "scanner.max_seconds", 0, OPT_SCANNER},
+    {"every", "SECONDS", 0, "repeat sweep runs every SECONDS until SIGTERM or SIGINT; 0 = one run",
+     "scanner.every_s", 0, OPT_SCANNER},
+    {"workers", "N", 0,
+     "database sessions that claim pages in parallel; the run's own session reads the pages",
+     "scanner.workers", 0, OPT_SCANNER},
+    {"max-skip", "SECONDS", 0,
+     "a run skipped (the lease held) while the last sweep is older than this exits 4; 0 = 3 x "
+     "--every, or 180",
+     "scanner.max_skip_s", 0, OPT_SCANNER},
+    {"busy-retry-ms", "MS", 0,
+     "how long orders locked by another transaction are claimed again at the end of a run",
+     "scanner.busy_retry_ms", 0, OPT_SCANNER},
+    {"lease-s", "SECONDS", 0,
+     "the sweep lease lasts this (plus --pause-ms) past each batch: longer than one batch; a "
+     "run that died keeps later runs out this long",
+     "scanner.lease_s", 0, OPT_SCANNER},
+    {"textfile", "PATH", 0, "Prometheus textfile for node_exporter", "scanner.textfile_path", 0,
+     OPT_SCANNER},
     {"log-level", "LEVEL", 0, "debug, info, warn or error", "log_level", 0, OPT_SCANNER},
-    {"dry-run", NULL, 0, "report only", NULL, 0, OPT_SCANNER},
-    {"reconcile", NULL, 0, "check the invariants", NULL, 0, OPT_SCANNER},
-    {"since", "TIME", 0, "--reconcile: orders created since", NULL, 0, OPT_SCANNER},
-    {"scan-interval", "S", 0, "--reconcile: how often sweeps run", NULL, 0, OPT_SCANNER},
-    {"check-config", NULL, 0, "validate the configuration and exit", NULL, 0, BOTH},
-    {"check-health", NULL, 0, "judge the health file: live", NULL, 0, OPT_CONSUMER},
-    {"check-ready", NULL, 0, "judge the health file: live and ready", NULL, 0, OPT_CONSUMER},
-    {"list-settings", NULL, 0, "print the settings table and exit", NULL, 0, BOTH},
-    {"help", NULL, 0, "print help and exit", NULL, 'h', BOTH},
+    {"dry-run", NULL, 0,
+     "report what a sweep would cancel now and change nothing; with --reconcile: check "
+     "without repairing",
+     NULL, 0, OPT_SCANNER},
+    {"reconcile", NULL, 0,
+     "check the invariants, repair missing late-payment exceptions (not with --dry-run), "
+     "print a report",
+     NULL, 0, OPT_SCANNER},
+    {"since", "TIME", 0,
+     "--reconcile: only orders created since TIME (RFC 3339, e.g. 2026-11-30T00:00:00Z, or an "
+     "age such as 90m, 24h, 7d), or 'all' for the whole database; default: the last "
+     "scanner.reconcile_window_s",
+     NULL, 0, OPT_SCANNER},
+    {"scan-interval", "S", 0,
+     "--reconcile: how often sweeps run, in seconds (invariant 6); default scanner.every_s "
+     "when set, else 300",
+     NULL, 0, OPT_SCANNER},
+    {"check-config", NULL, 0,
+     "validate the configuration as a start would (file, flags, environment, password files, "
+     "the Kafka settings where they are used), print it with secrets masked and exit: 0 valid, "
+     "2 invalid",
+     NULL, 0, BOTH},
+    {"check-health", NULL, 0,
+     "read the health file (consumer.health_file) a running consumer rewrites every second: "
+     "exit 0 when it is fresh, 1 when it is stale or missing, 2 when none is configured. Needs "
+     "no network: a liveness probe that no flood of the metrics port can fail",
+     NULL, 0, OPT_CONSUMER},
+    {"check-ready", NULL, 0,
+     "the same, and 1 unless the consumer also reaches the database and the broker (what "
+     "/readyz says)",
+     NULL, 0, OPT_CONSUMER},
+    {"list-settings", "FORMAT", OPT_OPTIONAL,
+     "print the settings table and exit: one tab-separated line per setting (name, flag, type, "
+     "default, bounds); =markdown: the reference docs/settings.md; =conf: the commented "
+     "example deploy/ordergate.conf",
+     NULL, 0, BOTH},
+    {"help", NULL, 0, "print this help and exit", NULL, 'h', BOTH},
     {"version", NULL, 0, "print the version and exit", NULL, 'V', BOTH},
     {NULL, NULL, 0, NULL, NULL, 0, 0},
 };
@@ -129,10 +187,13 @@ enum og_status opt_parse(struct opt_args *a, const struct opt *first, const stru
             return og_error_set(err, OG_ERR_ARG, false, "unknown option '%s'", arg);
         if (opt == NULL)
             return og_error_set(err, OG_ERR_ARG, false, "unknown option '--%.*s'", (int)len, name);
-        if (opt->metavar == NULL) {
-            if (eq != NULL)
+        if (opt->metavar == NULL || (opt->flags & OPT_OPTIONAL) != 0) {
+            if (eq != NULL && opt->metavar != NULL)
+                st = opt_add(a, opt, eq + 1, err);
+            else if (eq != NULL)
                 return og_error_set(err, OG_ERR_ARG, false, "--%s: takes no value", opt->name);
-            st = opt_add(a, opt, NULL, err);
+            else
+                st = opt_add(a, opt, NULL, err);
         } else if (eq != NULL) {
             st = opt_add(a, opt, eq + 1, err);
         } else if (i + 1 < argc) {
@@ -220,6 +281,89 @@ void opt_list_settings(FILE *out, unsigned prog)
             snprintf(bounds, sizeof(bounds), "%ld..%ld", info.min, info.max);
         fprintf(out, "%s\t%s%s\t%s\t%s\t%s\n", info.name, flag != NULL ? "--" : "-",
                 flag != NULL ? flag->name : "", info.type, info.def, bounds);
+    }
+}
+
+/* Appends the words of text to out at column OPT_HELP_COLUMN, wrapped before OPT_HELP_WIDTH;
+ * *col is the current column. */
+#define OPT_HELP_COLUMN 28
+#define OPT_HELP_WIDTH  80
+
+static void opt_help_words(FILE *out, const char *text, int *col)
+{
+    while (*text != '\0') {
+        const char *end = strchr(text, ' ');
+        int len = end != NULL ? (int)(end - text) : (int)strlen(text);
+
+        if (*col > OPT_HELP_COLUMN && *col + 1 + len >= OPT_HELP_WIDTH) {
+            fprintf(out, "\n%*s", OPT_HELP_COLUMN, "");
+            *col = OPT_HELP_COLUMN;
+        } else if (*col > OPT_HELP_COLUMN) {
+            fputc(' ', out);
+            (*col)++;
+        }
+        fprintf(out, "%.*s", len, text);
+        *col += len;
+        text += len;
+        while (*text == ' ')
+            text++;
+    }
+}
+
+/* "(consumer.batch_size; default 500, 1..10000)": the setting as the table has it. */
+static void opt_help_setting(char *buf, size_t size, const char *name, unsigned prog)
+{
+    struct cfg_setting_info info;
+    size_t used;
+
+    for (size_t i = 0; cfg_setting_info(i, &info); i++) {
+        if (strcmp(info.name, name) != 0)
+            continue;
+        if (strcmp(info.type, "int") == 0)
+            used = (size_t)snprintf(buf, size, "(%s; default %s, %ld..%ld", name, info.def,
+                                    info.min, info.max);
+        else if (strcmp(info.type, "string") == 0)
+            used = (size_t)snprintf(buf, size, "(%s; default \"%s\"", name, info.def);
+        else
+            used = (size_t)snprintf(buf, size, "(%s; default %s", name, info.def);
+        if (used < size && info.env != NULL)
+            used += (size_t)snprintf(buf + used, size - used, ", or $%s", info.env);
+        if (used < size && (info.progs & prog) == 0)
+            used += (size_t)snprintf(buf + used, size - used, "; accepted, unused here");
+        if (used < size)
+            snprintf(buf + used, size - used, ")");
+        return;
+    }
+    snprintf(buf, size, "(%s)", name);
+}
+
+void opt_help(FILE *out, const struct opt *table, unsigned prog)
+{
+    for (const struct opt *o = table; o != NULL && o->name != NULL; o++) {
+        char left[96], setting[256];
+        int col;
+
+        if (!opt_for(o, prog))
+            continue;
+        if (o->alias != 0)
+            col = snprintf(left, sizeof(left), "  -%c, --%s", o->alias, o->name);
+        else
+            col = snprintf(left, sizeof(left), "  --%s", o->name);
+        if (o->metavar != NULL)
+            col += snprintf(left + col, sizeof(left) - (size_t)col,
+                            (o->flags & OPT_OPTIONAL) != 0 ? "[=%s]" : " %s", o->metavar);
+        fputs(left, out);
+        if (col + 2 > OPT_HELP_COLUMN)
+            fprintf(out, "\n%*s", OPT_HELP_COLUMN, "");
+        else
+            fprintf(out, "%*s", OPT_HELP_COLUMN - col, "");
+        col = OPT_HELP_COLUMN; /* at the column, the first word gets no space before it */
+        opt_help_words(out, o->help != NULL ? o->help : "", &col);
+        if (o->setting != NULL) {
+            opt_help_setting(setting, sizeof(setting), o->setting, prog);
+            opt_help_words(out, setting, &col);
+        }
+        fputc('\n', out);
     }
 }
 

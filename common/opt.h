@@ -11,7 +11,8 @@
  * an error about the setting is reported as "--flag: setting: problem".
  *
  * The services' rows are one table (opt_services) shared by ordergate-consumer and
- * ordergate-scanner; a row's `progs` says which of them accepts it. */
+ * ordergate-scanner; a row's `progs` says which of them accepts it, and its `help`, with the
+ * setting's default and bounds, is the line of their --help (opt_help). */
 #ifndef OG_COMMON_OPT_H
 #define OG_COMMON_OPT_H
 
@@ -21,16 +22,19 @@
 #include "common/cfg.h"
 #include "common/error.h"
 
-enum { OPT_ARG = 1, OPT_REPEAT = 2 };
+/* OPT_OPTIONAL: a row with a metavar whose value is optional and only given as "--name=value"
+ * ("--list-settings" or "--list-settings=markdown"); opt_arg() is NULL without it. */
+enum { OPT_ARG = 1, OPT_REPEAT = 2, OPT_OPTIONAL = 4 };
 
-/* Which service accepts a row of opt_services; 0 = every program. */
-enum { OPT_CONSUMER = 1, OPT_SCANNER = 2 };
+/* Which service accepts a row of opt_services; 0 = every program. The same bits as the
+ * programs of a setting (CFG_PROG_*). */
+enum { OPT_CONSUMER = CFG_PROG_CONSUMER, OPT_SCANNER = CFG_PROG_SCANNER };
 
 struct opt {
     const char *name;    /* long name without the dashes */
     const char *metavar; /* what the value is ("N"), or NULL for a flag without value */
     unsigned flags;      /* OPT_* */
-    const char *help;
+    const char *help;    /* what it does, for --help (opt_help adds the setting's default) */
     const char *setting; /* the configuration setting it sets, or NULL */
     char alias;          /* one-letter alias ('h' for -h), or 0 */
     unsigned progs;      /* OPT_CONSUMER | OPT_SCANNER; 0 = every program */
@@ -74,6 +78,11 @@ enum og_status opt_configure(struct og_config *cfg, const struct opt_args *a, st
  * flag "--batch-size" when prog accepts an option for it, else "-"; type string, int, bool
  * or strlist; bounds "MIN..MAX" for an int, else "-". */
 void opt_list_settings(FILE *out, unsigned prog);
+/* The option rows of a --help: for each row of table that prog accepts, "--name METAVAR" (or
+ * "-h, --help", "--name[=METAVAR]") and its help wrapped at column 28 under 80 columns; a row
+ * with a setting adds "(setting; default D, MIN..MAX, or $ENV)" from the settings table, and
+ * "accepted, unused here" when the setting is not one prog reads. */
+void opt_help(FILE *out, const struct opt *table, unsigned prog);
 /* Prints "<prog>: <message>" on stderr, one line, located by cfg (cfg_error_format; cfg may
  * be NULL) and, for a usage error (OG_ERR_ARG), followed by " (see <prog> --help)". */
 void opt_error_print(const char *prog, const struct og_config *cfg, const struct og_error *err);

@@ -1,7 +1,10 @@
-/* The consumer's lifetime: consumer_new() builds everything the consume
- * loop (loop.c) needs from the configuration (topics, metrics, scheduler,
- * batch, database client, producer, group member), consumer_free() takes it
- * down again in a safe order. */
+/* The consumer's lifetime (consumer/consumer.h): consumer_new() builds everything the consume
+ * loop (consumer/loop.h) needs from the configuration (topics, metrics, scheduler, the commit
+ * protocol's batch and retry set, database client, producer, group member), consumer_free()
+ * takes it down again in a safe order.
+ *
+ * Must not run anything: it connects nothing, polls nothing and starts no thread (loop_run
+ * does), and it leaves every decision about messages to the loop and the commit protocol. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,108 +13,13 @@
 #include "common/log.h"
 #include "common/signals.h"
 #include "consumer/consumer.h"
-
-/* The consume loop's database calls feed the health endpoints (consumer.health_db_call_ms),
- * and each one that returns tells the watchdog the loop is alive: a flush may make several
- * calls in a row (a hook failure's bisection), each within CONSUMER_DB_CALL_MAX_S. */
-static void consumer_db_hook(void *arg, bool begin)
-{
-    if (begin) {
-        metrics_call_begin();
-    } else {
-        metrics_call_end();
-        consumer_watchdog(arg);
-    }
-}
+#include "consumer/loop.h"
 
 /* The histogram of each hook's wall time in this consumer's claims (common/hook_timing.h). */
 static struct hook_timing consumer_hook_timing = {
     "ordergate_consumer_hook_seconds",
     "Wall time of each call of a registered hook in this consumer's claims (failed calls "
     "included), by hook"};
-
-static const struct db_stmt consumer_stmt_durability = {
-    "og_durability",
-    "SELECT current_setting('fsync'), current_setting('synchronous_commit'), "
-    "current_setting('synchronous_standby_names')",
-    0};
-
-void consumer_check_durability(struct consumer *c)
-{
-    PGresult *res = NULL;
-    struct og_error err = {0};
-    char q[600];
-
-    c->next_durability_ms = clock_mono_ms() + CONSUMER_DURABILITY_EVERY_MS;
-    if (db_call(c->db, &consumer_stmt_durability, NULL, &res, &err) != OG_OK) {
-        log_warn("durability_unknown", "error=%s", log_quote(q, sizeof(q), err.msg));
-        if (err.retriable)
-            c->db_ok = false; /* readiness says so until a batch step gets through */
-        PQclear(res);
-        return;
-    }
-    if (PQntuples(res) == 1 && PQnfields(res) == 3) {
-        const char *fsync = PQgetvalue(res, 0, 0), *sync = PQgetvalue(res, 0, 1);
-        const char *standbys = PQgetvalue(res, 0, 2);
-        bool named = *standbys != '\0';
-        bool durable = strcmp(fsync, "on") == 0 && strcmp(sync, "off") != 0 &&
-                       !(named && strcmp(sync, "local") == 0);
-        bool replicated = durable && named && strcmp(sync, "local") != 0;
-
-        metric_set(c->m.commit_durable, durable);
-        metric_set(c->m.commit_replicated, replicated);
-        if (!durable && !c->cfg->allow_nondurable) {
-            log_error("commit_not_durable",
-                      "fsync=%s synchronous_commit=%s synchronous_standby_names=%s msg=\"a claim "
-                      "could be lost after its offset was committed; stopping (set "
-                      "consumer.allow_nondurable to run anyway)\"",
-                      fsync, sync, log_quote(q, sizeof(q), standbys));
-            c->fatal = true;
-        } else if ((int)durable != c->durable) {
-            if (durable)
-                log_info("commit_durable",
-                         "fsync=%s synchronous_commit=%s synchronous_standby_names=%s "
-                         "replicated=%d",
-                         fsync, sync, log_quote(q, sizeof(q), standbys), replicated);
-            else
-                log_error("commit_not_durable",
-                          "fsync=%s synchronous_commit=%s synchronous_standby_names=%s "
-                          "msg=\"a claim could be lost after its offset was committed; running "
-                          "because consumer.allow_nondurable is set\"",
-                          fsync, sync, log_quote(q, sizeof(q), standbys));
-        }
-        c->durable = durable;
-    }
-    PQclear(res);
-}
-
-int64_t consumer_level_ms(const struct consumer *c, const char *topic)
-{
-    const struct delay_level *longest = delay_longest(&c->levels);
-    int64_t own = delay_level_of(&c->levels, topic);
-
-    return own >= 0 ? own : longest != NULL ? longest->level_ms : c->cfg->max_wait_ms;
-}
-
-const char *consumer_reschedule_topic(const struct consumer *c, const char *source, int64_t now_ms,
-                                      int64_t *due_ms)
-{
-    int64_t wait_ms = *due_ms - now_ms - c->cfg->level_margin_ms;
-    const struct delay_level *pick = delay_pick(&c->levels, wait_ms > 0 ? wait_ms : 0);
-
-    /* No level anywhere: back to the source topic, due within consumer.max_wait_ms, which stands
-     * for its level (consumer_level_ms): a longer wait hops on then, so a re-schedule never
-     * pauses its partition longer than that, nor is claimed at once again (a loop). */
-    if (pick == NULL) {
-        if (wait_ms > c->cfg->max_wait_ms)
-            *due_ms = now_ms + c->cfg->max_wait_ms;
-        return source;
-    }
-    /* No level is that long: the longest, due when its level has passed (then hop on). */
-    if (pick->level_ms < wait_ms)
-        *due_ms = now_ms + pick->level_ms;
-    return pick->topic;
-}
 
 /* The outbox topic settings the relay produces to, when it runs. */
 static enum og_status consumer_check_outbox(const struct og_config *cfg, struct og_error *err)
@@ -169,15 +77,11 @@ enum og_status consumer_check_config(const struct og_config *cfg, struct og_erro
 struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
 {
     struct consumer *c = calloc(1, sizeof(*c));
-    /* The batch has a retry loop of its own that keeps polling Kafka
-     * between attempts (stalled), so each database call of the loop makes
-     * CONSUMER_DB_ATTEMPTS attempts (or database.retry_max if smaller): the
-     * loop never blocks longer than one attempt (the watchdog budget in
-     * consumer.h). */
-    struct db_retry retry = {cfg->db_retry_max < CONSUMER_DB_ATTEMPTS ? cfg->db_retry_max
-                                                                      : CONSUMER_DB_ATTEMPTS,
-                             cfg->db_retry_base_ms, cfg->db_retry_cap_ms};
-    struct db_session session;
+    /* The loop retries a failed batch itself and keeps polling Kafka between attempts
+     * (stalled), so each database call of the loop makes CONSUMER_DB_ATTEMPTS attempts (or
+     * database.retry_max if smaller): the loop never blocks longer than one attempt (the
+     * watchdog budget in consumer/consumer.h). */
+    const struct cfg_db_open_opts db_opts = {.max_attempts = CONSUMER_DB_ATTEMPTS};
     rd_kafka_conf_t *conf = NULL;
     char **delay = NULL;
     size_t ndelay = 0;
@@ -189,7 +93,6 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
         return NULL;
     }
     c->cfg = cfg;
-    c->durable = -1;
     st = consumer_check_config(cfg, err);
     if (st != OG_OK)
         goto fail;
@@ -232,28 +135,20 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
         c->has_refunds = true;
     }
     consumer_metrics_register(&c->m, c->topics, c->ntopics);
+    durability_init(&c->durability, c->m.commit_durable, c->m.commit_replicated);
 
     c->sched = sched_new(CONSUMER_MIN_PAUSE_MS);
-    c->rows = calloc((size_t)cfg->batch_size, sizeof(*c->rows));
-    c->nos = calloc((size_t)cfg->batch_size, sizeof(*c->nos));
-    c->row_seen = calloc((size_t)cfg->batch_size, sizeof(*c->row_seen));
-    if (c->sched == NULL || c->rows == NULL || c->nos == NULL || c->row_seen == NULL) {
+    if (c->sched == NULL) {
         st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
         goto fail;
     }
-    st = batch_init(&c->batch, (size_t)cfg->batch_size, err);
-    if (st == OG_OK)
-        st = retry_init(&c->retry, (size_t)cfg->batch_size, err);
+    st = commit_init(&c->commit, (size_t)cfg->batch_size, err);
     if (st != OG_OK)
         goto fail;
 
-    st = db_new_passfile(cfg->db_conninfo, cfg->db_password_file, "ordergate-consumer", &retry,
-                         &signals_stop, &c->db, err);
+    st = cfg_db_open(cfg, "ordergate-consumer", &db_opts, &signals_stop, &c->db, err);
     if (st != OG_OK)
         goto fail;
-    session = cfg_db_session(cfg);
-    db_set_session(c->db, &session, NULL); /* not connected yet: cannot fail */
-    db_set_call_hook(c->db, consumer_db_hook, c);
     /* Each hook's wall time in the claims, from the gate's notices (not connected yet: cannot
      * fail). */
     hook_timing_attach(c->db, &consumer_hook_timing);
@@ -268,7 +163,7 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     st = kafka_conf_new(cfg, KAFKA_ROLE_CONSUMER, "ordergate-consumer", &conf, err);
     if (st != OG_OK)
         goto fail;
-    consumer_loop_conf(c, conf);
+    loop_attach(c, conf); /* also the database's call hook and the commit's progress */
     c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
     if (c->rk == NULL) {
         rd_kafka_conf_destroy(conf);
@@ -278,6 +173,17 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     conf = NULL; /* owned by the handle now */
     /* Rebalances, errors and commits are all served by consumer_poll. */
     rd_kafka_poll_set_consumer(c->rk);
+    /* What the commit protocol works with (its progress callback is the loop's, above). */
+    c->commit.env.cfg = cfg;
+    c->commit.env.rk = c->rk;
+    c->commit.env.producer = c->producer;
+    c->commit.env.db = c->db;
+    c->commit.env.topics = c->topics;
+    c->commit.env.ntopics = c->ntopics;
+    c->commit.env.levels = &c->levels;
+    c->commit.env.m = &c->m;
+    c->commit.env.db_ok = &c->db_ok;
+    c->commit.env.kafka_ok = &c->kafka_ok;
     return c;
 fail:
     kafka_topics_free(delay, ndelay);
@@ -293,8 +199,7 @@ void consumer_free(struct consumer *c)
      * process's exit takes it all down (main.c exits right after). */
     if (c->abandon)
         return;
-    relay_stop(c, clock_mono_ms() + 1000);
-    if (c->relay != NULL)
+    if (!relay_thread_stop(&c->relay, clock_mono_ms() + 1000))
         return;
     if (c->rk != NULL)
         rd_kafka_destroy(c->rk);
@@ -306,14 +211,10 @@ void consumer_free(struct consumer *c)
         rd_kafka_destroy(c->producer);
     }
     /* After the producer: a late delivery report writes into the batch. */
-    batch_free(&c->batch);
-    retry_free(&c->retry);
+    commit_free(&c->commit);
     delay_levels_free(&c->levels);
     db_free(c->db);
     sched_free(c->sched);
-    free(c->rows);
-    free(c->nos);
-    free(c->row_seen);
     kafka_topics_free(c->topics, c->ntopics);
     free(c);
 }

@@ -1,5 +1,8 @@
-/* The consume loop: group membership, per-message decisions, pause/seek/
- * resume, batching, stalls during outages, and the shutdown sequence. */
+/* The consume loop (consumer/loop.h): the group member, each message, pause/seek/resume, when to
+ * flush, stalls during outages, the watchdog and the health file, and the shutdown sequence.
+ *
+ * Must not claim, produce or store offsets itself: the commit protocol (consumer/commit.h) does,
+ * on the batch the loop fills. */
 #include <inttypes.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -14,6 +17,8 @@
 #include "common/notify.h"
 #include "common/signals.h"
 #include "consumer/consumer.h"
+#include "consumer/levels.h"
+#include "consumer/loop.h"
 
 #define LOOP_GAUGES_EVERY_MS 1000
 #define LOOP_STATS_EVERY_MS  30000
@@ -26,70 +31,158 @@
 #define LOOP_SHUTDOWN_MS        8000   /* the producer flushed */
 #define LOOP_STATS_INTERVAL     "5000" /* librdkafka statistics, for broker reachability */
 
-static void loop_add_tp(void *arg, const char *topic, int32_t partition, int64_t offset)
+/* What a subscribed topic carries. */
+enum loop_topic { LOOP_TOPIC_DELAY, LOOP_TOPIC_PAYMENTS, LOOP_TOPIC_REFUNDS };
+
+/* The stop guard: a thread that waits for the stop signal (or loop_guard_arm, when a fatal
+ * error stops the loop) and ends the process CONSUMER_STOP_MS later if it is still there.
+ * Each shutdown step has a bound of its own; the guard also covers what has none (a
+ * database call in flight when the signal came, a thread that does not join). Ending the
+ * process there is as safe as a crash: offsets are stored only after the database commit. */
+static volatile sig_atomic_t loop_guard_armed;
+
+/* The final commit's answer (rd_kafka_commit_queue's callback). */
+struct loop_commit_wait {
+    bool done;
+    rd_kafka_resp_err_t err;
+};
+
+static void loop_resume_due(struct consumer *c, int64_t now_wall);
+static int loop_timeout(struct consumer *c, int64_t now, int64_t now_wall);
+static void loop_message(struct consumer *c, const rd_kafka_message_t *m);
+static int64_t loop_due(struct consumer *c, const char *topic, const rd_kafka_message_t *m,
+                        const struct codec_cancel *cancel, int64_t now);
+static struct metric *loop_topic_metric(struct consumer *c, const char *topic,
+                                        enum loop_topic *kind);
+static void loop_dead_letter(struct consumer *c, const rd_kafka_message_t *m, const char *topic,
+                             enum loop_topic kind, const struct og_error *why);
+static char *loop_copy(const void *data, size_t len, size_t max, size_t *out_len);
+static void loop_flush(struct consumer *c);
+static void loop_stall(struct consumer *c);
+static void loop_unstall(struct consumer *c);
+static void loop_pause_seek(struct consumer *c, const char *topic, int32_t partition,
+                            int64_t offset);
+static void loop_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                              rd_kafka_topic_partition_list_t *parts, void *opaque);
+static void loop_assign(struct consumer *c, rd_kafka_topic_partition_list_t *parts, bool coop);
+static void loop_revoke(struct consumer *c, rd_kafka_topic_partition_list_t *parts, bool coop);
+static void loop_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque);
+static void loop_kafka_fatal(struct consumer *c);
+static int loop_stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque);
+static void loop_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                           rd_kafka_topic_partition_list_t *offsets, void *opaque);
+static void loop_periodic(struct consumer *c, int64_t now);
+static void loop_check_durability(struct consumer *c);
+static void loop_db_hook(void *arg, bool begin);
+static void loop_progress(void *arg);
+static void loop_watchdog(struct consumer *c);
+static void loop_health_write(struct consumer *c, int64_t now);
+static int loop_subscribe(struct consumer *c);
+static void loop_guard_start(void);
+static void *loop_guard_main(void *arg);
+static void loop_guard_arm(void);
+static void loop_shutdown(struct consumer *c);
+static void loop_commit_final(struct consumer *c, int64_t deadline);
+static void loop_final_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                                 rd_kafka_topic_partition_list_t *offsets, void *opaque);
+static void loop_close(struct consumer *c, int64_t deadline);
+static void loop_add_tp(void *arg, const char *topic, int32_t partition, int64_t offset);
+static void loop_log_tps(enum log_level level, const char *event,
+                         const rd_kafka_topic_partition_list_t *parts, const char *extra);
+
+void loop_attach(struct consumer *c, rd_kafka_conf_t *conf)
 {
-    rd_kafka_topic_partition_list_add(arg, topic, partition)->offset = offset;
+    char interval[32], errstr[512];
+    size_t size = sizeof(interval);
+
+    db_set_call_hook(c->db, loop_db_hook, c);
+    c->commit.env.progress = loop_progress;
+    c->commit.env.progress_arg = c;
+    rd_kafka_conf_set_opaque(conf, c);
+    rd_kafka_conf_set_rebalance_cb(conf, loop_rebalance_cb);
+    rd_kafka_conf_set_error_cb(conf, loop_error_cb);
+    rd_kafka_conf_set_offset_commit_cb(conf, loop_commit_cb);
+    rd_kafka_conf_set_stats_cb(conf, loop_stats_cb);
+    /* Unless kafka.properties chose an interval of its own. */
+    if (rd_kafka_conf_get(conf, "statistics.interval.ms", interval, &size) == RD_KAFKA_CONF_OK &&
+        strcmp(interval, "0") == 0)
+        rd_kafka_conf_set(conf, "statistics.interval.ms", LOOP_STATS_INTERVAL, errstr,
+                          sizeof(errstr));
 }
 
-static void loop_log_tps(enum log_level level, const char *event,
-                         const rd_kafka_topic_partition_list_t *parts, const char *extra)
+int loop_run(struct consumer *c)
 {
-    char list[1024];
-    size_t used = 0;
+    struct og_error err = {0};
+    uint64_t watchdog_us = notify_watchdog_interval_us();
+    char q[600];
 
-    if (!log_enabled(level))
-        return;
-    list[0] = '\0';
-    for (int i = 0; i < parts->cnt && used + 1 < sizeof(list); i++) {
-        int n = snprintf(list + used, sizeof(list) - used, "%s%s/%" PRId32, i ? "," : "",
-                         parts->elems[i].topic, parts->elems[i].partition);
-        if (n < 0)
-            break;
-        used += (size_t)n;
+    /* systemd asks for a ping every half of WatchdogSec; we ping more often than that, at
+     * most every CONSUMER_WATCHDOG_EVERY_MS, so the gaps are the blocking steps alone. */
+    if (watchdog_us > 0) {
+        c->watchdog_every_ms = (int64_t)(watchdog_us / 1000);
+        if (c->watchdog_every_ms > CONSUMER_WATCHDOG_EVERY_MS)
+            c->watchdog_every_ms = CONSUMER_WATCHDOG_EVERY_MS;
+        if (c->watchdog_every_ms < 1)
+            c->watchdog_every_ms = 1;
     }
-    log_emit(level, event, "n=%d partitions=%s%s", parts->cnt, list, extra ? extra : "");
+    c->health_stale_ms = (c->cfg->health_db_call_ms > 0 ? (long)c->cfg->health_db_call_ms
+                                                        : CONSUMER_DB_CALL_MAX_S * 1000L) +
+                         CONSUMER_WATCHDOG_EVERY_MS + c->cfg->poll_ms + CONSUMER_HEALTH_SLACK_MS;
+    loop_watchdog(c);
+    if (db_connect(c->db, &err) == OG_OK) {
+        c->db_ok = true;
+        log_info("db_connected", NULL);
+        loop_check_durability(c);
+        if (c->fatal)
+            return 1;
+    } else {
+        /* Not fatal: the database may come up later; batches wait for it. */
+        log_warn("db_unavailable", "error=%s", log_quote(q, sizeof(q), err.msg));
+    }
+    if (relay_thread_start(c->cfg, &c->m, &c->relay, &err) != OG_OK) {
+        log_error("outbox_relay_failed_to_start", "error=%s", log_quote(q, sizeof(q), err.msg));
+        return 1;
+    }
+    if (loop_subscribe(c) != 0)
+        return 1;
+    loop_guard_start();
+    notify_send("READY=1");
+    while (!signals_stop && !c->fatal) {
+        int64_t now = clock_mono_ms();
+        int64_t now_wall = clock_wall_ms();
+        rd_kafka_message_t *m;
+
+        if (!c->stalled) {
+            loop_resume_due(c, now_wall);
+            commit_take_retries(&c->commit, now_wall);
+        }
+        m = rd_kafka_consumer_poll(c->rk, loop_timeout(c, now, now_wall));
+        loop_watchdog(c);
+        if (m != NULL) {
+            loop_message(c, m);
+            rd_kafka_message_destroy(m);
+        }
+        /* Delivery reports of re-schedules and dead letters, producer errors. */
+        rd_kafka_poll(c->producer, 0);
+        now = clock_mono_ms();
+        if (c->stalled) {
+            if (now >= c->retry_at_ms)
+                loop_flush(c);
+        } else if (c->commit.batch.n > 0 && (batch_full(&c->commit.batch) ||
+                                             now >= c->commit.batch.first_ms + c->cfg->linger_ms)) {
+            loop_flush(c);
+        }
+        loop_periodic(c, now);
+    }
+    if (c->fatal && !c->fenced)
+        log_error("consumer_fatal", "note=\"stopping; offsets of unfinished work are not stored\"");
+    loop_shutdown(c);
+    return c->fenced ? 2 : c->fatal ? 1 : 0;
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Pausing, seeking, resuming: the only place these librdkafka calls are made. */
-
-void consumer_pause_seek(struct consumer *c, const char *topic, int32_t partition, int64_t offset)
-{
-    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_error_t *error;
-
-    rd_kafka_topic_partition_list_add(list, topic, partition)->offset = offset;
-    /* Pause first, then seek: the pause drops what was prefetched, the seek
-     * sets where fetching starts again on resume. */
-    rd_kafka_pause_partitions(c->rk, list);
-    if (list->elems[0].err != RD_KAFKA_RESP_ERR_NO_ERROR)
-        log_warn("pause_failed", "topic=%s partition=%" PRId32 " error=%s", topic, partition,
-                 rd_kafka_err2name(list->elems[0].err));
-    list->elems[0].err = RD_KAFKA_RESP_ERR_NO_ERROR;
-    list->elems[0].offset = offset;
-    int64_t t0 = clock_mono_us();
-    /* Asynchronous (timeout 0): the seek is queued behind the pause on the
-     * partition's queue, so it takes effect in that order. A blocking seek
-     * would not help either: librdkafka 2.0.2 reads the timeout of
-     * rd_kafka_seek_partitions as microseconds and reports _TIMED_OUT while
-     * the seek is still queued (fixed upstream in 2.1.0). */
-    error = rd_kafka_seek_partitions(c->rk, list, 0);
-    log_debug("partition_paused",
-              "topic=%s partition=%" PRId32 " offset=%" PRId64 " seek_us=%" PRId64, topic,
-              partition, offset, clock_mono_us() - t0);
-    /* _IN_PROGRESS is the asynchronous seek's "queued", not a failure. */
-    if (error != NULL || (list->elems[0].err != RD_KAFKA_RESP_ERR_NO_ERROR &&
-                          list->elems[0].err != RD_KAFKA_RESP_ERR__IN_PROGRESS)) {
-        /* Refused only when the partition is not (or no longer) assigned:
-         * its offsets are not stored past this message, so its next owner
-         * reads it again. */
-        log_warn("seek_failed", "topic=%s partition=%" PRId32 " offset=%" PRId64 " error=%s", topic,
-                 partition, offset,
-                 error ? rd_kafka_error_name(error) : rd_kafka_err2name(list->elems[0].err));
-        rd_kafka_error_destroy(error);
-    }
-    rd_kafka_topic_partition_list_destroy(list);
-}
+/* One turn: due partitions resumed, a poll, the message into the batch, a flush when the batch
+ * is full or has lingered enough. */
 
 static void loop_resume_due(struct consumer *c, int64_t now_wall)
 {
@@ -128,6 +221,229 @@ static void loop_resume_due(struct consumer *c, int64_t now_wall)
     rd_kafka_topic_partition_list_destroy(list);
 }
 
+static int loop_timeout(struct consumer *c, int64_t now, int64_t now_wall)
+{
+    int64_t t = c->cfg->poll_ms;
+    int64_t next = sched_next_resume(c->sched);
+
+    if (c->stalled) {
+        if (c->retry_at_ms - now < t)
+            t = c->retry_at_ms - now;
+    } else if (c->commit.batch.n > 0) {
+        if (c->commit.batch.first_ms + c->cfg->linger_ms - now < t)
+            t = c->commit.batch.first_ms + c->cfg->linger_ms - now;
+    }
+    if (next != SCHED_NEVER && next - now_wall < t)
+        t = next - now_wall;
+    next = c->stalled ? SCHED_NEVER : retry_next_at(&c->commit.retry);
+    if (next != SCHED_NEVER && next - now_wall < t)
+        t = next - now_wall;
+    return t > 0 ? (int)t : 0;
+}
+
+static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
+{
+    const char *topic;
+    struct codec_cancel cancel;
+    struct codec_payment pay;
+    struct codec_refund refund;
+    struct og_error err = {0};
+    enum og_status st;
+    enum sched_verdict verdict;
+    int64_t due = SCHED_ALWAYS_DUE;
+    int64_t now = clock_wall_ms();
+    enum loop_topic kind;
+    struct batch_entry *e;
+
+    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            return;
+        metric_inc(c->m.kafka_errors, 1);
+        if (m->err == RD_KAFKA_RESP_ERR__FATAL)
+            loop_kafka_fatal(c);
+        if (c->fenced)
+            return; /* said once, by loop_kafka_fatal */
+        log_warn("consume_error", "topic=%s partition=%" PRId32 " error=%s reason=\"%.200s\"",
+                 m->rkt ? rd_kafka_topic_name(m->rkt) : "-", m->partition,
+                 rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
+        return;
+    }
+    c->kafka_ok = true;
+    topic = rd_kafka_topic_name(m->rkt);
+    metric_inc(loop_topic_metric(c, topic, &kind), 1);
+    if (kind == LOOP_TOPIC_PAYMENTS) {
+        st = codec_decode_payment(m->key, m->key_len, m->payload, m->len, &pay, &err);
+    } else if (kind == LOOP_TOPIC_REFUNDS) {
+        st = codec_decode_refund(m->key, m->key_len, m->payload, m->len, &refund, &err);
+    } else {
+        st = codec_decode_cancel(m->key, m->key_len, m->payload, m->len, &cancel, &err);
+        if (st == OG_OK)
+            due = loop_due(c, topic, m, &cancel, now);
+    }
+    verdict = sched_offer(c->sched, topic, m->partition, m->offset, due, now);
+    if (verdict == SCHED_DUE && batch_full(&c->commit.batch)) {
+        /* Never more than batch_size in hand: commit first. If that fails
+         * we are stalled and the message waits in Kafka like the rest. */
+        loop_flush(c);
+        if (c->stalled)
+            verdict = sched_offer(c->sched, topic, m->partition, m->offset, due, now);
+    }
+    switch (verdict) {
+    case SCHED_DROP:
+        metric_inc(c->m.dropped, 1);
+        return;
+    case SCHED_NOMEM:
+        log_error("out_of_memory", "where=sched_offer");
+        c->fatal = true;
+        return;
+    case SCHED_PAUSE:
+        metric_inc(c->m.deferred, 1);
+        loop_pause_seek(c, topic, m->partition, m->offset);
+        return;
+    case SCHED_DUE:
+        break;
+    }
+    if (st != OG_OK) {
+        loop_dead_letter(c, m, topic, kind, &err);
+    } else {
+        e = batch_add(&c->commit.batch,
+                      kind == LOOP_TOPIC_PAYMENTS  ? BATCH_PAYMENT
+                      : kind == LOOP_TOPIC_REFUNDS ? BATCH_REFUND
+                                                   : BATCH_CANCEL,
+                      topic, m->partition, m->offset);
+        if (e == NULL) {
+            log_error("out_of_memory", "where=batch_add");
+            c->fatal = true;
+            return;
+        }
+        if (kind == LOOP_TOPIC_PAYMENTS) {
+            e->pay = pay;
+            memcpy(e->order_no, pay.order_no, sizeof(e->order_no));
+        } else if (kind == LOOP_TOPIC_REFUNDS) {
+            e->refund = refund;
+        } else {
+            memcpy(e->order_no, cancel.order_no, sizeof(e->order_no));
+            e->due_ms = due;
+        }
+    }
+    if (batch_full(&c->commit.batch))
+        loop_flush(c);
+}
+
+/* The due time a cancel message is scheduled by: its due_at, unless that lies beyond its
+ * topic's delay level (levels_topic_ms: consumer.max_wait_ms when no topic has a level, so
+ * every topic is checked) plus consumer.level_margin_ms. Such a message would pause its partition
+ * and every later cancel in it until then (due_at may be as late as 9999-12-31): it is due now
+ * instead, the claim asks the database, and a not_due answer re-schedules it by the order's
+ * real expire_at onto the level that fits (consumer/levels.h). */
+static int64_t loop_due(struct consumer *c, const char *topic, const rd_kafka_message_t *m,
+                        const struct codec_cancel *cancel, int64_t now)
+{
+    int64_t level = levels_topic_ms(&c->levels, c->cfg, topic);
+    char due[32];
+
+    if (cancel->due_ms - now <= level + c->cfg->level_margin_ms)
+        return cancel->due_ms;
+    /* Counted and logged once per message: a paused partition hands it over again. */
+    if (!sched_is_paused(c->sched, topic, m->partition)) {
+        metric_inc(c->m.beyond_level, 1);
+        log_info("due_beyond_level",
+                 "order_no=%s topic=%s partition=%" PRId32 " offset=%" PRId64
+                 " due_at=%s level_ms=%" PRId64 " msg=\"claimed now instead of pausing the "
+                 "partition\"",
+                 cancel->order_no, topic, m->partition, m->offset,
+                 clock_format_iso(cancel->due_ms, due, sizeof(due)), level);
+    }
+    return now;
+}
+
+static struct metric *loop_topic_metric(struct consumer *c, const char *topic,
+                                        enum loop_topic *kind)
+{
+    size_t refunds_at = c->has_refunds ? c->ntopics - 1 : SIZE_MAX;
+    size_t payments_at = c->has_payments ? c->ntopics - 1 - c->has_refunds : SIZE_MAX;
+
+    for (size_t i = 0; i < c->ntopics && i < CONSUMER_TOPICS_MAX; i++) {
+        if (strcmp(c->topics[i], topic) == 0) {
+            *kind = i == refunds_at    ? LOOP_TOPIC_REFUNDS
+                    : i == payments_at ? LOOP_TOPIC_PAYMENTS
+                                       : LOOP_TOPIC_DELAY;
+            return c->m.consumed[i];
+        }
+    }
+    *kind = LOOP_TOPIC_DELAY;
+    return NULL;
+}
+
+/* Queues the dead letter of an undecodable message, acknowledged before the
+ * batch stores its offset. A cancel message's is produced right away (the
+ * scanner covers its order); a payment result's only after the flush has
+ * recorded it in the database (BATCH_RECORD), since money may be behind it. */
+static void loop_dead_letter(struct consumer *c, const rd_kafka_message_t *m, const char *topic,
+                             enum loop_topic kind, const struct og_error *why)
+{
+    struct batch_entry *e = batch_add(&c->commit.batch, BATCH_DLQ, topic, m->partition, m->offset);
+    char q[600];
+
+    if (e == NULL) {
+        log_error("out_of_memory", "where=batch_add");
+        c->fatal = true;
+        return;
+    }
+    log_warn("message_invalid", "topic=%s partition=%" PRId32 " offset=%" PRId64 " reason=%s",
+             topic, m->partition, m->offset, log_quote(q, sizeof(q), why->msg));
+    e->dlq_key = m->key ? loop_copy(m->key, m->key_len, BATCH_DLQ_KEY_MAX, &e->dlq_key_len) : NULL;
+    e->dlq_value =
+        m->payload ? loop_copy(m->payload, m->len, BATCH_DLQ_VALUE_MAX, &e->dlq_value_len) : NULL;
+    e->dlq_orig_len = m->len;
+    e->dlq_reason = strndup(why->msg, BATCH_DLQ_REASON_MAX - 1);
+    c->commit.batch.dlq_bytes += e->dlq_key_len + e->dlq_value_len;
+    if (kind == LOOP_TOPIC_PAYMENTS) {
+        codec_salvage_payment(m->key, m->key_len, m->payload, m->len, &e->pay);
+        e->state = BATCH_RECORD;
+        return;
+    }
+    commit_produce(&c->commit, e);
+}
+
+static char *loop_copy(const void *data, size_t len, size_t max, size_t *out_len)
+{
+    size_t n = len < max ? len : max;
+    char *copy = malloc(n > 0 ? n : 1);
+
+    if (copy != NULL && n > 0)
+        memcpy(copy, data, n);
+    *out_len = copy != NULL ? n : 0;
+    return copy;
+}
+
+static void loop_flush(struct consumer *c)
+{
+    enum commit_result r = commit_flush(&c->commit, COMMIT_DELIVERY_WAIT_MS);
+    int64_t now = clock_mono_ms();
+
+    switch (r) {
+    case COMMIT_DONE:
+        loop_unstall(c);
+        c->attempts = 0;
+        break;
+    case COMMIT_WAIT:
+        loop_stall(c);
+        c->retry_at_ms = now + 50;
+        break;
+    case COMMIT_RETRY: {
+        long backoff =
+            clock_backoff_ms(c->cfg->db_retry_base_ms, c->cfg->db_retry_cap_ms, c->attempts);
+        c->attempts++;
+        loop_stall(c);
+        c->retry_at_ms = now + backoff;
+        log_warn("batch_retry", "attempt=%d backoff_ms=%ld batch=%zu", c->attempts, backoff,
+                 c->commit.batch.n);
+        break;
+    }
+    }
+}
+
 /* The batch cannot commit: stop fetching everywhere, keep polling. */
 static void loop_stall(struct consumer *c)
 {
@@ -141,7 +457,7 @@ static void loop_stall(struct consumer *c)
         rd_kafka_pause_partitions(c->rk, list);
     c->stalled = true;
     metric_set(c->m.stalled, 1);
-    log_warn("stall_begin", "batch=%zu paused=%d", c->batch.n, list->cnt);
+    log_warn("stall_begin", "batch=%zu paused=%d", c->commit.batch.n, list->cnt);
     rd_kafka_topic_partition_list_destroy(list);
 }
 
@@ -157,35 +473,66 @@ static void loop_unstall(struct consumer *c)
     /* The stalled partitions resume on the next turn (loop_resume_due). */
 }
 
-static void loop_flush(struct consumer *c)
+/* Pauses a partition and seeks it back to offset (pausing, seeking and resuming happen in this
+ * file only). */
+static void loop_pause_seek(struct consumer *c, const char *topic, int32_t partition,
+                            int64_t offset)
 {
-    enum flush_result r = batch_flush(c, CONSUMER_DELIVERY_WAIT_MS);
-    int64_t now = clock_mono_ms();
+    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_error_t *error;
 
-    switch (r) {
-    case FLUSH_DONE:
-        loop_unstall(c);
-        c->attempts = 0;
-        break;
-    case FLUSH_WAIT:
-        loop_stall(c);
-        c->retry_at_ms = now + 50;
-        break;
-    case FLUSH_RETRY: {
-        long backoff =
-            clock_backoff_ms(c->cfg->db_retry_base_ms, c->cfg->db_retry_cap_ms, c->attempts);
-        c->attempts++;
-        loop_stall(c);
-        c->retry_at_ms = now + backoff;
-        log_warn("batch_retry", "attempt=%d backoff_ms=%ld batch=%zu", c->attempts, backoff,
-                 c->batch.n);
-        break;
+    rd_kafka_topic_partition_list_add(list, topic, partition)->offset = offset;
+    /* Pause first, then seek: the pause drops what was prefetched, the seek
+     * sets where fetching starts again on resume. */
+    rd_kafka_pause_partitions(c->rk, list);
+    if (list->elems[0].err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        log_warn("pause_failed", "topic=%s partition=%" PRId32 " error=%s", topic, partition,
+                 rd_kafka_err2name(list->elems[0].err));
+    list->elems[0].err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    list->elems[0].offset = offset;
+    int64_t t0 = clock_mono_us();
+    /* Asynchronous (timeout 0): the seek is queued behind the pause on the
+     * partition's queue, so it takes effect in that order. A blocking seek
+     * would not help either: librdkafka 2.0.2 reads the timeout of
+     * rd_kafka_seek_partitions as microseconds and reports _TIMED_OUT while
+     * the seek is still queued (fixed upstream in 2.1.0). */
+    error = rd_kafka_seek_partitions(c->rk, list, 0);
+    log_debug("partition_paused",
+              "topic=%s partition=%" PRId32 " offset=%" PRId64 " seek_us=%" PRId64, topic,
+              partition, offset, clock_mono_us() - t0);
+    /* _IN_PROGRESS is the asynchronous seek's "queued", not a failure. */
+    if (error != NULL || (list->elems[0].err != RD_KAFKA_RESP_ERR_NO_ERROR &&
+                          list->elems[0].err != RD_KAFKA_RESP_ERR__IN_PROGRESS)) {
+        /* Refused only when the partition is not (or no longer) assigned:
+         * its offsets are not stored past this message, so its next owner
+         * reads it again. */
+        log_warn("seek_failed", "topic=%s partition=%" PRId32 " offset=%" PRId64 " error=%s", topic,
+                 partition, offset,
+                 error ? rd_kafka_error_name(error) : rd_kafka_err2name(list->elems[0].err));
+        rd_kafka_error_destroy(error);
     }
-    }
+    rd_kafka_topic_partition_list_destroy(list);
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Rebalancing */
+/* Rebalancing: the batch is finished while the partitions are still ours. */
+
+static void loop_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                              rd_kafka_topic_partition_list_t *parts, void *opaque)
+{
+    struct consumer *c = opaque;
+    bool coop = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+
+    metric_inc(c->m.rebalances, 1);
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        loop_assign(c, parts, coop);
+    } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
+        loop_revoke(c, parts, coop);
+    } else {
+        log_error("rebalance_failed", "error=%s", rd_kafka_err2str(err));
+        loop_revoke(c, parts, coop);
+    }
+}
 
 static void loop_assign(struct consumer *c, rd_kafka_topic_partition_list_t *parts, bool coop)
 {
@@ -225,22 +572,22 @@ static void loop_revoke(struct consumer *c, rd_kafka_topic_partition_list_t *par
 
     loop_log_tps(LOG_LVL_INFO, lost ? "partitions_lost" : "partitions_revoked", parts, NULL);
     for (int i = 0; i < parts->cnt && !ours; i++)
-        ours = batch_has(&c->batch, parts->elems[i].topic, parts->elems[i].partition);
+        ours = batch_has(&c->commit.batch, parts->elems[i].topic, parts->elems[i].partition);
     /* Finish the batch while the partitions are still ours, so their
      * offsets are stored and committed by the unassign. Not when they are
      * already lost, nor stalled (the database is down: don't block the
      * group's rebalance on it). */
     if (ours && !lost && !c->stalled) {
-        enum flush_result r = batch_flush(c, 5000);
-        if (r == FLUSH_DONE)
+        enum commit_result r = commit_flush(&c->commit, 5000);
+        if (r == COMMIT_DONE)
             c->attempts = 0;
     }
     for (int i = 0; i < parts->cnt; i++) {
         size_t dropped;
 
-        batch_void(&c->batch, parts->elems[i].topic, parts->elems[i].partition);
+        batch_void(&c->commit.batch, parts->elems[i].topic, parts->elems[i].partition);
         /* Their offsets were not stored past them: the next owner claims them again. */
-        dropped = retry_revoke(&c->retry, parts->elems[i].topic, parts->elems[i].partition);
+        dropped = retry_revoke(&c->commit.retry, parts->elems[i].topic, parts->elems[i].partition);
         if (dropped > 0)
             log_info("retries_dropped", "topic=%s partition=%" PRId32 " orders=%zu",
                      parts->elems[i].topic, parts->elems[i].partition, dropped);
@@ -264,21 +611,22 @@ static void loop_revoke(struct consumer *c, rd_kafka_topic_partition_list_t *par
     }
 }
 
-static void loop_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
-                              rd_kafka_topic_partition_list_t *parts, void *opaque)
+/* ------------------------------------------------------------------------------------------ */
+/* The group member's other callbacks: errors, broker reachability, commits. */
+
+static void loop_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque)
 {
     struct consumer *c = opaque;
-    bool coop = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
 
-    metric_inc(c->m.rebalances, 1);
-    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-        loop_assign(c, parts, coop);
-    } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
-        loop_revoke(c, parts, coop);
-    } else {
-        log_error("rebalance_failed", "error=%s", rd_kafka_err2str(err));
-        loop_revoke(c, parts, coop);
+    metric_inc(c->m.kafka_errors, 1);
+    if (code == RD_KAFKA_RESP_ERR__FATAL) {
+        loop_kafka_fatal(c);
+        if (c->fenced)
+            return;
     }
+    kafka_error_cb(rk, code, reason, NULL);
+    if (code == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
+        c->kafka_ok = false;
 }
 
 /* A fatal error of the group member. FENCED_INSTANCE_ID means another process joined with our
@@ -300,21 +648,6 @@ static void loop_kafka_fatal(struct consumer *c)
               "group.instance.id; give each instance its own (kafka.group_instance_id, "
               "--group-instance-id or ORDERGATE_INSTANCE); exiting\"",
               c->cfg->group, c->instance_id);
-}
-
-static void loop_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque)
-{
-    struct consumer *c = opaque;
-
-    metric_inc(c->m.kafka_errors, 1);
-    if (code == RD_KAFKA_RESP_ERR__FATAL) {
-        loop_kafka_fatal(c);
-        if (c->fenced)
-            return;
-    }
-    kafka_error_cb(rk, code, reason, NULL);
-    if (code == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
-        c->kafka_ok = false;
 }
 
 /* Broker reachability for /readyz: the error callback says when every
@@ -366,187 +699,92 @@ static void loop_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Messages */
+/* Liveness: gauges, durability, the watchdog and the health file. */
 
-static struct metric *loop_topic_metric(struct consumer *c, const char *topic,
-                                        enum consumer_topic *kind)
+static void loop_periodic(struct consumer *c, int64_t now)
 {
-    size_t refunds_at = c->has_refunds ? c->ntopics - 1 : SIZE_MAX;
-    size_t payments_at = c->has_payments ? c->ntopics - 1 - c->has_refunds : SIZE_MAX;
+    char fatal[256];
 
-    for (size_t i = 0; i < c->ntopics && i < CONSUMER_TOPICS_MAX; i++) {
-        if (strcmp(c->topics[i], topic) == 0) {
-            *kind = i == refunds_at    ? CONSUMER_TOPIC_REFUNDS
-                    : i == payments_at ? CONSUMER_TOPIC_PAYMENTS
-                                       : CONSUMER_TOPIC_DELAY;
-            return c->m.consumed[i];
-        }
-    }
-    *kind = CONSUMER_TOPIC_DELAY;
-    return NULL;
-}
-
-static char *loop_copy(const void *data, size_t len, size_t max, size_t *out_len)
-{
-    size_t n = len < max ? len : max;
-    char *copy = malloc(n > 0 ? n : 1);
-
-    if (copy != NULL && n > 0)
-        memcpy(copy, data, n);
-    *out_len = copy != NULL ? n : 0;
-    return copy;
-}
-
-/* Queues the dead letter of an undecodable message, acknowledged before the
- * batch stores its offset. A cancel message's is produced right away (the
- * scanner covers its order); a payment result's only after the flush has
- * recorded it in the database (BATCH_RECORD), since money may be behind it. */
-static void loop_dead_letter(struct consumer *c, const rd_kafka_message_t *m, const char *topic,
-                             enum consumer_topic kind, const struct og_error *why)
-{
-    struct batch_entry *e = batch_add(&c->batch, BATCH_DLQ, topic, m->partition, m->offset);
-    char q[600];
-
-    if (e == NULL) {
-        log_error("out_of_memory", "where=batch_add");
+    loop_watchdog(c);
+    /* Not while stalled: the database may be away, and the stall's retries own the session. */
+    if (!c->stalled && c->db_ok && durability_due(&c->durability, now))
+        loop_check_durability(c);
+    if (now < c->next_gauges_ms)
+        return;
+    c->next_gauges_ms = now + LOOP_GAUGES_EVERY_MS;
+    metric_set(c->m.paused, (double)sched_paused_count(c->sched));
+    metric_set(c->m.due_pending, (double)(batch_due_pending(&c->commit.batch) +
+                                          retry_count(&c->commit.retry, GATE_BUSY)));
+    metric_set(c->m.retry_pending, (double)c->commit.retry.used);
+    metrics_set_health(1, c->db_ok && c->kafka_ok);
+    if (rd_kafka_fatal_error(c->producer, fatal, sizeof(fatal)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        log_error("producer_fatal", "reason=\"%s\"", fatal);
         c->fatal = true;
-        return;
     }
-    log_warn("message_invalid", "topic=%s partition=%" PRId32 " offset=%" PRId64 " reason=%s",
-             topic, m->partition, m->offset, log_quote(q, sizeof(q), why->msg));
-    e->dlq_key =
-        m->key ? loop_copy(m->key, m->key_len, CONSUMER_DLQ_KEY_MAX, &e->dlq_key_len) : NULL;
-    e->dlq_value = m->payload
-                       ? loop_copy(m->payload, m->len, CONSUMER_DLQ_VALUE_MAX, &e->dlq_value_len)
-                       : NULL;
-    e->dlq_orig_len = m->len;
-    e->dlq_reason = strndup(why->msg, CONSUMER_DLQ_REASON_MAX - 1);
-    c->batch.dlq_bytes += e->dlq_key_len + e->dlq_value_len;
-    if (kind == CONSUMER_TOPIC_PAYMENTS) {
-        codec_salvage_payment(m->key, m->key_len, m->payload, m->len, &e->pay);
-        e->state = BATCH_RECORD;
-        return;
+    if (now >= c->next_stats_ms) {
+        c->next_stats_ms = now + LOOP_STATS_EVERY_MS;
+        log_info("stats",
+                 "cancelled=%.0f already_cancelled=%.0f already_paid=%.0f busy=%.0f not_due=%.0f "
+                 "not_found=%.0f retry_pending=%zu dead_lettered=%.0f rescheduled=%.0f "
+                 "deferred=%.0f dropped=%.0f paused=%zu assigned=%zu stalled=%d db_ok=%d "
+                 "kafka_ok=%d",
+                 metric_value(c->m.claims[GATE_CANCELLED]),
+                 metric_value(c->m.claims[GATE_ALREADY_CANCELLED]),
+                 metric_value(c->m.claims[GATE_ALREADY_PAID]), metric_value(c->m.claims[GATE_BUSY]),
+                 metric_value(c->m.claims[GATE_NOT_DUE]), metric_value(c->m.claims[GATE_NOT_FOUND]),
+                 c->commit.retry.used, metric_value(c->m.dead_lettered),
+                 metric_value(c->m.rescheduled), metric_value(c->m.deferred),
+                 metric_value(c->m.dropped), sched_paused_count(c->sched),
+                 sched_assigned_count(c->sched), c->stalled, c->db_ok, c->kafka_ok);
     }
-    batch_produce(c, e);
 }
 
-/* The due time a cancel message is scheduled by: its due_at, unless that lies beyond its
- * topic's delay level (consumer_level_ms: consumer.max_wait_ms when no topic has a level, so
- * every topic is checked) plus consumer.level_margin_ms. Such a message would pause its partition
- * and every later cancel in it until then (due_at may be as late as 9999-12-31): it is due now
- * instead, the claim asks the database, and a not_due answer re-schedules it by the order's
- * real expire_at onto the level that fits (consumer.h, "Delay levels"). */
-static int64_t loop_due(struct consumer *c, const char *topic, const rd_kafka_message_t *m,
-                        const struct codec_cancel *cancel, int64_t now)
+/* The server's commit durability (consumer/durability.h), acted on: a failed look that may
+ * mean the database is away clears readiness until a batch step gets through; a server whose
+ * commits are not durable stops the consumer unless consumer.allow_nondurable. */
+static void loop_check_durability(struct consumer *c)
 {
-    int64_t level = consumer_level_ms(c, topic);
-    char due[32];
-
-    if (cancel->due_ms - now <= level + c->cfg->level_margin_ms)
-        return cancel->due_ms;
-    /* Counted and logged once per message: a paused partition hands it over again. */
-    if (!sched_is_paused(c->sched, topic, m->partition)) {
-        metric_inc(c->m.beyond_level, 1);
-        log_info("due_beyond_level",
-                 "order_no=%s topic=%s partition=%" PRId32 " offset=%" PRId64
-                 " due_at=%s level_ms=%" PRId64 " msg=\"claimed now instead of pausing the "
-                 "partition\"",
-                 cancel->order_no, topic, m->partition, m->offset,
-                 clock_format_iso(cancel->due_ms, due, sizeof(due)), level);
-    }
-    return now;
-}
-
-static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
-{
-    const char *topic;
-    struct codec_cancel cancel;
-    struct codec_payment pay;
-    struct codec_refund refund;
-    struct og_error err = {0};
-    enum og_status st;
-    enum sched_verdict verdict;
-    int64_t due = SCHED_ALWAYS_DUE;
-    int64_t now = clock_wall_ms();
-    enum consumer_topic kind;
-    struct batch_entry *e;
-
-    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
-            return;
-        metric_inc(c->m.kafka_errors, 1);
-        if (m->err == RD_KAFKA_RESP_ERR__FATAL)
-            loop_kafka_fatal(c);
-        if (c->fenced)
-            return; /* said once, by loop_kafka_fatal */
-        log_warn("consume_error", "topic=%s partition=%" PRId32 " error=%s reason=\"%.200s\"",
-                 m->rkt ? rd_kafka_topic_name(m->rkt) : "-", m->partition,
-                 rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
-        return;
-    }
-    c->kafka_ok = true;
-    topic = rd_kafka_topic_name(m->rkt);
-    metric_inc(loop_topic_metric(c, topic, &kind), 1);
-    if (kind == CONSUMER_TOPIC_PAYMENTS) {
-        st = codec_decode_payment(m->key, m->key_len, m->payload, m->len, &pay, &err);
-    } else if (kind == CONSUMER_TOPIC_REFUNDS) {
-        st = codec_decode_refund(m->key, m->key_len, m->payload, m->len, &refund, &err);
-    } else {
-        st = codec_decode_cancel(m->key, m->key_len, m->payload, m->len, &cancel, &err);
-        if (st == OG_OK)
-            due = loop_due(c, topic, m, &cancel, now);
-    }
-    verdict = sched_offer(c->sched, topic, m->partition, m->offset, due, now);
-    if (verdict == SCHED_DUE && batch_full(&c->batch)) {
-        /* Never more than batch_size in hand: commit first. If that fails
-         * we are stalled and the message waits in Kafka like the rest. */
-        loop_flush(c);
-        if (c->stalled)
-            verdict = sched_offer(c->sched, topic, m->partition, m->offset, due, now);
-    }
-    switch (verdict) {
-    case SCHED_DROP:
-        metric_inc(c->m.dropped, 1);
-        return;
-    case SCHED_NOMEM:
-        log_error("out_of_memory", "where=sched_offer");
+    switch (durability_check(&c->durability, c->db, c->cfg->allow_nondurable)) {
+    case DURABILITY_KNOWN:
+        break;
+    case DURABILITY_UNKNOWN:
+        c->db_ok = false;
+        break;
+    case DURABILITY_STOP:
         c->fatal = true;
-        return;
-    case SCHED_PAUSE:
-        metric_inc(c->m.deferred, 1);
-        consumer_pause_seek(c, topic, m->partition, m->offset);
-        return;
-    case SCHED_DUE:
         break;
     }
-    if (st != OG_OK) {
-        loop_dead_letter(c, m, topic, kind, &err);
-    } else {
-        e = batch_add(&c->batch,
-                      kind == CONSUMER_TOPIC_PAYMENTS  ? BATCH_PAYMENT
-                      : kind == CONSUMER_TOPIC_REFUNDS ? BATCH_REFUND
-                                                       : BATCH_CANCEL,
-                      topic, m->partition, m->offset);
-        if (e == NULL) {
-            log_error("out_of_memory", "where=batch_add");
-            c->fatal = true;
-            return;
-        }
-        if (kind == CONSUMER_TOPIC_PAYMENTS) {
-            e->pay = pay;
-            memcpy(e->order_no, pay.order_no, sizeof(e->order_no));
-        } else if (kind == CONSUMER_TOPIC_REFUNDS) {
-            e->refund = refund;
-        } else {
-            memcpy(e->order_no, cancel.order_no, sizeof(e->order_no));
-            e->due_ms = due;
-        }
-    }
-    if (batch_full(&c->batch))
-        loop_flush(c);
 }
 
-/* ------------------------------------------------------------------------------------------ */
+/* The consume loop's database calls feed the health endpoints (consumer.health_db_call_ms),
+ * and each one that returns tells the watchdog the loop is alive: a flush may make several
+ * calls in a row (a hook failure's bisection), each within CONSUMER_DB_CALL_MAX_S. */
+static void loop_db_hook(void *arg, bool begin)
+{
+    if (begin) {
+        metrics_call_begin();
+    } else {
+        metrics_call_end();
+        loop_watchdog(arg);
+    }
+}
+
+/* The commit protocol's progress callback: each answer of a commit step proves progress. */
+static void loop_progress(void *arg)
+{
+    loop_watchdog(arg);
+}
+
+static void loop_watchdog(struct consumer *c)
+{
+    int64_t now = clock_mono_ms();
+
+    loop_health_write(c, now);
+    if (c->watchdog_every_ms <= 0 || now < c->next_watchdog_ms)
+        return;
+    notify_send("WATCHDOG=1");
+    c->next_watchdog_ms = now + c->watchdog_every_ms;
+}
 
 /* The heartbeat of --check-health: written from the loop itself, so it stops when the loop
  * stops, whatever happens to the HTTP port. */
@@ -569,93 +807,8 @@ static void loop_health_write(struct consumer *c, int64_t now)
     }
 }
 
-void consumer_watchdog(struct consumer *c)
-{
-    int64_t now = clock_mono_ms();
-
-    loop_health_write(c, now);
-    if (c->watchdog_every_ms <= 0 || now < c->next_watchdog_ms)
-        return;
-    notify_send("WATCHDOG=1");
-    c->next_watchdog_ms = now + c->watchdog_every_ms;
-}
-
-static void loop_periodic(struct consumer *c, int64_t now)
-{
-    char fatal[256];
-
-    consumer_watchdog(c);
-    /* Not while stalled: the database may be away, and the stall's retries own the session. */
-    if (!c->stalled && c->db_ok && now >= c->next_durability_ms)
-        consumer_check_durability(c);
-    if (now < c->next_gauges_ms)
-        return;
-    c->next_gauges_ms = now + LOOP_GAUGES_EVERY_MS;
-    metric_set(c->m.paused, (double)sched_paused_count(c->sched));
-    metric_set(c->m.due_pending,
-               (double)(batch_due_pending(&c->batch) + retry_count(&c->retry, GATE_BUSY)));
-    metric_set(c->m.retry_pending, (double)c->retry.used);
-    metrics_set_health(1, c->db_ok && c->kafka_ok);
-    if (rd_kafka_fatal_error(c->producer, fatal, sizeof(fatal)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        log_error("producer_fatal", "reason=\"%s\"", fatal);
-        c->fatal = true;
-    }
-    if (now >= c->next_stats_ms) {
-        c->next_stats_ms = now + LOOP_STATS_EVERY_MS;
-        log_info("stats",
-                 "cancelled=%.0f already_cancelled=%.0f already_paid=%.0f busy=%.0f not_due=%.0f "
-                 "not_found=%.0f retry_pending=%zu dead_lettered=%.0f rescheduled=%.0f "
-                 "deferred=%.0f dropped=%.0f paused=%zu assigned=%zu stalled=%d db_ok=%d "
-                 "kafka_ok=%d",
-                 metric_value(c->m.claims[GATE_CANCELLED]),
-                 metric_value(c->m.claims[GATE_ALREADY_CANCELLED]),
-                 metric_value(c->m.claims[GATE_ALREADY_PAID]), metric_value(c->m.claims[GATE_BUSY]),
-                 metric_value(c->m.claims[GATE_NOT_DUE]), metric_value(c->m.claims[GATE_NOT_FOUND]),
-                 c->retry.used, metric_value(c->m.dead_lettered), metric_value(c->m.rescheduled),
-                 metric_value(c->m.deferred), metric_value(c->m.dropped),
-                 sched_paused_count(c->sched), sched_assigned_count(c->sched), c->stalled, c->db_ok,
-                 c->kafka_ok);
-    }
-}
-
-static int loop_timeout(struct consumer *c, int64_t now, int64_t now_wall)
-{
-    int64_t t = c->cfg->poll_ms;
-    int64_t next = sched_next_resume(c->sched);
-
-    if (c->stalled) {
-        if (c->retry_at_ms - now < t)
-            t = c->retry_at_ms - now;
-    } else if (c->batch.n > 0) {
-        if (c->batch.first_ms + c->cfg->linger_ms - now < t)
-            t = c->batch.first_ms + c->cfg->linger_ms - now;
-    }
-    if (next != SCHED_NEVER && next - now_wall < t)
-        t = next - now_wall;
-    next = c->stalled ? SCHED_NEVER : retry_next_at(&c->retry);
-    if (next != SCHED_NEVER && next - now_wall < t)
-        t = next - now_wall;
-    return t > 0 ? (int)t : 0;
-}
-
 /* ------------------------------------------------------------------------------------------ */
-
-void consumer_loop_conf(struct consumer *c, rd_kafka_conf_t *conf)
-{
-    char interval[32], errstr[512];
-    size_t size = sizeof(interval);
-
-    rd_kafka_conf_set_opaque(conf, c);
-    rd_kafka_conf_set_rebalance_cb(conf, loop_rebalance_cb);
-    rd_kafka_conf_set_error_cb(conf, loop_error_cb);
-    rd_kafka_conf_set_offset_commit_cb(conf, loop_commit_cb);
-    rd_kafka_conf_set_stats_cb(conf, loop_stats_cb);
-    /* Unless kafka.properties chose an interval of its own. */
-    if (rd_kafka_conf_get(conf, "statistics.interval.ms", interval, &size) == RD_KAFKA_CONF_OK &&
-        strcmp(interval, "0") == 0)
-        rd_kafka_conf_set(conf, "statistics.interval.ms", LOOP_STATS_INTERVAL, errstr,
-                          sizeof(errstr));
-}
+/* Start and stop: the subscription, the stop guard, the bounded shutdown. */
 
 static int loop_subscribe(struct consumer *c)
 {
@@ -678,16 +831,15 @@ static int loop_subscribe(struct consumer *c)
     return 0;
 }
 
-/* The stop guard: a thread that waits for the stop signal (or loop_guard_arm, when a fatal
- * error stops the loop) and ends the process CONSUMER_STOP_MS later if it is still there.
- * Each shutdown step has a bound of its own; the guard also covers what has none (a
- * database call in flight when the signal came, a thread that does not join). Ending the
- * process there is as safe as a crash: offsets are stored only after the database commit. */
-static volatile sig_atomic_t loop_guard_armed;
-
-static void loop_guard_arm(void)
+static void loop_guard_start(void)
 {
-    loop_guard_armed = 1;
+    pthread_t t;
+
+    if (pthread_create(&t, NULL, loop_guard_main, NULL) != 0) {
+        log_warn("stop_guard_failed", "note=\"shutdown runs without its overall bound\"");
+        return;
+    }
+    pthread_detach(t);
 }
 
 static void *loop_guard_main(void *arg)
@@ -704,32 +856,64 @@ static void *loop_guard_main(void *arg)
     return NULL;
 }
 
-static void loop_guard_start(void)
+static void loop_guard_arm(void)
 {
-    pthread_t t;
-
-    if (pthread_create(&t, NULL, loop_guard_main, NULL) != 0) {
-        log_warn("stop_guard_failed", "note=\"shutdown runs without its overall bound\"");
-        return;
-    }
-    pthread_detach(t);
+    loop_guard_armed = 1;
 }
 
-/* The final commit's answer (rd_kafka_commit_queue's callback). */
-struct loop_commit_wait {
-    bool done;
-    rd_kafka_resp_err_t err;
-};
-
-static void loop_final_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
-                                 rd_kafka_topic_partition_list_t *offsets, void *opaque)
+/* SIGTERM: finish the batch, store, commit, close the membership, each step bounded so that
+ * the whole fits LOOP_SHUTDOWN_MS (and the guard's CONSUMER_STOP_MS, counted from the
+ * signal) whatever the group's state. */
+static void loop_shutdown(struct consumer *c)
 {
-    struct loop_commit_wait *w = opaque;
+    int64_t t0 = clock_mono_ms();
+    int64_t deadline = t0 + LOOP_SHUTDOWN_MS;
+    rd_kafka_resp_err_t rerr;
 
-    (void)rk;
-    (void)offsets;
-    w->err = err;
-    w->done = true;
+    loop_guard_arm();
+    notify_send("STOPPING=1");
+    log_info("shutdown_begin", "batch=%zu", c->commit.batch.n);
+    /* Only while the database answers: a call to a database that is away may block for a
+     * whole connect_timeout, and the unfinished batch is delivered again anyway. */
+    while (c->commit.batch.n > 0 && c->db_ok && clock_mono_ms() < t0 + LOOP_SHUTDOWN_BATCH_MS) {
+        if (commit_flush(&c->commit, 1000) == COMMIT_DONE)
+            break;
+        /* Fetch nothing more; keep serving the group while we wait. */
+        loop_stall(c);
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, 100);
+        if (m != NULL) {
+            loop_message(c, m);
+            rd_kafka_message_destroy(m);
+        }
+    }
+    if (c->commit.retry.used > 0)
+        log_info("shutdown_retries_unfinished",
+                 "orders=%zu note=\"offsets not stored past them: delivered again\"",
+                 c->commit.retry.used);
+    if (c->commit.batch.n > 0)
+        log_warn("shutdown_batch_unfinished",
+                 "batch=%zu note=\"offsets not stored: these messages are delivered again\"",
+                 c->commit.batch.n);
+    loop_commit_final(c, clock_mono_ms() + LOOP_SHUTDOWN_COMMIT_MS);
+    /* The revoke callback runs once more (nothing left to flush). A static member sends no
+     * LeaveGroup: its partitions wait for it to come back, up to session.timeout.ms. */
+    loop_close(c, t0 + LOOP_SHUTDOWN_CLOSE_MS);
+    if (!relay_thread_stop(&c->relay, t0 + LOOP_SHUTDOWN_RELAY_MS))
+        c->abandon = true;
+    /* Destroying a handle whose close did not finish waits for the same round again
+     * (librdkafka waits for the JoinGroup answer): the process's exit ends it instead. */
+    if (!c->closed)
+        c->abandon = true;
+    {
+        int64_t left = deadline - clock_mono_ms();
+        rerr = rd_kafka_flush(c->producer, left > 0 ? (int)left : 0);
+    }
+    /* Unacknowledged re-schedules and dead letters: their source offsets were not stored,
+     * so the messages come again. consumer_free purges them. */
+    if (rerr != RD_KAFKA_RESP_ERR_NO_ERROR)
+        log_warn("producer_flush_failed", "error=%s", rd_kafka_err2name(rerr));
+    log_info("shutdown_done", "ms=%" PRId64 " closed=%d", clock_mono_ms() - t0, c->closed);
+    /* What is left to do fits the guard: destroying handles that are closed and flushed. */
 }
 
 /* Commits the stored offsets, waiting for the coordinator until deadline. rd_kafka_commit
@@ -759,6 +943,17 @@ static void loop_commit_final(struct consumer *c, int64_t deadline)
              !c->fenced)
         log_warn("final_commit_failed", "error=%s", rd_kafka_err2name(rerr));
     rd_kafka_queue_destroy(q);
+}
+
+static void loop_final_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                                 rd_kafka_topic_partition_list_t *offsets, void *opaque)
+{
+    struct loop_commit_wait *w = opaque;
+
+    (void)rk;
+    (void)offsets;
+    w->err = err;
+    w->done = true;
 }
 
 /* Closes the group membership, serving its rebalance callbacks, until deadline. A dynamic
@@ -791,127 +986,29 @@ static void loop_close(struct consumer *c, int64_t deadline)
     rd_kafka_queue_destroy(q);
 }
 
-/* SIGTERM: finish the batch, store, commit, close the membership, each step bounded so that
- * the whole fits LOOP_SHUTDOWN_MS (and the guard's CONSUMER_STOP_MS, counted from the
- * signal) whatever the group's state. */
-static void loop_shutdown(struct consumer *c)
-{
-    int64_t t0 = clock_mono_ms();
-    int64_t deadline = t0 + LOOP_SHUTDOWN_MS;
-    rd_kafka_resp_err_t rerr;
+/* ------------------------------------------------------------------------------------------ */
+/* Partition lists. */
 
-    loop_guard_arm();
-    notify_send("STOPPING=1");
-    log_info("shutdown_begin", "batch=%zu", c->batch.n);
-    /* Only while the database answers: a call to a database that is away may block for a
-     * whole connect_timeout, and the unfinished batch is delivered again anyway. */
-    while (c->batch.n > 0 && c->db_ok && clock_mono_ms() < t0 + LOOP_SHUTDOWN_BATCH_MS) {
-        if (batch_flush(c, 1000) == FLUSH_DONE)
-            break;
-        /* Fetch nothing more; keep serving the group while we wait. */
-        loop_stall(c);
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, 100);
-        if (m != NULL) {
-            loop_message(c, m);
-            rd_kafka_message_destroy(m);
-        }
-    }
-    if (c->retry.used > 0)
-        log_info("shutdown_retries_unfinished",
-                 "orders=%zu note=\"offsets not stored past them: delivered again\"",
-                 c->retry.used);
-    if (c->batch.n > 0)
-        log_warn("shutdown_batch_unfinished",
-                 "batch=%zu note=\"offsets not stored: these messages are delivered again\"",
-                 c->batch.n);
-    loop_commit_final(c, clock_mono_ms() + LOOP_SHUTDOWN_COMMIT_MS);
-    /* The revoke callback runs once more (nothing left to flush). A static member sends no
-     * LeaveGroup: its partitions wait for it to come back, up to session.timeout.ms. */
-    loop_close(c, t0 + LOOP_SHUTDOWN_CLOSE_MS);
-    if (!relay_stop(c, t0 + LOOP_SHUTDOWN_RELAY_MS))
-        c->abandon = true;
-    /* Destroying a handle whose close did not finish waits for the same round again
-     * (librdkafka waits for the JoinGroup answer): the process's exit ends it instead. */
-    if (!c->closed)
-        c->abandon = true;
-    {
-        int64_t left = deadline - clock_mono_ms();
-        rerr = rd_kafka_flush(c->producer, left > 0 ? (int)left : 0);
-    }
-    /* Unacknowledged re-schedules and dead letters: their source offsets were not stored,
-     * so the messages come again. consumer_free purges them. */
-    if (rerr != RD_KAFKA_RESP_ERR_NO_ERROR)
-        log_warn("producer_flush_failed", "error=%s", rd_kafka_err2name(rerr));
-    log_info("shutdown_done", "ms=%" PRId64 " closed=%d", clock_mono_ms() - t0, c->closed);
-    /* What is left to do fits the guard: destroying handles that are closed and flushed. */
+static void loop_add_tp(void *arg, const char *topic, int32_t partition, int64_t offset)
+{
+    rd_kafka_topic_partition_list_add(arg, topic, partition)->offset = offset;
 }
 
-int consumer_run(struct consumer *c)
+static void loop_log_tps(enum log_level level, const char *event,
+                         const rd_kafka_topic_partition_list_t *parts, const char *extra)
 {
-    struct og_error err = {0};
-    uint64_t watchdog_us = notify_watchdog_interval_us();
-    char q[600];
+    char list[1024];
+    size_t used = 0;
 
-    /* systemd asks for a ping every half of WatchdogSec; we ping more often than that, at
-     * most every CONSUMER_WATCHDOG_EVERY_MS, so the gaps are the blocking steps alone. */
-    if (watchdog_us > 0) {
-        c->watchdog_every_ms = (int64_t)(watchdog_us / 1000);
-        if (c->watchdog_every_ms > CONSUMER_WATCHDOG_EVERY_MS)
-            c->watchdog_every_ms = CONSUMER_WATCHDOG_EVERY_MS;
-        if (c->watchdog_every_ms < 1)
-            c->watchdog_every_ms = 1;
+    if (!log_enabled(level))
+        return;
+    list[0] = '\0';
+    for (int i = 0; i < parts->cnt && used + 1 < sizeof(list); i++) {
+        int n = snprintf(list + used, sizeof(list) - used, "%s%s/%" PRId32, i ? "," : "",
+                         parts->elems[i].topic, parts->elems[i].partition);
+        if (n < 0)
+            break;
+        used += (size_t)n;
     }
-    c->health_stale_ms = (c->cfg->health_db_call_ms > 0 ? (long)c->cfg->health_db_call_ms
-                                                        : CONSUMER_DB_CALL_MAX_S * 1000L) +
-                         CONSUMER_WATCHDOG_EVERY_MS + c->cfg->poll_ms + CONSUMER_HEALTH_SLACK_MS;
-    consumer_watchdog(c);
-    if (db_connect(c->db, &err) == OG_OK) {
-        c->db_ok = true;
-        log_info("db_connected", NULL);
-        consumer_check_durability(c);
-        if (c->fatal)
-            return 1;
-    } else {
-        /* Not fatal: the database may come up later; batches wait for it. */
-        log_warn("db_unavailable", "error=%s", log_quote(q, sizeof(q), err.msg));
-    }
-    if (relay_start(c, &err) != OG_OK) {
-        log_error("outbox_relay_failed_to_start", "error=%s", log_quote(q, sizeof(q), err.msg));
-        return 1;
-    }
-    if (loop_subscribe(c) != 0)
-        return 1;
-    loop_guard_start();
-    notify_send("READY=1");
-    while (!signals_stop && !c->fatal) {
-        int64_t now = clock_mono_ms();
-        int64_t now_wall = clock_wall_ms();
-        rd_kafka_message_t *m;
-
-        if (!c->stalled) {
-            loop_resume_due(c, now_wall);
-            batch_take_retries(c, now_wall);
-        }
-        m = rd_kafka_consumer_poll(c->rk, loop_timeout(c, now, now_wall));
-        consumer_watchdog(c);
-        if (m != NULL) {
-            loop_message(c, m);
-            rd_kafka_message_destroy(m);
-        }
-        /* Delivery reports of re-schedules and dead letters, producer errors. */
-        rd_kafka_poll(c->producer, 0);
-        now = clock_mono_ms();
-        if (c->stalled) {
-            if (now >= c->retry_at_ms)
-                loop_flush(c);
-        } else if (c->batch.n > 0 &&
-                   (batch_full(&c->batch) || now >= c->batch.first_ms + c->cfg->linger_ms)) {
-            loop_flush(c);
-        }
-        loop_periodic(c, now);
-    }
-    if (c->fatal && !c->fenced)
-        log_error("consumer_fatal", "note=\"stopping; offsets of unfinished work are not stored\"");
-    loop_shutdown(c);
-    return c->fenced ? 2 : c->fatal ? 1 : 0;
+    log_emit(level, event, "n=%d partitions=%s%s", parts->cnt, list, extra ? extra : "");
 }

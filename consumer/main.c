@@ -1,4 +1,6 @@
-/* ordergate-consumer: command line, configuration, exit status.
+/* ordergate-consumer: command line, configuration, exit status. Builds the consumer
+ * (consumer_new), runs its loop (loop_run) and frees it; reads nothing of the consumer but
+ * c->abandon (everything but this file is the og_consumer library).
  *
  * Exit status: 0 stopped cleanly (SIGTERM/SIGINT, or --check-config/--help/
  * --version), 1 runtime failure, 2 bad usage or configuration (also: the
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/cfg.h"
+#include "common/cfg_doc.h"
 #include "common/clock.h"
 #include "common/db.h"
 #include "common/health.h"
@@ -21,65 +24,27 @@
 #include "common/signals.h"
 #include "common/version.h"
 #include "consumer/consumer.h"
+#include "consumer/loop.h"
 
 #define PROG "ordergate-consumer"
 
+/* The options come from opt_services with the settings' defaults and bounds (opt_help); this
+ * says only what the program does, how it stops and how it exits. */
 static void usage(FILE *out)
 {
     fprintf(out,
             "Usage: " PROG " [OPTION]...\n"
             "Consume delayed cancel messages from Kafka and cancel due, unpaid orders through\n"
             "the database gate, in batches, at least once; relay the outbox; serve metrics.\n"
-            "\n"
-            "  --config FILE          libconfig file (every setting is optional; see\n"
-            "                         deploy/ordergate.conf). Flags below override it.\n"
-            "  --db CONNINFO          PostgreSQL connection string or URI (database.conninfo).\n"
-            "                         Without one: ORDERGATE_DB, then libpq's environment\n"
-            "                         (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD, ...).\n"
-            "  --brokers HOST:PORT,...  Kafka bootstrap brokers (kafka.brokers; default from\n"
-            "                         ORDERGATE_BROKERS, else localhost:9092).\n"
-            "  --topics A,B           delay topics to consume (kafka.topics).\n"
-            "  --group ID             consumer group id (kafka.group).\n"
-            "  --group-instance-id ID  static group membership (kafka.group_instance_id):\n"
-            "                         a restarted instance gets its partitions back at once.\n"
-            "                         Default: HOSTNAME-$ORDERGATE_INSTANCE when that is set,\n"
-            "                         else dynamic membership. One id per running instance.\n"
-            "  --lock-timeout-ms MS   longest wait of a statement for a row lock, 0 = the\n"
-            "                         server's (database.lock_timeout_ms).\n"
-            "  --statement-timeout-ms MS  longest statement, 0 = the server's\n"
-            "                         (database.statement_timeout_ms).\n"
-            "  --pool-mode MODE       session, or transaction behind a transaction-pooling\n"
-            "                         PgBouncer: no named statements, the bounds sent with\n"
-            "                         each call (database.pool_mode).\n"
-            "  --batch-size N         most orders per claim statement, 1..10000\n"
-            "                         (consumer.batch_size).\n"
-            "  --metrics-listen ADDR:PORT  HTTP endpoint for /metrics, /healthz, /readyz\n"
-            "                         (consumer.metrics_listen); \"\" disables it, port 0\n"
-            "                         picks a free port (logged as metrics_listening).\n"
-            "  --busy-retry-ms MS     how long an order whose row another transaction holds\n"
-            "                         locked is claimed again locally before it is\n"
-            "                         re-scheduled through a delay topic\n"
-            "                         (consumer.busy_retry_ms).\n"
-            "  --check-config         validate the configuration (file, flags, environment,\n"
-            "                         kafka.properties) and exit: 0 valid, 2 invalid.\n"
-            "  --check-health         read the health file (consumer.health_file) a running\n"
-            "                         consumer rewrites every second from its main loop, and\n"
-            "                         exit 0 when it is fresh (the loop turns), 1 when it is\n"
-            "                         stale or missing, 2 when no health file is configured.\n"
-            "                         Needs no network: a liveness probe that no flood of\n"
-            "                         the metrics port can fail.\n"
-            "  --check-ready          the same, and 1 unless the consumer also reaches the\n"
-            "                         database and the broker (what /readyz says).\n"
-            "  --list-settings        print the settings table and exit, one line per\n"
-            "                         setting: name, flag, type, default, bounds (tab-separated).\n"
-            "  -h, --help             print this help and exit.\n"
-            "  -V, --version          print the version and exit.\n"
-            "\n"
-            "Signals: SIGTERM or SIGINT finishes the batch in hand, stores and commits its\n"
-            "offsets, leaves the group and exits 0; a second signal exits at once.\n"
-            "Exit status: 0 clean stop, 1 runtime failure, 2 bad usage or configuration\n"
-            "(also when another instance runs with the same group instance id, or when the\n"
-            "broker refuses the SASL login or the TLS certificate at start).\n");
+            "Every setting and its meaning: docs/settings.md.\n"
+            "\n");
+    opt_help(out, opt_services, OPT_CONSUMER);
+    fprintf(out, "\n"
+                 "Signals: SIGTERM or SIGINT finishes the batch in hand, stores and commits its\n"
+                 "offsets, leaves the group and exits 0; a second signal exits at once.\n"
+                 "Exit status: 0 clean stop, 1 runtime failure, 2 bad usage or configuration\n"
+                 "(also when another instance runs with the same group instance id, or when the\n"
+                 "broker refuses the SASL login or the TLS certificate at start).\n");
 }
 
 /* --check-health, --check-ready: the verdict on the health file, one line on stdout (a probe's
@@ -132,8 +97,10 @@ int main(int argc, char **argv)
         goto out;
     }
     if (opt_flag(&args, "list-settings")) {
-        opt_list_settings(stdout, OPT_CONSUMER);
-        goto out;
+        if (cfg_doc_list(stdout, OPT_CONSUMER, opt_arg(&args, "list-settings"), &err) == OG_OK)
+            goto out;
+        status = 2;
+        goto report;
     }
     /* Every check a start would make, short of connecting: the file, the environment, the
      * flags, then the Kafka and outbox settings (consumer_check_config, what consumer_new
@@ -212,7 +179,7 @@ int main(int argc, char **argv)
         log_info("metrics_listening", "listen=%s port=%d", cfg.metrics_listen, metrics_http_port());
     log_info("starting", "version=%s librdkafka=%s batch_size=%d linger_ms=%d", OG_VERSION,
              rd_kafka_version_str(), cfg.batch_size, cfg.linger_ms);
-    status = consumer_run(c);
+    status = loop_run(c);
     log_info("stopped", "status=%d", status);
     if (c->abandon) {
         /* The group membership or the relay thread did not stop in time (loop_shutdown):

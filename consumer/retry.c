@@ -1,12 +1,15 @@
-/* The local retry set: cancels the claim answered busy (the order's row locked by another
- * transaction) or not_due by a little (a due time rounded to the millisecond, a producer's clock
- * slightly ahead), and payments held back (a hook failed them, their order's row was locked),
- * claimed again from here without a round trip through Kafka, and the offsets
- * their partitions may store meanwhile (see consumer.h, "The local retry set"). */
+/* The local retry set (consumer/retry.h): cancels the claim answered busy (the order's row
+ * locked by another transaction) or not_due by a little (a due time rounded to the millisecond, a
+ * producer's clock slightly ahead), and payments held back (a hook failed them, their order's row
+ * was locked), and the offsets their partitions may store meanwhile.
+ *
+ * Owns the slots and the holds. Must not decide when an order goes here or for how long (the
+ * commit protocol does), nor call the database, the broker or the batch. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "consumer/consumer.h"
+#include "common/sched.h"
+#include "consumer/retry.h"
 
 enum og_status retry_init(struct retry_set *r, size_t cap, struct og_error *err)
 {

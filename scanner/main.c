@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "common/cfg.h"
+#include "common/cfg_doc.h"
 #include "common/clock.h"
 #include "common/db.h"
 #include "common/hook_timing.h"
@@ -52,68 +53,28 @@ struct scanner_args {
     int scan_interval_s; /* 0 = not given */
 };
 
+/* The options come from opt_services with the settings' defaults and bounds (opt_help); this
+ * says only what the program does and how it exits. */
 static void scanner_usage(FILE *out)
 {
-    fprintf(
-        out,
-        "usage: " SCANNER_PROG " [options]\n"
-        "\n"
-        "Cancels pending orders whose payment window closed more than a grace period ago\n"
-        "and that the consumer missed: one run per invocation (cron, systemd timer,\n"
-        "Kubernetes CronJob), or repeated with --every. Every cancel goes through the gate\n"
-        "(claim_cancel, source timeout_scanner); a run is logged in ordergate.scanner_runs.\n"
-        "\n"
-        "modes:\n"
-        "  (default)              one sweep run\n"
-        "  --dry-run              report what a sweep would cancel now; change nothing\n"
-        "  --reconcile            check the nine invariants, repair missing late-payment\n"
-        "                         exceptions (not with --dry-run), print a report\n"
-        "  --every SECONDS        repeat sweep runs every SECONDS until SIGTERM/SIGINT\n"
-        "  --check-config         validate the configuration and flags, print them, exit\n"
-        "\n"
-        "options (override the configuration file):\n"
-        "  --config FILE          libconfig file (every setting optional)\n"
-        "  --db CONNINFO          libpq conninfo or URI; default: libpq's environment\n"
-        "                         (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD, ...)\n"
-        "  --grace SECONDS        only orders overdue by more than this (scanner.grace_s)\n"
-        "  --batch-size N         orders per claim, 1..10000 (scanner.batch_size)\n"
-        "  --pause-ms MS          pause between batches (scanner.pause_ms)\n"
-        "  --max-orders N         cap per run, 0 = none (scanner.max_orders)\n"
-        "  --max-seconds S        time cap per run, 0 = none (scanner.max_seconds)\n"
-        "  --lock-timeout-ms MS   longest wait of a statement for a row lock, 0 = the\n"
-        "                         server's (database.lock_timeout_ms)\n"
-        "  --statement-timeout-ms MS  longest statement, 0 = the server's\n"
-        "                         (database.statement_timeout_ms; not for --reconcile)\n"
-        "  --workers N            database sessions that claim pages in parallel, 1..16;\n"
-        "                         the run's own session reads the pages (scanner.workers)\n"
-        "  --busy-retry-ms MS     how long orders locked by another transaction are\n"
-        "                         claimed again at the end of a run (scanner.busy_retry_ms)\n"
-        "  --lease-s SECONDS      the sweep lease lasts this (plus --pause-ms) past each\n"
-        "                         batch: longer than one batch; a run that died keeps later\n"
-        "                         runs out this long (scanner.lease_s)\n"
-        "  --pool-mode MODE       session, or transaction behind a transaction-pooling\n"
-        "                         PgBouncer: no named statements, nothing kept in the\n"
-        "                         session (database.pool_mode)\n"
-        "  --textfile PATH        Prometheus textfile for node_exporter (scanner.textfile_path)\n"
-        "  --max-skip SECONDS     a run skipped (lock held) while the last sweep is older than\n"
-        "                         this exits 4; 0 = 3 x --every, or 180 (scanner.max_skip_s)\n"
-        "  --since TIME           --reconcile: only orders created since TIME (RFC 3339,\n"
-        "                         e.g. 2026-11-30T00:00:00Z, or an age such as 90m, 24h, 7d),\n"
-        "                         or 'all' for the whole database; default: the last\n"
-        "                         scanner.reconcile_window_s (7 days; 0 = all)\n"
-        "  --scan-interval S      --reconcile: how often sweeps run (invariant 6); default\n"
-        "                         scanner.every_s when set, else 300\n"
-        "  --log-level LEVEL      debug, info, warn or error\n"
-        "  --brokers, --topics, --group   accepted for a command line shared with the\n"
-        "                         consumer; the scanner does not use Kafka\n"
-        "  --list-settings        print the settings table (name, flag, type, default,\n"
-        "                         bounds; tab-separated), exit\n"
-        "  -h, --help             this text\n"
-        "  -V, --version          print the version\n"
-        "\n"
-        "exit status: 0 done (or skipped: another run holds the lock), 1 runtime failure,\n"
-        "2 bad usage or configuration, 3 reconciliation found violations, 4 skipped while\n"
-        "the last sweep is older than --max-skip (something holds the lock and does not sweep)\n");
+    fprintf(out,
+            "usage: " SCANNER_PROG " [options]\n"
+            "\n"
+            "Cancels pending orders whose payment window closed more than a grace period ago\n"
+            "and that the consumer missed: one run per invocation (cron, systemd timer,\n"
+            "Kubernetes CronJob), or repeated with --every. Every cancel goes through the gate\n"
+            "(claim_cancel, source timeout_scanner); a run is logged in ordergate.scanner_runs.\n"
+            "Instead of a sweep: --dry-run, --reconcile, --check-config. Flags override the\n"
+            "configuration file; every setting and its meaning: docs/settings.md.\n"
+            "\n"
+            "options:\n");
+    opt_help(out, opt_services, OPT_SCANNER);
+    fprintf(out,
+            "\n"
+            "exit status: 0 done (or skipped: another run holds the lock), 1 runtime failure,\n"
+            "2 bad usage or configuration, 3 reconciliation found violations, 4 skipped while\n"
+            "the last sweep is older than --max-skip (something holds the lock and does not\n"
+            "sweep)\n");
 }
 
 /* --since: RFC 3339, or an age (a duration: 90m, 24h, 7d) counted back from now. */
@@ -367,23 +328,18 @@ static int scanner_reconcile(struct db *db, const struct og_config *cfg,
 
 /* --workers N > 1: N more sessions that only claim (connected on first use,
  * reconnected by db_call like the run's own). */
-static int scanner_claim_open(const struct og_config *cfg, const char *password,
-                              struct db **claim_dbs)
+static int scanner_claim_open(const struct og_config *cfg, struct db **claim_dbs)
 {
-    struct db_session session = cfg_db_session(cfg);
+    struct og_error err = {0};
+    char q[600];
 
     if (cfg->scan_workers <= 1)
         return EXIT_OK;
     for (int i = 0; i < cfg->scan_workers && i < SCANNER_WORKERS_MAX; i++) {
-        claim_dbs[i] = db_new(
-            cfg->db_conninfo, password, SCANNER_PROG,
-            &(struct db_retry){cfg->db_retry_max, cfg->db_retry_base_ms, cfg->db_retry_cap_ms},
-            &signals_stop);
-        if (claim_dbs[i] == NULL) {
-            log_error("scanner_start_failed", "error=\"out of memory\"");
+        if (cfg_db_open(cfg, SCANNER_PROG, NULL, &signals_stop, &claim_dbs[i], &err) != OG_OK) {
+            log_error("scanner_start_failed", "error=%s", log_quote(q, sizeof(q), err.msg));
             return EXIT_RUNTIME;
         }
-        db_set_session(claim_dbs[i], &session, NULL); /* not connected: cannot fail */
         hook_timing_attach(claim_dbs[i], &scanner_hook_timing);
     }
     return EXIT_OK;
@@ -415,19 +371,23 @@ int main(int argc, char **argv)
         goto out;
     }
     if (opt_flag(&args.opts, "list-settings")) {
-        opt_list_settings(stdout, OPT_SCANNER);
-        goto out;
+        if (cfg_doc_list(stdout, OPT_SCANNER, opt_arg(&args.opts, "list-settings"), &err) == OG_OK)
+            goto out;
+        code = EXIT_USAGE;
+        goto report;
     }
     if (scanner_configure(&args, &cfg, &err) != OG_OK) {
         code = EXIT_USAGE;
         goto report;
     }
     log_set_level((enum log_level)log_level_parse(cfg.log_level));
-    /* --check-config checks what a run would, short of connecting: the password file too. */
+    /* --check-config checks what a run would, short of connecting: the password file too
+     * (read again, and kept no longer, by each cfg_db_open). */
     if (cfg_db_password(&cfg, &password, &err) != OG_OK) {
         code = EXIT_USAGE;
         goto report;
     }
+    db_password_free(password);
     if (args.check_config) {
         cfg_dump(&cfg, stdout);
         printf("mode = %s\n",
@@ -442,23 +402,19 @@ int main(int argc, char **argv)
         goto out;
     }
     signals_install();
-    db = db_new(cfg.db_conninfo, password, SCANNER_PROG,
-                &(struct db_retry){cfg.db_retry_max, cfg.db_retry_base_ms, cfg.db_retry_cap_ms},
-                &signals_stop);
-    if (db == NULL) {
-        log_error("scanner_start_failed", "error=\"out of memory\"");
+    if (cfg_db_open(&cfg, SCANNER_PROG, NULL, &signals_stop, &db, &err) != OG_OK) {
+        log_error("scanner_start_failed", "error=%s", log_quote(q, sizeof(q), err.msg));
         code = EXIT_RUNTIME;
         goto out;
     }
-    {
+    /* --reconcile reads the whole book in one statement (seconds per million orders) and
+     * nothing waits behind it: only its lock waits are bounded. */
+    if (args.reconcile) {
         struct db_session session = cfg_db_session(&cfg);
-        /* --reconcile reads the whole book in one statement (seconds per million orders) and
-         * nothing waits behind it: only its lock waits are bounded. */
-        if (args.reconcile)
-            session.statement_timeout_ms = 0;
+        session.statement_timeout_ms = 0;
         db_set_session(db, &session, NULL); /* not connected yet: cannot fail */
-        hook_timing_attach(db, &scanner_hook_timing);
     }
+    hook_timing_attach(db, &scanner_hook_timing);
     if (args.reconcile)
         code = scanner_reconcile(db, &cfg, &args);
     else if (args.dry_run)
@@ -466,7 +422,7 @@ int main(int argc, char **argv)
     else {
         struct db **claim = cfg.scan_workers > 1 ? claim_dbs : NULL;
 
-        code = scanner_claim_open(&cfg, password, claim_dbs);
+        code = scanner_claim_open(&cfg, claim_dbs);
         if (code == EXIT_OK)
             code = cfg.scan_every_s > 0 ? scanner_sweep_every(db, claim, &cfg)
                                         : scanner_sweep_once(db, claim, &cfg);
@@ -478,7 +434,6 @@ out:
     for (int i = 0; i < SCANNER_WORKERS_MAX; i++)
         db_free(claim_dbs[i]);
     db_free(db);
-    db_password_free(password);
     cfg_free(&cfg);
     opt_args_free(&args.opts);
     return code;

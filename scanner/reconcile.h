@@ -1,6 +1,6 @@
 /* --reconcile: checks the nine invariants (schema/README.md, "The
  * invariants reconcile() checks") with ordergate.reconcile()
- * (schema/functions/reconcile.sql), repairs what may be repaired (a
+ * (schema/functions/scanner/reconcile.sql), repairs what may be repaired (a
  * successful payment that hit a cancelled order without its exception gets
  * one, through ordergate.reconcile_repair()), and prints a report. */
 #ifndef OG_SCANNER_RECONCILE_H

@@ -3,8 +3,8 @@
 --
 --   psql -v ON_ERROR_STOP=1 -f schema/install.sql
 --
--- It lists every file of migrations/ and functions/ (the schema dump test fails when one is
--- missing). It records the migrations without checksums; the next `ordergatectl migrate` adopts
+-- It lists every file of migrations/ and of functions/' groups (functions/GROUP/NAME.sql; the
+-- schema dump test fails when one is missing). It records the migrations without checksums; the next `ordergatectl migrate` adopts
 -- them and re-applies the functions once. Upgrades are ordergatectl migrate's (schema/README.md).
 \set ON_ERROR_STOP on
 BEGIN;
@@ -46,65 +46,74 @@ INSERT INTO ordergate.schema_migrations (version) VALUES ('012');
 RESET ROLE;
 \ir migrations/013_roles.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('013');
+RESET ROLE;
+\ir migrations/014_comments.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('014');
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 -- Bodies are checked when called (and by the tests, which call every function): a SQL
 -- function may name one whose file comes later.
 SET LOCAL check_function_bodies = off;
-\ir functions/_actor.sql
-\ir functions/_archiving.sql
-\ir functions/_bad_arg.sql
-\ir functions/_cancel_claim.sql
-\ir functions/_cancel_effects.sql
-\ir functions/_cancel_message.sql
-\ir functions/_cancel_restock.sql
-\ir functions/_ctl_iso.sql
-\ir functions/_hook_inspect.sql
-\ir functions/_hooks_run.sql
-\ir functions/_order_items_json.sql
-\ir functions/_scanner_lease_max.sql
-\ir functions/_scanner_lock_holder.sql
-\ir functions/_scanner_run_resume.sql
-\ir functions/_setting_bigint.sql
-\ir functions/add_coupon.sql
-\ir functions/add_hook.sql
-\ir functions/add_stock.sql
-\ir functions/archive.sql
-\ir functions/claim_cancel.sql
-\ir functions/claim_payment.sql
-\ir functions/close_order.sql
-\ir functions/detached_mark.sql
-\ir functions/drop_hook.sql
-\ir functions/due_times.sql
-\ir functions/exception_list.sql
-\ir functions/exceptions_open_count.sql
-\ir functions/exceptions_overdue.sql
-\ir functions/hold_for_payment.sql
-\ir functions/inventory_defaults.sql
-\ir functions/order_report.sql
-\ir functions/orders_closed_at.sql
-\ir functions/orders_guard.sql
-\ir functions/outbox_backlog.sql
-\ir functions/outbox_lock_batch.sql
-\ir functions/outbox_mark_published.sql
-\ir functions/outbox_oldest_age.sql
-\ir functions/outbox_quarantine.sql
-\ir functions/outbox_quarantine_count.sql
-\ir functions/outbox_quarantine_list.sql
-\ir functions/outbox_release.sql
-\ir functions/place_order.sql
-\ir functions/reconcile.sql
-\ir functions/reconcile_repair.sql
-\ir functions/record_payment_refused.sql
-\ir functions/record_refund.sql
-\ir functions/resolve_exception.sql
-\ir functions/scan_overdue.sql
-\ir functions/scan_overdue_count.sql
-\ir functions/scanner_lock_key.sql
-\ir functions/scanner_run_finish.sql
-\ir functions/scanner_run_progress.sql
-\ir functions/scanner_run_start.sql
-\ir functions/scanner_sweep_status.sql
-\ir functions/set_setting.sql
-\ir functions/status_log_append_only.sql
+-- the gate: every state change of an order, and what its callers read
+\ir functions/gate/claim_cancel.sql
+\ir functions/gate/claim_payment.sql
+\ir functions/gate/close_order.sql
+\ir functions/gate/due_times.sql
+\ir functions/gate/exception_list.sql
+\ir functions/gate/hold_for_payment.sql
+\ir functions/gate/order_report.sql
+\ir functions/gate/place_order.sql
+\ir functions/gate/record_payment_refused.sql
+\ir functions/gate/record_refund.sql
+-- admin: stock, coupons, settings, hooks, exceptions, retention (ordergate_admin)
+\ir functions/admin/add_coupon.sql
+\ir functions/admin/add_hook.sql
+\ir functions/admin/add_stock.sql
+\ir functions/admin/archive.sql
+\ir functions/admin/drop_hook.sql
+\ir functions/admin/outbox_release.sql
+\ir functions/admin/resolve_exception.sql
+\ir functions/admin/set_setting.sql
+-- the scanner: the sweep, its run log and lease, reconcile
+\ir functions/scanner/exceptions_open_count.sql
+\ir functions/scanner/exceptions_overdue.sql
+\ir functions/scanner/reconcile.sql
+\ir functions/scanner/reconcile_repair.sql
+\ir functions/scanner/scan_overdue.sql
+\ir functions/scanner/scan_overdue_count.sql
+\ir functions/scanner/scanner_lock_key.sql
+\ir functions/scanner/scanner_run_finish.sql
+\ir functions/scanner/scanner_run_progress.sql
+\ir functions/scanner/scanner_run_start.sql
+\ir functions/scanner/scanner_sweep_status.sql
+-- the outbox relay
+\ir functions/outbox/outbox_backlog.sql
+\ir functions/outbox/outbox_lock_batch.sql
+\ir functions/outbox/outbox_mark_published.sql
+\ir functions/outbox/outbox_oldest_age.sql
+\ir functions/outbox/outbox_quarantine.sql
+\ir functions/outbox/outbox_quarantine_count.sql
+\ir functions/outbox/outbox_quarantine_list.sql
+-- trigger functions, each with the trigger it backs
+\ir functions/triggers/detached_mark.sql
+\ir functions/triggers/inventory_defaults.sql
+\ir functions/triggers/orders_closed_at.sql
+\ir functions/triggers/orders_guard.sql
+\ir functions/triggers/status_log_append_only.sql
+-- internal helpers (_name), called only by the functions above
+\ir functions/internal/_actor.sql
+\ir functions/internal/_archiving.sql
+\ir functions/internal/_bad_arg.sql
+\ir functions/internal/_cancel_message.sql
+\ir functions/internal/_cancel_orders.sql
+\ir functions/internal/_cancel_orders_claim.sql
+\ir functions/internal/_cancel_orders_restock.sql
+\ir functions/internal/_ctl_iso.sql
+\ir functions/internal/_hook_inspect.sql
+\ir functions/internal/_hooks_run.sql
+\ir functions/internal/_order_items_json.sql
+\ir functions/internal/_scanner_lease_max.sql
+\ir functions/internal/_scanner_lock_holder.sql
+\ir functions/internal/_scanner_run_resume.sql
+\ir functions/internal/_setting_bigint.sql
 COMMIT;

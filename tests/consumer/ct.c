@@ -26,7 +26,6 @@
 #include "common/codec.h"
 #include "common/kafka.h"
 #include "common/scrape.h"
-#include "support/child.h"
 #include "support/testutil.h"
 
 /* The endpoint answers from memory: seconds mean it is stuck. */
@@ -304,8 +303,8 @@ void ct_spawn(struct ct *t, struct ct_proc *p, const char *name, const char *top
 
     fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     assert_true(fd >= 0);
-    /* child_start ties the consumer's life to the test's (timeouts too). */
-    pid = child_start(argv, &(struct child_opts){.out_fd = fd, .err_fd = fd});
+    /* testutil_child_start ties the consumer's life to the test's (timeouts too). */
+    pid = testutil_child_start(argv, &(struct child_opts){.out_fd = fd, .err_fd = fd});
     close(fd);
     p->pid = pid;
     for (int i = 0; i < CT_MAX_CHILDREN; i++) {
@@ -614,8 +613,8 @@ bool ct_pg_restart(void)
     argv[argc] = NULL;
     /* The cluster's OS user may not read our working directory. pg_ctl
      * gives up after its own 60 s (-t 60). */
-    ws = child_wait_or_fail(child_start(argv, &(struct child_opts){.dir = "/"}), 90000,
-                            "pg_ctl restart");
+    ws = testutil_child_wait(testutil_child_start(argv, &(struct child_opts){.dir = "/"}), 90000,
+                             "pg_ctl restart");
     if (ws != 0)
         fail_msg("pg_ctl restart of %s failed (status %d)", real, ws);
     return true;

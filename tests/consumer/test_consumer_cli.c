@@ -17,7 +17,6 @@
 
 #include <cmocka.h>
 
-#include "support/child.h"
 #include "support/testutil.h"
 
 /* The runs here need no services and end in seconds. */
@@ -56,8 +55,9 @@ static void run(struct run *r, const char *const *args)
     fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     assert_true(fo >= 0 && fe >= 0);
-    r->status = child_wait_or_fail(
-        child_start(argv, &(struct child_opts){.out_fd = fo, .err_fd = fe, .unset = unset}),
+    r->status = testutil_child_wait(
+        testutil_child_start(argv,
+                             &(struct child_opts){.out_fd = fo, .err_fd = fe, .unset = unset}),
         CLI_RUN_TIMEOUT_MS, "ordergate-consumer");
     close(fo);
     close(fe);

@@ -162,7 +162,7 @@ static void test_flow(void **state)
                          (long long)end);
         }
     }
-    /* due_times (schema/functions/due_times.sql) is the triggers' to call, nobody else's. */
+    /* due_times (schema/functions/gate/due_times.sql) is the triggers' to call, nobody else's. */
     assert_int_equal(ct_scalar(&t, "SELECT has_function_privilege('ordergate_trigger', "
                                    "'ordergate.due_times(text[])', 'execute')::int"),
                      1);

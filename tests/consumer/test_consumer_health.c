@@ -34,7 +34,6 @@
 #include <librdkafka/rdkafka_mock.h>
 
 #include "ct.h"
-#include "support/child.h"
 #include "support/testutil.h"
 
 #define FLOOD_SOCKETS  64
@@ -155,9 +154,9 @@ static int probe(const struct ct *t, const char *flag, char *out, size_t size)
              (int)getpid());
     fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     assert_true(fd >= 0);
-    pid = child_start(argv, &(struct child_opts){.out_fd = fd, .err_fd = fd});
+    pid = testutil_child_start(argv, &(struct child_opts){.out_fd = fd, .err_fd = fd});
     close(fd);
-    st = child_wait_or_fail(pid, PROBE_BOUND_MS, "the health probe");
+    st = testutil_child_wait(pid, PROBE_BOUND_MS, "the health probe");
     text = testutil_slurp(log);
     snprintf(out, size, "%s", text != NULL ? text : "");
     free(text);

@@ -11,7 +11,6 @@
 
 #include <cmocka.h>
 
-#include "support/child.h"
 #include "support/testutil.h"
 
 #define CTL_RUN_MAX_ARGS 64
@@ -70,9 +69,9 @@ void ctl_runv(struct ctl_result *r, const char *const *args)
     }
     argv[argc] = NULL;
 
-    pid = child_start((const char *const *)argv,
-                      &(struct child_opts){.out_fd = fileno(out), .err_fd = fileno(err)});
-    r->status = child_wait_or_fail(pid, CTL_RUN_TIMEOUT_MS, "ordergatectl");
+    pid = testutil_child_start((const char *const *)argv,
+                               &(struct child_opts){.out_fd = fileno(out), .err_fd = fileno(err)});
+    r->status = testutil_child_wait(pid, CTL_RUN_TIMEOUT_MS, "ordergatectl");
     r->out = ctl_run_slurp(out);
     r->err = ctl_run_slurp(err);
     fclose(out);

@@ -21,8 +21,8 @@
 /* ---- helpers ----------------------------------------------------------- */
 
 /* Files of SCHEMA_DIR/sub that ordergatectl takes: NNN_name.sql for
- * migrations (versions[] receives "NNN" when not NULL), name.sql for
- * functions. Returns how many. */
+ * migrations (versions[] receives "NNN" when not NULL), GROUP/name.sql for
+ * functions (one folder per group). Returns how many. */
 static int schema_files(const char *sub, char versions[][4], int max)
 {
     char path[512];
@@ -35,6 +35,12 @@ static int schema_files(const char *sub, char versions[][4], int max)
     assert_non_null(d);
     while ((de = readdir(d)) != NULL) {
         size_t len = strlen(de->d_name);
+        if (versions == NULL && strcmp(sub, "functions") == 0 && de->d_name[0] != '.') {
+            char group[600];
+            snprintf(group, sizeof(group), "functions/%s", de->d_name);
+            n += schema_files(group, NULL, max - n);
+            continue;
+        }
         if (len < 5 || strcmp(de->d_name + len - 4, ".sql") != 0)
             continue;
         assert_true(n < max);
@@ -123,9 +129,34 @@ static void write_file(const char *path, const char *text)
     fclose(f);
 }
 
+/* Symlinks every file of src into dst (created), and, one level down, the
+ * files of each folder into a folder of dst's own. */
+static void schema_link(const char *src, const char *dst, bool recurse)
+{
+    DIR *d;
+    struct dirent *de;
+
+    assert_int_equal(mkdir(dst, 0700), 0);
+    d = opendir(src);
+    assert_non_null(d);
+    while ((de = readdir(d)) != NULL) {
+        char target[1024], link[1024];
+        struct stat sb;
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(target, sizeof(target), "%s/%s", src, de->d_name);
+        snprintf(link, sizeof(link), "%s/%s", dst, de->d_name);
+        if (recurse && stat(target, &sb) == 0 && S_ISDIR(sb.st_mode))
+            schema_link(target, link, false);
+        else
+            assert_int_equal(symlink(target, link), 0);
+    }
+    closedir(d);
+}
+
 /* A schema directory of the test's own under /tmp: migrations/, functions/
- * and upgrade/ hold symlinks to the source tree's files, so a test can add,
- * replace or remove single files. */
+ * (its group folders too) and upgrade/ hold symlinks to the source tree's
+ * files, so a test can add, replace or remove single files. */
 static void schema_copy(char *dir)
 {
     static const char *const subs[] = {"migrations", "functions", "upgrade"};
@@ -133,24 +164,20 @@ static void schema_copy(char *dir)
     assert_non_null(mkdtemp(dir));
     for (size_t s = 0; s < sizeof(subs) / sizeof(subs[0]); s++) {
         char src[512], dst[512];
-        DIR *d;
-        struct dirent *de;
 
         snprintf(src, sizeof(src), "%s/%s", SCHEMA_DIR, subs[s]);
         snprintf(dst, sizeof(dst), "%s/%s", dir, subs[s]);
-        assert_int_equal(mkdir(dst, 0700), 0);
-        d = opendir(src);
-        assert_non_null(d);
-        while ((de = readdir(d)) != NULL) {
-            char target[1024], link[1024];
-            if (de->d_name[0] == '.')
-                continue;
-            snprintf(target, sizeof(target), "%s/%s", src, de->d_name);
-            snprintf(link, sizeof(link), "%s/%s", dst, de->d_name);
-            assert_int_equal(symlink(target, link), 0);
-        }
-        closedir(d);
+        schema_link(src, dst, true);
     }
+}
+
+/* Removes dir/sub/name (a symlink or a file the test wrote). */
+static void schema_drop(const char *dir, const char *sub, const char *name)
+{
+    char path[1024];
+
+    snprintf(path, sizeof(path), "%s/%s/%s", dir, sub, name);
+    unlink(path);
 }
 
 /* Replaces dir/sub/name (a symlink or nothing) with a file holding text. */
@@ -158,8 +185,8 @@ static void schema_put(const char *dir, const char *sub, const char *name, const
 {
     char path[1024];
 
+    schema_drop(dir, sub, name);
     snprintf(path, sizeof(path), "%s/%s/%s", dir, sub, name);
-    unlink(path);
     write_file(path, text);
 }
 
@@ -283,7 +310,7 @@ static void test_migrate_after_psql(void **state)
     assert_int_equal(count_where(conn, "schema_migrations", "checksum IS NULL"), 0);
 
     schema_copy(dir);
-    schema_put(dir, "functions", "outbox_backlog.sql",
+    schema_put(dir, "functions/outbox", "outbox_backlog.sql",
                "CREATE OR REPLACE FUNCTION ordergate.outbox_backlog() RETURNS bigint\n"
                "LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$\n"
                "    SELECT count(*) /* changed */ FROM ordergate.outbox b WHERE b.published_at "
@@ -302,12 +329,8 @@ static void test_migrate_after_psql(void **state)
                      1);
 
     /* A function file gone from the directory is reported, its function kept. */
-    schema_put(dir, "functions", "outbox_backlog.sql", "");
-    {
-        char path[600];
-        snprintf(path, sizeof(path), "%s/functions/outbox_backlog.sql", dir);
-        unlink(path);
-    }
+    schema_put(dir, "functions/outbox", "outbox_backlog.sql", "");
+    schema_drop(dir, "functions/outbox", "outbox_backlog.sql");
     ctl_run(&r, "migrate", "--db", t.conninfo, "--schema-dir", dir, NULL);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "removed          functions/outbox_backlog.sql"));
@@ -389,20 +412,35 @@ static void test_migrate_failures(void **state)
     assert_int_equal(testdb_scalar(conn, "SELECT count(*) FROM pg_tables WHERE schemaname = "
                                          "'ordergate' AND tablename = 'ctl_probe3'"),
                      0);
-    {
-        char path[600];
-        snprintf(path, sizeof(path), "%s/migrations/900_broken.sql", dir);
-        unlink(path);
-    }
+    schema_drop(dir, "migrations", "900_broken.sql");
+
+    /* A function file outside a group folder would never be applied, and a
+     * name in two groups is two definitions of one function: both refused
+     * before anything is sent. */
+    schema_put(dir, "functions", "stray_probe.sql", "SELECT 1;\n");
+    ctl_run(&r, "migrate", "--db", t.conninfo, "--schema-dir", dir, NULL);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "functions/stray_probe.sql: a function file belongs in the "
+                                  "folder of its group"));
+    ctl_result_free(&r);
+    schema_drop(dir, "functions", "stray_probe.sql");
+    schema_put(dir, "functions/admin", "outbox_backlog.sql", "SELECT 1;\n");
+    ctl_run(&r, "migrate", "--db", t.conninfo, "--schema-dir", dir, NULL);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "admin/outbox_backlog.sql and outbox/outbox_backlog.sql: one "
+                                  "function, one file"));
+    ctl_result_free(&r);
+    schema_drop(dir, "functions/admin", "outbox_backlog.sql");
+    assert_int_equal(count_where(conn, "schema_functions", "true"), 0);
 
     /* A function body that does not compile fails the run (the second pass
      * checks bodies); every other function stays as it was. */
-    schema_put(dir, "functions", "outbox_backlog.sql",
+    schema_put(dir, "functions/outbox", "outbox_backlog.sql",
                "CREATE OR REPLACE FUNCTION ordergate.outbox_backlog() RETURNS bigint\n"
                "LANGUAGE sql STABLE AS $$ SELECT count(*) FROM ordergate.no_such_table $$;\n");
     ctl_run(&r, "migrate", "--db", t.conninfo, "--schema-dir", dir, NULL);
     assert_int_equal(r.status, 1);
-    assert_non_null(strstr(r.err, "functions/outbox_backlog.sql"));
+    assert_non_null(strstr(r.err, "functions/outbox/outbox_backlog.sql"));
     assert_non_null(strstr(r.err, "no_such_table"));
     ctl_result_free(&r);
     {

@@ -13,7 +13,9 @@
 #   2. it ends clean (its producer, its offsets reader and its consumers all logged in with the
 #      password from the file) and TMPDIR is empty afterwards;
 #   3. stopped by SIGTERM (twice) in the middle, it exits, its children are gone and TMPDIR is
-#      empty again.
+#      empty again;
+#   4. SIGKILLed in the middle, its children are gone too (each dies with the drill), and what
+#      it could not remove is its directory of mode 0700.
 set -euo pipefail
 build=$1
 for v in ORDERGATE_KAFKA_TLS_BROKERS ORDERGATE_KAFKA_TLS_CA ORDERGATE_KAFKA_TLS_USER \
@@ -157,4 +159,21 @@ if pgrep -f -- "$tmpd" >/dev/null; then
     fail "a child of the drill still runs after SIGTERM"
 fi
 assert_tmp_empty "after SIGTERM"
-echo "secrets.sh: ok (drill over SASL_SSL clean; nothing left after it ended, nothing after SIGTERM)"
+# 4: SIGKILL in the middle of the race.
+drill_start 7
+dir=$(drill_conf_dir)
+sleep 2
+kill -KILL "$drill_pid"
+drill_wait
+for ((i = 0; i < 50; i++)); do
+    pgrep -f -- "$tmpd" >/dev/null || break
+    sleep 0.1
+done
+if pgrep -f -- "$tmpd" >/dev/null; then
+    pgrep -a -f -- "$tmpd" >&2
+    fail "a child of the drill still runs 5 s after the drill was SIGKILLed"
+fi
+[ "$(stat -c %a "$dir")" = 700 ] || fail "after SIGKILL: $dir is mode $(stat -c %a "$dir")"
+rm -rf "$dir"
+assert_tmp_empty "after SIGKILL"
+echo "secrets.sh: ok (drill over SASL_SSL clean; nothing left after it ended, nothing after SIGTERM, no child after SIGKILL)"

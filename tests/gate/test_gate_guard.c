@@ -412,7 +412,7 @@ static void test_service_role_least_privilege(void **state)
     expect_state(svc, "INSERT INTO ordergate.outbox (event_type, order_no) VALUES ('x', 'y')",
                  "42501");
     expect_state(svc, "UPDATE ordergate.settings SET value = '0'", "42501");
-    expect_state(svc, "SELECT ordergate._cancel_effects(ARRAY['o-due'], 'manual', 'me', NULL)",
+    expect_state(svc, "SELECT ordergate._cancel_orders(ARRAY['o-due'], 'manual', 'me', NULL)",
                  "42501");
     expect_state(svc, "SELECT ordergate.add_stock('s1', 1000)", "42501");
     expect_state(svc, "SELECT ordergate.set_setting('auto_refund_limit_cents', '99999999')",

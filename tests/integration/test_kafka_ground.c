@@ -1,6 +1,7 @@
 /* Ground truth for the broker: produce to a fresh topic, consume it in a
  * consumer group with the cooperative-sticky assignor, commit, and read the
- * committed offset back from the group coordinator. */
+ * committed offset back from the group coordinator; count a topic's messages,
+ * and what a group has not committed of them (kafka_group_lag). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,7 @@
 #include <cmocka.h>
 #include <librdkafka/rdkafka.h>
 
+#include "common/cfg.h"
 #include "common/kafka.h"
 #include "support/testutil.h"
 
@@ -142,11 +144,56 @@ static void test_topic_messages(void **state)
     rd_kafka_destroy(producer);
 }
 
+/* kafka_group_lag through kafka_group_reader_new: every message while the group has committed
+ * nothing, then what lies past its commits; -1 for a topic that does not exist. The reader
+ * commits only what it is told to. */
+static void test_group_lag(void **state)
+{
+    char topic[96], group[96], missing[112], errstr[256];
+    rd_kafka_conf_t *pconf = rd_kafka_conf_new();
+    rd_kafka_t *producer, *reader = NULL;
+    rd_kafka_topic_partition_list_t *commit;
+    struct og_config cfg;
+    struct og_error err = {0};
+
+    (void)state;
+    testutil_unique(topic, sizeof(topic), "og.lag");
+    testutil_unique(group, sizeof(group), "og-lag");
+    snprintf(missing, sizeof(missing), "%s.none", topic);
+    testutil_topic_create(testutil_brokers(), topic, 3);
+    conf_set(pconf, "bootstrap.servers", testutil_brokers());
+    producer = rd_kafka_new(RD_KAFKA_PRODUCER, pconf, errstr, sizeof(errstr));
+    assert_non_null(producer);
+    for (int i = 0; i < 7; i++) /* 3, 2 and 2 messages on partitions 0, 1, 2 */
+        assert_int_equal(rd_kafka_producev(producer, RD_KAFKA_V_TOPIC(topic),
+                                           RD_KAFKA_V_PARTITION(i % 3), RD_KAFKA_V_VALUE("v", 1),
+                                           RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                           RD_KAFKA_V_END),
+                         RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(rd_kafka_flush(producer, 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_destroy(producer);
+
+    assert_int_equal(cfg_init(&cfg, &err), OG_OK);
+    assert_int_equal(cfg_set(&cfg, "kafka.brokers", testutil_brokers(), &err), OG_OK);
+    assert_int_equal(kafka_group_reader_new(&cfg, group, "og-lag", &reader, &err), OG_OK);
+    assert_int_equal(kafka_group_lag(reader, topic, 10000), 7);
+    commit = rd_kafka_topic_partition_list_new(2);
+    rd_kafka_topic_partition_list_add(commit, topic, 0)->offset = 2;
+    rd_kafka_topic_partition_list_add(commit, topic, 1)->offset = 2;
+    assert_int_equal(rd_kafka_commit(reader, commit, 0), RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_topic_partition_list_destroy(commit);
+    assert_int_equal(kafka_group_lag(reader, topic, 10000), 1 + 0 + 2);
+    assert_int_equal(kafka_group_lag(reader, missing, 2000), -1);
+    rd_kafka_destroy(reader);
+    cfg_free(&cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_produce_consume_commit),
         cmocka_unit_test(test_topic_messages),
+        cmocka_unit_test(test_group_lag),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

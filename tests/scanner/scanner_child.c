@@ -14,7 +14,6 @@
 
 #include <cmocka.h>
 
-#include "support/child.h"
 #include "support/testdb.h"
 #include "support/testutil.h"
 
@@ -35,7 +34,7 @@ void scanner_child_start(struct scanner_child *c, const char *const *args)
     argv[n] = NULL;
     fd = open(c->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     assert_true(fd >= 0);
-    c->pid = child_start(argv, &(struct child_opts){.out_fd = fd, .err_fd = fd});
+    c->pid = testutil_child_start(argv, &(struct child_opts){.out_fd = fd, .err_fd = fd});
     close(fd);
 }
 

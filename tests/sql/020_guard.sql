@@ -60,7 +60,7 @@ SELECT t_error('service cannot update inventory', $q$UPDATE ordergate.inventory 
 SELECT t_error('service cannot update coupons', $q$UPDATE ordergate.coupons SET state = 'available'$q$, '42501');
 SELECT t_error('service cannot write status_log', $q$INSERT INTO ordergate.status_log (order_no, from_status, to_status, source, idempotency_key) VALUES ('G3', 'pending_payment', 'cancelled', 'manual', 'G3')$q$, '42501');
 SELECT t_error('service cannot write outbox', $q$UPDATE ordergate.outbox SET published_at = now()$q$, '42501');
-SELECT t_error('service cannot call _cancel_effects', $q$SELECT ordergate._cancel_effects(ARRAY['G3'], 'manual', 'me', NULL)$q$, '42501');
+SELECT t_error('service cannot call _cancel_orders', $q$SELECT ordergate._cancel_orders(ARRAY['G3'], 'manual', 'me', NULL)$q$, '42501');
 SELECT t_error('service cannot add_stock', $q$SELECT ordergate.add_stock('S1', 1)$q$, '42501');
 SELECT t_error('service cannot set_setting', $q$SELECT ordergate.set_setting('auto_refund_limit_cents', '1')$q$, '42501');
 SELECT t_eq('service can read orders', (SELECT count(*) FROM ordergate.orders), 3::bigint);

@@ -9,7 +9,7 @@
 
 SELECT og_reset();
 -- 20,000 orders placed through place_order on 40 hot SKUs, due at once, as in a flash sale
--- (tests/sql/bench_flash_sale.sh); autovacuum is kept away, the state below is planted.
+-- (tools/bench/sql/bench_flash_sale.sh); autovacuum is kept away, the state below is planted.
 ALTER TABLE ordergate.orders SET (autovacuum_enabled = false);
 SELECT ordergate.add_stock('P' || i, 100000000) FROM generate_series(1, 40) i;
 SELECT ordergate.add_coupon('PC' || i) FROM generate_series(1, 5001) i;

@@ -122,13 +122,13 @@ SELECT t_eq('no statistics: books balance', (SELECT sum(violations) FROM orderga
 -- the generic plan). The pins live on the function, not on the hooks' side of it.
 SELECT t_check('the claim pins its planner settings',
                (SELECT proconfig @> ARRAY['enable_seqscan=off', 'jit=off']
-                  FROM pg_proc WHERE oid = 'ordergate._cancel_claim'::regproc),
-               (SELECT array_to_string(proconfig, ' ') FROM pg_proc WHERE oid = 'ordergate._cancel_claim'::regproc));
+                  FROM pg_proc WHERE oid = 'ordergate._cancel_orders_claim'::regproc),
+               (SELECT array_to_string(proconfig, ' ') FROM pg_proc WHERE oid = 'ordergate._cancel_orders_claim'::regproc));
 SELECT t_check('the stock given back after the hooks pins them too',
                (SELECT proconfig @> ARRAY['enable_seqscan=off', 'jit=off']
-                  FROM pg_proc WHERE oid = 'ordergate._cancel_restock'::regproc),
-               (SELECT array_to_string(proconfig, ' ') FROM pg_proc WHERE oid = 'ordergate._cancel_restock'::regproc));
+                  FROM pg_proc WHERE oid = 'ordergate._cancel_orders_restock'::regproc),
+               (SELECT array_to_string(proconfig, ' ') FROM pg_proc WHERE oid = 'ordergate._cancel_orders_restock'::regproc));
 SELECT t_check('the hooks run outside the pinned settings',
                (SELECT NOT coalesce(proconfig @> ARRAY['jit=off'], false)
-                  FROM pg_proc WHERE oid = 'ordergate._cancel_effects'::regproc),
-               'ordergate._cancel_effects must not pin planner settings: the hooks run in it');
+                  FROM pg_proc WHERE oid = 'ordergate._cancel_orders'::regproc),
+               'ordergate._cancel_orders must not pin planner settings: the hooks run in it');

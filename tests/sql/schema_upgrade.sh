@@ -3,7 +3,8 @@
 #
 #   tests/sql/schema_upgrade.sh ORDERGATECTL
 #
-# Builds four databases and compares `pg_dump --schema-only` of each with the first:
+# Builds four databases and compares `pg_dump --schema-only` of each with the first (comments
+# included), and schema/current.sql with what schema/current.sh reads from the first:
 #   fresh_psql     schema/install.sql with plain psql
 #   fresh_ctl      ordergatectl migrate on an empty database
 #   up_007         0.1.0's numbered scripts 001..007 (commit 8319e60), orders in it, then migrate
@@ -71,6 +72,16 @@ fresh=$d
 "${psql[@]}" -d "$fresh" -f "$top/schema/install.sql" >/dev/null || die "schema/install.sql failed"
 dump "$fresh"
 
+# schema/current.sql is what schema/current.sh reads from this fresh install, to the byte.
+if ! "$top/schema/current.sh" --db "$fresh" --out "$work/current.sql" 2>"$work/current.err"; then
+    bad "schema/current.sh failed on a fresh install:"; cat "$work/current.err"
+elif diff -u "$top/schema/current.sql" "$work/current.sql" >"$work/current.diff"; then
+    ok "schema/current.sql is current"
+else
+    bad "schema/current.sql is stale: run schema/current.sh and commit the result (diff: committed, then fresh):"
+    head -n 80 "$work/current.diff"
+fi
+
 newdb fresh_ctl
 migrate "$d" || { cat "$work/$d.migrate"; die "migrate on an empty database failed"; }
 dump "$d"
@@ -120,6 +131,40 @@ for v in 007:8319e604e54aff60a81f0899f648214eab7654a1 006:af2f98c94fddbcb21c10ac
         bad "0.1.0 ($name): second migrate: $(tail -n 1 "$work/$d.migrate")"
     fi
 done
+
+# A database of the previous layout (migrations 001..013, function files in one folder, the
+# cancel's helpers under their old names: commit 0c0e3c5, installed with its install.sql) is
+# upgraded to the same schema, reports the function files it no longer has, and keeps none of
+# the functions that were renamed.
+src="$work/src_013"
+old_schema 0c0e3c542fc5ef1527ebc1021a69312eec02ed04 "$src"
+newdb up_013
+"${psql[@]}" -d "$d" -f "$src/schema/install.sql" >/dev/null || die "the 013 layout's install.sql failed"
+"${psql[@]}" -d "$d" -c "$plant" >/dev/null || die "planting orders in the 013 layout failed"
+# As that release's ordergatectl migrate left it: each function file recorded by its name.
+for f in "$src"/schema/functions/*.sql; do
+    scalar "$d" "INSERT INTO ordergate.schema_functions (file, checksum) VALUES ('$(basename "$f")', 'previous')" >/dev/null
+done
+before=$(scalar "$d" "SELECT string_agg(order_no || ':' || status, ',' ORDER BY order_no) FROM ordergate.orders")
+if migrate "$d"; then
+    dump "$d"
+    same "013 layout upgraded" "$d"
+    olds=$(scalar "$d" "SELECT count(*) FROM pg_proc WHERE proname IN ('_cancel_effects', '_cancel_claim', '_cancel_restock')")
+    [ "$olds" = 0 ] && ok "013 layout: the cancel's old helpers are gone" || bad "013 layout: $olds old cancel helpers left"
+    grep -q 'removed          functions/_cancel_effects.sql' "$work/$d.migrate" &&
+        ok "013 layout: migrate reports the removed function files" ||
+        bad "013 layout: removed function files not reported: $(grep removed "$work/$d.migrate" || true)"
+    after=$(scalar "$d" "SELECT string_agg(order_no || ':' || status, ',' ORDER BY order_no) FROM ordergate.orders")
+    [ "$before" = "$after" ] && ok "013 layout: orders kept ($after)" || bad "013 layout: orders $before -> $after"
+    out=$(scalar "$d" "SELECT outcome FROM ordergate.claim_cancel(ARRAY['U2'], 'timeout_scanner')")
+    [ "$out" = cancelled ] && ok "013 layout: the gate cancels after the upgrade" || bad "013 layout: claim_cancel said $out"
+    viol=$(scalar "$d" "SELECT sum(violations) FROM ordergate.reconcile()")
+    [ "$viol" = 0 ] && ok "013 layout: reconcile finds 0 violations" || bad "013 layout: reconcile: $viol violations"
+    migrate "$d" && grep -q "^0 applied, $nmig already applied; functions: 0 applied" "$work/$d.migrate" &&
+        ok "013 layout: a second migrate applies nothing" || bad "013 layout: second migrate: $(tail -n 1 "$work/$d.migrate")"
+else
+    bad "013 layout: migrate"; cat "$work/$d.migrate"
+fi
 
 # A 0.1.0 database missing one of its scripts is refused and left as it was.
 newdb up_partial

@@ -6,8 +6,9 @@ if(NOT OG_SANITIZE)
   add_test(NAME sql_schema COMMAND ${CMAKE_CURRENT_LIST_DIR}/run.sh)
   set_tests_properties(sql_schema PROPERTIES FIXTURES_REQUIRED db LABELS db TIMEOUT 300)
 endif()
-# A fresh install (install.sql, ordergatectl migrate) and upgraded 0.1.0 databases dump the same
-# schema; the 0.1.0 scripts come from the repository's history.
+# A fresh install (install.sql, ordergatectl migrate), upgraded 0.1.0 databases and an upgraded
+# database of the previous layout dump the same schema, and schema/current.sql is current; the
+# older schemas come from the repository's history.
 add_test(NAME sql_schema_upgrade COMMAND ${CMAKE_CURRENT_LIST_DIR}/schema_upgrade.sh $<TARGET_FILE:ordergatectl>)
 set_tests_properties(sql_schema_upgrade PROPERTIES LABELS db TIMEOUT 300)
 # Least privilege between the kinds of callers (tests/sql/130_roles.sql): each login role kind

@@ -21,7 +21,7 @@ if ! "${psql[@]}" -d postgres -c 'select 1' >/dev/null; then
     exit 1
 fi
 shopt -s nullglob
-files=("$schema"/install.sql "$schema"/migrations/*.sql "$schema"/functions/*.sql)
+files=("$schema"/install.sql "$schema"/migrations/*.sql "$schema"/functions/*/*.sql)
 if [ ! -f "$schema/install.sql" ]; then
     echo "db_template: no install.sql in $schema" >&2
     exit 1

@@ -1,6 +1,7 @@
 #include "support/testutil.h"
 
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -88,4 +89,30 @@ void testutil_topic_create(const char *brokers, const char *topic, int partition
     if (!kafka_topic_wait_ready(rk, topic, partitions, 10000))
         fail_msg("topic %s: partitions have no leader after 10 s", topic);
     rd_kafka_destroy(rk);
+}
+
+pid_t testutil_child_start(const char *const *argv, const struct child_opts *opts)
+{
+    struct child_opts o = opts != NULL ? *opts : (struct child_opts){0};
+    struct og_error err = {0};
+    pid_t pid;
+
+    o.die_with_parent = true;
+    pid = child_spawn(argv, &o, &err);
+    if (pid < 0)
+        fail_msg("cannot start %s: %s", argv[0], err.msg);
+    return pid;
+}
+
+int testutil_child_wait(pid_t pid, long timeout_ms, const char *what)
+{
+    int st = child_wait(pid, timeout_ms, NULL);
+
+    if (st == CHILD_RUNNING) {
+        child_stop(pid, SIGKILL, 0, NULL);
+        fail_msg("%s (pid %d) did not exit within %ld ms", what, (int)pid, timeout_ms);
+    }
+    if (st < 0)
+        fail_msg("%s (pid %d): not a child of this test", what, (int)pid);
+    return st;
 }

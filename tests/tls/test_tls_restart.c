@@ -15,7 +15,6 @@
 
 #include <cmocka.h>
 
-#include "support/child.h"
 #include "support/testutil.h"
 #include "tls.h"
 
@@ -48,9 +47,10 @@ static void restart_broker(void)
         fail_msg("ORDERGATE_STATE_DIR is not set: the broker to restart is the one "
                  "deploy/local/services.sh started there");
     snprintf(script, sizeof(script), "%s/deploy/local/services.sh", OG_SOURCE_DIR);
-    if (child_wait_or_fail(child_start((const char *const[]){script, "restart-kafka", NULL},
-                                       &(struct child_opts){0}),
-                           120000, "services.sh restart-kafka") != 0)
+    if (testutil_child_wait(
+            testutil_child_start((const char *const[]){script, "restart-kafka", NULL},
+                                 &(struct child_opts){0}),
+            120000, "services.sh restart-kafka") != 0)
         fail_msg("services.sh restart-kafka failed");
 }
 

@@ -12,7 +12,6 @@
 #include <cmocka.h>
 #include <librdkafka/rdkafka.h>
 
-#include "support/child.h"
 #include "support/testutil.h"
 
 static const char *tls_getenv(const char *name)
@@ -103,12 +102,12 @@ void tls_run(struct tls_run *r, const char *relpath, const char *const *args, lo
     fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     assert_true(fo >= 0 && fe >= 0);
-    pid = child_start(argv, &(struct child_opts){.out_fd = fo, .err_fd = fe});
+    pid = testutil_child_start(argv, &(struct child_opts){.out_fd = fo, .err_fd = fe});
     close(fo);
     close(fe);
     r->status = child_wait(pid, timeout_ms, NULL);
     if (r->status < 0) {
-        child_wait_or_fail(pid, 0, relpath); /* kills it and fails */
+        testutil_child_wait(pid, 0, relpath); /* kills it and fails */
     }
     tls_slurp(out, r->out, sizeof(r->out));
     tls_slurp(err, r->err, sizeof(r->err));
@@ -144,7 +143,8 @@ void tls_untrusted_ca(char *buf, size_t size)
          *a != NULL; a++)
         argv[argc++] = *a;
     argv[argc] = NULL;
-    if (child_wait_or_fail(child_start(argv, &(struct child_opts){0}), 30000, "openssl req") != 0)
+    if (testutil_child_wait(testutil_child_start(argv, &(struct child_opts){0}), 30000,
+                            "openssl req") != 0)
         fail_msg("openssl could not make %s", buf);
     unlink(key);
 }

@@ -1,7 +1,9 @@
-/* consumer/batch.c without a database or a broker: the build links this test with
- * --wrap=gate_claim_cancel and --wrap=db_call, so the gate's answers and the failures of
- * single commit steps are chosen here. The Kafka handle only receives the stored offsets
- * (it has no brokers and never connects). */
+/* The commit protocol (consumer/commit.c) on its batch and retry set, without a database or a
+ * broker. The test links the og_consumer library like the binary; the build adds
+ * --wrap=gate_claim_cancel and --wrap=db_call, the two calls into common/ that would reach the
+ * database, so the gate's answers and the failures of single commit steps are chosen here. The
+ * watchdog is the protocol's progress callback, counted here. The Kafka handle only receives the
+ * stored offsets (it has no brokers and never connects). */
 #include <librdkafka/rdkafka.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +16,7 @@
 
 #include "common/cfg.h"
 #include "common/log.h"
-#include "consumer/consumer.h"
+#include "consumer/commit.h"
 
 #define TOPIC    "og.unit.cancel"
 #define PAYMENTS "og.unit.payments"
@@ -25,13 +27,13 @@ enum og_status __wrap_gate_claim_cancel(struct db *db, const char *const *order_
 enum og_status __wrap_db_call(struct db *db, const struct db_stmt *stmt, const char *const *params,
                               PGresult **res, struct og_error *err);
 
-/* loop.c's, wrapped: counts the pings after database answers. */
+/* The commit's progress callback (the loop pings its watchdog there): counts the pings after
+ * database answers. */
 static int watchdog_calls;
 
-void __wrap_consumer_watchdog(struct consumer *c);
-void __wrap_consumer_watchdog(struct consumer *c)
+static void count_watchdog(void *arg)
 {
-    (void)c;
+    (void)arg;
     watchdog_calls++;
 }
 
@@ -116,7 +118,7 @@ static enum og_status fake_claim_payment(const char *const *params, bool bounded
     return OG_OK;
 }
 
-/* batch.c's own statement (due_times) and claim_payment reach here: the first due_times_fail
+/* commit.c's own statement (due_times) and claim_payment reach here: the first due_times_fail
  * due_times calls fail as a lost connection does, the later ones find no pending order (paid
  * meanwhile). */
 enum og_status __wrap_db_call(struct db *db, const struct db_stmt *stmt, const char *const *params,
@@ -138,7 +140,10 @@ enum og_status __wrap_db_call(struct db *db, const struct db_stmt *stmt, const c
 
 struct fixture {
     struct og_config cfg;
-    struct consumer c;
+    struct commit c;
+    struct consumer_metrics m;
+    struct delay_levels levels;
+    bool db_ok, kafka_ok;
     char *topics[2];
 };
 
@@ -155,27 +160,25 @@ static int fixture_setup(void **state)
     log_init("unit_batch", LOG_LVL_WARN);
     assert_int_equal(cfg_init(&f.cfg, &err), OG_OK);
     f.cfg.batch_size = 8;
-    f.c.cfg = &f.cfg;
+    f.c.env.cfg = &f.cfg;
     assert_int_equal(rd_kafka_conf_set(conf, "group.id", "og-unit-batch", errstr, sizeof(errstr)),
                      RD_KAFKA_CONF_OK);
-    f.c.rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
-    assert_non_null(f.c.rk);
+    f.c.env.rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+    assert_non_null(f.c.env.rk);
     /* Never connects: every call of it is wrapped above. */
-    f.c.db = db_new("", NULL, "unit_batch", NULL, NULL);
-    assert_non_null(f.c.db);
-    f.c.rows = calloc(8, sizeof(*f.c.rows));
-    f.c.nos = calloc(8, sizeof(*f.c.nos));
-    f.c.row_seen = calloc(8, sizeof(*f.c.row_seen));
-    assert_non_null(f.c.rows);
-    assert_non_null(f.c.nos);
-    assert_non_null(f.c.row_seen);
-    assert_int_equal(batch_init(&f.c.batch, 8, &err), OG_OK);
-    assert_int_equal(retry_init(&f.c.retry, 8, &err), OG_OK);
+    f.c.env.db = db_new("", NULL, "unit_batch", NULL, NULL);
+    assert_non_null(f.c.env.db);
+    assert_int_equal(commit_init(&f.c, 8, &err), OG_OK);
     /* The retry set keeps the consumer's own copies of the topic names. */
     f.topics[0] = TOPIC;
     f.topics[1] = PAYMENTS;
-    f.c.topics = f.topics;
-    f.c.ntopics = 2;
+    f.c.env.topics = f.topics;
+    f.c.env.ntopics = 2;
+    f.c.env.levels = &f.levels;
+    f.c.env.m = &f.m;
+    f.c.env.db_ok = &f.db_ok;
+    f.c.env.kafka_ok = &f.kafka_ok;
+    f.c.env.progress = count_watchdog;
     *state = &f;
     return 0;
 }
@@ -184,18 +187,14 @@ static int fixture_teardown(void **state)
 {
     struct fixture *f = *state;
 
-    batch_free(&f->c.batch);
-    retry_free(&f->c.retry);
-    free(f->c.rows);
-    free(f->c.nos);
-    free(f->c.row_seen);
-    db_free(f->c.db);
-    rd_kafka_destroy(f->c.rk);
+    commit_free(&f->c);
+    db_free(f->c.env.db);
+    rd_kafka_destroy(f->c.env.rk);
     cfg_free(&f->cfg);
     return 0;
 }
 
-static void add_cancel(struct consumer *c, int32_t partition, int64_t offset, const char *order_no)
+static void add_cancel(struct commit *c, int32_t partition, int64_t offset, const char *order_no)
 {
     struct batch_entry *e = batch_add(&c->batch, BATCH_CANCEL, TOPIC, partition, offset);
 
@@ -210,11 +209,11 @@ static void add_cancel(struct consumer *c, int32_t partition, int64_t offset, co
 static void test_cancel_after_failed_step_is_claimed(void **state)
 {
     struct fixture *f = *state;
-    struct consumer *c = &f->c;
+    struct commit *c = &f->c;
 
     fake.due_times_fail = 1;
     add_cancel(c, 0, 10, "N-1");
-    assert_int_equal(batch_flush(c, 0), FLUSH_RETRY);
+    assert_int_equal(commit_flush(c, 0), COMMIT_RETRY);
     assert_int_equal(fake.claims, 1);
     assert_string_equal(fake.claimed[0], "N-1");
     assert_int_equal(fake.due_times, 1);
@@ -224,10 +223,10 @@ static void test_cancel_after_failed_step_is_claimed(void **state)
     assert_int_equal(batch_due_pending(&c->batch), 1);
 
     /* Retried a few times, as the loop does: never a wedge. */
-    enum flush_result r = FLUSH_RETRY;
-    for (int i = 0; i < 3 && r != FLUSH_DONE; i++)
-        r = batch_flush(c, 0);
-    assert_int_equal(r, FLUSH_DONE);
+    enum commit_result r = COMMIT_RETRY;
+    for (int i = 0; i < 3 && r != COMMIT_DONE; i++)
+        r = commit_flush(c, 0);
+    assert_int_equal(r, COMMIT_DONE);
     assert_int_equal(fake.claims, 2);
     assert_string_equal(fake.claimed[1], "A-2");
     assert_int_equal(c->batch.n, 0);
@@ -239,13 +238,13 @@ static void test_cancel_after_failed_step_is_claimed(void **state)
 static void test_claim_covers_only_new_entries(void **state)
 {
     struct fixture *f = *state;
-    struct consumer *c = &f->c;
+    struct commit *c = &f->c;
 
     fake.due_times_fail = 1;
     add_cancel(c, 0, 10, "N-3");
-    assert_int_equal(batch_flush(c, 0), FLUSH_RETRY);
+    assert_int_equal(commit_flush(c, 0), COMMIT_RETRY);
     add_cancel(c, 0, 11, "A-4");
-    assert_int_equal(batch_flush(c, 0), FLUSH_DONE);
+    assert_int_equal(commit_flush(c, 0), COMMIT_DONE);
     assert_int_equal(fake.claims, 2);
     assert_string_equal(fake.claimed[0], "N-3");
     assert_string_equal(fake.claimed[1], "A-4");
@@ -255,7 +254,7 @@ static void test_claim_covers_only_new_entries(void **state)
     assert_int_equal(watchdog_calls, 3);
 }
 
-static void add_payment(struct consumer *c, int64_t offset, const char *order_no)
+static void add_payment(struct commit *c, int64_t offset, const char *order_no)
 {
     struct batch_entry *e = batch_add(&c->batch, BATCH_PAYMENT, PAYMENTS, 0, offset);
 
@@ -270,7 +269,7 @@ static void add_payment(struct consumer *c, int64_t offset, const char *order_no
 /* A payment held back: the batch commits without it, every other payment and cancel is done,
  * the cancel of its own order is not claimed (it waits behind the payment), and both wait in the
  * retry set. Then the payment goes through: it is claimed before that cancel. */
-static void payment_held_back(struct consumer *c)
+static void payment_held_back(struct commit *c)
 {
     int64_t at = 0;
 
@@ -280,7 +279,7 @@ static void payment_held_back(struct consumer *c)
     add_cancel(c, 0, 10, "A-1");
     add_cancel(c, 0, 11, "P-1");
     add_cancel(c, 0, 12, "A-2");
-    assert_int_equal(batch_flush(c, 0), FLUSH_DONE);
+    assert_int_equal(commit_flush(c, 0), COMMIT_DONE);
     assert_string_equal(fake.paid, "P-1,P-2");
     /* The lock wait is the consumer's own short bound, whatever the session's. */
     assert_string_equal(fake.lock_wait, "100ms");
@@ -302,7 +301,7 @@ static void payment_held_back(struct consumer *c)
     /* Another cancel of P-1 comes in meanwhile: it waits too. */
     add_cancel(c, 0, 13, "P-1");
     add_cancel(c, 0, 14, "A-3");
-    assert_int_equal(batch_flush(c, 0), FLUSH_DONE);
+    assert_int_equal(commit_flush(c, 0), COMMIT_DONE);
     assert_int_equal(fake.claims, 2);
     assert_string_equal(fake.claimed[1], "A-3");
 
@@ -310,8 +309,8 @@ static void payment_held_back(struct consumer *c)
     fake.hook_fails[0] = '\0';
     fake.locked[0] = '\0';
     fake.first_cancel_step = fake.first_payment_step = 0;
-    assert_int_equal(batch_take_retries(c, at + 60000), 3); /* a slot per batch it waited in */
-    assert_int_equal(batch_flush(c, 0), FLUSH_DONE);
+    assert_int_equal(commit_take_retries(c, at + 60000), 3); /* a slot per batch it waited in */
+    assert_int_equal(commit_flush(c, 0), COMMIT_DONE);
     assert_string_equal(fake.paid, "P-1,P-2,P-1");
     assert_int_equal(fake.claims, 3);
     assert_string_equal(fake.claimed[2], "P-1,P-1");
@@ -346,13 +345,13 @@ static void test_payment_locked_holds_its_order_only(void **state)
 static void test_payment_locked_never_given_up(void **state)
 {
     struct fixture *f = *state;
-    struct consumer *c = &f->c;
+    struct commit *c = &f->c;
     int slot = -1;
 
     f->cfg.hook_retry_ms = 60000;
     snprintf(fake.locked, sizeof(fake.locked), "P-9");
     add_payment(c, 7, "P-9");
-    assert_int_equal(batch_flush(c, 0), FLUSH_DONE);
+    assert_int_equal(commit_flush(c, 0), COMMIT_DONE);
     for (size_t i = 0; i < c->retry.cap; i++)
         if (c->retry.slots[i].state == RETRY_WAITING)
             slot = (int)i;
@@ -360,8 +359,8 @@ static void test_payment_locked_never_given_up(void **state)
     /* Locked for a day: still held back, retried at the busy backoff's cap. */
     c->retry.slots[slot].first_ms -= 86400000;
     for (int i = 0; i < 3; i++) {
-        assert_int_equal(batch_take_retries(c, c->retry.slots[slot].at_ms), 1);
-        assert_int_equal(batch_flush(c, 0), FLUSH_DONE);
+        assert_int_equal(commit_take_retries(c, c->retry.slots[slot].at_ms), 1);
+        assert_int_equal(commit_flush(c, 0), COMMIT_DONE);
         assert_true(retry_payment_held(&c->retry, "P-9", NULL));
         assert_int_equal(c->retry.slots[slot].why, GATE_BUSY);
     }

@@ -1,6 +1,7 @@
 /* The configuration table: defaults, file, flags, and errors that name file:line. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -287,6 +288,110 @@ static void test_password_file(void **state)
     unlink(path);
 }
 
+/* cfg_db_open: the retry policy of the settings (capped by opts), the password file read
+ * (an unreadable one refused, nothing opened), and no connection until one is needed. The
+ * attempts are counted against a server that does not exist. */
+static void test_db_open(void **state)
+{
+    static const struct db_stmt one = {"og_cfg_test_one", "SELECT 1", 0};
+    static const struct cfg_db_open_opts capped = {.max_attempts = 2};
+    struct og_config cfg;
+    struct og_error err = {0};
+    struct db_retry retry;
+    struct db *db = NULL;
+
+    (void)state;
+    assert_int_equal(cfg_init(&cfg, &err), OG_OK);
+    assert_int_equal(cfg_set(&cfg, "database.conninfo",
+                             "host=/nonexistent-ordergate-socket-dir port=1 connect_timeout=1",
+                             &err),
+                     OG_OK);
+    assert_int_equal(cfg_set(&cfg, "database.retry_max", "3", &err), OG_OK);
+    assert_int_equal(cfg_set(&cfg, "database.retry_base_ms", "1", &err), OG_OK);
+    assert_int_equal(cfg_set(&cfg, "database.retry_cap_ms", "2", &err), OG_OK);
+    retry = cfg_db_retry(&cfg);
+    assert_int_equal(retry.max_attempts, 3);
+    assert_int_equal(retry.base_ms, 1);
+    assert_int_equal(retry.cap_ms, 2);
+
+    assert_int_equal(cfg_db_open(&cfg, "unit_cfg", NULL, NULL, &db, &err), OG_OK);
+    assert_null(db_conn(db));
+    assert_int_not_equal(db_call(db, &one, NULL, NULL, &err), OG_OK);
+    assert_int_equal(db_last_attempts(db), 3);
+    db_free(db);
+
+    assert_int_equal(cfg_db_open(&cfg, "unit_cfg", &capped, NULL, &db, &err), OG_OK);
+    assert_int_not_equal(db_call(db, &one, NULL, NULL, &err), OG_OK);
+    assert_int_equal(db_last_attempts(db), 2);
+    db_free(db);
+
+    assert_int_equal(cfg_set(&cfg, "database.password_file", "/nonexistent/ordergate-pw", &err),
+                     OG_OK);
+    db = (struct db *)&db; /* must be reset */
+    assert_int_equal(cfg_db_open(&cfg, "unit_cfg", NULL, NULL, &db, &err), OG_ERR_CONFIG);
+    assert_null(db);
+    assert_non_null(strstr(err.msg, "/nonexistent/ordergate-pw"));
+    cfg_free(&cfg);
+}
+
+/* Every row of the table describes itself: a description of whole sentences, the programs
+ * that read it, a group that exists; the environment fallbacks are the four documented ones. */
+static void test_settings_described(void **state)
+{
+    struct cfg_setting_info info;
+    struct cfg_section_info sec;
+    size_t n = 0, nenv = 0;
+
+    (void)state;
+    for (size_t i = 0; cfg_setting_info(i, &info); i++, n++) {
+        const char *dot = strchr(info.name, '.');
+        size_t glen = dot != NULL ? (size_t)(dot - info.name) : 0;
+        bool grouped = false;
+        size_t len;
+
+        assert_non_null(info.description);
+        len = strlen(info.description);
+        if (len < 20 || info.description[len - 1] != '.')
+            fail_msg("%s: description \"%s\" is not a sentence", info.name, info.description);
+        if (info.progs == 0 ||
+            (info.progs & ~(unsigned)(CFG_PROG_CONSUMER | CFG_PROG_SCANNER | CFG_PROG_CTL)) != 0)
+            fail_msg("%s: programs %#x", info.name, info.progs);
+        for (size_t j = 0; cfg_section_info(j, &sec); j++)
+            grouped =
+                grouped || (strlen(sec.name) == glen && strncmp(sec.name, info.name, glen) == 0);
+        if (!grouped)
+            fail_msg("%s: no group", info.name);
+        nenv += info.env != NULL;
+    }
+    assert_true(n >= 50);
+    assert_int_equal(nenv, 4);
+    assert_true(cfg_setting_info(0, &info));
+    assert_string_equal(info.name, "log_level");
+    assert_false(cfg_setting_info(n, &info));
+}
+
+/* The environment fallbacks apply to a setting still at its default, never over the file. */
+static void test_env_fallbacks(void **state)
+{
+    struct og_config cfg;
+    struct og_error err = {0};
+
+    (void)state;
+    setenv("ORDERGATE_BROKERS", "envhost:1", 1);
+    setenv("ORDERGATE_DB", "dbname=fromenv", 1);
+    setenv("ORDERGATE_DB_PASSWORD_FILE", "", 1);
+    assert_int_equal(cfg_init(&cfg, &err), OG_OK);
+    assert_int_equal(cfg_set(&cfg, "database.conninfo", "dbname=fromfile", &err), OG_OK);
+    assert_int_equal(cfg_apply_env(&cfg, &err), OG_OK);
+    assert_string_equal(cfg.brokers, "envhost:1");
+    assert_string_equal(cfg.db_conninfo, "dbname=fromfile");
+    assert_string_equal(cfg.db_password_file, "");
+    cfg_free(&cfg);
+    unsetenv("ORDERGATE_BROKERS");
+    unsetenv("ORDERGATE_DB");
+    unsetenv("ORDERGATE_DB_PASSWORD_FILE");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -295,6 +400,8 @@ int main(void)
         cmocka_unit_test(test_topics_list_whole), cmocka_unit_test(test_metrics_listen),
         cmocka_unit_test(test_flag_errors),       cmocka_unit_test(test_error_located_at_flag),
         cmocka_unit_test(test_missing_file),      cmocka_unit_test(test_password_file),
+        cmocka_unit_test(test_db_open),           cmocka_unit_test(test_settings_described),
+        cmocka_unit_test(test_env_fallbacks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

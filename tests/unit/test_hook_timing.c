@@ -1,5 +1,5 @@
-/* The gate's hook timing notices (schema/functions/_hooks_run.sql) parsed into samples, and the
- * samples into a histogram per hook (common/hook_timing.h). */
+/* The gate's hook timing notices (schema/functions/internal/_hooks_run.sql) parsed into samples,
+ * and the samples into a histogram per hook (common/hook_timing.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -3,6 +3,7 @@
  * error from the file), each naming the flag or the setting, in the uniform wording. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <cmocka.h>
 
 #include "common/cfg.h"
+#include "common/cfg_doc.h"
 #include "common/opt.h"
 
 /* Parses a NULL-terminated argument list (no program name) for prog. */
@@ -198,12 +200,121 @@ static void test_list_settings(void **state)
     assert_non_null(strstr(buf, "kafka.properties\t-\tstrlist\t\t-\n"));
 }
 
+/* A row with an optional value: "--name" alone, or "--name=value"; a next argument stays a
+ * positional. */
+static void test_optional_value(void **state)
+{
+    struct opt_args a;
+    struct og_error err = {0};
+
+    (void)state;
+    assert_int_equal(
+        parse(&a, OPT_CONSUMER, (const char *const[]){"--list-settings=markdown", NULL}, &err),
+        OG_OK);
+    assert_true(opt_flag(&a, "list-settings"));
+    assert_string_equal(opt_arg(&a, "list-settings"), "markdown");
+    opt_args_free(&a);
+    assert_int_equal(
+        parse(&a, OPT_SCANNER, (const char *const[]){"--list-settings", "conf", NULL}, &err),
+        OG_OK);
+    assert_true(opt_flag(&a, "list-settings"));
+    assert_null(opt_arg(&a, "list-settings"));
+    assert_int_equal(a.npos, 1);
+    opt_args_free(&a);
+}
+
+/* --help's option rows: each row of the program with its help, the setting's default and
+ * bounds from the table, and no row of the other program. */
+static void test_help(void **state)
+{
+    static char buf[16384], flat[16384];
+    FILE *f = fmemopen(buf, sizeof(buf) - 1, "w");
+    struct cfg_setting_info info;
+
+    (void)state;
+    assert_non_null(f);
+    opt_help(f, opt_services, OPT_SCANNER);
+    fclose(f);
+    assert_non_null(strstr(buf, "\n  --batch-size N            orders per claim statement"));
+    /* Unwrapped: a continuation line is its row's text. */
+    for (size_t i = 0, j = 0; i < sizeof(buf); i++, j++) {
+        if (strncmp(buf + i, "\n                            ", 29) == 0) {
+            flat[j] = ' ';
+            i += 28;
+        } else {
+            flat[j] = buf[i];
+        }
+    }
+    assert_non_null(strstr(flat, "orders per claim statement (scanner.batch_size; default 500, "
+                                 "1..10000)\n"));
+    assert_non_null(strstr(flat, "(scanner.workers; default 1, 1..16)\n"));
+    assert_non_null(strstr(flat, "(database.conninfo; default \"\", or $ORDERGATE_DB)\n"));
+    assert_non_null(strstr(buf, "  -h, --help "));
+    assert_non_null(strstr(buf, "  --list-settings[=FORMAT] "));
+    assert_null(strstr(buf, "--metrics-listen"));
+    assert_null(strstr(buf, "consumer.batch_size"));
+    /* A shared flag whose setting the scanner does not read. */
+    assert_non_null(strstr(buf, "accepted, unused here"));
+    for (char *line = buf; *line != '\0'; line = strchr(line, '\n') + 1)
+        if (strchr(line, '\n') - line >= 80)
+            fail_msg("line longer than 79 columns: %.100s", line);
+    /* Every row says what it does, and a row's setting is in the table. */
+    for (const struct opt *o = opt_services; o->name != NULL; o++) {
+        bool found = o->setting == NULL;
+        assert_non_null(o->help);
+        for (size_t i = 0; !found && cfg_setting_info(i, &info); i++)
+            found = strcmp(info.name, o->setting) == 0;
+        if (!found)
+            fail_msg("--%s: setting %s is not in the table", o->name, o->setting);
+    }
+}
+
+/* The generated reference: every setting in both formats, an unknown format refused. */
+static void test_settings_doc(void **state)
+{
+    static char buf[65536];
+    struct og_error err = {0};
+    struct cfg_setting_info info;
+    FILE *f;
+
+    (void)state;
+    f = fmemopen(buf, sizeof(buf) - 1, "w");
+    assert_int_equal(cfg_doc_list(f, OPT_CONSUMER, "markdown", &err), OG_OK);
+    fclose(f);
+    for (size_t i = 0; cfg_setting_info(i, &info); i++) {
+        char cell[128];
+        snprintf(cell, sizeof(cell), "| `%s` | %s | ", info.name, info.type);
+        if (strstr(buf, cell) == NULL)
+            fail_msg("markdown: no row for %s", info.name);
+    }
+    assert_non_null(strstr(buf, "| `scanner.workers` | int | `1` | 1..16 | `--workers` | "
+                                "ordergate-scanner | "));
+    assert_non_null(strstr(buf, "`--log-level` (ordergate-scanner only)"));
+
+    f = fmemopen(buf, sizeof(buf) - 1, "w");
+    assert_int_equal(cfg_doc_list(f, OPT_SCANNER, "conf", &err), OG_OK);
+    fclose(f);
+    assert_non_null(strstr(buf, "\nscanner = {\n"));
+    assert_non_null(strstr(buf, "\n    workers = 1;\n"));
+    assert_non_null(strstr(buf, "\n    properties = [];\n"));
+    assert_non_null(strstr(buf, "\n    conninfo = \"\";\n"));
+    assert_non_null(strstr(buf, "Fallback: ORDERGATE_DB."));
+
+    memset(buf, 0, sizeof(buf));
+    f = fmemopen(buf, sizeof(buf) - 1, "w");
+    assert_int_equal(cfg_doc_list(f, OPT_SCANNER, "yaml", &err), OG_ERR_ARG);
+    fclose(f);
+    assert_string_equal(buf, "");
+    assert_string_equal(err.msg, "--list-settings: expected markdown or conf, got \"yaml\"");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forms),         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_values),        cmocka_unit_test(test_file_error),
-        cmocka_unit_test(test_list_settings),
+        cmocka_unit_test(test_list_settings), cmocka_unit_test(test_optional_value),
+        cmocka_unit_test(test_help),          cmocka_unit_test(test_settings_doc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -42,45 +42,23 @@
  * usage. */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
-#include <inttypes.h>
-#include <libpq-fe.h>
-#include <librdkafka/rdkafka.h>
-#include <limits.h>
-#include <math.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "common/codec.h"
-#include "common/db.h"
-#include "common/gate.h"
-#include "common/kafka.h"
 #include "common/log.h"
-#include "common/parse.h"
-#include "common/path.h"
 #include "common/version.h"
 #include "tools/bench/consumer/bench_consumer.h"
-#include "tools/bench/support/bench_child.h"
 #include "tools/bench/support/bench_pg.h"
 #include "tools/bench/support/bench_proc.h"
-#include "tools/bench/support/bench_prom.h"
 #include "tools/bench/support/bench_run.h"
 
 struct bench_consumer_state g;
 
 static void bench_cleanup(bool failed)
 {
-    bench_child_kill_running();
+    bench_prog_stop_all();
     if (!g.keep) {
         topics_delete();
         db_drop();
@@ -266,7 +244,6 @@ int main(int argc, char **argv)
     struct opts o;
     struct results r;
     char run[48];
-    struct sigaction sa;
 
     if (parse_args(argc, argv, &o) != 0)
         return 2;
@@ -274,11 +251,7 @@ int main(int argc, char **argv)
     log_init(PROG, LOG_LVL_WARN);
     bench_init(PROG, bench_cleanup_failed);
     g.keep = o.keep;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = bench_on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    bench_signals_install();
     setvbuf(stdout, NULL, _IOLBF, 0);
 
     snprintf(g.workdir, sizeof(g.workdir), "/tmp/" PROG ".XXXXXX");

@@ -24,9 +24,9 @@
  * Exit status: 0 done, 1 runtime failure, 2 bad usage. */
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
 #include <libpq-fe.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +38,7 @@
 #include "common/gate.h"
 #include "common/log.h"
 #include "common/parse.h"
+#include "tools/bench/support/bench_opt.h"
 #include "tools/bench/support/bench_place.h"
 #include "tools/bench/support/bench_proc.h"
 #include "tools/bench/support/bench_run.h"
@@ -45,6 +46,8 @@
 #define BENCH_MAX_BATCHES  16
 #define BENCH_TARGET_BATCH 500
 #define BENCH_TARGET_RATE  20000.0
+/* psql applying a migration, pgbench's setup, and pgbench past its -T: none takes this long. */
+#define BENCH_HELPER_TIMEOUT_S 600
 
 struct bench_opts {
     const char *dbname; /* database created (dropped first) for the run */
@@ -60,11 +63,11 @@ struct bench_opts {
     int coupon_every; /* one order in N holds a coupon; 0 = none */
     const char *pgbench_db;
     int pgbench_seconds;
-    int no_pgbench;
-    int keep;
-    int profile; /* per-function server time (track_functions) */
-    int allow_nondurable;
-    int case_standard, case_flash;
+    bool no_pgbench;
+    bool keep;
+    bool profile; /* per-function server time (track_functions) */
+    bool allow_nondurable;
+    bool case_standard, case_flash;
     int flash_orders;
     int flash_skus;    /* SKUs in the flash database; the first 4/5 of them are the hot ones */
     int flash_clients; /* placing sessions */
@@ -82,83 +85,57 @@ struct phase_result {
     double wal_bytes; /* WAL written during the phase */
 };
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: og_bench_gate [options]\n"
-            "  --dbname NAME         database to create for the run (default og_bench; dropped\n"
-            "                        first, dropped again at the end unless --keep)\n"
-            "  --db CONNINFO         use this existing database instead (schema applied)\n"
-            "  --schema DIR          migrations applied with psql (default: the source tree's)\n"
-            "  --batches LIST        batch sizes (default 1,100,500,1000)\n"
-            "  --orders N            orders per batch size >= 100 (default 50000)\n"
-            "  --small-orders N      orders for batch sizes < 100 (default 2000)\n"
-            "  --max-seconds N       stop a batch size after N seconds (default 60)\n"
-            "  --skus N              distinct SKUs (default 1000)\n"
-            "  --items N             lines per order, 1..10 (default 2)\n"
-            "  --coupon-every N      one order in N holds a coupon, 0 = none (default 3)\n"
-            "  --pgbench-db NAME     database for pgbench (default og_bench_pgbench)\n"
-            "  --pgbench-seconds N   pgbench -T (default 10)\n"
-            "  --no-pgbench          skip the pgbench comparison\n"
-            "  --profile             also print server time per SQL function (track_functions)\n"
-            "  --allow-nondurable    run even if fsync or synchronous_commit is off\n"
-            "  --cases LIST          standard,flash (default standard)\n"
-            "  --flash-orders N      flash: orders placed through place_order (default 20000)\n"
-            "  --flash-skus N        flash: SKUs, 5..50; 4/5 of them hot (default 50)\n"
-            "  --flash-clients N     flash: placing sessions (default 4)\n"
-            "  --flash-batch N       flash: claim_cancel batch size (default 500)\n"
-            "  --flash-rounds N      flash: rounds of (no ANALYZE, ANALYZE) (default 1)\n"
-            "  --keep                keep the databases afterwards\n"
-            "Connection: libpq's environment (PGHOST, PGPORT, PGUSER; a superuser, for setup).\n");
-}
-
-/* A database name we create: lower-case identifier characters only, so it
- * needs no quoting and cannot carry anything else. */
-static int parse_batches(const char *list, struct bench_opts *o)
-{
-    char buf[256], *save = NULL, *tok;
-
-    snprintf(buf, sizeof(buf), "%s", list);
-    o->nbatches = 0;
-    for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-        if (o->nbatches == BENCH_MAX_BATCHES ||
-            parse_int(tok, 1, GATE_BATCH_MAX, &o->batches[o->nbatches]) != 0)
-            return -1;
-        o->nbatches++;
-    }
-    return o->nbatches > 0 ? 0 : -1;
-}
-
 static int parse_args(int argc, char **argv, struct bench_opts *o)
 {
-    static const struct option longopts[] = {{"dbname", required_argument, NULL, 'n'},
-                                             {"db", required_argument, NULL, 'd'},
-                                             {"schema", required_argument, NULL, 's'},
-                                             {"batches", required_argument, NULL, 'b'},
-                                             {"orders", required_argument, NULL, 'o'},
-                                             {"small-orders", required_argument, NULL, 'm'},
-                                             {"max-seconds", required_argument, NULL, 't'},
-                                             {"skus", required_argument, NULL, 'k'},
-                                             {"items", required_argument, NULL, 'i'},
-                                             {"coupon-every", required_argument, NULL, 'c'},
-                                             {"pgbench-db", required_argument, NULL, 'p'},
-                                             {"pgbench-seconds", required_argument, NULL, 'T'},
-                                             {"no-pgbench", no_argument, NULL, 'N'},
-                                             {"profile", no_argument, NULL, 'P'},
-                                             {"allow-nondurable", no_argument, NULL, 'A'},
-                                             {"keep", no_argument, NULL, 'K'},
-                                             {"cases", required_argument, NULL, 'C'},
-                                             {"flash-orders", required_argument, NULL, 'F'},
-                                             {"flash-skus", required_argument, NULL, 'S'},
-                                             {"flash-clients", required_argument, NULL, 'L'},
-                                             {"flash-batch", required_argument, NULL, 'B'},
-                                             {"flash-rounds", required_argument, NULL, 'R'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
+    const struct bench_opt rows[] = {
+        BENCH_NAME("dbname", "NAME",
+                   "database to create for the run (default og_bench; dropped\n"
+                   "first, dropped again at the end unless --keep)",
+                   &o->dbname),
+        BENCH_STR("db", "CONNINFO", "use this existing database instead (schema applied)", &o->db),
+        BENCH_PATH("schema", "DIR", "migrations applied with psql (default: the source tree's)",
+                   o->schema_dir),
+        BENCH_INTS("batches", "LIST", "batch sizes (default 1,100,500,1000)", o->batches,
+                   &o->nbatches, BENCH_MAX_BATCHES, 1, GATE_BATCH_MAX),
+        BENCH_INT("orders", "N", "orders per batch size >= 100 (default 50000)", &o->orders, 1,
+                  10000000),
+        BENCH_INT("small-orders", "N", "orders for batch sizes < 100 (default 2000)",
+                  &o->small_orders, 1, 10000000),
+        BENCH_INT("max-seconds", "N", "stop a batch size after N seconds (default 60)",
+                  &o->max_seconds, 1, 86400),
+        BENCH_INT("skus", "N", "distinct SKUs (default 1000)", &o->skus, 200, 10000000),
+        BENCH_INT("items", "N", "lines per order, 1..10 (default 2)", &o->items, 1, 10),
+        BENCH_INT("coupon-every", "N", "one order in N holds a coupon, 0 = none (default 3)",
+                  &o->coupon_every, 0, 1000000),
+        BENCH_NAME("pgbench-db", "NAME", "database for pgbench (default og_bench_pgbench)",
+                   &o->pgbench_db),
+        BENCH_INT("pgbench-seconds", "N", "pgbench -T (default 10)", &o->pgbench_seconds, 1, 3600),
+        BENCH_ON("no-pgbench", "skip the pgbench comparison", &o->no_pgbench),
+        BENCH_ON("profile", "also print server time per SQL function (track_functions)",
+                 &o->profile),
+        BENCH_ON("allow-nondurable", "run even if fsync or synchronous_commit is off",
+                 &o->allow_nondurable),
+        BENCH_WORDS("cases", "LIST", "standard,flash (default standard)",
+                    ((const char *const[]){"standard", "flash", NULL}),
+                    ((bool *const[]){&o->case_standard, &o->case_flash})),
+        BENCH_INT("flash-orders", "N", "flash: orders placed through place_order (default 20000)",
+                  &o->flash_orders, 100, 10000000),
+        BENCH_INT("flash-skus", "N", "flash: SKUs, 5..50; 4/5 of them hot (default 50)",
+                  &o->flash_skus, 5, 50),
+        BENCH_INT("flash-clients", "N", "flash: placing sessions (default 4)", &o->flash_clients, 1,
+                  64),
+        BENCH_INT("flash-batch", "N", "flash: claim_cancel batch size (default 500)",
+                  &o->flash_batch, 1, GATE_BATCH_MAX),
+        BENCH_INT("flash-rounds", "N", "flash: rounds of (no ANALYZE, ANALYZE) (default 1)",
+                  &o->flash_rounds, 1, 20),
+        BENCH_ON("keep", "keep the databases afterwards", &o->keep),
+        BENCH_END,
+    };
     const char *here = __FILE__, *slash;
-    int c, longindex = 0;
 
     *o = (struct bench_opts){.dbname = "og_bench",
+                             .batches = {1, 100, 500, 1000},
+                             .nbatches = 4,
                              .orders = 50000,
                              .small_orders = 2000,
                              .max_seconds = 60,
@@ -167,122 +144,23 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
                              .coupon_every = 3,
                              .pgbench_db = "og_bench_pgbench",
                              .pgbench_seconds = 10,
-                             .case_standard = 1,
+                             .case_standard = true,
                              .flash_orders = 20000,
                              .flash_skus = 50,
                              .flash_clients = 4,
                              .flash_batch = 500,
                              .flash_rounds = 1};
-    parse_batches("1,100,500,1000", o);
     /* Default schema directory: ../../schema from this source file. */
     slash = strstr(here, "/tools/bench/");
     if (slash != NULL)
         snprintf(o->schema_dir, sizeof(o->schema_dir), "%.*s/schema", (int)(slash - here), here);
     else
         snprintf(o->schema_dir, sizeof(o->schema_dir), "schema");
-
-    while ((c = getopt_long(argc, argv, "h", longopts, &longindex)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case 'n':
-            o->dbname = optarg;
-            bad = !bench_name_valid(optarg);
-            break;
-        case 'd':
-            o->db = optarg;
-            break;
-        case 's':
-            snprintf(o->schema_dir, sizeof(o->schema_dir), "%s", optarg);
-            break;
-        case 'b':
-            bad = parse_batches(optarg, o) != 0;
-            break;
-        case 'o':
-            bad = parse_int(optarg, 1, 10000000, &o->orders) != 0;
-            break;
-        case 'm':
-            bad = parse_int(optarg, 1, 10000000, &o->small_orders) != 0;
-            break;
-        case 't':
-            bad = parse_int(optarg, 1, 86400, &o->max_seconds) != 0;
-            break;
-        case 'k':
-            bad = parse_int(optarg, 200, 10000000, &o->skus) != 0;
-            break;
-        case 'i':
-            bad = parse_int(optarg, 1, 10, &o->items) != 0;
-            break;
-        case 'c':
-            bad = parse_int(optarg, 0, 1000000, &o->coupon_every) != 0;
-            break;
-        case 'p':
-            o->pgbench_db = optarg;
-            bad = !bench_name_valid(optarg);
-            break;
-        case 'T':
-            bad = parse_int(optarg, 1, 3600, &o->pgbench_seconds) != 0;
-            break;
-        case 'N':
-            o->no_pgbench = 1;
-            break;
-        case 'P':
-            o->profile = 1;
-            break;
-        case 'A':
-            o->allow_nondurable = 1;
-            break;
-        case 'K':
-            o->keep = 1;
-            break;
-        case 'C': {
-            char buf[64], *save = NULL;
-            o->case_standard = o->case_flash = 0;
-            snprintf(buf, sizeof(buf), "%s", optarg);
-            for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                if (strcmp(t, "standard") == 0)
-                    o->case_standard = 1;
-                else if (strcmp(t, "flash") == 0)
-                    o->case_flash = 1;
-                else
-                    bad = 1;
-            }
-            bad |= !o->case_standard && !o->case_flash;
-            break;
-        }
-        case 'F':
-            bad = parse_int(optarg, 100, 10000000, &o->flash_orders) != 0;
-            break;
-        case 'S':
-            bad = parse_int(optarg, 5, 50, &o->flash_skus) != 0;
-            break;
-        case 'L':
-            bad = parse_int(optarg, 1, 64, &o->flash_clients) != 0;
-            break;
-        case 'B':
-            bad = parse_int(optarg, 1, GATE_BATCH_MAX, &o->flash_batch) != 0;
-            break;
-        case 'R':
-            bad = parse_int(optarg, 1, 20, &o->flash_rounds) != 0;
-            break;
-        case 'h':
-            usage(stdout);
-            exit(0);
-        default:
-            bad = 1;
-        }
-        if (bad) {
-            if (c != '?')
-                fprintf(stderr, "og_bench_gate: bad value '%s' for --%s\n", optarg ? optarg : "",
-                        longopts[longindex].name);
-            usage(stderr);
-            return -1;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "og_bench_gate: unexpected argument '%s'\n", argv[optind]);
-        usage(stderr);
+    if (bench_opt_parse("og_bench_gate", NULL,
+                        "Connection: libpq's environment (PGHOST, PGPORT, PGUSER; a superuser, "
+                        "for setup).\n",
+                        rows, argc, argv) != 0)
         return -1;
-    }
     if (!o->no_pgbench && o->db == NULL && strcmp(o->pgbench_db, o->dbname) == 0) {
         fprintf(stderr, "og_bench_gate: --pgbench-db must differ from --dbname\n");
         return -1;
@@ -398,7 +276,7 @@ static int apply_schema(const struct bench_opts *o, const char *dbname)
         if (strcmp(files[n - 1], "install.sql") == 0 && i != n - 1)
             continue;
         snprintf(path, sizeof(path), "%s/%s", o->schema_dir, files[i]);
-        if (bench_run_capture(argv, out, sizeof(out)) != 0) {
+        if (bench_run_capture(argv, out, sizeof(out), BENCH_HELPER_TIMEOUT_S) != 0) {
             fprintf(stderr, "og_bench_gate: psql -f %s failed:\n%s\n", path, out);
             goto out;
         }
@@ -423,7 +301,7 @@ static double run_pgbench(const struct bench_opts *o, PGconn *admin)
         return -1;
     {
         char *const argv[] = {"pgbench", "-i", "-q", "-s", "1", (char *)o->pgbench_db, NULL};
-        if (bench_run_capture(argv, out, sizeof(out)) != 0) {
+        if (bench_run_capture(argv, out, sizeof(out), BENCH_HELPER_TIMEOUT_S) != 0) {
             fprintf(stderr, "og_bench_gate: pgbench -i failed:\n%s\n", out);
             return -1;
         }
@@ -433,7 +311,8 @@ static double run_pgbench(const struct bench_opts *o, PGconn *admin)
     {
         char *const argv[] = {
             "pgbench", "-N", "-c", "1", "-j", "1", "-T", secs, (char *)o->pgbench_db, NULL};
-        if (bench_run_capture(argv, out, sizeof(out)) != 0) {
+        if (bench_run_capture(argv, out, sizeof(out),
+                              o->pgbench_seconds + BENCH_HELPER_TIMEOUT_S) != 0) {
             fprintf(stderr, "og_bench_gate: pgbench failed:\n%s\n", out);
             return -1;
         }
@@ -913,16 +792,17 @@ int main(int argc, char **argv)
                  "SELECT md5(string_agg(prosrc, '' ORDER BY oid)) FROM pg_proc WHERE proname = "
                  "'claim_cancel'",
                  m1, sizeof(m1));
-        sql_text(c,
-                 "SELECT md5(string_agg(prosrc || coalesce(proconfig::text, ''), '' ORDER BY "
-                 "proname)) FROM pg_proc WHERE proname IN ('_cancel_effects', '_cancel_claim')",
-                 m2, sizeof(m2));
+        sql_text(
+            c,
+            "SELECT md5(string_agg(prosrc || coalesce(proconfig::text, ''), '' ORDER BY "
+            "proname)) FROM pg_proc WHERE proname IN ('_cancel_orders', '_cancel_orders_claim')",
+            m2, sizeof(m2));
         sql_text(c,
                  "SELECT md5(string_agg(prosrc, '' ORDER BY oid)) FROM pg_proc WHERE proname = "
                  "'place_order'",
                  m3, sizeof(m3));
         bench_cpu_pressure(psi, sizeof(psi));
-        printf("gate functions: claim_cancel md5 %s, _cancel_effects+_cancel_claim md5 %s, "
+        printf("gate functions: claim_cancel md5 %s, _cancel_orders+_cancel_orders_claim md5 %s, "
                "place_order md5 %s; "
                "cpu pressure avg60 %s\n",
                m1, m2, m3, psi);

@@ -20,6 +20,7 @@
  *
  * The database needs the ordergate schema (any database made from the test template). */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 #include <libpq-fe.h>
 
 #include "common/db.h"
+#include "tools/bench/support/bench_opt.h"
 #include "tools/bench/support/bench_pg.h"
 #include "tools/bench/support/bench_run.h"
 
@@ -169,24 +171,20 @@ int main(int argc, char **argv)
     char load[128] = "?";
     char *text;
 
+    const struct bench_opt rows[] = {
+        BENCH_STR("db", "CONNINFO", "the database, directly (required)", &direct),
+        BENCH_STR("pooled", "CONNINFO", "the same database through PgBouncer (default: none)",
+                  &pooled),
+        BENCH_INT("calls", "N", "calls per way and round (default 2000)", &calls, 10, INT_MAX),
+        BENCH_INT("rounds", "R", "rounds (default 5)", &rounds, 1, INT_MAX),
+        BENCH_END,
+    };
+
     bench_init(PROG, NULL);
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--db") == 0 && i + 1 < argc)
-            direct = argv[++i];
-        else if (strcmp(argv[i], "--pooled") == 0 && i + 1 < argc)
-            pooled = argv[++i];
-        else if (strcmp(argv[i], "--calls") == 0 && i + 1 < argc)
-            calls = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
-            rounds = atoi(argv[++i]);
-        else {
-            fprintf(stderr, "usage: " PROG " --db CONNINFO [--pooled CONNINFO] [--calls N] "
-                            "[--rounds R]\n");
-            return 2;
-        }
-    }
-    if (direct == NULL || calls < 10 || rounds < 1) {
-        fprintf(stderr, PROG ": --db is required; --calls >= 10, --rounds >= 1\n");
+    if (bench_opt_parse(PROG, NULL, NULL, rows, argc, argv) != 0)
+        return 2;
+    if (direct == NULL) {
+        fprintf(stderr, PROG ": --db is required (see " PROG " --help)\n");
         return 2;
     }
     text = bench_slurp("/proc/loadavg");

@@ -12,7 +12,7 @@
  *      --skus SKUs, due in --due-s: orders/s and the call's latency. Each
  *      placement writes its cancel_scheduled event in its own transaction;
  *   2. the relay alone, on the backlog phase 1 left: one relay as
- *      ordergate-consumer runs it (consumer/relay.c): outbox_relay_step() of
+ *      ordergate-consumer runs it (consumer/relay_thread.c): outbox_relay_step() of
  *      common/outbox.c on a database connection and an idempotent producer of
  *      its own (kafka_producer_new with outbox_dr_cb), stepping as its thread
  *      does: at once again after a full step, else after outbox.interval_ms.
@@ -32,7 +32,6 @@
  * Connection parameters come from libpq's environment (PGHOST, PGPORT,
  * PGUSER: a superuser), brokers from --brokers or ORDERGATE_BROKERS. Exit
  * status: 0 the run completed, 1 runtime failure, 2 bad usage. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <libpq-fe.h>
 #include <librdkafka/rdkafka.h>
@@ -56,6 +55,7 @@
 #include "common/parse.h"
 #include "common/version.h"
 #include "tools/bench/support/bench_kafka.h"
+#include "tools/bench/support/bench_opt.h"
 #include "tools/bench/support/bench_pg.h"
 #include "tools/bench/support/bench_proc.h"
 #include "tools/bench/support/bench_run.h"
@@ -78,7 +78,7 @@ struct opts {
     const char *brokers;
     const char *dbname;
     const char *template_db;
-    int keep;
+    bool keep;
 };
 
 /* What one batch size measured. */
@@ -100,7 +100,8 @@ static struct {
     char conninfo[192];
     rd_kafka_t *admin_rk;
     struct bench_topics topics;
-    int keep;
+    bool keep;
+    struct db_retry retry; /* the placing sessions' */
 } g;
 
 /* ---------------------------------------------------------------------------------------- */
@@ -110,9 +111,7 @@ static void bench_cleanup(void)
     if (!g.keep) {
         bench_topics_delete(&g.topics, g.admin_rk);
         if (g.db_created && g.admin != NULL) {
-            char text[128];
-            snprintf(text, sizeof(text), "DROP DATABASE IF EXISTS %s WITH (FORCE)", g.dbname);
-            PQclear(PQexec(g.admin, text));
+            bench_pg_db_drop(g.admin, g.dbname);
             g.db_created = false;
         }
     }
@@ -126,64 +125,42 @@ static void bench_cleanup(void)
     }
 }
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: " PROG " [options]\n"
-            "Places orders with schedule_cancels = 1 and measures the outbox relay that\n"
-            "publishes their cancel messages: placement alone, the relay alone, both at once.\n"
-            "  --orders N        orders per placement phase (default 20000)\n"
-            "  --clients K       placing sessions (default 4)\n"
-            "  --batches LIST    outbox.batch values, one run each (default 500,2000)\n"
-            "  --interval-ms MS  outbox.interval_ms, the pause after a short step (default 200)\n"
-            "  --partitions N    partitions per delay topic (default 4)\n"
-            "  --skus N          SKUs the orders' single item lines spread over (default 1000)\n"
-            "  --due-s S         orders fall due S seconds after placement (default 600)\n"
-            "  --brokers LIST    Kafka bootstrap servers (default $ORDERGATE_BROKERS, else\n"
-            "                    localhost:9092)\n"
-            "  --dbname NAME     the database to create (default og_bench_relay; dropped first)\n"
-            "  --template NAME   template database (default ordergate_tpl, built by\n"
-            "                    tests/support/db_template.sh)\n"
-            "  --keep            keep the last database and the topics\n");
-}
-
-static int parse_list(const char *s, struct opts *o)
-{
-    char buf[128], *save = NULL;
-    int64_t v;
-    struct og_error err = {0};
-
-    snprintf(buf, sizeof(buf), "%s", s);
-    o->nbatches = 0;
-    for (char *t = strtok_r(buf, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
-        if (o->nbatches == MAX_BATCHES || parse_int64("--batches", t, 1, 10000, &v, &err) != OG_OK)
-            return -1;
-        o->batches[o->nbatches++] = (int)v;
-    }
-    return o->nbatches > 0 ? 0 : -1;
-}
-
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-    static const struct option longopts[] = {{"orders", required_argument, NULL, 'o'},
-                                             {"clients", required_argument, NULL, 'c'},
-                                             {"batches", required_argument, NULL, 'b'},
-                                             {"interval-ms", required_argument, NULL, 'i'},
-                                             {"partitions", required_argument, NULL, 'p'},
-                                             {"skus", required_argument, NULL, 'k'},
-                                             {"due-s", required_argument, NULL, 'd'},
-                                             {"brokers", required_argument, NULL, 'B'},
-                                             {"dbname", required_argument, NULL, 'n'},
-                                             {"template", required_argument, NULL, 't'},
-                                             {"keep", no_argument, NULL, 'K'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
-    struct og_error err = {0};
-    int64_t v;
-    int c, li = -1;
+    const struct bench_opt rows[] = {
+        BENCH_LONG("orders", "N", "orders per placement phase (default 20000)", &o->orders, 1,
+                   10000000),
+        BENCH_INT("clients", "K", "placing sessions (default 4)", &o->clients, 1, MAX_CLIENTS),
+        BENCH_INTS("batches", "LIST", "outbox.batch values, one run each (default 500,2000)",
+                   o->batches, &o->nbatches, MAX_BATCHES, 1, 10000),
+        BENCH_INT("interval-ms", "MS",
+                  "outbox.interval_ms, the pause after a short step (default 200)", &o->interval_ms,
+                  1, 600000),
+        BENCH_INT("partitions", "N", "partitions per delay topic (default 4)", &o->partitions, 1,
+                  256),
+        BENCH_INT("skus", "N", "SKUs the orders' single item lines spread over (default 1000)",
+                  &o->skus, 1, 1000000),
+        /* Above one minute and at most 15: the 15m topic is the fitting level. */
+        BENCH_INT("due-s", "S", "orders fall due S seconds after placement (default 600)",
+                  &o->due_s, 61, 900),
+        BENCH_STR("brokers", "LIST",
+                  "Kafka bootstrap servers (default $ORDERGATE_BROKERS, else\n"
+                  "localhost:9092)",
+                  &o->brokers),
+        BENCH_NAME("dbname", "NAME",
+                   "the database to create (default og_bench_relay; dropped first)", &o->dbname),
+        BENCH_NAME("template", "NAME",
+                   "template database (default ordergate_tpl, built by\n"
+                   "tests/support/db_template.sh)",
+                   &o->template_db),
+        BENCH_ON("keep", "keep the last database and the topics", &o->keep),
+        BENCH_END,
+    };
 
     *o = (struct opts){.orders = 20000,
                        .clients = 4,
+                       .batches = {500, 2000},
+                       .nbatches = 2,
                        .interval_ms = 200,
                        .partitions = 4,
                        .skus = 1000,
@@ -192,73 +169,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
                                                               : "localhost:9092",
                        .dbname = "og_bench_relay",
                        .template_db = "ordergate_tpl"};
-    parse_list("500,2000", o);
-    while ((c = getopt_long(argc, argv, "h", longopts, &li)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case 'o':
-            bad = parse_int64("--orders", optarg, 1, 10000000, &v, &err) != OG_OK;
-            o->orders = (long)v;
-            break;
-        case 'c':
-            bad = parse_int64("--clients", optarg, 1, MAX_CLIENTS, &v, &err) != OG_OK;
-            o->clients = (int)v;
-            break;
-        case 'b':
-            bad = parse_list(optarg, o) != 0;
-            break;
-        case 'i':
-            bad = parse_int64("--interval-ms", optarg, 1, 600000, &v, &err) != OG_OK;
-            o->interval_ms = (int)v;
-            break;
-        case 'p':
-            bad = parse_int64("--partitions", optarg, 1, 256, &v, &err) != OG_OK;
-            o->partitions = (int)v;
-            break;
-        case 'k':
-            bad = parse_int64("--skus", optarg, 1, 1000000, &v, &err) != OG_OK;
-            o->skus = (int)v;
-            break;
-        case 'd':
-            /* Above one minute and at most 15: the 15m topic is the fitting level. */
-            bad = parse_int64("--due-s", optarg, 61, 900, &v, &err) != OG_OK;
-            o->due_s = (int)v;
-            break;
-        case 'B':
-            o->brokers = optarg;
-            break;
-        case 'n':
-            o->dbname = optarg;
-            bad = !bench_name_valid(optarg);
-            break;
-        case 't':
-            o->template_db = optarg;
-            bad = !bench_name_valid(optarg);
-            break;
-        case 'K':
-            o->keep = 1;
-            break;
-        case 'h':
-            usage(stdout);
-            exit(0);
-        default:
-            usage(stderr);
-            return -1;
-        }
-        if (bad) {
-            if (err.msg[0] != '\0')
-                fprintf(stderr, PROG ": %s\n", err.msg);
-            else
-                fprintf(stderr, PROG ": --%s: bad value \"%s\"\n",
-                        li >= 0 ? longopts[li].name : "?", optarg);
-            return -1;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, PROG ": unexpected argument %s\n", argv[optind]);
-        return -1;
-    }
-    return 0;
+    return bench_opt_parse(PROG,
+                           "Places orders with schedule_cancels = 1 and measures the outbox relay "
+                           "that\npublishes their cancel messages: placement alone, the relay "
+                           "alone, both at once.\n",
+                           NULL, rows, argc, argv);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -290,8 +205,7 @@ static void *placer_main(void *arg)
 {
     struct placer *p = arg;
     const struct opts *o = p->o;
-    struct db_retry retry = {5, 50, 2000};
-    struct db *db = db_new(g.conninfo, NULL, PROG, &retry, &bench_stop);
+    struct db *db = db_new(g.conninfo, NULL, PROG, &g.retry, &bench_stop);
     struct og_error err = {0};
     char order_no[64], items[96], expire[32];
 
@@ -359,7 +273,7 @@ static void place_orders(const struct opts *o, const char *prefix, double *rate,
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* The relay, stepping as consumer/relay.c's thread does */
+/* The relay, stepping as consumer/relay_thread.c's thread does */
 
 struct relay_run {
     struct outbox_relay *relay;
@@ -373,6 +287,20 @@ struct relay_run {
     double deadline_s;
     char error[512];
 };
+
+/* A run of the relay as the consumer's would step it, on rdb and producer, not yet started. */
+static void relay_run_init(struct relay_run *r, struct db *rdb, rd_kafka_t *producer,
+                           const struct og_config *cfg, const struct opts *o, int batch)
+{
+    memset(r, 0, sizeof(*r));
+    r->relay = outbox_relay_new(rdb, producer, cfg);
+    if (r->relay == NULL)
+        bench_die("outbox_relay_new failed (see the log)");
+    r->producer = producer;
+    r->batch = batch;
+    r->interval_ms = o->interval_ms;
+    r->target = o->orders;
+}
 
 static void *relay_main(void *arg)
 {
@@ -467,21 +395,12 @@ static void *sampler_main(void *arg)
 
 static void db_fresh(const struct opts *o)
 {
-    const char *p[1] = {o->template_db};
-    char text[256], skus[16];
+    char skus[16];
     const char *sp[1] = {skus};
     PGconn *c;
 
-    if (bench_pg_num(g.admin, "SELECT count(*) FROM pg_database WHERE datname = $1", 1, p) != 1)
-        bench_die(
-            "template database %s not found: build it first with tests/support/db_template.sh "
-            "(same PG* environment)",
-            o->template_db);
     snprintf(g.dbname, sizeof(g.dbname), "%s", o->dbname);
-    snprintf(text, sizeof(text), "DROP DATABASE IF EXISTS %s WITH (FORCE)", g.dbname);
-    bench_pg_exec(g.admin, text);
-    snprintf(text, sizeof(text), "CREATE DATABASE %s TEMPLATE %s", g.dbname, o->template_db);
-    bench_pg_exec(g.admin, text);
+    bench_pg_db_create(g.admin, g.dbname, o->template_db);
     g.db_created = true;
     snprintf(g.conninfo, sizeof(g.conninfo),
              "dbname=%s application_name=" PROG " options='-c client_min_messages=warning'",
@@ -509,7 +428,6 @@ static void run_batch(const struct opts *o, const char *run, int batch, struct r
 {
     struct og_config cfg;
     struct og_error err = {0};
-    struct db_retry retry = {5, 50, 2000};
     struct db *rdb = NULL;
     rd_kafka_t *producer = NULL;
     char topic_short[160], topic_long[160], topics[340], events[160], num[16], prefix[32];
@@ -541,9 +459,13 @@ static void run_batch(const struct opts *o, const char *run, int batch, struct r
     cfg_or_die(&cfg, "outbox.batch", num);
     snprintf(num, sizeof(num), "%d", o->interval_ms);
     cfg_or_die(&cfg, "outbox.interval_ms", num);
-    rdb = db_new(g.conninfo, NULL, PROG "-outbox", &retry, &bench_stop);
-    if (rdb == NULL || db_connect(rdb, &err) != OG_OK)
-        bench_die("relay connection: %s", rdb == NULL ? "out of memory" : err.msg);
+    cfg_or_die(&cfg, "database.conninfo", g.conninfo);
+    /* Opened as the consumer opens its relay's (consumer/relay.c); the placing sessions, the
+     * shop's, retry by the same policy. */
+    if (cfg_db_open(&cfg, PROG "-outbox", NULL, &bench_stop, &rdb, &err) != OG_OK ||
+        db_connect(rdb, &err) != OG_OK)
+        bench_die("relay connection: %s", err.msg);
+    g.retry = cfg_db_retry(&cfg);
     if (kafka_producer_new(&cfg, PROG "-outbox", outbox_dr_cb, &producer, &err) != OG_OK)
         bench_die("relay producer: %s", err.msg);
     /* A consumer's relay learns its topics once, at its first step after the
@@ -560,14 +482,7 @@ static void run_batch(const struct opts *o, const char *run, int batch, struct r
            o->orders, o->clients, res->place_rate, res->place_p50, res->place_p99, res->place_max);
 
     /* 2. the relay alone on that backlog */
-    memset(&r, 0, sizeof(r));
-    r.relay = outbox_relay_new(rdb, producer, &cfg);
-    if (r.relay == NULL)
-        bench_die("outbox_relay_new failed (see the log)");
-    r.producer = producer;
-    r.batch = batch;
-    r.interval_ms = o->interval_ms;
-    r.target = o->orders;
+    relay_run_init(&r, rdb, producer, &cfg, o, batch);
     r.deadline_s = bench_mono_s() + DRAIN_TIMEOUT_S;
     relay_main(&r);
     if (r.error[0] != '\0')
@@ -585,15 +500,8 @@ static void run_batch(const struct opts *o, const char *run, int batch, struct r
     outbox_relay_free(r.relay);
 
     /* 3. both at once */
-    memset(&r, 0, sizeof(r));
     memset(&s, 0, sizeof(s));
-    r.relay = outbox_relay_new(rdb, producer, &cfg);
-    if (r.relay == NULL)
-        bench_die("outbox_relay_new failed (see the log)");
-    r.producer = producer;
-    r.batch = batch;
-    r.interval_ms = o->interval_ms;
-    r.target = o->orders;
+    relay_run_init(&r, rdb, producer, &cfg, o, batch);
     /* Placement takes what phase 1 took, give or take the load. */
     r.deadline_s = bench_mono_s() + 2 * (double)o->orders / res->place_rate + DRAIN_TIMEOUT_S;
     if (pthread_create(&st, NULL, sampler_main, &s) != 0 ||
@@ -715,32 +623,19 @@ int main(int argc, char **argv)
     struct opts o;
     struct result res[MAX_BATCHES];
     char run[48];
-    struct sigaction sa;
-    char errstr[256];
-    rd_kafka_conf_t *kc;
 
     if (parse_args(argc, argv, &o) != 0)
         return 2;
     log_init(PROG, LOG_LVL_WARN);
     bench_init(PROG, bench_cleanup);
     g.keep = o.keep;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = bench_on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    bench_signals_install();
     setvbuf(stdout, NULL, _IOLBF, 0);
 
     snprintf(run, sizeof(run), "%d-%lld", (int)getpid(), (long long)(clock_wall_ms() % 100000000));
     g.admin = bench_pg_connect("dbname=postgres application_name=" PROG
                                " options='-c client_min_messages=warning'");
-    kc = rd_kafka_conf_new();
-    if (rd_kafka_conf_set(kc, "bootstrap.servers", o.brokers, errstr, sizeof(errstr)) !=
-        RD_KAFKA_CONF_OK)
-        bench_die("bootstrap.servers: %s", errstr);
-    g.admin_rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, errstr, sizeof(errstr));
-    if (g.admin_rk == NULL)
-        bench_die("kafka admin client: %s", errstr);
+    g.admin_rk = bench_kafka_client(o.brokers, PROG, RD_KAFKA_PRODUCER, NULL, NULL);
     print_header(&o);
     for (int i = 0; i < o.nbatches; i++)
         run_batch(&o, run, o.batches[i], &res[i]);

@@ -26,19 +26,22 @@
  * Connection parameters come from libpq's environment (PGHOST, PGPORT,
  * PGUSER). Exit status: 0 done, 1 runtime failure, 2 bad usage. */
 #include <errno.h>
-#include <getopt.h>
 #include <libpq-fe.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/child.h"
 #include "common/clock.h"
 #include "common/parse.h"
 #include "common/path.h"
+#include "tools/bench/support/bench_opt.h"
+#include "tools/bench/support/bench_pg.h"
 #include "tools/bench/support/bench_prom.h"
 #include "tools/bench/support/bench_run.h"
 
@@ -58,7 +61,7 @@ struct bench_opts {
     int chunk;
     int random_layout; /* expire_at unrelated to insertion order */
     char scanner[PATH_MAX];
-    int keep;
+    bool keep;
 };
 
 static PGconn *bench_conn;
@@ -279,8 +282,8 @@ static void bench_sweep(const struct bench_opts *o)
 {
     char db_arg[256], batch[16], workers[16], max_orders[24], prom_path[128], text[65536] = "";
     const char *argv[18];
-    int status = 0;
-    pid_t pid;
+    struct og_error err = {0};
+    int status;
     int64_t t0;
     double wall, duration_ms, cancelled, batches;
     FILE *fp;
@@ -314,14 +317,8 @@ static void bench_sweep(const struct bench_opts *o)
     bench_wal_snapshot(&w0);
     fflush(stdout);
     t0 = clock_mono_ms();
-    pid = fork();
-    if (pid < 0)
-        bench_die("fork: %s", strerror(errno));
-    if (pid == 0) {
-        execv(o->scanner, (char *const *)argv);
-        _exit(127);
-    }
-    waitpid(pid, &status, 0);
+    /* Bounded: an hour, and a second per 1,000 orders on top, means it is stuck. */
+    status = child_run(argv, NULL, (3600 + o->sweep / 1000) * 1000L, &err);
     wall = (double)(clock_mono_ms() - t0) / 1000.0;
     /* Its backend reports its statistics when it exits, just after the client. */
     for (int i = 0; i < 100 && bench_scalar(bench_conn, "SELECT count(*) FROM pg_stat_activity "
@@ -330,8 +327,10 @@ static void bench_sweep(const struct bench_opts *o)
          i++)
         usleep(50000);
     bench_wal_snapshot(&w1);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        bench_die("the scanner failed (status %d)", status);
+    if (status < 0)
+        bench_die("the scanner failed: %s", err.msg);
+    if (status != 0)
+        bench_die("the scanner failed (exit status %d)", status);
     duration_ms = bench_scalar(bench_conn, "SELECT duration_ms FROM ordergate.scanner_runs "
                                            "ORDER BY run_id DESC LIMIT 1");
     cancelled = bench_scalar(bench_conn, "SELECT cancelled FROM ordergate.scanner_runs ORDER BY "
@@ -469,60 +468,73 @@ static void bench_breakdown(const struct bench_opts *o)
     free(n);
 }
 
-/* A numeric option: 0, or -1 after saying which option got what. */
-static int bench_opt_long(const char *name, const char *s, long min, long max, long *out)
+/* --layout: time or random. */
+static int bench_layout(void *target, const char *value)
 {
-    if (parse_long(s, min, max, out) == 0)
-        return 0;
-    fprintf(stderr, "og_bench_scanner: --%s: '%s' is not an integer in %ld..%ld\n", name, s, min,
-            max);
-    return -1;
-}
+    int *random_layout = target;
 
-static int bench_opt_int(const char *name, const char *s, int min, int max, int *out)
-{
-    long v;
-
-    if (bench_opt_long(name, s, min, max, &v) != 0)
+    if (strcmp(value, "time") != 0 && strcmp(value, "random") != 0)
         return -1;
-    *out = (int)v;
+    *random_layout = strcmp(value, "random") == 0;
     return 0;
 }
 
-static void bench_usage(FILE *out)
+static int bench_parse_args(int argc, char **argv, struct bench_opts *o)
 {
-    fprintf(out,
-            "usage: og_bench_scanner [options]\n"
-            "  --dbname NAME      database to create (default og_bench_scanner; dropped first,\n"
-            "                     and at the end unless --keep)\n"
-            "  --template NAME    copied with every migration applied (default ordergate_tpl,\n"
-            "                     built by tests/support/db_template.sh or any ctest run)\n"
-            "  --rows N           table size for the sweep (default 10000000)\n"
-            "  --small-rows N     first measurement point (default 1000000)\n"
-            "  --sweep N          orders the sweep claims (default 1000000; <= 11%% of rows)\n"
-            "  --batch-size N     scanner batch size (default 1000)\n"
-            "  --workers N        the scanner's claim sessions (default 1)\n"
-            "  --pages N          pages per page-time measurement (default 200)\n"
-            "  --chunk N          rows per load statement (default 1000000)\n"
-            "  --scanner PATH     ordergate-scanner (default: ../scanner/ next to this program)\n"
-            "  --layout L         time (default): expire_at grows with insertion order, as\n"
-            "                     when orders expire a fixed time after they are placed;\n"
-            "                     random: expire_at unrelated to where the row lies\n"
-            "  --keep             keep the database\n"
-            "  OG_BENCH_PLANS=1   also print the full plans of the breakdown\n");
+    const struct bench_opt rows[] = {
+        BENCH_NAME("dbname", "NAME",
+                   "database to create (default og_bench_scanner; dropped first,\n"
+                   "and at the end unless --keep)",
+                   &o->dbname),
+        BENCH_NAME("template", "NAME",
+                   "copied with every migration applied (default ordergate_tpl,\n"
+                   "built by tests/support/db_template.sh or any ctest run)",
+                   &o->template_db),
+        BENCH_LONG("rows", "N", "table size for the sweep (default 10000000)", &o->rows, 100,
+                   BENCH_MAX_ROWS),
+        BENCH_LONG("small-rows", "N", "first measurement point (default 1000000)", &o->small_rows,
+                   100, BENCH_MAX_ROWS),
+        BENCH_LONG("sweep", "N", "orders the sweep claims (default 1000000; <= 11% of rows)",
+                   &o->sweep, 1, BENCH_MAX_ROWS),
+        /* The scanner's own ranges (scanner.batch_size, scanner.workers). */
+        BENCH_INT("batch-size", "N", "scanner batch size (default 1000)", &o->batch, 1, 10000),
+        BENCH_INT("workers", "N", "the scanner's claim sessions (default 1)", &o->workers, 1, 16),
+        BENCH_INT("pages", "N", "pages per page-time measurement (default 200)", &o->pages, 1,
+                  1000000),
+        BENCH_INT("chunk", "N", "rows per load statement (default 1000000)", &o->chunk, 1000,
+                  100000000),
+        BENCH_PATH("scanner", "PATH",
+                   "ordergate-scanner (default: ../scanner/ next to this program)", o->scanner),
+        BENCH_FN("layout", "L",
+                 "time (default): expire_at grows with insertion order, as\n"
+                 "when orders expire a fixed time after they are placed;\n"
+                 "random: expire_at unrelated to where the row lies",
+                 bench_layout, &o->random_layout),
+        BENCH_ON("keep", "keep the database", &o->keep),
+        BENCH_END,
+    };
+
+    if (bench_opt_parse("og_bench_scanner", NULL,
+                        "  OG_BENCH_PLANS=1      also print the full plans of the breakdown\n",
+                        rows, argc, argv) != 0)
+        return -1;
+    /* Each number is in its range already; what is left ties them together. */
+    if (o->small_rows > o->rows) {
+        fprintf(stderr, "og_bench_scanner: --small-rows %ld is larger than --rows %ld\n",
+                o->small_rows, o->rows);
+        return -1;
+    }
+    if (o->sweep > o->rows / 100 * 11) {
+        fprintf(stderr,
+                "og_bench_scanner: --sweep %ld is more than the %ld overdue orders of --rows %ld\n",
+                o->sweep, o->rows / 100 * 11, o->rows);
+        return -1;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"dbname", required_argument, NULL, 'd'},  {"template", required_argument, NULL, 't'},
-        {"rows", required_argument, NULL, 'r'},    {"small-rows", required_argument, NULL, 's'},
-        {"sweep", required_argument, NULL, 'w'},   {"batch-size", required_argument, NULL, 'b'},
-        {"workers", required_argument, NULL, 'W'}, {"pages", required_argument, NULL, 'p'},
-        {"chunk", required_argument, NULL, 'c'},   {"scanner", required_argument, NULL, 'x'},
-        {"keep", no_argument, NULL, 'k'},          {"layout", required_argument, NULL, 'l'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
-    };
     struct bench_opts o = {.dbname = "og_bench_scanner",
                            .template_db = "ordergate_tpl",
                            .small_rows = 1000000,
@@ -534,102 +546,19 @@ int main(int argc, char **argv)
                            .chunk = 1000000};
     char self[PATH_MAX], conninfo[256];
     PGconn *admin;
-    int c;
 
     bench_init("og_bench_scanner", NULL);
     if (path_exe_dir(self, sizeof(self)))
         snprintf(o.scanner, sizeof(o.scanner), "%s/../scanner/ordergate-scanner", self);
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'd':
-            o.dbname = optarg;
-            break;
-        case 't':
-            o.template_db = optarg;
-            break;
-        case 'r':
-            if (bench_opt_long("rows", optarg, 100, BENCH_MAX_ROWS, &o.rows) != 0)
-                return 2;
-            break;
-        case 's':
-            if (bench_opt_long("small-rows", optarg, 100, BENCH_MAX_ROWS, &o.small_rows) != 0)
-                return 2;
-            break;
-        case 'w':
-            if (bench_opt_long("sweep", optarg, 1, BENCH_MAX_ROWS, &o.sweep) != 0)
-                return 2;
-            break;
-        case 'b':
-            /* The scanner's own range (scanner.batch_size). */
-            if (bench_opt_int("batch-size", optarg, 1, 10000, &o.batch) != 0)
-                return 2;
-            break;
-        case 'W':
-            /* The scanner's own range (scanner.workers). */
-            if (bench_opt_int("workers", optarg, 1, 16, &o.workers) != 0)
-                return 2;
-            break;
-        case 'p':
-            if (bench_opt_int("pages", optarg, 1, 1000000, &o.pages) != 0)
-                return 2;
-            break;
-        case 'c':
-            if (bench_opt_int("chunk", optarg, 1000, 100000000, &o.chunk) != 0)
-                return 2;
-            break;
-        case 'x':
-            snprintf(o.scanner, sizeof(o.scanner), "%s", optarg);
-            break;
-        case 'k':
-            o.keep = 1;
-            break;
-        case 'l':
-            if (strcmp(optarg, "random") == 0)
-                o.random_layout = 1;
-            else if (strcmp(optarg, "time") == 0)
-                o.random_layout = 0;
-            else {
-                fprintf(stderr, "og_bench_scanner: --layout: '%s' is neither time nor random\n",
-                        optarg);
-                return 2;
-            }
-            break;
-        case 'h':
-            bench_usage(stdout);
-            return 0;
-        default:
-            bench_usage(stderr);
-            return 2;
-        }
-    }
-    /* Each number is in its range already; what is left ties them together. */
-    if (optind < argc) {
-        fprintf(stderr, "og_bench_scanner: unexpected argument '%s'\n", argv[optind]);
+    if (bench_parse_args(argc, argv, &o) != 0)
         return 2;
-    }
-    if (o.small_rows > o.rows) {
-        fprintf(stderr, "og_bench_scanner: --small-rows %ld is larger than --rows %ld\n",
-                o.small_rows, o.rows);
-        return 2;
-    }
-    if (o.sweep > o.rows / 100 * 11) {
-        fprintf(stderr,
-                "og_bench_scanner: --sweep %ld is more than the %ld overdue orders of --rows %ld\n",
-                o.sweep, o.rows / 100 * 11, o.rows);
-        return 2;
-    }
     if (access(o.scanner, X_OK) != 0)
         bench_die("%s is not an executable (build it, or give --scanner)", o.scanner);
 
-    admin = PQconnectdb("dbname=postgres");
-    if (PQstatus(admin) != CONNECTION_OK)
-        bench_die("cannot connect: %s", PQerrorMessage(admin));
-    bench_execf(admin, "DROP DATABASE IF EXISTS %s WITH (FORCE)", o.dbname);
-    bench_execf(admin, "CREATE DATABASE %s TEMPLATE %s", o.dbname, o.template_db);
+    admin = bench_pg_connect("dbname=postgres");
+    bench_pg_db_create(admin, o.dbname, o.template_db);
     snprintf(conninfo, sizeof(conninfo), "dbname=%s", o.dbname);
-    bench_conn = PQconnectdb(conninfo);
-    if (PQstatus(bench_conn) != CONNECTION_OK)
-        bench_die("cannot connect: %s", PQerrorMessage(bench_conn));
+    bench_conn = bench_pg_connect(conninfo);
 
     {
         char fsync_v[32], sync_v[32], sb_v[32], wal_v[32];
@@ -691,7 +620,7 @@ int main(int argc, char **argv)
 
     PQfinish(bench_conn);
     if (!o.keep)
-        bench_execf(admin, "DROP DATABASE IF EXISTS %s WITH (FORCE)", o.dbname);
+        bench_pg_db_drop(admin, o.dbname);
     PQfinish(admin);
     return 0;
 }

@@ -1,6 +1,6 @@
-/* ordergatectl archive: retention. Calls ordergate.archive (schema/functions/archive.sql, role
- * ordergate_admin) in batches until nothing older than --before is left, one log line per batch,
- * and prints what moved per table. --dry-run counts the orders a run would move and changes
+/* ordergatectl archive: retention. Calls ordergate.archive (schema/functions/admin/archive.sql,
+ * role ordergate_admin) in batches until nothing older than --before is left, one log line per
+ * batch, and prints what moved per table. --dry-run counts the orders a run would move and changes
  * nothing. docs/operations.md, "Retention". */
 #include <inttypes.h>
 #include <libpq-fe.h>
@@ -69,16 +69,6 @@ static enum og_status arc_parse_before(const char *s, char *at, size_t size, int
     return OG_OK;
 }
 
-static void arc_hint_admin(struct og_error *err)
-{
-    char msg[sizeof(err->msg)];
-
-    if (strcmp(err->sqlstate, "42501") != 0)
-        return;
-    snprintf(msg, sizeof(msg), "%s (archiving needs the role ordergate_admin)", err->msg);
-    snprintf(err->msg, sizeof(err->msg), "%s", msg);
-}
-
 static enum og_status arc_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
                               struct og_error *err)
 {
@@ -136,7 +126,7 @@ static enum og_status arc_run(struct ctl *ctl, const struct opt_args *a, json_t 
                 db_call(db, at[0] || batches > 0 ? &arc_stmt_at : &arc_stmt_age, params, &res, err);
             if (st != OG_OK) {
                 char q[600];
-                arc_hint_admin(err);
+                ctl_error_needs_role(err, "archiving", "ordergate_admin");
                 log_error("archive_failed", "batch=%" PRId64 " error=%s", batches + 1,
                           log_quote(q, sizeof(q), err->msg));
                 goto out;

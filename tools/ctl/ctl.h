@@ -6,7 +6,7 @@
  * parsers only this tool needs (money, timestamps, free text); out.c prints
  * results (text or one JSON object) and errors; one file per group of
  * commands (migrate.c, orders.c, show.c, exceptions.c, schedule.c, topics.c,
- * archive.c, outbox.c, drill.c).
+ * archive.c, outbox.c; the drill in drill/, one file per concern, drill/drill.h).
  *
  * Contract of a command: run() validates every argument before it touches
  * the database or the broker (bad input: OG_ERR_ARG, nothing sent), then
@@ -22,6 +22,7 @@
 #define OG_TOOLS_CTL_H
 
 #include <jansson.h>
+#include <libpq-fe.h>
 #include <librdkafka/rdkafka.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -103,7 +104,7 @@ extern const struct ctl_command ctl_cmd_topics;
 extern const struct ctl_command ctl_cmd_archive;
 extern const struct ctl_command ctl_cmd_outbox_quarantined;
 extern const struct ctl_command ctl_cmd_outbox_retry;
-/* The drill (drill.c): races payments against cancellations through the real consumers and
+/* The drill (drill/run.c): races payments against cancellations through the real consumers and
  * scanner, then reconciles; its result is the report, and violations are a failure (exit 1). */
 extern const struct ctl_command ctl_cmd_drill;
 
@@ -127,6 +128,26 @@ struct ctl_table *ctl_table_new(size_t ncols, const char *const *headers);
 int ctl_table_add(struct ctl_table *t, const char *const *cells);
 void ctl_table_print(const struct ctl_table *t, FILE *out, const char *indent);
 void ctl_table_free(struct ctl_table *t);
+/* Prints the objects of `list` as a table: column c is member keys[c] of each object under
+ * heads[c] (ctl_json_text renders it). Prints nothing for an empty list; the caller says so. */
+void ctl_table_print_list(FILE *out, const json_t *list, size_t ncols, const char *const *heads,
+                          const char *const *keys);
+
+/* ---- query results ----------------------------------------------------- */
+
+/* Column kinds for ctl_rows_json: one letter per column. */
+#define CTL_COL_TEXT    't' /* a JSON string as PostgreSQL prints it */
+#define CTL_COL_INTEGER 'i' /* a JSON number */
+#define CTL_COL_TIME    'T' /* a timestamptz in the contract format (ctl_pg_time_iso) */
+
+/* The rows of res as a new JSON array of objects: column c (0 <= c < strlen(kinds)) is member
+ * cols[c], of kind kinds[c]; SQL NULL is JSON null. *list is NULL on error (out of memory). */
+enum og_status ctl_rows_json(const PGresult *res, const char *const *cols, const char *kinds,
+                             json_t **list, struct og_error *err);
+
+/* When err is a permission refusal (SQLSTATE 42501), appends "(<what> needs the role
+ * <role>)" to its message, so the operator learns which grant is missing. */
+void ctl_error_needs_role(struct og_error *err, const char *what, const char *role);
 
 /* Sets a member, taking the reference; a NULL value (allocation failure)
  * becomes a JSON null so callers need not check every call. */

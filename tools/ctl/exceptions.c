@@ -1,7 +1,8 @@
 /* ordergatectl exceptions: the follow-up queue of payments that did not win
  * (late, double, mismatched, unknown order), and resolving one with a note.
- * Listing: ordergate.exception_list (schema/functions/exception_list.sql); resolving:
- * ordergate.resolve_exception (schema/functions/resolve_exception.sql, role ordergate_admin). */
+ * Listing: ordergate.exception_list (schema/functions/gate/exception_list.sql);
+ * resolving: ordergate.resolve_exception
+ * (schema/functions/admin/resolve_exception.sql, role ordergate_admin). */
 #include <inttypes.h>
 #include <libpq-fe.h>
 #include <stdlib.h>
@@ -19,16 +20,6 @@ static const struct db_stmt exc_stmt_list = {
     2};
 static const struct db_stmt exc_stmt_resolve = {
     "ctl_exception_resolve", "SELECT ordergate.resolve_exception($1::bigint, $2, $3)", 3};
-
-/* A column as JSON: NULL as null, the integer columns as numbers. */
-static json_t *exc_cell(const PGresult *res, int row, int col, bool integer)
-{
-    if (PQgetisnull(res, row, col))
-        return json_null();
-    if (integer)
-        return json_integer(strtoll(PQgetvalue(res, row, col), NULL, 10));
-    return json_string(PQgetvalue(res, row, col));
-}
 
 static enum og_status exc_list_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
                                    struct og_error *err)
@@ -61,21 +52,13 @@ static enum og_status exc_list_run(struct ctl *ctl, const struct opt_args *a, js
     st = db_call(db, &exc_stmt_list, params, &res, err);
     if (st != OG_OK)
         return st;
+    st = ctl_rows_json(res, cols, "itttitttttt", &list, err);
+    if (st != OG_OK)
+        goto out;
     out = json_object();
-    list = json_array();
-    if (out == NULL || list == NULL) {
+    if (out == NULL) {
         st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
         goto out;
-    }
-    for (int r = 0; r < PQntuples(res); r++) {
-        json_t *e = json_object();
-        if (e == NULL) {
-            st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-            goto out;
-        }
-        for (int c = 0; c < (int)(sizeof(cols) / sizeof(cols[0])); c++)
-            ctl_json_set(e, cols[c], exc_cell(res, r, c, c == 0 || c == 4));
-        json_array_append_new(list, e);
     }
     ctl_json_set(out, "command", json_string("exceptions"));
     ctl_json_set(out, "ok", json_true());
@@ -104,28 +87,12 @@ static void exc_list_text(const json_t *r, FILE *out)
     const char *state = ctl_json_str(r, "state");
     const char *what = strcmp(state, "open") == 0 ? "open exceptions" : "exceptions";
     json_int_t total = json_integer_value(json_object_get(r, "total"));
-    struct ctl_table *t;
-    const json_t *e;
-    size_t i;
 
     if (json_array_size(list) == 0) {
         fprintf(out, "no %s\n", what);
         return;
     }
-    t = ctl_table_new(10, heads);
-    if (t == NULL)
-        return;
-    json_array_foreach(list, i, e)
-    {
-        const char *cells[10];
-        char bufs[10][32];
-        for (size_t c = 0; c < 10; c++)
-            cells[c] = ctl_json_text(json_object_get(e, keys[c]), bufs[c], sizeof(bufs[c]));
-        if (ctl_table_add(t, cells) != 0)
-            break;
-    }
-    ctl_table_print(t, out, "");
-    ctl_table_free(t);
+    ctl_table_print_list(out, list, 10, heads, keys);
     fprintf(out, "%zu of %" JSON_INTEGER_FORMAT " %s (newest first)\n", json_array_size(list),
             total, what);
 }
@@ -186,11 +153,7 @@ static enum og_status exc_resolve_run(struct ctl *ctl, const struct opt_args *a,
     params[2] = note;
     st = db_call(db, &exc_stmt_resolve, params, &res, err);
     if (st != OG_OK) {
-        if (strcmp(err->sqlstate, "42501") == 0) {
-            char msg[sizeof(err->msg)];
-            snprintf(msg, sizeof(msg), "%s (resolving needs the role ordergate_admin)", err->msg);
-            snprintf(err->msg, sizeof(err->msg), "%s", msg);
-        }
+        ctl_error_needs_role(err, "resolving", "ordergate_admin");
         return st;
     }
     out = json_object();

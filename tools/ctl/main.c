@@ -130,21 +130,12 @@ static void ctl_version(bool json)
 
 struct db *ctl_db(struct ctl *ctl, struct og_error *err)
 {
-    struct db_retry retry;
-
-    if (ctl->db != NULL)
-        return ctl->db;
-    retry.max_attempts = ctl->cfg.db_retry_max;
-    retry.base_ms = ctl->cfg.db_retry_base_ms;
-    retry.cap_ms = ctl->cfg.db_retry_cap_ms;
-    /* The application name is the actor the gate records for this tool. */
-    db_new_passfile(ctl->cfg.db_conninfo, ctl->cfg.db_password_file, CTL_PROG, &retry,
-                    &signals_stop, &ctl->db, err);
     /* No session bounds for the operator's tool (a migration may take long), only how it
-     * talks to the server; not connected yet: cannot fail. */
-    if (ctl->db != NULL)
-        db_set_session(
-            ctl->db, &(struct db_session){0, 0, cfg_db_session(&ctl->cfg).transaction_pool}, NULL);
+     * talks to the server. The application name is the actor the gate records for this tool. */
+    static const struct cfg_db_open_opts opts = {.no_bounds = true};
+
+    if (ctl->db == NULL)
+        cfg_db_open(&ctl->cfg, CTL_PROG, &opts, &signals_stop, &ctl->db, err);
     return ctl->db;
 }
 

@@ -2,13 +2,16 @@
  * directory (schema/README.md, "Changing the schema").
  *
  * The directory holds migrations/NNN_name.sql (tables, indexes, grants;
- * each applied once, in lexical order), functions/NAME.sql (one function
- * each, with its grants and the trigger it backs; CREATE OR REPLACE, applied
- * again whenever the file changes) and upgrade/0.1.0.sql (for databases made
- * by 0.1.0's numbered scripts). One run is one transaction: it applies every
- * pending migration, then every function file whose checksum differs from
- * the one recorded (all of them when a migration ran), checks that the owner
- * role owns everything, and commits; any failure rolls all of it back.
+ * each applied once, in lexical order), functions/GROUP/NAME.sql (one
+ * function each, with its grants and the trigger it backs; CREATE OR
+ * REPLACE, applied again whenever the file changes; GROUP is the audience,
+ * NAME unique across groups and the key its checksum is recorded under, so
+ * a file that moves to another group is not applied again) and
+ * upgrade/0.1.0.sql (for databases made by 0.1.0's numbered scripts). One
+ * run is one transaction: it applies every pending migration, then every
+ * function file whose checksum differs from the one recorded (all of them
+ * when a migration ran), checks that the owner role owns everything, and
+ * commits; any failure rolls all of it back.
  *
  * Files are operator-reviewed SQL sent whole with PQexec, never text built
  * from input; checksums (sha256, hex) are computed by the server from the
@@ -89,7 +92,8 @@ static const char migrate_fn_env[] =
     "SET LOCAL ROLE ordergate_owner; SET LOCAL search_path = ordergate, pg_temp";
 
 struct migrate_file {
-    char version[4]; /* migrations only */
+    char version[4];          /* migrations only */
+    char group[NAME_MAX + 1]; /* functions: the folder below functions/ */
     char name[NAME_MAX + 1];
     char *text;
     char sum[MIGRATE_SUM_LEN + 1];
@@ -170,23 +174,40 @@ static bool migrate_name_ok(const char *name)
            strcmp(name + len - 4, ".sql") == 0;
 }
 
-/* Function files: NAME.sql, NAME of [a-z0-9_] (the function's name). */
-static bool migrate_fn_name_ok(const char *name)
+/* [a-z0-9_]+ followed by suffix: a function file (NAME.sql, NAME the
+ * function's name) or a group folder (suffix ""). */
+static bool migrate_word_ok(const char *name, const char *suffix)
 {
-    size_t len = strlen(name);
+    size_t len = strlen(name), slen = strlen(suffix);
 
-    if (len < 5 || strcmp(name + len - 4, ".sql") != 0)
+    if (len <= slen || strcmp(name + len - slen, suffix) != 0)
         return false;
-    for (size_t i = 0; i + 4 < len; i++)
+    for (size_t i = 0; i + slen < len; i++)
         if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
               name[i] == '_'))
             return false;
     return true;
 }
 
+/* By name: function files apply in the order of their names whatever their
+ * group (a name is unique across groups; the group only orders a duplicate's
+ * message). */
 static int migrate_file_cmp(const void *x, const void *y)
 {
-    return strcmp(((const struct migrate_file *)x)->name, ((const struct migrate_file *)y)->name);
+    const struct migrate_file *a = x, *b = y;
+    int c = strcmp(a->name, b->name);
+
+    return c != 0 ? c : strcmp(a->group, b->group);
+}
+
+/* A file's path below the schema directory: migrations/NAME,
+ * functions/GROUP/NAME, upgrade/NAME. */
+static void migrate_path(char *buf, size_t size, const char *sub, const struct migrate_file *f)
+{
+    if (f->group[0] != '\0')
+        snprintf(buf, size, "%s/%s/%s", sub, f->group, f->name);
+    else
+        snprintf(buf, size, "%s/%s", sub, f->name);
 }
 
 static enum og_status migrate_read_file(const char *path, char **text, struct og_error *err)
@@ -257,65 +278,102 @@ out:
     return st;
 }
 
-/* Lists dir/sub's files accepted by ok(), sorted by name, with their text.
- * migrations: true = NNN_ versions must be unique. An absent directory is an
- * empty set only when allow_missing. */
+/* Adds to set the files of path: migrations (NNN_name.sql, group NULL), or
+ * the function files (NAME.sql) of group; group "" is functions/ itself,
+ * whose group folders (functions/GROUP/NAME.sql, schema/README.md, "Layout")
+ * are read in turn. A .sql file directly in functions/ is refused rather
+ * than skipped: it would never be applied. */
+static enum og_status migrate_scan(const char *path, const char *group, struct migrate_set *set,
+                                   struct og_error *err)
+{
+    struct dirent *de;
+    DIR *d = opendir(path);
+    enum og_status st = OG_OK;
+    bool migrations = group == NULL;
+
+    if (d == NULL)
+        return og_error_set(err, OG_ERR_CONFIG, false, "schema directory %s: %s", path,
+                            strerror(errno));
+    while ((de = readdir(d)) != NULL && st == OG_OK) {
+        char sub[PATH_MAX + NAME_MAX + 2];
+        struct migrate_file *f;
+
+        if (!migrations && group[0] == '\0') {
+            snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+            if (migrate_word_ok(de->d_name, ".sql"))
+                st = og_error_set(err, OG_ERR_CONFIG, false,
+                                  "%s: a function file belongs in the folder of its group "
+                                  "(functions/GROUP/NAME.sql, schema/README.md)",
+                                  sub);
+            else if (migrate_word_ok(de->d_name, "") && migrate_is_dir(sub))
+                st = migrate_scan(sub, de->d_name, set, err);
+            continue;
+        }
+        if (!(migrations ? migrate_name_ok(de->d_name) : migrate_word_ok(de->d_name, ".sql")))
+            continue;
+        if (set->n == MIGRATE_MAX_FILES) {
+            st = og_error_set(err, OG_ERR_CONFIG, false, "%s: more than %d files", path,
+                              MIGRATE_MAX_FILES);
+            break;
+        }
+        f = &set->files[set->n++];
+        snprintf(f->group, sizeof(f->group), "%s", migrations ? "" : group);
+        snprintf(f->name, sizeof(f->name), "%s", de->d_name);
+        if (migrations) {
+            memcpy(f->version, de->d_name, 3);
+            f->version[3] = '\0';
+        }
+    }
+    closedir(d);
+    return st;
+}
+
+/* Lists dir/sub's files (migrations, or functions in their groups), sorted
+ * by name, with their text. Migrations: NNN_ versions must be unique;
+ * functions: names must be unique across groups (one function, one file). */
 static enum og_status migrate_list(const char *dir, const char *sub, bool migrations,
                                    struct migrate_set *set, struct og_error *err)
 {
     char path[PATH_MAX];
-    struct dirent *de;
-    DIR *d;
     enum og_status st = OG_OK;
 
     set->files = NULL;
     set->n = 0;
     snprintf(path, sizeof(path), "%s/%s", dir, sub);
-    d = opendir(path);
-    if (d == NULL)
-        return og_error_set(err, OG_ERR_CONFIG, false, "schema directory %s: %s", path,
-                            strerror(errno));
     set->files = calloc(MIGRATE_MAX_FILES, sizeof(*set->files));
-    if (set->files == NULL) {
-        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    if (set->files == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    st = migrate_scan(path, migrations ? NULL : "", set, err);
+    if (st != OG_OK)
         goto out;
-    }
-    while ((de = readdir(d)) != NULL) {
-        if (!(migrations ? migrate_name_ok(de->d_name) : migrate_fn_name_ok(de->d_name)))
-            continue;
-        if (set->n == MIGRATE_MAX_FILES) {
-            st = og_error_set(err, OG_ERR_CONFIG, false, "%s: more than %d files", path,
-                              MIGRATE_MAX_FILES);
-            goto out;
-        }
-        snprintf(set->files[set->n].name, sizeof(set->files[set->n].name), "%s", de->d_name);
-        if (migrations) {
-            memcpy(set->files[set->n].version, de->d_name, 3);
-            set->files[set->n].version[3] = '\0';
-        }
-        set->n++;
-    }
     if (set->n == 0) {
-        st = og_error_set(err, OG_ERR_CONFIG, false, "no %s in %s",
-                          migrations ? "migrations (NNN_name.sql)" : "function files (name.sql)",
-                          path);
+        st = og_error_set(
+            err, OG_ERR_CONFIG, false, "no %s in %s",
+            migrations ? "migrations (NNN_name.sql)" : "function files (GROUP/name.sql)", path);
         goto out;
     }
     qsort(set->files, set->n, sizeof(*set->files), migrate_file_cmp);
-    for (size_t i = 1; migrations && i < set->n; i++)
-        if (strcmp(set->files[i].version, set->files[i - 1].version) == 0) {
-            st =
-                og_error_set(err, OG_ERR_CONFIG, false, "%s: %s and %s both claim version %s", path,
-                             set->files[i - 1].name, set->files[i].name, set->files[i].version);
+    for (size_t i = 1; i < set->n; i++) {
+        const struct migrate_file *a = &set->files[i - 1], *b = &set->files[i];
+        if (migrations && strcmp(a->version, b->version) == 0) {
+            st = og_error_set(err, OG_ERR_CONFIG, false, "%s: %s and %s both claim version %s",
+                              path, a->name, b->name, b->version);
             goto out;
         }
+        if (!migrations && strcmp(a->name, b->name) == 0) {
+            st = og_error_set(err, OG_ERR_CONFIG, false,
+                              "%s: %s/%s and %s/%s: one function, one file", path, a->group,
+                              a->name, b->group, b->name);
+            goto out;
+        }
+    }
     for (size_t i = 0; i < set->n && st == OG_OK; i++) {
-        char file[PATH_MAX + NAME_MAX + 2];
-        snprintf(file, sizeof(file), "%s/%s", path, set->files[i].name);
+        char rel[2 * NAME_MAX + 16], file[PATH_MAX + 2 * NAME_MAX + 16];
+        migrate_path(rel, sizeof(rel), sub, &set->files[i]);
+        snprintf(file, sizeof(file), "%s/%s", dir, rel);
         st = migrate_read_file(file, &set->files[i].text, err);
     }
 out:
-    closedir(d);
     if (st != OG_OK)
         migrate_set_free(set);
     return st;
@@ -342,8 +400,9 @@ static enum og_status migrate_send(struct db *db, const char *sub, const struct 
     enum og_status st = db_exec(db, f->text, err);
 
     if (st != OG_OK) {
-        char msg[sizeof(err->msg)];
-        snprintf(msg, sizeof(msg), "%s/%s: %s", sub, f->name, err->msg);
+        char msg[sizeof(err->msg)], rel[2 * NAME_MAX + 16];
+        migrate_path(rel, sizeof(rel), sub, f);
+        snprintf(msg, sizeof(msg), "%s: %s", rel, err->msg);
         snprintf(err->msg, sizeof(err->msg), "%s", msg);
         /* A failing schema file is a runtime failure whatever its SQLSTATE. */
         err->status = OG_ERR_DB;
@@ -362,8 +421,8 @@ static const char *migrate_lookup(const PGresult *res, const char *key)
     return NULL;
 }
 
-/* Appends {key: value, "file": f->name} to list (key NULL: only the file)
- * and computes f->sum. */
+/* Appends {key: value, "file": f->name} to list (key NULL: only the file;
+ * a function file's "group" too) and computes f->sum. */
 static enum og_status migrate_item(struct db *db, json_t *list, const char *key, const char *value,
                                    struct migrate_file *f, json_t **item, struct og_error *err)
 {
@@ -373,6 +432,8 @@ static enum og_status migrate_item(struct db *db, json_t *list, const char *key,
     if (key != NULL)
         ctl_json_set(*item, key, json_string(value));
     ctl_json_set(*item, "file", json_string(f->name));
+    if (f->group[0] != '\0')
+        ctl_json_set(*item, "group", json_string(f->group));
     json_array_append_new(list, *item);
     return migrate_sum(db, f, err);
 }
@@ -497,8 +558,11 @@ static enum og_status migrate_apply(struct db *db, const char *dir, bool dry, js
     }
 
     /* Function files: those whose text differs from what was applied, or
-     * all of them after a migration (it may have dropped one). */
-    if (!fresh && !any_migration) {
+     * all of them after a migration (it may have dropped one). The records
+     * are read either way, so that a file no longer in the directory is
+     * reported (and forgotten) in the run that applies the migration that
+     * dropped its function. */
+    if (!fresh && !(dry && strcmp(layout, "0.1.0") == 0)) {
         st = db_run(db, &migrate_stmt_functions, NULL, &fnrec, err);
         if (st != OG_OK)
             goto out;
@@ -704,8 +768,9 @@ static void migrate_text(const json_t *r, FILE *out)
     {
         const char *res = ctl_json_str(m, "result");
         if (res != NULL && strcmp(res, "unchanged") != 0)
-            fprintf(out, "fn   %-15s  functions/%s\n",
-                    strcmp(res, "pending") == 0 ? "would apply" : res, ctl_json_str(m, "file"));
+            fprintf(out, "fn   %-15s  functions/%s/%s\n",
+                    strcmp(res, "pending") == 0 ? "would apply" : res, ctl_json_str(m, "group"),
+                    ctl_json_str(m, "file"));
     }
     json_array_foreach(removed, i, m)
     {
@@ -744,7 +809,7 @@ const struct ctl_command ctl_cmd_migrate = {
     .details = "In one transaction: converts a database made by 0.1.0's numbered scripts\n"
                "(upgrade/0.1.0.sql), applies the migrations (migrations/NNN_*.sql) not yet\n"
                "recorded in ordergate.schema_migrations, in lexical order, then every function\n"
-               "file (functions/*.sql) whose sha256 differs from the one recorded in\n"
+               "file (functions/GROUP/*.sql) whose sha256 differs from the one recorded in\n"
                "ordergate.schema_functions (all of them after a migration). Refuses a recorded\n"
                "migration whose file changed. Idempotent: a second run applies nothing. Any\n"
                "failure rolls the whole run back (exit 1) and names the file.\n",

@@ -145,3 +145,72 @@ void ctl_table_free(struct ctl_table *t)
     free(t->cells);
     free(t);
 }
+
+void ctl_table_print_list(FILE *out, const json_t *list, size_t ncols, const char *const *heads,
+                          const char *const *keys)
+{
+    enum { CELL = 32 }; /* numbers and short values; longer strings are shown as they are */
+    const char **cells = calloc(ncols, sizeof(*cells));
+    char *bufs = calloc(ncols, CELL);
+    struct ctl_table *t = ctl_table_new(ncols, heads);
+    const json_t *e;
+    size_t i;
+
+    if (cells == NULL || bufs == NULL || t == NULL)
+        goto out;
+    json_array_foreach(list, i, e)
+    {
+        for (size_t c = 0; c < ncols; c++)
+            cells[c] = ctl_json_text(json_object_get(e, keys[c]), bufs + c * CELL, CELL);
+        if (ctl_table_add(t, cells) != 0)
+            break;
+    }
+    ctl_table_print(t, out, "");
+out:
+    ctl_table_free(t);
+    free(bufs);
+    free(cells);
+}
+
+enum og_status ctl_rows_json(const PGresult *res, const char *const *cols, const char *kinds,
+                             json_t **list, struct og_error *err)
+{
+    size_t ncols = strlen(kinds);
+
+    *list = json_array();
+    if (*list == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    for (int r = 0; r < PQntuples(res); r++) {
+        json_t *e = json_object();
+        if (e == NULL || json_array_append_new(*list, e) != 0) {
+            json_decref(*list);
+            *list = NULL;
+            return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        }
+        for (size_t c = 0; c < ncols; c++) {
+            const char *s = PQgetvalue(res, r, (int)c);
+            char iso[40];
+            json_t *v;
+            if (PQgetisnull(res, r, (int)c))
+                v = json_null();
+            else if (kinds[c] == CTL_COL_INTEGER)
+                v = json_integer(strtoll(s, NULL, 10));
+            else if (kinds[c] == CTL_COL_TIME && ctl_pg_time_iso(s, iso, sizeof(iso)) == 0)
+                v = json_string(iso);
+            else
+                v = json_string(s);
+            ctl_json_set(e, cols[c], v);
+        }
+    }
+    return OG_OK;
+}
+
+void ctl_error_needs_role(struct og_error *err, const char *what, const char *role)
+{
+    char msg[sizeof(err->msg)];
+
+    if (strcmp(err->sqlstate, "42501") != 0)
+        return;
+    snprintf(msg, sizeof(msg), "%s (%s needs the role %s)", err->msg, what, role);
+    snprintf(err->msg, sizeof(err->msg), "%s", msg);
+}

@@ -1,8 +1,8 @@
 /* ordergatectl outbox: the events the relay set aside because they can never
  * be published as they are (quarantined, with the reason), and giving one
  * back to the relay once its cause is fixed.
- * Listing: ordergate.outbox_quarantine_list (schema/functions/outbox_quarantine_list.sql);
- * retrying: ordergate.outbox_release (schema/functions/outbox_release.sql, role
+ * Listing: ordergate.outbox_quarantine_list (schema/functions/outbox/outbox_quarantine_list.sql);
+ * retrying: ordergate.outbox_release (schema/functions/admin/outbox_release.sql, role
  * ordergate_admin). */
 #include <inttypes.h>
 #include <libpq-fe.h>
@@ -48,33 +48,13 @@ static enum og_status outbox_list_run(struct ctl *ctl, const struct opt_args *a,
     st = db_call(db, &outbox_stmt_list, params, &res, err);
     if (st != OG_OK)
         return st;
+    st = ctl_rows_json(res, cols, "ittTTtt", &list, err);
+    if (st != OG_OK)
+        goto out;
     out = json_object();
-    list = json_array();
-    if (out == NULL || list == NULL) {
+    if (out == NULL) {
         st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
         goto out;
-    }
-    for (int r = 0; r < PQntuples(res); r++) {
-        json_t *e = json_object();
-        if (e == NULL) {
-            st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-            goto out;
-        }
-        for (int c = 0; c < (int)(sizeof(cols) / sizeof(cols[0])); c++) {
-            json_t *v;
-            char iso[40];
-            const char *s = PQgetvalue(res, r, c);
-            if (PQgetisnull(res, r, c))
-                v = json_null();
-            else if (c == 0)
-                v = json_integer(strtoll(s, NULL, 10));
-            else if ((c == 3 || c == 4) && ctl_pg_time_iso(s, iso, sizeof(iso)) == 0)
-                v = json_string(iso);
-            else
-                v = json_string(s);
-            ctl_json_set(e, cols[c], v);
-        }
-        json_array_append_new(list, e);
     }
     ctl_json_set(out, "command", json_string("outbox quarantined"));
     ctl_json_set(out, "ok", json_true());
@@ -99,28 +79,12 @@ static void outbox_list_text(const json_t *r, FILE *out)
                                        "order_no", "due_at",         "reason"};
     const json_t *list = json_object_get(r, "events");
     json_int_t total = json_integer_value(json_object_get(r, "total"));
-    struct ctl_table *t;
-    const json_t *e;
-    size_t i;
 
     if (json_array_size(list) == 0) {
         fprintf(out, "no quarantined outbox events\n");
         return;
     }
-    t = ctl_table_new(6, heads);
-    if (t == NULL)
-        return;
-    json_array_foreach(list, i, e)
-    {
-        const char *cells[6];
-        char bufs[6][32];
-        for (size_t c = 0; c < 6; c++)
-            cells[c] = ctl_json_text(json_object_get(e, keys[c]), bufs[c], sizeof(bufs[c]));
-        if (ctl_table_add(t, cells) != 0)
-            break;
-    }
-    ctl_table_print(t, out, "");
-    ctl_table_free(t);
+    ctl_table_print_list(out, list, 6, heads, keys);
     fprintf(out,
             "%zu of %" JSON_INTEGER_FORMAT " quarantined events (oldest first); after fixing the "
             "cause: ordergatectl outbox retry ID\n",
@@ -171,11 +135,7 @@ static enum og_status outbox_retry_run(struct ctl *ctl, const struct opt_args *a
     params[0] = id_s;
     st = db_call(db, &outbox_stmt_release, params, &res, err);
     if (st != OG_OK) {
-        if (strcmp(err->sqlstate, "42501") == 0) {
-            char msg[sizeof(err->msg)];
-            snprintf(msg, sizeof(msg), "%s (retrying needs the role ordergate_admin)", err->msg);
-            snprintf(err->msg, sizeof(err->msg), "%s", msg);
-        }
+        ctl_error_needs_role(err, "retrying", "ordergate_admin");
         return st;
     }
     out = json_object();

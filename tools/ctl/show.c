@@ -1,5 +1,5 @@
 /* ordergatectl show ORDER: everything recorded under an order number, read in
- * one statement (ordergate.order_report, schema/functions/order_report.sql), so the
+ * one statement (ordergate.order_report, schema/functions/gate/order_report.sql), so the
  * order, its history, payments and exceptions come from one snapshot. */
 #include <libpq-fe.h>
 #include <string.h>

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "tools/bench/support/bench_child.h"
+#include "tools/bench/support/bench_prog.h"
 #include "tools/bench/support/bench_kafka.h"
 #include "tools/bench/support/bench_prom.h"
 
@@ -180,7 +180,7 @@ double db_wal_lsn_bytes(void);
 void db_background(double *autovacuums, double *checkpoints);
 long db_count_log(const char *prefix);
 pid_t db_consumer_backend(void);
-void db_backend_idle(pid_t backend, struct bench_child *c);
+void db_backend_idle(pid_t backend, struct bench_prog *c);
 
 /* tools/bench/consumer/kafka.c */
 rd_kafka_t *kafka_client(const struct opts *o, rd_kafka_type_t type, const char *const *props);
@@ -195,17 +195,17 @@ double produce_backlog(const struct opts *o, const char *topic, const char *pref
                        int64_t due_ms);
 double topic_disk_mb(const char *topic);
 
-/* tools/bench/consumer/child.c */
-void child_config(const struct opts *o, struct bench_child *c, const char *tag, const char *base);
-void child_spawn(const struct opts *o, struct bench_child *c, const char *tag, const char *topic,
-                 const char *group);
+/* tools/bench/consumer/launch.c */
+void launch_config(const struct opts *o, struct bench_prog *c, const char *tag, const char *base);
+void launch_consumer(const struct opts *o, struct bench_prog *c, const char *tag, const char *topic,
+                     const char *group);
 
 /* tools/bench/consumer/ceiling.c */
 struct db *ceiling_session(void);
 void ceiling_run(const struct opts *o, struct db *db, const char *prefix, long first, long n,
                  double max_s, struct ceiling *r, bool verbose);
 double gate_bench_run(const struct opts *o);
-void print_seeks(const struct bench_child *c);
+void print_seeks(const struct bench_prog *c);
 
 /* tools/bench/consumer/sampler.c */
 void sampler_start(struct sampler *s, pid_t consumer, pid_t backend);

@@ -1,39 +1,12 @@
 /* og_bench_consumer: the gate-only ceiling the end-to-end figure is set against. */
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
-#include <inttypes.h>
-#include <libpq-fe.h>
-#include <librdkafka/rdkafka.h>
-#include <limits.h>
-#include <math.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/utsname.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "common/codec.h"
-#include "common/db.h"
 #include "common/gate.h"
-#include "common/kafka.h"
-#include "common/log.h"
-#include "common/parse.h"
-#include "common/path.h"
-#include "common/version.h"
 #include "tools/bench/consumer/bench_consumer.h"
-#include "tools/bench/support/bench_child.h"
-#include "tools/bench/support/bench_pg.h"
 #include "tools/bench/support/bench_proc.h"
-#include "tools/bench/support/bench_prom.h"
 #include "tools/bench/support/bench_run.h"
 
 /* The session the ceiling measurements share (warm: PL/pgSQL compiled, plans
@@ -140,7 +113,8 @@ double gate_bench_run(const struct opts *o)
     snprintf(dbname, sizeof(dbname), "%s_gate", o->dbname);
     bench_progress("running %s --dbname %s --batches %s --orders %s --no-pgbench", o->gate_bench,
                    dbname, batch, orders);
-    status = bench_run_capture(argv, out, 65536);
+    /* Its own --max-seconds bounds each batch size; this, the whole run with its setup. */
+    status = bench_run_capture(argv, out, 65536, 3600);
     for (char *line = strtok(out, "\n"); line != NULL; line = strtok(NULL, "\n")) {
         int b;
         long n, calls;
@@ -159,13 +133,13 @@ double gate_bench_run(const struct opts *o)
 
 /* What the consumer's log says about its pauses: the blocking seek of every
  * pause (seek_us=, logged at debug level) and seeks that timed out. */
-void print_seeks(const struct bench_child *c)
+void print_seeks(const struct bench_prog *c)
 {
     double *us = NULL, total = 0;
     size_t n = 0;
-    long failed = bench_child_log_events(c, "seek_failed", NULL, NULL, NULL);
+    long failed = bench_prog_log_events(c, "seek_failed", NULL, NULL, NULL);
 
-    (void)bench_child_log_events(c, "partition_paused", "seek_us", &us, &n);
+    (void)bench_prog_log_events(c, "partition_paused", "seek_us", &us, &n);
     for (size_t i = 0; i < n; i++)
         total += us[i];
     if (n > 0) {

@@ -1,53 +1,20 @@
 /* og_bench_consumer: PostgreSQL: the phase databases, bulk loads and what the phases read back. */
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
-#include <inttypes.h>
-#include <libpq-fe.h>
-#include <librdkafka/rdkafka.h>
-#include <limits.h>
-#include <math.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/utsname.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "common/clock.h"
-#include "common/codec.h"
 #include "common/db.h"
-#include "common/gate.h"
-#include "common/kafka.h"
-#include "common/log.h"
-#include "common/parse.h"
-#include "common/path.h"
-#include "common/version.h"
 #include "tools/bench/consumer/bench_consumer.h"
-#include "tools/bench/support/bench_child.h"
 #include "tools/bench/support/bench_pg.h"
-#include "tools/bench/support/bench_proc.h"
-#include "tools/bench/support/bench_prom.h"
 #include "tools/bench/support/bench_run.h"
 
 void db_drop(void)
 {
-    char text[160];
-
     if (g.conn != NULL) {
         PQfinish(g.conn);
         g.conn = NULL;
     }
     if (g.admin == NULL || !g.db_created)
         return;
-    snprintf(text, sizeof(text), "DROP DATABASE IF EXISTS %s WITH (FORCE)", g.dbname);
-    PQclear(PQexec(g.admin, text));
+    bench_pg_db_drop(g.admin, g.dbname);
     g.db_created = false;
 }
 
@@ -55,20 +22,11 @@ void db_drop(void)
 void db_fresh(const struct opts *o)
 {
     static bool printed;
-    const char *p[1] = {o->template_db};
-    char text[256], conninfo[192];
+    char conninfo[192];
 
     db_drop();
-    if (bench_pg_num(g.admin, "SELECT count(*) FROM pg_database WHERE datname = $1", 1, p) != 1)
-        bench_die(
-            "template database %s not found: build it first with tests/support/db_template.sh "
-            "(same PG* environment)",
-            o->template_db);
     snprintf(g.dbname, sizeof(g.dbname), "%s", o->dbname);
-    snprintf(text, sizeof(text), "DROP DATABASE IF EXISTS %s WITH (FORCE)", g.dbname);
-    bench_pg_exec(g.admin, text);
-    snprintf(text, sizeof(text), "CREATE DATABASE %s TEMPLATE %s", g.dbname, o->template_db);
-    bench_pg_exec(g.admin, text);
+    bench_pg_db_create(g.admin, g.dbname, o->template_db);
     g.db_created = true;
     snprintf(conninfo, sizeof(conninfo),
              "dbname=%s application_name=" PROG " options='-c client_min_messages=warning'",
@@ -76,7 +34,8 @@ void db_fresh(const struct opts *o)
     g.conn = bench_pg_connect(conninfo);
     if (!printed) {
         char v[64], md5[40], md5b[40];
-        printf("schema: migrations %s; claim_cancel md5 %s, _cancel_effects+_cancel_claim md5 %s\n",
+        printf("schema: migrations %s; claim_cancel md5 %s, _cancel_orders+_cancel_orders_claim "
+               "md5 %s\n",
                bench_pg_str(g.conn,
                             "SELECT string_agg(version, ',' ORDER BY version) "
                             "FROM ordergate.schema_migrations",
@@ -88,7 +47,7 @@ void db_fresh(const struct opts *o)
                bench_pg_str(g.conn,
                             "SELECT md5(string_agg(prosrc || coalesce(proconfig::text, ''), '' "
                             "ORDER BY proname)) FROM pg_proc "
-                            "WHERE proname IN ('_cancel_effects', '_cancel_claim')",
+                            "WHERE proname IN ('_cancel_orders', '_cancel_orders_claim')",
                             md5b, sizeof(md5b)));
         printed = true;
     }
@@ -210,10 +169,10 @@ pid_t db_consumer_backend(void)
                                0, NULL);
 }
 
-struct bench_child;
+struct bench_prog;
 /* Waits until a backend has no statement running (the stopped consumer's
  * claim in flight has committed). */
-void db_backend_idle(pid_t backend, struct bench_child *c)
+void db_backend_idle(pid_t backend, struct bench_prog *c)
 {
     char pid[16];
     const char *p[1] = {pid};
@@ -226,7 +185,7 @@ void db_backend_idle(pid_t backend, struct bench_child *c)
         PQclear(res);
         if (idle)
             return;
-        bench_child_alive(c);
+        bench_prog_alive(c);
         bench_sleep_ms(10);
     }
     bench_die(

@@ -1,49 +1,16 @@
 /* og_bench_consumer: Kafka: clients, topics, producing the backlogs. */
 #include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
-#include <inttypes.h>
-#include <libpq-fe.h>
 #include <librdkafka/rdkafka.h>
-#include <limits.h>
-#include <math.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/codec.h"
-#include "common/db.h"
-#include "common/gate.h"
 #include "common/kafka.h"
-#include "common/log.h"
-#include "common/parse.h"
-#include "common/path.h"
-#include "common/version.h"
 #include "tools/bench/consumer/bench_consumer.h"
-#include "tools/bench/support/bench_child.h"
 #include "tools/bench/support/bench_kafka.h"
-#include "tools/bench/support/bench_pg.h"
-#include "tools/bench/support/bench_proc.h"
-#include "tools/bench/support/bench_prom.h"
 #include "tools/bench/support/bench_run.h"
-
-static void kconf(rd_kafka_conf_t *conf, const char *name, const char *value)
-{
-    char errstr[256];
-
-    if (rd_kafka_conf_set(conf, name, value, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
-        bench_die("kafka property %s=%s: %s", name, value, errstr);
-}
 
 static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
@@ -59,27 +26,8 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 
 rd_kafka_t *kafka_client(const struct opts *o, rd_kafka_type_t type, const char *const *props)
 {
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    char errstr[512];
-    rd_kafka_t *rk;
-
-    kconf(conf, "bootstrap.servers", o->brokers);
-    kconf(conf, "client.id", PROG);
-    kconf(conf, "log_level", "4"); /* no notices about the topics we delete */
-    /* A metadata refresh for a topic deleted at the end of a phase must not
-     * create it again on a broker that auto-creates topics (the local one
-     * does not; a shop's may). */
-    kconf(conf, "allow.auto.create.topics", "false");
-    for (size_t i = 0; props != NULL && props[i] != NULL; i += 2)
-        kconf(conf, props[i], props[i + 1]);
-    if (type == RD_KAFKA_PRODUCER)
-        rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
-    rk = rd_kafka_new(type, conf, errstr, sizeof(errstr));
-    if (rk == NULL) {
-        rd_kafka_conf_destroy(conf);
-        bench_die("kafka client: %s", errstr);
-    }
-    return rk;
+    return bench_kafka_client(o->brokers, PROG, type, props,
+                              type == RD_KAFKA_PRODUCER ? dr_cb : NULL);
 }
 
 void topic_create(const struct opts *o, const char *topic, int partitions)

@@ -16,25 +16,15 @@
  * autovacuum_naptime), once after ANALYZE. Every claim batch of the consumers is timed: each
  * logs its claim call's time (batch_committed, claim_ms, at debug level, which the phase's
  * consumers always run at). */
-#include <inttypes.h>
-#include <libpq-fe.h>
 #include <pthread.h>
-#include <signal.h>
-#include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "common/clock.h"
-#include "common/db.h"
-#include "common/gate.h"
 #include "tools/bench/consumer/bench_consumer.h"
-#include "tools/bench/support/bench_child.h"
 #include "tools/bench/support/bench_pg.h"
 #include "tools/bench/support/bench_place.h"
 #include "tools/bench/support/bench_proc.h"
-#include "tools/bench/support/bench_prom.h"
 #include "tools/bench/support/bench_run.h"
 
 #define BURST_MAX_CONSUMERS 8
@@ -147,7 +137,7 @@ static double consumer_backends_cpu(void)
     return sum;
 }
 
-static double consumers_cpu(const struct bench_child *c, int n)
+static double consumers_cpu(const struct bench_prog *c, int n)
 {
     double sum = 0;
 
@@ -160,7 +150,7 @@ static double consumers_cpu(const struct bench_child *c, int n)
 }
 
 /* The sum of one sample over every consumer's metrics; -1 when one did not answer. */
-static double consumers_metric(const struct bench_child *c, int n, char *buf, const char *sample,
+static double consumers_metric(const struct bench_prog *c, int n, char *buf, const char *sample,
                                double *each)
 {
     double sum = 0;
@@ -234,7 +224,7 @@ static void burst_place(const struct opts *o, long n, int64_t due_ms, struct bur
 
 /* Every claim batch of the consumers, from their batch_committed debug lines (claim_ms: the
  * claim call's wall time; 0 in a batch that claimed nothing). */
-static void burst_claim_times(const struct bench_child *c, int nc, struct burst_result *b)
+static void burst_claim_times(const struct bench_prog *c, int nc, struct burst_result *b)
 {
     double *all = NULL;
     size_t n = 0;
@@ -242,7 +232,7 @@ static void burst_claim_times(const struct bench_child *c, int nc, struct burst_
     for (int i = 0; i < nc; i++) {
         double *v = NULL;
         size_t nv = 0;
-        long lines = bench_child_log_events(&c[i], "batch_committed", "claim_ms", &v, &nv);
+        long lines = bench_prog_log_events(&c[i], "batch_committed", "claim_ms", &v, &nv);
         double *grown = nv > 0 ? realloc(all, (n + nv) * sizeof(*all)) : all;
 
         if (grown == NULL)
@@ -280,7 +270,7 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     int64_t due_ms = (clock_wall_ms() + (int64_t)lead * 1000) / 1000 * 1000;
     int64_t past_ms = clock_wall_ms() - 3600 * 1000, end_ms = 0;
     char topic[160], group[160], base[128], *metrics = malloc(METRICS_MAX_BYTES);
-    struct bench_child c[BURST_MAX_CONSUMERS];
+    struct bench_prog c[BURST_MAX_CONSUMERS];
     struct ceiling cb, ca;
     struct db *cdb;
     double setup_t0 = bench_mono_s(), k0, c0, b0, wal0, t_due;
@@ -339,11 +329,11 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     for (int i = 0; i < nc; i++) {
         char tag[48];
         snprintf(tag, sizeof(tag), "burst-%s-%d", how, i);
-        child_config(&so, &c[i], tag, base);
-        child_spawn(o, &c[i], tag, topic, group);
+        launch_config(&so, &c[i], tag, base);
+        launch_consumer(o, &c[i], tag, topic, group);
     }
     for (int i = 0; i < nc; i++)
-        bench_child_port(&c[i]);
+        bench_prog_port(&c[i]);
     /* Ready: every partition paused, spread over all consumers, twice in a row a second apart
      * (a rebalance while the second member joins moves partitions). */
     {
@@ -353,7 +343,7 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
             double paused;
             bool all = true;
             for (int i = 0; i < nc; i++)
-                bench_child_alive(&c[i]);
+                bench_prog_alive(&c[i]);
             bench_check_stop();
             paused = consumers_metric(c, nc, metrics, "ordergate_consumer_paused_partitions", each);
             for (int i = 0; i < nc && nc <= o->partitions; i++)
@@ -399,7 +389,7 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
         for (;;) {
             double now;
             for (int i = 0; i < nc; i++)
-                bench_child_alive(&c[i]);
+                bench_prog_alive(&c[i]);
             bench_check_stop();
             done = consumers_metric(c, nc, metrics,
                                     "ordergate_consumer_claims_total{outcome=\"cancelled\"}", NULL);
@@ -445,7 +435,7 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
         b->db_mean_ms = db_count > 0 ? 1000 * db_sum / db_count : 0;
     }
     for (int i = 0; i < nc; i++)
-        (void)bench_child_stop(&c[i]);
+        (void)bench_prog_stop(&c[i]);
     burst_claim_times(c, nc, b);
 
     {

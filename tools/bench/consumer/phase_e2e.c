@@ -1,38 +1,10 @@
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
-#include <inttypes.h>
-#include <libpq-fe.h>
-#include <librdkafka/rdkafka.h>
-#include <limits.h>
-#include <math.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdio.h>
+/* og_bench_consumer: the e2e phase (what it measures: tools/bench/og_bench_consumer.c). */
 #include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <sys/utsname.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "common/clock.h"
-#include "common/codec.h"
-#include "common/db.h"
-#include "common/gate.h"
 #include "common/kafka.h"
-#include "common/log.h"
-#include "common/parse.h"
-#include "common/path.h"
-#include "common/version.h"
 #include "tools/bench/consumer/bench_consumer.h"
-#include "tools/bench/support/bench_child.h"
 #include "tools/bench/support/bench_pg.h"
-#include "tools/bench/support/bench_proc.h"
-#include "tools/bench/support/bench_prom.h"
 #include "tools/bench/support/bench_run.h"
 
 /* ------------------------------------------------------------------------------------------ */
@@ -41,7 +13,7 @@
 void phase_e2e(const struct opts *o, const char *run, struct results *r)
 {
     char topic[160], group[160], base[128], *metrics = malloc(METRICS_MAX_BYTES);
-    struct bench_child c;
+    struct bench_prog c;
     struct sampler s;
     struct bench_hist h_batch, h_db, h_late;
     double av0, ck0, av1, ck1, wal0, t_spawn, t_first = -1, t_done, next_line, last_line_t;
@@ -84,16 +56,16 @@ void phase_e2e(const struct opts *o, const char *run, struct results *r)
     ceiling_run(o, cdb, "g", 0, o->ceiling_orders, 0, &r->ceil[0], true);
     bench_pg_exec(g.conn, "CHECKPOINT");
 
-    child_config(o, &c, "e2e", base);
+    launch_config(o, &c, "e2e", base);
     db_background(&av0, &ck0);
     wal0 = db_wal_lsn_bytes();
     t_spawn = bench_mono_s();
-    child_spawn(o, &c, "e2e", topic, group);
-    bench_child_port(&c);
+    launch_consumer(o, &c, "e2e", topic, group);
+    bench_prog_port(&c);
     /* Its database session appears once it connected. */
     pid_t backend = 0;
     for (int i = 0; i < 200 && backend == 0; i++) {
-        bench_child_alive(&c);
+        bench_prog_alive(&c);
         backend = db_consumer_backend();
         if (backend == 0)
             bench_sleep_ms(50);
@@ -103,7 +75,7 @@ void phase_e2e(const struct opts *o, const char *run, struct results *r)
     last_line_t = t_spawn;
     for (;;) {
         double now;
-        bench_child_alive(&c);
+        bench_prog_alive(&c);
         bench_check_stop();
         bench_sleep_ms(250);
         now = bench_mono_s();
@@ -191,7 +163,7 @@ void phase_e2e(const struct opts *o, const char *run, struct results *r)
     r->e2e_checkpoints = ck1 - ck0;
     if (!bench_metrics_get(c.port, metrics, METRICS_MAX_BYTES))
         metrics[0] = '\0';
-    r->e2e_exit = bench_child_stop(&c);
+    r->e2e_exit = bench_prog_stop(&c);
 
     /* The figures from the database: first to last commit. */
     {

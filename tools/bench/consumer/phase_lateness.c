@@ -1,38 +1,10 @@
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
-#include <inttypes.h>
-#include <libpq-fe.h>
-#include <librdkafka/rdkafka.h>
-#include <limits.h>
-#include <math.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdio.h>
+/* og_bench_consumer: the lateness phase (what it measures: tools/bench/og_bench_consumer.c). */
 #include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <sys/utsname.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "common/clock.h"
-#include "common/codec.h"
-#include "common/db.h"
-#include "common/gate.h"
 #include "common/kafka.h"
-#include "common/log.h"
-#include "common/parse.h"
-#include "common/path.h"
-#include "common/version.h"
 #include "tools/bench/consumer/bench_consumer.h"
-#include "tools/bench/support/bench_child.h"
 #include "tools/bench/support/bench_pg.h"
-#include "tools/bench/support/bench_proc.h"
-#include "tools/bench/support/bench_prom.h"
 #include "tools/bench/support/bench_run.h"
 
 /* ------------------------------------------------------------------------------------------ */
@@ -46,7 +18,7 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
     int64_t t0_ms = clock_wall_ms() + (int64_t)lead * 1000, end_ms;
     double setup_start = bench_mono_s(), next_line, last_line_t, prod_t0, prod_t1, lat_t0;
     long last_line_n = 0, done = 0, produced = 0;
-    struct bench_child c;
+    struct bench_prog c;
     struct sampler s;
     struct bench_hist h_late, h_batch, h_db;
     rd_kafka_t *rk;
@@ -111,10 +83,10 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
     snprintf(topic, sizeof(topic), "%s.cancel", base);
     snprintf(group, sizeof(group), "%s.group", base);
     topic_create(o, topic, o->partitions);
-    child_config(o, &c, "lateness", base);
-    child_spawn(o, &c, "lateness", topic, group);
-    bench_child_port(&c);
-    bench_child_wait_log(&c, "event=partitions_assigned", 60);
+    launch_config(o, &c, "lateness", base);
+    launch_consumer(o, &c, "lateness", topic, group);
+    bench_prog_port(&c);
+    bench_prog_wait_log(&c, "event=partitions_assigned", 60);
     {
         pid_t backend = 0;
         for (int i = 0; i < 200 && backend == 0; i++) {
@@ -145,7 +117,7 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
         double m = bench_mono_s();
 
         bench_check_stop();
-        bench_child_alive(&c);
+        bench_prog_alive(&c);
         while (produced < n && t0_ms + produced * 1000 / o->rate - o->ahead_ms <= now) {
             char key[32], value[160], iso[32];
             int64_t due = t0_ms + produced * 1000 / o->rate;
@@ -199,7 +171,7 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
     r->lat_wall = bench_mono_s() - lat_t0;
     if (!bench_metrics_get(c.port, metrics, METRICS_MAX_BYTES))
         metrics[0] = '\0';
-    r->lat_exit = bench_child_stop(&c);
+    r->lat_exit = bench_prog_stop(&c);
     {
         struct db *cdb = ceiling_session();
         struct ceiling cr;

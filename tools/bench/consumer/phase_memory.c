@@ -1,38 +1,10 @@
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
-#include <inttypes.h>
-#include <libpq-fe.h>
-#include <librdkafka/rdkafka.h>
-#include <limits.h>
+/* og_bench_consumer: the memory phase (what it measures: tools/bench/og_bench_consumer.c). */
 #include <math.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <sys/utsname.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "common/clock.h"
-#include "common/codec.h"
-#include "common/db.h"
-#include "common/gate.h"
-#include "common/kafka.h"
-#include "common/log.h"
-#include "common/parse.h"
-#include "common/path.h"
-#include "common/version.h"
 #include "tools/bench/consumer/bench_consumer.h"
-#include "tools/bench/support/bench_child.h"
-#include "tools/bench/support/bench_pg.h"
 #include "tools/bench/support/bench_proc.h"
-#include "tools/bench/support/bench_prom.h"
 #include "tools/bench/support/bench_run.h"
 
 /* ------------------------------------------------------------------------------------------ */
@@ -43,7 +15,7 @@ void phase_memory(const struct opts *o, const char *run, struct results *r)
     char topic[160], group[160], base[128], *metrics = malloc(METRICS_MAX_BYTES);
     long in_db = o->waiting_db < o->waiting ? o->waiting_db : o->waiting;
     int64_t due_ms = clock_wall_ms() + 3600 * 1000;
-    struct bench_child c;
+    struct bench_prog c;
     double t_spawn, t_paused, sum = 0;
 
     if (metrics == NULL)
@@ -59,18 +31,21 @@ void phase_memory(const struct opts *o, const char *run, struct results *r)
     db_load(o, "w", in_db, clock_wall_ms() - 3600 * 1000, 0);
     db_settle();
     snprintf(base, sizeof(base), "ogbench.%s.mem", run);
-    snprintf(topic, sizeof(topic), "%s.cancel", base);
+    /* The name carries the topic's delay level (common/delay.h): a message due within its
+     * topic's level waits in Kafka, paused; one due beyond it (level + consumer.level_margin_ms)
+     * would be claimed at once, and nothing would wait. */
+    snprintf(topic, sizeof(topic), "%s.cancel.2h", base);
     snprintf(group, sizeof(group), "%s.group", base);
     topic_create(o, topic, o->partitions);
     r->mem_produce_rate = produce_backlog(o, topic, "w", o->waiting, due_ms);
     r->mem_topic_mb = topic_disk_mb(topic);
 
-    child_config(o, &c, "memory", base);
+    launch_config(o, &c, "memory", base);
     t_spawn = bench_mono_s();
-    child_spawn(o, &c, "memory", topic, group);
-    bench_child_port(&c);
+    launch_consumer(o, &c, "memory", topic, group);
+    bench_prog_port(&c);
     for (;;) {
-        bench_child_alive(&c);
+        bench_prog_alive(&c);
         bench_check_stop();
         if (bench_metrics_get(c.port, metrics, METRICS_MAX_BYTES) &&
             bench_prom(metrics, "ordergate_consumer_paused_partitions") >= o->partitions)
@@ -90,7 +65,7 @@ void phase_memory(const struct opts *o, const char *run, struct results *r)
     r->rss_max = 0;
     for (int i = 0; i < o->rss_seconds; i++) {
         double rss;
-        bench_child_alive(&c);
+        bench_prog_alive(&c);
         bench_check_stop();
         rss = bench_proc_vm_mb(c.pid, "VmRSS:");
         if (i == 0)
@@ -118,7 +93,7 @@ void phase_memory(const struct opts *o, const char *run, struct results *r)
     } else {
         r->mem_claims = r->mem_committed = -1;
     }
-    r->mem_exit = bench_child_stop(&c);
+    r->mem_exit = bench_prog_stop(&c);
     r->mem_log_rows = db_count_log("");
     printf("  produced at %.0f msg/s; broker log %.0f MB on disk; consumer exit status %d\n",
            r->mem_produce_rate, r->mem_topic_mb, r->mem_exit);

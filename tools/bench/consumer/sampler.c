@@ -1,40 +1,8 @@
 /* og_bench_consumer: CPU and memory of the consumer, its database backend and the broker. */
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
-#include <inttypes.h>
-#include <libpq-fe.h>
-#include <librdkafka/rdkafka.h>
-#include <limits.h>
-#include <math.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <sys/utsname.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "common/clock.h"
-#include "common/codec.h"
-#include "common/db.h"
-#include "common/gate.h"
-#include "common/kafka.h"
-#include "common/log.h"
-#include "common/parse.h"
-#include "common/path.h"
-#include "common/version.h"
 #include "tools/bench/consumer/bench_consumer.h"
-#include "tools/bench/support/bench_child.h"
-#include "tools/bench/support/bench_pg.h"
 #include "tools/bench/support/bench_proc.h"
-#include "tools/bench/support/bench_prom.h"
-#include "tools/bench/support/bench_run.h"
 
 /* The Kafka broker of deploy/local/services.sh, when ORDERGATE_STATE_DIR names it. */
 static pid_t broker_pid(void)

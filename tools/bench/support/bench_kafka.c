@@ -7,6 +7,40 @@
 #include "common/kafka.h"
 #include "tools/bench/support/bench_run.h"
 
+static void bench_kafka_set(rd_kafka_conf_t *conf, const char *name, const char *value)
+{
+    char errstr[256];
+
+    if (rd_kafka_conf_set(conf, name, value, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
+        bench_die("kafka property %s=%s: %s", name, value, errstr);
+}
+
+rd_kafka_t *bench_kafka_client(const char *brokers, const char *client_id, rd_kafka_type_t type,
+                               const char *const *props,
+                               void (*dr_cb)(rd_kafka_t *, const rd_kafka_message_t *, void *))
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    char errstr[512];
+    rd_kafka_t *rk;
+
+    bench_kafka_set(conf, "bootstrap.servers", brokers);
+    bench_kafka_set(conf, "client.id", client_id);
+    bench_kafka_set(conf, "log_level", "4"); /* no notices about the topics we delete */
+    /* A metadata refresh for a topic deleted at the end of a phase must not create it again on
+     * a broker that auto-creates topics (the local one does not; a shop's may). */
+    bench_kafka_set(conf, "allow.auto.create.topics", "false");
+    for (size_t i = 0; props != NULL && props[i] != NULL; i += 2)
+        bench_kafka_set(conf, props[i], props[i + 1]);
+    if (dr_cb != NULL)
+        rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
+    rk = rd_kafka_new(type, conf, errstr, sizeof(errstr));
+    if (rk == NULL) {
+        rd_kafka_conf_destroy(conf);
+        bench_die("kafka client: %s", errstr);
+    }
+    return rk;
+}
+
 void bench_topic_create(struct bench_topics *t, rd_kafka_t *rk, const char *topic, int partitions)
 {
     struct og_error err = {0};

@@ -56,3 +56,30 @@ const char *bench_pg_str(PGconn *c, const char *text, char *buf, size_t size)
     PQclear(res);
     return buf;
 }
+
+void bench_pg_db_create(PGconn *admin, const char *dbname, const char *template_db)
+{
+    const char *p[1] = {template_db};
+    char text[256];
+
+    if (bench_pg_num(admin, "SELECT count(*) FROM pg_database WHERE datname = $1", 1, p) != 1)
+        bench_die("template database %s not found: build it first with "
+                  "tests/support/db_template.sh (same PG* environment)",
+                  template_db);
+    snprintf(text, sizeof(text), "DROP DATABASE IF EXISTS %s WITH (FORCE)", dbname);
+    bench_pg_exec(admin, text);
+    snprintf(text, sizeof(text), "CREATE DATABASE %s TEMPLATE %s", dbname, template_db);
+    bench_pg_exec(admin, text);
+}
+
+void bench_pg_db_drop(PGconn *admin, const char *dbname)
+{
+    char text[160];
+    PGresult *res;
+
+    snprintf(text, sizeof(text), "DROP DATABASE IF EXISTS %s WITH (FORCE)", dbname);
+    res = PQexec(admin, text);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK)
+        bench_warn("%s: %s", text, PQerrorMessage(admin));
+    PQclear(res);
+}

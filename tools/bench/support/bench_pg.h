@@ -16,4 +16,12 @@ double bench_pg_num(PGconn *c, const char *text, int n, const char *const *param
 /* The same as text into buf; "?" for no row or NULL. Returns buf. */
 const char *bench_pg_str(PGconn *c, const char *text, char *buf, size_t size);
 
+/* Database names here passed bench_name_valid: safe in SQL text. */
+/* dbname afresh (dropped first, with every session on it) as a copy of template_db; dies when
+ * the template does not exist, naming tests/support/db_template.sh, which builds it. */
+void bench_pg_db_create(PGconn *admin, const char *dbname, const char *template_db);
+/* Drops dbname, if it exists, with every session on it; a failure is only warned about (for a
+ * cleanup, which must go on). */
+void bench_pg_db_drop(PGconn *admin, const char *dbname);
+
 #endif

@@ -1,7 +1,7 @@
 #include "tools/bench/support/bench_run.h"
 
 #include <errno.h>
-#include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/child.h"
 #include "common/clock.h"
 
 volatile sig_atomic_t bench_stop;
@@ -60,10 +61,22 @@ void bench_progress(const char *fmt, ...)
     fprintf(stderr, "\n");
 }
 
-void bench_on_signal(int sig)
+static void bench_on_signal(int sig)
 {
     (void)sig;
     bench_stop = 1;
+}
+
+void bench_signals_install(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = bench_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
 }
 
 void bench_check_stop(void)
@@ -108,84 +121,55 @@ char *bench_slurp(const char *path)
     return buf;
 }
 
-/* Starts argv with stdout into a pipe (and stderr too, or to /dev/null);
- * -1 when it cannot. */
+/* Starts argv (PATH searched) with stdout into a pipe, stderr too or to /dev/null; -1 when it
+ * cannot. */
 static pid_t bench_spawn_piped(char *const argv[], bool with_stderr, int *read_fd)
 {
-    int fds[2];
-    pid_t pid;
+    struct og_error err = {0};
+    pid_t pid =
+        child_spawn((const char *const *)argv,
+                    &(struct child_opts){.out_fd = CHILD_FD_PIPE,
+                                         .err_fd = with_stderr ? CHILD_FD_STDOUT : CHILD_FD_NULL,
+                                         .pipe_fd = read_fd},
+                    &err);
 
-    if (pipe(fds) != 0)
-        return -1;
-    pid = fork();
-    if (pid == 0) {
-        int devnull = with_stderr ? -1 : open("/dev/null", O_WRONLY);
-        dup2(fds[1], STDOUT_FILENO);
-        dup2(with_stderr ? fds[1] : devnull, STDERR_FILENO);
-        close(fds[0]);
-        close(fds[1]);
-        execvp(argv[0], argv);
-        fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    close(fds[1]);
-    if (pid < 0) {
-        close(fds[0]);
-        return -1;
-    }
-    *read_fd = fds[0];
+    if (pid < 0)
+        bench_warn("%s", err.msg);
     return pid;
 }
 
-static int bench_reap(pid_t pid)
+/* Reads fd to its end or until timeout_s or a stop request (bench_stop), keeping in out (size >
+ * 0) the tail, or with head the beginning; then reaps pid, stopping it if it still runs.
+ * Returns its exit status, -1 when it was stopped or killed by a signal. */
+static int bench_collect(pid_t pid, int fd, char *out, size_t size, bool head, int timeout_s)
 {
-    int status = 0;
-
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-const char *bench_run_line(char *const argv[], char *buf, size_t size)
-{
-    int fd;
-    ssize_t n = 0;
-    pid_t pid = bench_spawn_piped(argv, false, &fd);
-
-    if (pid > 0) {
-        n = read(fd, buf, size - 1);
-        close(fd);
-        bench_reap(pid);
-    }
-    if (n > 0) {
-        buf[n] = '\0';
-        buf[strcspn(buf, "\n")] = '\0';
-    } else {
-        snprintf(buf, size, "?");
-    }
-    return buf;
-}
-
-int bench_run_capture(char *const argv[], char *out, size_t size)
-{
+    double deadline = bench_mono_s() + timeout_s;
     size_t used = 0;
-    int fd;
-    pid_t pid;
+    int st, ws = 0;
 
-    if (size > 0)
-        out[0] = '\0';
-    pid = bench_spawn_piped(argv, true, &fd);
-    if (pid < 0)
-        return -1;
+    out[0] = '\0';
     for (;;) {
         char buf[4096];
-        ssize_t r = read(fd, buf, sizeof(buf));
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        ssize_t r;
+        if (bench_stop || bench_mono_s() > deadline)
+            break;
+        if (poll(&p, 1, 200) <= 0)
+            continue;
+        r = read(fd, buf, sizeof(buf));
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
             break;
+        if (head) {
+            size_t fit = (size_t)r < size - 1 - used ? (size_t)r : size - 1 - used;
+            memcpy(out + used, buf, fit);
+            used += fit;
+            out[used] = '\0';
+            continue;
+        }
         /* Keep the tail: errors come last. */
-        if (used + (size_t)r >= size && size > 0) {
+        if (used + (size_t)r >= size) {
             size_t drop = used + (size_t)r - size + 1;
             if (drop > used)
                 drop = used;
@@ -199,7 +183,40 @@ int bench_run_capture(char *const argv[], char *out, size_t size)
         }
     }
     close(fd);
-    return bench_reap(pid);
+    /* At end of file it is exiting; otherwise it is stopped here. */
+    st = child_wait(pid, 10000, &ws);
+    if (st == CHILD_RUNNING) {
+        bench_warn("%s", bench_stop ? "interrupted: stopping a helper program"
+                                    : "a helper program outlived its bound: stopped");
+        child_stop(pid, SIGTERM, 10000, NULL);
+        return -1;
+    }
+    return st >= 0 && WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+}
+
+const char *bench_run_line(char *const argv[], char *buf, size_t size)
+{
+    int fd;
+    pid_t pid = bench_spawn_piped(argv, false, &fd);
+
+    if (pid < 0 || bench_collect(pid, fd, buf, size, true, 30) < 0 || buf[0] == '\0')
+        snprintf(buf, size, "?");
+    else
+        buf[strcspn(buf, "\n")] = '\0';
+    return buf;
+}
+
+int bench_run_capture(char *const argv[], char *out, size_t size, int timeout_s)
+{
+    int fd;
+    pid_t pid;
+
+    if (size > 0)
+        out[0] = '\0';
+    pid = bench_spawn_piped(argv, true, &fd);
+    if (pid < 0 || size == 0)
+        return -1;
+    return bench_collect(pid, fd, out, size, false, timeout_s);
 }
 
 int bench_cmp_double(const void *a, const void *b)

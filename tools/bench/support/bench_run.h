@@ -19,8 +19,8 @@ void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretu
 void bench_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "  .. message" on stderr. */
 void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* A handler for SIGINT and SIGTERM: raises bench_stop. */
-void bench_on_signal(int sig);
+/* SIGINT and SIGTERM raise bench_stop (the handler does nothing else); SIGPIPE is ignored. */
+void bench_signals_install(void);
 /* bench_die("interrupted") once bench_stop is raised. */
 void bench_check_stop(void);
 /* Sleeps ms milliseconds, less once bench_stop is raised. */
@@ -30,12 +30,14 @@ double bench_mono_s(void);
 /* The whole file, NUL-terminated (free it); NULL when it cannot be read. */
 char *bench_slurp(const char *path);
 /* The first line a program (no shell; PATH searched) writes to stdout, its
- * stderr dropped; "?" when it does not run or says nothing. Returns buf. */
+ * stderr dropped; "?" when it does not run, says nothing or takes over 30 s.
+ * Returns buf. */
 const char *bench_run_line(char *const argv[], char *buf, size_t size);
 /* Runs a program (no shell; PATH searched) to its end, keeping the tail of
  * its stdout and stderr in out. Returns its exit status, -1 when it could not
- * be run or was killed. */
-int bench_run_capture(char *const argv[], char *out, size_t size);
+ * be run or was killed, or when it ran past timeout_s or a stop request
+ * (bench_stop) and was stopped. */
+int bench_run_capture(char *const argv[], char *out, size_t size, int timeout_s);
 /* qsort comparison of doubles, ascending. */
 int bench_cmp_double(const void *a, const void *b);
 /* True for a database name made of [a-z0-9_], not starting with a digit, at

@@ -1,0 +1,121 @@
+/* The commit protocol: how the batch (consumer/batch.h) is committed, in this order, and only in
+ * this order, so that a crash at any point loses nothing:
+ *   1. claim_payment for every payment result (first: a payment consumed with a cancel that fell
+ *      due meanwhile was made before that cancel); a payment result that did not decode, or
+ *      that the gate refused for good, is recorded with record_payment_refused (an exception for
+ *      review) before its dead letter is produced in step 3; one whose order row is locked (a
+ *      short lock wait of its own, COMMIT_PAYMENT_LOCK_MS) or whose hook fails is held back alone
+ *      in the retry set (consumer/retry.h); refund results with record_refund;
+ *   2. claim_cancel for every cancel in the batch, in one statement, but for the orders whose
+ *      payment is held back (they wait behind it); busy answers go to the retry set, an order a
+ *      hook fails alone too (then, past consumer.hook_retry_ms, a dead letter);
+ *   3. for not_due orders, due_times() and, unless due within consumer.local_due_ms (then the
+ *      retry set), one new delayed message each on the delay topic that fits the time left
+ *      (consumer/levels.h), produced with the idempotent producer;
+ *   4. every produced message (re-schedules, dead letters) acknowledged;
+ *   5. offsets stored (offset + 1 of the last message per partition, but never past a message
+ *      whose order waits in the retry set).
+ * The stored offsets reach the group coordinator through librdkafka's auto-commit, on revoke and
+ * on shutdown. A crash before 5 redelivers the batch; the gate answers already_cancelled or
+ * duplicate for what was done.
+ *
+ * Owns the batch, the retry set and the claim's buffers (struct commit). Works with the handles
+ * and settings its owner gives it (struct commit_env) and tells the owner of progress only
+ * through env.progress and the readiness flags: it must not reach the consume loop, pause or
+ * seek a partition, or poll the group member (the loop does all of that between flushes). */
+#ifndef OG_CONSUMER_COMMIT_H
+#define OG_CONSUMER_COMMIT_H
+
+#include <librdkafka/rdkafka.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/cfg.h"
+#include "common/db.h"
+#include "common/delay.h"
+#include "common/error.h"
+#include "common/gate.h"
+#include "consumer/batch.h"
+#include "consumer/consumer_metrics.h"
+#include "consumer/retry.h"
+
+/* When the database says not_due although the expire_at it reports has passed by our clock, our
+ * clock runs ahead of the database's: look again this much later instead of spinning. */
+#define COMMIT_SKEW_RETRY_MS 250
+/* A payment's claim waits at most COMMIT_PAYMENT_LOCK_MS for a row lock (its order's, held by an
+ * order service); the waits cut short in one flush add up to at most
+ * COMMIT_PAYMENT_LOCK_BUDGET_MS, after which each claim of that flush waits
+ * COMMIT_PAYMENT_LOCK_MIN_MS (lock_timeout 0 would mean no bound). A payment whose wait was cut
+ * short is held in the retry set like a busy cancel (same backoff), for as long as the row stays
+ * locked: a lock is not the payment's fault, so it is never dead-lettered for it. */
+#define COMMIT_PAYMENT_LOCK_MS        100
+#define COMMIT_PAYMENT_LOCK_BUDGET_MS 1000
+#define COMMIT_PAYMENT_LOCK_MIN_MS    1
+/* A payment held that long logs payment_locked again (warning), every that many tries. */
+#define COMMIT_PAYMENT_LOCK_LOG_EVERY 30
+/* An order a hook fails is claimed again after 1 s, doubling up to 30 s, until
+ * consumer.hook_retry_ms. While a hook fails every order of the batch, the batch is bisected
+ * (gate_claim_cancel_isolating) only every COMMIT_HOOK_BISECT_EVERY attempts. */
+#define COMMIT_HOOK_BASE_MS      1000
+#define COMMIT_HOOK_CAP_MS       30000
+#define COMMIT_HOOK_BISECT_EVERY 8
+/* Longest wait for delivery reports inside one flush of the consume loop; the loop keeps polling
+ * (partitions stalled) when they take longer. */
+#define COMMIT_DELIVERY_WAIT_MS 2000
+
+/* What the protocol works with and does not own: set by the owner before the first flush (and
+ * before commit_take_retries), freed by the owner after commit_free. */
+struct commit_env {
+    /* consumer.busy_retry_ms, hook_retry_ms, local_due_ms, level_margin_ms, max_wait_ms,
+     * kafka.dead_letter_topic */
+    const struct og_config *cfg;
+    rd_kafka_t *rk;       /* the group member: step 5 stores offsets on it, nothing else */
+    rd_kafka_t *producer; /* re-schedules and dead letters (idempotent) */
+    struct db *db;        /* the consume loop's session */
+    /* The subscribed topics: a retry slot keeps a pointer to one of these names. */
+    char *const *topics;
+    size_t ntopics;
+    const struct delay_levels *levels; /* where re-schedules go (consumer/levels.h) */
+    struct consumer_metrics *m;
+    /* The owner's readiness: db_ok follows each database answer or failure, kafka_ok is set by
+     * each acknowledged message. */
+    bool *db_ok, *kafka_ok;
+    /* Called after each database answer of a step (a proof of progress: the owner pings its
+     * watchdog), never after a failure; NULL: nobody listens. */
+    void (*progress)(void *arg);
+    void *progress_arg;
+};
+
+struct commit {
+    struct commit_env env;
+    struct batch batch;
+    struct retry_set retry;
+    struct gate_cancel_row *rows; /* claim results, cap of them */
+    const char **nos;             /* claim arguments, cap of them */
+    bool *row_seen;               /* per claim row: an entry was matched to it */
+    int hook_stalls;              /* flushes in a row a hook failed for every order of the batch */
+};
+
+enum commit_result {
+    COMMIT_DONE,  /* committed (or nothing to do); the batch is empty */
+    COMMIT_RETRY, /* something failed: keep the batch, back off, try again */
+    COMMIT_WAIT,  /* only delivery reports are outstanding: poll and look again */
+};
+
+/* A batch and a retry set of cap entries each, and the claim's buffers; env is left as it is
+ * (zeroed by the caller, then set). OG_ERR_NOMEM otherwise; commit_free frees what was made. */
+enum og_status commit_init(struct commit *cm, size_t cap, struct og_error *err);
+/* Frees what commit_init made. After the producer is gone: a late delivery report writes into
+ * the batch. */
+void commit_free(struct commit *cm);
+/* Puts the due slots of the retry set (at_ms <= now_wall) back into the batch while it has room;
+ * returns how many. Only while the batch has not been claimed yet (the loop is not stalled). */
+size_t commit_take_retries(struct commit *cm, int64_t now_wall);
+/* Produces the message entry e owes, its dead letter or its re-schedule (BATCH_PRODUCE ->
+ * BATCH_INFLIGHT; on an immediate failure, a full local queue, it stays BATCH_PRODUCE). */
+void commit_produce(struct commit *cm, struct batch_entry *e);
+/* Runs the steps above as far as they go, waiting up to wait_ms for delivery reports. */
+enum commit_result commit_flush(struct commit *cm, int wait_ms);
+
+#endif

@@ -1,0 +1,72 @@
+-- order_report: everything recorded under one order number, as one JSON document read in one
+-- snapshot (one statement), so the parts agree with each other:
+--   {"order_no", "found", "status", "amount_cents", "coupon_id", "expire_at",
+--    "original_expire_at", "created_at", "closed_at",
+--    "items":      [{"sku", "qty"}]                                            by sku,
+--    "history":    [{"id", "from_status", "to_status", "source", "idempotency_key", "actor",
+--                    "note", "at"}]                                            oldest first,
+--    "payments":   [{"txn_no", "amount_cents", "channel", "outcome", "at"}]    oldest first,
+--    "exceptions": [{"id", "kind", "txn_no", "amount_cents", "resolution", "state", "note",
+--                    "created_at", "resolved_at", "resolved_by"}]              oldest first}
+-- found = false with the order fields NULL when no order row exists (payments and exceptions of
+-- an unknown order are still reported). NULL when nothing at all is recorded under the number.
+CREATE OR REPLACE FUNCTION ordergate.order_report(p_order_no text) RETURNS jsonb
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
+    WITH o AS (
+        SELECT o.* FROM ordergate.orders o WHERE o.order_no = p_order_no
+    ), items AS (
+        SELECT coalesce(jsonb_agg(jsonb_build_object('sku', it.sku, 'qty', it.qty)
+                                  ORDER BY it.sku), '[]'::jsonb) AS j
+          FROM ordergate.order_items it
+         WHERE it.order_no = p_order_no
+    ), history AS (
+        SELECT coalesce(jsonb_agg(jsonb_build_object(
+                   'id', s.id, 'from_status', s.from_status, 'to_status', s.to_status,
+                   'source', s.source, 'idempotency_key', s.idempotency_key, 'actor', s.actor,
+                   'note', s.note, 'at', _ctl_iso(s.created_at))
+                   ORDER BY s.created_at, s.id), '[]'::jsonb) AS j
+          FROM ordergate.status_log s
+         WHERE s.order_no = p_order_no
+    ), payments AS (
+        SELECT coalesce(jsonb_agg(jsonb_build_object(
+                   'txn_no', p.txn_no, 'amount_cents', p.amount_cents, 'channel', p.channel,
+                   'outcome', p.outcome, 'at', _ctl_iso(p.created_at))
+                   ORDER BY p.created_at, p.txn_no), '[]'::jsonb) AS j
+          FROM ordergate.payments p
+         WHERE p.order_no = p_order_no
+    ), exceptions AS (
+        SELECT coalesce(jsonb_agg(jsonb_build_object(
+                   'id', e.id, 'kind', e.kind, 'txn_no', e.txn_no, 'amount_cents', e.amount_cents,
+                   'resolution', e.resolution, 'state', e.state, 'note', e.note,
+                   'created_at', _ctl_iso(e.created_at), 'resolved_at', _ctl_iso(e.resolved_at),
+                   'resolved_by', e.resolved_by)
+                   ORDER BY e.created_at, e.id), '[]'::jsonb) AS j
+          FROM ordergate.exceptions e
+         WHERE e.order_no = p_order_no
+    )
+    SELECT CASE
+               WHEN NOT EXISTS (SELECT 1 FROM o)
+                    AND payments.j = '[]'::jsonb AND exceptions.j = '[]'::jsonb
+                    AND history.j = '[]'::jsonb
+               THEN NULL
+               ELSE jsonb_build_object(
+                   'order_no', p_order_no,
+                   'found', EXISTS (SELECT 1 FROM o),
+                   'status', (SELECT o.status FROM o),
+                   'amount_cents', (SELECT o.amount_cents FROM o),
+                   'coupon_id', (SELECT o.coupon_id FROM o),
+                   'expire_at', (SELECT _ctl_iso(o.expire_at) FROM o),
+                   'original_expire_at', (SELECT _ctl_iso(o.original_expire_at) FROM o),
+                   'created_at', (SELECT _ctl_iso(o.created_at) FROM o),
+                   'closed_at', (SELECT _ctl_iso(o.closed_at) FROM o),
+                   'items', items.j,
+                   'history', history.j,
+                   'payments', payments.j,
+                   'exceptions', exceptions.j)
+           END
+      FROM items, history, payments, exceptions
+$$;
+
+GRANT EXECUTE ON FUNCTION ordergate.order_report(text) TO ordergate_order_service;
+COMMENT ON FUNCTION ordergate.order_report(text) IS
+    'Everything recorded under one order number, as one JSON document read in one snapshot';

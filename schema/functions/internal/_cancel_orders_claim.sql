@@ -1,0 +1,156 @@
+-- _cancel_orders_claim: step 1 of _cancel_orders, the cancel claim and ordergate's own side
+-- effects but the stock (_cancel_orders runs the shop's hooks after it, then step 3,
+-- _cancel_orders_restock). p_nos: candidate order numbers
+-- (close_order passes one). p_due_only: only orders whose expire_at <= now() (timeouts), else any
+-- pending order (manual close). o_won: the order numbers this call won (NULL if none); o_skus,
+-- o_qtys: the stock to give back, summed per sku, in sku order (NULL if none).
+--
+-- Set-based, a fixed number of statements whatever the batch size:
+--  1. lock the pending candidates in order_no order (two batches sharing orders in opposite array
+--     order queue instead of deadlocking); the lock pass returns the locked row versions;
+--  2. the claim updates exactly those versions by ctid (a TID scan, no second primary-key probe;
+--     the lock taken in 1 keeps them pending), with, for exactly the returned rows, one
+--     status_log row and one outbox event each (data-modifying CTEs of the same statement); the
+--     same statement reads the winners' lines once, for the events' items and for the stock to
+--     give back summed per SKU;
+--  3. coupons of the winners back to available;
+--  4. (_cancel_orders_restock, after the hooks) the inventory rows locked in sku order and
+--     updated.
+--     Stock goes last, so hot SKU rows stay locked only from there to the commit, never while a
+--     hook runs.
+--
+-- Every statement looks rows up by key (the lock pass and the lines by a primary-key probe per
+-- order, LATERAL; the claim by ctid; coupons and stock by key arrays), and the plans are pinned
+-- to that (schema/README.md, "Plan stability"): enable_seqscan is off for this function, so
+-- planned from defaults (a table never analyzed, or never vacuumed: reltuples -1, a flash sale's
+-- first minute, a restore) no statement turns into a scan of a whole table; the lines' subquery
+-- has OFFSET 0, which keeps it a parameterized probe per winner instead of a join the planner
+-- may turn into a walk of all lines. jit is off too: estimated from defaults, the claim's cost
+-- passes jit_above_cost and compiling it took about 300 ms, for a statement that runs in 10.
+-- None of these settings leaves this function: the hooks run outside it.
+CREATE OR REPLACE FUNCTION ordergate._cancel_orders_claim(p_nos text[], p_source text, p_actor text,
+                                                          p_note text, p_due_only boolean,
+                                                          OUT o_won text[], OUT o_skus text[], OUT o_qtys bigint[])
+LANGUAGE plpgsql
+SET search_path = ordergate, pg_temp
+SET enable_seqscan = off
+SET jit = off
+AS $$
+DECLARE
+    v_locked  tid[];
+    v_coupons text[];
+    v_at      text := to_json(now())::text;   -- closed_at of every winner, formatted once
+    v_actor   text := to_json(p_actor)::text;
+BEGIN
+    -- The lock pass looks each listed order up by its primary key, one probe per distinct order
+    -- number, in order_no order: the LATERAL subquery depends on the outer row, so the plan is a
+    -- nested loop driven by the sorted array whatever the statistics say or whether the plan is
+    -- generic (schema/README.md, "Plan stability"), and the rows are locked in that order.
+    -- Timeouts (p_due_only) skip a row another transaction holds locked (a payment or hold in
+    -- flight, an order service's open transaction): one locked order must not hold the whole
+    -- batch, and claim_cancel reports it busy for the caller to retry. Two timeout batches
+    -- sharing orders therefore never wait for each other on orders. The manual close waits for
+    -- the lock and re-checks the row; if it left pending it is not locked.
+    IF p_due_only THEN
+        SELECT array_agg(l.ctid) INTO v_locked
+          FROM (SELECT u.x FROM unnest(p_nos) AS u(x) GROUP BY u.x ORDER BY u.x) n
+         CROSS JOIN LATERAL (
+                SELECT o.ctid
+                  FROM ordergate.orders o
+                 WHERE o.order_no = n.x
+                   AND o.status = 'pending_payment'
+                   AND o.expire_at <= now()
+                   FOR NO KEY UPDATE SKIP LOCKED) l;
+    ELSE
+        SELECT array_agg(l.ctid) INTO v_locked
+          FROM (SELECT u.x FROM unnest(p_nos) AS u(x) GROUP BY u.x ORDER BY u.x) n
+         CROSS JOIN LATERAL (
+                SELECT o.ctid
+                  FROM ordergate.orders o
+                 WHERE o.order_no = n.x
+                   AND o.status = 'pending_payment'
+                   FOR NO KEY UPDATE) l;
+    END IF;
+    IF v_locked IS NULL THEN
+        RETURN;
+    END IF;
+
+    WITH won AS (
+        UPDATE ordergate.orders o
+           SET status = 'cancelled', closed_at = now()
+         WHERE o.ctid = ANY (v_locked)
+        -- No status re-check: every locked version was pending when the lock pass took it, and
+        -- the lock we hold keeps it so until the commit (the state-machine trigger refuses
+        -- anything else regardless). A status predicate here would let the planner pick a walk
+        -- of the partial overdue index instead of the TID scan.
+        RETURNING o.order_no, o.amount_cents, o.coupon_id, o.shop
+    ), l AS (
+        INSERT INTO ordergate.status_log
+               (order_no, from_status, to_status, source, idempotency_key, actor, note)
+        SELECT won.order_no, 'pending_payment', 'cancelled', p_source, won.order_no, p_actor, p_note
+          FROM won
+        RETURNING 1
+    ), wi AS (
+        -- The winners' lines, read once (a primary-key probe per winner, LATERAL as in the lock
+        -- pass; OFFSET 0 keeps the subquery from being pulled up into a join): for the events'
+        -- items and for the stock to give back.
+        SELECT won.order_no, i.sku, i.qty
+          FROM won
+         CROSS JOIN LATERAL (SELECT it.sku, it.qty
+                               FROM ordergate.order_items it
+                              WHERE it.order_no = won.order_no
+                             OFFSET 0) i
+    ), wa AS (
+        SELECT wi.order_no,
+               string_agg('{"sku": ' || to_json(wi.sku)::text || ', "qty": ' || wi.qty || '}',
+                          ', ' ORDER BY wi.sku) AS items
+          FROM wi
+         GROUP BY wi.order_no
+    ), ev AS (
+        INSERT INTO ordergate.outbox (event_type, order_no, payload)
+        SELECT 'order_cancelled', won.order_no,
+               -- The document jsonb_build_object('v', 1, 'event', 'order_cancelled', 'order_no',
+               -- ..., 'source', ..., 'actor', ..., 'amount_cents', ..., 'coupon_id', ...,
+               -- 'items', ..., 'cancelled_at', ...) would give, spliced as text at a fraction of
+               -- its cost. Safe: order_no is [A-Za-z0-9._:-] (checked by the table), source one
+               -- of four words, amount an integer; actor, coupon_id, each sku and the timestamp
+               -- go through to_json. The json cast checks the result is valid JSON.
+               -- items: the order's lines in sku order ([] for a gate-only order), so a reader
+               -- can restock from the event alone; shop: the shop's own data given to
+               -- place_order (null if none), a jsonb whose text form is valid JSON.
+               ('{"v": 1, "event": "order_cancelled", "order_no": "' || won.order_no
+                || '", "source": "' || p_source
+                || '", "actor": ' || v_actor
+                || ', "amount_cents": ' || won.amount_cents
+                || ', "coupon_id": ' || coalesce(to_json(won.coupon_id)::text, 'null')
+                || ', "items": [' || coalesce(wa.items, '') || ']'
+                || ', "shop": ' || coalesce(won.shop::text, 'null')
+                || ', "cancelled_at": ' || v_at || '}')::json
+          FROM won
+          LEFT JOIN wa ON wa.order_no = won.order_no
+        RETURNING 1
+    ), ws AS (
+        -- Stock to give back, summed per sku (an UPDATE ... FROM with repeated skus would
+        -- apply only one of them).
+        SELECT wi.sku, sum(wi.qty)::bigint AS q FROM wi GROUP BY wi.sku
+    )
+    SELECT (SELECT array_agg(won.order_no) FROM won),
+           (SELECT array_agg(won.coupon_id) FILTER (WHERE won.coupon_id IS NOT NULL) FROM won),
+           (SELECT array_agg(ws.sku ORDER BY ws.sku) FROM ws),
+           (SELECT array_agg(ws.q ORDER BY ws.sku) FROM ws)
+      INTO o_won, v_coupons, o_skus, o_qtys;
+
+    IF o_won IS NULL THEN
+        RETURN;
+    END IF;
+
+    IF v_coupons IS NOT NULL THEN
+        UPDATE ordergate.coupons c
+           SET state = 'available'
+         WHERE c.coupon_id = ANY (v_coupons)
+           AND c.state = 'locked';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION ordergate._cancel_orders_claim(text[],text,text,text,boolean) IS
+    'Internal: cancel step 1: lock and claim the orders, log, events, coupons; returns the stock to give back';

@@ -1,0 +1,224 @@
+-- reconcile: the nine invariants of schema/README.md ("The invariants reconcile() checks"), and
+-- nothing else; reconcile_repair creates what can be created safely.
+--
+-- STABLE: all nine checks read one snapshot, so a claim committing meanwhile is seen whole or not
+-- at all (every claim writes all its rows in one transaction). Each check is one set-based query
+-- (hash joins / aggregates, no per-row loops): seconds on 1,000,000 orders.
+--
+-- p_since limits the order-scoped checks (1, 4, 7: orders created at or after it; 6: orders whose
+-- deadline expire_at is at or after it; 5: payments and refused-payment exceptions created at or
+-- after it; 8: exceptions created at or after it),
+-- e.g. to one drill's orders. Invariants 2 (stock per SKU), 3 (coupon per coupon) and 9
+-- (quarantined events) are global state and always checked whole. Both 2 and 3 count what
+-- ordergate.archive() moved out: invariant 2
+-- adds inventory.archived_qty (the qty of archived paid orders), invariant 3 counts archived
+-- paid orders as the live orders of their coupons. The other checks read what remains, which
+-- archive() keeps whole: an order moves with all its rows, or not at all.
+CREATE OR REPLACE FUNCTION ordergate.reconcile(p_since timestamptz DEFAULT '-infinity',
+                                    p_grace interval DEFAULT '0 seconds',
+                                    p_scan_interval interval DEFAULT '5 minutes')
+RETURNS TABLE (invariant int, name text, violations bigint, sample text[])
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+-- Whole-table joins and aggregates: memory to keep them off disk, and the cost of an index probe
+-- as it is when the books are cached (favours merge joins along the order_no indexes).
+SET search_path = ordergate, pg_temp
+SET work_mem = '64MB'
+SET random_page_cost = 1.1
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_since timestamptz := coalesce(p_since, '-infinity');
+    v_grace interval    := coalesce(p_grace, '0 seconds');
+    v_scan  interval    := coalesce(p_scan_interval, '5 minutes');
+    v_n1    bigint;
+    v_s1    text[];
+    v_n4    bigint;
+    v_s4    text[];
+BEGIN
+    -- 1 and 4 in one pass over orders FULL JOIN status_log (at most one log row per order: the
+    -- log's primary key is the order number).
+    -- 1. Status moves only pending_payment -> paid | cancelled, once: a logged move is from
+    --    pending_payment to paid or cancelled and ends in the order's current status (a pending
+    --    order with a logged move went back); no log row for a missing order.
+    -- 4. Exactly one status_log row per transition, none for a pending order; the source fits the
+    --    move (payment_callback for paid; a timeout source or manual for cancelled); the key is
+    --    the txn_no that paid this order (a 'paid' payment of it) or the order number; an actor.
+    WITH a AS (
+        SELECT coalesce(o.order_no, l.order_no) AS order_no,
+               l.order_no IS NOT NULL
+               AND (o.order_no IS NULL
+                    OR l.from_status <> 'pending_payment'
+                    OR l.to_status NOT IN ('paid', 'cancelled')
+                    OR l.to_status IS DISTINCT FROM o.status) AS bad1,
+               o.order_no IS NOT NULL
+               AND ((o.status <> 'pending_payment') IS DISTINCT FROM (l.order_no IS NOT NULL)
+                    OR (l.order_no IS NOT NULL
+                        AND (coalesce(l.actor, '') = ''
+                             OR (o.status = 'paid'
+                                 AND (l.source <> 'payment_callback'
+                                      OR p.txn_no IS DISTINCT FROM l.idempotency_key))
+                             OR (o.status = 'cancelled'
+                                 AND (l.source NOT IN ('timeout_consumer', 'timeout_scanner', 'manual')
+                                      OR l.idempotency_key <> o.order_no))))) AS bad4
+          FROM orders o
+          -- the order's one 'paid' payment (unique index payments_one_paid_per_order_uq)
+          LEFT JOIN payments p ON p.order_no = o.order_no AND p.outcome = 'paid'
+          FULL JOIN status_log l ON l.order_no = o.order_no
+         WHERE o.order_no IS NULL OR o.created_at >= v_since
+    )
+    SELECT count(*) FILTER (WHERE a.bad1),
+           (array_agg(a.order_no ORDER BY a.order_no) FILTER (WHERE a.bad1))[1:10],
+           count(*) FILTER (WHERE a.bad4),
+           (array_agg(a.order_no ORDER BY a.order_no) FILTER (WHERE a.bad4))[1:10]
+      INTO v_n1, v_s1, v_n4, v_s4
+      FROM a;
+    RETURN QUERY SELECT 1, 'status moves only pending_payment -> paid|cancelled, once'::text, v_n1, v_s1;
+
+    -- 2. Per SKU: total (initial stock + additions) = available + qty held by pending and paid
+    --    orders + qty of archived paid orders.
+    RETURN QUERY
+    WITH held AS (
+        SELECT it.sku, sum(it.qty)::bigint AS q
+          FROM order_items it
+          JOIN orders o ON o.order_no = it.order_no
+         WHERE o.status IN ('pending_payment', 'paid')
+         GROUP BY it.sku
+    ), bad AS (
+        SELECT i.sku
+          FROM inventory i
+          LEFT JOIN held h ON h.sku = i.sku
+         WHERE i.total <> i.available + coalesce(h.q, 0) + i.archived_qty
+    )
+    SELECT 2, 'per sku: initial stock = available + qty of pending and paid orders'::text,
+           count(*), (array_agg(bad.sku ORDER BY bad.sku))[1:10]
+      FROM bad;
+
+    -- 3. Coupon state matches its live order: pending -> locked, paid -> used, none (only cancelled
+    --    orders or none) -> available; and no coupon backs two live orders.
+    RETURN QUERY
+    WITH live AS (
+        SELECT o.coupon_id, count(*) AS n, min(o.status) AS status
+          FROM (SELECT o.coupon_id, o.status
+                  FROM orders o
+                 WHERE o.coupon_id IS NOT NULL AND o.status <> 'cancelled'
+                UNION ALL
+                SELECT a.coupon_id, a.status
+                  FROM archived_orders a
+                 WHERE a.coupon_id IS NOT NULL AND a.status = 'paid') o
+         GROUP BY o.coupon_id
+    ), bad AS (
+        SELECT c.coupon_id
+          FROM coupons c
+          LEFT JOIN live ON live.coupon_id = c.coupon_id
+         WHERE coalesce(live.n, 0) > 1
+            OR c.state <> CASE live.status
+                              WHEN 'pending_payment' THEN 'locked'
+                              WHEN 'paid' THEN 'used'
+                              ELSE 'available'
+                          END
+    )
+    SELECT 3, 'coupon state matches order status (pending: locked, paid: used, cancelled: available)'::text,
+           count(*), (array_agg(bad.coupon_id ORDER BY bad.coupon_id))[1:10]
+      FROM bad;
+
+    RETURN QUERY SELECT 4, 'exactly one status_log row per transition, with its source and idempotency key'::text, v_n4, v_s4;
+
+    -- 5. Every payment that needs a follow-up (late_payment: a successful payment on a cancelled
+    --    order; also double_payment, amount_mismatch, not_found, and a 'paid' payment whose order
+    --    is not paid) has exactly one exception (late payments: kind late_payment); nothing left
+    --    'processing'. "Exactly one" and "no txn applied twice" also rest on unique indexes:
+    --    one exception per txn_no, one 'paid' payment per order, one log row per order.
+    --    And no refused payment result waits unreviewed: the consumer dead-lettered it, so the
+    --    channel may hold money the payments table never saw (an open 'refused_payment'
+    --    exception, named 'refused:<exception id>', until an operator resolves it).
+    RETURN QUERY
+    WITH bad AS (
+        SELECT 'refused:' || x.id AS txn_no
+          FROM exceptions x
+         WHERE x.kind = 'refused_payment' AND x.state = 'open' AND x.created_at >= v_since
+        UNION ALL
+        SELECT p.txn_no
+          FROM payments p
+          LEFT JOIN orders o ON o.order_no = p.order_no AND p.outcome = 'paid'
+          LEFT JOIN exceptions x ON x.txn_no = p.txn_no
+         WHERE p.created_at >= v_since
+           AND (p.outcome = 'processing'
+                OR (p.outcome = 'paid' AND o.status IS DISTINCT FROM 'paid' AND x.txn_no IS NULL)
+                OR (p.outcome IN ('late_payment', 'double_payment', 'amount_mismatch', 'not_found')
+                    AND x.txn_no IS NULL)
+                OR (p.outcome = 'late_payment' AND x.kind IS DISTINCT FROM 'late_payment'))
+    )
+    SELECT 5, 'every successful payment on a cancelled order has exactly one exception; no txn applied twice; no refused payment unreviewed'::text,
+           count(*), (array_agg(bad.txn_no ORDER BY bad.txn_no))[1:10]
+      FROM bad;
+
+    -- 6. No order stays pending_payment past expire_at + grace + one scanner interval. Never
+    --    windowed: an overdue pending order is a violation however long ago it was placed or
+    --    fell due (a payment window of nine days, a stuck order reported every day until it is
+    --    fixed). The pending orders' index orders_overdue_idx makes it a range scan over the
+    --    overdue pending orders only, which are what it reports.
+    RETURN QUERY
+    SELECT 6, 'no order pending past expire_at + grace + one scanner interval'::text,
+           count(*), (array_agg(o.order_no ORDER BY o.order_no))[1:10]
+      FROM orders o
+     WHERE o.status = 'pending_payment'
+       AND o.expire_at < now() - v_grace - v_scan;
+
+    -- 7. Exactly one outbox event per winning transition: a paid order has one order_paid event,
+    --    a cancelled order one order_cancelled event, a pending order none, and no transition
+    --    event names a missing order. "At most one per order" is the unique index
+    --    outbox_transition_uq; this pass finds missing, mismatched and orphaned events.
+    RETURN QUERY
+    WITH ev AS (
+        SELECT b.order_no, b.event_type
+          FROM outbox b
+         WHERE b.event_type IN ('order_paid', 'order_cancelled')
+    ), bad AS (
+        SELECT coalesce(o.order_no, ev.order_no) AS order_no
+          FROM orders o
+          FULL JOIN ev ON ev.order_no = o.order_no
+         WHERE o.order_no IS NULL
+            OR (o.created_at >= v_since
+                AND ev.event_type IS DISTINCT FROM CASE o.status
+                                                       WHEN 'paid' THEN 'order_paid'
+                                                       WHEN 'cancelled' THEN 'order_cancelled'
+                                                   END)
+    )
+    SELECT 7, 'exactly one outbox event per winning transition'::text,
+           count(*), (array_agg(bad.order_no ORDER BY bad.order_no))[1:10]
+      FROM bad;
+
+    -- 8. Every requested refund is confirmed in time: no auto-refund still unconfirmed
+    --    refund_confirm_seconds after its payment, and the refund results agree with the
+    --    exception (state 'refunded' exactly when one refund of it succeeded). Sample: txn_no.
+    RETURN QUERY
+    WITH ok AS (
+        SELECT r.exception_id FROM refunds r WHERE r.outcome = 'succeeded'
+    ), bad AS (
+        SELECT e.txn_no
+          FROM exceptions e
+          LEFT JOIN ok ON ok.exception_id = e.id
+         WHERE e.created_at >= v_since
+           AND ((e.state = 'open' AND e.resolution = 'auto_refund'
+                 AND e.created_at < now() - make_interval(secs => _setting_bigint('refund_confirm_seconds', 86400)))
+                OR ((e.state = 'refunded') IS DISTINCT FROM (ok.exception_id IS NOT NULL)))
+    )
+    SELECT 8, 'every requested refund confirmed in time'::text,
+           count(*), (array_agg(bad.txn_no ORDER BY bad.txn_no))[1:10]
+      FROM bad;
+
+    -- 9. Every event reaches its topic: none set aside by the relay as unpublishable
+    --    (outbox_quarantine). Such an event keeps its order out of archive() until an operator
+    --    releases it (outbox_release), so it is reported here rather than left to wait silently.
+    --    Read from the partial index of quarantined events, whatever p_since. Sample: event id.
+    RETURN QUERY
+    SELECT 9, 'no outbox event quarantined as unpublishable'::text,
+           count(*), (array_agg(b.id::text ORDER BY b.id))[1:10]
+      FROM outbox b
+     WHERE b.quarantined_at IS NOT NULL;
+END
+$$;
+
+GRANT EXECUTE ON FUNCTION ordergate.reconcile(timestamptz,interval,interval) TO ordergate_trigger;
+COMMENT ON FUNCTION ordergate.reconcile(timestamp with time zone,interval,interval) IS
+    'Checks the nine invariants in one snapshot: one row each, with violations and samples';

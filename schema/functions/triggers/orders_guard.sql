@@ -1,0 +1,76 @@
+-- orders: the state machine, enforced for every writer (the gate functions, an owner, a superuser's
+-- ad-hoc UPDATE alike). SQLSTATEs:
+--   OG001  status change other than pending_payment -> paid | pending_payment -> cancelled
+--   OG002  change of an immutable column (order_no, amount_cents, coupon_id, created_at,
+--          original_expire_at), of expire_at of a closed order, or of closed_at outside the transition
+--   OG003  DELETE of an order that left pending_payment (but by ordergate.archive())
+-- The UPDATE guard's WHEN clause is the rule itself, evaluated by the executor for every row; the
+-- function runs only to refuse. Legal claims (hundreds per batch cancel) pay no function call.
+CREATE OR REPLACE FUNCTION ordergate.orders_guard() RETURNS trigger
+LANGUAGE plpgsql SET search_path = ordergate, pg_temp AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        IF NEW.original_expire_at IS NULL THEN
+            NEW.original_expire_at := NEW.expire_at;
+        END IF;
+        IF NEW.status IS DISTINCT FROM 'pending_payment' AND NEW.closed_at IS NULL THEN
+            NEW.closed_at := now();   -- a closed order inserted as such (imports, fixtures)
+        END IF;
+        RETURN NEW;
+    END IF;
+
+    IF TG_OP = 'DELETE' THEN
+        -- ordergate.archive() moves closed orders to archived_orders (_archiving).
+        IF OLD.status <> 'pending_payment' AND NOT _archiving() THEN
+            RAISE EXCEPTION 'order % is %: an order that left pending_payment is never deleted',
+                OLD.order_no, OLD.status USING ERRCODE = 'OG003';
+        END IF;
+        RETURN OLD;
+    END IF;
+
+    -- UPDATE: reached only through the WHEN clause below, i.e. to refuse.
+    IF NEW.order_no IS DISTINCT FROM OLD.order_no
+       OR NEW.amount_cents IS DISTINCT FROM OLD.amount_cents
+       OR NEW.coupon_id IS DISTINCT FROM OLD.coupon_id
+       OR NEW.created_at IS DISTINCT FROM OLD.created_at
+       OR NEW.original_expire_at IS DISTINCT FROM OLD.original_expire_at THEN
+        RAISE EXCEPTION 'order %: order_no, amount_cents, coupon_id, created_at and original_expire_at are immutable',
+            OLD.order_no USING ERRCODE = 'OG002';
+    END IF;
+    IF NEW.status IS DISTINCT FROM OLD.status THEN
+        RAISE EXCEPTION 'order %: illegal status transition % -> % (only pending_payment -> paid or pending_payment -> cancelled, once)',
+            OLD.order_no, OLD.status, NEW.status USING ERRCODE = 'OG001';
+    END IF;
+    IF NEW.expire_at IS DISTINCT FROM OLD.expire_at THEN
+        RAISE EXCEPTION 'order % is %: expire_at of a closed order is immutable',
+            OLD.order_no, OLD.status USING ERRCODE = 'OG002';
+    END IF;
+    RAISE EXCEPTION 'order %: closed_at is set once, when the order leaves pending_payment',
+        OLD.order_no USING ERRCODE = 'OG002';
+END
+$$;
+
+CREATE OR REPLACE TRIGGER orders_guard_insert BEFORE INSERT ON ordergate.orders
+    FOR EACH ROW EXECUTE FUNCTION ordergate.orders_guard();
+CREATE OR REPLACE TRIGGER orders_guard_update BEFORE UPDATE ON ordergate.orders
+    FOR EACH ROW
+    WHEN (   (OLD.status IS DISTINCT FROM NEW.status
+              AND NOT (OLD.status = 'pending_payment' AND NEW.status IN ('paid', 'cancelled')))
+          OR OLD.order_no IS DISTINCT FROM NEW.order_no
+          OR OLD.amount_cents IS DISTINCT FROM NEW.amount_cents
+          OR OLD.coupon_id IS DISTINCT FROM NEW.coupon_id
+          OR OLD.created_at IS DISTINCT FROM NEW.created_at
+          OR OLD.original_expire_at IS DISTINCT FROM NEW.original_expire_at
+          OR (OLD.status <> 'pending_payment' AND OLD.expire_at IS DISTINCT FROM NEW.expire_at)
+          OR (OLD.status IS NOT DISTINCT FROM NEW.status AND OLD.closed_at IS DISTINCT FROM NEW.closed_at))
+    EXECUTE FUNCTION ordergate.orders_guard();
+CREATE OR REPLACE TRIGGER orders_guard_delete BEFORE DELETE ON ordergate.orders
+    FOR EACH ROW EXECUTE FUNCTION ordergate.orders_guard();
+COMMENT ON FUNCTION ordergate.orders_guard() IS
+    'Trigger: the orders state machine for every writer (OG001-OG003); fills original_expire_at on insert';
+COMMENT ON TRIGGER orders_guard_insert ON ordergate.orders IS
+    'Fills original_expire_at, and closed_at of an order inserted closed';
+COMMENT ON TRIGGER orders_guard_update ON ordergate.orders IS
+    'Refuses an update outside the state machine or of an immutable column (OG001, OG002)';
+COMMENT ON TRIGGER orders_guard_delete ON ordergate.orders IS
+    'Refuses deleting an order that left pending_payment, but by archive() (OG003)';

@@ -1,0 +1,258 @@
+/* The drill (ordergatectl drill): the state its files share and what each file offers the
+ * others. The timeline of a drill is run.c's opening comment.
+ *
+ * One file per concern, one name prefix per file:
+ *   run.c       the command (ctl_cmd_drill): the timeline, signals, the way out (drill_run_*)
+ *   options.c   the option table, defaults and parsing (drill_options_*)
+ *   plan.c      the random plan of every order, the actions, the generator (drill_plan_*)
+ *   setup.c     database sessions, stock, coupons, placement, due times (drill_setup_*)
+ *   sched.c     --schedule-in-db: the setting, the lost events, counts (drill_sched_*)
+ *   conf.c      the children's private configuration directory and files (drill_conf_*)
+ *   children.c  the consumer and scanner processes, through common/child (drill_children_*)
+ *   kafka.c     topics, the cancel messages, the group's lag (drill_kafka_*)
+ *   race.c      payments, holds and closes; waiting for the triggers (drill_race_*)
+ *   ledger.c    every answer against the final state, reconcile, the relays (drill_ledger_*)
+ *   report.c    progress and findings on stderr, the report and its text (drill_report_*)
+ *
+ * Errors: a function that can fail returns enum og_status and fills a struct og_error
+ * (common/error.h); it prints nothing. run.c hands the first failure to ordergatectl's main,
+ * which prints it once. What the drill finds (violations, a gate error answered to a caller)
+ * is not a failure of the drill: drill_report_finding prints it as it is found. */
+#ifndef OG_TOOLS_CTL_DRILL_H
+#define OG_TOOLS_CTL_DRILL_H
+
+#include <jansson.h>
+#include <librdkafka/rdkafka.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "common/cfg.h"
+#include "common/db.h"
+#include "common/error.h"
+#include "common/gate.h"
+#include "common/opt.h"
+
+#define DRILL_MAX_CONSUMERS 16
+#define DRILL_MAX_PAYERS    64
+/* --schedule-in-db: the delay topics, one per level (run.c names them). */
+#define DRILL_DELAY_LEVELS 2
+
+/* The options (options.c). */
+struct drill_opts {
+    long orders;
+    int consumers;
+    double pay_ratio;
+    double dup_ratio;
+    double loss_ratio;
+    double hold_ratio;
+    double close_ratio;
+    double coupon_ratio;
+    double double_pay_ratio;
+    int kill_every_s;
+    int lead_ms;
+    int jitter_ms;
+    int spread_ms;
+    int skus;
+    int garbage;
+    int payers;
+    int settle_s;
+    int no_kafka;
+    int schedule_in_db;
+    uint64_t seed;
+    const char *bin_dir;
+};
+
+/* What the drill planned for one order (plan.c) and what the gate answered (race.c). */
+struct drill_order {
+    char order_no[48];
+    char coupon[48];
+    int64_t amount;
+    int qty;
+    int sku;
+    int64_t due_ms;
+    unsigned lost : 1, dup_msg : 1, pay : 1, dup_cb : 1, retry_cb : 1, second_txn : 1, hold : 1,
+        close : 1;
+    int64_t pay_at_ms;
+    int64_t close_at_ms;
+    enum gate_outcome pay1, pay_retry, pay_dup, pay_retry_first, pay_dup_first, pay2, hold_out,
+        close_out;
+    int errors;
+    /* Gate calls that db_call repeated after a transient failure (a lost connection, a
+     * failover): each may have committed before the repeat, which then answers for it. */
+    int repeats;
+    unsigned close_repeated : 1;
+};
+
+enum drill_action_kind { DRILL_ACT_HOLD, DRILL_ACT_PAY, DRILL_ACT_CLOSE };
+
+struct drill_action {
+    int64_t at_ms;
+    long order;
+    enum drill_action_kind kind;
+};
+
+/* One drill. Written by the main thread only, except each order's answers, which only the
+ * race worker that owns the order writes (race.c). */
+struct drill {
+    struct drill_opts o;
+    struct og_config *cfg; /* the drill's own configuration (ordergatectl's) */
+    char prefix[32];       /* of every order number, coupon and SKU of this drill */
+    char topic[96];
+    char delay_topics[DRILL_DELAY_LEVELS][112]; /* what the consumers read: topic, or its levels */
+    int ndelay;
+    char topics_csv[DRILL_DELAY_LEVELS * 113];
+    char dlq_topic[96];
+    char group[96];
+    /* The children's configuration files (conf.c): [0] the scanner's, [1 + k] consumer k's,
+     * in conf_dir; "" = none written. */
+    char conf_dir[PATH_MAX];
+    char conf_path[DRILL_MAX_CONSUMERS + 1][PATH_MAX + 32];
+    char consumer_bin[PATH_MAX];
+    char scanner_bin[PATH_MAX];
+    struct drill_order *orders; /* sorted by order_no, as generated */
+    struct drill_action *actions;
+    long nactions;
+    int64_t t_ms;     /* the instant T */
+    int64_t start_ms; /* wall clock at the start, for the reconciliation window */
+    char start_iso[32];
+    pid_t consumers[DRILL_MAX_CONSUMERS]; /* 0 = not running */
+    pid_t scanner_pid;
+    int restarts;
+    long messages, dup_messages, lost_messages;
+    int64_t dlq_count;
+    /* --schedule-in-db: the setting's value before the drill (restored after it), the drill's
+     * cancel_scheduled events and what reached the broker. */
+    char schedule_before[8];
+    long sched_events, sched_unpublished;
+    int64_t delay_messages[DRILL_DELAY_LEVELS];
+    int scanner_status;
+    long violations;
+    long ledger_violations;
+    json_t *reconcile;
+};
+
+/* The counts of the final state (ledger.c), for the report. */
+struct drill_totals {
+    long placed, paid, cancelled_consumer, cancelled_scanner, cancelled_manual, pending;
+    long late_payments, double_payments, dup_callbacks_absorbed, errors, repeated_calls;
+};
+
+/* ---- options.c -------------------------------------------------------------------------- */
+
+extern const struct opt drill_options[];
+/* The defaults, the seed from the clock. */
+void drill_options_defaults(struct drill_opts *o);
+/* Reads the options over the defaults in *o; OG_ERR_ARG on a bad value or combination. */
+enum og_status drill_options_parse(struct drill_opts *o, const struct opt_args *a,
+                                   struct og_error *err);
+
+/* ---- plan.c ----------------------------------------------------------------------------- */
+
+/* A number in lo..hi from a reproducible generator whose state is *s (seeded from --seed). */
+long drill_plan_rng_range(uint64_t *s, long lo, long hi);
+/* Plans every order (amounts, SKUs, coupons, which are lost, paid, held, closed), due times
+ * relative to T. OG_ERR_NOMEM. */
+enum og_status drill_plan_make(struct drill *d, struct og_error *err);
+/* Once T is known: due times made absolute, the actions listed in time order. */
+void drill_plan_schedule(struct drill *d);
+/* The planned order of that number, or NULL. */
+struct drill_order *drill_plan_find(const struct drill *d, const char *order_no);
+
+/* ---- setup.c ---------------------------------------------------------------------------- */
+
+/* A connected session of the drill's configuration (application_name app). */
+enum og_status drill_setup_db(const struct drill *d, const char *app, struct db **db,
+                              struct og_error *err);
+/* Stock for the hot SKUs, then every order placed by --payers threads. */
+enum og_status drill_setup_place(struct drill *d, struct db *db, struct og_error *err);
+/* Every order's expire_at moved to its planned due time, in one statement. */
+enum og_status drill_setup_due(const struct drill *d, struct db *db, struct og_error *err);
+
+/* ---- sched.c ---------------------------------------------------------------------------- */
+
+/* schedule_cancels turned on; its value before kept in d->schedule_before. */
+enum og_status drill_sched_on(struct drill *d, struct db *db, struct og_error *err);
+/* The setting put back as the drill found it (nothing to do when it was 1 already). */
+enum og_status drill_sched_restore(const struct drill *d, struct db *db, struct og_error *err);
+/* The drill's cancel_scheduled events, and how many of them are published. */
+enum og_status drill_sched_counts(const struct drill *d, struct db *db, long *events,
+                                  long *published, struct og_error *err);
+/* The drill's cancel_scheduled events no relay has published yet. */
+enum og_status drill_sched_unpublished(const struct drill *d, struct db *db, long *n,
+                                       struct og_error *err);
+/* Before any relay of the drill runs: the planned share of the events marked published. */
+enum og_status drill_sched_lose(struct drill *d, struct db *db, struct og_error *err);
+
+/* ---- conf.c ----------------------------------------------------------------------------- */
+
+/* The children's private directory (d->conf_dir) and every child's file in it (d->conf_path). */
+enum og_status drill_conf_make(struct drill *d, struct og_error *err);
+/* Removes every file written and the directory; says on stderr what it could not remove. */
+void drill_conf_remove(struct drill *d);
+
+/* ---- children.c ------------------------------------------------------------------------- */
+
+/* Finds ordergate-consumer (unless --no-kafka) and ordergate-scanner; OG_ERR_CONFIG. */
+enum og_status drill_children_find(struct drill *d, struct og_error *err);
+/* Starts the triggers: K consumers, or without Kafka the scanner repeating every second. */
+enum og_status drill_children_start(struct drill *d, struct og_error *err);
+/* SIGKILLs consumer k and starts it again in the same slot. */
+enum og_status drill_children_restart(struct drill *d, int k, struct og_error *err);
+/* Asks the triggers to stop (SIGTERM, bounded); says which did not stop cleanly. */
+void drill_children_stop(struct drill *d);
+/* Kills whatever child still runs (the way out). */
+void drill_children_kill(struct drill *d);
+/* Runs the scanner once (the fallback sweep); *status is its exit status. */
+enum og_status drill_children_scan_once(struct drill *d, int *status, struct og_error *err);
+
+/* ---- kafka.c ---------------------------------------------------------------------------- */
+
+/* The drill's producer and its reader of the group's offsets, built by common/kafka. */
+enum og_status drill_kafka_producer(const struct drill *d, rd_kafka_t **rk, struct og_error *err);
+enum og_status drill_kafka_reader(const struct drill *d, rd_kafka_t **rk, struct og_error *err);
+/* The delay topics, the dead-letter topic and the consumers' outbox topics. */
+enum og_status drill_kafka_topics(const struct drill *d, rd_kafka_t *producer,
+                                  struct og_error *err);
+/* The cancel messages: one per order not lost, duplicates, garbage; flushed. */
+enum og_status drill_kafka_produce(struct drill *d, rd_kafka_t *rk, struct og_error *err);
+/* Messages of the delay topics the group has not committed; -1 when a broker did not answer. */
+int64_t drill_kafka_lag(const struct drill *d, rd_kafka_t *reader);
+
+/* ---- race.c ----------------------------------------------------------------------------- */
+
+/* Starts the --payers threads, each sending its orders' actions at their time, and waits until
+ * the triggers have drained (a consumer SIGKILLed and restarted every --kill-every), for at
+ * most --settle-s after the last due time or action, or until signals_stop; the threads are
+ * joined when it returns. */
+enum og_status drill_race_run(struct drill *d, struct db *db, struct og_error *err);
+
+/* ---- ledger.c --------------------------------------------------------------------------- */
+
+/* Every answer the gate gave against the final state of its order; fills *t. */
+enum og_status drill_ledger_check(struct drill *d, struct db *db, struct drill_totals *t,
+                                  struct og_error *err);
+/* --schedule-in-db: every event published, the delay topics hold what the relays sent. */
+enum og_status drill_ledger_schedule(struct drill *d, struct db *db, rd_kafka_t *producer,
+                                     struct og_error *err);
+/* The garbage messages reached the dead-letter topic. */
+void drill_ledger_dead_letters(struct drill *d, rd_kafka_t *producer);
+/* ordergate.reconcile over the drill's window, into d->reconcile and d->violations. */
+enum og_status drill_ledger_reconcile(struct drill *d, struct db *db, struct og_error *err);
+
+/* ---- report.c --------------------------------------------------------------------------- */
+
+/* "drill PREFIX [+1.2s] ..." on stderr: how the drill is going. */
+void drill_report_progress(const struct drill *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* "ordergatectl drill: ..." on stderr: something the drill found (a violation, a gate error). */
+void drill_report_finding(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The report: every count, the lateness of both triggers (asked of db) and the reconciliation. */
+json_t *drill_report_make(const struct drill *d, struct db *db, const struct drill_totals *t,
+                          double seconds);
+/* The report as text, from the object --json prints. */
+void drill_report_text(const json_t *r, FILE *out);
+
+#endif

@@ -1,0 +1,222 @@
+/* The verdict: every answer the gate gave in the race against the final state of its order
+ * (the drill's ledger), the relays' work with --schedule-in-db, the garbage in the dead-letter
+ * topic, and the database's own invariants (ordergate.reconcile). Owns d->ledger_violations,
+ * d->violations and d->reconcile; a violation is said on stderr as it is found. It must not
+ * change the database or the broker. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/kafka.h"
+#include "tools/ctl/drill/drill.h"
+
+static const struct db_stmt drill_ledger_stmt_final = {
+    "drill_final",
+    "SELECT o.order_no, o.status, coalesce(s.source, ''), "
+    "       (SELECT count(*) FROM ordergate.exceptions e WHERE e.order_no = o.order_no) "
+    "  FROM ordergate.orders o LEFT JOIN ordergate.status_log s ON s.order_no = o.order_no "
+    " WHERE starts_with(o.order_no, $1) ORDER BY o.order_no",
+    1};
+
+/* The first 20 are said; every one is counted. */
+static void drill_ledger_fail(struct drill *d, const struct drill_order *o, const char *what)
+{
+    if (d->ledger_violations < 20)
+        drill_report_finding("VIOLATION %s: %s", o->order_no, what);
+    d->ledger_violations++;
+}
+
+/* One order's payments against its final state st; the exceptions its payments must have left
+ * are added to *want_exceptions. */
+static void drill_ledger_payments(struct drill *d, const struct drill_order *o,
+                                  enum order_status st, struct drill_totals *t,
+                                  long *want_exceptions)
+{
+    /* The first answer decides; the state must agree with it. */
+    if (o->pay1 == GATE_PAID && st != ORDER_PAID)
+        drill_ledger_fail(d, o, "payment answered paid but the order is not paid");
+    if (o->pay1 == GATE_LATE_PAYMENT) {
+        t->late_payments++;
+        (*want_exceptions)++;
+        if (st != ORDER_CANCELLED)
+            drill_ledger_fail(d, o, "late_payment but the order is not cancelled");
+    }
+    if (o->pay1 != GATE_PAID && o->pay1 != GATE_LATE_PAYMENT)
+        drill_ledger_fail(d, o, "first payment answer was neither paid nor late_payment");
+    if (st == ORDER_PAID && o->pay1 != GATE_PAID)
+        drill_ledger_fail(d, o, "order paid without a winning payment");
+    if (o->retry_cb) {
+        if (o->pay_retry != GATE_DUPLICATE || o->pay_retry_first != o->pay1)
+            drill_ledger_fail(d, o, "retried payment did not return the first outcome");
+        else
+            t->dup_callbacks_absorbed++;
+    }
+    if (o->dup_cb) {
+        if (o->pay_dup != GATE_DUPLICATE || o->pay_dup_first != o->pay1)
+            drill_ledger_fail(d, o, "duplicate callback did not return the first outcome");
+        else
+            t->dup_callbacks_absorbed++;
+    }
+    if (o->second_txn) {
+        enum gate_outcome want = st == ORDER_PAID ? GATE_DOUBLE_PAYMENT : GATE_LATE_PAYMENT;
+        (*want_exceptions)++;
+        if (o->pay2 != want)
+            drill_ledger_fail(d, o, "second transaction got the wrong outcome");
+        if (o->pay2 == GATE_DOUBLE_PAYMENT)
+            t->double_payments++;
+        else if (o->pay2 == GATE_LATE_PAYMENT)
+            t->late_payments++;
+    }
+    if (o->hold && o->hold_out != GATE_HELD && o->hold_out != GATE_NOT_PENDING)
+        drill_ledger_fail(d, o, "hold got an unexpected outcome");
+}
+
+/* One order's final state (st, cancelled by src) against its plan and its answers. */
+static void drill_ledger_order(struct drill *d, struct drill_order *o, enum order_status st,
+                               const char *src, long exceptions, struct drill_totals *t)
+{
+    long want_exceptions = 0;
+
+    t->placed++;
+    t->errors += o->errors;
+    t->repeated_calls += o->repeats;
+    if (o->close && o->close_repeated && o->close_out == GATE_ALREADY_CANCELLED &&
+        st == ORDER_CANCELLED && strcmp(src, "manual") == 0)
+        o->close_out = GATE_CANCELLED;
+    if (o->errors > 0)
+        drill_ledger_fail(d, o, "the gate returned an error to a caller");
+    if (st == ORDER_PAID)
+        t->paid++;
+    else if (st == ORDER_PENDING)
+        t->pending++;
+    else if (strcmp(src, "timeout_consumer") == 0)
+        t->cancelled_consumer++;
+    else if (strcmp(src, "timeout_scanner") == 0)
+        t->cancelled_scanner++;
+    else if (strcmp(src, "manual") == 0)
+        t->cancelled_manual++;
+    if (st == ORDER_PENDING)
+        drill_ledger_fail(d, o, "still pending after its deadline and the scanner");
+    /* With the database scheduling every message but the lost ones went
+     * out through a relay the drill waited for: the consumers cancel
+     * those, the scanner exactly the lost ones that nobody paid or closed. */
+    if (d->o.schedule_in_db && st == ORDER_CANCELLED) {
+        if (!o->lost && strcmp(src, "timeout_scanner") == 0)
+            drill_ledger_fail(d, o, "the scanner cancelled an order whose message was sent");
+        if (o->lost && strcmp(src, "timeout_consumer") == 0)
+            drill_ledger_fail(d, o, "a consumer cancelled an order whose message was lost");
+    }
+    if (o->pay)
+        drill_ledger_payments(d, o, st, t, &want_exceptions);
+    else if (st == ORDER_PAID)
+        drill_ledger_fail(d, o, "paid although no payment was sent");
+    if (o->close) {
+        if (o->close_out == GATE_CANCELLED && (st != ORDER_CANCELLED || strcmp(src, "manual")))
+            drill_ledger_fail(d, o, "manual close won but the log disagrees");
+        if (o->close_out == GATE_ALREADY_PAID && st != ORDER_PAID)
+            drill_ledger_fail(d, o, "close saw already_paid but the order is not paid");
+        if (o->close_out == GATE_ALREADY_CANCELLED &&
+            (st != ORDER_CANCELLED || strcmp(src, "manual") == 0))
+            drill_ledger_fail(d, o, "close saw already_cancelled but the log disagrees");
+    }
+    if (exceptions != want_exceptions)
+        drill_ledger_fail(d, o, "exceptions do not match the payments that lost");
+}
+
+enum og_status drill_ledger_check(struct drill *d, struct db *db, struct drill_totals *t,
+                                  struct og_error *err)
+{
+    PGresult *res = NULL;
+
+    if (db_call(db, &drill_ledger_stmt_final, (const char *[]){d->prefix}, &res, err) != OG_OK)
+        return err->status;
+    if (PQntuples(res) != d->o.orders) {
+        drill_report_finding("expected %ld orders, found %d", d->o.orders, PQntuples(res));
+        d->ledger_violations++;
+    }
+    for (int i = 0; i < PQntuples(res) && i < d->o.orders; i++) {
+        struct drill_order *o = &d->orders[i];
+
+        if (strcmp(o->order_no, PQgetvalue(res, i, 0)) != 0)
+            drill_ledger_fail(d, o, "order list differs from the plan");
+        else
+            drill_ledger_order(d, o, order_status_parse(PQgetvalue(res, i, 1)),
+                               PQgetvalue(res, i, 2), atol(PQgetvalue(res, i, 3)), t);
+    }
+    PQclear(res);
+    return OG_OK;
+}
+
+/* With the database scheduling: every event of the drill was published,
+ * and the delay topics hold at least what the relays marked published
+ * (more with re-schedules and the relays' at-least-once repeats). The
+ * orders' side is drill_ledger_check's. */
+enum og_status drill_ledger_schedule(struct drill *d, struct db *db, rd_kafka_t *producer,
+                                     struct og_error *err)
+{
+    long published = 0;
+    int64_t on_topics = 0;
+
+    if (drill_sched_counts(d, db, &d->sched_events, &published, err) != OG_OK)
+        return err->status;
+    d->sched_unpublished = d->sched_events - published;
+    d->messages = published - d->lost_messages; /* what the relays sent */
+    for (int i = 0; i < d->ndelay; i++) {
+        d->delay_messages[i] = kafka_topic_messages(producer, d->delay_topics[i], 10000);
+        on_topics += d->delay_messages[i] > 0 ? d->delay_messages[i] : 0;
+    }
+    if (d->sched_unpublished > 0) {
+        drill_report_finding("VIOLATION %ld of the drill's %ld cancel_scheduled events were "
+                             "never published",
+                             d->sched_unpublished, d->sched_events);
+        d->ledger_violations++;
+    }
+    if (on_topics < d->messages) {
+        drill_report_finding("VIOLATION the relays published %ld cancel messages, the delay "
+                             "topics hold %" PRId64,
+                             d->messages, on_topics);
+        d->ledger_violations++;
+    }
+    return OG_OK;
+}
+
+void drill_ledger_dead_letters(struct drill *d, rd_kafka_t *producer)
+{
+    d->dlq_count = kafka_topic_messages(producer, d->dlq_topic, 10000);
+    if (d->o.garbage > 0 && d->dlq_count < d->o.garbage) {
+        drill_report_finding("VIOLATION %d garbage messages sent, %" PRId64 " dead-lettered",
+                             d->o.garbage, d->dlq_count);
+        d->ledger_violations++;
+    }
+}
+
+static const struct db_stmt drill_ledger_stmt_reconcile = {
+    "drill_reconcile",
+    "SELECT invariant, name, violations, array_to_string(sample, ' ') "
+    "  FROM ordergate.reconcile($1::timestamptz, '0 seconds', '1 minute') ORDER BY invariant",
+    1};
+
+enum og_status drill_ledger_reconcile(struct drill *d, struct db *db, struct og_error *err)
+{
+    PGresult *res = NULL;
+
+    if (db_call(db, &drill_ledger_stmt_reconcile, (const char *[]){d->start_iso}, &res, err) !=
+        OG_OK) {
+        og_error_prefix(err, "reconcile");
+        return err->status;
+    }
+    d->reconcile = json_array();
+    for (int i = 0; i < PQntuples(res); i++) {
+        long v = atol(PQgetvalue(res, i, 2));
+        d->violations += v;
+        json_array_append_new(
+            d->reconcile, json_pack("{s:i,s:s,s:I,s:s}", "invariant", atoi(PQgetvalue(res, i, 0)),
+                                    "name", PQgetvalue(res, i, 1), "violations", (json_int_t)v,
+                                    "sample", PQgetvalue(res, i, 3)));
+        if (v > 0)
+            drill_report_finding("VIOLATION invariant %s (%s): %ld, e.g. %s", PQgetvalue(res, i, 0),
+                                 PQgetvalue(res, i, 1), v, PQgetvalue(res, i, 3));
+    }
+    PQclear(res);
+    return OG_OK;
+}

@@ -1,0 +1,196 @@
+/* What the drill says: progress lines and findings on stderr while it runs, then the report,
+ * one JSON object (--json prints it) from which the text is rendered, so both carry the same
+ * facts. Owns the report's keys and the lateness figures. It must not change the drill's state:
+ * it only reads it. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "tools/ctl/ctl.h"
+#include "tools/ctl/drill/drill.h"
+
+void drill_report_progress(const struct drill *d, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "drill %s [%+.1fs] ", d->prefix, (double)(clock_wall_ms() - d->t_ms) / 1000.0);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+void drill_report_finding(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs(CTL_PROG " drill: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+static const struct db_stmt drill_report_stmt_lateness = {
+    "drill_lateness",
+    "SELECT count(*), "
+    "       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY l), 0), "
+    "       coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY l), 0), coalesce(max(l), 0) "
+    "  FROM (SELECT extract(epoch FROM s.created_at - o.expire_at) * 1000 AS l "
+    "          FROM ordergate.status_log s JOIN ordergate.orders o USING (order_no) "
+    "         WHERE starts_with(o.order_no, $1) AND s.source = $2) x",
+    2};
+
+/* Lateness of the cancellations of one source, in milliseconds; JSON null when unknown. */
+static json_t *drill_report_lateness(struct db *db, const char *prefix, const char *source)
+{
+    PGresult *res = NULL;
+    struct og_error err = {0};
+    json_t *j;
+
+    if (db_call(db, &drill_report_stmt_lateness, (const char *[]){prefix, source}, &res, &err) !=
+        OG_OK)
+        return json_null();
+    j = json_pack("{s:I,s:f,s:f,s:f}", "count", (json_int_t)atol(PQgetvalue(res, 0, 0)), "p50_ms",
+                  atof(PQgetvalue(res, 0, 1)), "p99_ms", atof(PQgetvalue(res, 0, 2)), "max_ms",
+                  atof(PQgetvalue(res, 0, 3)));
+    PQclear(res);
+    return j;
+}
+
+json_t *drill_report_make(const struct drill *d, struct db *db, const struct drill_totals *t,
+                          double seconds)
+{
+    long total_violations = d->violations + d->ledger_violations;
+    json_t *j = json_object();
+    const struct {
+        const char *key;
+        long long value;
+    } counts[] = {
+        {"placed", t->placed},
+        {"paid", t->paid},
+        {"cancelled_consumer", t->cancelled_consumer},
+        {"cancelled_scanner", t->cancelled_scanner},
+        {"cancelled_manual", t->cancelled_manual},
+        {"pending", t->pending},
+        {"late_payments", t->late_payments},
+        {"double_payments", t->double_payments},
+        {"messages", d->messages},
+        {"duplicate_messages", d->dup_messages},
+        {"lost_messages", d->lost_messages},
+        {"duplicate_callbacks_absorbed", t->dup_callbacks_absorbed},
+        {"dead_lettered", d->dlq_count},
+        {"consumer_restarts", d->restarts},
+        {"gate_errors", t->errors},
+        {"repeated_calls", t->repeated_calls},
+        {"scanner_exit", d->scanner_status},
+        {"ledger_violations", d->ledger_violations},
+        {"violations", total_violations},
+    };
+
+    ctl_json_set(j, "command", json_string("drill"));
+    ctl_json_set(j, "ok", json_boolean(total_violations == 0));
+    ctl_json_set(j, "drill", json_string(d->prefix));
+    ctl_json_set(j, "trigger", json_string(d->o.no_kafka ? "scanner" : "consumer+scanner"));
+    /* Who sent the cancel messages: the drill itself, or place_order's
+     * outbox events through the consumers' relays (--schedule-in-db). */
+    ctl_json_set(j, "scheduling",
+                 json_string(d->o.no_kafka         ? "none"
+                             : d->o.schedule_in_db ? "database"
+                                                   : "drill"));
+    for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
+        ctl_json_set(j, counts[i].key, json_integer(counts[i].value));
+    if (d->o.schedule_in_db) {
+        json_t *topics = json_object();
+        for (int i = 0; i < d->ndelay; i++)
+            ctl_json_set(topics, d->delay_topics[i], json_integer(d->delay_messages[i]));
+        ctl_json_set(j, "cancel_events", json_integer(d->sched_events));
+        ctl_json_set(j, "unpublished_events", json_integer(d->sched_unpublished));
+        ctl_json_set(j, "delay_topics", topics);
+    }
+    ctl_json_set(j, "seconds", json_real(seconds));
+    ctl_json_set(j, "lateness_consumer", drill_report_lateness(db, d->prefix, "timeout_consumer"));
+    ctl_json_set(j, "lateness_scanner", drill_report_lateness(db, d->prefix, "timeout_scanner"));
+    ctl_json_set(j, "reconcile", d->reconcile ? json_incref(d->reconcile) : json_null());
+    return j;
+}
+
+static long drill_report_count(const json_t *r, const char *key)
+{
+    return (long)json_integer_value(json_object_get(r, key));
+}
+
+static void drill_report_text_lateness(FILE *out, const char *who, const json_t *lat)
+{
+    fprintf(out, "  lateness %-9s  p50 %.0f ms  p99 %.0f ms  max %.0f ms  (n=%ld)\n", who,
+            json_real_value(json_object_get(lat, "p50_ms")),
+            json_real_value(json_object_get(lat, "p99_ms")),
+            json_real_value(json_object_get(lat, "max_ms")), drill_report_count(lat, "count"));
+}
+
+void drill_report_text(const json_t *r, FILE *out)
+{
+    struct drill_row {
+        const char *label, *key;
+    };
+    static const struct drill_row orders[] = {
+        {"orders placed", "placed"},
+        {"paid", "paid"},
+        {"cancelled by consumer", "cancelled_consumer"},
+        {"cancelled by scanner (missed)", "cancelled_scanner"},
+        {"cancelled manually", "cancelled_manual"},
+        {"late payments (exceptions)", "late_payments"},
+        {"double payments (exceptions)", "double_payments"},
+        {NULL, NULL},
+    };
+    static const struct drill_row sent_by_drill[] = {
+        {"cancel messages sent", "messages"},
+        {"  duplicated", "duplicate_messages"},
+        {"  lost on purpose", "lost_messages"},
+        {NULL, NULL},
+    };
+    static const struct drill_row sent_by_db[] = {
+        {"cancel_scheduled events (database)", "cancel_events"},
+        {"  published by the relays", "messages"},
+        {"  lost on purpose (marked published)", "lost_messages"},
+        {"  never published", "unpublished_events"},
+        {NULL, NULL},
+    };
+    static const struct drill_row rest[] = {
+        {"duplicate callbacks absorbed", "duplicate_callbacks_absorbed"},
+        {"dead-lettered", "dead_lettered"},
+        {"consumer restarts (SIGKILL)", "consumer_restarts"},
+        {"errors returned by the gate", "gate_errors"},
+        {"gate calls repeated (connection lost)", "repeated_calls"},
+        {NULL, NULL},
+    };
+    long total = drill_report_count(r, "violations");
+    long ledger = drill_report_count(r, "ledger_violations");
+    const char *trigger = ctl_json_str(r, "trigger");
+    const char *scheduling = ctl_json_str(r, "scheduling");
+    bool by_db = scheduling != NULL && strcmp(scheduling, "database") == 0;
+    const struct drill_row *groups[] = {orders, by_db ? sent_by_db : sent_by_drill, rest};
+    const char *topic;
+    json_t *count;
+
+    fprintf(out, "drill %s (%s%s), %.1f s\n", ctl_json_str(r, "drill"),
+            trigger != NULL && strcmp(trigger, "scanner") == 0 ? "scanner only"
+                                                               : "consumers + scanner",
+            by_db ? ", cancels scheduled by the database" : "",
+            json_real_value(json_object_get(r, "seconds")));
+    for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
+        for (const struct drill_row *row = groups[g]; row->label != NULL; row++)
+            fprintf(out, "  %-36s %10ld\n", row->label, drill_report_count(r, row->key));
+        if (g == 1 && by_db)
+            json_object_foreach(json_object_get(r, "delay_topics"), topic, count)
+                fprintf(out, "  on %-33s %10ld\n", topic, (long)json_integer_value(count));
+    }
+    drill_report_text_lateness(out, "consumer", json_object_get(r, "lateness_consumer"));
+    drill_report_text_lateness(out, "scanner", json_object_get(r, "lateness_scanner"));
+    fprintf(out, "  reconciliation violations %ld, ledger violations %ld\n", total - ledger,
+            ledger);
+    fprintf(out, "  VIOLATIONS %ld: %s\n", total,
+            total == 0 ? "the gate held" : "THE GATE DID NOT HOLD");
+}

@@ -41,208 +41,220 @@ static const struct cfg_param cfg_params[] = {
     {"log_level", CFG_STR, S(log_level), "info", 0, 0, 0, CON | SCN | CTL, NULL,
      "Log threshold: debug, info, warn or error. Logs are logfmt lines on stderr (ts=... "
      "level=... prog=... event=...), librdkafka's own included; debug adds a line per batch."},
-    {"database.conninfo", CFG_STR, S(db_conninfo), "", 0, 0, 1, CON | SCN | CTL, "ORDERGATE_DB",
+    {"database.conninfo", CFG_STR, S(database.conninfo), "", 0, 0, 1, CON | SCN | CTL,
+     "ORDERGATE_DB",
      "libpq connection string or URI (\"host=db1 dbname=shop user=ordergate_app "
      "sslmode=verify-full\"); empty: libpq's environment (PGHOST, PGPORT, PGUSER, PGDATABASE, "
      "...) decides, as for psql. Keep the password out of it (database.password_file); "
      "keepalives_idle= or tcp_user_timeout= here replace the keepalives every connection asks "
      "for (a vanished host is noticed within about 25 s)."},
-    {"database.password_file", CFG_STR, S(db_password_file), "", 0, 0, 0, CON | SCN | CTL,
+    {"database.password_file", CFG_STR, S(database.password_file), "", 0, 0, 0, CON | SCN | CTL,
      "ORDERGATE_DB_PASSWORD_FILE",
      "File whose whole content is the database password (trailing newlines dropped, at most "
      "1023 bytes: a longer one is refused, never cut), read at start and never logged; a systemd "
      "credential, a Kubernetes Secret key or a Docker secret. Empty: libpq's PGPASSWORD or "
      "~/.pgpass."},
-    {"database.retry_max", CFG_INT, S(db_retry_max), "8", 1, 1000, 0, CON | SCN | CTL, NULL,
+    {"database.retry_max", CFG_INT, S(database.retry_max), "8", 1, 1000, 0, CON | SCN | CTL, NULL,
      "Attempts of a database call that fails transiently (serialization failure, deadlock, lock "
      "timeout, lost or refused connection, server shutting down) before it fails: the consumer "
      "then reads the batch again later, a scanner run ends failed. Repeating is safe: every gate "
      "call is idempotent."},
-    {"database.retry_base_ms", CFG_INT, S(db_retry_base_ms), "50", 1, 60000, 0, CON | SCN | CTL,
-     NULL,
+    {"database.retry_base_ms", CFG_INT, S(database.retry_base_ms), "50", 1, 60000, 0,
+     CON | SCN | CTL, NULL,
      "Milliseconds of the first wait before a transient failure is retried; each further wait "
      "doubles, up to database.retry_cap_ms."},
-    {"database.retry_cap_ms", CFG_INT, S(db_retry_cap_ms), "5000", 1, 600000, 0, CON | SCN | CTL,
-     NULL,
+    {"database.retry_cap_ms", CFG_INT, S(database.retry_cap_ms), "5000", 1, 600000, 0,
+     CON | SCN | CTL, NULL,
      "Longest wait between two attempts of a call, in milliseconds; raise it (with "
      "database.retry_max) to ride out a longer database restart or failover."},
-    {"database.lock_timeout_ms", CFG_INT, S(db_lock_timeout_ms), "5000", 0, 3600000, 0, CON | SCN,
-     NULL,
+    {"database.lock_timeout_ms", CFG_INT, S(database.lock_timeout_ms), "5000", 0, 3600000, 0,
+     CON | SCN, NULL,
      "Longest wait of a statement for a lock, in milliseconds (PostgreSQL's lock_timeout, set "
      "for each transaction, never on the session), so that an order service holding a row "
      "cannot hold the consumer or the scanner; a lock wait that times out (55P03) is retried "
      "like any transient failure. 0: the server's, the role's or the conninfo's value."},
-    {"database.statement_timeout_ms", CFG_INT, S(db_statement_timeout_ms), "20000", 0, 86400000, 0,
-     CON | SCN, NULL,
+    {"database.statement_timeout_ms", CFG_INT, S(database.statement_timeout_ms), "20000", 0,
+     86400000, 0, CON | SCN, NULL,
      "Longest statement, in milliseconds (PostgreSQL's statement_timeout, set for each "
      "transaction); the scanner's --reconcile, one long read, is not bound by it. 0: the "
      "server's, the role's or the conninfo's value."},
-    {"database.pool_mode", CFG_STR, S(db_pool_mode), "session", 0, 0, 0, CON | SCN | CTL, NULL,
+    {"database.pool_mode", CFG_STR, S(database.pool_mode), "session", 0, 0, 0, CON | SCN | CTL,
+     NULL,
      "How the programs talk to the server: session (a direct connection, or a pooler in session "
      "mode: named prepared statements), or transaction behind a transaction-pooling PgBouncer "
      "(statements go unnamed, nothing is kept in the session). Nothing detects it: left at "
      "session behind a transaction pooler, a call fails with an error naming this setting "
      "(docs/operations.md, \"Behind PgBouncer\"). A consumer holds up to 2 server connections "
      "(its loop and its relay), a scanner run 1, or 1 + scanner.workers when that is above 1."},
-    {"kafka.brokers", CFG_STR, S(brokers), "localhost:9092", 0, 0, 0, CON | CTL,
+    {"kafka.brokers", CFG_STR, S(kafka.brokers), "localhost:9092", 0, 0, 0, CON | CTL,
      "ORDERGATE_BROKERS",
      "Bootstrap brokers, \"host:port,host:port\" (librdkafka's bootstrap.servers)."},
-    {"kafka.topics", CFG_STR, S(topics), "ordergate.cancel.15m,ordergate.cancel.30m", 0, 0, 0,
+    {"kafka.topics", CFG_STR, S(kafka.topics), "ordergate.cancel.15m,ordergate.cancel.30m", 0, 0, 0,
      CON | CTL, NULL,
      "The delay topics the consumer reads, one per delay level so that due times within a "
      "partition are nearly in order: a comma-separated string or a list of strings. A message's "
      "key is the order number, its value {\"v\":1,\"order_no\":...,\"due_at\":...}."},
-    {"kafka.topic_levels", CFG_STR, S(topic_levels), "", 0, 0, 0, CON | CTL, NULL,
+    {"kafka.topic_levels", CFG_STR, S(kafka.topic_levels), "", 0, 0, 0, CON | CTL, NULL,
      "The delay level of each topic of kafka.topics, in the same order (\"15m,30m\"): the "
      "longest wait its messages are produced with. Empty: the last dot-separated part of each "
      "name (ordergate.cancel.15m is 15m). The relay re-schedules onto the smallest level long "
      "enough (docs/consumer.md, \"Delay levels\")."},
-    {"kafka.group", CFG_STR, S(group), "ordergate-consumer", 0, 0, 0, CON, NULL,
+    {"kafka.group", CFG_STR, S(kafka.group), "ordergate-consumer", 0, 0, 0, CON, NULL,
      "Consumer group id: the instances of one group share the topics' partitions "
      "(cooperative-sticky assignment)."},
-    {"kafka.group_instance_id", CFG_STR, S(group_instance_id), "", 0, 0, 0, CON, NULL,
+    {"kafka.group_instance_id", CFG_STR, S(kafka.group_instance_id), "", 0, 0, 0, CON, NULL,
      "Static group membership (librdkafka's group.instance.id): a restarted instance gets its "
      "partitions back at once, without a rebalance. Empty: HOSTNAME-$ORDERGATE_INSTANCE when "
      "that variable is set (the systemd units set it), else dynamic membership. At most 249 "
      "letters, digits, dots, underscores and dashes, one id per running instance: a second "
      "instance with the same id fences the first, which exits 2 (docs/consumer.md, "
      "\"Takeover\")."},
-    {"kafka.dead_letter_topic", CFG_STR, S(dead_letter_topic), "ordergate.cancel.dlq", 0, 0, 0,
-     CON | CTL, NULL,
+    {"kafka.dead_letter_topic", CFG_STR, S(kafka.dead_letter_topic), "ordergate.cancel.dlq", 0, 0,
+     0, CON | CTL, NULL,
      "Where a message that cannot be decoded, or that the gate cannot apply, is produced, the "
      "reason in its headers, before it is skipped; alert OrdergateDeadLetters."},
-    {"kafka.payments_topic", CFG_STR, S(payments_topic), "", 0, 0, 0, CON | CTL, NULL,
+    {"kafka.payments_topic", CFG_STR, S(kafka.payments_topic), "", 0, 0, 0, CON | CTL, NULL,
      "Payment results to apply through the payment claim "
      "({\"v\":1,\"order_no\",\"txn_no\",\"amount_cents\",\"channel\"}). Empty: not consumed."},
-    {"kafka.refund_results_topic", CFG_STR, S(refund_results_topic), "", 0, 0, 0, CON | CTL, NULL,
+    {"kafka.refund_results_topic", CFG_STR, S(kafka.refund_results_topic), "", 0, 0, 0, CON | CTL,
+     NULL,
      "Refund results to record through record_refund ({\"v\":1,\"txn_no\",\"refund_ref\","
      "\"outcome\"}, key txn_no, outcome succeeded or failed): the payment side's answer to a "
      "refund_requested event; one the gate cannot apply is dead-lettered. Empty: not consumed."},
-    {"kafka.properties", CFG_STRLIST, S(kafka_props), "", 0, 0, 1, CON | CTL, NULL,
+    {"kafka.properties", CFG_STRLIST, S(kafka.properties), "", 0, 0, 1, CON | CTL, NULL,
      "librdkafka properties, each \"name=value\", passed as they are (for TLS, SASL, client.id, "
      "timeouts; docs/operations.md, \"Kafka over TLS and SASL\"). Values are masked in every "
      "settings dump; what ordergate sets itself (bootstrap.servers, group.id, "
      "enable.auto.offset.store, ...) is refused, naming the setting to use instead."},
-    {"kafka.sasl_password_file", CFG_STR, S(kafka_sasl_password_file), "", 0, 0, 0, CON | CTL,
+    {"kafka.sasl_password_file", CFG_STR, S(kafka.sasl_password_file), "", 0, 0, 0, CON | CTL,
      "ORDERGATE_KAFKA_SASL_PASSWORD_FILE",
      "File whose whole content is the SASL password (librdkafka's sasl.password), read at start "
      "and never logged; a missing or empty file stops the start, as a refused login does (exit "
      "2). Empty: none (kafka.properties may set sasl.password instead, not both)."},
-    {"kafka.queued_max_kbytes", CFG_INT, S(queued_max_kbytes), "1024", 16, 2097151, 0, CON, NULL,
+    {"kafka.queued_max_kbytes", CFG_INT, S(kafka.queued_max_kbytes), "1024", 16, 2097151, 0, CON,
+     NULL,
      "Prefetch bound per partition in kilobytes (librdkafka's queued.max.messages.kbytes): a "
      "paused partition buffers at most this much, so memory stays flat whatever the backlog."},
-    {"consumer.batch_size", CFG_INT, S(batch_size), "500", 1, 10000, 0, CON, NULL,
+    {"consumer.batch_size", CFG_INT, S(consumer.batch_size), "500", 1, 10000, 0, CON, NULL,
      "Most orders per claim statement (one round trip to ordergate.claim_cancel). Larger: fewer "
      "round trips, longer transactions."},
-    {"consumer.linger_ms", CFG_INT, S(linger_ms), "20", 0, 60000, 0, CON, NULL,
+    {"consumer.linger_ms", CFG_INT, S(consumer.linger_ms), "20", 0, 60000, 0, CON, NULL,
      "Milliseconds to wait for more due messages before a partial batch is claimed: adds at most "
      "this much lateness (ordergate_consumer_lateness_seconds)."},
-    {"consumer.poll_ms", CFG_INT, S(poll_ms), "50", 1, 10000, 0, CON, NULL,
+    {"consumer.poll_ms", CFG_INT, S(consumer.poll_ms), "50", 1, 10000, 0, CON, NULL,
      "Poll timeout in milliseconds: the loop turns at least this often, which bounds how late a "
      "due partition is resumed and a SIGTERM noticed."},
-    {"consumer.metrics_listen", CFG_STR, S(metrics_listen), "127.0.0.1:9464", 0, 0, 0, CON, NULL,
+    {"consumer.metrics_listen", CFG_STR, S(consumer.metrics_listen), "127.0.0.1:9464", 0, 0, 0, CON,
+     NULL,
      "ADDR:PORT ([ADDR]:PORT for IPv6) of the HTTP endpoint: /metrics, /healthz (the loop turns), "
      "/readyz (database and broker reachable). Empty: no endpoint; port 0: a free port, logged "
      "as metrics_listening. In a container 0.0.0.0:9464; several instances on one host need a "
      "port each."},
-    {"consumer.metrics_per_ip_limit", CFG_INT, S(metrics_per_ip_limit), "4", 1, 1000, 0, CON, NULL,
+    {"consumer.metrics_per_ip_limit", CFG_INT, S(consumer.metrics_per_ip_limit), "4", 1, 1000, 0,
+     CON, NULL,
      "HTTP connections one peer address may hold at once; its next one is closed at once. A "
      "scrape or a probe is one short request."},
-    {"consumer.metrics_max_connections", CFG_INT, S(metrics_max_connections), "64", 2, 10000, 0,
-     CON, NULL,
+    {"consumer.metrics_max_connections", CFG_INT, S(consumer.metrics_max_connections), "64", 2,
+     10000, 0, CON, NULL,
      "HTTP connections of all peers at once; must lie above consumer.metrics_per_ip_limit. The "
      "bounds limit one peer, not many: expose the port to the scraper only."},
-    {"consumer.metrics_timeout_s", CFG_INT, S(metrics_timeout_s), "2", 1, 60, 0, CON, NULL,
+    {"consumer.metrics_timeout_s", CFG_INT, S(consumer.metrics_timeout_s), "2", 1, 60, 0, CON, NULL,
      "Seconds after which an HTTP connection that sends nothing is closed."},
-    {"consumer.health_file", CFG_STR, S(health_file), "", 0, 0, 0, CON, NULL,
+    {"consumer.health_file", CFG_STR, S(consumer.health_file), "", 0, 0, 0, CON, NULL,
      "A file the consume loop rewrites every second with its readiness, for --check-health and "
      "--check-ready: a liveness probe with no socket, which no network peer can fail. One file "
      "per process, in a writable directory (a tmpfs); removed at start and at exit. Empty: none."},
-    {"consumer.health_db_call_ms", CFG_INT, S(health_db_call_ms), "30000", 0, 3600000, 0, CON, NULL,
+    {"consumer.health_db_call_ms", CFG_INT, S(consumer.health_db_call_ms), "30000", 0, 3600000, 0,
+     CON, NULL,
      "/healthz and /readyz answer 503 while one database call of the consume loop has run "
      "longer than this many milliseconds: the loop does not turn during a call, so this is its "
      "liveness (ordergate_consumer_db_call_age_seconds). Keep it above "
      "database.statement_timeout_ms. 0: never."},
-    {"consumer.busy_retry_ms", CFG_INT, S(busy_retry_ms), "10000", 0, 3600000, 0, CON, NULL,
+    {"consumer.busy_retry_ms", CFG_INT, S(consumer.busy_retry_ms), "10000", 0, 3600000, 0, CON,
+     NULL,
      "Milliseconds an order answered busy (its row locked by another transaction) is claimed "
      "again from the local retry set, without holding back the rest of its batch, before it is "
      "re-scheduled through a delay topic. 0: re-scheduled at once."},
-    {"consumer.hook_retry_ms", CFG_INT, S(hook_retry_ms), "60000", 0, 86400000, 0, CON, NULL,
+    {"consumer.hook_retry_ms", CFG_INT, S(consumer.hook_retry_ms), "60000", 0, 86400000, 0, CON,
+     NULL,
      "Milliseconds an order whose claim a registered hook fails is claimed again locally; then "
      "its message is dead-lettered with the hook's error and the order left pending for the "
      "scanner (a payment: recorded as refused). 0: at once (docs/consumer.md, \"When a hook "
      "fails\")."},
-    {"consumer.allow_nondurable", CFG_BOOL, S(allow_nondurable), "false", 0, 1, 0, CON, NULL,
+    {"consumer.allow_nondurable", CFG_BOOL, S(consumer.allow_nondurable), "false", 0, 1, 0, CON,
+     NULL,
      "Run against a server whose commits may be lost after a crash (fsync off, "
      "synchronous_commit off or local with synchronous standbys named), where a claim could "
      "vanish after its offset was committed: false refuses to start (commit_not_durable, exit "
      "1); true runs, logs it and exports ordergate_consumer_commit_durable 0."},
-    {"consumer.local_due_ms", CFG_INT, S(local_due_ms), "1000", 0, 60000, 0, CON, NULL,
+    {"consumer.local_due_ms", CFG_INT, S(consumer.local_due_ms), "1000", 0, 60000, 0, CON, NULL,
      "An order answered not_due that is due within this many milliseconds (a due_at rounded "
      "down, a producer's clock slightly ahead) is claimed again locally at its expire_at instead "
      "of going round a delay topic. 0: never."},
-    {"consumer.level_margin_ms", CFG_INT, S(level_margin_ms), "10000", 0, 86400000, 0, CON, NULL,
+    {"consumer.level_margin_ms", CFG_INT, S(consumer.level_margin_ms), "10000", 0, 86400000, 0, CON,
+     NULL,
      "A message due more than its topic's delay level plus this many milliseconds from now would "
      "pause its partition beyond the level: it is claimed at once instead and, if not due, "
      "re-scheduled onto the delay topic that fits its order's expire_at."},
-    {"consumer.max_wait_ms", CFG_INT, S(max_wait_ms), "1800000", 1000, 604800000, 0, CON, NULL,
+    {"consumer.max_wait_ms", CFG_INT, S(consumer.max_wait_ms), "1800000", 1000, 604800000, 0, CON,
+     NULL,
      "The delay level assumed when no delay topic has one (neither kafka.topic_levels nor a "
      "level in the names), in milliseconds: a message due further away than this plus "
      "consumer.level_margin_ms is claimed at once, and a re-schedule is due at most this far "
      "ahead."},
-    {"outbox.enabled", CFG_BOOL, S(outbox_enabled), "true", 0, 1, 0, CON, NULL,
+    {"outbox.enabled", CFG_BOOL, S(outbox.enabled), "true", 0, 1, 0, CON, NULL,
      "Run the outbox relay in this consumer: it publishes the rows of ordergate.outbox (written "
      "with each winning transition) to Kafka, at least once, keyed by order number; several "
      "instances share the rows (SKIP LOCKED). false: leave them to another relay or reader."},
-    {"outbox.topic", CFG_STR, S(outbox_topic), "ordergate.events", 0, 0, 0, CON | CTL, NULL,
+    {"outbox.topic", CFG_STR, S(outbox.topic), "ordergate.events", 0, 0, 0, CON | CTL, NULL,
      "Topic of the order_paid and order_cancelled events."},
-    {"outbox.refund_topic", CFG_STR, S(outbox_refund_topic), "ordergate.refunds", 0, 0, 0,
+    {"outbox.refund_topic", CFG_STR, S(outbox.refund_topic), "ordergate.refunds", 0, 0, 0,
      CON | CTL, NULL, "Topic of the refund_requested events (a late payment, auto_refund)."},
-    {"outbox.alert_topic", CFG_STR, S(outbox_alert_topic), "ordergate.alerts", 0, 0, 0, CON | CTL,
+    {"outbox.alert_topic", CFG_STR, S(outbox.alert_topic), "ordergate.alerts", 0, 0, 0, CON | CTL,
      NULL, "Topic of the reconciliation_alert events (manual_review exceptions)."},
-    {"outbox.batch", CFG_INT, S(outbox_batch), "500", 1, 10000, 0, CON, NULL,
+    {"outbox.batch", CFG_INT, S(outbox.batch), "500", 1, 10000, 0, CON, NULL,
      "Outbox rows per relay step. A growing backlog shows in ordergate_relay_outbox_backlog "
      "(alert OrdergateOutboxBacklog)."},
-    {"outbox.interval_ms", CFG_INT, S(outbox_interval_ms), "200", 1, 600000, 0, CON, NULL,
+    {"outbox.interval_ms", CFG_INT, S(outbox.interval_ms), "200", 1, 600000, 0, CON, NULL,
      "Milliseconds of pause between relay steps while the outbox is empty."},
-    {"scanner.grace_s", CFG_INT, S(grace_s), "60", 0, 86400, 0, SCN, NULL,
+    {"scanner.grace_s", CFG_INT, S(scanner.grace_s), "60", 0, 86400, 0, SCN, NULL,
      "Seconds past expire_at before the scanner takes an order: the consumer gets the first "
      "chance, and what the scanner still cancels is counted as missed by the consumer (alert "
      "OrdergateScannerMissedOrders). Scanner alone, without Kafka: 0."},
-    {"scanner.batch_size", CFG_INT, S(scan_batch_size), "500", 1, 10000, 0, SCN, NULL,
+    {"scanner.batch_size", CFG_INT, S(scanner.batch_size), "500", 1, 10000, 0, SCN, NULL,
      "Orders per claim statement of a sweep, read in keyset pages of the partial index "
      "orders_overdue_idx."},
-    {"scanner.pause_ms", CFG_INT, S(scan_pause_ms), "50", 0, 600000, 0, SCN, NULL,
+    {"scanner.pause_ms", CFG_INT, S(scanner.pause_ms), "50", 0, 600000, 0, SCN, NULL,
      "Milliseconds of pause between two batches, so that a large sweep never hogs the database."},
-    {"scanner.max_orders", CFG_INT, S(scan_max_orders), "0", 0, INT_MAX, 0, SCN, NULL,
+    {"scanner.max_orders", CFG_INT, S(scanner.max_orders), "0", 0, INT_MAX, 0, SCN, NULL,
      "Most orders one run claims; what a capped run leaves is taken by the next. 0: no cap."},
-    {"scanner.max_seconds", CFG_INT, S(scan_max_seconds), "0", 0, 86400, 0, SCN, NULL,
+    {"scanner.max_seconds", CFG_INT, S(scanner.max_seconds), "0", 0, 86400, 0, SCN, NULL,
      "Longest run in seconds; keep it below the schedule's interval. 0: no cap."},
-    {"scanner.every_s", CFG_INT, S(scan_every_s), "0", 0, 86400, 0, SCN, NULL,
+    {"scanner.every_s", CFG_INT, S(scanner.every_s), "0", 0, 86400, 0, SCN, NULL,
      "0: one run per invocation (cron, a systemd timer, a Kubernetes CronJob). N: a run every N "
      "seconds, start to start, in one process until SIGTERM, for hosts without a scheduler."},
-    {"scanner.workers", CFG_INT, S(scan_workers), "1", 1, 16, 0, SCN, NULL,
+    {"scanner.workers", CFG_INT, S(scanner.workers), "1", 1, 16, 0, SCN, NULL,
      "Database sessions that claim pages in parallel. 1: the run's own session reads and claims; "
      "N > 1: it reads the pages and N more sessions claim them, for a large backlog after an "
      "outage. More sessions than the database has cores only queue on hot stock rows."},
-    {"scanner.max_skip_s", CFG_INT, S(scan_max_skip_s), "0", 0, 604800, 0, SCN, NULL,
+    {"scanner.max_skip_s", CFG_INT, S(scanner.max_skip_s), "0", 0, 604800, 0, SCN, NULL,
      "A run skipped because the sweep lease or lock is held exits 4 (alert "
      "OrdergateScannerNotSweeping) once no run has swept for longer than this many seconds: "
      "whatever holds it does not sweep. 0: three intervals, 3 x scanner.every_s, or 180 when "
      "that is 0 (a one-minute schedule); set about three times your timer's interval."},
-    {"scanner.busy_retry_ms", CFG_INT, S(scan_busy_retry_ms), "5000", 0, 600000, 0, SCN, NULL,
+    {"scanner.busy_retry_ms", CFG_INT, S(scanner.busy_retry_ms), "5000", 0, 600000, 0, SCN, NULL,
      "Milliseconds for which orders answered busy (their row locked by another transaction) are "
      "claimed again, with backoff, at the end of a run; what is still locked then is left to the "
      "next run. 0: not retried."},
-    {"scanner.lease_s", CFG_INT, S(scan_lease_s), "60", 1, 3600, 0, SCN, NULL,
+    {"scanner.lease_s", CFG_INT, S(scanner.lease_s), "60", 1, 3600, 0, SCN, NULL,
      "Seconds the sweep lease (a row, so it works behind a transaction pooler) lasts past a "
      "run's start and each batch, plus scanner.pause_ms: keep it above the longest batch. A run "
      "that died keeps later runs skipped this long; the next one reports it crashed."},
-    {"scanner.textfile_path", CFG_STR, S(textfile_path), "", 0, 0, 0, SCN, NULL,
+    {"scanner.textfile_path", CFG_STR, S(scanner.textfile_path), "", 0, 0, 0, SCN, NULL,
      "Prometheus textfile written after each run (temporary file, then rename) for "
      "node_exporter's textfile collector. Empty: none."},
-    {"scanner.reconcile_window_s", CFG_INT, S(scan_reconcile_window_s), "604800", 0, 315360000, 0,
-     SCN, NULL,
+    {"scanner.reconcile_window_s", CFG_INT, S(scanner.reconcile_window_s), "604800", 0, 315360000,
+     0, SCN, NULL,
      "--reconcile without --since checks the orders, payments and exceptions created in the "
      "last this many seconds; the stock and coupon invariants are always checked whole. Keep it "
      "above refund_confirm_seconds and manual_review_max_age_seconds (database settings). 0: "
@@ -402,7 +414,7 @@ static enum og_status cfg_apply(struct og_config *cfg, const struct cfg_param *p
         return OG_OK;
     case CFG_STRLIST: {
         char ***list = (char ***)(base + p->offset);
-        size_t *n = &cfg->kafka_props_n;
+        size_t *n = &cfg->kafka.properties_n;
         char **grown;
 
         if (*value == '\0')
@@ -551,7 +563,7 @@ static enum og_status cfg_load_param(struct og_config *cfg, const struct cfg_par
         if (type != CONFIG_TYPE_ARRAY && type != CONFIG_TYPE_LIST)
             return cfg_refuse(err, p, "expected a list of strings");
         if (p->type == CFG_STRLIST)
-            cfg_strlist_free(&cfg->kafka_props, &cfg->kafka_props_n);
+            cfg_strlist_free(&cfg->kafka.properties, &cfg->kafka.properties_n);
         n = config_setting_length(s);
         for (int i = 0; i < n; i++) {
             const char *v = config_setting_get_string_elem(s, i);
@@ -873,13 +885,13 @@ enum og_status cfg_apply_env(struct og_config *cfg, struct og_error *err)
 
 struct db_session cfg_db_session(const struct og_config *cfg)
 {
-    return (struct db_session){cfg->db_lock_timeout_ms, cfg->db_statement_timeout_ms,
-                               strcmp(cfg->db_pool_mode, "transaction") == 0};
+    return (struct db_session){cfg->database.lock_timeout_ms, cfg->database.statement_timeout_ms,
+                               strcmp(cfg->database.pool_mode, "transaction") == 0};
 }
 
 enum og_status cfg_db_password(const struct og_config *cfg, char **password, struct og_error *err)
 {
-    enum og_status st = db_password_read(cfg->db_password_file, password, err);
+    enum og_status st = db_password_read(cfg->database.password_file, password, err);
 
     if (st != OG_OK)
         og_error_setting(err, "database.password_file");
@@ -888,7 +900,8 @@ enum og_status cfg_db_password(const struct og_config *cfg, char **password, str
 
 struct db_retry cfg_db_retry(const struct og_config *cfg)
 {
-    return (struct db_retry){cfg->db_retry_max, cfg->db_retry_base_ms, cfg->db_retry_cap_ms};
+    return (struct db_retry){cfg->database.retry_max, cfg->database.retry_base_ms,
+                             cfg->database.retry_cap_ms};
 }
 
 enum og_status cfg_db_open(const struct og_config *cfg, const char *app_name,
@@ -903,7 +916,8 @@ enum og_status cfg_db_open(const struct og_config *cfg, const char *app_name,
         retry.max_attempts = opts->max_attempts;
     if (opts != NULL && opts->no_bounds)
         session.lock_timeout_ms = session.statement_timeout_ms = 0;
-    st = db_new_passfile(cfg->db_conninfo, cfg->db_password_file, app_name, &retry, stop, out, err);
+    st = db_new_passfile(cfg->database.conninfo, cfg->database.password_file, app_name, &retry,
+                         stop, out, err);
     if (st == OG_OK)
         db_set_session(*out, &session, NULL); /* not connected yet: cannot fail */
     return st;
@@ -930,10 +944,10 @@ void cfg_dump(const struct og_config *cfg, FILE *out)
         case CFG_STRLIST:
             /* Property values may carry SASL passwords: print names only. */
             fprintf(out, "%s = [", p->name);
-            for (size_t j = 0; j < cfg->kafka_props_n; j++) {
-                const char *eq = strchr(cfg->kafka_props[j], '=');
-                fprintf(out, "%s\"%.*s=...\"", j ? ", " : "", (int)(eq - cfg->kafka_props[j]),
-                        cfg->kafka_props[j]);
+            for (size_t j = 0; j < cfg->kafka.properties_n; j++) {
+                const char *eq = strchr(cfg->kafka.properties[j], '=');
+                fprintf(out, "%s\"%.*s=...\"", j ? ", " : "", (int)(eq - cfg->kafka.properties[j]),
+                        cfg->kafka.properties[j]);
             }
             fprintf(out, "]\n");
             break;
@@ -954,7 +968,7 @@ void cfg_free(struct og_config *cfg)
             *slot = NULL;
         }
     }
-    cfg_strlist_free(&cfg->kafka_props, &cfg->kafka_props_n);
+    cfg_strlist_free(&cfg->kafka.properties, &cfg->kafka.properties_n);
     free(cfg->source_path);
     cfg->source_path = NULL;
 }
@@ -975,7 +989,7 @@ const char *cfg_setting_value(const struct og_config *cfg, size_t i, size_t j, c
     case CFG_BOOL:
         return *(const int *)field ? "true" : "false";
     case CFG_STRLIST:
-        return j < cfg->kafka_props_n ? cfg->kafka_props[j] : NULL;
+        return j < cfg->kafka.properties_n ? cfg->kafka.properties[j] : NULL;
     }
     return NULL;
 }

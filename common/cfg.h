@@ -25,77 +25,79 @@ struct cfg_source {
     const char *flag; /* the option's name without dashes ("batch-size"), not owned, or NULL */
 };
 
+/* The configuration of a run: one nested struct per group of the file, each field named like its
+ * setting (database.retry_max is cfg->database.retry_max). The table in cfg.c says each one's
+ * type, default, bounds and meaning (docs/settings.md). */
 struct og_config {
     char *log_level;
 
-    /* database */
-    char *db_conninfo;      /* "" = libpq's environment (PGHOST, PGPORT, ...) */
-    char *db_password_file; /* read once; never logged */
-    int db_retry_max;       /* attempts for a transient failure before giving up */
-    int db_retry_base_ms;   /* first backoff; doubles up to db_retry_cap_ms */
-    int db_retry_cap_ms;
-    int db_lock_timeout_ms;      /* the sessions' lock_timeout; 0 = the server's (db_session) */
-    int db_statement_timeout_ms; /* the sessions' statement_timeout; 0 = the server's */
-    char *db_pool_mode; /* "session" | "transaction" (a transaction-pooling PgBouncer in front) */
+    struct cfg_database {
+        char *conninfo;      /* "" = libpq's environment (PGHOST, PGPORT, ...) */
+        char *password_file; /* read once; never logged */
+        int retry_max;       /* attempts for a transient failure before giving up */
+        int retry_base_ms;   /* first backoff; doubles up to retry_cap_ms */
+        int retry_cap_ms;
+        int lock_timeout_ms;      /* each transaction's lock_timeout; 0 = the server's */
+        int statement_timeout_ms; /* each transaction's statement_timeout; 0 = the server's */
+        char *pool_mode; /* "session" | "transaction" (a transaction-pooling PgBouncer in front) */
+    } database;
 
-    /* kafka */
-    char *brokers;      /* bootstrap.servers */
-    char *topics;       /* comma-separated delay topics */
-    char *topic_levels; /* one delay level per topic ("15m,30m"); "" = from the names (delay.h) */
-    char *group;
-    char *group_instance_id; /* static membership; "" = derived (see kafka_group_instance_id) */
-    char *dead_letter_topic;
-    char *payments_topic;       /* "" = not consumed */
-    char *refund_results_topic; /* "" = not consumed */
-    char **kafka_props;         /* "name=value", passed verbatim to rd_kafka_conf_set */
-    size_t kafka_props_n;
-    char *kafka_sasl_password_file; /* sasl.password from this file; "" = none; never logged */
-    int queued_max_kbytes;          /* prefetch bound per partition: keeps memory flat */
+    struct cfg_kafka {
+        char *brokers;      /* bootstrap.servers */
+        char *topics;       /* comma-separated delay topics */
+        char *topic_levels; /* one delay level per topic ("15m,30m"); "" = from the names */
+        char *group;
+        char *group_instance_id; /* static membership; "" = derived (kafka_group_instance_id) */
+        char *dead_letter_topic;
+        char *payments_topic;       /* "" = not consumed */
+        char *refund_results_topic; /* "" = not consumed */
+        char **properties;          /* "name=value", passed verbatim to rd_kafka_conf_set */
+        size_t properties_n;
+        char *sasl_password_file; /* sasl.password from this file; "" = none; never logged */
+        int queued_max_kbytes;    /* prefetch bound per partition: keeps memory flat */
+    } kafka;
 
-    /* consumer */
-    int batch_size;
-    int linger_ms;
-    int poll_ms;
-    char *metrics_listen;  /* "ADDR:PORT"; "" disables the HTTP endpoint */
-    int health_db_call_ms; /* /healthz and /readyz fail while a call runs longer; 0 = never */
-    int busy_retry_ms;     /* a locked order is re-claimed locally this long, then re-scheduled */
-    int hook_retry_ms;     /* an order a hook fails is re-claimed this long, then dead-lettered */
-    int allow_nondurable;  /* run (warning, metric) on a server whose commits may be lost */
-    int local_due_ms;      /* an order not due for less than this is re-claimed locally */
-    int level_margin_ms;   /* a due time this far beyond its topic's level is claimed at once */
-    int max_wait_ms;       /* the level of delay topics when none has one (see consumer.h) */
+    struct cfg_consumer {
+        int batch_size;
+        int linger_ms;
+        int poll_ms;
+        char *metrics_listen;        /* "ADDR:PORT"; "" disables the HTTP endpoint */
+        int metrics_per_ip_limit;    /* HTTP connections one peer address holds at once */
+        int metrics_max_connections; /* HTTP connections of all peers; above the per-peer limit */
+        int metrics_timeout_s;       /* an HTTP connection idle this long is closed */
+        char *health_file;           /* heartbeat of the loop for --check-health; "" = none */
+        int health_db_call_ms; /* /healthz and /readyz fail while a call runs longer; 0 = never */
+        int busy_retry_ms; /* a locked order is re-claimed locally this long, then re-scheduled */
+        int hook_retry_ms; /* an order a hook fails is re-claimed this long, then dead-lettered */
+        int allow_nondurable; /* run (warning, metric) on a server whose commits may be lost */
+        int local_due_ms;     /* an order not due for less than this is re-claimed locally */
+        int level_margin_ms;  /* a due time this far beyond its topic's level is claimed at once */
+        int max_wait_ms;      /* the level of delay topics when none has one */
+    } consumer;
 
-    /* consumer: the HTTP endpoint's bounds (common/metrics.h) and the health file */
-    int metrics_per_ip_limit;    /* HTTP connections one peer address holds at once */
-    int metrics_max_connections; /* HTTP connections of all peers; above the per-peer limit */
-    int metrics_timeout_s;       /* an HTTP connection idle this long is closed */
-    char *health_file; /* heartbeat of the loop for --check-health (common/health.h); "" = none */
+    struct cfg_outbox {
+        int enabled;
+        char *topic;        /* order_paid / order_cancelled events */
+        char *refund_topic; /* refund_requested */
+        char *alert_topic;  /* reconciliation_alert */
+        int batch;
+        int interval_ms;
+    } outbox;
 
-    /* outbox relay */
-    int outbox_enabled;
-    char *outbox_topic;        /* order_paid / order_cancelled events */
-    char *outbox_refund_topic; /* refund_requested */
-    char *outbox_alert_topic;  /* reconciliation_alert */
-    int outbox_batch;
-    int outbox_interval_ms;
-
-    /* scanner */
-    int grace_s;
-    int scan_batch_size;
-    int scan_pause_ms;
-    int scan_max_orders;  /* per run; 0 = no cap */
-    int scan_max_seconds; /* per run; 0 = no cap */
-    int scan_every_s;     /* 0 = one run per invocation */
-    int scan_workers;     /* claiming sessions per run (1 = the run's own session) */
-    /* A skipped run alarms (exit 4) once the last sweep is older than this; 0 = 3 x every_s,
-     * or 180 when every_s is 0 (a one-minute schedule) */
-    int scan_max_skip_s;
-    int scan_busy_retry_ms; /* locked orders are claimed again for this long at a run's end */
-    int scan_lease_s;       /* the sweep lease lasts this + scan_pause_ms past each batch */
-    char *textfile_path;    /* Prometheus textfile for node_exporter; "" = none */
-    /* --reconcile without --since checks orders created in the last this many seconds
-     * (invariants 2 and 3 stay whole); 0 = the whole database */
-    int scan_reconcile_window_s;
+    struct cfg_scanner {
+        int grace_s;
+        int batch_size;
+        int pause_ms;
+        int max_orders;         /* per run; 0 = no cap */
+        int max_seconds;        /* per run; 0 = no cap */
+        int every_s;            /* 0 = one run per invocation */
+        int workers;            /* claiming sessions per run (1 = the run's own session) */
+        int max_skip_s;         /* 0 = 3 x every_s, or 180 when every_s is 0 */
+        int busy_retry_ms;      /* locked orders are claimed again for this long at a run's end */
+        int lease_s;            /* the sweep lease lasts this + pause_ms past each batch */
+        char *textfile_path;    /* Prometheus textfile for node_exporter; "" = none */
+        int reconcile_window_s; /* --reconcile without --since: this many seconds; 0 = all */
+    } scanner;
 
     /* Where each value came from, indexed like the table in cfg.c; cfg_error_format() reads
      * it to say "FILE:LINE" or "--flag" in front of an error about a setting. */

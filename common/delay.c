@@ -54,8 +54,8 @@ void delay_levels_free(struct delay_levels *d)
 enum og_status delay_levels_parse(const struct og_config *cfg, unsigned flags,
                                   struct delay_levels *out, struct og_error *err)
 {
-    const char *tp = cfg->topics != NULL ? cfg->topics : "";
-    const char *lp = cfg->topic_levels != NULL ? cfg->topic_levels : "";
+    const char *tp = cfg->kafka.topics != NULL ? cfg->kafka.topics : "";
+    const char *lp = cfg->kafka.topic_levels != NULL ? cfg->kafka.topic_levels : "";
     bool explicit_levels = *lp != '\0';
     char topic[256], level[64];
     size_t cap = 0;

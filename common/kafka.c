@@ -424,14 +424,14 @@ void kafka_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque)
 static enum og_status kafka_sasl_password(const struct og_config *cfg, rd_kafka_conf_t *conf,
                                           struct og_error *err)
 {
-    const char *path = cfg->kafka_sasl_password_file;
+    const char *path = cfg->kafka.sasl_password_file;
     char *password = NULL;
     enum og_status st = OG_OK;
 
     if (path == NULL || *path == '\0')
         return OG_OK;
-    for (size_t i = 0; i < cfg->kafka_props_n; i++) {
-        if (strncmp(cfg->kafka_props[i], "sasl.password=", 14) == 0) {
+    for (size_t i = 0; i < cfg->kafka.properties_n; i++) {
+        if (strncmp(cfg->kafka.properties[i], "sasl.password=", 14) == 0) {
             st = og_error_set(err, OG_ERR_CONFIG, false,
                               "kafka.sasl_password_file: kafka.properties sets sasl.password "
                               "too; keep one of them");
@@ -476,13 +476,13 @@ enum og_status kafka_conf_new(const struct og_config *cfg, enum kafka_role role,
     *out = NULL;
     if (conf == NULL)
         return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-    if (cfg->brokers == NULL || *cfg->brokers == '\0') {
+    if (cfg->kafka.brokers == NULL || *cfg->kafka.brokers == '\0') {
         st = og_error_set(err, OG_ERR_CONFIG, false, "kafka.brokers is empty");
         og_error_setting(err, "kafka.brokers");
         goto fail;
     }
     /* 1. defaults */
-    st = kafka_set(conf, "bootstrap.servers", cfg->brokers, err);
+    st = kafka_set(conf, "bootstrap.servers", cfg->kafka.brokers, err);
     if (st != OG_OK) {
         og_error_setting(err, "kafka.brokers");
         goto fail;
@@ -490,7 +490,7 @@ enum og_status kafka_conf_new(const struct og_config *cfg, enum kafka_role role,
     if (st == OG_OK)
         st = kafka_set(conf, "client.id", client_id ? client_id : "ordergate", err);
     if (role == KAFKA_ROLE_CONSUMER) {
-        snprintf(num, sizeof(num), "%d", cfg->queued_max_kbytes);
+        snprintf(num, sizeof(num), "%d", cfg->kafka.queued_max_kbytes);
         if (st == OG_OK)
             st = kafka_set(conf, "partition.assignment.strategy", "cooperative-sticky", err);
         if (st == OG_OK)
@@ -525,10 +525,10 @@ enum og_status kafka_conf_new(const struct og_config *cfg, enum kafka_role role,
     if (st != OG_OK)
         goto fail;
     /* 2. kafka.properties, verbatim */
-    for (size_t i = 0; i < cfg->kafka_props_n; i++) {
+    for (size_t i = 0; i < cfg->kafka.properties_n; i++) {
         char name[256];
         const char *value = NULL;
-        st = kafka_prop_split(cfg->kafka_props[i], name, sizeof(name), &value, err);
+        st = kafka_prop_split(cfg->kafka.properties[i], name, sizeof(name), &value, err);
         if (st == OG_OK && kafka_prop_applies(role, name))
             st = kafka_set(conf, name, value, err);
         if (st != OG_OK) {
@@ -542,12 +542,12 @@ enum og_status kafka_conf_new(const struct og_config *cfg, enum kafka_role role,
         goto fail;
     /* 3. what correctness rests on */
     if (role == KAFKA_ROLE_CONSUMER) {
-        if (cfg->group == NULL || *cfg->group == '\0') {
+        if (cfg->kafka.group == NULL || *cfg->kafka.group == '\0') {
             st = og_error_set(err, OG_ERR_CONFIG, false, "kafka.group is empty");
             og_error_setting(err, "kafka.group");
             goto fail;
         }
-        st = kafka_set(conf, "group.id", cfg->group, err);
+        st = kafka_set(conf, "group.id", cfg->kafka.group, err);
         if (st != OG_OK)
             og_error_setting(err, "kafka.group");
         if (st == OG_OK)
@@ -642,7 +642,7 @@ enum og_status kafka_connect_check(const struct og_config *cfg, const char *clie
     rd_kafka_t *rk = NULL;
     char errstr[512];
     int64_t deadline = clock_mono_ms() + timeout_ms;
-    bool pw_file = cfg->kafka_sasl_password_file != NULL && *cfg->kafka_sasl_password_file != '\0';
+    bool pw_file = cfg->kafka.sasl_password_file != NULL && *cfg->kafka.sasl_password_file != '\0';
     enum og_status st;
 
     st = kafka_conf_new(cfg, KAFKA_ROLE_PRODUCER, client_id, &conf, err);
@@ -696,9 +696,9 @@ enum og_status kafka_connect_check(const struct og_config *cfg, const char *clie
             break;
         }
         if (probe.all_down || clock_mono_ms() >= deadline) {
-            st =
-                og_error_set(err, OG_ERR_KAFKA, true, "kafka: no broker of %s answered%s%s",
-                             cfg->brokers, *probe.reason != '\0' ? ": " : " in time", probe.reason);
+            st = og_error_set(err, OG_ERR_KAFKA, true, "kafka: no broker of %s answered%s%s",
+                              cfg->kafka.brokers, *probe.reason != '\0' ? ": " : " in time",
+                              probe.reason);
             break;
         }
     }
@@ -745,7 +745,7 @@ static bool kafka_name_valid(const char *name, size_t len)
 enum og_status kafka_group_instance_id(const struct og_config *cfg, char *buf, size_t size,
                                        struct og_error *err)
 {
-    const char *set = cfg->group_instance_id != NULL ? cfg->group_instance_id : "";
+    const char *set = cfg->kafka.group_instance_id != NULL ? cfg->kafka.group_instance_id : "";
     const char *inst = getenv("ORDERGATE_INSTANCE");
     char host[256];
     int n;
@@ -877,34 +877,35 @@ enum og_status kafka_check_config(const struct og_config *cfg, struct og_error *
     size_t n = 0;
     enum og_status st;
 
-    st = kafka_topics_split(cfg->topics, &topics, &n, err);
+    st = kafka_topics_split(cfg->kafka.topics, &topics, &n, err);
     if (st != OG_OK)
         return st;
-    if (!kafka_topic_valid(cfg->dead_letter_topic)) {
+    if (!kafka_topic_valid(cfg->kafka.dead_letter_topic)) {
         st = og_error_set(err, OG_ERR_CONFIG, false,
                           "kafka.dead_letter_topic: '%.64s' is not a valid topic name",
-                          cfg->dead_letter_topic);
+                          cfg->kafka.dead_letter_topic);
         og_error_setting(err, "kafka.dead_letter_topic");
         goto out;
     }
-    if (*cfg->payments_topic != '\0' && !kafka_topic_valid(cfg->payments_topic)) {
+    if (*cfg->kafka.payments_topic != '\0' && !kafka_topic_valid(cfg->kafka.payments_topic)) {
         st = og_error_set(err, OG_ERR_CONFIG, false,
                           "kafka.payments_topic: '%.64s' is not a valid topic name",
-                          cfg->payments_topic);
+                          cfg->kafka.payments_topic);
         og_error_setting(err, "kafka.payments_topic");
         goto out;
     }
-    if (*cfg->refund_results_topic != '\0' && !kafka_topic_valid(cfg->refund_results_topic)) {
+    if (*cfg->kafka.refund_results_topic != '\0' &&
+        !kafka_topic_valid(cfg->kafka.refund_results_topic)) {
         st = og_error_set(err, OG_ERR_CONFIG, false,
                           "kafka.refund_results_topic: '%.64s' is not a valid topic name",
-                          cfg->refund_results_topic);
+                          cfg->kafka.refund_results_topic);
         og_error_setting(err, "kafka.refund_results_topic");
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
-        if (strcmp(topics[i], cfg->dead_letter_topic) == 0 ||
-            strcmp(topics[i], cfg->payments_topic) == 0 ||
-            strcmp(topics[i], cfg->refund_results_topic) == 0) {
+        if (strcmp(topics[i], cfg->kafka.dead_letter_topic) == 0 ||
+            strcmp(topics[i], cfg->kafka.payments_topic) == 0 ||
+            strcmp(topics[i], cfg->kafka.refund_results_topic) == 0) {
             st = og_error_set(err, OG_ERR_CONFIG, false,
                               "kafka.topics: '%s' is also the dead-letter, payments or refund "
                               "results topic",
@@ -913,15 +914,15 @@ enum og_status kafka_check_config(const struct og_config *cfg, struct og_error *
             goto out;
         }
     }
-    if (strcmp(cfg->dead_letter_topic, cfg->payments_topic) == 0) {
+    if (strcmp(cfg->kafka.dead_letter_topic, cfg->kafka.payments_topic) == 0) {
         st = og_error_set(err, OG_ERR_CONFIG, false,
                           "kafka.payments_topic and kafka.dead_letter_topic are the same");
         og_error_setting(err, "kafka.payments_topic");
         goto out;
     }
-    if (strcmp(cfg->dead_letter_topic, cfg->refund_results_topic) == 0 ||
-        (*cfg->payments_topic != '\0' &&
-         strcmp(cfg->payments_topic, cfg->refund_results_topic) == 0)) {
+    if (strcmp(cfg->kafka.dead_letter_topic, cfg->kafka.refund_results_topic) == 0 ||
+        (*cfg->kafka.payments_topic != '\0' &&
+         strcmp(cfg->kafka.payments_topic, cfg->kafka.refund_results_topic) == 0)) {
         st = og_error_set(err, OG_ERR_CONFIG, false,
                           "kafka.refund_results_topic is also the dead-letter or payments topic");
         og_error_setting(err, "kafka.refund_results_topic");
@@ -1095,8 +1096,8 @@ enum og_status kafka_group_reader_new(const struct og_config *cfg, const char *g
     enum og_status st;
 
     *reader = NULL;
-    rc.group = (char *)group;
-    rc.group_instance_id = (char *)"";
+    rc.kafka.group = (char *)group;
+    rc.kafka.group_instance_id = (char *)"";
     st = kafka_conf_new(&rc, KAFKA_ROLE_CONSUMER, client_id, &conf, err);
     if (st == OG_OK)
         st = kafka_set(conf, "enable.auto.commit", "false", err);

@@ -111,17 +111,17 @@ const char *outbox_topic_for(const struct og_config *cfg, const char *event_type
 
     switch (outbox_route_of(event_type)) {
     case OUTBOX_ROUTE_REFUNDS:
-        topic = cfg->outbox_refund_topic;
+        topic = cfg->outbox.refund_topic;
         break;
     case OUTBOX_ROUTE_ALERTS:
-        topic = cfg->outbox_alert_topic;
+        topic = cfg->outbox.alert_topic;
         break;
     case OUTBOX_ROUTE_EVENTS:
     case OUTBOX_ROUTE_DELAY: /* per message: outbox_relay_step */
         break;
     }
     if (topic == NULL || *topic == '\0')
-        topic = cfg->outbox_topic;
+        topic = cfg->outbox.topic;
     return topic;
 }
 
@@ -142,8 +142,8 @@ struct outbox_relay *outbox_relay_new(struct db *db, rd_kafka_t *producer,
 {
     struct outbox_relay *relay;
 
-    if (db == NULL || producer == NULL || cfg == NULL || cfg->outbox_topic == NULL ||
-        *cfg->outbox_topic == '\0') {
+    if (db == NULL || producer == NULL || cfg == NULL || cfg->outbox.topic == NULL ||
+        *cfg->outbox.topic == '\0') {
         log_error("outbox_relay_invalid", "reason=\"database, producer and outbox.topic are "
                                           "required\"");
         return NULL;
@@ -171,7 +171,7 @@ struct outbox_relay *outbox_relay_new(struct db *db, rd_kafka_t *producer,
         if (delay_levels_parse(cfg, DELAY_ALL_TOPICS, &relay->levels, &lerr) != OG_OK)
             snprintf(relay->levels_err, sizeof(relay->levels_err), "%s", lerr.msg);
     }
-    relay->batch_size = cfg->outbox_batch > 0 ? cfg->outbox_batch : 500;
+    relay->batch_size = cfg->outbox.batch > 0 ? cfg->outbox.batch : 500;
     relay->timeout_ms = OUTBOX_DEFAULT_TIMEOUT_MS;
     for (int i = 0; i < 3; i++) {
         if (relay->topics[i] == NULL) {

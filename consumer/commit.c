@@ -316,7 +316,7 @@ static enum commit_result commit_payment_hook_failed(struct commit *cm, struct b
     metric_inc(consumer_metrics_hook_failures(hook), 1);
     if (e->hook_first_ms == 0)
         e->hook_first_ms = now;
-    if (now - e->hook_first_ms < cm->env.cfg->hook_retry_ms) {
+    if (now - e->hook_first_ms < cm->env.cfg->consumer.hook_retry_ms) {
         slot = commit_retry_slot(cm, e, now);
         if (slot >= 0) {
             struct retry_slot *s = &cm->retry.slots[slot];
@@ -550,8 +550,8 @@ static void commit_busy(struct commit *cm, struct batch_entry *e, int64_t now)
 
     if (!e->first)
         return;
-    slot = cm->env.cfg->busy_retry_ms > 0 ? commit_retry_slot(cm, e, now) : -1;
-    if (slot >= 0 && now - cm->retry.slots[slot].first_ms < cm->env.cfg->busy_retry_ms) {
+    slot = cm->env.cfg->consumer.busy_retry_ms > 0 ? commit_retry_slot(cm, e, now) : -1;
+    if (slot >= 0 && now - cm->retry.slots[slot].first_ms < cm->env.cfg->consumer.busy_retry_ms) {
         int tries = cm->retry.slots[slot].why == GATE_BUSY ? cm->retry.slots[slot].tries : 0;
         retry_wait(&cm->retry, slot, GATE_BUSY,
                    now + clock_backoff_ms(RETRY_BASE_MS, RETRY_CAP_MS, tries));
@@ -594,8 +594,8 @@ static void commit_hook_failed(struct commit *cm, struct batch_entry *e, const c
         return;
     }
     metric_inc(consumer_metrics_hook_failures(hook), 1);
-    slot = cm->env.cfg->hook_retry_ms > 0 ? commit_retry_slot(cm, e, now) : -1;
-    if (slot >= 0 && now - cm->retry.slots[slot].first_ms < cm->env.cfg->hook_retry_ms) {
+    slot = cm->env.cfg->consumer.hook_retry_ms > 0 ? commit_retry_slot(cm, e, now) : -1;
+    if (slot >= 0 && now - cm->retry.slots[slot].first_ms < cm->env.cfg->consumer.hook_retry_ms) {
         int tries = cm->retry.slots[slot].why == GATE_HOOK_FAILED ? cm->retry.slots[slot].tries : 0;
         retry_wait(&cm->retry, slot, GATE_HOOK_FAILED,
                    now + clock_backoff_ms(COMMIT_HOOK_BASE_MS, COMMIT_HOOK_CAP_MS, tries));
@@ -752,7 +752,8 @@ static bool commit_not_due_local(struct commit *cm, struct batch_entry *e, int64
 {
     int slot, tries = 0;
 
-    if (cm->env.cfg->local_due_ms <= 0 || e->new_due_ms - now >= cm->env.cfg->local_due_ms)
+    if (cm->env.cfg->consumer.local_due_ms <= 0 ||
+        e->new_due_ms - now >= cm->env.cfg->consumer.local_due_ms)
         return false;
     if (e->retry >= 0 && cm->retry.slots[e->retry].why == GATE_NOT_DUE)
         tries = cm->retry.slots[e->retry].tries;
@@ -837,7 +838,8 @@ static enum commit_result commit_deliver(struct commit *cm, int wait_ms)
              * worst, never a loss. */
             log_warn("delivery_failed", "kind=%s topic=%s error=%s",
                      e->kind == BATCH_DLQ ? "dead_letter" : "reschedule",
-                     e->kind == BATCH_DLQ ? cm->env.cfg->dead_letter_topic : b->tps[e->tp].topic,
+                     e->kind == BATCH_DLQ ? cm->env.cfg->kafka.dead_letter_topic
+                                          : b->tps[e->tp].topic,
                      rd_kafka_err2name(e->dr.err));
             metric_inc(cm->env.m->kafka_errors, 1);
             e->state = batch_live(b, e) ? BATCH_PRODUCE : BATCH_DONE;
@@ -869,7 +871,7 @@ void commit_produce(struct commit *cm, struct batch_entry *e)
         snprintf(orig, sizeof(orig), "%zu", e->dlq_orig_len);
         const char *reason = e->dlq_reason ? e->dlq_reason : "unknown";
         rerr = rd_kafka_producev(
-            cm->env.producer, RD_KAFKA_V_TOPIC(cm->env.cfg->dead_letter_topic),
+            cm->env.producer, RD_KAFKA_V_TOPIC(cm->env.cfg->kafka.dead_letter_topic),
             RD_KAFKA_V_KEY(e->dlq_key, e->dlq_key_len),
             RD_KAFKA_V_VALUE(e->dlq_value, e->dlq_value_len),
             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(&e->dr),

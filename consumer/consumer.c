@@ -27,11 +27,11 @@ static enum og_status consumer_check_outbox(const struct og_config *cfg, struct 
     const struct {
         const char *name, *value;
         bool required;
-    } topics[] = {{"outbox.topic", cfg->outbox_topic, true},
-                  {"outbox.refund_topic", cfg->outbox_refund_topic, false},
-                  {"outbox.alert_topic", cfg->outbox_alert_topic, false}};
+    } topics[] = {{"outbox.topic", cfg->outbox.topic, true},
+                  {"outbox.refund_topic", cfg->outbox.refund_topic, false},
+                  {"outbox.alert_topic", cfg->outbox.alert_topic, false}};
 
-    if (!cfg->outbox_enabled)
+    if (!cfg->outbox.enabled)
         return OG_OK;
     for (size_t i = 0; i < sizeof(topics) / sizeof(topics[0]); i++) {
         if (*topics[i].value == '\0' && !topics[i].required)
@@ -57,7 +57,7 @@ enum og_status consumer_check_config(const struct og_config *cfg, struct og_erro
 
     st = kafka_check_config(cfg, err);
     if (st == OG_OK)
-        st = kafka_topics_split(cfg->topics, &topics, &n, err);
+        st = kafka_topics_split(cfg->kafka.topics, &topics, &n, err);
     if (st == OG_OK && n + 2 > CONSUMER_TOPICS_MAX) {
         st = og_error_set(err, OG_ERR_CONFIG, false, "kafka.topics: at most %d topics",
                           CONSUMER_TOPICS_MAX - 2);
@@ -96,7 +96,7 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     st = consumer_check_config(cfg, err);
     if (st != OG_OK)
         goto fail;
-    st = kafka_topics_split(cfg->topics, &delay, &ndelay, err);
+    st = kafka_topics_split(cfg->kafka.topics, &delay, &ndelay, err);
     if (st != OG_OK)
         goto fail;
     if (ndelay + 2 > CONSUMER_TOPICS_MAX) {
@@ -116,8 +116,8 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     st = delay_levels_parse(cfg, DELAY_NAMED_ONLY, &c->levels, err);
     if (st != OG_OK)
         goto fail;
-    if (*cfg->payments_topic != '\0') {
-        c->topics[c->ntopics] = strdup(cfg->payments_topic);
+    if (*cfg->kafka.payments_topic != '\0') {
+        c->topics[c->ntopics] = strdup(cfg->kafka.payments_topic);
         if (c->topics[c->ntopics] == NULL) {
             st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
             goto fail;
@@ -125,8 +125,8 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
         c->ntopics++;
         c->has_payments = true;
     }
-    if (*cfg->refund_results_topic != '\0') {
-        c->topics[c->ntopics] = strdup(cfg->refund_results_topic);
+    if (*cfg->kafka.refund_results_topic != '\0') {
+        c->topics[c->ntopics] = strdup(cfg->kafka.refund_results_topic);
         if (c->topics[c->ntopics] == NULL) {
             st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
             goto fail;
@@ -142,7 +142,7 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
         st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
         goto fail;
     }
-    st = commit_init(&c->commit, (size_t)cfg->batch_size, err);
+    st = commit_init(&c->commit, (size_t)cfg->consumer.batch_size, err);
     if (st != OG_OK)
         goto fail;
 
@@ -152,7 +152,7 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     /* Each hook's wall time in the claims, from the gate's notices (not connected yet: cannot
      * fail). */
     hook_timing_attach(c->db, &consumer_hook_timing);
-    metrics_call_watch(c->m.db_call_age, cfg->health_db_call_ms);
+    metrics_call_watch(c->m.db_call_age, cfg->consumer.health_db_call_ms);
 
     st = kafka_producer_new(cfg, "ordergate-consumer-reschedule", NULL, &c->producer, err);
     if (st != OG_OK)

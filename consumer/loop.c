@@ -125,9 +125,10 @@ int loop_run(struct consumer *c)
         if (c->watchdog_every_ms < 1)
             c->watchdog_every_ms = 1;
     }
-    c->health_stale_ms = (c->cfg->health_db_call_ms > 0 ? (long)c->cfg->health_db_call_ms
-                                                        : CONSUMER_DB_CALL_MAX_S * 1000L) +
-                         CONSUMER_WATCHDOG_EVERY_MS + c->cfg->poll_ms + CONSUMER_HEALTH_SLACK_MS;
+    c->health_stale_ms =
+        (c->cfg->consumer.health_db_call_ms > 0 ? (long)c->cfg->consumer.health_db_call_ms
+                                                : CONSUMER_DB_CALL_MAX_S * 1000L) +
+        CONSUMER_WATCHDOG_EVERY_MS + c->cfg->consumer.poll_ms + CONSUMER_HEALTH_SLACK_MS;
     loop_watchdog(c);
     if (db_connect(c->db, &err) == OG_OK) {
         c->db_ok = true;
@@ -168,8 +169,9 @@ int loop_run(struct consumer *c)
         if (c->stalled) {
             if (now >= c->retry_at_ms)
                 loop_flush(c);
-        } else if (c->commit.batch.n > 0 && (batch_full(&c->commit.batch) ||
-                                             now >= c->commit.batch.first_ms + c->cfg->linger_ms)) {
+        } else if (c->commit.batch.n > 0 &&
+                   (batch_full(&c->commit.batch) ||
+                    now >= c->commit.batch.first_ms + c->cfg->consumer.linger_ms)) {
             loop_flush(c);
         }
         loop_periodic(c, now);
@@ -223,15 +225,15 @@ static void loop_resume_due(struct consumer *c, int64_t now_wall)
 
 static int loop_timeout(struct consumer *c, int64_t now, int64_t now_wall)
 {
-    int64_t t = c->cfg->poll_ms;
+    int64_t t = c->cfg->consumer.poll_ms;
     int64_t next = sched_next_resume(c->sched);
 
     if (c->stalled) {
         if (c->retry_at_ms - now < t)
             t = c->retry_at_ms - now;
     } else if (c->commit.batch.n > 0) {
-        if (c->commit.batch.first_ms + c->cfg->linger_ms - now < t)
-            t = c->commit.batch.first_ms + c->cfg->linger_ms - now;
+        if (c->commit.batch.first_ms + c->cfg->consumer.linger_ms - now < t)
+            t = c->commit.batch.first_ms + c->cfg->consumer.linger_ms - now;
     }
     if (next != SCHED_NEVER && next - now_wall < t)
         t = next - now_wall;
@@ -342,7 +344,7 @@ static int64_t loop_due(struct consumer *c, const char *topic, const rd_kafka_me
     int64_t level = levels_topic_ms(&c->levels, c->cfg, topic);
     char due[32];
 
-    if (cancel->due_ms - now <= level + c->cfg->level_margin_ms)
+    if (cancel->due_ms - now <= level + c->cfg->consumer.level_margin_ms)
         return cancel->due_ms;
     /* Counted and logged once per message: a paused partition hands it over again. */
     if (!sched_is_paused(c->sched, topic, m->partition)) {
@@ -432,8 +434,8 @@ static void loop_flush(struct consumer *c)
         c->retry_at_ms = now + 50;
         break;
     case COMMIT_RETRY: {
-        long backoff =
-            clock_backoff_ms(c->cfg->db_retry_base_ms, c->cfg->db_retry_cap_ms, c->attempts);
+        long backoff = clock_backoff_ms(c->cfg->database.retry_base_ms,
+                                        c->cfg->database.retry_cap_ms, c->attempts);
         c->attempts++;
         loop_stall(c);
         c->retry_at_ms = now + backoff;
@@ -647,7 +649,7 @@ static void loop_kafka_fatal(struct consumer *c)
               "group=%s instance_id=%s note=\"another consumer joined this group with the same "
               "group.instance.id; give each instance its own (kafka.group_instance_id, "
               "--group-instance-id or ORDERGATE_INSTANCE); exiting\"",
-              c->cfg->group, c->instance_id);
+              c->cfg->kafka.group, c->instance_id);
 }
 
 /* Broker reachability for /readyz: the error callback says when every
@@ -744,7 +746,7 @@ static void loop_periodic(struct consumer *c, int64_t now)
  * commits are not durable stops the consumer unless consumer.allow_nondurable. */
 static void loop_check_durability(struct consumer *c)
 {
-    switch (durability_check(&c->durability, c->db, c->cfg->allow_nondurable)) {
+    switch (durability_check(&c->durability, c->db, c->cfg->consumer.allow_nondurable)) {
     case DURABILITY_KNOWN:
         break;
     case DURABILITY_UNKNOWN:
@@ -793,16 +795,17 @@ static void loop_health_write(struct consumer *c, int64_t now)
     struct og_error err = {0};
     char q[600];
 
-    if (c->cfg->health_file == NULL || *c->cfg->health_file == '\0' || now < c->next_health_ms)
+    if (c->cfg->consumer.health_file == NULL || *c->cfg->consumer.health_file == '\0' ||
+        now < c->next_health_ms)
         return;
     c->next_health_ms = now + CONSUMER_WATCHDOG_EVERY_MS;
-    if (health_file_write(c->cfg->health_file, c->db_ok && c->kafka_ok, c->health_stale_ms, &err) !=
-        OG_OK) {
+    if (health_file_write(c->cfg->consumer.health_file, c->db_ok && c->kafka_ok, c->health_stale_ms,
+                          &err) != OG_OK) {
         if (!c->health_failing)
             log_error("health_file_failed", "error=%s", log_quote(q, sizeof(q), err.msg));
         c->health_failing = true;
     } else if (c->health_failing) {
-        log_info("health_file_written", "path=%s", c->cfg->health_file);
+        log_info("health_file_written", "path=%s", c->cfg->consumer.health_file);
         c->health_failing = false;
     }
 }
@@ -824,9 +827,9 @@ static int loop_subscribe(struct consumer *c)
         return -1;
     }
     log_info("subscribed", "topics=%s%s%s%s%s group=%s membership=%s instance_id=%s",
-             c->cfg->topics, c->has_payments ? "," : "",
-             c->has_payments ? c->cfg->payments_topic : "", c->has_refunds ? "," : "",
-             c->has_refunds ? c->cfg->refund_results_topic : "", c->cfg->group,
+             c->cfg->kafka.topics, c->has_payments ? "," : "",
+             c->has_payments ? c->cfg->kafka.payments_topic : "", c->has_refunds ? "," : "",
+             c->has_refunds ? c->cfg->kafka.refund_results_topic : "", c->cfg->kafka.group,
              *c->instance_id ? "static" : "dynamic", *c->instance_id ? c->instance_id : "-");
     return 0;
 }

@@ -53,12 +53,12 @@ static int main_check_health(const struct og_config *cfg, bool want_ready)
 {
     char msg[512];
 
-    if (*cfg->health_file == '\0') {
+    if (*cfg->consumer.health_file == '\0') {
         fprintf(stderr, PROG ": --check-health needs consumer.health_file (the file a running "
                              "consumer rewrites)\n");
         return 2;
     }
-    if (health_file_check(cfg->health_file, want_ready, (long long)clock_mono_ms(), msg,
+    if (health_file_check(cfg->consumer.health_file, want_ready, (long long)clock_mono_ms(), msg,
                           sizeof(msg)) != HEALTH_OK) {
         printf("%s\n", msg);
         return 1;
@@ -109,9 +109,9 @@ int main(int argc, char **argv)
         status = 2;
         goto report;
     }
-    limits = (struct metrics_http_limits){(unsigned)cfg.metrics_per_ip_limit,
-                                          (unsigned)cfg.metrics_max_connections,
-                                          (unsigned)cfg.metrics_timeout_s};
+    limits = (struct metrics_http_limits){(unsigned)cfg.consumer.metrics_per_ip_limit,
+                                          (unsigned)cfg.consumer.metrics_max_connections,
+                                          (unsigned)cfg.consumer.metrics_timeout_s};
     /* A probe: before anything that could fail for reasons of its own (Kafka's settings, the
      * password file), and it says nothing on stderr when all is well. */
     if (opt_flag(&args, "check-health") || opt_flag(&args, "check-ready")) {
@@ -127,8 +127,8 @@ int main(int argc, char **argv)
         status = 2;
         goto report;
     }
-    if (metrics_http_check(cfg.metrics_listen, NULL, &err) != OG_OK) {
-        og_error_prefix(&err, "consumer.metrics_listen %s", cfg.metrics_listen);
+    if (metrics_http_check(cfg.consumer.metrics_listen, NULL, &err) != OG_OK) {
+        og_error_prefix(&err, "consumer.metrics_listen %s", cfg.consumer.metrics_listen);
         status = 2;
         goto report;
     }
@@ -163,29 +163,30 @@ int main(int argc, char **argv)
     }
     /* A heartbeat left by an earlier run (a restarted container keeps its volume) must not
      * pass for this one: until the loop writes, --check-health says missing. */
-    health_file_remove(cfg.health_file);
+    health_file_remove(cfg.consumer.health_file);
     health_owned = true;
     c = consumer_new(&cfg, &err);
     if (c == NULL) {
         status = err.status == OG_ERR_CONFIG ? 2 : 1;
         goto report;
     }
-    if (metrics_http_start_bounded(cfg.metrics_listen, &limits, &err) != OG_OK) {
-        og_error_prefix(&err, "consumer.metrics_listen %s", cfg.metrics_listen);
+    if (metrics_http_start_bounded(cfg.consumer.metrics_listen, &limits, &err) != OG_OK) {
+        og_error_prefix(&err, "consumer.metrics_listen %s", cfg.consumer.metrics_listen);
         status = err.status == OG_ERR_CONFIG ? 2 : 1;
         goto report;
     }
-    if (*cfg.metrics_listen != '\0')
-        log_info("metrics_listening", "listen=%s port=%d", cfg.metrics_listen, metrics_http_port());
+    if (*cfg.consumer.metrics_listen != '\0')
+        log_info("metrics_listening", "listen=%s port=%d", cfg.consumer.metrics_listen,
+                 metrics_http_port());
     log_info("starting", "version=%s librdkafka=%s batch_size=%d linger_ms=%d", OG_VERSION,
-             rd_kafka_version_str(), cfg.batch_size, cfg.linger_ms);
+             rd_kafka_version_str(), cfg.consumer.batch_size, cfg.consumer.linger_ms);
     status = loop_run(c);
     log_info("stopped", "status=%d", status);
     if (c->abandon) {
         /* The group membership or the relay thread did not stop in time (loop_shutdown):
          * taking them down would wait again, and the relay may still use c and cfg. The
          * process's exit ends them; nothing is lost (offsets follow the database commit). */
-        health_file_remove(cfg.health_file);
+        health_file_remove(cfg.consumer.health_file);
         fflush(NULL);
         _exit(status);
     }
@@ -195,7 +196,7 @@ report:
 out:
     /* Only a run removes its file: a --check-config beside a running consumer must not. */
     if (health_owned)
-        health_file_remove(cfg.health_file);
+        health_file_remove(cfg.consumer.health_file);
     metrics_http_stop();
     consumer_free(c);
     cfg_free(&cfg);

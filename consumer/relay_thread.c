@@ -44,8 +44,8 @@ static void *relay_thread_main(void *arg)
     struct outbox_failure_log flog = {0};
     size_t quarantined_seen = 0;
 
-    log_info("outbox_relay_started", "batch=%d interval_ms=%d", cfg->outbox_batch,
-             cfg->outbox_interval_ms);
+    log_info("outbox_relay_started", "batch=%d interval_ms=%d", cfg->outbox.batch,
+             cfg->outbox.interval_ms);
     while (!signals_stop && !r->stop) {
         struct og_error err = {0};
         size_t published = 0, quarantined;
@@ -85,14 +85,15 @@ static void *relay_thread_main(void *arg)
                 metric_set(r->m->outbox_quarantined, (double)held);
             next_backlog = clock_mono_ms() + RELAY_THREAD_BACKLOG_EVERY_MS;
         }
-        if (st == OG_OK && published >= (size_t)cfg->outbox_batch)
+        if (st == OG_OK && published >= (size_t)cfg->outbox.batch)
             continue; /* a full batch: more is waiting */
         if (flog.failures > 0) {
             /* Growth stops after eight doublings, as it always has. */
-            relay_thread_sleep_ms(r, clock_backoff_ms(cfg->db_retry_base_ms, cfg->db_retry_cap_ms,
+            relay_thread_sleep_ms(r, clock_backoff_ms(cfg->database.retry_base_ms,
+                                                      cfg->database.retry_cap_ms,
                                                       flog.failures < 8 ? flog.failures : 8));
         } else {
-            relay_thread_sleep_ms(r, cfg->outbox_interval_ms);
+            relay_thread_sleep_ms(r, cfg->outbox.interval_ms);
         }
     }
     log_info("outbox_relay_stopped", NULL);
@@ -124,7 +125,7 @@ enum og_status relay_thread_start(const struct og_config *cfg, struct consumer_m
     enum og_status st;
 
     *out = NULL;
-    if (!cfg->outbox_enabled)
+    if (!cfg->outbox.enabled)
         return OG_OK;
     r = calloc(1, sizeof(*r));
     if (r == NULL)

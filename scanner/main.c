@@ -137,7 +137,7 @@ static enum og_status scanner_configure(const struct scanner_args *a, struct og_
 {
     if (opt_configure(cfg, &a->opts, err) != OG_OK)
         return err->status;
-    if (cfg->scan_every_s > 0 && (a->reconcile || a->dry_run))
+    if (cfg->scanner.every_s > 0 && (a->reconcile || a->dry_run))
         return og_error_set(err, OG_ERR_ARG, false,
                             "--every (scanner.every_s) repeats sweeps; it cannot be combined with "
                             "%s",
@@ -150,9 +150,9 @@ static void scanner_write_metrics(const struct og_config *cfg, int *exit_code)
     struct og_error err = {0};
     char q[600];
 
-    if (scanner_metrics_write(cfg->textfile_path, &err) != OG_OK) {
+    if (scanner_metrics_write(cfg->scanner.textfile_path, &err) != OG_OK) {
         /* The alarm cannot reach monitoring: cron must hear about it. */
-        log_error("scanner_textfile_failed", "path=%s error=%s", cfg->textfile_path,
+        log_error("scanner_textfile_failed", "path=%s error=%s", cfg->scanner.textfile_path,
                   log_quote(q, sizeof(q), err.msg));
         *exit_code = EXIT_RUNTIME;
     }
@@ -161,10 +161,10 @@ static void scanner_write_metrics(const struct og_config *cfg, int *exit_code)
 /* The --max-skip in force (scanner.max_skip_s; 0 derives it from the schedule). */
 static int scanner_max_skip_s(const struct og_config *cfg)
 {
-    if (cfg->scan_max_skip_s > 0)
-        return cfg->scan_max_skip_s;
+    if (cfg->scanner.max_skip_s > 0)
+        return cfg->scanner.max_skip_s;
     return SCANNER_MAX_SKIP_INTERVALS *
-           (cfg->scan_every_s > 0 ? cfg->scan_every_s : SCANNER_CRON_INTERVAL_S);
+           (cfg->scanner.every_s > 0 ? cfg->scanner.every_s : SCANNER_CRON_INTERVAL_S);
 }
 
 /* After a run that did not fail: when orders were last swept. A skipped run
@@ -207,15 +207,15 @@ static int scanner_check_sweeping(struct db *db, const struct og_config *cfg,
 static int scanner_sweep_once(struct db *db, struct db **claim_dbs, const struct og_config *cfg)
 {
     struct sweep_params p = {
-        .grace_s = cfg->grace_s,
-        .batch_size = cfg->scan_batch_size,
-        .pause_ms = cfg->scan_pause_ms,
-        .max_orders = cfg->scan_max_orders,
-        .max_seconds = cfg->scan_max_seconds,
-        .busy_retry_ms = cfg->scan_busy_retry_ms,
+        .grace_s = cfg->scanner.grace_s,
+        .batch_size = cfg->scanner.batch_size,
+        .pause_ms = cfg->scanner.pause_ms,
+        .max_orders = cfg->scanner.max_orders,
+        .max_seconds = cfg->scanner.max_seconds,
+        .busy_retry_ms = cfg->scanner.busy_retry_ms,
         .claim_dbs = claim_dbs,
-        .nclaim = claim_dbs != NULL ? cfg->scan_workers : 0,
-        .lease_ms = 1000L * cfg->scan_lease_s + cfg->scan_pause_ms,
+        .nclaim = claim_dbs != NULL ? cfg->scanner.workers : 0,
+        .lease_ms = 1000L * cfg->scanner.lease_s + cfg->scanner.pause_ms,
         .stop = &signals_stop,
         .on_batch = scanner_metrics_batch,
     };
@@ -245,13 +245,13 @@ static int scanner_sweep_every(struct db *db, struct db **claim_dbs, const struc
     int64_t next = clock_mono_ms();
     int64_t runs = 0;
 
-    log_info("scanner_every_started", "every_s=%d", cfg->scan_every_s);
+    log_info("scanner_every_started", "every_s=%d", cfg->scanner.every_s);
     while (!signals_stop) {
         int64_t now;
 
         scanner_sweep_once(db, claim_dbs, cfg);
         runs++;
-        next += (int64_t)cfg->scan_every_s * 1000;
+        next += (int64_t)cfg->scanner.every_s * 1000;
         now = clock_mono_ms();
         if (next < now)
             next = now;
@@ -268,15 +268,15 @@ static int scanner_dry_run(struct db *db, const struct og_config *cfg)
     char q[600];
     int64_t would;
 
-    if (sweep_preview(db, cfg->grace_s, &pv, &err) != OG_OK) {
+    if (sweep_preview(db, cfg->scanner.grace_s, &pv, &err) != OG_OK) {
         log_error("scanner_dry_run_failed", "error=%s", log_quote(q, sizeof(q), err.msg));
         return EXIT_RUNTIME;
     }
     would = pv.overdue;
-    if (cfg->scan_max_orders > 0 && would > cfg->scan_max_orders)
-        would = cfg->scan_max_orders;
+    if (cfg->scanner.max_orders > 0 && would > cfg->scanner.max_orders)
+        would = cfg->scanner.max_orders;
     printf("dry run: %" PRId64 " pending order%s overdue by more than %d s (database clock)%s%s\n",
-           pv.overdue, pv.overdue == 1 ? " is" : "s are", cfg->grace_s,
+           pv.overdue, pv.overdue == 1 ? " is" : "s are", cfg->scanner.grace_s,
            pv.oldest_expire_at[0] ? "; oldest expire_at " : "", pv.oldest_expire_at);
     printf("a sweep now would claim %" PRId64 " of them%s; nothing was changed\n", would,
            would < pv.overdue ? " (capped by scanner.max_orders)" : "");
@@ -286,7 +286,7 @@ static int scanner_dry_run(struct db *db, const struct og_config *cfg)
         printf("  ... and %" PRId64 " more\n", pv.overdue - pv.nsample);
     fflush(stdout);
     log_info("scanner_dry_run", "overdue=%" PRId64 " would_claim=%" PRId64 " grace_s=%d",
-             pv.overdue, would, cfg->grace_s);
+             pv.overdue, would, cfg->scanner.grace_s);
     return EXIT_OK;
 }
 
@@ -296,10 +296,10 @@ static int scanner_reconcile(struct db *db, const struct og_config *cfg,
     char window_since[40] = "";
     struct reconcile_params p = {
         .since = a->since[0] ? a->since : NULL,
-        .grace_s = cfg->grace_s,
+        .grace_s = cfg->scanner.grace_s,
         .scan_interval_s = a->scan_interval_s > 0
                                ? a->scan_interval_s
-                               : (cfg->scan_every_s > 0 ? cfg->scan_every_s : 300),
+                               : (cfg->scanner.every_s > 0 ? cfg->scanner.every_s : 300),
         .repair = !a->dry_run,
     };
     struct reconcile_result r;
@@ -309,8 +309,8 @@ static int scanner_reconcile(struct db *db, const struct og_config *cfg,
 
     /* No --since: the recent window only (the order-scoped invariants over every order of a
      * large book take minutes); --since all or a window of 0: everything. */
-    if (a->since_arg == NULL && cfg->scan_reconcile_window_s > 0) {
-        clock_format_iso(clock_wall_ms() - (int64_t)cfg->scan_reconcile_window_s * 1000,
+    if (a->since_arg == NULL && cfg->scanner.reconcile_window_s > 0) {
+        clock_format_iso(clock_wall_ms() - (int64_t)cfg->scanner.reconcile_window_s * 1000,
                          window_since, sizeof(window_since));
         p.since = window_since;
     }
@@ -333,9 +333,9 @@ static int scanner_claim_open(const struct og_config *cfg, struct db **claim_dbs
     struct og_error err = {0};
     char q[600];
 
-    if (cfg->scan_workers <= 1)
+    if (cfg->scanner.workers <= 1)
         return EXIT_OK;
-    for (int i = 0; i < cfg->scan_workers && i < SCANNER_WORKERS_MAX; i++) {
+    for (int i = 0; i < cfg->scanner.workers && i < SCANNER_WORKERS_MAX; i++) {
         if (cfg_db_open(cfg, SCANNER_PROG, NULL, &signals_stop, &claim_dbs[i], &err) != OG_OK) {
             log_error("scanner_start_failed", "error=%s", log_quote(q, sizeof(q), err.msg));
             return EXIT_RUNTIME;
@@ -391,12 +391,12 @@ int main(int argc, char **argv)
     if (args.check_config) {
         cfg_dump(&cfg, stdout);
         printf("mode = %s\n",
-               args.reconcile ? "reconcile" : (cfg.scan_every_s > 0 ? "every" : "sweep"));
+               args.reconcile ? "reconcile" : (cfg.scanner.every_s > 0 ? "every" : "sweep"));
         goto out;
     }
-    if ((args.reconcile
-             ? scanner_metrics_init_reconcile(&err)
-             : scanner_metrics_init(scanner_max_skip_s(&cfg), cfg.grace_s, &err)) != OG_OK) {
+    if ((args.reconcile ? scanner_metrics_init_reconcile(&err)
+                        : scanner_metrics_init(scanner_max_skip_s(&cfg), cfg.scanner.grace_s,
+                                               &err)) != OG_OK) {
         log_error("scanner_metrics_failed", "error=%s", log_quote(q, sizeof(q), err.msg));
         code = EXIT_RUNTIME;
         goto out;
@@ -420,12 +420,12 @@ int main(int argc, char **argv)
     else if (args.dry_run)
         code = scanner_dry_run(db, &cfg);
     else {
-        struct db **claim = cfg.scan_workers > 1 ? claim_dbs : NULL;
+        struct db **claim = cfg.scanner.workers > 1 ? claim_dbs : NULL;
 
         code = scanner_claim_open(&cfg, claim_dbs);
         if (code == EXIT_OK)
-            code = cfg.scan_every_s > 0 ? scanner_sweep_every(db, claim, &cfg)
-                                        : scanner_sweep_once(db, claim, &cfg);
+            code = cfg.scanner.every_s > 0 ? scanner_sweep_every(db, claim, &cfg)
+                                           : scanner_sweep_once(db, claim, &cfg);
     }
     goto out;
 report:

@@ -353,9 +353,9 @@ static void test_publish_roundtrip(void **state)
     assert_int_equal(outbox_relay_step(relay, &published, &err), OG_OK);
     assert_int_equal(published, 0);
 
-    topics[0] = f.cfg.outbox_topic;
-    topics[1] = f.cfg.outbox_refund_topic;
-    topics[2] = f.cfg.outbox_alert_topic;
+    topics[0] = f.cfg.outbox.topic;
+    topics[1] = f.cfg.outbox.refund_topic;
+    topics[2] = f.cfg.outbox.alert_topic;
     n = consume(testutil_brokers(), topics, 3, got, MAX_MSGS, 7, 2000);
     assert_int_equal(n, 7);
 
@@ -621,7 +621,7 @@ static void test_two_relays_exactly_once(void **state)
     assert_int_equal(rt[0].published + rt[1].published, N);
     assert_int_equal(unpublished(&f), 0);
 
-    topics[0] = f.cfg.outbox_topic;
+    topics[0] = f.cfg.outbox.topic;
     n = consume(testutil_brokers(), topics, 1, got, MAX_MSGS, N, 3000);
     assert_int_equal(n, N);
     seen = calloc(N, sizeof(*seen));
@@ -828,7 +828,7 @@ static void test_db_session_lost(void **state)
         fail_msg("relay step after reconnect: %s", err.msg);
     assert_int_equal(published, 1);
 
-    topics[0] = f.cfg.outbox_topic;
+    topics[0] = f.cfg.outbox.topic;
     n = consume(testutil_brokers(), topics, 1, got, MAX_MSGS, 13, 2000);
     assert_int_equal(n, 13);
     for (size_t j = 0; j < n; j++) {
@@ -1008,7 +1008,7 @@ static void test_poison_cancel_scheduled(void **state)
         }
         total += published;
     }
-    subs[0] = f.cfg.outbox_topic;
+    subs[0] = f.cfg.outbox.topic;
     subs[1] = delay;
     n = consume(testutil_brokers(), subs, 2, got, MAX_MSGS, 6, 3000);
     expect_each_once(&f, got, n);
@@ -1114,7 +1114,7 @@ static void test_too_large_quarantined_then_released(void **state)
     assert_int_equal(unpublished(&f), 0);
     assert_int_equal(quarantined(&f), 0);
 
-    subs[0] = f.cfg.outbox_topic;
+    subs[0] = f.cfg.outbox.topic;
     n = consume(testutil_brokers(), subs, 1, got, MAX_MSGS, 5, 3000);
     assert_int_equal(n, 5);
     expect_each_once(&f, got, n);
@@ -1185,7 +1185,7 @@ static void test_partial_batch_transient(void **state)
     assert_int_equal(unpublished(&f), 0);
     assert_int_equal(quarantined(&f), 0);
 
-    subs[0] = f.cfg.outbox_topic;
+    subs[0] = f.cfg.outbox.topic;
     subs[1] = alerts;
     n = consume(testutil_brokers(), subs, 2, got, MAX_MSGS, 5, 3000);
     expect_each_once(&f, got, n);

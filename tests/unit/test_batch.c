@@ -159,7 +159,7 @@ static int fixture_setup(void **state)
     watchdog_calls = 0;
     log_init("unit_batch", LOG_LVL_WARN);
     assert_int_equal(cfg_init(&f.cfg, &err), OG_OK);
-    f.cfg.batch_size = 8;
+    f.cfg.consumer.batch_size = 8;
     f.c.env.cfg = &f.cfg;
     assert_int_equal(rd_kafka_conf_set(conf, "group.id", "og-unit-batch", errstr, sizeof(errstr)),
                      RD_KAFKA_CONF_OK);
@@ -348,7 +348,7 @@ static void test_payment_locked_never_given_up(void **state)
     struct commit *c = &f->c;
     int slot = -1;
 
-    f->cfg.hook_retry_ms = 60000;
+    f->cfg.consumer.hook_retry_ms = 60000;
     snprintf(fake.locked, sizeof(fake.locked), "P-9");
     add_payment(c, 7, "P-9");
     assert_int_equal(commit_flush(c, 0), COMMIT_DONE);

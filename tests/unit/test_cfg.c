@@ -32,12 +32,12 @@ static void test_defaults(void **state)
 
     (void)state;
     assert_int_equal(cfg_init(&cfg, &err), OG_OK);
-    assert_int_equal(cfg.batch_size, 500);
-    assert_int_equal(cfg.grace_s, 60);
-    assert_string_equal(cfg.group, "ordergate-consumer");
-    assert_string_equal(cfg.db_conninfo, "");
-    assert_int_equal(cfg.outbox_enabled, 1);
-    assert_int_equal((int)cfg.kafka_props_n, 0);
+    assert_int_equal(cfg.consumer.batch_size, 500);
+    assert_int_equal(cfg.scanner.grace_s, 60);
+    assert_string_equal(cfg.kafka.group, "ordergate-consumer");
+    assert_string_equal(cfg.database.conninfo, "");
+    assert_int_equal(cfg.outbox.enabled, 1);
+    assert_int_equal((int)cfg.kafka.properties_n, 0);
     cfg_free(&cfg);
 }
 
@@ -58,15 +58,15 @@ static void test_file_and_flags(void **state)
     assert_int_equal(cfg_init(&cfg, &err), OG_OK);
     assert_int_equal(cfg_load(&cfg, path, &err), OG_OK);
     assert_string_equal(cfg.log_level, "debug");
-    assert_string_equal(cfg.db_conninfo, "dbname=shop");
-    assert_string_equal(cfg.topics, "a.15m,b.30m");
-    assert_int_equal((int)cfg.kafka_props_n, 2);
-    assert_string_equal(cfg.kafka_props[0], "fetch.wait.max.ms=100");
-    assert_int_equal(cfg.batch_size, 250);
-    assert_int_equal(cfg.outbox_enabled, 0);
+    assert_string_equal(cfg.database.conninfo, "dbname=shop");
+    assert_string_equal(cfg.kafka.topics, "a.15m,b.30m");
+    assert_int_equal((int)cfg.kafka.properties_n, 2);
+    assert_string_equal(cfg.kafka.properties[0], "fetch.wait.max.ms=100");
+    assert_int_equal(cfg.consumer.batch_size, 250);
+    assert_int_equal(cfg.outbox.enabled, 0);
     /* A flag overrides the file. */
     assert_int_equal(cfg_set(&cfg, "consumer.batch_size", "100", &err), OG_OK);
-    assert_int_equal(cfg.batch_size, 100);
+    assert_int_equal(cfg.consumer.batch_size, 100);
     cfg_free(&cfg);
     unlink(path);
 }
@@ -142,8 +142,8 @@ static void test_integers_do_not_wrap(void **state)
                          "/* 4294967297 */ consumer: { batch_size = 321; poll_ms = 7; };\n");
         assert_int_equal(cfg_init(&cfg, &err), OG_OK);
         assert_int_equal(cfg_load(&cfg, path, &err), OG_OK);
-        assert_int_equal(cfg.batch_size, 321);
-        assert_int_equal(cfg.poll_ms, 7);
+        assert_int_equal(cfg.consumer.batch_size, 321);
+        assert_int_equal(cfg.consumer.poll_ms, 7);
         cfg_free(&cfg);
         unlink(path);
     }
@@ -173,8 +173,8 @@ static void test_topics_list_whole(void **state)
     path = write_tmp(text);
     assert_int_equal(cfg_init(&cfg, &err), OG_OK);
     assert_int_equal(cfg_load(&cfg, path, &err), OG_OK);
-    assert_int_equal(strlen(cfg.topics), wlen);
-    assert_string_equal(cfg.topics, want);
+    assert_int_equal(strlen(cfg.kafka.topics), wlen);
+    assert_string_equal(cfg.kafka.topics, want);
     cfg_free(&cfg);
     unlink(path);
     free(text);
@@ -201,7 +201,7 @@ static void test_metrics_listen(void **state)
     assert_int_equal(cfg_init(&cfg, &err), OG_OK);
     assert_int_equal(cfg_set(&cfg, "consumer.metrics_listen", "0.0.0.0:-1", &err), OG_ERR_CONFIG);
     assert_int_equal(cfg_set(&cfg, "consumer.metrics_listen", "[::1]:65536", &err), OG_ERR_CONFIG);
-    assert_string_equal(cfg.metrics_listen, "127.0.0.1:9464"); /* unchanged */
+    assert_string_equal(cfg.consumer.metrics_listen, "127.0.0.1:9464"); /* unchanged */
     assert_int_equal(cfg_set(&cfg, "consumer.metrics_listen", "[::1]:65535", &err), OG_OK);
     assert_int_equal(cfg_set(&cfg, "consumer.metrics_listen", ":0", &err), OG_OK);
     assert_int_equal(cfg_set(&cfg, "consumer.metrics_listen", "", &err), OG_OK);
@@ -223,7 +223,7 @@ static void test_error_located_at_flag(void **state)
     assert_string_equal(err.setting, "scanner.workers");
     assert_string_equal(cfg_error_format(&cfg, &err, line, sizeof(line)),
                         "--workers: scanner.workers: expected an integer in 1..16, got \"+3\"");
-    assert_int_equal(cfg.scan_workers, 2); /* unchanged */
+    assert_int_equal(cfg.scanner.workers, 2); /* unchanged */
     /* An error found later about a setting from the file names the file's line. */
     og_error_set(&err, OG_ERR_CONFIG, false, "scanner.grace_s: too short for this database");
     og_error_setting(&err, "scanner.grace_s");
@@ -244,14 +244,14 @@ static void test_flag_errors(void **state)
     assert_int_equal(cfg_set(&cfg, "scanner.batch_size", "-5", &err), OG_ERR_CONFIG);
     assert_string_equal(err.msg, "scanner.batch_size: expected an integer in 1..10000, got \"-5\"");
     assert_string_equal(err.setting, "scanner.batch_size");
-    assert_int_equal(cfg.scan_batch_size, 500); /* unchanged */
+    assert_int_equal(cfg.scanner.batch_size, 500); /* unchanged */
     assert_int_equal(cfg_set(&cfg, "scanner.batch_size", "12abc", &err), OG_ERR_CONFIG);
     /* The same strict rules as the command line: no sign, no spaces. */
     assert_int_equal(cfg_set(&cfg, "scanner.batch_size", "+12", &err), OG_ERR_CONFIG);
     assert_int_equal(cfg_set(&cfg, "scanner.batch_size", " 12", &err), OG_ERR_CONFIG);
     assert_int_equal(cfg_set(&cfg, "scanner.batch_size", "12 ", &err), OG_ERR_CONFIG);
     assert_int_equal(cfg_set(&cfg, "scanner.batch_size", "", &err), OG_ERR_CONFIG);
-    assert_int_equal(cfg.scan_batch_size, 500);
+    assert_int_equal(cfg.scanner.batch_size, 500);
     assert_int_equal(cfg_set(&cfg, "no.such", "1", &err), OG_ERR_CONFIG);
     assert_int_equal(cfg_set(&cfg, "outbox.enabled", "maybe", &err), OG_ERR_CONFIG);
     cfg_free(&cfg);
@@ -383,9 +383,9 @@ static void test_env_fallbacks(void **state)
     assert_int_equal(cfg_init(&cfg, &err), OG_OK);
     assert_int_equal(cfg_set(&cfg, "database.conninfo", "dbname=fromfile", &err), OG_OK);
     assert_int_equal(cfg_apply_env(&cfg, &err), OG_OK);
-    assert_string_equal(cfg.brokers, "envhost:1");
-    assert_string_equal(cfg.db_conninfo, "dbname=fromfile");
-    assert_string_equal(cfg.db_password_file, "");
+    assert_string_equal(cfg.kafka.brokers, "envhost:1");
+    assert_string_equal(cfg.database.conninfo, "dbname=fromfile");
+    assert_string_equal(cfg.database.password_file, "");
     cfg_free(&cfg);
     unsetenv("ORDERGATE_BROKERS");
     unsetenv("ORDERGATE_DB");

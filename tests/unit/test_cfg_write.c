@@ -49,11 +49,11 @@ static void assert_round_trip(const struct og_config *cfg)
     }
     assert_true(rows > 40);
     /* The same through the fields themselves, not only through cfg_setting_value. */
-    assert_string_equal(back.db_conninfo, cfg->db_conninfo);
-    assert_int_equal(back.batch_size, cfg->batch_size);
-    assert_int_equal((int)back.kafka_props_n, (int)cfg->kafka_props_n);
-    for (size_t j = 0; j < cfg->kafka_props_n; j++)
-        assert_string_equal(back.kafka_props[j], cfg->kafka_props[j]);
+    assert_string_equal(back.database.conninfo, cfg->database.conninfo);
+    assert_int_equal(back.consumer.batch_size, cfg->consumer.batch_size);
+    assert_int_equal((int)back.kafka.properties_n, (int)cfg->kafka.properties_n);
+    for (size_t j = 0; j < cfg->kafka.properties_n; j++)
+        assert_string_equal(back.kafka.properties[j], cfg->kafka.properties[j]);
     cfg_free(&back);
     unlink(path);
 }
@@ -114,7 +114,7 @@ static void test_hostile_round_trip(void **state)
         }
     }
     assert_true(hostile >= 15);
-    assert_int_equal((int)cfg.kafka_props_n, 3);
+    assert_int_equal((int)cfg.kafka.properties_n, 3);
     assert_round_trip(&cfg);
     cfg_free(&cfg);
 }

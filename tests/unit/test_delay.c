@@ -15,8 +15,8 @@ static enum og_status levels(const char *topics, const char *topic_levels, struc
     struct og_config cfg;
 
     memset(&cfg, 0, sizeof(cfg));
-    cfg.topics = (char *)topics;
-    cfg.topic_levels = (char *)topic_levels;
+    cfg.kafka.topics = (char *)topics;
+    cfg.kafka.topic_levels = (char *)topic_levels;
     return delay_levels_parse(&cfg, DELAY_ALL_TOPICS, d, err);
 }
 
@@ -98,9 +98,9 @@ static void test_levels_named_only(void **state)
 
     (void)state;
     memset(&cfg, 0, sizeof(cfg));
-    cfg.topics =
+    cfg.kafka.topics =
         "ordergate.cancel.30m,ordergate.cancel.15m,ordergate.cancel.2h,og.t.cancel.a,nodot";
-    cfg.topic_levels = "";
+    cfg.kafka.topic_levels = "";
     assert_int_equal(delay_levels_parse(&cfg, DELAY_NAMED_ONLY, &d, &err), OG_OK);
     assert_int_equal(d.n, 3);
     assert_int_equal(delay_level_of(&d, "ordergate.cancel.30m"), 1800000);
@@ -118,17 +118,17 @@ static void test_levels_named_only(void **state)
     delay_levels_free(&d);
 
     /* Explicit levels still apply to every topic, and still must match. */
-    cfg.topics = "og.t.cancel.a,og.t.cancel.b";
-    cfg.topic_levels = "1m,10m";
+    cfg.kafka.topics = "og.t.cancel.a,og.t.cancel.b";
+    cfg.kafka.topic_levels = "1m,10m";
     assert_int_equal(delay_levels_parse(&cfg, DELAY_NAMED_ONLY, &d, &err), OG_OK);
     assert_int_equal(delay_level_of(&d, "og.t.cancel.b"), 600000);
     delay_levels_free(&d);
-    cfg.topic_levels = "1m";
+    cfg.kafka.topic_levels = "1m";
     assert_int_equal(delay_levels_parse(&cfg, DELAY_NAMED_ONLY, &d, &err), OG_ERR_CONFIG);
 
     /* No level anywhere: an empty table (the consumer then re-schedules to the source). */
-    cfg.topics = "og.t.cancel.a";
-    cfg.topic_levels = "";
+    cfg.kafka.topics = "og.t.cancel.a";
+    cfg.kafka.topic_levels = "";
     assert_int_equal(delay_levels_parse(&cfg, DELAY_NAMED_ONLY, &d, &err), OG_OK);
     assert_int_equal(d.n, 0);
     assert_null(delay_pick(&d, 0));

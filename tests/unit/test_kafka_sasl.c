@@ -169,13 +169,13 @@ static void test_environment_fallback(void **state)
     setenv("ORDERGATE_KAFKA_SASL_PASSWORD_FILE", "/run/secrets/kafka_sasl_password", 1);
     assert_int_equal(cfg_init(&cfg, &err), OG_OK);
     assert_int_equal(cfg_apply_env(&cfg, &err), OG_OK);
-    assert_string_equal(cfg.kafka_sasl_password_file, "/run/secrets/kafka_sasl_password");
+    assert_string_equal(cfg.kafka.sasl_password_file, "/run/secrets/kafka_sasl_password");
     cfg_free(&cfg);
     assert_int_equal(cfg_init(&cfg, &err), OG_OK);
     assert_int_equal(cfg_set(&cfg, "kafka.sasl_password_file", "/etc/ordergate/kafka.pw", &err),
                      OG_OK);
     assert_int_equal(cfg_apply_env(&cfg, &err), OG_OK);
-    assert_string_equal(cfg.kafka_sasl_password_file, "/etc/ordergate/kafka.pw");
+    assert_string_equal(cfg.kafka.sasl_password_file, "/etc/ordergate/kafka.pw");
     cfg_free(&cfg);
     unsetenv("ORDERGATE_KAFKA_SASL_PASSWORD_FILE");
 }

@@ -115,15 +115,15 @@ static void test_values(void **state)
     assert_int_equal(
         parse(&a, OPT_CONSUMER, (const char *const[]){"--batch-size", "7", NULL}, &err), OG_OK);
     assert_int_equal(opt_configure(&cfg, &a, &err), OG_OK);
-    assert_int_equal(cfg.batch_size, 7);
-    assert_int_equal(cfg.scan_batch_size, 500);
+    assert_int_equal(cfg.consumer.batch_size, 7);
+    assert_int_equal(cfg.scanner.batch_size, 500);
     cfg_free(&cfg);
     opt_args_free(&a);
     assert_int_equal(parse(&a, OPT_SCANNER, (const char *const[]){"--batch-size", "7", NULL}, &err),
                      OG_OK);
     assert_int_equal(opt_configure(&cfg, &a, &err), OG_OK);
-    assert_int_equal(cfg.batch_size, 500);
-    assert_int_equal(cfg.scan_batch_size, 7);
+    assert_int_equal(cfg.consumer.batch_size, 500);
+    assert_int_equal(cfg.scanner.batch_size, 7);
     cfg_free(&cfg);
     opt_args_free(&a);
 

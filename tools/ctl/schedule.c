@@ -54,8 +54,9 @@ static bool sched_props_set(const struct og_config *cfg, const char *name)
 {
     size_t len = strlen(name);
 
-    for (size_t i = 0; i < cfg->kafka_props_n; i++)
-        if (strncmp(cfg->kafka_props[i], name, len) == 0 && cfg->kafka_props[i][len] == '=')
+    for (size_t i = 0; i < cfg->kafka.properties_n; i++)
+        if (strncmp(cfg->kafka.properties[i], name, len) == 0 &&
+            cfg->kafka.properties[i][len] == '=')
             return true;
     return false;
 }
@@ -236,7 +237,7 @@ static enum og_status schedule_run(struct ctl *ctl, const struct opt_args *a, js
         if (picked == NULL) {
             st = og_error_set(err, OG_ERR_ARG, false,
                               "no delay topic for level %s in kafka.topics (%s); give --topic",
-                              level_opt, ctl->cfg.topics);
+                              level_opt, ctl->cfg.kafka.topics);
             goto out;
         }
         topic = picked->topic;
@@ -247,7 +248,7 @@ static enum og_status schedule_run(struct ctl *ctl, const struct opt_args *a, js
             st = og_error_set(err, OG_ERR_ARG, false,
                               "due in %" PRId64 " s: no delay level in kafka.topics (%s) is that "
                               "long; give --topic",
-                              wait_s, ctl->cfg.topics);
+                              wait_s, ctl->cfg.kafka.topics);
             goto out;
         }
         topic = picked->topic;
@@ -264,7 +265,7 @@ static enum og_status schedule_run(struct ctl *ctl, const struct opt_args *a, js
     st = sched_producer(&ctl->cfg, &rk, err);
     if (st != OG_OK)
         goto out;
-    st = sched_topic_exists(rk, topic, ctl->cfg.brokers, err);
+    st = sched_topic_exists(rk, topic, ctl->cfg.kafka.brokers, err);
     if (st != OG_OK)
         goto out;
     st = sched_produce(rk, topic, order_no, value, value_len, &d, err);

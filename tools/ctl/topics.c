@@ -13,9 +13,9 @@ static enum og_status topics_run(struct ctl *ctl, const struct opt_args *a, json
                                  struct og_error *err)
 {
     const struct og_config *cfg = &ctl->cfg;
-    const char *single[] = {cfg->dead_letter_topic,    cfg->payments_topic,
-                            cfg->refund_results_topic, cfg->outbox_topic,
-                            cfg->outbox_refund_topic,  cfg->outbox_alert_topic};
+    const char *single[] = {cfg->kafka.dead_letter_topic,    cfg->kafka.payments_topic,
+                            cfg->kafka.refund_results_topic, cfg->outbox.topic,
+                            cfg->outbox.refund_topic,        cfg->outbox.alert_topic};
     char **delay = NULL;
     size_t ndelay = 0;
     int64_t partitions = 4, replication = -1;
@@ -25,7 +25,7 @@ static enum og_status topics_run(struct ctl *ctl, const struct opt_args *a, json
 
     *result = json_object();
     ctl_json_set(*result, "command", json_string("topics"));
-    st = kafka_topics_split(cfg->topics, &delay, &ndelay, err);
+    st = kafka_topics_split(cfg->kafka.topics, &delay, &ndelay, err);
     if (st == OG_OK && opt_arg(a, "partitions") != NULL)
         st = parse_int64("--partitions", opt_arg(a, "partitions"), 1, 10000, &partitions, err);
     if (st == OG_OK && opt_arg(a, "replication") != NULL)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/kafka_outage.h"
 #include "common/log.h"
 #include "common/parse.h"
 
@@ -220,23 +221,6 @@ void kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *
              fac ? fac : "?", log_quote(q, sizeof(q), buf));
 }
 
-/* Broker outages, process-wide: every client of a process (the consumer, its re-schedule
- * producer, the outbox relay's producer) loses its connections to a broker that restarts, and
- * each retries every few hundred milliseconds. The first connection error for a broker says so
- * (one warn line); the others go to debug and are counted until a client's statistics show
- * the broker UP again (one info line, kafka_broker_up). A broker back for less than
- * KAFKA_OUTAGE_SETTLE_MS is not down again for the errors of clients still reconnecting. */
-#define KAFKA_OUTAGES_MAX      16
-#define KAFKA_OUTAGE_SETTLE_MS 5000
-
-static struct kafka_outage {
-    char broker[128]; /* "host:port" as librdkafka names it */
-    int64_t since_ms; /* first error of the outage; 0: slot unused */
-    int64_t up_ms;    /* when it was seen UP again; 0 while down */
-    long errors;      /* connection errors while down */
-} kafka_outages[KAFKA_OUTAGES_MAX];
-static pthread_mutex_t kafka_outage_mu = PTHREAD_MUTEX_INITIALIZER;
-
 /* "host:port" from a librdkafka connection error ("sasl_ssl://h:p/1: Disconnected ...",
  * "GroupCoordinator: h:p: ..."); false when the reason names none. */
 static bool kafka_reason_broker(const char *reason, char *buf, size_t size)
@@ -265,73 +249,14 @@ static bool kafka_reason_broker(const char *reason, char *buf, size_t size)
     return true;
 }
 
-/* Records a connection error for broker; true when it starts an outage (say it). */
-static bool kafka_outage_begin(const char *broker)
+/* A client's statistics show broker UP since up_since_ms: ends its outage, if one runs
+ * (common/kafka_outage.h says when an UP state counts). */
+static void kafka_broker_seen_up(const rd_kafka_t *rk, const char *broker, int64_t up_since_ms)
 {
-    int64_t now = clock_mono_ms();
-    struct kafka_outage *free_slot = NULL;
-    bool begins = true;
+    int64_t down_ms;
+    long errors;
 
-    pthread_mutex_lock(&kafka_outage_mu);
-    for (size_t i = 0; i < KAFKA_OUTAGES_MAX; i++) {
-        struct kafka_outage *o = &kafka_outages[i];
-        bool same = o->since_ms != 0 && strcmp(o->broker, broker) == 0;
-        /* Unused, or another broker's outage that is over: free for this one. */
-        if (o->since_ms == 0 ||
-            (!same && o->up_ms != 0 && now - o->up_ms >= KAFKA_OUTAGE_SETTLE_MS)) {
-            if (free_slot == NULL)
-                free_slot = o;
-            continue;
-        }
-        if (!same)
-            continue;
-        if (o->up_ms == 0 || now - o->up_ms < KAFKA_OUTAGE_SETTLE_MS) {
-            o->errors += o->up_ms == 0;
-            begins = false;
-        } else {
-            *o = (struct kafka_outage){.since_ms = now, .errors = 1};
-            snprintf(o->broker, sizeof(o->broker), "%s", broker);
-        }
-        goto out;
-    }
-    /* A full table only means more lines, never fewer. */
-    if (free_slot != NULL) {
-        *free_slot = (struct kafka_outage){.since_ms = now, .errors = 1};
-        snprintf(free_slot->broker, sizeof(free_slot->broker), "%s", broker);
-    }
-out:
-    pthread_mutex_unlock(&kafka_outage_mu);
-    return begins;
-}
-
-static bool kafka_outage_active(void)
-{
-    bool any = false;
-
-    pthread_mutex_lock(&kafka_outage_mu);
-    for (size_t i = 0; i < KAFKA_OUTAGES_MAX; i++)
-        any = any || (kafka_outages[i].since_ms != 0 && kafka_outages[i].up_ms == 0);
-    pthread_mutex_unlock(&kafka_outage_mu);
-    return any;
-}
-
-/* A client's statistics show broker UP: ends its outage, if one runs. */
-static void kafka_outage_end(const rd_kafka_t *rk, const char *broker)
-{
-    int64_t now = clock_mono_ms(), down_ms = -1;
-    long errors = 0;
-
-    pthread_mutex_lock(&kafka_outage_mu);
-    for (size_t i = 0; i < KAFKA_OUTAGES_MAX; i++) {
-        struct kafka_outage *o = &kafka_outages[i];
-        if (o->since_ms != 0 && o->up_ms == 0 && strcmp(o->broker, broker) == 0) {
-            o->up_ms = now;
-            down_ms = now - o->since_ms;
-            errors = o->errors;
-        }
-    }
-    pthread_mutex_unlock(&kafka_outage_mu);
-    if (down_ms >= 0)
+    if (kafka_outage_end(broker, up_since_ms, clock_mono_ms(), &down_ms, &errors))
         log_info("kafka_broker_up", "broker=%s client=%s down_ms=%" PRId64 " errors=%ld", broker,
                  rd_kafka_name(rk), down_ms, errors);
 }
@@ -351,9 +276,13 @@ static int kafka_stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque)
     {
         const char *state = json_string_value(json_object_get(b, "state"));
         const char *node = json_string_value(json_object_get(b, "nodename"));
+        /* How long the broker has been in this state, in microseconds. */
+        json_t *age = json_object_get(b, "stateage");
         (void)name;
         if (state != NULL && node != NULL && strcmp(state, "UP") == 0)
-            kafka_outage_end(rk, node);
+            kafka_broker_seen_up(
+                rk, node,
+                json_is_integer(age) ? clock_mono_ms() - json_integer_value(age) / 1000 : -1);
     }
     json_decref(root);
     return 0; /* librdkafka frees json */
@@ -395,7 +324,7 @@ void kafka_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque)
     if (code == RD_KAFKA_RESP_ERR__TRANSPORT || code == RD_KAFKA_RESP_ERR__RESOLVE ||
         code == RD_KAFKA_RESP_ERR__SSL) {
         if (kafka_reason_broker(reason, broker, sizeof(broker))) {
-            if (kafka_outage_begin(broker))
+            if (kafka_outage_begin(broker, clock_mono_ms()))
                 log_warn("kafka_error",
                          "client=%s code=%s broker=%s reason=%s note=\"connection lost; the "
                          "clients reconnect by themselves and log further connection errors "

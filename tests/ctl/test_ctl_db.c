@@ -545,7 +545,7 @@ static void test_place_pay_hold_close_show(void **state)
     ctl_run(&r, "place", "A1", "--db", t.conninfo, "--amount", "1999", "--item", "S1:2",
             "--expire-in", "600", NULL);
     assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "outcome       duplicate\n"));
+    assert_non_null(strstr(r.out, "outcome    duplicate\n"));
     ctl_result_free(&r);
     assert_int_equal(testdb_scalar(conn, "SELECT available FROM ordergate.inventory WHERE sku = "
                                          "'S1'"),
@@ -773,6 +773,42 @@ static void test_bad_input_exits_2(void **state)
         {{"exceptions", "--limit", "0"}, "--limit: expected an integer in 1..10000, got \"0\""},
         {{"exceptions", "resolve", "12x", "--note", "n", "--operator", "o"},
          "exception ID: expected an integer in 1..9223372036854775807, got \"12x\""},
+        /* currencies, parts, staff payments and charges: refused before the database */
+        {{"place", "X2", "--amount", "100", "--item", "S1:1", "--expire-in", "60", "--currency",
+          "eur"},
+         "--currency: expected an ISO 4217 code of 3 upper-case letters (EUR, JPY), got \"eur\""},
+        {{"place", "X2", "--amount", "100", "--item", "S1:1", "--expire-in", "60", "--currency",
+          "EURO"},
+         "--currency: expected an ISO 4217 code"},
+        {{"place", "X2", "--amount", "100", "--item", "S1:1", "--expire-in", "60",
+          "--allow-partial=yes"},
+         "--allow-partial"},
+        {{"pay", "X1", "--txn", "T1", "--amount", "100", "--currency", "Usd"},
+         "--currency: expected an ISO 4217 code"},
+        {{"pay", "X1", "--txn", "T1", "--amount", "100", "--currency", ""},
+         "--currency: expected an ISO 4217 code"},
+        {{"pay", "X1", "--txn", "T1", "--amount", "100", "--charge", "c 1"}, "--charge 'c 1'"},
+        {{"pay", "X1", "--txn", "T1", "--amount", "100", "--operator", "alice"},
+         "give both --operator NAME and --reason TEXT"},
+        {{"pay", "X1", "--txn", "T1", "--amount", "100", "--reason", "cash"},
+         "give both --operator NAME and --reason TEXT"},
+        {{"pay", "X1", "--txn", "T1", "--amount", "100", "--operator", " ", "--reason", "cash"},
+         "--operator must not be empty"},
+        {{"pay", "X1", "--txn", "T1", "--amount", "100", "--operator", "alice", "--reason", "cash",
+          "--channel", "card"},
+         "a payment taken by staff (--operator) has --channel manual, got 'card'"},
+        {{"charge", "begin", "X1", "--seconds", "60"}, "--ref REF is required"},
+        {{"charge", "begin", "X1", "--ref", "c 1", "--seconds", "60"}, "--ref 'c 1'"},
+        {{"charge", "begin", "X1", "--ref", "c1"}, "--seconds N is required"},
+        {{"charge", "begin", "X1", "--ref", "c1", "--seconds", "0"},
+         "--seconds: expected a duration in"},
+        {{"charge", "begin", "X1", "--ref", "c1", "--seconds", "31d"},
+         "--seconds: expected a duration in"},
+        {{"charge", "begin", "bad order", "--ref", "c1", "--seconds", "60"},
+         "invalid order number 'bad order'"},
+        {{"charge", "failed", "X1"}, "--ref REF is required"},
+        {{"charge", "failed", "X1", "--ref", ""}, "--ref '': 1 to 128 characters"},
+        {{"charge", "X1", "--ref", "c1"}, "unknown command"},
         {{"frobnicate"}, "unknown command 'frobnicate'"},
     };
     struct testdb t;
@@ -784,6 +820,7 @@ static void test_bad_input_exits_2(void **state)
     seed_stock(conn);
     testdb_exec(conn, "SELECT ordergate.place_order('X1', 100, '[{\"sku\":\"S1\",\"qty\":1}]', "
                       "NULL, now() + interval '1 hour')");
+    long logged = testdb_scalar(conn, "SELECT count(*) FROM ordergate.status_log");
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *const *a = cases[i].args;
         struct ctl_result r;
@@ -811,6 +848,7 @@ static void test_bad_input_exits_2(void **state)
     assert_int_equal(testdb_scalar(conn, "SELECT available FROM ordergate.inventory WHERE sku = "
                                          "'S1'"),
                      9);
+    assert_int_equal(testdb_scalar(conn, "SELECT count(*) FROM ordergate.status_log"), logged);
     assert_int_equal(count_where(conn, "payments", "true"), 0);
     assert_int_equal(count_where(conn, "exceptions", "true"), 0);
     assert_int_equal(count_where(conn, "orders", "expire_at > now() + interval '50 minutes'"), 1);

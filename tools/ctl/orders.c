@@ -221,7 +221,7 @@ out:
 
 static void place_text(const json_t *r, FILE *out)
 {
-    static const char *const keys[] = {"order_no",  "outcome",   "amount", "allow_partial",
+    static const char *const keys[] = {"order_no",  "outcome",   "amount", "parts",
                                        "coupon_id", "expire_at", NULL};
     const json_t *items = json_object_get(r, "items");
     const json_t *line;
@@ -232,6 +232,8 @@ static void place_text(const json_t *r, FILE *out)
     if (shown == NULL)
         return;
     orders_money_field(shown, "amount", r, "amount_cents", money, sizeof(money));
+    ctl_json_set(shown, "parts",
+                 json_string(json_is_true(json_object_get(r, "allow_partial")) ? "allowed" : "no"));
     ctl_print_fields(out, shown, keys);
     json_decref(shown);
     json_array_foreach(items, i, line)

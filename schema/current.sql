@@ -56,6 +56,35 @@ ALTER DEFAULT PRIVILEGES FOR ROLE ordergate_owner REVOKE EXECUTE ON FUNCTIONS FR
 
 -- ---- Tables (the hot tables, the archive, the migration runner's) ----
 
+-- Charges in flight at a payment provider (begin_charge): pending, then captured or failed once
+CREATE TABLE ordergate.charges (
+    -- The provider's reference of the charge: names one charge of one order, ever
+    charge_ref text COLLATE "C" NOT NULL,
+    -- The order the charge pays for
+    order_no text COLLATE "C" NOT NULL,
+    -- pending, then captured (claim_payment with charge_ref) or failed (charge_failed)
+    state text NOT NULL DEFAULT 'pending'::text,
+    -- When begin_charge recorded it
+    begun_at timestamp with time zone NOT NULL DEFAULT now(),
+    -- begun_at + max_seconds: the charge protects its order from a timeout cancel until then
+    bound_at timestamp with time zone NOT NULL,
+    -- When it was captured or failed; NULL while pending
+    ended_at timestamp with time zone,
+    -- The payment that captured it; NULL unless captured
+    txn_no text COLLATE "C",
+    -- It ended after its order had closed (a late capture, a failure reported after the cancel)
+    ended_late boolean NOT NULL DEFAULT false,
+    CONSTRAINT charges_pkey PRIMARY KEY (charge_ref),
+    CONSTRAINT charges_order_no_fkey FOREIGN KEY (order_no) REFERENCES ordergate.orders(order_no),
+    CONSTRAINT charges_charge_ref_check CHECK (((length(charge_ref) <= 128) AND (charge_ref ~ '^[A-Za-z0-9._:-]+$'::text))),
+    CONSTRAINT charges_ended_check CHECK (((state = 'pending'::text) = (ended_at IS NULL))),
+    CONSTRAINT charges_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'captured'::text, 'failed'::text]))),
+    CONSTRAINT charges_txn_check CHECK (((state = 'captured'::text) = (txn_no IS NOT NULL)))
+);
+-- An order's charges: charge_until's recomputation, archive(), reconcile
+CREATE INDEX charges_order_no_idx ON ordergate.charges USING btree (order_no);
+GRANT SELECT ON ordergate.charges TO ordergate_order_service;
+
 -- Coupons: available, locked by a pending order, or used by a paid one (invariant 3)
 CREATE TABLE ordergate.coupons (
     -- The coupon: 1..128 characters
@@ -203,6 +232,8 @@ CREATE TABLE ordergate.orders (
     closed_at timestamp with time zone,
     -- The shop's own data (a JSON object), copied into every event of the order; never read by ordergate
     shop jsonb,
+    -- The latest bound of the order's pending charges, NULL when none is pending: no timeout cancel before it
+    charge_until timestamp with time zone,
     CONSTRAINT orders_pkey PRIMARY KEY (order_no),
     CONSTRAINT orders_coupon_id_fkey FOREIGN KEY (coupon_id) REFERENCES ordergate.coupons(coupon_id),
     CONSTRAINT orders_amount_cents_check CHECK ((amount_cents > 0)),
@@ -277,6 +308,8 @@ CREATE TABLE ordergate.payments (
     outcome text NOT NULL DEFAULT 'processing'::text,
     -- When the payment was first claimed
     created_at timestamp with time zone NOT NULL DEFAULT now(),
+    -- The charge this payment captured (claim_payment's charge_ref), NULL for a plain payment
+    charge_ref text COLLATE "C",
     CONSTRAINT payments_pkey PRIMARY KEY (txn_no),
     CONSTRAINT payments_amount_cents_check CHECK ((amount_cents > 0)),
     CONSTRAINT payments_outcome_check CHECK ((outcome = ANY (ARRAY['processing'::text, 'paid'::text, 'late_payment'::text, 'double_payment'::text, 'amount_mismatch'::text, 'not_found'::text]))),
@@ -462,6 +495,23 @@ CREATE TABLE ordergate.schema_migrations (
 );
 GRANT SELECT ON ordergate.schema_migrations TO ordergate_order_service, ordergate_service;
 
+-- Charges of archived orders (archive() moves them with their order)
+CREATE TABLE ordergate.archived_charges (
+    charge_ref text COLLATE "C" NOT NULL,
+    order_no text COLLATE "C" NOT NULL,
+    state text NOT NULL DEFAULT 'pending'::text,
+    begun_at timestamp with time zone NOT NULL DEFAULT now(),
+    bound_at timestamp with time zone NOT NULL,
+    ended_at timestamp with time zone,
+    txn_no text COLLATE "C",
+    ended_late boolean NOT NULL DEFAULT false,
+    archived_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT archived_charges_pkey PRIMARY KEY (charge_ref)
+);
+-- An archived order's charges
+CREATE INDEX archived_charges_order_no_idx ON ordergate.archived_charges USING btree (order_no);
+GRANT SELECT ON ordergate.archived_charges TO ordergate_order_service;
+
 -- Archived exceptions: the columns of exceptions plus archived_at
 CREATE TABLE ordergate.archived_exceptions (
     id bigint NOT NULL,
@@ -505,6 +555,8 @@ CREATE TABLE ordergate.archived_orders (
     closed_at timestamp with time zone,
     archived_at timestamp with time zone NOT NULL DEFAULT now(),
     shop jsonb,
+    -- As orders.charge_until when the order was archived
+    charge_until timestamp with time zone,
     CONSTRAINT archived_orders_pkey PRIMARY KEY (order_no)
 );
 -- Coupons used by archived paid orders (invariant 3)
@@ -533,6 +585,8 @@ CREATE TABLE ordergate.archived_payments (
     outcome text NOT NULL DEFAULT 'processing'::text,
     created_at timestamp with time zone NOT NULL DEFAULT now(),
     archived_at timestamp with time zone NOT NULL DEFAULT now(),
+    -- As payments.charge_ref
+    charge_ref text COLLATE "C",
     CONSTRAINT archived_payments_pkey PRIMARY KEY (txn_no)
 );
 -- An archived order's payments
@@ -575,10 +629,21 @@ INSERT INTO ordergate.settings (key, value) VALUES ('auto_refund_limit_cents', '
 INSERT INTO ordergate.settings (key, value) VALUES ('manual_review_max_age_seconds', '259200');
 INSERT INTO ordergate.settings (key, value) VALUES ('max_deadline_seconds', '31622400');
 INSERT INTO ordergate.settings (key, value) VALUES ('max_hold_seconds', '900');
+INSERT INTO ordergate.settings (key, value) VALUES ('max_pending_charge_seconds', '259200');
 INSERT INTO ordergate.settings (key, value) VALUES ('refund_confirm_seconds', '86400');
 INSERT INTO ordergate.settings (key, value) VALUES ('schedule_cancels', '0');
 
 -- ---- Functions of functions/gate/ (the bodies are in the files) ----
+
+-- Records a charge in flight: the order is not cancelled by a timeout while it is pending, up to its bound
+-- functions/gate/begin_charge.sql, SECURITY DEFINER
+FUNCTION ordergate.begin_charge(order_no text, charge_ref text, max_seconds integer) RETURNS TABLE(outcome text, bound_at timestamp with time zone);
+GRANT EXECUTE ON FUNCTION ordergate.begin_charge(text,text,integer) TO ordergate_order_service;
+
+-- Ends a pending charge as failed; an order it no longer protects past its deadline is cancelled promptly
+-- functions/gate/charge_failed.sql, SECURITY DEFINER
+FUNCTION ordergate.charge_failed(order_no text, charge_ref text) RETURNS text;
+GRANT EXECUTE ON FUNCTION ordergate.charge_failed(text,text) TO ordergate_order_service;
 
 -- Cancels the due pending orders of a batch (consumer, scanner): one outcome row per distinct order number
 -- functions/gate/claim_cancel.sql, SECURITY DEFINER
@@ -595,7 +660,7 @@ GRANT EXECUTE ON FUNCTION ordergate.claim_payment(text,text,bigint,text) TO orde
 FUNCTION ordergate.close_order(order_no text, operator text, reason text) RETURNS TABLE(outcome text, status text);
 GRANT EXECUTE ON FUNCTION ordergate.close_order(text,text,text) TO ordergate_order_service;
 
--- The current deadline of each still-pending order of a batch, so the consumer reschedules early messages
+-- When each still-pending order of a batch falls due (its deadline or its pending charge's bound), so the consumer reschedules early messages
 -- functions/gate/due_times.sql, SECURITY DEFINER
 FUNCTION ordergate.due_times(p_order_nos text[]) RETURNS TABLE(order_no text, expire_at timestamp with time zone);
 GRANT EXECUTE ON FUNCTION ordergate.due_times(text[]) TO ordergate_trigger;
@@ -689,7 +754,7 @@ GRANT EXECUTE ON FUNCTION ordergate.exceptions_open_count() TO ordergate_trigger
 FUNCTION ordergate.exceptions_overdue() RETURNS TABLE(refunds_unconfirmed bigint, reviews_overdue bigint);
 GRANT EXECUTE ON FUNCTION ordergate.exceptions_overdue() TO ordergate_trigger;
 
--- Checks the nine invariants in one snapshot: one row each, with violations and samples
+-- Checks the ten invariants in one snapshot: one row each, with violations and samples
 -- functions/scanner/reconcile.sql, SECURITY DEFINER, SET work_mem=64MB, random_page_cost=1.1
 FUNCTION ordergate.reconcile(p_since timestamp with time zone DEFAULT '-infinity'::timestamp with time zone, p_grace interval DEFAULT '00:00:00'::interval, p_scan_interval interval DEFAULT '00:05:00'::interval) RETURNS TABLE(invariant integer, name text, violations bigint, sample text[]);
 GRANT EXECUTE ON FUNCTION ordergate.reconcile(timestamp with time zone,interval,interval) TO ordergate_trigger;
@@ -822,6 +887,10 @@ FUNCTION ordergate._cancel_orders_claim(p_nos text[], p_source text, p_actor tex
 -- Internal: cancel step 3, after the hooks: gives the stock back, skus locked in order
 -- functions/internal/_cancel_orders_restock.sql, SET enable_seqscan=off, jit=off
 FUNCTION ordergate._cancel_orders_restock(p_skus text[], p_qtys bigint[]) RETURNS void;
+
+-- Internal: ends a pending charge (captured or failed), recomputes its order's charge_until, says whether the order is due now
+-- functions/internal/_charge_end.sql
+FUNCTION ordergate._charge_end(p_order_no text, p_charge_ref text, p_state text, p_txn text, OUT o_prev text, OUT o_due boolean) RETURNS record;
 
 -- Internal: a timestamp as contract text, UTC to the millisecond
 -- functions/internal/_ctl_iso.sql

@@ -49,12 +49,17 @@ INSERT INTO ordergate.schema_migrations (version) VALUES ('013');
 RESET ROLE;
 \ir migrations/014_comments.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('014');
+RESET ROLE;
+\ir migrations/016_charges.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('016');
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 -- Bodies are checked when called (and by the tests, which call every function): a SQL
 -- function may name one whose file comes later.
 SET LOCAL check_function_bodies = off;
 -- the gate: every state change of an order, and what its callers read
+\ir functions/gate/begin_charge.sql
+\ir functions/gate/charge_failed.sql
 \ir functions/gate/claim_cancel.sql
 \ir functions/gate/claim_payment.sql
 \ir functions/gate/close_order.sql
@@ -108,6 +113,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/internal/_cancel_orders.sql
 \ir functions/internal/_cancel_orders_claim.sql
 \ir functions/internal/_cancel_orders_restock.sql
+\ir functions/internal/_charge_end.sql
 \ir functions/internal/_ctl_iso.sql
 \ir functions/internal/_hook_inspect.sql
 \ir functions/internal/_hooks_run.sql

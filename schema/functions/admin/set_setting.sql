@@ -2,7 +2,8 @@
 -- Keys (schema/README.md, "Tables", settings): auto_refund_limit_cents, max_hold_seconds (>= 1),
 -- schedule_cancels (0 or 1), refund_confirm_seconds, manual_review_max_age_seconds,
 -- max_deadline_seconds (1..3153600000: at most 100 years, well inside the years 0..9999 a cancel
--- message carries).
+-- message carries), max_pending_charge_seconds (1..2592000: a charge protects its order 30 days at
+-- most).
 CREATE OR REPLACE FUNCTION ordergate.set_setting(p_key text, p_value text) RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
 DECLARE
@@ -10,16 +11,19 @@ DECLARE
 BEGIN
     IF p_key IS NULL OR p_key NOT IN ('auto_refund_limit_cents', 'max_hold_seconds', 'schedule_cancels',
                                       'refund_confirm_seconds', 'manual_review_max_age_seconds',
-                                      'max_deadline_seconds') THEN
+                                      'max_deadline_seconds', 'max_pending_charge_seconds') THEN
         PERFORM _bad_arg('set_setting: key must be auto_refund_limit_cents, max_hold_seconds, schedule_cancels, '
-                         'refund_confirm_seconds, manual_review_max_age_seconds or max_deadline_seconds');
+                         'refund_confirm_seconds, manual_review_max_age_seconds, max_deadline_seconds '
+                         'or max_pending_charge_seconds');
     END IF;
     IF p_value IS NULL OR p_value !~ '^[0-9]{1,15}$'
        OR (p_key = 'max_hold_seconds' AND p_value::bigint NOT BETWEEN 1 AND 2147483647)
        OR (p_key = 'schedule_cancels' AND p_value NOT IN ('0', '1'))
-       OR (p_key = 'max_deadline_seconds' AND p_value::bigint NOT BETWEEN 1 AND 3153600000) THEN
+       OR (p_key = 'max_deadline_seconds' AND p_value::bigint NOT BETWEEN 1 AND 3153600000)
+       OR (p_key = 'max_pending_charge_seconds' AND p_value::bigint NOT BETWEEN 1 AND 2592000) THEN
         PERFORM _bad_arg('set_setting: value must be a non-negative integer (max_hold_seconds >= 1, '
-                         'schedule_cancels 0 or 1, max_deadline_seconds 1..3153600000)');
+                         'schedule_cancels 0 or 1, max_deadline_seconds 1..3153600000, '
+                         'max_pending_charge_seconds 1..2592000)');
     END IF;
     SELECT s.value INTO v_old FROM settings s WHERE s.key = p_key FOR UPDATE;
     INSERT INTO settings AS s (key, value) VALUES (p_key, p_value)

@@ -1,8 +1,9 @@
 -- _cancel_orders_claim: step 1 of _cancel_orders, the cancel claim and ordergate's own side
 -- effects but the stock (_cancel_orders runs the shop's hooks after it, then step 3,
 -- _cancel_orders_restock). p_nos: candidate order numbers
--- (close_order passes one). p_due_only: only orders whose expire_at <= now() (timeouts), else any
--- pending order (manual close). o_won: the order numbers this call won (NULL if none); o_skus,
+-- (close_order passes one). p_due_only: only orders due (timeouts): expire_at <= now() and no
+-- charge pending within its bound (charge_until NULL or <= now(), migrations/016_charges.sql);
+-- else any pending order (manual close: an operator decides, pending charges included). o_won: the order numbers this call won (NULL if none); o_skus,
 -- o_qtys: the stock to give back, summed per sku, in sku order (NULL if none).
 --
 -- Set-based, a fixed number of statements whatever the batch size:
@@ -60,6 +61,7 @@ BEGIN
                  WHERE o.order_no = n.x
                    AND o.status = 'pending_payment'
                    AND o.expire_at <= now()
+                   AND (o.charge_until IS NULL OR o.charge_until <= now())
                    FOR NO KEY UPDATE SKIP LOCKED) l;
     ELSE
         SELECT array_agg(l.ctid) INTO v_locked

@@ -1,11 +1,11 @@
--- reconcile: the nine invariants of schema/README.md ("The invariants reconcile() checks"), and
+-- reconcile: the ten invariants of schema/README.md ("The invariants reconcile() checks"), and
 -- nothing else; reconcile_repair creates what can be created safely.
 --
--- STABLE: all nine checks read one snapshot, so a claim committing meanwhile is seen whole or not
+-- STABLE: all ten checks read one snapshot, so a claim committing meanwhile is seen whole or not
 -- at all (every claim writes all its rows in one transaction). Each check is one set-based query
 -- (hash joins / aggregates, no per-row loops): seconds on 1,000,000 orders.
 --
--- p_since limits the order-scoped checks (1, 4, 7: orders created at or after it; 6: orders whose
+-- p_since limits the order-scoped checks (1, 4, 7, 10: orders created at or after it; 6: orders whose
 -- deadline expire_at is at or after it; 5: payments and refused-payment exceptions created at or
 -- after it; 8: exceptions created at or after it),
 -- e.g. to one drill's orders. Invariants 2 (stock per SKU), 3 (coupon per coupon) and 9
@@ -152,7 +152,8 @@ BEGIN
            count(*), (array_agg(bad.txn_no ORDER BY bad.txn_no))[1:10]
       FROM bad;
 
-    -- 6. No order stays pending_payment past expire_at + grace + one scanner interval. Never
+    -- 6. No order stays pending_payment past expire_at + grace + one scanner interval (past its
+    --    pending charge's bound, charge_until, when that is later: the charge protects it). Never
     --    windowed: an overdue pending order is a violation however long ago it was placed or
     --    fell due (a payment window of nine days, a stuck order reported every day until it is
     --    fixed). The pending orders' index orders_overdue_idx makes it a range scan over the
@@ -162,7 +163,8 @@ BEGIN
            count(*), (array_agg(o.order_no ORDER BY o.order_no))[1:10]
       FROM orders o
      WHERE o.status = 'pending_payment'
-       AND o.expire_at < now() - v_grace - v_scan;
+       AND o.expire_at < now() - v_grace - v_scan
+       AND (o.charge_until IS NULL OR o.charge_until < now() - v_grace - v_scan);
 
     -- 7. Exactly one outbox event per winning transition: a paid order has one order_paid event,
     --    a cancelled order one order_cancelled event, a pending order none, and no transition
@@ -216,9 +218,27 @@ BEGIN
            count(*), (array_agg(b.id::text ORDER BY b.id))[1:10]
       FROM outbox b
      WHERE b.quarantined_at IS NOT NULL;
+
+    -- 10. No order cancelled by a timeout while a charge of it was pending within its bound: a
+    --     charge still pending at the cancel (still pending now, or ended after its order
+    --     closed: ended_late) whose bound was after the cancel's time. The cancel claim refuses
+    --     exactly that (charge_until > now()), so any row here is a cancel that ignored a charge.
+    --     Driven by the charges (few), each order and its log row by primary key. Sample: the
+    --     order number.
+    RETURN QUERY
+    SELECT 10, 'no order cancelled by a timeout while a charge was pending within its bound'::text,
+           count(DISTINCT o.order_no), (array_agg(DISTINCT o.order_no))[1:10]
+      FROM charges c
+      JOIN orders o ON o.order_no = c.order_no
+      JOIN status_log l ON l.order_no = o.order_no
+     WHERE o.status = 'cancelled'
+       AND o.created_at >= v_since
+       AND l.source IN ('timeout_consumer', 'timeout_scanner')
+       AND (c.state = 'pending' OR c.ended_late)
+       AND c.bound_at > o.closed_at;
 END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.reconcile(timestamptz,interval,interval) TO ordergate_trigger;
 COMMENT ON FUNCTION ordergate.reconcile(timestamp with time zone,interval,interval) IS
-    'Checks the nine invariants in one snapshot: one row each, with violations and samples';
+    'Checks the ten invariants in one snapshot: one row each, with violations and samples';

@@ -50,6 +50,9 @@ RESET ROLE;
 \ir migrations/014_comments.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('014');
 RESET ROLE;
+\ir migrations/015_money.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('015');
+RESET ROLE;
 \ir migrations/016_charges.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('016');
 SET LOCAL ROLE ordergate_owner;
@@ -100,6 +103,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/outbox/outbox_quarantine_count.sql
 \ir functions/outbox/outbox_quarantine_list.sql
 -- trigger functions, each with the trigger it backs
+\ir functions/triggers/currency_default.sql
 \ir functions/triggers/detached_mark.sql
 \ir functions/triggers/inventory_defaults.sql
 \ir functions/triggers/orders_closed_at.sql
@@ -115,9 +119,11 @@ SET LOCAL check_function_bodies = off;
 \ir functions/internal/_cancel_orders_restock.sql
 \ir functions/internal/_charge_end.sql
 \ir functions/internal/_ctl_iso.sql
+\ir functions/internal/_default_currency.sql
 \ir functions/internal/_hook_inspect.sql
 \ir functions/internal/_hooks_run.sql
 \ir functions/internal/_order_items_json.sql
+\ir functions/internal/_refund_limit.sql
 \ir functions/internal/_scanner_lease_max.sql
 \ir functions/internal/_scanner_lock_holder.sql
 \ir functions/internal/_scanner_run_resume.sql

@@ -83,6 +83,192 @@ static enum gate_outcome failed(struct gfx *g, const char *no, const char *ref)
     return outcome;
 }
 
+static const char *exception_of(struct gfx *g, const char *txn)
+{
+    assert_int_equal(
+        gfx_long(g->sql, "SELECT count(*) FROM ordergate.exceptions WHERE txn_no = $1", txn, NULL),
+        1);
+    return gfx_text(g->sql, sbuf, sizeof(sbuf),
+                    "SELECT format('%s|%s|%s|%s', kind, resolution, amount_cents, currency) "
+                    "FROM ordergate.exceptions WHERE txn_no = $1",
+                    txn, NULL);
+}
+
+/* ---------------------------------------------------------------- currencies */
+
+static void test_currency(void **state)
+{
+    struct gfx *g = gfx_new("gmoney_currency");
+    struct gate_payment_result r;
+    struct og_error err = {0};
+    char before[1024];
+
+    (void)state;
+    gfx_stock(g, "s1", 10);
+    assert_int_equal(place(g, "E1", 1250, "EUR", false, "10 minutes", OG_OK, &err), GATE_PLACED);
+    assert_int_equal(place(g, "J1", 1250, "JPY", false, "10 minutes", OG_OK, &err), GATE_PLACED);
+    /* Without a currency: the default_currency setting's. */
+    gfx_place(g, "D1", 1250, ITEMS, NULL, "10 minutes");
+    assert_string_equal(gfx_text(g->sql, sbuf, sizeof(sbuf),
+                                 "SELECT string_agg(order_no || ':' || currency, ',' ORDER BY "
+                                 "order_no) FROM ordergate.orders",
+                                 NULL),
+                        "D1:USD,E1:EUR,J1:JPY");
+
+    /* A code the database does not know: 22023, nothing written. */
+    gfx_checksum(g->sql, before, sizeof(before));
+    place(g, "Q1", 1250, "QQQ", false, "10 minutes", OG_ERR_ARG, &err);
+    assert_string_equal(err.sqlstate, "22023");
+    ASSERT_UNCHANGED(g, before);
+
+    /* Another currency never claims: currency_mismatch, its exception for review, the order
+     * unchanged. */
+    struct gate_payment p = {.order_no = "E1",
+                             .txn_no = "T-usd",
+                             .amount_cents = 1250,
+                             .channel = "card",
+                             .currency = "USD"};
+    assert_int_equal(pay(g, &p, &r), GATE_CURRENCY_MISMATCH);
+    assert_int_equal(r.status, ORDER_PENDING);
+    assert_string_equal(order_status(g, "E1"), "pending_payment");
+    assert_string_equal(exception_of(g, "T-usd"), "currency_mismatch|manual_review|1250|USD");
+    assert_int_equal(gfx_long(g->sql,
+                              "SELECT count(*) FROM ordergate.payments WHERE txn_no = 'T-usd' AND "
+                              "currency = 'USD' AND outcome = 'currency_mismatch'",
+                              NULL),
+                     1);
+    /* An unknown payment currency: 22023, nothing written. */
+    gfx_checksum(g->sql, before, sizeof(before));
+    p.txn_no = "T-qqq";
+    p.currency = "QQQ";
+    assert_int_equal(gate_payment_claim(g->db, &p, &r, &err), OG_ERR_ARG);
+    assert_string_equal(err.sqlstate, "22023");
+    ASSERT_UNCHANGED(g, before);
+
+    /* The order's own currency, named or not, pays. */
+    p.txn_no = "T-eur";
+    p.currency = "EUR";
+    assert_int_equal(pay(g, &p, &r), GATE_PAID);
+    assert_int_equal(gfx_pay(g, "J1", "T-jpy", 1250, &r), GATE_PAID);
+    assert_int_equal(gfx_long(g->sql,
+                              "SELECT count(*) FROM ordergate.payments WHERE txn_no = 'T-jpy' AND "
+                              "currency = 'JPY'",
+                              NULL),
+                     1);
+    gfx_reconcile_clean(g->sql);
+    gfx_free(g);
+}
+
+/* ---------------------------------------------------------------- parts */
+
+static void test_parts(void **state)
+{
+    struct gfx *g = gfx_new("gmoney_parts");
+    struct gate_payment_result r;
+    struct og_error err = {0};
+
+    (void)state;
+    gfx_stock(g, "s1", 10);
+    assert_int_equal(place(g, "P1", 1000, "EUR", true, "10 minutes", OG_OK, &err), GATE_PLACED);
+    assert_int_equal(place(g, "P2", 1000, "EUR", true, "10 minutes", OG_OK, &err), GATE_PLACED);
+    assert_int_equal(place(g, "P3", 1000, "EUR", true, "-1 minute", OG_OK, &err), GATE_PLACED);
+    assert_int_equal(place(g, "N1", 1000, "EUR", false, "10 minutes", OG_OK, &err), GATE_PLACED);
+
+    /* A gift card, then a card for the rest: partial, then paid. */
+    struct gate_payment gift = {
+        .order_no = "P1", .txn_no = "T-gift", .amount_cents = 300, .channel = "gift_card"};
+    assert_int_equal(pay(g, &gift, &r), GATE_PARTIAL);
+    assert_int_equal(r.status, ORDER_PENDING);
+    assert_int_equal(
+        gfx_long(g->sql, "SELECT captured_cents FROM ordergate.orders WHERE order_no = 'P1'", NULL),
+        300);
+    assert_int_equal(
+        gfx_long(g->sql, "SELECT count(*) FROM ordergate.exceptions WHERE order_no = 'P1'", NULL),
+        0);
+    assert_int_equal(pay(g, &gift, &r), GATE_DUPLICATE);
+    assert_int_equal(r.first_outcome, GATE_PARTIAL);
+    struct gate_payment card = {
+        .order_no = "P1", .txn_no = "T-card", .amount_cents = 700, .channel = "card"};
+    assert_int_equal(pay(g, &card, &r), GATE_PAID);
+    assert_int_equal(r.status, ORDER_PAID);
+
+    /* Beyond the amount: paid, and the excess is an exception with a refund request, automatic
+     * within the currency's own limit (none set: every refund is reviewed). */
+    gfx_exec(g->sql, "SELECT ordergate.set_setting('auto_refund_limit.EUR', '500')", NULL);
+    gift.order_no = "P2";
+    gift.txn_no = "T2-gift";
+    gift.amount_cents = 600;
+    assert_int_equal(pay(g, &gift, &r), GATE_PARTIAL);
+    card.order_no = "P2";
+    card.txn_no = "T2-card";
+    card.amount_cents = 600;
+    assert_int_equal(pay(g, &card, &r), GATE_OVERPAID);
+    assert_int_equal(r.status, ORDER_PAID);
+    assert_string_equal(order_status(g, "P2"), "paid");
+    assert_string_equal(exception_of(g, "T2-card"), "overpaid|auto_refund|200|EUR");
+
+    /* A part of an order the cancel then claims: the part becomes a cancelled_part exception. */
+    gift.order_no = "P3";
+    gift.txn_no = "T3-gift";
+    gift.amount_cents = 400;
+    assert_int_equal(pay(g, &gift, &r), GATE_PARTIAL);
+    assert_int_equal(gfx_cancel1(g, "P3", GATE_SRC_TIMEOUT_SCANNER), GATE_CANCELLED);
+    assert_int_equal(
+        gfx_long(g->sql,
+                 "SELECT count(*) FROM ordergate.exceptions WHERE kind = 'cancelled_part' AND "
+                 "txn_no = 'T3-gift' AND amount_cents = 400 AND currency = 'EUR'",
+                 NULL),
+        1);
+    /* A part after the order closed is a late payment, as always. */
+    gift.txn_no = "T3-late";
+    assert_int_equal(pay(g, &gift, &r), GATE_LATE_PAYMENT);
+
+    /* An order that does not allow parts: a short payment is amount_mismatch. */
+    gift.order_no = "N1";
+    gift.txn_no = "TN-gift";
+    assert_int_equal(pay(g, &gift, &r), GATE_AMOUNT_MISMATCH);
+    assert_string_equal(order_status(g, "N1"), "pending_payment");
+    gfx_reconcile_clean(g->sql);
+    gfx_free(g);
+}
+
+/* ---------------------------------------------------------------- staff */
+
+static void test_staff_payment(void **state)
+{
+    struct gfx *g = gfx_new("gmoney_staff");
+    struct gate_payment_result r;
+    struct og_error err = {0};
+
+    (void)state;
+    gfx_stock(g, "s1", 10);
+    gfx_place(g, "S1", 1000, ITEMS, NULL, "10 minutes");
+    struct gate_payment p = {.order_no = "S1",
+                             .txn_no = "cash-1",
+                             .amount_cents = 1000,
+                             .channel = "manual",
+                             .operator_name = "alice",
+                             .reason = "cash at the counter"};
+    assert_int_equal(pay(g, &p, &r), GATE_PAID);
+    assert_string_equal(gfx_text(g->sql, sbuf, sizeof(sbuf),
+                                 "SELECT format('%s|%s|%s', source, actor, note) FROM "
+                                 "ordergate.status_log WHERE order_no = 'S1'",
+                                 NULL),
+                        "manual_payment|alice|cash at the counter");
+    assert_int_equal(gfx_long(g->sql,
+                              "SELECT count(*) FROM ordergate.payments WHERE txn_no = 'cash-1' "
+                              "AND operator = 'alice' AND reason = 'cash at the counter'",
+                              NULL),
+                     1);
+    /* The client refuses half a staff payment or another channel before sending anything. */
+    p.txn_no = "cash-2";
+    p.channel = "card";
+    assert_int_equal(gate_payment_claim(g->db, &p, &r, &err), OG_ERR_ARG);
+    assert_string_equal(err.sqlstate, "");
+    gfx_reconcile_clean(g->sql);
+    gfx_free(g);
+}
+
 /* ---------------------------------------------------------------- charges */
 
 static void test_charge_outcomes(void **state)
@@ -222,6 +408,9 @@ static void test_charge_captured(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_currency, gfx_teardown),
+        cmocka_unit_test_teardown(test_parts, gfx_teardown),
+        cmocka_unit_test_teardown(test_staff_payment, gfx_teardown),
         cmocka_unit_test_teardown(test_charge_outcomes, gfx_teardown),
         cmocka_unit_test_teardown(test_charge_captured, gfx_teardown),
     };

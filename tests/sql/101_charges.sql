@@ -124,16 +124,53 @@ SELECT t_eq('... no event', (SELECT count(*) FROM ordergate.outbox WHERE order_n
 SELECT t_eq('... the sweep finds it', (SELECT count(*) FROM ordergate.scan_overdue('0', NULL, NULL, 100) WHERE order_no = 'K6'), 1::bigint);
 SELECT ordergate.set_setting('schedule_cancels', '1');
 
+-- The capture: claim_payment with charge_ref.
+SELECT ordergate.place_order('K11', 1100, '[]', NULL, now() - interval '1 minute');
+SELECT ordergate.place_order('K12', 1200, '[]', NULL, now() - interval '1 minute', NULL, NULL, true);
+SELECT ordergate.begin_charge('K11', 'CH11', 60);
+SELECT ordergate.begin_charge('K12', 'CH12', 60);
+SELECT pg_temp.t_state() AS s3 \gset
+SET ROLE ordergate_order_service;
+SELECT t_error('capture: unknown ref', $q$SELECT * FROM ordergate.claim_payment('K11', 'TK11', 1100, 'card', charge_ref => 'NOPE')$q$, '22023');
+SELECT t_error('capture: a ref of another order', $q$SELECT * FROM ordergate.claim_payment('K11', 'TK11', 1100, 'card', charge_ref => 'CH12')$q$, '22023');
+SELECT t_error('capture: a ref for an unknown order', $q$SELECT * FROM ordergate.claim_payment('NOPE', 'TK11', 1100, 'card', charge_ref => 'CH11')$q$, '22023');
+SELECT t_eq('capture refusals changed nothing', pg_temp.t_state(), :'s3');
+SELECT t_eq('capture pays', (SELECT outcome FROM ordergate.claim_payment('K11', 'TK11', 1100, 'card', charge_ref => 'CH11')), 'paid');
+SELECT t_eq('... the charge captured by the payment', (SELECT concat_ws(' ', state, txn_no, ended_late) FROM ordergate.charges WHERE charge_ref = 'CH11'), 'captured TK11 f');
+SELECT t_eq('... the payment names the charge', (SELECT charge_ref FROM ordergate.payments WHERE txn_no = 'TK11'), 'CH11');
+SELECT t_eq('... no cancel scheduled for a paid order', (SELECT count(*) FROM ordergate.outbox WHERE order_no = 'K11' AND event_type = 'cancel_scheduled'), 1::bigint);
+SELECT pg_temp.t_state() AS s4 \gset
+SELECT t_eq('capture retried: duplicate', (SELECT outcome FROM ordergate.claim_payment('K11', 'TK11', 1100, 'card', charge_ref => 'CH11')), 'duplicate');
+SELECT t_eq('fail after capture: already_captured', ordergate.charge_failed('K11', 'CH11'), 'already_captured');
+SELECT t_eq('... nothing changed', pg_temp.t_state(), :'s4');
+-- A part captured past the deadline ends the last charge without paying: the cancel is due now.
+SELECT t_eq('capture a part', (SELECT outcome FROM ordergate.claim_payment('K12', 'TK12', 500, 'card', charge_ref => 'CH12')), 'partial');
+SELECT t_eq('... the order pending, unprotected', (SELECT status || ' ' || coalesce(charge_until::text, '-') FROM ordergate.orders WHERE order_no = 'K12'), 'pending_payment -');
+SELECT t_eq('... a cancel_scheduled due now',
+    (SELECT count(*) FROM ordergate.outbox b
+      WHERE b.order_no = 'K12' AND b.event_type = 'cancel_scheduled'
+        AND (b.payload ->> 'due_at')::timestamptz = (SELECT c.ended_at FROM ordergate.charges c WHERE c.charge_ref = 'CH12')), 1::bigint);
+RESET ROLE;
+SELECT t_eq('... the consumer cancels it', (SELECT outcome FROM ordergate.claim_cancel(ARRAY['K12'], 'timeout_consumer')), 'cancelled');
+SELECT t_eq('... its part goes back', (SELECT kind FROM ordergate.exceptions WHERE order_no = 'K12'), 'cancelled_part');
+
 -- A charge whose bound passed no longer protects: the timeout cancels; no prompt event is
--- written when it then fails (the order was due already).
+-- written when it then fails (the order was due already); its capture is a late payment.
 SELECT ordergate.place_order('K7', 700, '[]', NULL, now() - interval '1 minute');
 SELECT ordergate.begin_charge('K7', 'CH7', 1);
+SELECT ordergate.place_order('K10', 1000, '[]', NULL, now() - interval '1 minute');
+SELECT ordergate.begin_charge('K10', 'CH10', 1);
 SELECT t_eq('protected within the bound', (SELECT outcome FROM ordergate.claim_cancel(ARRAY['K7'], 'timeout_scanner')), 'not_due');
 SELECT pg_sleep(1.1);
 SELECT t_eq('due once the bound passed', (SELECT count(*) FROM ordergate.scan_overdue('0', NULL, NULL, 100) WHERE order_no = 'K7'), 1::bigint);
 SELECT t_eq('cancelled once the bound passed', (SELECT outcome FROM ordergate.claim_cancel(ARRAY['K7'], 'timeout_scanner')), 'cancelled');
 SELECT t_eq('... the charge is still pending', (SELECT state FROM ordergate.charges WHERE charge_ref = 'CH7'), 'pending');
 SELECT t_eq('reconcile: a cancel after the bound is no violation (10)', t_viol(10), 0::bigint);
+SELECT t_eq('K10 cancelled after the bound', (SELECT outcome FROM ordergate.claim_cancel(ARRAY['K10'], 'timeout_consumer')), 'cancelled');
+SELECT t_eq('capture after the bound and the cancel: late', (SELECT outcome FROM ordergate.claim_payment('K10', 'TK10', 1000, 'card', charge_ref => 'CH10')), 'late_payment');
+SELECT t_eq('... the charge captured late', (SELECT concat_ws(' ', state, txn_no, ended_late) FROM ordergate.charges WHERE charge_ref = 'CH10'), 'captured TK10 t');
+SELECT t_eq('... its exception', (SELECT kind FROM ordergate.exceptions WHERE txn_no = 'TK10'), 'late_payment');
+SELECT t_eq('reconcile: a late capture after the bound is no violation (5, 10)', t_viol(5) + t_viol(10), 0::bigint);
 
 -- Invariant 10 finds a timeout cancel that ignored a charge within its bound (planted, rolled back).
 BEGIN;
@@ -146,13 +183,15 @@ ROLLBACK;
 
 -- archive: the charges move with their order; later calls answer from the archive.
 UPDATE ordergate.outbox SET published_at = now() WHERE published_at IS NULL;
-SELECT t_eq('archive moves the charges', (SELECT orders FROM ordergate.archive(now())), 6::bigint);
-SELECT t_eq('... into archived_charges', (SELECT string_agg(charge_ref || ':' || state, ' ' ORDER BY charge_ref) FROM ordergate.archived_charges), 'CH1:pending CH1b:failed CH1c:failed CH2:failed CH7:pending');
-SELECT t_eq('... the pending order keeps its charge', (SELECT string_agg(charge_ref, ' ') FROM ordergate.charges), 'CH6');
+SELECT t_eq('archive moves the charges', (SELECT orders FROM ordergate.archive(now())), 7::bigint);
+SELECT t_eq('... into archived_charges', (SELECT string_agg(charge_ref || ':' || state, ' ' ORDER BY charge_ref) FROM ordergate.archived_charges), 'CH1:pending CH11:captured CH1b:failed CH1c:failed CH2:failed CH7:pending');
+SELECT t_eq('... orders kept (pending, open exceptions) keep theirs', (SELECT string_agg(charge_ref, ' ' ORDER BY charge_ref) FROM ordergate.charges), 'CH10 CH12 CH6');
 SELECT t_eq('... charge_until carried', (SELECT count(*) FROM ordergate.archived_orders WHERE charge_until IS NOT NULL), 2::bigint);
 SET ROLE ordergate_order_service;
 SELECT t_eq('archived: begin again is a duplicate', (SELECT outcome FROM ordergate.begin_charge('K2', 'CH2', 60)), 'duplicate');
 SELECT t_error('archived: the ref on another order', $q$SELECT * FROM ordergate.begin_charge('K9', 'CH2', 60)$q$, '22023');
 SELECT t_eq('archived: begin a new charge', (SELECT outcome FROM ordergate.begin_charge('K2', 'CH2x', 60)), 'not_pending');
 SELECT t_eq('archived: failed again is a duplicate', ordergate.charge_failed('K2', 'CH2'), 'duplicate');
+SELECT t_eq('archived: a capture retried', (SELECT outcome FROM ordergate.claim_payment('K11', 'TK11', 1100, 'card', charge_ref => 'CH11')), 'duplicate');
+SELECT t_eq('archived: another capture of the charge is a double payment', (SELECT outcome FROM ordergate.claim_payment('K11', 'TK11b', 1100, 'card', charge_ref => 'CH11')), 'double_payment');
 RESET ROLE;

@@ -15,13 +15,13 @@ BEGIN
     IF p_key IS NULL
        OR (p_key NOT IN ('auto_refund_limit_cents', 'max_hold_seconds', 'schedule_cancels',
                          'refund_confirm_seconds', 'manual_review_max_age_seconds',
-                         'max_deadline_seconds', 'default_currency', 'max_pending_charge_seconds')
+                         'max_deadline_seconds', 'max_pending_charge_seconds', 'default_currency')
            AND NOT (p_key ~ '^auto_refund_limit\.[A-Z]{3}$'
                     AND EXISTS (SELECT 1 FROM currencies c WHERE c.code = substr(p_key, 19)))) THEN
         PERFORM _bad_arg('set_setting: key must be auto_refund_limit_cents, auto_refund_limit.<CODE> '
                          '(a code in currencies), max_hold_seconds, schedule_cancels, '
                          'refund_confirm_seconds, manual_review_max_age_seconds, max_deadline_seconds, '
-                         'default_currency or max_pending_charge_seconds');
+                         'max_pending_charge_seconds or default_currency');
     END IF;
     IF p_key = 'default_currency' THEN
         IF p_value IS NULL OR NOT EXISTS (SELECT 1 FROM currencies c WHERE c.code = p_value) THEN

@@ -26,9 +26,12 @@
 -- operator, reason: a payment taken by staff (channel 'manual'), both or neither: the payments
 -- row keeps them, and a paid outcome is logged with source manual_payment, actor = operator,
 -- note = reason. charge_ref: NULL or the reference of a charge of this order (1..128 of
--- [A-Za-z0-9._:-]); recorded with the payment.
+-- [A-Za-z0-9._:-], begun with begin_charge); recorded with the payment. The capture ends the
+-- charge (captured, with this txn_no) and recomputes the order's charge_until before the payment
+-- is decided as any other; a capture that leaves an order due (past its deadline, no charge left
+-- pending, not paid by this payment) schedules its cancel now, as charge_failed does.
 -- Errors, nothing written: 22023 for a malformed argument, an amount outside 1..10^15, an
--- unknown currency, operator
+-- unknown currency, a charge_ref never begun or of another order, operator
 -- without reason (or the reverse), operator with another channel than manual.
 --
 -- The claim is one conditional UPDATE of the order row: a part of an allow_partial order adds
@@ -78,6 +81,8 @@ DECLARE
     v_partial  boolean;
     v_excess   bigint;
     v_source   text;
+    v_due      boolean := false;  -- the capture left the order due now (_charge_end)
+    v_claimed  boolean;
     v_actor    text := _actor();
 BEGIN
     IF p_order_no IS NULL OR length(p_order_no) > 64 OR p_order_no !~ '^[A-Za-z0-9._:-]+$' THEN
@@ -98,6 +103,13 @@ BEGIN
     END IF;
     IF p_charge IS NOT NULL AND (length(p_charge) > 128 OR p_charge !~ '^[A-Za-z0-9._:-]+$') THEN
         PERFORM _bad_arg('claim_payment: charge_ref must be NULL or 1..128 characters of [A-Za-z0-9._:-]');
+    END IF;
+    -- A charge reference names one charge of one order forever: checked before anything is written.
+    IF p_charge IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM charges c WHERE c.charge_ref = p_charge AND c.order_no = p_order_no
+                       UNION ALL
+                       SELECT 1 FROM archived_charges a WHERE a.charge_ref = p_charge AND a.order_no = p_order_no) THEN
+        PERFORM _bad_arg(format('claim_payment: charge_ref %s names no charge of order %s', p_charge, p_order_no));
     END IF;
     IF (p_operator IS NULL) <> (p_reason IS NULL) THEN
         PERFORM _bad_arg('claim_payment: a payment taken by staff names both operator and reason');
@@ -123,8 +135,9 @@ BEGIN
                       (SELECT a.currency FROM archived_orders a WHERE a.order_no = p_order_no),
                       _default_currency());
 
-    INSERT INTO payments (txn_no, order_no, amount_cents, channel, outcome, currency, operator, reason)
-    VALUES (p_txn, p_order_no, p_amount, p_channel, 'processing', v_cur, p_operator, p_reason)
+    INSERT INTO payments (txn_no, order_no, amount_cents, channel, outcome, currency, operator, reason,
+                          charge_ref)
+    VALUES (p_txn, p_order_no, p_amount, p_channel, 'processing', v_cur, p_operator, p_reason, p_charge)
     ON CONFLICT (txn_no) DO NOTHING;
     IF NOT FOUND THEN
         -- The first outcome, hot or archived: an archive() that committed between the insert and
@@ -154,6 +167,13 @@ BEGIN
         RETURN;
     END IF;
 
+    -- The capture: the charge ends before the payment is decided (the order row locked first,
+    -- then the charge, as begin_charge and charge_failed lock them; the claim below updates the
+    -- row this holds).
+    IF p_charge IS NOT NULL THEN
+        SELECT e.o_due INTO v_due FROM _charge_end(p_order_no, p_charge, 'captured', p_txn) e;
+    END IF;
+
     -- The claim, one statement: the exact amount pays any order; a part of an allow_partial
     -- order is captured and pays it once the parts reach the amount (amounts are at most 10^15,
     -- so the sum cannot overflow). closed_at moves only with the status.
@@ -169,14 +189,23 @@ BEGIN
        AND (o.amount_cents = p_amount OR o.allow_partial)
     RETURNING o.status, o.coupon_id, o.shop, o.amount_cents, o.captured_cents, o.allow_partial
       INTO v_status, v_coupon, v_shop, v_amount, v_captured, v_partial;
+    v_claimed := FOUND;
 
-    IF FOUND AND v_status = 'pending_payment' THEN
+    -- A capture that ended the order's last protecting charge past its deadline and did not pay
+    -- it (a part, another amount or currency: the order, locked above, stays pending): its
+    -- cancel is due now (charge_failed.sql says how it is delivered).
+    IF v_due AND v_status IS DISTINCT FROM 'paid' AND _setting_bigint('schedule_cancels', 0) = 1 THEN
+        INSERT INTO outbox (event_type, order_no, payload)
+        VALUES ('cancel_scheduled', p_order_no, _cancel_message(p_order_no, now()));
+    END IF;
+
+    IF v_claimed AND v_status = 'pending_payment' THEN
         UPDATE payments p SET outcome = 'partial' WHERE p.txn_no = p_txn;
         RETURN QUERY SELECT 'partial'::text, 'pending_payment'::text, 'partial'::text;
         RETURN;
     END IF;
 
-    IF FOUND THEN
+    IF v_claimed THEN
         v_outcome := CASE WHEN v_partial AND v_captured > v_amount THEN 'overpaid' ELSE 'paid' END;
         IF v_coupon IS NOT NULL THEN
             UPDATE coupons c SET state = 'used' WHERE c.coupon_id = v_coupon AND c.state = 'locked';

@@ -8,7 +8,8 @@
  *  - a payment whose order row an order service holds locked: its claim waits at most a moment,
  *    the 50 due cancels behind it are cancelled at once while the lock is held, and the payment
  *    is applied once the lock goes (never dead-lettered for it).
- *  - payments that name a currency and come in parts (test_currency_and_parts).
+ *  - payments that name a currency, come in parts or capture a pending charge
+ *    (test_currency_and_parts).
  * Before, the first payment that failed made the whole batch retry: no cancel for
  * consumer.hook_retry_ms per failing payment, or for as long as the lock. */
 #include <setjmp.h>
@@ -201,6 +202,9 @@ static void test_currency_and_parts(void **state)
                         "'[{\"sku\":\"sku-1\",\"qty\":1}]'::jsonb, NULL, now() + interval "
                         "'1 hour', currency => 'JPY', allow_partial => true)");
     ct_place(&t, "M-3", 3600 * 1000L);
+    /* M-4: past its deadline, protected by a pending charge that the payment result captures. */
+    ct_place(&t, "M-4", -1000);
+    testdb_exec(t.conn, "SELECT ordergate.begin_charge('M-4', 'ch-M4', 3600)");
     produce_value(&t, "M-1",
                   "{\"v\":1,\"order_no\":\"M-1\",\"txn_no\":\"T-M1\",\"amount_cents\":1250,"
                   "\"channel\":\"card\",\"currency\":\"USD\"}");
@@ -213,10 +217,18 @@ static void test_currency_and_parts(void **state)
     produce_value(&t, "M-3",
                   "{\"v\":1,\"order_no\":\"M-3\",\"txn_no\":\"T-M3\",\"amount_cents\":1000,"
                   "\"channel\":\"card\",\"currency\":\"usd\"}");
+    produce_value(&t, "M-4",
+                  "{\"v\":1,\"order_no\":\"M-4\",\"txn_no\":\"T-M4\",\"amount_cents\":1000,"
+                  "\"channel\":\"sepa\",\"charge_ref\":\"ch-M4\"}");
     ct_spawn(&t, &p, "c1", t.topic, NULL);
 
     assert_int_equal(count_status(&t, "M-2", "paid", 1, PROGRESS_MS), 1);
-    assert_int_equal(ct_wait_committed(&t, t.payments, 0, 4, 15000), 4);
+    assert_int_equal(ct_wait_committed(&t, t.payments, 0, 5, 15000), 5);
+    /* The charge's capture paid its order, past the deadline, and ended the charge. */
+    assert_int_equal(count_status(&t, "M-4", "paid", 1, 0), 1);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.charges WHERE charge_ref = "
+                                   "'ch-M4' AND state = 'captured' AND txn_no = 'T-M4'"),
+                     1);
     assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.payments WHERE order_no = "
                                    "'M-2' AND currency = 'JPY' AND ((txn_no = 'T-M2-gift' AND "
                                    "outcome = 'partial') OR (txn_no = 'T-M2-card' AND outcome = "

@@ -803,7 +803,7 @@ GRANT EXECUTE ON FUNCTION ordergate.exceptions_open_count() TO ordergate_trigger
 FUNCTION ordergate.exceptions_overdue() RETURNS TABLE(refunds_unconfirmed bigint, reviews_overdue bigint);
 GRANT EXECUTE ON FUNCTION ordergate.exceptions_overdue() TO ordergate_trigger;
 
--- Checks the ten invariants in one snapshot: one row each, with violations and samples
+-- Checks the fourteen invariants in one snapshot: one row each, with violations and samples
 -- functions/scanner/reconcile.sql, SECURITY DEFINER, SET work_mem=64MB, random_page_cost=1.1
 FUNCTION ordergate.reconcile(p_since timestamp with time zone DEFAULT '-infinity'::timestamp with time zone, p_grace interval DEFAULT '00:00:00'::interval, p_scan_interval interval DEFAULT '00:05:00'::interval) RETURNS TABLE(invariant integer, name text, violations bigint, sample text[]);
 GRANT EXECUTE ON FUNCTION ordergate.reconcile(timestamp with time zone,interval,interval) TO ordergate_trigger;

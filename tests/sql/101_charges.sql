@@ -1,7 +1,7 @@
 -- Charges pending at the deadline: begin_charge and charge_failed, every outcome and refusal
 -- (each refusal 22023 with the database unchanged), the guard (claim_cancel not_due, due_times
 -- the charge's bound, the sweep leaves the order out), the prompt cancel after a failure past the
--- deadline, the capture by claim_payment's charge_ref, archive, reconcile's invariant 10 and the
+-- deadline, the capture by claim_payment's charge_ref, archive, reconcile's invariant 14 and the
 -- setting. The races are in tests/isolation (charge_vs_cancel.spec).
 
 SELECT og_reset();
@@ -83,7 +83,7 @@ SELECT t_eq('due_times with an earlier charge gives the deadline', (SELECT expir
 SELECT t_eq('scan_overdue leaves it out', (SELECT count(*) FROM ordergate.scan_overdue('0', NULL, NULL, 100) WHERE order_no = 'K2'), 0::bigint);
 SELECT t_eq('scan_overdue keyset page leaves it out', (SELECT count(*) FROM ordergate.scan_overdue('0', '-infinity', '', 100) WHERE order_no = 'K2'), 0::bigint);
 SELECT t_eq('scan_overdue_count leaves it out', (SELECT overdue FROM ordergate.scan_overdue_count('0')), 0::bigint);
-SELECT t_eq('reconcile: a protected order is not overdue (6)', t_viol(6) + t_viol(10), 0::bigint);
+SELECT t_eq('reconcile: a protected order is not overdue (6)', t_viol(6) + t_viol(14), 0::bigint);
 RESET ROLE;
 
 -- close_order (an operator) may close an order with a pending charge; the charge stays pending.
@@ -95,7 +95,7 @@ SELECT t_eq('a failure after the close: failed', ordergate.charge_failed('K1', '
 SELECT t_eq('... ended late', (SELECT ended_late FROM ordergate.charges WHERE charge_ref = 'CH1c'), true);
 SELECT t_eq('... no cancel scheduled for a closed order', (SELECT count(*) FROM ordergate.outbox WHERE order_no = 'K1' AND event_type = 'cancel_scheduled'), 1::bigint);
 RESET ROLE;
-SELECT t_eq('reconcile: a manual close is no violation (10)', t_viol(10), 0::bigint);
+SELECT t_eq('reconcile: a manual close is no violation (14)', t_viol(14), 0::bigint);
 SET ROLE ordergate_order_service;
 
 -- charge_failed past the deadline: the order is due now, a cancel_scheduled due now is written.
@@ -112,7 +112,7 @@ SELECT t_eq('... nothing written', pg_temp.t_state(), :'s2');
 RESET ROLE;
 SET ROLE ordergate_trigger;
 SELECT t_eq('the order is due', (SELECT outcome FROM ordergate.claim_cancel(ARRAY['K2'], 'timeout_consumer')), 'cancelled');
-SELECT t_eq('reconcile: a cancel after the failure is no violation (10)', t_viol(10), 0::bigint);
+SELECT t_eq('reconcile: a cancel after the failure is no violation (14)', t_viol(14), 0::bigint);
 RESET ROLE;
 
 -- With schedule_cancels = 0 no event: the scanner's next run is the path.
@@ -165,12 +165,12 @@ SELECT pg_sleep(1.1);
 SELECT t_eq('due once the bound passed', (SELECT count(*) FROM ordergate.scan_overdue('0', NULL, NULL, 100) WHERE order_no = 'K7'), 1::bigint);
 SELECT t_eq('cancelled once the bound passed', (SELECT outcome FROM ordergate.claim_cancel(ARRAY['K7'], 'timeout_scanner')), 'cancelled');
 SELECT t_eq('... the charge is still pending', (SELECT state FROM ordergate.charges WHERE charge_ref = 'CH7'), 'pending');
-SELECT t_eq('reconcile: a cancel after the bound is no violation (10)', t_viol(10), 0::bigint);
+SELECT t_eq('reconcile: a cancel after the bound is no violation (14)', t_viol(14), 0::bigint);
 SELECT t_eq('K10 cancelled after the bound', (SELECT outcome FROM ordergate.claim_cancel(ARRAY['K10'], 'timeout_consumer')), 'cancelled');
 SELECT t_eq('capture after the bound and the cancel: late', (SELECT outcome FROM ordergate.claim_payment('K10', 'TK10', 1000, 'card', charge_ref => 'CH10')), 'late_payment');
 SELECT t_eq('... the charge captured late', (SELECT concat_ws(' ', state, txn_no, ended_late) FROM ordergate.charges WHERE charge_ref = 'CH10'), 'captured TK10 t');
 SELECT t_eq('... its exception', (SELECT kind FROM ordergate.exceptions WHERE txn_no = 'TK10'), 'late_payment');
-SELECT t_eq('reconcile: a late capture after the bound is no violation (5, 10)', t_viol(5) + t_viol(10), 0::bigint);
+SELECT t_eq('reconcile: a late capture after the bound is no violation (5, 14)', t_viol(5) + t_viol(14), 0::bigint);
 
 -- Invariant 10 finds a timeout cancel that ignored a charge within its bound (planted, rolled back).
 BEGIN;
@@ -178,7 +178,7 @@ SELECT ordergate.place_order('K8', 800, '[]', NULL, now() - interval '1 minute')
 SELECT ordergate.begin_charge('K8', 'CH8', 60);
 UPDATE ordergate.orders SET charge_until = NULL WHERE order_no = 'K8';
 SELECT ordergate.claim_cancel(ARRAY['K8'], 'timeout_scanner');
-SELECT t_eq('reconcile: a timeout cancel within the bound (10)', (SELECT violations || ' ' || sample::text FROM ordergate.reconcile() WHERE invariant = 10), '1 {K8}');
+SELECT t_eq('reconcile: a timeout cancel within the bound (14)', (SELECT violations || ' ' || sample::text FROM ordergate.reconcile() WHERE invariant = 14), '1 {K8}');
 ROLLBACK;
 
 -- archive: the charges move with their order; later calls answer from the archive.

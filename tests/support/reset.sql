@@ -18,5 +18,7 @@ BEGIN
     UPDATE ordergate.settings SET value = '259200' WHERE key = 'manual_review_max_age_seconds';
     UPDATE ordergate.settings SET value = '31622400' WHERE key = 'max_deadline_seconds';
     UPDATE ordergate.settings SET value = '259200' WHERE key = 'max_pending_charge_seconds';
+    UPDATE ordergate.settings SET value = 'USD' WHERE key = 'default_currency';
+    DELETE FROM ordergate.settings WHERE key LIKE 'auto\_refund\_limit.%';
 END
 $$;

@@ -1,8 +1,8 @@
 /* The settings reference, generated from the settings table (common/cfg.c) and the services'
  * flags (common/opt.c): docs/settings.md and the commented example deploy/ordergate.conf are
- * this module's output, committed, and a test (tests/unit/check_settings_doc.sh) fails when
- * either differs from what the built binary prints. Owns only the layout of those two files;
- * the meaning of a setting is the table's, the words of a flag opt_services'. */
+ * this module's output, committed, and a test (unit_settings_doc, tests/unit/settings_doc.cmake)
+ * fails when either differs from what the built binary prints. Owns only the layout of those
+ * two files; the meaning of a setting is the table's, the words of a flag opt_services'. */
 #ifndef OG_COMMON_CFG_DOC_H
 #define OG_COMMON_CFG_DOC_H
 

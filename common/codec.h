@@ -75,15 +75,14 @@ enum og_status codec_decode_cancel(const void *key, size_t key_len, const void *
 enum og_status codec_decode_payment(const void *key, size_t key_len, const void *value,
                                     size_t value_len, struct codec_payment *out,
                                     struct og_error *err);
+enum og_status codec_decode_refund(const void *key, size_t key_len, const void *value,
+                                   size_t value_len, struct codec_refund *out,
+                                   struct og_error *err);
 
 /* What can be read of a payment result that did not decode, for the record of its refusal:
  * each of order_no (the value's, else a key that is a valid order number), txn_no,
  * amount_cents, channel, currency and charge_ref that is present and valid by itself is filled, the
  * others are left empty (0 for the amount). Never fails; any bytes are accepted. */
-enum og_status codec_decode_refund(const void *key, size_t key_len, const void *value,
-                                   size_t value_len, struct codec_refund *out,
-                                   struct og_error *err);
-
 void codec_salvage_payment(const void *key, size_t key_len, const void *value, size_t value_len,
                            struct codec_payment *out);
 

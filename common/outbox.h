@@ -50,8 +50,8 @@ void outbox_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque);
 const char *outbox_topic_for(const struct og_config *cfg, const char *event_type);
 
 /* producer: an idempotent producer owned by the caller (not destroyed here).
- * db: a connection used only by the relay (it holds a transaction open). */
-/* The topics and batch size are copied from cfg (outbox.topic, refund_topic,
+ * db: a connection used only by the relay (it holds a transaction open).
+ * The topics and batch size are copied from cfg (outbox.topic, refund_topic,
  * alert_topic, outbox.batch). Returns NULL when out of memory or when an
  * argument is missing or the producer lacks a dr_msg_cb (logged). Free the
  * relay before destroying the producer: outbox_relay_free waits (bounded)
@@ -59,13 +59,11 @@ const char *outbox_topic_for(const struct og_config *cfg, const char *event_type
 struct outbox_relay *outbox_relay_new(struct db *db, rd_kafka_t *producer,
                                       const struct og_config *cfg);
 void outbox_relay_free(struct outbox_relay *relay);
-/* Publishes at most one batch. *published receives how many rows were marked. */
-enum og_status outbox_relay_step(struct outbox_relay *relay, size_t *published,
-                                 struct og_error *err);
-/* Step contract: the transaction is BEGIN ... COMMIT on the relay's own
- * connection, never retried inside (a transient database error returns
- * retriable and the next step starts over on a reconnected session). Each
- * locked row ends the step in one of three ways:
+/* Publishes at most one batch. *published receives how many rows were marked.
+ * The transaction is BEGIN ... COMMIT on the relay's own connection, never
+ * retried inside (a transient database error returns retriable and the next
+ * step starts over on a reconnected session). Each locked row ends the step
+ * in one of three ways:
  *   - acknowledged by the broker: marked published and committed, even when
  *     other rows of the batch failed, so it is never sent again by a retry;
  *   - quarantined: the event can never be published as it is (a
@@ -90,6 +88,8 @@ enum og_status outbox_relay_step(struct outbox_relay *relay, size_t *published,
  * signals_stop raised, a step hands nothing new to the producer and returns
  * OG_ERR_STOPPED. Per order, an event left for a later step may reach its
  * topic after a later event of the same order that went through. */
+enum og_status outbox_relay_step(struct outbox_relay *relay, size_t *published,
+                                 struct og_error *err);
 /* Delivery timeout per step in milliseconds (default 10000). */
 void outbox_relay_set_timeout(struct outbox_relay *relay, int timeout_ms);
 /* Which failed steps a relay logs: the first of a run of failures, every one whose reason

@@ -11,7 +11,7 @@
 #     (any warning fails), and `systemd-analyze security --offline` stays at "OK";
 #   - Prometheus: deploy/prometheus/test-rules.sh (`promtool check rules`, `promtool test rules`,
 #     no rule on a job name, every alert tested firing and silent); every alert has a severity, a
-#     summary and a runbook_url whose anchor exists in docs/operations.md; every metric an alert
+#     summary and a runbook_url whose anchor exists in docs/alerts.md; every metric an alert
 #     or the dashboard uses is documented there;
 #   - Grafana: the dashboard is JSON with unique panel ids on the ${datasource} variable;
 #   - Kubernetes: `kubectl kustomize` renders the directory, and renders no Secret (the real one is

@@ -29,15 +29,19 @@ void scanner_metrics_record(const struct sweep_result *res, const struct runlog_
                             bool alarm);
 /* A sweep_params.on_batch hook: observes the batch durations. */
 void scanner_metrics_batch(double page_s, double claim_s, void *arg);
+
+/* At most this many hook functions get a series of their own; the failures of any further hook
+ * share the series hook="other" (metric_series). */
+#define SCANNER_HOOK_SERIES_MAX 16
+
+/* ordergate_scanner_hook_failures_total{hook="..."}: n more orders whose claim the hook failed. */
+void scanner_metrics_hook_failed(const char *hook, double n);
+
 /* --reconcile has metrics of its own (its textfile holds nothing else):
  * ordergate_reconcile_violations{invariant}, ordergate_exceptions_open,
  * ordergate_reconcile_repaired, ordergate_reconcile_last_run_success and
  * _timestamp_seconds. After a failed check only the last two are written:
  * a missing figure is better than a false zero. */
-#define SCANNER_HOOK_SERIES_MAX 16
-
-/* ordergate_scanner_hook_failures_total{hook="..."}: n more orders whose claim the hook failed. */
-void scanner_metrics_hook_failed(const char *hook, double n);
 enum og_status scanner_metrics_init_reconcile(struct og_error *err);
 /* r == NULL: the reconciliation failed. */
 void scanner_metrics_record_reconcile(const struct reconcile_result *r);

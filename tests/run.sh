@@ -9,6 +9,11 @@
 #   tests/run.sh                 everything
 #   tests/run.sh -R consumer     only tests whose name matches (passed to ctest)
 #   tests/run.sh -L unit         only a label (unit, db, kafka, isolation, drill, deploy, fuzz)
+#   tests/run.sh --quick         the quick loop, under two minutes on 2 cores: formatting, build/
+#                                (the unit_tests target only: what `ctest -L unit` runs), the unit
+#                                tests; no services, no sanitizer or Release build, no Kafka jars,
+#                                and no package beyond what the build needs. Further arguments
+#                                go to ctest (tests/run.sh --quick -R codec).
 #
 # Environment:
 #   ORDERGATE_USE_EXISTING=1     use the PostgreSQL (PGHOST, PGPORT, PGUSER; a superuser
@@ -28,15 +33,23 @@ cd "$repo"
 jobs=${ORDERGATE_JOBS:-$(nproc)}
 t_start=$(date +%s)
 step() { printf '\n==> %s (%ss)\n' "$*" "$(($(date +%s) - t_start))"; }
+quick=0
+if [ "${1:-}" = --quick ]; then
+    quick=1
+    shift
+fi
 
 # ------------------------------------------------------------------------------------------
 # 1. Dependencies (Debian packages)
 # ------------------------------------------------------------------------------------------
-debs=(build-essential cmake ninja-build pkg-config git
-      librdkafka-dev libpq-dev libconfig-dev libcmocka-dev libjansson-dev libmicrohttpd-dev
-      postgresql-15 postgresql-client-15 kcat openssl clang clang-format libclang-rt-14-dev
-      openjdk-17-jdk-headless maven python3 python3-yaml python3-psycopg2 systemd prometheus
-      pgbouncer)
+# What the build and the formatting check need (all --quick installs), then what the services
+# and the other tests need.
+debs=(build-essential cmake ninja-build pkg-config git clang-format
+      librdkafka-dev libpq-dev libconfig-dev libcmocka-dev libjansson-dev libmicrohttpd-dev)
+[ $quick = 1 ] ||
+    debs+=(postgresql-15 postgresql-client-15 kcat openssl clang libclang-rt-14-dev
+           openjdk-17-jdk-headless maven python3 python3-yaml python3-psycopg2 systemd prometheus
+           pgbouncer)
 missing=()
 for p in "${debs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -68,7 +81,27 @@ if [ ${#sources[@]} -gt 0 ]; then
 fi
 
 # ------------------------------------------------------------------------------------------
-# 3. Kafka jars, builds
+# 3. The quick loop ends here: build/'s unit tests, with no service reachable through the
+#    environment (a unit test that reached for one fails here instead of passing on a developer's
+#    machine that happens to run them).
+# ------------------------------------------------------------------------------------------
+if [ $quick = 1 ]; then
+    step "building build (unit_tests)"
+    cmake -S . -B build -G Ninja -DOG_WERROR=ON >/dev/null
+    cmake --build build -j "$jobs" --target unit_tests
+    step "ctest -L unit in build"
+    status=0
+    (cd build &&
+        env -u PGHOST -u PGHOSTADDR -u PGPORT -u PGUSER -u PGPASSWORD -u PGDATABASE \
+            -u PGSERVICE -u ORDERGATE_DB -u ORDERGATE_BROKERS -u ORDERGATE_KAFKA_TLS_BROKERS \
+            -u ORDERGATE_PGBOUNCER_PORT \
+            ctest --output-on-failure -j "$jobs" -L unit "$@") || status=1
+    step "done: $([ $status -eq 0 ] && echo passed || echo FAILED)"
+    exit $status
+fi
+
+# ------------------------------------------------------------------------------------------
+# 4. Kafka jars, builds
 # ------------------------------------------------------------------------------------------
 if [ "${ORDERGATE_USE_EXISTING:-0}" != 1 ]; then
     step "fetching Kafka jars (cached)"
@@ -93,7 +126,7 @@ if [ "${ORDERGATE_NO_RELEASE:-0}" != 1 ]; then
 fi
 
 # ------------------------------------------------------------------------------------------
-# 4. Services: stopped again whatever happens next
+# 5. Services: stopped again whatever happens next
 # ------------------------------------------------------------------------------------------
 if [ "${ORDERGATE_USE_EXISTING:-0}" != 1 ]; then
     export ORDERGATE_STATE_DIR=${ORDERGATE_TEST_STATE_DIR:-${TMPDIR:-/tmp}/ordergate-test.$$}
@@ -119,7 +152,7 @@ echo "PGHOST=${PGHOST:-} PGPORT=${PGPORT:-} ORDERGATE_BROKERS=${ORDERGATE_BROKER
     "ORDERGATE_PGBOUNCER_PORT=${ORDERGATE_PGBOUNCER_PORT:-}"
 
 # ------------------------------------------------------------------------------------------
-# 5. Tests, in each build
+# 6. Tests, in each build
 # ------------------------------------------------------------------------------------------
 # Leaks, ASan and UBSan findings all fail the test that hit them.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}

@@ -6,6 +6,8 @@ add_test(NAME unit_settings_doc
                  -DSRC=${PROJECT_SOURCE_DIR} -DOUT=${CMAKE_CURRENT_BINARY_DIR} -DMODE=check
                  -P ${CMAKE_CURRENT_LIST_DIR}/settings_doc.cmake)
 set_tests_properties(unit_settings_doc PROPERTIES LABELS unit TIMEOUT 60)
+# What it runs is built with the other unit tests (tests/run.sh --quick).
+add_dependencies(unit_tests ordergate-scanner)
 add_custom_target(settings_doc
                   COMMAND ${CMAKE_COMMAND} -DBIN=$<TARGET_FILE:ordergate-scanner>
                           -DSRC=${PROJECT_SOURCE_DIR} -DOUT=${CMAKE_CURRENT_BINARY_DIR}

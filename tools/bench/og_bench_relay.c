@@ -460,7 +460,7 @@ static void run_batch(const struct opts *o, const char *run, int batch, struct r
     snprintf(num, sizeof(num), "%d", o->interval_ms);
     cfg_or_die(&cfg, "outbox.interval_ms", num);
     cfg_or_die(&cfg, "database.conninfo", g.conninfo);
-    /* Opened as the consumer opens its relay's (consumer/relay.c); the placing sessions, the
+    /* Opened as the consumer opens its relay's (consumer/relay_thread.c); the placing sessions, the
      * shop's, retry by the same policy. */
     if (cfg_db_open(&cfg, PROG "-outbox", NULL, &bench_stop, &rdb, &err) != OG_OK ||
         db_connect(rdb, &err) != OG_OK)

@@ -1,4 +1,4 @@
-/* --reconcile: checks the nine invariants (schema/README.md, "The
+/* --reconcile: checks the thirteen invariants (schema/README.md, "The
  * invariants reconcile() checks") with ordergate.reconcile()
  * (schema/functions/scanner/reconcile.sql), repairs what may be repaired (a
  * successful payment that hit a cancelled order without its exception gets
@@ -23,7 +23,7 @@ struct reconcile_params {
 #define RECONCILE_MAX_INVARIANT 15
 
 struct reconcile_result {
-    int invariants; /* rows reconcile() returned (9) */
+    int invariants; /* rows reconcile() returned (13) */
     int invariants_violated;
     int64_t violations;                                /* total after any repair */
     int64_t by_invariant[RECONCILE_MAX_INVARIANT + 1]; /* index = invariant number */

@@ -56,6 +56,35 @@ ALTER DEFAULT PRIVILEGES FOR ROLE ordergate_owner REVOKE EXECUTE ON FUNCTIONS FR
 
 -- ---- Tables (the hot tables, the archive, the migration runner's) ----
 
+-- Charges in flight at a payment provider (begin_charge): pending, then captured or failed once
+CREATE TABLE ordergate.charges (
+    -- The provider's reference of the charge: names one charge of one order, ever
+    charge_ref text COLLATE "C" NOT NULL,
+    -- The order the charge pays for
+    order_no text COLLATE "C" NOT NULL,
+    -- pending, then captured (claim_payment with charge_ref) or failed (charge_failed)
+    state text NOT NULL DEFAULT 'pending'::text,
+    -- When begin_charge recorded it
+    begun_at timestamp with time zone NOT NULL DEFAULT now(),
+    -- begun_at + max_seconds: the charge protects its order from a timeout cancel until then
+    bound_at timestamp with time zone NOT NULL,
+    -- When it was captured or failed; NULL while pending
+    ended_at timestamp with time zone,
+    -- The payment that captured it; NULL unless captured
+    txn_no text COLLATE "C",
+    -- It ended after its order had closed (a late capture, a failure reported after the cancel)
+    ended_late boolean NOT NULL DEFAULT false,
+    CONSTRAINT charges_pkey PRIMARY KEY (charge_ref),
+    CONSTRAINT charges_order_no_fkey FOREIGN KEY (order_no) REFERENCES ordergate.orders(order_no),
+    CONSTRAINT charges_charge_ref_check CHECK (((length(charge_ref) <= 128) AND (charge_ref ~ '^[A-Za-z0-9._:-]+$'::text))),
+    CONSTRAINT charges_ended_check CHECK (((state = 'pending'::text) = (ended_at IS NULL))),
+    CONSTRAINT charges_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'captured'::text, 'failed'::text]))),
+    CONSTRAINT charges_txn_check CHECK (((state = 'captured'::text) = (txn_no IS NOT NULL)))
+);
+-- An order's charges: charge_until's recomputation, archive(), reconcile
+CREATE INDEX charges_order_no_idx ON ordergate.charges USING btree (order_no);
+GRANT SELECT ON ordergate.charges TO ordergate_order_service;
+
 -- Coupons: available, locked by a pending order, or used by a paid one (invariant 3)
 CREATE TABLE ordergate.coupons (
     -- The coupon: 1..128 characters
@@ -69,6 +98,21 @@ CREATE TABLE ordergate.coupons (
     CONSTRAINT coupons_state_check CHECK ((state = ANY (ARRAY['available'::text, 'locked'::text, 'used'::text])))
 );
 GRANT SELECT ON ordergate.coupons TO ordergate_order_service, ordergate_service;
+
+-- The currencies an order may be placed in: ISO 4217 alpha-3 codes with their minor-unit exponents
+CREATE TABLE ordergate.currencies (
+    -- The ISO 4217 alpha-3 code, upper case (EUR, JPY, KWD)
+    code text COLLATE "C" NOT NULL,
+    -- Digits of the minor unit: an amount_cents of 1 is 10^-exponent of the currency (JPY 0, EUR 2, KWD 3)
+    exponent smallint NOT NULL,
+    -- The currency's name as ISO 4217 gives it
+    name text NOT NULL,
+    CONSTRAINT currencies_pkey PRIMARY KEY (code),
+    CONSTRAINT currencies_code_check CHECK ((code ~ '^[A-Z]{3}$'::text)),
+    CONSTRAINT currencies_exponent_check CHECK (((exponent >= 0) AND (exponent <= 4))),
+    CONSTRAINT currencies_name_check CHECK (((length(name) >= 1) AND (length(name) <= 128)))
+);
+GRANT SELECT ON ordergate.currencies TO ordergate_order_service, ordergate_service;
 
 -- Payments that need a follow-up (late, double, mismatched, unknown order, refused result) and how they end
 CREATE TABLE ordergate.exceptions (
@@ -98,8 +142,10 @@ CREATE TABLE ordergate.exceptions (
     refused_key text COLLATE "C",
     -- Written for an order not in orders (archived, unknown, none): archive() finds it by this
     detached boolean NOT NULL DEFAULT false,
+    -- The currency of amount_cents (NULL when the amount is unknown)
+    currency text COLLATE "C",
     CONSTRAINT exceptions_pkey PRIMARY KEY (id),
-    CONSTRAINT exceptions_kind_check CHECK ((kind = ANY (ARRAY['late_payment'::text, 'double_payment'::text, 'amount_mismatch'::text, 'unknown_order'::text, 'refused_payment'::text]))),
+    CONSTRAINT exceptions_kind_check CHECK ((kind = ANY (ARRAY['late_payment'::text, 'double_payment'::text, 'amount_mismatch'::text, 'unknown_order'::text, 'refused_payment'::text, 'currency_mismatch'::text, 'overpaid'::text, 'cancelled_part'::text]))),
     CONSTRAINT exceptions_refused_key_check CHECK (((kind = 'refused_payment'::text) = (refused_key IS NOT NULL))),
     CONSTRAINT exceptions_resolution_check CHECK ((resolution = ANY (ARRAY['auto_refund'::text, 'manual_review'::text]))),
     CONSTRAINT exceptions_state_check CHECK ((state = ANY (ARRAY['open'::text, 'resolved'::text, 'refunded'::text])))
@@ -203,9 +249,19 @@ CREATE TABLE ordergate.orders (
     closed_at timestamp with time zone,
     -- The shop's own data (a JSON object), copied into every event of the order; never read by ordergate
     shop jsonb,
+    -- The ISO 4217 code of amount_cents (currencies); set when placed, immutable
+    currency text COLLATE "C" NOT NULL,
+    -- The order may be paid in parts: parts below the amount are captured, the one that reaches it pays
+    allow_partial boolean NOT NULL DEFAULT false,
+    -- The parts captured so far (allow_partial orders; 0 otherwise); changes only while pending
+    captured_cents bigint NOT NULL DEFAULT 0,
+    -- The latest bound of the order's pending charges, NULL when none is pending: no timeout cancel before it
+    charge_until timestamp with time zone,
     CONSTRAINT orders_pkey PRIMARY KEY (order_no),
     CONSTRAINT orders_coupon_id_fkey FOREIGN KEY (coupon_id) REFERENCES ordergate.coupons(coupon_id),
+    CONSTRAINT orders_currency_fkey FOREIGN KEY (currency) REFERENCES ordergate.currencies(code),
     CONSTRAINT orders_amount_cents_check CHECK ((amount_cents > 0)),
+    CONSTRAINT orders_captured_cents_check CHECK (((captured_cents >= 0) AND (allow_partial OR (captured_cents = 0)))),
     CONSTRAINT orders_order_no_check CHECK (((length(order_no) <= 64) AND (order_no ~ '^[A-Za-z0-9._:-]+$'::text))),
     CONSTRAINT orders_shop_check CHECK (((shop IS NULL) OR (jsonb_typeof(shop) = 'object'::text))),
     CONSTRAINT orders_status_check CHECK ((status = ANY (ARRAY['pending_payment'::text, 'paid'::text, 'cancelled'::text])))
@@ -218,12 +274,14 @@ CREATE UNIQUE INDEX orders_live_coupon_uq ON ordergate.orders USING btree (coupo
 CREATE INDEX orders_overdue_idx ON ordergate.orders USING btree (expire_at, order_no) WHERE (status = 'pending_payment'::text);
 -- Sets closed_at when the status leaves pending without it
 CREATE TRIGGER orders_a_closed_at BEFORE UPDATE ON ordergate.orders FOR EACH ROW WHEN (((old.status IS DISTINCT FROM new.status) AND (new.closed_at IS NULL))) EXECUTE FUNCTION ordergate.orders_closed_at();
+-- An order inserted without a currency gets default_currency
+CREATE TRIGGER orders_currency_default BEFORE INSERT ON ordergate.orders FOR EACH ROW WHEN ((new.currency IS NULL)) EXECUTE FUNCTION ordergate.currency_default();
 -- Refuses deleting an order that left pending_payment, but by archive() (OG003)
 CREATE TRIGGER orders_guard_delete BEFORE DELETE ON ordergate.orders FOR EACH ROW EXECUTE FUNCTION ordergate.orders_guard();
 -- Fills original_expire_at, and closed_at of an order inserted closed
 CREATE TRIGGER orders_guard_insert BEFORE INSERT ON ordergate.orders FOR EACH ROW EXECUTE FUNCTION ordergate.orders_guard();
 -- Refuses an update outside the state machine or of an immutable column (OG001, OG002)
-CREATE TRIGGER orders_guard_update BEFORE UPDATE ON ordergate.orders FOR EACH ROW WHEN ((((old.status IS DISTINCT FROM new.status) AND (NOT ((old.status = 'pending_payment'::text) AND (new.status = ANY (ARRAY['paid'::text, 'cancelled'::text]))))) OR (old.order_no IS DISTINCT FROM new.order_no) OR (old.amount_cents IS DISTINCT FROM new.amount_cents) OR (old.coupon_id IS DISTINCT FROM new.coupon_id) OR (old.created_at IS DISTINCT FROM new.created_at) OR (old.original_expire_at IS DISTINCT FROM new.original_expire_at) OR ((old.status <> 'pending_payment'::text) AND (old.expire_at IS DISTINCT FROM new.expire_at)) OR ((NOT (old.status IS DISTINCT FROM new.status)) AND (old.closed_at IS DISTINCT FROM new.closed_at)))) EXECUTE FUNCTION ordergate.orders_guard();
+CREATE TRIGGER orders_guard_update BEFORE UPDATE ON ordergate.orders FOR EACH ROW WHEN ((((old.status IS DISTINCT FROM new.status) AND (NOT ((old.status = 'pending_payment'::text) AND (new.status = ANY (ARRAY['paid'::text, 'cancelled'::text]))))) OR (old.order_no IS DISTINCT FROM new.order_no) OR (old.amount_cents IS DISTINCT FROM new.amount_cents) OR (old.coupon_id IS DISTINCT FROM new.coupon_id) OR (old.created_at IS DISTINCT FROM new.created_at) OR (old.original_expire_at IS DISTINCT FROM new.original_expire_at) OR (old.currency IS DISTINCT FROM new.currency) OR (old.allow_partial IS DISTINCT FROM new.allow_partial) OR ((old.status <> 'pending_payment'::text) AND (old.expire_at IS DISTINCT FROM new.expire_at)) OR ((old.status <> 'pending_payment'::text) AND (old.captured_cents IS DISTINCT FROM new.captured_cents)) OR (new.captured_cents < old.captured_cents) OR ((NOT (old.status IS DISTINCT FROM new.status)) AND (old.closed_at IS DISTINCT FROM new.closed_at)))) EXECUTE FUNCTION ordergate.orders_guard();
 GRANT SELECT ON ordergate.orders TO ordergate_order_service, ordergate_service;
 
 -- Events written in the transaction that caused them, published by the relay; kept after publication
@@ -277,15 +335,27 @@ CREATE TABLE ordergate.payments (
     outcome text NOT NULL DEFAULT 'processing'::text,
     -- When the payment was first claimed
     created_at timestamp with time zone NOT NULL DEFAULT now(),
+    -- The currency the payment was made in (the order's when the callback named none)
+    currency text COLLATE "C" NOT NULL,
+    -- A payment taken by staff: who took it (channel manual); NULL otherwise
+    operator text,
+    -- A payment taken by staff: why, as the operator gave it; NULL otherwise
+    reason text,
+    -- The charge this payment captured (claim_payment's charge_ref), NULL for a plain payment
+    charge_ref text COLLATE "C",
     CONSTRAINT payments_pkey PRIMARY KEY (txn_no),
     CONSTRAINT payments_amount_cents_check CHECK ((amount_cents > 0)),
-    CONSTRAINT payments_outcome_check CHECK ((outcome = ANY (ARRAY['processing'::text, 'paid'::text, 'late_payment'::text, 'double_payment'::text, 'amount_mismatch'::text, 'not_found'::text]))),
+    CONSTRAINT payments_currency_check CHECK ((currency ~ '^[A-Z]{3}$'::text)),
+    CONSTRAINT payments_operator_check CHECK (((operator IS NULL) = (reason IS NULL))),
+    CONSTRAINT payments_outcome_check CHECK ((outcome = ANY (ARRAY['processing'::text, 'paid'::text, 'partial'::text, 'overpaid'::text, 'late_payment'::text, 'double_payment'::text, 'amount_mismatch'::text, 'currency_mismatch'::text, 'not_found'::text]))),
     CONSTRAINT payments_txn_no_check CHECK (((length(txn_no) <= 128) AND (txn_no ~ '^[A-Za-z0-9._:-]+$'::text)))
 );
--- No order is paid by two transactions
-CREATE UNIQUE INDEX payments_one_paid_per_order_uq ON ordergate.payments USING btree (order_no) WHERE (outcome = 'paid'::text);
+-- No order is paid by two transactions (paid or overpaid)
+CREATE UNIQUE INDEX payments_one_paid_per_order_uq ON ordergate.payments USING btree (order_no) WHERE (outcome = ANY (ARRAY['paid'::text, 'overpaid'::text]));
 -- An order's payments (order_report, reconcile, archive)
 CREATE INDEX payments_order_no_idx ON ordergate.payments USING btree (order_no);
+-- A payment inserted without a currency gets default_currency
+CREATE TRIGGER payments_currency_default BEFORE INSERT ON ordergate.payments FOR EACH ROW WHEN ((new.currency IS NULL)) EXECUTE FUNCTION ordergate.currency_default();
 GRANT SELECT ON ordergate.payments TO ordergate_order_service, ordergate_service;
 
 -- Refund results reported by record_refund, one per refund reference
@@ -432,7 +502,7 @@ CREATE TABLE ordergate.status_log (
     -- When the transition was written
     created_at timestamp with time zone NOT NULL DEFAULT now(),
     CONSTRAINT status_log_pkey PRIMARY KEY (order_no),
-    CONSTRAINT status_log_source_check CHECK ((source = ANY (ARRAY['timeout_consumer'::text, 'timeout_scanner'::text, 'payment_callback'::text, 'manual'::text])))
+    CONSTRAINT status_log_source_check CHECK ((source = ANY (ARRAY['timeout_consumer'::text, 'timeout_scanner'::text, 'payment_callback'::text, 'manual'::text, 'manual_payment'::text])))
 );
 -- No update, no delete but by archive() (OG004)
 CREATE TRIGGER status_log_append_only BEFORE DELETE OR UPDATE ON ordergate.status_log FOR EACH STATEMENT EXECUTE FUNCTION ordergate.status_log_append_only();
@@ -462,6 +532,23 @@ CREATE TABLE ordergate.schema_migrations (
 );
 GRANT SELECT ON ordergate.schema_migrations TO ordergate_order_service, ordergate_service;
 
+-- Charges of archived orders (archive() moves them with their order)
+CREATE TABLE ordergate.archived_charges (
+    charge_ref text COLLATE "C" NOT NULL,
+    order_no text COLLATE "C" NOT NULL,
+    state text NOT NULL DEFAULT 'pending'::text,
+    begun_at timestamp with time zone NOT NULL DEFAULT now(),
+    bound_at timestamp with time zone NOT NULL,
+    ended_at timestamp with time zone,
+    txn_no text COLLATE "C",
+    ended_late boolean NOT NULL DEFAULT false,
+    archived_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT archived_charges_pkey PRIMARY KEY (charge_ref)
+);
+-- An archived order's charges
+CREATE INDEX archived_charges_order_no_idx ON ordergate.archived_charges USING btree (order_no);
+GRANT SELECT ON ordergate.archived_charges TO ordergate_order_service;
+
 -- Archived exceptions: the columns of exceptions plus archived_at
 CREATE TABLE ordergate.archived_exceptions (
     id bigint NOT NULL,
@@ -477,6 +564,7 @@ CREATE TABLE ordergate.archived_exceptions (
     resolved_by text,
     refused_key text COLLATE "C",
     archived_at timestamp with time zone NOT NULL DEFAULT now(),
+    currency text COLLATE "C",
     CONSTRAINT archived_exceptions_pkey PRIMARY KEY (id)
 );
 -- An archived exception by transaction number (record_refund)
@@ -505,10 +593,17 @@ CREATE TABLE ordergate.archived_orders (
     closed_at timestamp with time zone,
     archived_at timestamp with time zone NOT NULL DEFAULT now(),
     shop jsonb,
+    currency text COLLATE "C" NOT NULL,
+    allow_partial boolean NOT NULL DEFAULT false,
+    captured_cents bigint NOT NULL DEFAULT 0,
+    -- As orders.charge_until when the order was archived
+    charge_until timestamp with time zone,
     CONSTRAINT archived_orders_pkey PRIMARY KEY (order_no)
 );
 -- Coupons used by archived paid orders (invariant 3)
 CREATE INDEX archived_orders_coupon_idx ON ordergate.archived_orders USING btree (coupon_id) WHERE ((coupon_id IS NOT NULL) AND (status = 'paid'::text));
+-- An archived order inserted without a currency gets default_currency
+CREATE TRIGGER archived_orders_currency_default BEFORE INSERT ON ordergate.archived_orders FOR EACH ROW WHEN ((new.currency IS NULL)) EXECUTE FUNCTION ordergate.currency_default();
 GRANT SELECT ON ordergate.archived_orders TO ordergate_order_service, ordergate_service;
 
 -- Archived events: the columns of outbox plus archived_at
@@ -533,10 +628,17 @@ CREATE TABLE ordergate.archived_payments (
     outcome text NOT NULL DEFAULT 'processing'::text,
     created_at timestamp with time zone NOT NULL DEFAULT now(),
     archived_at timestamp with time zone NOT NULL DEFAULT now(),
+    currency text COLLATE "C" NOT NULL,
+    operator text,
+    reason text,
+    -- As payments.charge_ref
+    charge_ref text COLLATE "C",
     CONSTRAINT archived_payments_pkey PRIMARY KEY (txn_no)
 );
 -- An archived order's payments
 CREATE INDEX archived_payments_order_no_idx ON ordergate.archived_payments USING btree (order_no);
+-- An archived payment inserted without a currency gets default_currency
+CREATE TRIGGER archived_payments_currency_default BEFORE INSERT ON ordergate.archived_payments FOR EACH ROW WHEN ((new.currency IS NULL)) EXECUTE FUNCTION ordergate.currency_default();
 GRANT SELECT ON ordergate.archived_payments TO ordergate_order_service, ordergate_service;
 
 -- Archived refunds, and results that arrive after their exception was archived
@@ -572,37 +674,49 @@ GRANT SELECT ON ordergate.archived_status_log TO ordergate_order_service, orderg
 
 -- ---- Settings (the rows of ordergate.settings after a fresh install) ----
 INSERT INTO ordergate.settings (key, value) VALUES ('auto_refund_limit_cents', '5000');
+INSERT INTO ordergate.settings (key, value) VALUES ('default_currency', 'USD');
 INSERT INTO ordergate.settings (key, value) VALUES ('manual_review_max_age_seconds', '259200');
 INSERT INTO ordergate.settings (key, value) VALUES ('max_deadline_seconds', '31622400');
 INSERT INTO ordergate.settings (key, value) VALUES ('max_hold_seconds', '900');
+INSERT INTO ordergate.settings (key, value) VALUES ('max_pending_charge_seconds', '259200');
 INSERT INTO ordergate.settings (key, value) VALUES ('refund_confirm_seconds', '86400');
 INSERT INTO ordergate.settings (key, value) VALUES ('schedule_cancels', '0');
 
 -- ---- Functions of functions/gate/ (the bodies are in the files) ----
+
+-- Records a charge in flight: the order is not cancelled by a timeout while it is pending, up to its bound
+-- functions/gate/begin_charge.sql, SECURITY DEFINER
+FUNCTION ordergate.begin_charge(order_no text, charge_ref text, max_seconds integer) RETURNS TABLE(outcome text, bound_at timestamp with time zone);
+GRANT EXECUTE ON FUNCTION ordergate.begin_charge(text,text,integer) TO ordergate_order_service;
+
+-- Ends a pending charge as failed; an order it no longer protects past its deadline is cancelled promptly
+-- functions/gate/charge_failed.sql, SECURITY DEFINER
+FUNCTION ordergate.charge_failed(order_no text, charge_ref text) RETURNS text;
+GRANT EXECUTE ON FUNCTION ordergate.charge_failed(text,text) TO ordergate_order_service;
 
 -- Cancels the due pending orders of a batch (consumer, scanner): one outcome row per distinct order number
 -- functions/gate/claim_cancel.sql, SECURITY DEFINER
 FUNCTION ordergate.claim_cancel(order_nos text[], source text) RETURNS TABLE(order_no text, outcome text, status text);
 GRANT EXECUTE ON FUNCTION ordergate.claim_cancel(text[],text) TO ordergate_trigger;
 
--- Applies a payment callback, idempotent by txn_no: paid, or the exception a late, double or mismatched payment needs
+-- Applies a payment callback, idempotent by txn_no: paid, partial, or the exception a late, double, mismatched or excess payment needs
 -- functions/gate/claim_payment.sql, SECURITY DEFINER
-FUNCTION ordergate.claim_payment(order_no text, txn_no text, amount_cents bigint, channel text) RETURNS TABLE(outcome text, status text, first_outcome text);
-GRANT EXECUTE ON FUNCTION ordergate.claim_payment(text,text,bigint,text) TO ordergate_order_service;
+FUNCTION ordergate.claim_payment(order_no text, txn_no text, amount_cents bigint, channel text, currency text DEFAULT NULL::text, charge_ref text DEFAULT NULL::text, operator text DEFAULT NULL::text, reason text DEFAULT NULL::text) RETURNS TABLE(outcome text, status text, first_outcome text);
+GRANT EXECUTE ON FUNCTION ordergate.claim_payment(text,text,bigint,text,text,text,text,text) TO ordergate_order_service;
 
 -- Cancels a pending order by hand, due or not (source manual, actor the operator)
 -- functions/gate/close_order.sql, SECURITY DEFINER
 FUNCTION ordergate.close_order(order_no text, operator text, reason text) RETURNS TABLE(outcome text, status text);
 GRANT EXECUTE ON FUNCTION ordergate.close_order(text,text,text) TO ordergate_order_service;
 
--- The current deadline of each still-pending order of a batch, so the consumer reschedules early messages
+-- When each still-pending order of a batch falls due (its deadline or its pending charge's bound), so the consumer reschedules early messages
 -- functions/gate/due_times.sql, SECURITY DEFINER
 FUNCTION ordergate.due_times(p_order_nos text[]) RETURNS TABLE(order_no text, expire_at timestamp with time zone);
 GRANT EXECUTE ON FUNCTION ordergate.due_times(text[]) TO ordergate_trigger;
 
 -- The payment follow-up queue, newest first, with the count before the limit
 -- functions/gate/exception_list.sql, SECURITY DEFINER
-FUNCTION ordergate.exception_list(p_state text, p_limit integer) RETURNS TABLE(id bigint, order_no text, kind text, txn_no text, amount_cents bigint, resolution text, state text, note text, created_at text, resolved_at text, resolved_by text, total bigint);
+FUNCTION ordergate.exception_list(p_state text, p_limit integer) RETURNS TABLE(id bigint, order_no text, kind text, txn_no text, amount_cents bigint, resolution text, state text, note text, created_at text, resolved_at text, resolved_by text, total bigint, currency text);
 GRANT EXECUTE ON FUNCTION ordergate.exception_list(text,integer) TO ordergate_order_service;
 
 -- Pushes a pending order's deadline out while its buyer is paying, within max_hold_seconds of the placed one
@@ -617,8 +731,8 @@ GRANT EXECUTE ON FUNCTION ordergate.order_report(text) TO ordergate_order_servic
 
 -- Places an order: reserves its stock, locks its coupon, inserts it pending_payment
 -- functions/gate/place_order.sql, SECURITY DEFINER
-FUNCTION ordergate.place_order(order_no text, amount_cents bigint, items jsonb, coupon_id text, expire_at timestamp with time zone, shop jsonb DEFAULT NULL::jsonb) RETURNS text;
-GRANT EXECUTE ON FUNCTION ordergate.place_order(text,bigint,jsonb,text,timestamp with time zone,jsonb) TO ordergate_order_service;
+FUNCTION ordergate.place_order(order_no text, amount_cents bigint, items jsonb, coupon_id text, expire_at timestamp with time zone, shop jsonb DEFAULT NULL::jsonb, currency text DEFAULT NULL::text, allow_partial boolean DEFAULT false) RETURNS text;
+GRANT EXECUTE ON FUNCTION ordergate.place_order(text,bigint,jsonb,text,timestamp with time zone,jsonb,text,boolean) TO ordergate_order_service;
 
 -- Records a payment result the consumer dead-letters as a refused_payment exception, once per message
 -- functions/gate/record_payment_refused.sql, SECURITY DEFINER
@@ -689,7 +803,7 @@ GRANT EXECUTE ON FUNCTION ordergate.exceptions_open_count() TO ordergate_trigger
 FUNCTION ordergate.exceptions_overdue() RETURNS TABLE(refunds_unconfirmed bigint, reviews_overdue bigint);
 GRANT EXECUTE ON FUNCTION ordergate.exceptions_overdue() TO ordergate_trigger;
 
--- Checks the nine invariants in one snapshot: one row each, with violations and samples
+-- Checks the fourteen invariants in one snapshot: one row each, with violations and samples
 -- functions/scanner/reconcile.sql, SECURITY DEFINER, SET work_mem=64MB, random_page_cost=1.1
 FUNCTION ordergate.reconcile(p_since timestamp with time zone DEFAULT '-infinity'::timestamp with time zone, p_grace interval DEFAULT '00:00:00'::interval, p_scan_interval interval DEFAULT '00:05:00'::interval) RETURNS TABLE(invariant integer, name text, violations bigint, sample text[]);
 GRANT EXECUTE ON FUNCTION ordergate.reconcile(timestamp with time zone,interval,interval) TO ordergate_trigger;
@@ -773,6 +887,10 @@ GRANT EXECUTE ON FUNCTION ordergate.outbox_quarantine_list(integer) TO ordergate
 
 -- ---- Functions of functions/triggers/ (the bodies are in the files) ----
 
+-- Trigger: a row inserted without a currency gets default_currency
+-- functions/triggers/currency_default.sql
+FUNCTION ordergate.currency_default() RETURNS trigger;
+
 -- Trigger: marks an exception or event detached when its order is not in orders
 -- functions/triggers/detached_mark.sql
 FUNCTION ordergate.detached_mark() RETURNS trigger;
@@ -823,9 +941,17 @@ FUNCTION ordergate._cancel_orders_claim(p_nos text[], p_source text, p_actor tex
 -- functions/internal/_cancel_orders_restock.sql, SET enable_seqscan=off, jit=off
 FUNCTION ordergate._cancel_orders_restock(p_skus text[], p_qtys bigint[]) RETURNS void;
 
+-- Internal: ends a pending charge (captured or failed), recomputes its order's charge_until, says whether the order is due now
+-- functions/internal/_charge_end.sql
+FUNCTION ordergate._charge_end(p_order_no text, p_charge_ref text, p_state text, p_txn text, OUT o_prev text, OUT o_due boolean) RETURNS record;
+
 -- Internal: a timestamp as contract text, UTC to the millisecond
 -- functions/internal/_ctl_iso.sql
 FUNCTION ordergate._ctl_iso(p_ts timestamp with time zone) RETURNS text;
+
+-- Internal: the setting default_currency, USD when the row is missing
+-- functions/internal/_default_currency.sql
+FUNCTION ordergate._default_currency() RETURNS text;
 
 -- Internal: whether a function may be an effect hook, and its fingerprint
 -- functions/internal/_hook_inspect.sql
@@ -838,6 +964,10 @@ FUNCTION ordergate._hooks_run(p_event text, p_nos text[], p_source text) RETURNS
 -- Internal: an order's lines as its events carry them
 -- functions/internal/_order_items_json.sql
 FUNCTION ordergate._order_items_json(p_order_no text) RETURNS jsonb;
+
+-- Internal: the auto-refund limit of a currency, in its minor units
+-- functions/internal/_refund_limit.sql
+FUNCTION ordergate._refund_limit(p_currency text) RETURNS bigint;
 
 -- Internal: the longest sweep lease a run may hold
 -- functions/internal/_scanner_lease_max.sql

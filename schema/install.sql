@@ -49,12 +49,20 @@ INSERT INTO ordergate.schema_migrations (version) VALUES ('013');
 RESET ROLE;
 \ir migrations/014_comments.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('014');
+RESET ROLE;
+\ir migrations/015_money.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('015');
+RESET ROLE;
+\ir migrations/016_charges.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('016');
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 -- Bodies are checked when called (and by the tests, which call every function): a SQL
 -- function may name one whose file comes later.
 SET LOCAL check_function_bodies = off;
 -- the gate: every state change of an order, and what its callers read
+\ir functions/gate/begin_charge.sql
+\ir functions/gate/charge_failed.sql
 \ir functions/gate/claim_cancel.sql
 \ir functions/gate/claim_payment.sql
 \ir functions/gate/close_order.sql
@@ -95,6 +103,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/outbox/outbox_quarantine_count.sql
 \ir functions/outbox/outbox_quarantine_list.sql
 -- trigger functions, each with the trigger it backs
+\ir functions/triggers/currency_default.sql
 \ir functions/triggers/detached_mark.sql
 \ir functions/triggers/inventory_defaults.sql
 \ir functions/triggers/orders_closed_at.sql
@@ -108,10 +117,13 @@ SET LOCAL check_function_bodies = off;
 \ir functions/internal/_cancel_orders.sql
 \ir functions/internal/_cancel_orders_claim.sql
 \ir functions/internal/_cancel_orders_restock.sql
+\ir functions/internal/_charge_end.sql
 \ir functions/internal/_ctl_iso.sql
+\ir functions/internal/_default_currency.sql
 \ir functions/internal/_hook_inspect.sql
 \ir functions/internal/_hooks_run.sql
 \ir functions/internal/_order_items_json.sql
+\ir functions/internal/_refund_limit.sql
 \ir functions/internal/_scanner_lease_max.sql
 \ir functions/internal/_scanner_lock_holder.sql
 \ir functions/internal/_scanner_run_resume.sql

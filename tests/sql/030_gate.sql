@@ -45,7 +45,7 @@ SELECT ordergate.add_coupon(E'C"q\\b\n');
 SET ROLE ordergate_service;
 SELECT t_eq('place with an odd coupon id', ordergate.place_order('P9', 700, '[{"sku":"S1","qty":1}]', E'C"q\\b\n', now() - interval '1 minute'), 'placed');
 SELECT t_eq('cancel it', (SELECT outcome FROM ordergate.claim_cancel(ARRAY['P9'], 'timeout_scanner')), 'cancelled');
-SELECT t_eq('payload keys', (SELECT array_agg(k ORDER BY k) FROM ordergate.outbox b, json_object_keys(b.payload) k WHERE b.order_no = 'P9'), ARRAY['actor', 'amount_cents', 'cancelled_at', 'coupon_id', 'event', 'items', 'order_no', 'shop', 'source', 'v']);
+SELECT t_eq('payload keys', (SELECT array_agg(k ORDER BY k) FROM ordergate.outbox b, json_object_keys(b.payload) k WHERE b.order_no = 'P9'), ARRAY['actor', 'amount_cents', 'cancelled_at', 'coupon_id', 'currency', 'event', 'items', 'order_no', 'shop', 'source', 'v']);
 SELECT t_eq('payload coupon id escaped', (SELECT payload ->> 'coupon_id' FROM ordergate.outbox WHERE order_no = 'P9'), E'C"q\\b\n');
 SELECT t_eq('payload amount is a number', (SELECT json_typeof(payload -> 'amount_cents') || ':' || (payload ->> 'amount_cents') FROM ordergate.outbox WHERE order_no = 'P9'), 'number:700');
 SELECT t_eq('payload cancelled_at is the close time', (SELECT (payload ->> 'cancelled_at')::timestamptz = o.closed_at FROM ordergate.outbox b JOIN ordergate.orders o USING (order_no) WHERE b.order_no = 'P9'), true);

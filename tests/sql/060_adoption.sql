@@ -90,12 +90,12 @@ SELECT t_eq('built-in restocked, gate-only untouched', (SELECT available FROM or
 SELECT t_eq('gate-only coupon back', (SELECT state FROM ordergate.coupons WHERE coupon_id = 'C1'), 'available');
 SELECT t_eq('gate-only cancel event items', (SELECT payload::jsonb -> 'items' FROM ordergate.outbox WHERE order_no = 'G1' AND event_type = 'order_cancelled'), '[]'::jsonb);
 SELECT t_eq('built-in cancel event', (SELECT (payload::jsonb - 'cancelled_at' - 'actor') FROM ordergate.outbox WHERE order_no = 'B1' AND event_type = 'order_cancelled'),
-    '{"v": 1, "event": "order_cancelled", "order_no": "B1", "source": "timeout_scanner", "amount_cents": 900, "coupon_id": null, "items": [{"sku": "S1", "qty": 2}], "shop": null}'::jsonb);
+    '{"v": 1, "event": "order_cancelled", "order_no": "B1", "source": "timeout_scanner", "amount_cents": 900, "coupon_id": null, "items": [{"sku": "S1", "qty": 2}], "shop": null, "currency": "USD"}'::jsonb);
 SELECT t_eq('cancel event actor', (SELECT payload ->> 'actor' FROM ordergate.outbox WHERE order_no = 'B1'), current_setting('application_name'));
 SELECT t_eq('gate-only paid', (SELECT outcome FROM ordergate.place_order('G5', 400, '[]', NULL, now() + interval '1 hour') p(outcome)), 'placed');
 SELECT t_eq('gate-only payment', (SELECT outcome FROM ordergate.claim_payment('G5', 'T-G5', 400, 'card')), 'paid');
 SELECT t_eq('paid event', (SELECT (payload::jsonb - 'paid_at' - 'actor') FROM ordergate.outbox WHERE order_no = 'G5'),
-    '{"v": 1, "event": "order_paid", "order_no": "G5", "txn_no": "T-G5", "amount_cents": 400, "channel": "card", "source": "payment_callback", "coupon_id": null, "items": [], "shop": null}'::jsonb);
+    '{"v": 1, "event": "order_paid", "order_no": "G5", "txn_no": "T-G5", "amount_cents": 400, "channel": "card", "source": "payment_callback", "coupon_id": null, "items": [], "shop": null, "currency": "USD"}'::jsonb);
 -- The shop's own data (its lines and coupon for a gate-only order) goes verbatim into every event
 -- of the order, so a shop that reacts to events can restock from the event alone.
 SELECT t_eq('place with shop data', ordergate.place_order('S1', 300, '[]', NULL, now() - interval '1 minute',
@@ -278,7 +278,7 @@ SELECT t_eq('late R2', (SELECT outcome FROM ordergate.claim_payment('R2', 'T-R2'
 SELECT t_eq('late R3 over the limit', (SELECT outcome FROM ordergate.claim_payment('R3', 'T-R3', 9000, 'card')), 'late_payment');
 SELECT t_eq('paid R4', (SELECT outcome FROM ordergate.claim_payment('R4', 'T-R4', 500, 'card')), 'paid');
 SELECT t_eq('refund event', (SELECT (payload::jsonb - 'actor' - 'exception_id') FROM ordergate.outbox WHERE order_no = 'R1' AND event_type = 'refund_requested'),
-    '{"v": 1, "event": "refund_requested", "order_no": "R1", "txn_no": "T-R1", "amount_cents": 1000, "channel": "card", "kind": "late_payment", "resolution": "auto_refund", "order_status": "cancelled", "source": "payment_callback", "coupon_id": "C9", "items": [{"sku": "S1", "qty": 1}], "shop": null}'::jsonb);
+    '{"v": 1, "event": "refund_requested", "order_no": "R1", "txn_no": "T-R1", "amount_cents": 1000, "channel": "card", "kind": "late_payment", "resolution": "auto_refund", "order_status": "cancelled", "source": "payment_callback", "coupon_id": "C9", "items": [{"sku": "S1", "qty": 1}], "shop": null, "currency": "USD"}'::jsonb);
 SELECT t_eq('refund succeeded', (SELECT result || ':' || state || ':' || resolution FROM ordergate.record_refund('T-R1', 'RF-1', 'succeeded')), 'refunded:refunded:auto_refund');
 SELECT t_eq('same report again', (SELECT result FROM ordergate.record_refund('T-R1', 'RF-1', 'succeeded')), 'duplicate');
 SELECT t_eq('same ref, other outcome', (SELECT result FROM ordergate.record_refund('T-R1', 'RF-1', 'failed')), 'conflict');

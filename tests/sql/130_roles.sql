@@ -49,7 +49,8 @@ CREATE FUNCTION pg_temp.t_fns(p_role text) RETURNS text LANGUAGE sql AS $$
      WHERE n.nspname = 'ordergate' AND has_function_privilege(p_role, p.oid, 'EXECUTE')
 $$;
 SELECT t_eq('order service executes its functions only', pg_temp.t_fns(:'r_svc'),
-            'claim_payment,close_order,exception_list,hold_for_payment,order_report,place_order');
+            'begin_charge,charge_failed,claim_payment,close_order,exception_list,hold_for_payment,'
+            'order_report,place_order');
 SELECT t_eq('trigger executes its functions only', pg_temp.t_fns(:'r_trg'),
             'claim_cancel,due_times,exceptions_open_count,exceptions_overdue,reconcile,reconcile_repair,'
             'record_payment_refused,scan_overdue,scan_overdue_count,scanner_lock_key,scanner_run_finish,'
@@ -106,6 +107,8 @@ SELECT t_error('trigger: place_order refused', $q$SELECT ordergate.place_order('
 SELECT t_error('trigger: claim_payment refused', $q$SELECT * FROM ordergate.claim_payment('R2', 'TR2', 100, 'card')$q$, '42501');
 SELECT t_error('trigger: hold_for_payment refused', $q$SELECT * FROM ordergate.hold_for_payment('R2', 600)$q$, '42501');
 SELECT t_error('trigger: close_order refused', $q$SELECT * FROM ordergate.close_order('R2', 'x', 'y')$q$, '42501');
+SELECT t_error('trigger: begin_charge refused', $q$SELECT * FROM ordergate.begin_charge('R2', 'CR2', 60)$q$, '42501');
+SELECT t_error('trigger: charge_failed refused', $q$SELECT ordergate.charge_failed('R2', 'CR2')$q$, '42501');
 SELECT t_error('trigger: record_refund refused', $q$SELECT * FROM ordergate.record_refund('TR1', 'RF1', 'succeeded')$q$, '42501');
 SELECT t_error('trigger: outbox_mark_published refused', $q$SELECT ordergate.outbox_mark_published(ARRAY[1::bigint])$q$, '42501');
 SELECT t_error('trigger: reads no table', $q$SELECT count(*) FROM ordergate.payments$q$, '42501');
@@ -128,6 +131,9 @@ SELECT t_eq('no event marked published', (SELECT count(*) FROM ordergate.outbox 
 SET ROLE :"r_svc";
 SELECT t_eq('order service: hold', (SELECT outcome FROM ordergate.hold_for_payment('R2', 60)), 'held');
 SELECT t_eq('order service: report', (SELECT ordergate.order_report('R2') IS NOT NULL), true);
+SELECT t_eq('order service: begin a charge', (SELECT outcome FROM ordergate.begin_charge('R2', 'CR2', 60)), 'pending');
+SELECT t_eq('order service: a charge failed', ordergate.charge_failed('R2', 'CR2'), 'failed');
+SELECT t_eq('order service: reads charges', (SELECT count(*) FROM ordergate.charges), 1::bigint);
 RESET ROLE;
 SET ROLE :"r_rly";
 SELECT t_eq('relay: backlog', ordergate.outbox_backlog() > 0, true);

@@ -8,7 +8,8 @@ BEGIN
              ordergate.status_log, ordergate.payments, ordergate.exceptions, ordergate.outbox,
              ordergate.refunds, ordergate.archived_orders, ordergate.archived_order_items,
              ordergate.archived_status_log, ordergate.archived_payments,
-             ordergate.archived_exceptions, ordergate.archived_refunds, ordergate.archived_outbox
+             ordergate.archived_exceptions, ordergate.archived_refunds, ordergate.archived_outbox,
+             ordergate.charges, ordergate.archived_charges
              RESTART IDENTITY;
     UPDATE ordergate.settings SET value = '5000' WHERE key = 'auto_refund_limit_cents';
     UPDATE ordergate.settings SET value = '900' WHERE key = 'max_hold_seconds';
@@ -16,5 +17,8 @@ BEGIN
     UPDATE ordergate.settings SET value = '86400' WHERE key = 'refund_confirm_seconds';
     UPDATE ordergate.settings SET value = '259200' WHERE key = 'manual_review_max_age_seconds';
     UPDATE ordergate.settings SET value = '31622400' WHERE key = 'max_deadline_seconds';
+    UPDATE ordergate.settings SET value = '259200' WHERE key = 'max_pending_charge_seconds';
+    UPDATE ordergate.settings SET value = 'USD' WHERE key = 'default_currency';
+    DELETE FROM ordergate.settings WHERE key LIKE 'auto\_refund\_limit.%';
 END
 $$;

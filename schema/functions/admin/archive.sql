@@ -4,8 +4,11 @@
 --
 -- An order moves when it is closed (paid or cancelled) with closed_at < p_before, no exception of
 -- it is open and every outbox event of it is published; it moves with its order_items, its
--- status_log row, its payments, its exceptions, their refunds and its outbox events, all in this
--- transaction. Beside orders, one call also moves up to p_batch closed exceptions of no order in
+-- status_log row, its payments, its charges, its exceptions, their refunds and its outbox events,
+-- all in this transaction, every column with it (currency, parts, a staff payment's operator and
+-- reason, a charge's bound). A charge still pending moves too: its order is closed, and a late
+-- capture or failure of it answers from archived_charges. Beside orders, one call also moves up
+-- to p_batch closed exceptions of no order in
 -- the hot table (unknown orders, refused payments, late payments for archived orders) with their
 -- payments and refunds, up to p_batch published outbox events of no order in the hot table, and
 -- deletes up to p_batch finished scanner runs (never the newest); all older than p_before.
@@ -178,17 +181,28 @@ BEGIN
 
             WITH d AS (DELETE FROM exceptions x WHERE x.order_no = ANY (v_orders) RETURNING x.*)
             INSERT INTO archived_exceptions (id, order_no, kind, txn_no, amount_cents, resolution, state,
-                                             note, created_at, resolved_at, resolved_by, refused_key)
+                                             note, created_at, resolved_at, resolved_by, refused_key,
+                                             currency)
             SELECT d.id, d.order_no, d.kind, d.txn_no, d.amount_cents, d.resolution, d.state, d.note,
-                   d.created_at, d.resolved_at, d.resolved_by, d.refused_key FROM d;
+                   d.created_at, d.resolved_at, d.resolved_by, d.refused_key, d.currency FROM d;
             GET DIAGNOSTICS v_n = ROW_COUNT;
             n_exc := n_exc + v_n;
 
             WITH d AS (DELETE FROM payments p WHERE p.order_no = ANY (v_orders) RETURNING p.*)
-            INSERT INTO archived_payments (txn_no, order_no, amount_cents, channel, outcome, created_at)
-            SELECT d.txn_no, d.order_no, d.amount_cents, d.channel, d.outcome, d.created_at FROM d;
+            INSERT INTO archived_payments (txn_no, order_no, amount_cents, channel, outcome, created_at,
+                                           currency, operator, reason, charge_ref)
+            SELECT d.txn_no, d.order_no, d.amount_cents, d.channel, d.outcome, d.created_at,
+                   d.currency, d.operator, d.reason, d.charge_ref FROM d;
             GET DIAGNOSTICS v_n = ROW_COUNT;
             n_pay := n_pay + v_n;
+
+            -- Before the orders, which they reference. Not counted in the result: its columns
+            -- stay as callers read them.
+            WITH d AS (DELETE FROM charges c WHERE c.order_no = ANY (v_orders) RETURNING c.*)
+            INSERT INTO archived_charges (charge_ref, order_no, state, begun_at, bound_at, ended_at,
+                                          txn_no, ended_late)
+            SELECT d.charge_ref, d.order_no, d.state, d.begun_at, d.bound_at, d.ended_at, d.txn_no,
+                   d.ended_late FROM d;
 
             WITH d AS (DELETE FROM outbox b WHERE b.order_no = ANY (v_orders) RETURNING b.*)
             INSERT INTO archived_outbox (id, event_type, order_no, payload, created_at, published_at)
@@ -225,9 +239,11 @@ BEGIN
 
             WITH d AS (DELETE FROM orders o WHERE o.order_no = ANY (v_orders) RETURNING o.*)
             INSERT INTO archived_orders (order_no, status, amount_cents, coupon_id, expire_at,
-                                         original_expire_at, created_at, closed_at, shop)
+                                         original_expire_at, created_at, closed_at, shop,
+                                         currency, allow_partial, captured_cents, charge_until)
             SELECT d.order_no, d.status, d.amount_cents, d.coupon_id, d.expire_at,
-                   d.original_expire_at, d.created_at, d.closed_at, d.shop FROM d;
+                   d.original_expire_at, d.created_at, d.closed_at, d.shop,
+                   d.currency, d.allow_partial, d.captured_cents, d.charge_until FROM d;
             GET DIAGNOSTICS n_orders = ROW_COUNT;
             EXIT;
         EXCEPTION WHEN unique_violation THEN
@@ -258,6 +274,9 @@ BEGIN
                                   JOIN refunds r ON r.exception_id = x.id
                                   JOIN archived_refunds a ON a.refund_ref = r.refund_ref
                                  WHERE x.order_no = n.order_no LIMIT 1),
+                               (SELECT 'charge ' || c.charge_ref || ' already archived'
+                                  FROM charges c JOIN archived_charges a ON a.charge_ref = c.charge_ref
+                                 WHERE c.order_no = n.order_no LIMIT 1),
                                (SELECT 'event ' || b.id || ' already archived'
                                   FROM outbox b JOIN archived_outbox a ON a.id = b.id
                                  WHERE b.order_no = n.order_no LIMIT 1)) AS why
@@ -330,16 +349,19 @@ BEGIN
                AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.order_no = p.order_no)
             RETURNING p.*
         )
-        INSERT INTO archived_payments (txn_no, order_no, amount_cents, channel, outcome, created_at)
-        SELECT d.txn_no, d.order_no, d.amount_cents, d.channel, d.outcome, d.created_at FROM d;
+        INSERT INTO archived_payments (txn_no, order_no, amount_cents, channel, outcome, created_at,
+                                       currency, operator, reason, charge_ref)
+        SELECT d.txn_no, d.order_no, d.amount_cents, d.channel, d.outcome, d.created_at,
+               d.currency, d.operator, d.reason, d.charge_ref FROM d;
         GET DIAGNOSTICS v_n = ROW_COUNT;
         n_pay := n_pay + v_n;
 
         WITH d AS (DELETE FROM exceptions x WHERE x.id = ANY (v_exc) RETURNING x.*)
         INSERT INTO archived_exceptions (id, order_no, kind, txn_no, amount_cents, resolution, state,
-                                         note, created_at, resolved_at, resolved_by, refused_key)
+                                         note, created_at, resolved_at, resolved_by, refused_key,
+                                         currency)
         SELECT d.id, d.order_no, d.kind, d.txn_no, d.amount_cents, d.resolution, d.state, d.note,
-               d.created_at, d.resolved_at, d.resolved_by, d.refused_key FROM d;
+               d.created_at, d.resolved_at, d.resolved_by, d.refused_key, d.currency FROM d;
         GET DIAGNOSTICS v_n = ROW_COUNT;
         n_exc := n_exc + v_n;
     END IF;

@@ -1,7 +1,8 @@
 -- claim_cancel: batch timeout cancel. Set-based, one round trip for up to 10000 order numbers.
 -- source: timeout_consumer | timeout_scanner. One row per distinct order number, in order of
 -- first appearance: cancelled (this call won) | already_cancelled | already_paid | busy (pending
--- and due, its row locked by another transaction: retry) | not_due | not_found; status = the
+-- and due, its row locked by another transaction: retry) | not_due (before expire_at, or a charge
+-- pending within its bound: due_times says until when) | not_found; status = the
 -- order's status after the call (NULL when not_found). The claim and its side effects are
 -- _cancel_orders'.
 CREATE OR REPLACE FUNCTION ordergate.claim_cancel(order_nos text[], source text)
@@ -63,8 +64,11 @@ BEGIN
                 WHEN r.st = 'cancelled' THEN 'already_cancelled'
                 -- Still pending and due, yet not won: the lock pass skipped it, another
                 -- transaction holds its row (read in this statement's snapshot, like st).
+                -- Due is the claim's own test: deadline passed, no charge within its bound.
                 WHEN r.st = 'pending_payment'
-                     AND (SELECT o.expire_at <= now() FROM orders o WHERE o.order_no = r.no)
+                     AND (SELECT o.expire_at <= now()
+                                 AND (o.charge_until IS NULL OR o.charge_until <= now())
+                            FROM orders o WHERE o.order_no = r.no)
                     THEN 'busy'
                 WHEN r.st = 'pending_payment' THEN 'not_due'
                 ELSE 'not_found'

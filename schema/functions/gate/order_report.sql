@@ -2,12 +2,14 @@
 -- snapshot (one statement), so the parts agree with each other:
 --   {"order_no", "found", "status", "amount_cents", "coupon_id", "expire_at",
 --    "original_expire_at", "created_at", "closed_at",
+--    "currency", "allow_partial", "captured_cents"     (amounts in minor units of currency),
 --    "items":      [{"sku", "qty"}]                                            by sku,
 --    "history":    [{"id", "from_status", "to_status", "source", "idempotency_key", "actor",
 --                    "note", "at"}]                                            oldest first,
---    "payments":   [{"txn_no", "amount_cents", "channel", "outcome", "at"}]    oldest first,
+--    "payments":   [{"txn_no", "amount_cents", "channel", "outcome", "at", "currency",
+--                    "operator", "reason"}]                                    oldest first,
 --    "exceptions": [{"id", "kind", "txn_no", "amount_cents", "resolution", "state", "note",
---                    "created_at", "resolved_at", "resolved_by"}]              oldest first}
+--                    "created_at", "resolved_at", "resolved_by", "currency"}]  oldest first}
 -- found = false with the order fields NULL when no order row exists (payments and exceptions of
 -- an unknown order are still reported). NULL when nothing at all is recorded under the number.
 CREATE OR REPLACE FUNCTION ordergate.order_report(p_order_no text) RETURNS jsonb
@@ -30,7 +32,8 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
     ), payments AS (
         SELECT coalesce(jsonb_agg(jsonb_build_object(
                    'txn_no', p.txn_no, 'amount_cents', p.amount_cents, 'channel', p.channel,
-                   'outcome', p.outcome, 'at', _ctl_iso(p.created_at))
+                   'outcome', p.outcome, 'at', _ctl_iso(p.created_at), 'currency', p.currency,
+                   'operator', p.operator, 'reason', p.reason)
                    ORDER BY p.created_at, p.txn_no), '[]'::jsonb) AS j
           FROM ordergate.payments p
          WHERE p.order_no = p_order_no
@@ -39,7 +42,7 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
                    'id', e.id, 'kind', e.kind, 'txn_no', e.txn_no, 'amount_cents', e.amount_cents,
                    'resolution', e.resolution, 'state', e.state, 'note', e.note,
                    'created_at', _ctl_iso(e.created_at), 'resolved_at', _ctl_iso(e.resolved_at),
-                   'resolved_by', e.resolved_by)
+                   'resolved_by', e.resolved_by, 'currency', e.currency)
                    ORDER BY e.created_at, e.id), '[]'::jsonb) AS j
           FROM ordergate.exceptions e
          WHERE e.order_no = p_order_no
@@ -59,6 +62,9 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
                    'original_expire_at', (SELECT _ctl_iso(o.original_expire_at) FROM o),
                    'created_at', (SELECT _ctl_iso(o.created_at) FROM o),
                    'closed_at', (SELECT _ctl_iso(o.closed_at) FROM o),
+                   'currency', (SELECT o.currency FROM o),
+                   'allow_partial', (SELECT o.allow_partial FROM o),
+                   'captured_cents', (SELECT o.captured_cents FROM o),
                    'items', items.j,
                    'history', history.j,
                    'payments', payments.j,

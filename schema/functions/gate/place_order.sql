@@ -10,6 +10,9 @@
 -- transaction: an outbox event cancel_scheduled whose payload is the cancel message
 -- ({"v":1,"order_no":...,"due_at":...}, due_at = expire_at to the microsecond), which the relay
 -- publishes to the delay topic that fits (docs/consumer.md, "Scheduling from the database").
+-- currency: an ISO 4217 code in currencies (NULL: the setting default_currency); amount_cents is
+-- in its minor units, 1..10^15 (sums of parts and JSON readers stay exact). allow_partial: the
+-- order may be paid in parts (claim_payment: partial, then paid or overpaid).
 --
 -- Lock order: the coupon, then inventory rows in sku order, then the new order row (its primary
 -- key). Checks happen after the locks, so nothing is written unless everything is available.
@@ -18,7 +21,9 @@
 -- already holds all its locks before it inserts.
 CREATE OR REPLACE FUNCTION ordergate.place_order(order_no text, amount_cents bigint, items jsonb,
                                       coupon_id text, expire_at timestamptz,
-                                      shop jsonb DEFAULT NULL)
+                                      shop jsonb DEFAULT NULL,
+                                      currency text DEFAULT NULL,
+                                      allow_partial boolean DEFAULT false)
 RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
 #variable_conflict use_column
@@ -29,6 +34,8 @@ DECLARE
     p_coupon   text        := place_order.coupon_id;
     p_expire   timestamptz := place_order.expire_at;
     p_shop     jsonb       := place_order.shop;
+    p_currency text        := coalesce(place_order.currency, _default_currency());
+    p_partial  boolean     := coalesce(place_order.allow_partial, false);
     v_bad      bigint;
     v_skus     text[];
     v_qtys     bigint[];
@@ -39,8 +46,12 @@ BEGIN
     IF p_order_no IS NULL OR length(p_order_no) > 64 OR p_order_no !~ '^[A-Za-z0-9._:-]+$' THEN
         PERFORM _bad_arg('place_order: order_no must be 1..64 characters of [A-Za-z0-9._:-]');
     END IF;
-    IF p_amount IS NULL OR p_amount <= 0 THEN
-        PERFORM _bad_arg('place_order: amount_cents must be > 0');
+    IF p_amount IS NULL OR p_amount <= 0 OR p_amount > 1000000000000000 THEN
+        PERFORM _bad_arg('place_order: amount_cents must be 1..10^15 (minor units of the currency)');
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM currencies c WHERE c.code = p_currency) THEN
+        PERFORM _bad_arg(format('place_order: currency %s is not an ISO 4217 code in currencies',
+                                p_currency));
     END IF;
     IF p_expire IS NULL OR NOT isfinite(p_expire) THEN
         PERFORM _bad_arg('place_order: expire_at must be a finite timestamp');
@@ -117,8 +128,10 @@ BEGIN
 
     -- A concurrent place_order of the same order_no that committed after our check: duplicate,
     -- and nothing has been written yet.
-    INSERT INTO orders (order_no, status, amount_cents, coupon_id, expire_at, shop)
-    VALUES (p_order_no, 'pending_payment', p_amount, p_coupon, p_expire, p_shop)
+    INSERT INTO orders (order_no, status, amount_cents, coupon_id, expire_at, shop, currency,
+                        allow_partial)
+    VALUES (p_order_no, 'pending_payment', p_amount, p_coupon, p_expire, p_shop, p_currency,
+            p_partial)
     ON CONFLICT (order_no) DO NOTHING;
     IF NOT FOUND THEN
         RETURN 'duplicate';
@@ -152,6 +165,6 @@ BEGIN
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ordergate.place_order(text,bigint,jsonb,text,timestamptz,jsonb) TO ordergate_order_service;
-COMMENT ON FUNCTION ordergate.place_order(text,bigint,jsonb,text,timestamp with time zone,jsonb) IS
+GRANT EXECUTE ON FUNCTION ordergate.place_order(text,bigint,jsonb,text,timestamptz,jsonb,text,boolean) TO ordergate_order_service;
+COMMENT ON FUNCTION ordergate.place_order(text,bigint,jsonb,text,timestamp with time zone,jsonb,text,boolean) IS
     'Places an order: reserves its stock, locks its coupon, inserts it pending_payment';

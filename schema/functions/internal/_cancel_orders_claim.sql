@@ -1,8 +1,9 @@
 -- _cancel_orders_claim: step 1 of _cancel_orders, the cancel claim and ordergate's own side
 -- effects but the stock (_cancel_orders runs the shop's hooks after it, then step 3,
 -- _cancel_orders_restock). p_nos: candidate order numbers
--- (close_order passes one). p_due_only: only orders whose expire_at <= now() (timeouts), else any
--- pending order (manual close). o_won: the order numbers this call won (NULL if none); o_skus,
+-- (close_order passes one). p_due_only: only orders due (timeouts): expire_at <= now() and no
+-- charge pending within its bound (charge_until NULL or <= now(), migrations/016_charges.sql);
+-- else any pending order (manual close: an operator decides, pending charges included). o_won: the order numbers this call won (NULL if none); o_skus,
 -- o_qtys: the stock to give back, summed per sku, in sku order (NULL if none).
 --
 -- Set-based, a fixed number of statements whatever the batch size:
@@ -13,7 +14,8 @@
 --     status_log row and one outbox event each (data-modifying CTEs of the same statement); the
 --     same statement reads the winners' lines once, for the events' items and for the stock to
 --     give back summed per SKU;
---  3. coupons of the winners back to available;
+--  3. coupons of the winners back to available; each captured part of a winner (allow_partial
+--     orders) an exception cancelled_part with its refund event;
 --  4. (_cancel_orders_restock, after the hooks) the inventory rows locked in sku order and
 --     updated.
 --     Stock goes last, so hot SKU rows stay locked only from there to the commit, never while a
@@ -39,6 +41,7 @@ AS $$
 DECLARE
     v_locked  tid[];
     v_coupons text[];
+    v_parts   text[];                         -- winners with captured parts
     v_at      text := to_json(now())::text;   -- closed_at of every winner, formatted once
     v_actor   text := to_json(p_actor)::text;
 BEGIN
@@ -60,6 +63,7 @@ BEGIN
                  WHERE o.order_no = n.x
                    AND o.status = 'pending_payment'
                    AND o.expire_at <= now()
+                   AND (o.charge_until IS NULL OR o.charge_until <= now())
                    FOR NO KEY UPDATE SKIP LOCKED) l;
     ELSE
         SELECT array_agg(l.ctid) INTO v_locked
@@ -83,7 +87,7 @@ BEGIN
         -- the lock we hold keeps it so until the commit (the state-machine trigger refuses
         -- anything else regardless). A status predicate here would let the planner pick a walk
         -- of the partial overdue index instead of the TID scan.
-        RETURNING o.order_no, o.amount_cents, o.coupon_id, o.shop
+        RETURNING o.order_no, o.amount_cents, o.coupon_id, o.shop, o.currency, o.captured_cents
     ), l AS (
         INSERT INTO ordergate.status_log
                (order_no, from_status, to_status, source, idempotency_key, actor, note)
@@ -111,9 +115,10 @@ BEGIN
         SELECT 'order_cancelled', won.order_no,
                -- The document jsonb_build_object('v', 1, 'event', 'order_cancelled', 'order_no',
                -- ..., 'source', ..., 'actor', ..., 'amount_cents', ..., 'coupon_id', ...,
-               -- 'items', ..., 'cancelled_at', ...) would give, spliced as text at a fraction of
-               -- its cost. Safe: order_no is [A-Za-z0-9._:-] (checked by the table), source one
-               -- of four words, amount an integer; actor, coupon_id, each sku and the timestamp
+               -- 'items', ..., 'cancelled_at', ..., 'currency', ...) would give, spliced as text
+               -- at a fraction of its cost. Safe: order_no is [A-Za-z0-9._:-] (checked by the
+               -- table), source one of four words, amount an integer, currency a code of
+               -- currencies ([A-Z]{3}, its foreign key); actor, coupon_id, each sku and the timestamp
                -- go through to_json. The json cast checks the result is valid JSON.
                -- items: the order's lines in sku order ([] for a gate-only order), so a reader
                -- can restock from the event alone; shop: the shop's own data given to
@@ -125,7 +130,8 @@ BEGIN
                 || ', "coupon_id": ' || coalesce(to_json(won.coupon_id)::text, 'null')
                 || ', "items": [' || coalesce(wa.items, '') || ']'
                 || ', "shop": ' || coalesce(won.shop::text, 'null')
-                || ', "cancelled_at": ' || v_at || '}')::json
+                || ', "cancelled_at": ' || v_at
+                || ', "currency": "' || won.currency || '"}')::json
           FROM won
           LEFT JOIN wa ON wa.order_no = won.order_no
         RETURNING 1
@@ -137,11 +143,53 @@ BEGIN
     SELECT (SELECT array_agg(won.order_no) FROM won),
            (SELECT array_agg(won.coupon_id) FILTER (WHERE won.coupon_id IS NOT NULL) FROM won),
            (SELECT array_agg(ws.sku ORDER BY ws.sku) FROM ws),
-           (SELECT array_agg(ws.q ORDER BY ws.sku) FROM ws)
-      INTO o_won, v_coupons, o_skus, o_qtys;
+           (SELECT array_agg(ws.q ORDER BY ws.sku) FROM ws),
+           (SELECT array_agg(won.order_no) FILTER (WHERE won.captured_cents > 0) FROM won)
+      INTO o_won, v_coupons, o_skus, o_qtys, v_parts;
 
     IF o_won IS NULL THEN
         RETURN;
+    END IF;
+
+    -- Captured parts of the winners (allow_partial orders cancelled before the parts reached the
+    -- amount): each part becomes an exception cancelled_part asking for its refund, auto within
+    -- the currency's limit (_refund_limit), else reviewed, with its event. Only the winners with
+    -- captured_cents > 0 are looked at: orders without parts pay nothing here. A part committed
+    -- before our lock on the order is visible to this statement's snapshot (taken after the
+    -- lock pass) and counted in the captured_cents we read; a part that comes later waits for
+    -- our lock and finds the order cancelled (late_payment). Each part's payment is probed by
+    -- the order's index (payments_order_no_idx) and keeps its outcome, partial.
+    IF v_parts IS NOT NULL THEN
+        WITH pt AS (
+            SELECT p.txn_no, p.order_no, p.amount_cents, p.channel, p.currency,
+                   CASE WHEN p.amount_cents <= _refund_limit(p.currency)
+                        THEN 'auto_refund' ELSE 'manual_review' END AS res
+              FROM unnest(v_parts) AS n(order_no)
+             CROSS JOIN LATERAL (SELECT q.txn_no, q.order_no, q.amount_cents, q.channel, q.currency
+                                   FROM ordergate.payments q
+                                  WHERE q.order_no = n.order_no AND q.outcome = 'partial'
+                                 OFFSET 0) p
+        ), x AS (
+            INSERT INTO ordergate.exceptions (order_no, kind, txn_no, amount_cents, resolution,
+                                              currency, note)
+            SELECT pt.order_no, 'cancelled_part', pt.txn_no, pt.amount_cents, pt.res, pt.currency,
+                   format('part %s via %s of an order cancelled (%s): refund it',
+                          pt.txn_no, pt.channel, p_source)
+              FROM pt
+            RETURNING id, order_no, txn_no, amount_cents, resolution, currency
+        )
+        INSERT INTO ordergate.outbox (event_type, order_no, payload)
+        SELECT CASE x.resolution WHEN 'auto_refund' THEN 'refund_requested' ELSE 'reconciliation_alert' END,
+               x.order_no,
+               jsonb_build_object('v', 1,
+                                  'event', CASE x.resolution WHEN 'auto_refund' THEN 'refund_requested'
+                                                             ELSE 'reconciliation_alert' END,
+                                  'order_no', x.order_no, 'txn_no', x.txn_no,
+                                  'amount_cents', x.amount_cents, 'kind', 'cancelled_part',
+                                  'resolution', x.resolution, 'exception_id', x.id,
+                                  'order_status', 'cancelled', 'source', p_source, 'actor', p_actor,
+                                  'currency', x.currency)
+          FROM x;
     END IF;
 
     IF v_coupons IS NOT NULL THEN

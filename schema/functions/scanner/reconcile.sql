@@ -1,13 +1,13 @@
--- reconcile: the nine invariants of schema/README.md ("The invariants reconcile() checks"), and
--- nothing else; reconcile_repair creates what can be created safely.
+-- reconcile: the fourteen invariants of schema/README.md ("The invariants reconcile() checks"),
+-- and nothing else; reconcile_repair creates what can be created safely.
 --
--- STABLE: all nine checks read one snapshot, so a claim committing meanwhile is seen whole or not
--- at all (every claim writes all its rows in one transaction). Each check is one set-based query
--- (hash joins / aggregates, no per-row loops): seconds on 1,000,000 orders.
+-- STABLE: all fourteen checks read one snapshot, so a claim committing meanwhile is seen whole or
+-- not at all (every claim writes all its rows in one transaction). Each check is one set-based
+-- query (hash joins / aggregates, no per-row loops): seconds on 1,000,000 orders.
 --
--- p_since limits the order-scoped checks (1, 4, 7: orders created at or after it; 6: orders whose
+-- p_since limits the order-scoped checks (1, 4, 7, 10, 11, 12, 14: orders created at or after it; 6: orders whose
 -- deadline expire_at is at or after it; 5: payments and refused-payment exceptions created at or
--- after it; 8: exceptions created at or after it),
+-- after it; 8: exceptions created at or after it; 13: payments and exceptions created at or after it),
 -- e.g. to one drill's orders. Invariants 2 (stock per SKU), 3 (coupon per coupon) and 9
 -- (quarantined events) are global state and always checked whole. Both 2 and 3 count what
 -- ordergate.archive() moved out: invariant 2
@@ -41,8 +41,9 @@ BEGIN
     --    pending_payment to paid or cancelled and ends in the order's current status (a pending
     --    order with a logged move went back); no log row for a missing order.
     -- 4. Exactly one status_log row per transition, none for a pending order; the source fits the
-    --    move (payment_callback for paid; a timeout source or manual for cancelled); the key is
-    --    the txn_no that paid this order (a 'paid' payment of it) or the order number; an actor.
+    --    move (payment_callback or manual_payment for paid; a timeout source or manual for
+    --    cancelled); the key is the txn_no that paid this order (its 'paid' or 'overpaid'
+    --    payment) or the order number; an actor.
     WITH a AS (
         SELECT coalesce(o.order_no, l.order_no) AS order_no,
                l.order_no IS NOT NULL
@@ -55,14 +56,14 @@ BEGIN
                     OR (l.order_no IS NOT NULL
                         AND (coalesce(l.actor, '') = ''
                              OR (o.status = 'paid'
-                                 AND (l.source <> 'payment_callback'
+                                 AND (l.source NOT IN ('payment_callback', 'manual_payment')
                                       OR p.txn_no IS DISTINCT FROM l.idempotency_key))
                              OR (o.status = 'cancelled'
                                  AND (l.source NOT IN ('timeout_consumer', 'timeout_scanner', 'manual')
                                       OR l.idempotency_key <> o.order_no))))) AS bad4
           FROM orders o
-          -- the order's one 'paid' payment (unique index payments_one_paid_per_order_uq)
-          LEFT JOIN payments p ON p.order_no = o.order_no AND p.outcome = 'paid'
+          -- the order's one paid (or overpaid) payment (unique index payments_one_paid_per_order_uq)
+          LEFT JOIN payments p ON p.order_no = o.order_no AND p.outcome IN ('paid', 'overpaid')
           FULL JOIN status_log l ON l.order_no = o.order_no
          WHERE o.order_no IS NULL OR o.created_at >= v_since
     )
@@ -124,8 +125,9 @@ BEGIN
     RETURN QUERY SELECT 4, 'exactly one status_log row per transition, with its source and idempotency key'::text, v_n4, v_s4;
 
     -- 5. Every payment that needs a follow-up (late_payment: a successful payment on a cancelled
-    --    order; also double_payment, amount_mismatch, not_found, and a 'paid' payment whose order
-    --    is not paid) has exactly one exception (late payments: kind late_payment); nothing left
+    --    order; also double_payment, amount_mismatch, currency_mismatch, overpaid, not_found, and
+    --    a 'paid' payment whose order is not paid) has exactly one exception (late payments: kind
+    --    late_payment); nothing left
     --    'processing'. "Exactly one" and "no txn applied twice" also rest on unique indexes:
     --    one exception per txn_no, one 'paid' payment per order, one log row per order.
     --    And no refused payment result waits unreviewed: the consumer dead-lettered it, so the
@@ -139,12 +141,14 @@ BEGIN
         UNION ALL
         SELECT p.txn_no
           FROM payments p
-          LEFT JOIN orders o ON o.order_no = p.order_no AND p.outcome = 'paid'
+          LEFT JOIN orders o ON o.order_no = p.order_no AND p.outcome IN ('paid', 'overpaid')
           LEFT JOIN exceptions x ON x.txn_no = p.txn_no
          WHERE p.created_at >= v_since
            AND (p.outcome = 'processing'
-                OR (p.outcome = 'paid' AND o.status IS DISTINCT FROM 'paid' AND x.txn_no IS NULL)
-                OR (p.outcome IN ('late_payment', 'double_payment', 'amount_mismatch', 'not_found')
+                OR (p.outcome IN ('paid', 'overpaid') AND o.status IS DISTINCT FROM 'paid'
+                    AND x.txn_no IS NULL)
+                OR (p.outcome IN ('late_payment', 'double_payment', 'amount_mismatch', 'not_found',
+                                  'currency_mismatch', 'overpaid')
                     AND x.txn_no IS NULL)
                 OR (p.outcome = 'late_payment' AND x.kind IS DISTINCT FROM 'late_payment'))
     )
@@ -152,7 +156,8 @@ BEGIN
            count(*), (array_agg(bad.txn_no ORDER BY bad.txn_no))[1:10]
       FROM bad;
 
-    -- 6. No order stays pending_payment past expire_at + grace + one scanner interval. Never
+    -- 6. No order stays pending_payment past expire_at + grace + one scanner interval (past its
+    --    pending charge's bound, charge_until, when that is later: the charge protects it). Never
     --    windowed: an overdue pending order is a violation however long ago it was placed or
     --    fell due (a payment window of nine days, a stuck order reported every day until it is
     --    fixed). The pending orders' index orders_overdue_idx makes it a range scan over the
@@ -162,7 +167,8 @@ BEGIN
            count(*), (array_agg(o.order_no ORDER BY o.order_no))[1:10]
       FROM orders o
      WHERE o.status = 'pending_payment'
-       AND o.expire_at < now() - v_grace - v_scan;
+       AND o.expire_at < now() - v_grace - v_scan
+       AND (o.charge_until IS NULL OR o.charge_until < now() - v_grace - v_scan);
 
     -- 7. Exactly one outbox event per winning transition: a paid order has one order_paid event,
     --    a cancelled order one order_cancelled event, a pending order none, and no transition
@@ -216,9 +222,121 @@ BEGIN
            count(*), (array_agg(b.id::text ORDER BY b.id))[1:10]
       FROM outbox b
      WHERE b.quarantined_at IS NOT NULL;
+
+    -- 10. Captured parts add up: an allow_partial order's captured_cents is the sum of its
+    --     captured parts (payments partial, paid or overpaid), each in the order's currency; an
+    --     order without parts has 0. Sample: order_no.
+    RETURN QUERY
+    WITH parts AS (
+        SELECT p.order_no, sum(p.amount_cents) AS s,
+               bool_or(p.currency IS DISTINCT FROM o.currency) AS other_currency
+          FROM payments p
+          JOIN orders o ON o.order_no = p.order_no
+         WHERE p.outcome IN ('partial', 'paid', 'overpaid') AND o.allow_partial
+         GROUP BY p.order_no
+    ), bad AS (
+        SELECT o.order_no
+          FROM orders o
+          LEFT JOIN parts ON parts.order_no = o.order_no
+         WHERE o.created_at >= v_since
+           AND (o.captured_cents <> CASE WHEN o.allow_partial THEN coalesce(parts.s, 0) ELSE 0 END
+                OR coalesce(parts.other_currency, false))
+    )
+    SELECT 10, 'captured_cents = the sum of the order''s captured parts, in its currency'::text,
+           count(*), (array_agg(bad.order_no ORDER BY bad.order_no))[1:10]
+      FROM bad;
+
+    -- 11. Parts against the amount: a paid allow_partial order's parts reach at least its
+    --     amount, an open or cancelled one's stay below it (the part that reaches it pays). And an
+    --     overpaid order's excess is what its overpaid exception asks back. Sample: order_no.
+    RETURN QUERY
+    WITH bad AS (
+        SELECT o.order_no
+          FROM orders o
+          LEFT JOIN payments p ON p.order_no = o.order_no AND p.outcome = 'overpaid'
+          LEFT JOIN exceptions x ON x.txn_no = p.txn_no AND x.kind = 'overpaid'
+         WHERE o.allow_partial
+           AND o.created_at >= v_since
+           AND ((o.status = 'paid') <> (o.captured_cents >= o.amount_cents)
+                OR (p.txn_no IS NOT NULL
+                    AND x.amount_cents IS DISTINCT FROM o.captured_cents - o.amount_cents))
+    )
+    SELECT 11, 'a paid order''s parts sum to at least its amount, an unpaid one''s below it'::text,
+           count(*), (array_agg(bad.order_no ORDER BY bad.order_no))[1:10]
+      FROM bad;
+
+    -- 12. Every captured part of a cancelled order has exactly one cancelled_part exception of
+    --     its amount and currency (the cancel wrote it; one per txn_no is the unique index), and
+    --     no cancelled_part exception names anything else. Sample: txn_no.
+    RETURN QUERY
+    WITH cp AS (
+        SELECT x.txn_no, x.amount_cents, x.currency
+          FROM exceptions x
+         WHERE x.kind = 'cancelled_part'
+    ), pp AS (
+        SELECT p.txn_no, p.amount_cents, p.currency, o.status
+          FROM payments p
+          JOIN orders o ON o.order_no = p.order_no
+         WHERE p.outcome = 'partial' AND o.created_at >= v_since
+    ), bad AS (
+        SELECT coalesce(pp.txn_no, cp.txn_no) AS txn_no
+          FROM pp
+          FULL JOIN cp ON cp.txn_no = pp.txn_no
+         WHERE (pp.txn_no IS NULL AND NOT EXISTS (SELECT 1 FROM payments q
+                                                   JOIN orders o ON o.order_no = q.order_no
+                                                  WHERE q.txn_no = cp.txn_no
+                                                    AND o.created_at < v_since))
+            OR (pp.status = 'cancelled'
+                AND (cp.txn_no IS NULL OR cp.amount_cents <> pp.amount_cents
+                     OR cp.currency IS DISTINCT FROM pp.currency))
+            OR (pp.status <> 'cancelled' AND cp.txn_no IS NOT NULL)
+    )
+    SELECT 12, 'every captured part of a cancelled order has exactly one cancelled_part exception'::text,
+           count(*), (array_agg(bad.txn_no ORDER BY bad.txn_no))[1:10]
+      FROM bad;
+
+    -- 13. No amount is counted in another currency: a payment is in its order's currency unless
+    --     it is the currency_mismatch that refused it (or names no order: not_found), and an
+    --     exception of a payment is in that payment's currency. Sample: txn_no.
+    RETURN QUERY
+    WITH bad AS (
+        SELECT p.txn_no
+          FROM payments p
+          JOIN orders o ON o.order_no = p.order_no
+         WHERE p.created_at >= v_since
+           AND p.outcome NOT IN ('currency_mismatch', 'not_found', 'processing')
+           AND p.currency <> o.currency
+        UNION
+        SELECT x.txn_no
+          FROM exceptions x
+          JOIN payments p ON p.txn_no = x.txn_no
+         WHERE x.created_at >= v_since
+           AND x.currency IS DISTINCT FROM p.currency
+    )
+    SELECT 13, 'no payment or exception amount counted in another currency'::text,
+           count(*), (array_agg(bad.txn_no ORDER BY bad.txn_no))[1:10]
+      FROM bad;
+
+    -- 14. No order cancelled by a timeout while a charge of it was pending within its bound: a
+    --     charge still pending at the cancel (still pending now, or ended after its order
+    --     closed: ended_late) whose bound was after the cancel's time. The cancel claim refuses
+    --     exactly that (charge_until > now()), so any row here is a cancel that ignored a charge.
+    --     Driven by the charges (few), each order and its log row by primary key. Sample: the
+    --     order number.
+    RETURN QUERY
+    SELECT 14, 'no order cancelled by a timeout while a charge was pending within its bound'::text,
+           count(DISTINCT o.order_no), (array_agg(DISTINCT o.order_no))[1:10]
+      FROM charges c
+      JOIN orders o ON o.order_no = c.order_no
+      JOIN status_log l ON l.order_no = o.order_no
+     WHERE o.status = 'cancelled'
+       AND o.created_at >= v_since
+       AND l.source IN ('timeout_consumer', 'timeout_scanner')
+       AND (c.state = 'pending' OR c.ended_late)
+       AND c.bound_at > o.closed_at;
 END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.reconcile(timestamptz,interval,interval) TO ordergate_trigger;
 COMMENT ON FUNCTION ordergate.reconcile(timestamp with time zone,interval,interval) IS
-    'Checks the nine invariants in one snapshot: one row each, with violations and samples';
+    'Checks the fourteen invariants in one snapshot: one row each, with violations and samples';

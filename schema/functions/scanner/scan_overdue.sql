@@ -1,5 +1,9 @@
 -- scan_overdue: one keyset page of pending orders with expire_at < now() - p_grace (database
--- clock), in (expire_at, order_no) order, after the given position (NULLs: from the start).
+-- clock) and no charge pending within its bound (charge_until NULL or < now() - p_grace), in
+-- (expire_at, order_no) order, after the given position (NULLs: from the start). An order a
+-- charge protects is left out, not returned: the claim would answer it not_due, and the keyset
+-- moves past it with the rest of the page, so a sweep never returns it twice; a later run finds
+-- it once the charge ends or its bound passes.
 -- Both branches are range scans of orders_overdue_idx (migrations/001_core.sql): the partial index holds pending
 -- orders only, so a page costs the same whatever the number of closed orders.
 CREATE OR REPLACE FUNCTION ordergate.scan_overdue(p_grace interval, p_after_expire timestamptz,
@@ -26,6 +30,7 @@ BEGIN
           FROM orders o
          WHERE o.status = 'pending_payment'
            AND o.expire_at < v_cutoff
+           AND (o.charge_until IS NULL OR o.charge_until < v_cutoff)
          ORDER BY o.expire_at, o.order_no
          LIMIT p_limit;
     ELSE
@@ -34,6 +39,7 @@ BEGIN
           FROM orders o
          WHERE o.status = 'pending_payment'
            AND o.expire_at < v_cutoff
+           AND (o.charge_until IS NULL OR o.charge_until < v_cutoff)
            AND (o.expire_at, o.order_no) > (p_after_expire, p_after_order)
          ORDER BY o.expire_at, o.order_no
          LIMIT p_limit;

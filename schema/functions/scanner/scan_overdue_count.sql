@@ -1,4 +1,5 @@
--- scan_overdue_count: what a sweep with this grace would find now (the dry run's figures).
+-- scan_overdue_count: what a sweep with this grace would find now (the dry run's figures): the
+-- overdue pending orders no charge protects, as scan_overdue pages them.
 CREATE OR REPLACE FUNCTION ordergate.scan_overdue_count(p_grace interval)
 RETURNS TABLE (overdue bigint, oldest_expire_at timestamptz)
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
@@ -11,7 +12,8 @@ BEGIN
     SELECT count(*), min(o.expire_at)
       FROM orders o
      WHERE o.status = 'pending_payment'
-       AND o.expire_at < now() - p_grace;
+       AND o.expire_at < now() - p_grace
+       AND (o.charge_until IS NULL OR o.charge_until < now() - p_grace);
 END
 $$;
 

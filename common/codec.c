@@ -184,6 +184,30 @@ static int codec_channel_valid(const char *s, size_t len)
     return 1;
 }
 
+/* An optional string field: absent leaves out "" ; present, it must be a string that valid()
+ * accepts (out has room for it), else refused with reason code `code` (what says the rule). */
+static enum og_status codec_get_optional(json_t *root, const char *field,
+                                         int (*valid)(const char *, size_t), const char *code,
+                                         const char *what, char *out, struct og_error *err)
+{
+    char shown[80];
+    const char *s;
+    size_t len;
+    enum og_status st;
+
+    if (json_object_get(root, field) == NULL)
+        return OG_OK;
+    st = codec_get_string(root, field, &s, &len, err);
+    if (st != OG_OK)
+        return st;
+    if (!valid(s, len))
+        return codec_fail(err, "%s: '%s' (%s)", code, codec_printable(shown, sizeof(shown), s, len),
+                          what);
+    memcpy(out, s, len);
+    out[len] = '\0';
+    return OG_OK;
+}
+
 enum og_status codec_decode_payment(const void *key, size_t key_len, const void *value,
                                     size_t value_len, struct codec_payment *out,
                                     struct og_error *err)
@@ -231,6 +255,12 @@ enum og_status codec_decode_payment(const void *key, size_t key_len, const void 
     }
     memcpy(out->channel, s, len);
     out->channel[len] = '\0';
+    st = codec_get_optional(root, "currency", gate_currency_valid, "bad_currency",
+                            "an ISO 4217 code: 3 upper-case letters", out->currency, err);
+    if (st != OG_OK)
+        goto out;
+    st = codec_get_optional(root, "charge_ref", gate_charge_ref_valid, "bad_charge_ref",
+                            "1 to 128 of A-Z a-z 0-9 . _ : -", out->charge_ref, err);
 out:
     json_decref(root);
     if (st != OG_OK)
@@ -303,6 +333,12 @@ void codec_salvage_payment(const void *key, size_t key_len, const void *value, s
     f = root != NULL ? json_object_get(root, "channel") : NULL;
     if (json_is_string(f) && codec_channel_valid(json_string_value(f), json_string_length(f)))
         memcpy(out->channel, json_string_value(f), json_string_length(f));
+    f = root != NULL ? json_object_get(root, "currency") : NULL;
+    if (json_is_string(f) && gate_currency_valid(json_string_value(f), json_string_length(f)))
+        memcpy(out->currency, json_string_value(f), json_string_length(f));
+    f = root != NULL ? json_object_get(root, "charge_ref") : NULL;
+    if (json_is_string(f) && gate_charge_ref_valid(json_string_value(f), json_string_length(f)))
+        memcpy(out->charge_ref, json_string_value(f), json_string_length(f));
     json_decref(root);
 }
 
@@ -347,6 +383,8 @@ enum og_status codec_encode_cancel(const char *order_no, int64_t due_ms, char *b
 enum og_status codec_encode_payment(const struct codec_payment *p, char *buf, size_t size,
                                     size_t *len, struct og_error *err)
 {
+    json_t *obj;
+
     *len = 0;
     if (!gate_order_no_valid(p->order_no, strlen(p->order_no)))
         return og_error_set(err, OG_ERR_ARG, false, "invalid order number");
@@ -357,10 +395,24 @@ enum og_status codec_encode_payment(const struct codec_payment *p, char *buf, si
                             CODEC_AMOUNT_MAX);
     if (!codec_channel_valid(p->channel, strlen(p->channel)))
         return og_error_set(err, OG_ERR_ARG, false, "invalid payment channel");
-    return codec_dump(json_pack("{s:i, s:s, s:s, s:I, s:s}", "v", CODEC_VERSION, "order_no",
-                                p->order_no, "txn_no", p->txn_no, "amount_cents",
-                                (json_int_t)p->amount_cents, "channel", p->channel),
-                      buf, size, len, err);
+    if (p->currency[0] != '\0' && !gate_currency_valid(p->currency, strlen(p->currency)))
+        return og_error_set(err, OG_ERR_ARG, false, "invalid currency");
+    if (p->charge_ref[0] != '\0' && !gate_charge_ref_valid(p->charge_ref, strlen(p->charge_ref)))
+        return og_error_set(err, OG_ERR_ARG, false, "invalid charge reference");
+    obj = json_pack("{s:i, s:s, s:s, s:I, s:s}", "v", CODEC_VERSION, "order_no", p->order_no,
+                    "txn_no", p->txn_no, "amount_cents", (json_int_t)p->amount_cents, "channel",
+                    p->channel);
+    /* The optional fields only when set: a message without them reads as it always did. */
+    if (obj != NULL && p->currency[0] != '\0' &&
+        json_object_set_new(obj, "currency", json_string(p->currency)) != 0)
+        goto nomem;
+    if (obj != NULL && p->charge_ref[0] != '\0' &&
+        json_object_set_new(obj, "charge_ref", json_string(p->charge_ref)) != 0)
+        goto nomem;
+    return codec_dump(obj, buf, size, len, err);
+nomem:
+    json_decref(obj);
+    return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
 }
 
 enum og_status codec_encode_refund(const struct codec_refund *r, char *buf, size_t size,

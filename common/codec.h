@@ -5,6 +5,8 @@
  *   {"v":1,"order_no":"A-1001","due_at":"2026-11-30T16:00:00.000Z"}
  * Payment result (optional payments topic, key = order number):
  *   {"v":1,"order_no":"A-1001","txn_no":"T-77","amount_cents":1999,"channel":"card"}
+ *   optional: "currency":"EUR" (the amount's; absent: the order's), "charge_ref":"C-9" (the
+ *   pending charge this payment captures)
  * Refund result (optional refund-results topic, key = the payment's txn_no):
  *   {"v":1,"txn_no":"T-77","refund_ref":"R-5","outcome":"succeeded"}   (or "failed")
  *
@@ -14,17 +16,17 @@
  * version, refused rather than guessed at); order_no and txn_no follow the
  * gate's character rules; due_at is RFC 3339 with a zone; amount_cents is a
  * positive integer; channel is 1..CODEC_CHANNEL_MAX printable ASCII
- * characters; refund_ref follows txn_no's rules and outcome is "succeeded" or
- * "failed". A non-empty key must equal order_no (a refund result's: txn_no;
- * a producer that keyed the message by something else partitions it
- * wrongly). Fields not named here are ignored, so producers may add some
- * without breaking us.
+ * characters; currency, when present, is an ISO 4217 alpha-3 code in upper case (three
+ * letters A-Z); charge_ref, when present, follows txn_no's rules; refund_ref follows txn_no's rules
+ * and outcome is "succeeded" or "failed". A non-empty key must equal order_no (a refund result's:
+ * txn_no; a producer that keyed the message by something else partitions it wrongly). Fields not
+ * named here are ignored, so producers may add some without breaking us.
  *
  * On failure the functions return OG_ERR_DECODE and err->msg starts with a
  * stable reason code, then ": " and details, e.g.
  * "unknown_version: v=2". The codes: too_large, empty, bad_json, not_object,
  * missing_field, bad_type, unknown_version, bad_order_no, key_mismatch,
- * bad_due_at, bad_txn_no, bad_amount, bad_channel, bad_refund_ref,
+ * bad_due_at, bad_txn_no, bad_amount, bad_channel, bad_currency, bad_charge_ref, bad_refund_ref,
  * bad_outcome. The consumer copies that text into the dead-letter header
  * ordergate-reason.
  *
@@ -56,6 +58,8 @@ struct codec_payment {
     char txn_no[GATE_TXN_NO_MAX + 1];
     int64_t amount_cents;
     char channel[CODEC_CHANNEL_MAX + 1];
+    char currency[GATE_CURRENCY_LEN + 1];     /* "" when the message names none */
+    char charge_ref[GATE_CHARGE_REF_MAX + 1]; /* "" when the message names none */
 };
 
 struct codec_refund {
@@ -77,8 +81,8 @@ enum og_status codec_decode_refund(const void *key, size_t key_len, const void *
 
 /* What can be read of a payment result that did not decode, for the record of its refusal:
  * each of order_no (the value's, else a key that is a valid order number), txn_no,
- * amount_cents and channel that is present and valid by itself is filled, the others are left
- * empty (0 for the amount). Never fails; any bytes are accepted. */
+ * amount_cents, channel, currency and charge_ref that is present and valid by itself is filled, the
+ * others are left empty (0 for the amount). Never fails; any bytes are accepted. */
 void codec_salvage_payment(const void *key, size_t key_len, const void *value, size_t value_len,
                            struct codec_payment *out);
 

@@ -21,8 +21,14 @@ static const char *const gate_outcome_words[GATE_OUTCOME_COUNT] = {
     [GATE_LATE_PAYMENT] = "late_payment",
     [GATE_DOUBLE_PAYMENT] = "double_payment",
     [GATE_AMOUNT_MISMATCH] = "amount_mismatch",
+    [GATE_PARTIAL] = "partial",
+    [GATE_OVERPAID] = "overpaid",
+    [GATE_CURRENCY_MISMATCH] = "currency_mismatch",
     [GATE_HELD] = "held",
     [GATE_NOT_PENDING] = "not_pending",
+    [GATE_PENDING] = "pending",
+    [GATE_FAILED] = "failed",
+    [GATE_ALREADY_CAPTURED] = "already_captured",
     [GATE_PLACED] = "placed",
     [GATE_OUT_OF_STOCK] = "out_of_stock",
     [GATE_COUPON_UNAVAILABLE] = "coupon_unavailable",
@@ -45,6 +51,24 @@ static const struct db_stmt gate_stmt_payment_bounded = {
     "CASE WHEN set_config('lock_timeout', $5, true) IS NOT NULL THEN $1::text END, "
     "$2, $3::bigint, $4)",
     5};
+/* A payment with any optional field: the new arguments by name (schema/README.md names them),
+ * lock_timeout set as above only when $9 is not NULL. */
+static const struct db_stmt gate_stmt_payment_full = {
+    "og_claim_payment_full",
+    "SELECT outcome, status, first_outcome FROM ordergate.claim_payment("
+    "CASE WHEN $9::text IS NULL OR set_config('lock_timeout', $9, true) IS NOT NULL "
+    "THEN $1::text END, $2, $3::bigint, $4, currency => $5, charge_ref => $6, operator => $7, "
+    "reason => $8)",
+    9};
+static const struct db_stmt gate_stmt_begin_charge = {
+    "og_begin_charge", "SELECT outcome, bound_at FROM ordergate.begin_charge($1, $2, $3::int)", 3};
+static const struct db_stmt gate_stmt_charge_failed = {"og_charge_failed",
+                                                       "SELECT ordergate.charge_failed($1, $2)", 2};
+static const struct db_stmt gate_stmt_place_full = {
+    "og_place_full",
+    "SELECT ordergate.place_order($1, $2::bigint, $3::jsonb, $4, $5::timestamptz, "
+    "currency => $6, allow_partial => $7::boolean)",
+    7};
 static const struct db_stmt gate_stmt_hold = {
     "og_hold", "SELECT outcome, expire_at FROM ordergate.hold_for_payment($1, $2::int)", 2};
 static const struct db_stmt gate_stmt_close = {
@@ -143,6 +167,21 @@ int gate_txn_no_valid(const char *s, size_t len)
     return gate_key_valid(s, len, GATE_TXN_NO_MAX);
 }
 
+int gate_currency_valid(const char *s, size_t len)
+{
+    if (s == NULL || len != GATE_CURRENCY_LEN)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if (s[i] < 'A' || s[i] > 'Z')
+            return 0;
+    return 1;
+}
+
+int gate_charge_ref_valid(const char *s, size_t len)
+{
+    return gate_key_valid(s, len, GATE_CHARGE_REF_MAX);
+}
+
 /* Length in characters of a UTF-8 string (what the schema's length()
  * counts): the bytes that are not continuation bytes. It does not validate
  * the encoding (the database refuses invalid UTF-8 itself) and never fails. */
@@ -195,9 +234,15 @@ _Static_assert(GATE_OUTCOME_COUNT <= 32, "outcome sets are bit masks of an unsig
      GATE_BIT(GATE_NOT_FOUND))
 #define GATE_PAYMENT_OUTCOMES                                                                      \
     (GATE_BIT(GATE_PAID) | GATE_BIT(GATE_LATE_PAYMENT) | GATE_BIT(GATE_DOUBLE_PAYMENT) |           \
-     GATE_BIT(GATE_AMOUNT_MISMATCH) | GATE_BIT(GATE_NOT_FOUND))
+     GATE_BIT(GATE_AMOUNT_MISMATCH) | GATE_BIT(GATE_NOT_FOUND) | GATE_BIT(GATE_PARTIAL) |          \
+     GATE_BIT(GATE_OVERPAID) | GATE_BIT(GATE_CURRENCY_MISMATCH))
 #define GATE_HOLD_OUTCOMES                                                                         \
     (GATE_BIT(GATE_HELD) | GATE_BIT(GATE_NOT_PENDING) | GATE_BIT(GATE_NOT_FOUND))
+#define GATE_BEGIN_CHARGE_OUTCOMES                                                                 \
+    (GATE_BIT(GATE_PENDING) | GATE_BIT(GATE_DUPLICATE) | GATE_BIT(GATE_NOT_PENDING) |              \
+     GATE_BIT(GATE_NOT_FOUND))
+#define GATE_CHARGE_FAILED_OUTCOMES                                                                \
+    (GATE_BIT(GATE_FAILED) | GATE_BIT(GATE_DUPLICATE) | GATE_BIT(GATE_ALREADY_CAPTURED))
 #define GATE_PLACE_OUTCOMES                                                                        \
     (GATE_BIT(GATE_PLACED) | GATE_BIT(GATE_DUPLICATE) | GATE_BIT(GATE_OUT_OF_STOCK) |              \
      GATE_BIT(GATE_COUPON_UNAVAILABLE))
@@ -339,7 +384,10 @@ enum og_status gate_claim_payment(struct db *db, const char *order_no, const cha
                                   int64_t amount_cents, const char *channel,
                                   struct gate_payment_result *out, struct og_error *err)
 {
-    return gate_claim_payment_bounded(db, order_no, txn_no, amount_cents, channel, 0, out, err);
+    struct gate_payment p = {
+        .order_no = order_no, .txn_no = txn_no, .amount_cents = amount_cents, .channel = channel};
+
+    return gate_payment_claim(db, &p, out, err);
 }
 
 bool gate_payment_locked(const struct og_error *err)
@@ -347,45 +395,101 @@ bool gate_payment_locked(const struct og_error *err)
     return err != NULL && strcmp(err->sqlstate, "55P03") == 0 && !gate_hook_failed(err, NULL, 0);
 }
 
-/* lock_wait_ms 0: the session's lock_timeout (gate_claim_payment). */
 enum og_status gate_claim_payment_bounded(struct db *db, const char *order_no, const char *txn_no,
                                           int64_t amount_cents, const char *channel,
                                           int lock_wait_ms, struct gate_payment_result *out,
                                           struct og_error *err)
 {
-    char amount[24], wait[24];
-    const char *params[5];
-    PGresult *res = NULL;
-    enum og_status st;
+    struct gate_payment p = {.order_no = order_no,
+                             .txn_no = txn_no,
+                             .amount_cents = amount_cents,
+                             .channel = channel,
+                             .lock_wait_ms = lock_wait_ms};
 
-    memset(out, 0, sizeof(*out));
-    st = gate_check_order_no(order_no, err);
+    return gate_payment_claim(db, &p, out, err);
+}
+
+/* The checks claim_payment makes with 22023, made here so nothing is sent. */
+static enum og_status gate_payment_check(const struct gate_payment *p, struct og_error *err)
+{
+    enum og_status st = gate_check_order_no(p->order_no, err);
+    bool has_operator = p->operator_name != NULL, has_reason = p->reason != NULL;
+
     if (st != OG_OK)
         return st;
-    if (txn_no == NULL || !gate_txn_no_valid(txn_no, strlen(txn_no)))
+    if (p->txn_no == NULL || !gate_txn_no_valid(p->txn_no, strlen(p->txn_no)))
         return og_error_set(
             err, OG_ERR_ARG, false,
             "invalid transaction number (1 to %d characters of A-Z a-z 0-9 . _ : -)",
             GATE_TXN_NO_MAX);
-    if (amount_cents <= 0)
+    if (p->amount_cents <= 0)
         return og_error_set(err, OG_ERR_ARG, false, "amount must be positive, got %" PRId64,
-                            amount_cents);
-    if (channel == NULL || *channel == '\0' || gate_utf8_chars(channel) > GATE_CHANNEL_MAX)
+                            p->amount_cents);
+    if (p->channel == NULL || *p->channel == '\0' || gate_utf8_chars(p->channel) > GATE_CHANNEL_MAX)
         return og_error_set(err, OG_ERR_ARG, false, "payment channel must be 1 to %d characters",
                             GATE_CHANNEL_MAX);
-    if (lock_wait_ms < 0 || lock_wait_ms > GATE_LOCK_WAIT_MAX)
+    if (p->lock_wait_ms < 0 || p->lock_wait_ms > GATE_LOCK_WAIT_MAX)
         return og_error_set(err, OG_ERR_ARG, false,
                             "lock wait must be 0 (the session's) to %d ms, got %d",
-                            GATE_LOCK_WAIT_MAX, lock_wait_ms);
-    snprintf(amount, sizeof(amount), "%" PRId64, amount_cents);
-    snprintf(wait, sizeof(wait), "%dms", lock_wait_ms);
-    params[0] = order_no;
-    params[1] = txn_no;
+                            GATE_LOCK_WAIT_MAX, p->lock_wait_ms);
+    if (p->currency != NULL && !gate_currency_valid(p->currency, strlen(p->currency)))
+        return og_error_set(
+            err, OG_ERR_ARG, false,
+            "currency must be an ISO 4217 code of 3 upper-case letters, got '%.16s'", p->currency);
+    if (p->charge_ref != NULL && !gate_charge_ref_valid(p->charge_ref, strlen(p->charge_ref)))
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "invalid charge reference (1 to %d characters of A-Z a-z 0-9 . _ : -)",
+                            GATE_CHARGE_REF_MAX);
+    if (has_operator != has_reason)
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "a payment taken by staff needs both operator and reason");
+    if (has_operator && !gate_text_valid(p->operator_name, GATE_OPERATOR_MAX))
+        return og_error_set(err, OG_ERR_ARG, false, "operator must be 1 to %d characters",
+                            GATE_OPERATOR_MAX);
+    if (has_reason && !gate_text_valid(p->reason, GATE_REASON_MAX))
+        return og_error_set(err, OG_ERR_ARG, false, "reason must be 1 to %d characters",
+                            GATE_REASON_MAX);
+    if (has_operator && strcmp(p->channel, "manual") != 0)
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "a payment taken by staff must have the channel 'manual', got '%.64s'",
+                            p->channel);
+    return OG_OK;
+}
+
+enum og_status gate_payment_claim(struct db *db, const struct gate_payment *p,
+                                  struct gate_payment_result *out, struct og_error *err)
+{
+    char amount[24], wait[24];
+    const char *params[9];
+    const struct db_stmt *stmt;
+    PGresult *res = NULL;
+    enum og_status st;
+    bool full;
+
+    memset(out, 0, sizeof(*out));
+    st = gate_payment_check(p, err);
+    if (st != OG_OK)
+        return st;
+    snprintf(amount, sizeof(amount), "%" PRId64, p->amount_cents);
+    snprintf(wait, sizeof(wait), "%dms", p->lock_wait_ms);
+    /* Without an optional field the statement is the four-argument call it always was. */
+    full = p->currency != NULL || p->charge_ref != NULL || p->operator_name != NULL;
+    params[0] = p->order_no;
+    params[1] = p->txn_no;
     params[2] = amount;
-    params[3] = channel;
-    params[4] = wait;
-    st = db_call(db, lock_wait_ms > 0 ? &gate_stmt_payment_bounded : &gate_stmt_payment, params,
-                 &res, err);
+    params[3] = p->channel;
+    if (full) {
+        params[4] = p->currency;
+        params[5] = p->charge_ref;
+        params[6] = p->operator_name;
+        params[7] = p->reason;
+        params[8] = p->lock_wait_ms > 0 ? wait : NULL;
+        stmt = &gate_stmt_payment_full;
+    } else {
+        params[4] = wait;
+        stmt = p->lock_wait_ms > 0 ? &gate_stmt_payment_bounded : &gate_stmt_payment;
+    }
+    st = db_call(db, stmt, params, &res, err);
     if (st == OG_OK)
         st = gate_check_shape(res, 3, 1, "claim_payment", err);
     if (st == OG_OK)
@@ -402,6 +506,76 @@ enum og_status gate_claim_payment_bounded(struct db *db, const char *order_no, c
         out->first_outcome = gate_outcome_parse(PQgetvalue(res, 0, 2));
     if (st == OG_OK)
         out->status = order_status_parse(PQgetvalue(res, 0, 1));
+    PQclear(res);
+    return st;
+}
+
+static enum og_status gate_check_charge_ref(const char *charge_ref, struct og_error *err)
+{
+    if (charge_ref == NULL || !gate_charge_ref_valid(charge_ref, strlen(charge_ref)))
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "invalid charge reference (1 to %d characters of A-Z a-z 0-9 . _ : -)",
+                            GATE_CHARGE_REF_MAX);
+    return OG_OK;
+}
+
+enum og_status gate_begin_charge(struct db *db, const char *order_no, const char *charge_ref,
+                                 int max_seconds, enum gate_outcome *outcome, char *bound_at,
+                                 size_t bound_at_size, struct og_error *err)
+{
+    char secs[16];
+    const char *params[3];
+    PGresult *res = NULL;
+    enum og_status st;
+
+    *outcome = GATE_UNKNOWN;
+    if (bound_at != NULL && bound_at_size > 0)
+        bound_at[0] = '\0';
+    st = gate_check_order_no(order_no, err);
+    if (st == OG_OK)
+        st = gate_check_charge_ref(charge_ref, err);
+    if (st != OG_OK)
+        return st;
+    if (max_seconds < 1 || max_seconds > GATE_CHARGE_SECONDS_MAX)
+        return og_error_set(err, OG_ERR_ARG, false, "charge seconds must be 1 to %d, got %d",
+                            GATE_CHARGE_SECONDS_MAX, max_seconds);
+    snprintf(secs, sizeof(secs), "%d", max_seconds);
+    params[0] = order_no;
+    params[1] = charge_ref;
+    params[2] = secs;
+    st = db_call(db, &gate_stmt_begin_charge, params, &res, err);
+    if (st == OG_OK)
+        st = gate_check_shape(res, 2, 1, "begin_charge", err);
+    if (st == OG_OK)
+        st = gate_outcome_expect(PQgetvalue(res, 0, 0), GATE_BEGIN_CHARGE_OUTCOMES, "begin_charge",
+                                 outcome, err);
+    if (st == OG_OK && bound_at != NULL && bound_at_size > 0)
+        snprintf(bound_at, bound_at_size, "%s", PQgetvalue(res, 0, 1));
+    PQclear(res);
+    return st;
+}
+
+enum og_status gate_charge_failed(struct db *db, const char *order_no, const char *charge_ref,
+                                  enum gate_outcome *outcome, struct og_error *err)
+{
+    const char *params[2];
+    PGresult *res = NULL;
+    enum og_status st;
+
+    *outcome = GATE_UNKNOWN;
+    st = gate_check_order_no(order_no, err);
+    if (st == OG_OK)
+        st = gate_check_charge_ref(charge_ref, err);
+    if (st != OG_OK)
+        return st;
+    params[0] = order_no;
+    params[1] = charge_ref;
+    st = db_call(db, &gate_stmt_charge_failed, params, &res, err);
+    if (st == OG_OK)
+        st = gate_check_shape(res, 1, 1, "charge_failed", err);
+    if (st == OG_OK)
+        st = gate_outcome_expect(PQgetvalue(res, 0, 0), GATE_CHARGE_FAILED_OUTCOMES,
+                                 "charge_failed", outcome, err);
     PQclear(res);
     return st;
 }
@@ -481,35 +655,55 @@ enum og_status gate_place(struct db *db, const char *order_no, int64_t amount_ce
                           const char *items_json, const char *coupon_id, const char *expire_at,
                           enum gate_outcome *outcome, struct og_error *err)
 {
+    struct gate_order o = {.order_no = order_no,
+                           .amount_cents = amount_cents,
+                           .items_json = items_json,
+                           .coupon_id = coupon_id,
+                           .expire_at = expire_at};
+
+    return gate_order_place(db, &o, outcome, err);
+}
+
+enum og_status gate_order_place(struct db *db, const struct gate_order *o,
+                                enum gate_outcome *outcome, struct og_error *err)
+{
     char amount[24];
-    const char *params[5];
+    const char *params[7];
     PGresult *res = NULL;
     enum og_status st;
+    bool full = o->currency != NULL || o->allow_partial;
 
     *outcome = GATE_UNKNOWN;
-    st = gate_check_order_no(order_no, err);
+    st = gate_check_order_no(o->order_no, err);
     if (st != OG_OK)
         return st;
-    if (amount_cents <= 0)
-        return og_error_set(err, OG_ERR_ARG, false, "amount must be positive, got %" PRId64,
-                            amount_cents);
-    if (items_json == NULL || *items_json == '\0')
+    if (o->amount_cents <= 0 || o->amount_cents > GATE_AMOUNT_MAX)
+        return og_error_set(err, OG_ERR_ARG, false, "amount must be 1 to %lld, got %" PRId64,
+                            GATE_AMOUNT_MAX, o->amount_cents);
+    if (o->items_json == NULL || *o->items_json == '\0')
         return og_error_set(err, OG_ERR_ARG, false, "items are required");
-    st = gate_check_items(items_json, err);
+    st = gate_check_items(o->items_json, err);
     if (st != OG_OK)
         return st;
-    if (coupon_id != NULL && gate_utf8_chars(coupon_id) > GATE_COUPON_MAX)
+    if (o->coupon_id != NULL && gate_utf8_chars(o->coupon_id) > GATE_COUPON_MAX)
         return og_error_set(err, OG_ERR_ARG, false, "coupon id must be 1 to %d characters",
                             GATE_COUPON_MAX);
-    if (expire_at == NULL || *expire_at == '\0')
+    if (o->expire_at == NULL || *o->expire_at == '\0')
         return og_error_set(err, OG_ERR_ARG, false, "expire_at is required");
-    snprintf(amount, sizeof(amount), "%" PRId64, amount_cents);
-    params[0] = order_no;
+    if (o->currency != NULL && !gate_currency_valid(o->currency, strlen(o->currency)))
+        return og_error_set(
+            err, OG_ERR_ARG, false,
+            "currency must be an ISO 4217 code of 3 upper-case letters, got '%.16s'", o->currency);
+    snprintf(amount, sizeof(amount), "%" PRId64, o->amount_cents);
+    params[0] = o->order_no;
     params[1] = amount;
-    params[2] = items_json;
-    params[3] = (coupon_id != NULL && *coupon_id != '\0') ? coupon_id : NULL;
-    params[4] = expire_at;
-    st = db_call(db, &gate_stmt_place, params, &res, err);
+    params[2] = o->items_json;
+    params[3] = (o->coupon_id != NULL && *o->coupon_id != '\0') ? o->coupon_id : NULL;
+    params[4] = o->expire_at;
+    params[5] = o->currency;
+    params[6] = o->allow_partial ? "true" : "false";
+    /* Without an optional field the statement is the five-argument call it always was. */
+    st = db_call(db, full ? &gate_stmt_place_full : &gate_stmt_place, params, &res, err);
     if (st == OG_OK)
         st = gate_check_shape(res, 1, 1, "place_order", err);
     if (st == OG_OK)

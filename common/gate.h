@@ -19,15 +19,24 @@
 /* Bounds shared with the argument checks of the gate functions (schema/README.md,
  * "The gate" and "Errors (SQLSTATE)": 22023): the client refuses beyond them
  * (OG_ERR_ARG, nothing sent) instead of a round trip for 22023. */
-#define GATE_ORDER_NO_MAX 64
-#define GATE_TXN_NO_MAX   128
-#define GATE_BATCH_MAX    10000
-#define GATE_CHANNEL_MAX  64
-#define GATE_OPERATOR_MAX 128
-#define GATE_REASON_MAX   2000
-#define GATE_COUPON_MAX   128
-#define GATE_SKU_MAX      128
-#define GATE_ITEMS_MAX    1000
+#define GATE_ORDER_NO_MAX   64
+#define GATE_TXN_NO_MAX     128
+#define GATE_BATCH_MAX      10000
+#define GATE_CHANNEL_MAX    64
+#define GATE_OPERATOR_MAX   128
+#define GATE_REASON_MAX     2000
+#define GATE_COUPON_MAX     128
+#define GATE_SKU_MAX        128
+#define GATE_ITEMS_MAX      1000
+#define GATE_CHARGE_REF_MAX 128
+/* A currency is an ISO 4217 alpha-3 code: three upper-case letters (the database then says
+ * whether it knows it). */
+#define GATE_CURRENCY_LEN 3
+/* place_order refuses a larger amount: minor units beyond it are garbage in any currency. */
+#define GATE_AMOUNT_MAX 1000000000000000LL
+/* begin_charge: the most seconds a charge can protect its order (the database's own bound,
+ * max_pending_charge_seconds, may be lower: then OG_ERR_ARG from the database). */
+#define GATE_CHARGE_SECONDS_MAX 2592000
 /* record_payment_refused: the source position, what is sent of the reason and of the message
  * (after escaping; the message whole up to this bound, 4 x 16 KiB: the database keys a record
  * by all of it), and what the record's note keeps of the message. */
@@ -51,9 +60,17 @@ enum gate_outcome {
     GATE_LATE_PAYMENT,
     GATE_DOUBLE_PAYMENT,
     GATE_AMOUNT_MISMATCH,
+    GATE_PARTIAL,  /* a part below the remaining amount: captured, the order stays pending */
+    GATE_OVERPAID, /* the order is paid; the excess has an exception and a refund request */
+    GATE_CURRENCY_MISMATCH, /* another currency than the order's: never claims; an exception */
     /* hold_for_payment */
     GATE_HELD,
-    GATE_NOT_PENDING,
+    GATE_NOT_PENDING, /* also begin_charge: the order is closed, nothing recorded */
+    /* begin_charge */
+    GATE_PENDING, /* the charge is recorded: the order is not cancelled while it is pending */
+    /* charge_failed */
+    GATE_FAILED,
+    GATE_ALREADY_CAPTURED,
     /* place_order */
     GATE_PLACED,
     GATE_OUT_OF_STOCK,
@@ -171,7 +188,42 @@ enum og_status gate_record_refund(struct db *db, const char *txn_no, const char 
                                   bool succeeded, struct gate_refund_outcome *out,
                                   struct og_error *err);
 
-/* channel: 1..GATE_CHANNEL_MAX characters. */
+/* True when s is 3 upper-case ASCII letters (the form of an ISO 4217 alpha-3 code). */
+int gate_currency_valid(const char *s, size_t len);
+/* True when s is a valid charge reference: 1..128 of [A-Za-z0-9._:-]. */
+int gate_charge_ref_valid(const char *s, size_t len);
+
+/* A payment for claim_payment. order_no, txn_no, amount_cents and channel are required as in
+ * gate_claim_payment; every other field is optional (NULL / 0):
+ *   currency      the payment's currency; NULL: the order's. Another currency than the order's
+ *                 answers GATE_CURRENCY_MISMATCH and never claims.
+ *   charge_ref    the charge (gate_begin_charge) this payment captures; it must be the order's.
+ *   operator_name, reason
+ *                 a payment taken by staff: both or neither; with them channel must be
+ *                 "manual". The status log records it as manual_payment by the operator.
+ *   lock_wait_ms  as gate_claim_payment_bounded's (0: the session's lock_timeout).
+ * amount_cents is in minor units of the payment's currency. */
+struct gate_payment {
+    const char *order_no;
+    const char *txn_no;
+    int64_t amount_cents;
+    const char *channel;
+    const char *currency;
+    const char *charge_ref;
+    const char *operator_name;
+    const char *reason;
+    int lock_wait_ms;
+};
+
+/* Claims a payment (every field checked here first: OG_ERR_ARG, nothing sent). Outcomes:
+ * GATE_PAID, GATE_PARTIAL, GATE_OVERPAID, GATE_DUPLICATE (first_outcome says what the first
+ * call answered), GATE_LATE_PAYMENT, GATE_DOUBLE_PAYMENT, GATE_AMOUNT_MISMATCH,
+ * GATE_CURRENCY_MISMATCH, GATE_NOT_FOUND. A payment without any optional field is sent as
+ * gate_claim_payment has always sent it. */
+enum og_status gate_payment_claim(struct db *db, const struct gate_payment *p,
+                                  struct gate_payment_result *out, struct og_error *err);
+
+/* channel: 1..GATE_CHANNEL_MAX characters. gate_payment_claim with no optional field. */
 enum og_status gate_claim_payment(struct db *db, const char *order_no, const char *txn_no,
                                   int64_t amount_cents, const char *channel,
                                   struct gate_payment_result *out, struct og_error *err);
@@ -235,6 +287,44 @@ enum og_status gate_hold(struct db *db, const char *order_no, int seconds,
 enum og_status gate_close(struct db *db, const char *order_no, const char *operator_name,
                           const char *reason, enum gate_outcome *outcome, enum order_status *status,
                           struct og_error *err);
+
+/* begin_charge: a charge of the order is in flight (a 3-D Secure redirect, a bank transfer):
+ * the order is not cancelled while it is pending, for at most max_seconds
+ * (1..max_pending_charge_seconds, a database setting; beyond GATE_CHARGE_SECONDS_MAX OG_ERR_ARG
+ * here). charge_ref: 1..GATE_CHARGE_REF_MAX of the order-number characters, unique across
+ * orders. Outcomes: GATE_PENDING (recorded), GATE_DUPLICATE (begun before for this order:
+ * nothing changed), GATE_NOT_PENDING (the order is closed: nothing recorded), GATE_NOT_FOUND.
+ * bound_at (may be NULL) receives the charge's bound as text ("" when none). A reference of
+ * another order is OG_ERR_ARG (22023). */
+enum og_status gate_begin_charge(struct db *db, const char *order_no, const char *charge_ref,
+                                 int max_seconds, enum gate_outcome *outcome, char *bound_at,
+                                 size_t bound_at_size, struct og_error *err);
+
+/* charge_failed: the charge ended without money. Outcomes: GATE_FAILED, GATE_DUPLICATE
+ * (failed before), GATE_ALREADY_CAPTURED (its capture came first: the payment stands). An
+ * unknown reference or another order's is OG_ERR_ARG (22023). When it was the order's last
+ * pending charge and the deadline has passed, the database schedules the order's cancel now. */
+enum og_status gate_charge_failed(struct db *db, const char *order_no, const char *charge_ref,
+                                  enum gate_outcome *outcome, struct og_error *err);
+
+/* An order for place_order. Required as gate_place's arguments; optional:
+ *   currency       ISO 4217 alpha-3 code (NULL: the database's default_currency); amount_cents
+ *                  is in its minor units (1..GATE_AMOUNT_MAX);
+ *   allow_partial  payments in parts are captured until they reach the amount. */
+struct gate_order {
+    const char *order_no;
+    int64_t amount_cents;
+    const char *items_json;
+    const char *coupon_id;
+    const char *expire_at;
+    const char *currency;
+    bool allow_partial;
+};
+
+/* Places an order (checked here first, as gate_place). An unknown currency is OG_ERR_ARG
+ * (22023 from the database), nothing written. */
+enum og_status gate_order_place(struct db *db, const struct gate_order *o,
+                                enum gate_outcome *outcome, struct og_error *err);
 
 /* items_json: [{"sku":"...","qty":N},...], 1..GATE_ITEMS_MAX lines, sku
  * 1..GATE_SKU_MAX characters, qty 1..2^31-1 (checked here); coupon_id NULL or

@@ -159,8 +159,18 @@ static enum commit_result commit_payments(struct commit *cm)
             wait_ms = COMMIT_PAYMENT_LOCK_MS;
         if (wait_ms < COMMIT_PAYMENT_LOCK_MIN_MS)
             wait_ms = COMMIT_PAYMENT_LOCK_MIN_MS;
-        st = gate_claim_payment_bounded(cm->env.db, e->pay.order_no, e->pay.txn_no,
-                                        e->pay.amount_cents, e->pay.channel, wait_ms, &res, &err);
+        /* The message's currency and charge reference when it names them (codec: "" when
+         * absent): the order's currency then, and no charge. */
+        struct gate_payment pay = {
+            .order_no = e->pay.order_no,
+            .txn_no = e->pay.txn_no,
+            .amount_cents = e->pay.amount_cents,
+            .channel = e->pay.channel,
+            .currency = e->pay.currency[0] != '\0' ? e->pay.currency : NULL,
+            .charge_ref = e->pay.charge_ref[0] != '\0' ? e->pay.charge_ref : NULL,
+            .lock_wait_ms = wait_ms,
+        };
+        st = gate_payment_claim(cm->env.db, &pay, &res, &err);
         metric_observe(cm->env.m->db_seconds, db_last_ms(cm->env.db) / 1000.0);
         if (st == OG_OK) {
             *cm->env.db_ok = true;

@@ -23,7 +23,7 @@ struct reconcile_params {
 #define RECONCILE_MAX_INVARIANT 15
 
 struct reconcile_result {
-    int invariants; /* rows reconcile() returned (13) */
+    int invariants; /* rows reconcile() returned (14) */
     int invariants_violated;
     int64_t violations;                                /* total after any repair */
     int64_t by_invariant[RECONCILE_MAX_INVARIANT + 1]; /* index = invariant number */

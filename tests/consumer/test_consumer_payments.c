@@ -8,6 +8,8 @@
  *  - a payment whose order row an order service holds locked: its claim waits at most a moment,
  *    the 50 due cancels behind it are cancelled at once while the lock is held, and the payment
  *    is applied once the lock goes (never dead-lettered for it).
+ *  - payments that name a currency, come in parts or capture a pending charge
+ *    (test_currency_and_parts).
  * Before, the first payment that failed made the whole batch retry: no cancel for
  * consumer.hook_retry_ms per failing payment, or for as long as the lock. */
 #include <setjmp.h>
@@ -175,11 +177,101 @@ static void test_locked_order_holds_its_payment_only(void **state)
     ct_teardown(&t);
 }
 
+static void produce_value(struct ct *t, const char *order_no, const char *value)
+{
+    ct_produce_raw(t, t->payments, 0, order_no, strlen(order_no), value, strlen(value));
+}
+
+/* A payment result names its currency and parts: one in another currency than the order's ends
+ * as currency_mismatch with its exception (the order stays pending); two parts of an order that
+ * allows them pay it (partial, then paid); a malformed currency is dead-lettered after its
+ * refused_payment record, like any bad field. */
+static void test_currency_and_parts(void **state)
+{
+    static struct ct t;
+    struct ct_proc p;
+    char body[65536];
+
+    (void)state;
+    ct_setup(&t, "cpaycur", 1, CT_PAYMENTS);
+    ct_config(&t, "", CT_SHORT_SESSION ", \"auto.commit.interval.ms=300\"");
+    testdb_exec(t.conn, "SELECT ordergate.place_order('M-1', 1250, "
+                        "'[{\"sku\":\"sku-1\",\"qty\":1}]'::jsonb, NULL, now() + interval "
+                        "'1 hour', currency => 'EUR')");
+    testdb_exec(t.conn, "SELECT ordergate.place_order('M-2', 1000, "
+                        "'[{\"sku\":\"sku-1\",\"qty\":1}]'::jsonb, NULL, now() + interval "
+                        "'1 hour', currency => 'JPY', allow_partial => true)");
+    ct_place(&t, "M-3", 3600 * 1000L);
+    /* M-4: past its deadline, protected by a pending charge that the payment result captures. */
+    ct_place(&t, "M-4", -1000);
+    testdb_exec(t.conn, "SELECT ordergate.begin_charge('M-4', 'ch-M4', 3600)");
+    produce_value(&t, "M-1",
+                  "{\"v\":1,\"order_no\":\"M-1\",\"txn_no\":\"T-M1\",\"amount_cents\":1250,"
+                  "\"channel\":\"card\",\"currency\":\"USD\"}");
+    produce_value(&t, "M-2",
+                  "{\"v\":1,\"order_no\":\"M-2\",\"txn_no\":\"T-M2-gift\",\"amount_cents\":400,"
+                  "\"channel\":\"gift_card\",\"currency\":\"JPY\"}");
+    produce_value(&t, "M-2",
+                  "{\"v\":1,\"order_no\":\"M-2\",\"txn_no\":\"T-M2-card\",\"amount_cents\":600,"
+                  "\"channel\":\"card\"}");
+    produce_value(&t, "M-3",
+                  "{\"v\":1,\"order_no\":\"M-3\",\"txn_no\":\"T-M3\",\"amount_cents\":1000,"
+                  "\"channel\":\"card\",\"currency\":\"usd\"}");
+    produce_value(&t, "M-4",
+                  "{\"v\":1,\"order_no\":\"M-4\",\"txn_no\":\"T-M4\",\"amount_cents\":1000,"
+                  "\"channel\":\"sepa\",\"charge_ref\":\"ch-M4\"}");
+    ct_spawn(&t, &p, "c1", t.topic, NULL);
+
+    assert_int_equal(count_status(&t, "M-2", "paid", 1, PROGRESS_MS), 1);
+    assert_int_equal(ct_wait_committed(&t, t.payments, 0, 5, 15000), 5);
+    /* The charge's capture paid its order, past the deadline, and ended the charge. */
+    assert_int_equal(count_status(&t, "M-4", "paid", 1, 0), 1);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.charges WHERE charge_ref = "
+                                   "'ch-M4' AND state = 'captured' AND txn_no = 'T-M4'"),
+                     1);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.payments WHERE order_no = "
+                                   "'M-2' AND currency = 'JPY' AND ((txn_no = 'T-M2-gift' AND "
+                                   "outcome = 'partial') OR (txn_no = 'T-M2-card' AND outcome = "
+                                   "'paid'))"),
+                     2);
+    /* Another currency: recorded, never claims, an exception for review in its currency. */
+    assert_int_equal(count_status(&t, "M-1", "pending_payment", 1, 0), 1);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.payments WHERE txn_no = "
+                                   "'T-M1' AND outcome = 'currency_mismatch' AND currency = 'USD'"),
+                     1);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.exceptions WHERE txn_no = "
+                                   "'T-M1' AND kind = 'currency_mismatch' AND resolution = "
+                                   "'manual_review' AND currency = 'USD'"),
+                     1);
+    /* A malformed currency: refused like any bad field, recorded, then dead-lettered. */
+    assert_int_equal(count_status(&t, "M-3", "pending_payment", 1, 0), 1);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.payments WHERE txn_no = "
+                                   "'T-M3'"),
+                     0);
+    assert_int_equal(ct_wait_scalar(&t,
+                                    "SELECT count(*) FROM ordergate.exceptions WHERE kind = "
+                                    "'refused_payment' AND refused_key = 'txn:T-M3' AND note LIKE "
+                                    "'%bad_currency%'",
+                                    1, 15000),
+                     1);
+    for (int tries = 0; tries < 100 && ct_end_offset(t.dlq, 0) < 1; tries++)
+        testutil_sleep_ms(100);
+    assert_int_equal(ct_end_offset(t.dlq, 0), 1);
+    int port = ct_metrics_port(&p);
+    assert_int_equal(ct_http_get(port, "/metrics", body, sizeof(body)), 200);
+    assert_true(ct_metric(body, "ordergate_consumer_payments_total{outcome=\"partial\"}") == 1);
+    assert_true(
+        ct_metric(body, "ordergate_consumer_payments_total{outcome=\"currency_mismatch\"}") == 1);
+    assert_int_equal(ct_stop(&p, SIGTERM, 30000), 0);
+    ct_teardown(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_failing_paid_hook_holds_its_order_only, ct_cleanup),
         cmocka_unit_test_teardown(test_locked_order_holds_its_payment_only, ct_cleanup),
+        cmocka_unit_test_teardown(test_currency_and_parts, ct_cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -545,7 +545,7 @@ static void test_place_pay_hold_close_show(void **state)
     ctl_run(&r, "place", "A1", "--db", t.conninfo, "--amount", "1999", "--item", "S1:2",
             "--expire-in", "600", NULL);
     assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "outcome       duplicate\n"));
+    assert_non_null(strstr(r.out, "outcome    duplicate\n"));
     ctl_result_free(&r);
     assert_int_equal(testdb_scalar(conn, "SELECT available FROM ordergate.inventory WHERE sku = "
                                          "'S1'"),
@@ -773,6 +773,50 @@ static void test_bad_input_exits_2(void **state)
         {{"exceptions", "--limit", "0"}, "--limit: expected an integer in 1..10000, got \"0\""},
         {{"exceptions", "resolve", "12x", "--note", "n", "--operator", "o"},
          "exception ID: expected an integer in 1..9223372036854775807, got \"12x\""},
+        /* currencies, parts, staff payments and charges: refused before the database */
+        {{"place", "X2", "--amount", "100", "--item", "S1:1", "--expire-in", "60", "--currency",
+          "eur"},
+         "--currency: expected an ISO 4217 code of 3 upper-case letters (EUR, JPY), got \"eur\""},
+        {{"place", "X2", "--amount", "100", "--item", "S1:1", "--expire-in", "60", "--currency",
+          "EURO"},
+         "--currency: expected an ISO 4217 code"},
+        {{"place", "X2", "--amount", "100", "--item", "S1:1", "--expire-in", "60",
+          "--allow-partial=yes"},
+         "--allow-partial"},
+        {{"pay", "X1", "--txn", "T1", "--amount", "100", "--currency", "Usd"},
+         "--currency: expected an ISO 4217 code"},
+        {{"pay", "X1", "--txn", "T1", "--amount", "100", "--currency", ""},
+         "--currency: expected an ISO 4217 code"},
+        {{"pay", "X1", "--txn", "T1", "--amount", "100", "--charge", "c 1"}, "--charge 'c 1'"},
+        {{"pay", "X1", "--txn", "T1", "--amount", "100", "--operator", "alice"},
+         "give both --operator NAME and --reason TEXT"},
+        {{"pay", "X1", "--txn", "T1", "--amount", "100", "--reason", "cash"},
+         "give both --operator NAME and --reason TEXT"},
+        {{"pay", "X1", "--txn", "T1", "--amount", "100", "--operator", " ", "--reason", "cash"},
+         "--operator must not be empty"},
+        {{"pay", "X1", "--txn", "T1", "--amount", "100", "--operator", "alice", "--reason", "cash",
+          "--channel", "card"},
+         "a payment taken by staff (--operator) has --channel manual, got 'card'"},
+        {{"charge", "begin", "X1", "--seconds", "60"}, "--ref REF is required"},
+        {{"charge", "begin", "X1", "--ref", "c 1", "--seconds", "60"}, "--ref 'c 1'"},
+        {{"charge", "begin", "X1", "--ref", "c1"}, "--seconds N is required"},
+        {{"charge", "begin", "X1", "--ref", "c1", "--seconds", "0"},
+         "--seconds: expected a duration in"},
+        {{"charge", "begin", "X1", "--ref", "c1", "--seconds", "31d"},
+         "--seconds: expected a duration in"},
+        {{"charge", "begin", "bad order", "--ref", "c1", "--seconds", "60"},
+         "invalid order number 'bad order'"},
+        {{"charge", "failed", "X1"}, "--ref REF is required"},
+        {{"charge", "failed", "X1", "--ref", ""}, "--ref '': 1 to 128 characters"},
+        {{"charge", "X1", "--ref", "c1"}, "unknown command"},
+        /* refused by the database (22023), nothing written */
+        {{"place", "X2", "--amount", "100", "--item", "S1:1", "--expire-in", "60", "--currency",
+          "QQQ"},
+         "QQQ"},
+        {{"pay", "X1", "--txn", "T1", "--amount", "100", "--currency", "QQQ"}, "QQQ"},
+        {{"pay", "X1", "--txn", "T1", "--amount", "100", "--charge", "c-none"}, "c-none"},
+        {{"charge", "begin", "X1", "--ref", "c1", "--seconds", "4d"}, "max_pending_charge_seconds"},
+        {{"charge", "failed", "X1", "--ref", "c-none"}, "c-none"},
         {{"frobnicate"}, "unknown command 'frobnicate'"},
     };
     struct testdb t;
@@ -784,6 +828,7 @@ static void test_bad_input_exits_2(void **state)
     seed_stock(conn);
     testdb_exec(conn, "SELECT ordergate.place_order('X1', 100, '[{\"sku\":\"S1\",\"qty\":1}]', "
                       "NULL, now() + interval '1 hour')");
+    long logged = testdb_scalar(conn, "SELECT count(*) FROM ordergate.status_log");
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *const *a = cases[i].args;
         struct ctl_result r;
@@ -811,9 +856,140 @@ static void test_bad_input_exits_2(void **state)
     assert_int_equal(testdb_scalar(conn, "SELECT available FROM ordergate.inventory WHERE sku = "
                                          "'S1'"),
                      9);
+    assert_int_equal(testdb_scalar(conn, "SELECT count(*) FROM ordergate.status_log"), logged);
     assert_int_equal(count_where(conn, "payments", "true"), 0);
     assert_int_equal(count_where(conn, "exceptions", "true"), 0);
     assert_int_equal(count_where(conn, "orders", "expire_at > now() + interval '50 minutes'"), 1);
+    PQfinish(conn);
+    testdb_drop(&t);
+}
+
+/* ---- currencies, parts, charges, staff payments ------------------------ */
+
+static void test_money_and_charges(void **state)
+{
+    struct testdb t;
+    struct ctl_result r;
+    PGconn *conn;
+    const json_t *o, *e;
+
+    (void)state;
+    testdb_create(&t, "ctl_money");
+    conn = testdb_connect(&t);
+    seed_stock(conn);
+
+    ctl_run(&r, "place", "E1", "--db", t.conninfo, "--amount", "1250", "--item", "S1:1",
+            "--currency", "EUR", "--allow-partial", "--expire-in", "600", "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(ctl_json_s(r.json, "outcome"), "placed");
+    assert_string_equal(ctl_json_s(r.json, "currency"), "EUR");
+    assert_int_equal(ctl_json_i(r.json, "amount_cents"), 1250);
+    assert_true(json_is_true(json_object_get(r.json, "allow_partial")));
+    ctl_result_free(&r);
+    assert_int_equal(
+        count_where(conn, "orders", "order_no = 'E1' AND currency = 'EUR' AND allow_partial"), 1);
+    /* The text shows the amount in the currency's unit. */
+    ctl_run(&r, "place", "J1", "--db", t.conninfo, "--amount", "1250", "--item", "S1:1",
+            "--currency", "JPY", "--expire-in", "600", NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "amount     1250 JPY\n"));
+    assert_non_null(strstr(r.out, "parts      no\n"));
+    ctl_result_free(&r);
+
+    /* A gift card part in the order's currency: partial. */
+    ctl_run(&r, "pay", "E1", "--db", t.conninfo, "--txn", "T-gift", "--amount", "250", "--channel",
+            "gift_card", "--currency", "EUR", NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "outcome        partial\n"));
+    assert_non_null(strstr(r.out, "amount         2.50 EUR\n"));
+    ctl_result_free(&r);
+    /* Another currency: currency_mismatch, its exception named. */
+    ctl_run(&r, "pay", "E1", "--db", t.conninfo, "--txn", "T-usd", "--amount", "1000", "--currency",
+            "USD", "--channel", "card", "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(ctl_json_s(r.json, "outcome"), "currency_mismatch");
+    assert_string_equal(ctl_json_s(json_object_get(r.json, "exception"), "kind"),
+                        "currency_mismatch");
+    ctl_result_free(&r);
+
+    /* A charge in flight, then its capture pays the rest; its failure afterwards changes
+     * nothing. */
+    ctl_run(&r, "charge", "begin", "E1", "--db", t.conninfo, "--ref", "ch-1", "--seconds", "1h",
+            "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(ctl_json_s(r.json, "outcome"), "pending");
+    assert_string_equal(ctl_json_s(r.json, "charge_ref"), "ch-1");
+    assert_int_equal(ctl_json_i(r.json, "seconds"), 3600);
+    assert_true(strlen(ctl_json_s(r.json, "bound_at")) > 0);
+    ctl_result_free(&r);
+    assert_int_equal(count_where(conn, "orders", "order_no = 'E1' AND charge_until > now()"), 1);
+    ctl_run(&r, "charge", "begin", "E1", "--db", t.conninfo, "--ref", "ch-1", "--seconds", "60",
+            NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "outcome     duplicate\n"));
+    ctl_result_free(&r);
+    ctl_run(&r, "pay", "E1", "--db", t.conninfo, "--txn", "T-card", "--amount", "1000", "--channel",
+            "card", "--charge", "ch-1", "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(ctl_json_s(r.json, "outcome"), "paid");
+    assert_string_equal(ctl_json_s(r.json, "charge_ref"), "ch-1");
+    ctl_result_free(&r);
+    ctl_run(&r, "charge", "failed", "E1", "--db", t.conninfo, "--ref", "ch-1", "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(ctl_json_s(r.json, "outcome"), "already_captured");
+    ctl_result_free(&r);
+
+    /* show: currency, captured parts and the charge; JSON keeps integer minor units. */
+    ctl_run(&r, "show", "E1", "--db", t.conninfo, "--json", NULL);
+    assert_int_equal(r.status, 0);
+    o = json_object_get(r.json, "order");
+    assert_string_equal(ctl_json_s(o, "currency"), "EUR");
+    assert_int_equal(ctl_json_i(o, "amount_cents"), 1250);
+    assert_int_equal(json_array_size(json_object_get(o, "charges")), 1);
+    e = json_array_get(json_object_get(o, "charges"), 0);
+    assert_string_equal(ctl_json_s(e, "charge_ref"), "ch-1");
+    assert_string_equal(ctl_json_s(e, "state"), "captured");
+    ctl_result_free(&r);
+    ctl_run(&r, "show", "E1", "--db", t.conninfo, NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "amount              12.50 EUR\n"));
+    assert_non_null(strstr(r.out, "currency            EUR\n"));
+    assert_non_null(strstr(r.out, "\ncharges:\n"));
+    assert_non_null(strstr(r.out, "2.50 EUR"));
+    assert_non_null(strstr(r.out, "10.00 USD"));
+    ctl_result_free(&r);
+
+    /* A payment taken by staff: who and why in the log. */
+    ctl_run(&r, "place", "S1", "--db", t.conninfo, "--amount", "1000", "--item", "S2:1",
+            "--expire-in", "600", NULL);
+    assert_int_equal(r.status, 0);
+    ctl_result_free(&r);
+    ctl_run(&r, "pay", "S1", "--db", t.conninfo, "--txn", "cash-1", "--amount", "1000",
+            "--operator", "alice", "--reason", "cash at the counter", "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(ctl_json_s(r.json, "outcome"), "paid");
+    assert_string_equal(ctl_json_s(r.json, "channel"), "manual");
+    assert_string_equal(ctl_json_s(r.json, "operator"), "alice");
+    ctl_result_free(&r);
+    assert_int_equal(count_where(conn, "status_log",
+                                 "order_no = 'S1' AND source = 'manual_payment' AND actor = "
+                                 "'alice' AND note = 'cash at the counter'"),
+                     1);
+
+    /* exceptions: the currency of each amount. */
+    ctl_run(&r, "exceptions", "--db", t.conninfo, "--json", NULL);
+    assert_int_equal(r.status, 0);
+    e = json_array_get(json_object_get(r.json, "exceptions"), 0);
+    assert_string_equal(ctl_json_s(e, "kind"), "currency_mismatch");
+    assert_string_equal(ctl_json_s(e, "currency"), "USD");
+    assert_int_equal(ctl_json_i(e, "amount_cents"), 1000);
+    ctl_result_free(&r);
+    ctl_run(&r, "exceptions", "--db", t.conninfo, NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "CURRENCY"));
+    assert_non_null(strstr(r.out, " 10.00 "));
+    assert_non_null(strstr(r.out, " USD "));
+    ctl_result_free(&r);
     PQfinish(conn);
     testdb_drop(&t);
 }
@@ -872,7 +1048,7 @@ static void test_exceptions_list_and_resolve(void **state)
     ctl_result_free(&r);
     ctl_run(&r, "exceptions", "--db", t.conninfo, NULL);
     assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "L1     late_payment  LT1  1500    auto_refund  open"));
+    assert_non_null(strstr(r.out, "L1     late_payment  LT1  15.00   USD       auto_refund  open"));
     assert_non_null(strstr(r.out, "1 of 1 open exceptions"));
     ctl_result_free(&r);
 
@@ -1046,6 +1222,7 @@ int main(void)
         cmocka_unit_test(test_close_requires_operator_and_reason),
         cmocka_unit_test(test_bad_input_exits_2),
         cmocka_unit_test(test_exceptions_list_and_resolve),
+        cmocka_unit_test(test_money_and_charges),
         cmocka_unit_test(test_config_help_version),
     };
 

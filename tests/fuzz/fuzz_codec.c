@@ -21,9 +21,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void check_reason(const struct og_error *err)
 {
     static const char *const codes[] = {
-        "too_large",  "empty",           "bad_json",     "not_object",     "missing_field",
-        "bad_type",   "unknown_version", "bad_order_no", "key_mismatch",   "bad_due_at",
-        "bad_txn_no", "bad_amount",      "bad_channel",  "bad_refund_ref", "bad_outcome"};
+        "too_large",    "empty",           "bad_json",     "not_object",     "missing_field",
+        "bad_type",     "unknown_version", "bad_order_no", "key_mismatch",   "bad_due_at",
+        "bad_txn_no",   "bad_amount",      "bad_channel",  "bad_refund_ref", "bad_outcome",
+        "bad_currency", "bad_charge_ref"};
     int known = 0;
 
     if (err->status != OG_ERR_DECODE || err->retriable)
@@ -106,13 +107,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             codec_salvage_payment(key_len ? key : NULL, key_len, value, value_len, &part);
             if ((part.order_no[0] && !gate_order_no_valid(part.order_no, strlen(part.order_no))) ||
                 (part.txn_no[0] && !gate_txn_no_valid(part.txn_no, strlen(part.txn_no))) ||
-                part.amount_cents < 0 || part.amount_cents > CODEC_AMOUNT_MAX)
+                part.amount_cents < 0 || part.amount_cents > CODEC_AMOUNT_MAX ||
+                (part.currency[0] && !gate_currency_valid(part.currency, strlen(part.currency))) ||
+                (part.charge_ref[0] &&
+                 !gate_charge_ref_valid(part.charge_ref, strlen(part.charge_ref))))
                 abort();
             return 0;
         }
         check_key(key, key_len, p.order_no);
         if (p.amount_cents <= 0 || !gate_txn_no_valid(p.txn_no, strlen(p.txn_no)) ||
-            strlen(p.channel) == 0)
+            strlen(p.channel) == 0 ||
+            (p.currency[0] && !gate_currency_valid(p.currency, strlen(p.currency))) ||
+            (p.charge_ref[0] && !gate_charge_ref_valid(p.charge_ref, strlen(p.charge_ref))))
             abort();
         if (codec_encode_payment(&p, buf, sizeof(buf), &len, &err) != OG_OK ||
             codec_decode_payment(NULL, 0, buf, len, &again, &err) != OG_OK ||

@@ -66,7 +66,7 @@ enum gate_outcome gfx_pay(struct gfx *g, const char *order_no, const char *txn, 
  * substrings (NULL-terminated). */
 int gfx_log_count(struct gfx *g, ...) __attribute__((sentinel));
 
-/* Fails the test unless reconcile() returns its nine rows with zero violations. */
+/* Fails the test unless every row reconcile() returns has zero violations. */
 void gfx_reconcile_clean(PGconn *c);
 
 #endif

@@ -502,8 +502,47 @@ static void test_client_as_service_login(void **state)
     assert_int_equal(outcome, GATE_PLACED);
     assert_int_equal(gate_hold(svc, "o-login", 30, &outcome, expire, sizeof(expire), &err), OG_OK);
     assert_int_equal(outcome, GATE_HELD);
-    assert_int_equal(gate_claim_payment(svc, "o-login", "t-login", 100, "card", &pay, &err), OG_OK);
-    assert_int_equal(pay.outcome, GATE_PAID);
+    /* The new calls work under the same role: an order in a currency paid in parts, a charge
+     * begun, captured, then reported failed too late; a staff payment. */
+    {
+        struct gate_order o = {.order_no = "o-parts",
+                               .amount_cents = 100,
+                               .items_json = ITEMS,
+                               .expire_at = FUTURE,
+                               .currency = "EUR",
+                               .allow_partial = true};
+        struct gate_payment part = {.order_no = "o-parts",
+                                    .txn_no = "t-part-1",
+                                    .amount_cents = 40,
+                                    .channel = "gift_card",
+                                    .currency = "EUR"};
+        struct gate_payment rest = {.order_no = "o-parts",
+                                    .txn_no = "t-part-2",
+                                    .amount_cents = 60,
+                                    .channel = "card",
+                                    .charge_ref = "ch-login"};
+        assert_int_equal(gate_order_place(svc, &o, &outcome, &err), OG_OK);
+        assert_int_equal(outcome, GATE_PLACED);
+        assert_int_equal(gate_payment_claim(svc, &part, &pay, &err), OG_OK);
+        assert_int_equal(pay.outcome, GATE_PARTIAL);
+        assert_int_equal(gate_begin_charge(svc, "o-parts", "ch-login", 60, &outcome, NULL, 0, &err),
+                         OG_OK);
+        assert_int_equal(outcome, GATE_PENDING);
+        assert_int_equal(gate_payment_claim(svc, &rest, &pay, &err), OG_OK);
+        assert_int_equal(pay.outcome, GATE_PAID);
+        assert_int_equal(gate_charge_failed(svc, "o-parts", "ch-login", &outcome, &err), OG_OK);
+        assert_int_equal(outcome, GATE_ALREADY_CAPTURED);
+    }
+    {
+        struct gate_payment staff = {.order_no = "o-login",
+                                     .txn_no = "t-login",
+                                     .amount_cents = 100,
+                                     .channel = "manual",
+                                     .operator_name = "alice",
+                                     .reason = "cash at the counter"};
+        assert_int_equal(gate_payment_claim(svc, &staff, &pay, &err), OG_OK);
+        assert_int_equal(pay.outcome, GATE_PAID);
+    }
     assert_int_equal(gate_close(svc, "o-future", "ops", "test", &outcome, &status, &err), OG_OK);
     assert_int_equal(outcome, GATE_CANCELLED);
     /* A direct write through the same connection is refused (42501 is not
@@ -520,6 +559,11 @@ static void test_client_as_service_login(void **state)
                               "SELECT count(*) FROM ordergate.status_log WHERE actor = 'svc-login'",
                               NULL),
                      2);
+    assert_int_equal(gfx_long(g->sql,
+                              "SELECT count(*) FROM ordergate.status_log WHERE actor = 'alice' "
+                              "AND source = 'manual_payment' AND order_no = 'o-login'",
+                              NULL),
+                     1);
     assert_int_equal(gfx_long(g->sql,
                               "SELECT count(*) FROM ordergate.status_log WHERE actor = 'ops' "
                               "AND source = 'manual' AND order_no = 'o-future'",

@@ -13,3 +13,6 @@ og_add_test(NAME gate_retry
 og_add_test(NAME gate_stress
             SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gate_stress.c ${OG_GATE_FIXTURE}
             LABELS db FIXTURES db TIMEOUT 120)
+og_add_test(NAME gate_money
+            SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gate_money.c ${OG_GATE_FIXTURE}
+            LABELS db FIXTURES db)

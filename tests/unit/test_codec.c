@@ -268,6 +268,89 @@ static void test_payment(void **state)
     assert_int_equal(codec_encode_payment(&p, buf, sizeof(buf), &len, &err), OG_ERR_ARG);
 }
 
+/* currency and charge_ref are optional: absent they are "", present they must be valid, and
+ * a bad one refuses the message whole (dead-lettered with its record, like any bad field). */
+static void test_payment_currency_and_charge(void **state)
+{
+    struct codec_payment p, q;
+    struct og_error err;
+    char buf[512];
+    size_t len;
+
+    (void)state;
+    assert_int_equal(
+        payment("{\"v\":1,\"order_no\":\"P-1\",\"txn_no\":\"T-9\",\"amount_cents\":1250,"
+                "\"channel\":\"card\",\"currency\":\"EUR\",\"charge_ref\":\"pi_3N.x:1\"}",
+                &p, &err),
+        OG_OK);
+    assert_string_equal(p.currency, "EUR");
+    assert_string_equal(p.charge_ref, "pi_3N.x:1");
+    assert_int_equal(codec_encode_payment(&p, buf, sizeof(buf), &len, &err), OG_OK);
+    assert_non_null(strstr(buf, "\"currency\":\"EUR\""));
+    assert_non_null(strstr(buf, "\"charge_ref\":\"pi_3N.x:1\""));
+    assert_int_equal(codec_decode_payment("P-1", 3, buf, len, &q, &err), OG_OK);
+    assert_memory_equal(&p, &q, sizeof(p));
+
+    /* Without them: "", and the encoding carries neither. */
+    assert_int_equal(payment("{\"v\":1,\"order_no\":\"P-1\",\"txn_no\":\"T-9\",\"amount_cents\":5,"
+                             "\"channel\":\"card\"}",
+                             &p, &err),
+                     OG_OK);
+    assert_string_equal(p.currency, "");
+    assert_string_equal(p.charge_ref, "");
+    assert_int_equal(codec_encode_payment(&p, buf, sizeof(buf), &len, &err), OG_OK);
+    assert_null(strstr(buf, "currency"));
+    assert_null(strstr(buf, "charge_ref"));
+
+    static const char *const bad_currency[] = {"\"eur\"", "\"EURO\"", "\"EU\"",    "\"\"",
+                                               "\"E1R\"", "\"E R\"",  "\"\u20ac\""};
+    for (size_t i = 0; i < sizeof(bad_currency) / sizeof(bad_currency[0]); i++) {
+        char value[256];
+        snprintf(value, sizeof(value),
+                 "{\"v\":1,\"order_no\":\"P-1\",\"txn_no\":\"T\",\"amount_cents\":5,"
+                 "\"channel\":\"c\",\"currency\":%s}",
+                 bad_currency[i]);
+        payment_refused(value, "bad_currency");
+    }
+    payment_refused("{\"v\":1,\"order_no\":\"P-1\",\"txn_no\":\"T\",\"amount_cents\":5,"
+                    "\"channel\":\"c\",\"currency\":978}",
+                    "bad_type");
+    payment_refused("{\"v\":1,\"order_no\":\"P-1\",\"txn_no\":\"T\",\"amount_cents\":5,"
+                    "\"channel\":\"c\",\"currency\":null}",
+                    "bad_type");
+    payment_refused("{\"v\":1,\"order_no\":\"P-1\",\"txn_no\":\"T\",\"amount_cents\":5,"
+                    "\"channel\":\"c\",\"charge_ref\":\"c 1\"}",
+                    "bad_charge_ref");
+    payment_refused("{\"v\":1,\"order_no\":\"P-1\",\"txn_no\":\"T\",\"amount_cents\":5,"
+                    "\"channel\":\"c\",\"charge_ref\":\"\"}",
+                    "bad_charge_ref");
+    payment_refused("{\"v\":1,\"order_no\":\"P-1\",\"txn_no\":\"T\",\"amount_cents\":5,"
+                    "\"channel\":\"c\",\"charge_ref\":[]}",
+                    "bad_type");
+
+    /* What is not valid is not encoded either. */
+    strcpy(p.currency, "eur");
+    assert_int_equal(codec_encode_payment(&p, buf, sizeof(buf), &len, &err), OG_ERR_ARG);
+    strcpy(p.currency, "");
+    strcpy(p.charge_ref, "c 1");
+    assert_int_equal(codec_encode_payment(&p, buf, sizeof(buf), &len, &err), OG_ERR_ARG);
+
+    /* Salvage keeps a valid currency and charge reference of a refused message. */
+    const char *refused = "{\"v\":1,\"order_no\":\"P-1\",\"txn_no\":\"T\",\"amount_cents\":5,"
+                          "\"channel\":\"c\",\"currency\":\"JPY\",\"charge_ref\":\"ch-1\",\"v\":2}";
+    codec_salvage_payment("P-1", 3, refused, strlen(refused), &p);
+    assert_string_equal(p.currency, "");
+    const char *kept = "{\"v\":9,\"order_no\":\"P-1\",\"txn_no\":\"T\",\"amount_cents\":5,"
+                       "\"channel\":\"c\",\"currency\":\"JPY\",\"charge_ref\":\"ch-1\"}";
+    codec_salvage_payment("P-1", 3, kept, strlen(kept), &p);
+    assert_string_equal(p.currency, "JPY");
+    assert_string_equal(p.charge_ref, "ch-1");
+    const char *bad = "{\"v\":1,\"currency\":\"jpy\",\"charge_ref\":\"c 1\"}";
+    codec_salvage_payment("P-1", 3, bad, strlen(bad), &p);
+    assert_string_equal(p.currency, "");
+    assert_string_equal(p.charge_ref, "");
+}
+
 /* A payment that did not decode: what is valid on its own is kept for the
  * record of its refusal, the rest is left empty. */
 static void test_payment_salvage(void **state)
@@ -359,10 +442,10 @@ static void test_refund(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cancel_valid), cmocka_unit_test(test_cancel_refused),
-        cmocka_unit_test(test_key_binary),   cmocka_unit_test(test_cancel_roundtrip),
-        cmocka_unit_test(test_payment),      cmocka_unit_test(test_payment_salvage),
-        cmocka_unit_test(test_refund),
+        cmocka_unit_test(test_cancel_valid),    cmocka_unit_test(test_cancel_refused),
+        cmocka_unit_test(test_key_binary),      cmocka_unit_test(test_cancel_roundtrip),
+        cmocka_unit_test(test_payment),         cmocka_unit_test(test_payment_currency_and_charge),
+        cmocka_unit_test(test_payment_salvage), cmocka_unit_test(test_refund),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -47,6 +47,12 @@ static void test_outcome_words_are_the_contract(void **state)
         {"late_payment", GATE_LATE_PAYMENT},
         {"double_payment", GATE_DOUBLE_PAYMENT},
         {"amount_mismatch", GATE_AMOUNT_MISMATCH},
+        {"partial", GATE_PARTIAL},
+        {"overpaid", GATE_OVERPAID},
+        {"currency_mismatch", GATE_CURRENCY_MISMATCH},
+        {"pending", GATE_PENDING},
+        {"failed", GATE_FAILED},
+        {"already_captured", GATE_ALREADY_CAPTURED},
         {"held", GATE_HELD},
         {"not_pending", GATE_NOT_PENDING},
         {"out_of_stock", GATE_OUT_OF_STOCK},
@@ -158,6 +164,41 @@ static void test_txn_no_validation(void **state)
     assert_false(valid_txn("txn\xff"));
 }
 
+/* A currency is three upper-case letters (ISO 4217 alpha-3); nothing else passes, so a bad code
+ * never reaches the database. */
+static void test_currency_validation(void **state)
+{
+    static const char *const good[] = {"EUR", "USD", "JPY", "KWD", "AAA", "ZZZ"};
+    static const char *const bad[] = {"",    "EU", "EURO", "eur", "Eur", "EU1",
+                                      "E R", "€",  "EU\n", "@AA", "[AA", "EU-"};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+        assert_true(gate_currency_valid(good[i], strlen(good[i])));
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (gate_currency_valid(bad[i], strlen(bad[i])))
+            fail_msg("'%s' passed as a currency", bad[i]);
+    assert_false(gate_currency_valid(NULL, 3));
+    /* The length is what counts: "EURO" cut to 3 is a code. */
+    assert_true(gate_currency_valid("EURO", 3));
+}
+
+static void test_charge_ref_validation(void **state)
+{
+    char ref[GATE_CHARGE_REF_MAX + 2];
+
+    (void)state;
+    memset(ref, 'c', sizeof(ref) - 1);
+    ref[sizeof(ref) - 1] = '\0';
+    assert_true(gate_charge_ref_valid("pi_3Nx.7:a-b", 12));
+    assert_true(gate_charge_ref_valid(ref, GATE_CHARGE_REF_MAX));
+    assert_false(gate_charge_ref_valid(ref, GATE_CHARGE_REF_MAX + 1));
+    assert_false(gate_charge_ref_valid("", 0));
+    assert_false(gate_charge_ref_valid(NULL, 1));
+    assert_false(gate_charge_ref_valid("a b", 3));
+    assert_false(gate_charge_ref_valid("a/b", 3));
+}
+
 static void test_sqlstate_retriable(void **state)
 {
     static const char *const yes[] = {"40001", "40P01", "55P03", "57P01", "57P02",
@@ -258,6 +299,74 @@ static void test_bad_arguments_never_connect(void **state)
     expect_arg(gate_claim_payment(db, "o-1", "t1", 100, long_no, &pay, &err), &err, db);
     assert_int_equal(pay.outcome, GATE_UNKNOWN);
 
+    /* claim_payment's optional fields */
+    const struct gate_payment base = {
+        .order_no = "o-1", .txn_no = "t1", .amount_cents = 100, .channel = "card"};
+    struct gate_payment p = base;
+    p.currency = "eur";
+    expect_arg(gate_payment_claim(db, &p, &pay, &err), &err, db);
+    p.currency = "EURO";
+    expect_arg(gate_payment_claim(db, &p, &pay, &err), &err, db);
+    p.currency = "";
+    expect_arg(gate_payment_claim(db, &p, &pay, &err), &err, db);
+    p = base;
+    p.charge_ref = "";
+    expect_arg(gate_payment_claim(db, &p, &pay, &err), &err, db);
+    p.charge_ref = "c 1";
+    expect_arg(gate_payment_claim(db, &p, &pay, &err), &err, db);
+    p.charge_ref = long_no;
+    expect_arg(gate_payment_claim(db, &p, &pay, &err), &err, db);
+    /* Staff: both operator and reason, blank is none, and the channel manual. */
+    p = base;
+    p.channel = "manual";
+    p.operator_name = "alice";
+    expect_arg(gate_payment_claim(db, &p, &pay, &err), &err, db);
+    p.operator_name = NULL;
+    p.reason = "cash at the counter";
+    expect_arg(gate_payment_claim(db, &p, &pay, &err), &err, db);
+    p.operator_name = "  ";
+    expect_arg(gate_payment_claim(db, &p, &pay, &err), &err, db);
+    p.operator_name = "alice";
+    p.reason = "";
+    expect_arg(gate_payment_claim(db, &p, &pay, &err), &err, db);
+    p.reason = long_no;
+    expect_arg(gate_payment_claim(db, &p, &pay, &err), &err, db);
+    p.reason = "cash at the counter";
+    p.channel = "card";
+    expect_arg(gate_payment_claim(db, &p, &pay, &err), &err, db);
+    p = base;
+    p.lock_wait_ms = -1;
+    expect_arg(gate_payment_claim(db, &p, &pay, &err), &err, db);
+    p.lock_wait_ms = GATE_LOCK_WAIT_MAX + 1;
+    expect_arg(gate_payment_claim(db, &p, &pay, &err), &err, db);
+    assert_int_equal(pay.outcome, GATE_UNKNOWN);
+
+    /* begin_charge, charge_failed */
+    char bound[64] = "x";
+    expect_arg(gate_begin_charge(db, NULL, "c1", 60, &outcome, bound, sizeof(bound), &err), &err,
+               db);
+    assert_string_equal(bound, "");
+    expect_arg(gate_begin_charge(db, long_no, "c1", 60, &outcome, bound, sizeof(bound), &err), &err,
+               db);
+    expect_arg(gate_begin_charge(db, "o-1", NULL, 60, &outcome, bound, sizeof(bound), &err), &err,
+               db);
+    expect_arg(gate_begin_charge(db, "o-1", "", 60, &outcome, bound, sizeof(bound), &err), &err,
+               db);
+    expect_arg(gate_begin_charge(db, "o-1", long_no, 60, &outcome, bound, sizeof(bound), &err),
+               &err, db);
+    expect_arg(gate_begin_charge(db, "o-1", "c 1", 60, &outcome, NULL, 0, &err), &err, db);
+    expect_arg(gate_begin_charge(db, "o-1", "c1", 0, &outcome, NULL, 0, &err), &err, db);
+    expect_arg(gate_begin_charge(db, "o-1", "c1", -1, &outcome, NULL, 0, &err), &err, db);
+    expect_arg(
+        gate_begin_charge(db, "o-1", "c1", GATE_CHARGE_SECONDS_MAX + 1, &outcome, NULL, 0, &err),
+        &err, db);
+    expect_arg(gate_charge_failed(db, NULL, "c1", &outcome, &err), &err, db);
+    expect_arg(gate_charge_failed(db, "o 1", "c1", &outcome, &err), &err, db);
+    expect_arg(gate_charge_failed(db, "o-1", NULL, &outcome, &err), &err, db);
+    expect_arg(gate_charge_failed(db, "o-1", "", &outcome, &err), &err, db);
+    expect_arg(gate_charge_failed(db, "o-1", long_no, &outcome, &err), &err, db);
+    assert_int_equal(outcome, GATE_UNKNOWN);
+
     /* hold_for_payment */
     expect_arg(gate_hold(db, NULL, 60, &outcome, expire, sizeof(expire), &err), &err, db);
     expect_arg(gate_hold(db, "", 60, &outcome, expire, sizeof(expire), &err), &err, db);
@@ -289,6 +398,23 @@ static void test_bad_arguments_never_connect(void **state)
     expect_arg(gate_place(db, "o-1", 100, items, NULL, NULL, &outcome, &err), &err, db);
     expect_arg(gate_place(db, "o-1", 100, items, NULL, "", &outcome, &err), &err, db);
     expect_arg(gate_place(db, "o-1", 100, items, long_no, when, &outcome, &err), &err, db);
+    /* place_order's optional fields, and the amount's bound in any currency */
+    const struct gate_order order = {
+        .order_no = "o-1", .amount_cents = 100, .items_json = items, .expire_at = when};
+    struct gate_order o = order;
+    o.amount_cents = GATE_AMOUNT_MAX + 1;
+    expect_arg(gate_order_place(db, &o, &outcome, &err), &err, db);
+    o.amount_cents = INT64_MAX;
+    o.currency = "JPY";
+    expect_arg(gate_order_place(db, &o, &outcome, &err), &err, db);
+    o = order;
+    o.currency = "jpy";
+    o.allow_partial = true;
+    expect_arg(gate_order_place(db, &o, &outcome, &err), &err, db);
+    o.currency = "JP";
+    expect_arg(gate_order_place(db, &o, &outcome, &err), &err, db);
+    o.currency = "";
+    expect_arg(gate_order_place(db, &o, &outcome, &err), &err, db);
 
     /* record_payment_refused */
     struct gate_refusal_result refused;
@@ -423,6 +549,8 @@ int main(void)
         cmocka_unit_test(test_source_words),
         cmocka_unit_test(test_order_no_validation),
         cmocka_unit_test(test_txn_no_validation),
+        cmocka_unit_test(test_currency_validation),
+        cmocka_unit_test(test_charge_ref_validation),
         cmocka_unit_test(test_sqlstate_retriable),
         cmocka_unit_test(test_bad_arguments_never_connect),
         cmocka_unit_test(test_bad_items_never_connect),

@@ -5,7 +5,7 @@
  * numbers and durations go through common/parse.h, and args.c has the value
  * parsers only this tool needs (money, timestamps, free text); out.c prints
  * results (text or one JSON object) and errors; one file per group of
- * commands (migrate.c, orders.c, show.c, exceptions.c, schedule.c, topics.c,
+ * commands (migrate.c, orders.c, charges.c, show.c, exceptions.c, schedule.c, topics.c,
  * archive.c, outbox.c; the drill in drill/, one file per concern, drill/drill.h).
  *
  * Contract of a command: run() validates every argument before it touches
@@ -51,6 +51,16 @@ enum og_status ctl_parse_time(const char *what, const char *s, int64_t *ms, stru
 /* Free text for operator, reason, note: 1..max bytes, no control characters
  * except newline and tab, not only blanks. */
 enum og_status ctl_check_text(const char *what, const char *s, size_t max, struct og_error *err);
+
+/* A currency option (--currency): an ISO 4217 alpha-3 code, three upper-case letters. */
+enum og_status ctl_check_currency(const char *what, const char *s, struct og_error *err);
+/* The minor-unit exponent of an ISO 4217 currency for display (JPY 0, EUR 2, KWD 3; 2 for a
+ * code not listed as otherwise), -1 for what is not a code. The database's currencies table
+ * decides everything else; this only places a decimal point in what is printed. */
+int ctl_currency_exponent(const char *code);
+/* minor units of currency as text: "12.50 EUR", "1250 JPY", "1.250 KWD"; "1250" without a
+ * currency. */
+const char *ctl_format_money(int64_t minor, const char *currency, char *buf, size_t size);
 
 /* Converts a timestamptz as PostgreSQL prints it in DateStyle ISO
  * ("2026-11-30 16:15:00.123456+00", "+05:30", ...) to the contract format
@@ -99,6 +109,8 @@ extern const struct ctl_command ctl_cmd_close;
 extern const struct ctl_command ctl_cmd_show;
 extern const struct ctl_command ctl_cmd_exceptions;
 extern const struct ctl_command ctl_cmd_exceptions_resolve;
+extern const struct ctl_command ctl_cmd_charge_begin;
+extern const struct ctl_command ctl_cmd_charge_failed;
 extern const struct ctl_command ctl_cmd_schedule;
 extern const struct ctl_command ctl_cmd_topics;
 extern const struct ctl_command ctl_cmd_archive;

@@ -16,7 +16,7 @@
 static const struct db_stmt exc_stmt_list = {
     "ctl_exception_list",
     "SELECT id, order_no, kind, txn_no, amount_cents, resolution, state, note, created_at, "
-    "resolved_at, resolved_by, total FROM ordergate.exception_list($1, $2::int)",
+    "resolved_at, resolved_by, currency, total FROM ordergate.exception_list($1, $2::int)",
     2};
 static const struct db_stmt exc_stmt_resolve = {
     "ctl_exception_resolve", "SELECT ordergate.resolve_exception($1::bigint, $2, $3)", 3};
@@ -24,9 +24,9 @@ static const struct db_stmt exc_stmt_resolve = {
 static enum og_status exc_list_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
                                    struct og_error *err)
 {
-    static const char *const cols[] = {"id",           "order_no",    "kind",       "txn_no",
-                                       "amount_cents", "resolution",  "state",      "note",
-                                       "created_at",   "resolved_at", "resolved_by"};
+    static const char *const cols[] = {"id",           "order_no",    "kind",        "txn_no",
+                                       "amount_cents", "resolution",  "state",       "note",
+                                       "created_at",   "resolved_at", "resolved_by", "currency"};
     const char *state = opt_flag(a, "all") ? "all" : "open";
     int64_t limit = EXC_DEFAULT_LIMIT;
     char limit_s[24];
@@ -52,7 +52,7 @@ static enum og_status exc_list_run(struct ctl *ctl, const struct opt_args *a, js
     st = db_call(db, &exc_stmt_list, params, &res, err);
     if (st != OG_OK)
         return st;
-    st = ctl_rows_json(res, cols, "itttitttttt", &list, err);
+    st = ctl_rows_json(res, cols, "itttittttttt", &list, err);
     if (st != OG_OK)
         goto out;
     out = json_object();
@@ -65,7 +65,7 @@ static enum og_status exc_list_run(struct ctl *ctl, const struct opt_args *a, js
     ctl_json_set(out, "state", json_string(state));
     ctl_json_set(out, "limit", json_integer(limit));
     ctl_json_set(out, "total",
-                 json_integer(PQntuples(res) > 0 ? strtoll(PQgetvalue(res, 0, 11), NULL, 10) : 0));
+                 json_integer(PQntuples(res) > 0 ? strtoll(PQgetvalue(res, 0, 12), NULL, 10) : 0));
     ctl_json_set(out, "exceptions", json_incref(list));
     *result = out;
     out = NULL;
@@ -78,23 +78,44 @@ out:
 
 static void exc_list_text(const json_t *r, FILE *out)
 {
-    static const char *const heads[] = {"ID",     "CREATED_AT", "ORDER", "KIND",        "TXN",
-                                        "AMOUNT", "RESOLUTION", "STATE", "RESOLVED_BY", "NOTE"};
-    static const char *const keys[] = {"id",          "created_at",   "order_no",   "kind",
-                                       "txn_no",      "amount_cents", "resolution", "state",
-                                       "resolved_by", "note"};
-    const json_t *list = json_object_get(r, "exceptions");
+    static const char *const heads[] = {"ID",    "CREATED_AT",  "ORDER",    "KIND",
+                                        "TXN",   "AMOUNT",      "CURRENCY", "RESOLUTION",
+                                        "STATE", "RESOLVED_BY", "NOTE"};
+    static const char *const keys[] = {"id",     "created_at",  "order_no", "kind",
+                                       "txn_no", "amount",      "currency", "resolution",
+                                       "state",  "resolved_by", "note"};
+    json_t *list = json_deep_copy(json_object_get(r, "exceptions"));
+    json_t *row;
+    size_t i;
     const char *state = ctl_json_str(r, "state");
     const char *what = strcmp(state, "open") == 0 ? "open exceptions" : "exceptions";
     json_int_t total = json_integer_value(json_object_get(r, "total"));
 
     if (json_array_size(list) == 0) {
         fprintf(out, "no %s\n", what);
+        json_decref(list);
         return;
     }
-    ctl_table_print_list(out, list, 10, heads, keys);
+    /* The amount in its currency's unit (12.50, 1250 for JPY); the code has its column. */
+    json_array_foreach(list, i, row)
+    {
+        const json_t *cents = json_object_get(row, "amount_cents");
+        const char *currency = ctl_json_str(row, "currency");
+        char buf[64];
+        size_t n;
+
+        if (!json_is_integer(cents))
+            continue;
+        ctl_format_money(json_integer_value(cents), currency, buf, sizeof(buf));
+        n = strlen(buf);
+        if (currency != NULL && n > 4 && buf[n - 4] == ' ' && strcmp(buf + n - 3, currency) == 0)
+            buf[n - 4] = '\0';
+        ctl_json_set(row, "amount", json_string(buf));
+    }
+    ctl_table_print_list(out, list, 11, heads, keys);
     fprintf(out, "%zu of %" JSON_INTEGER_FORMAT " %s (newest first)\n", json_array_size(list),
             total, what);
+    json_decref(list);
 }
 
 static const struct opt exc_list_opts[] = {
@@ -107,7 +128,8 @@ static const struct opt exc_list_opts[] = {
 const struct ctl_command ctl_cmd_exceptions = {
     .name = "exceptions",
     .usage = "exceptions [--open | --all] [--limit N]",
-    .summary = "list payment exceptions (late, double, amount mismatch, unknown order)",
+    .summary = "list payment exceptions (late, double, overpaid, amount or currency mismatch, "
+               "a cancelled order's captured part, unknown order)",
     .details = "Resolution auto_refund: a refund request went to the payment channel through\n"
                "the outbox; check it arrived, then resolve. manual_review: decide, act, resolve.\n",
     .opts = exc_list_opts,

@@ -39,6 +39,8 @@ static const struct ctl_command *const ctl_commands[] = {
     &ctl_cmd_pay,
     &ctl_cmd_hold,
     &ctl_cmd_close,
+    &ctl_cmd_charge_begin,
+    &ctl_cmd_charge_failed,
     &ctl_cmd_show,
     &ctl_cmd_exceptions,
     &ctl_cmd_exceptions_resolve,

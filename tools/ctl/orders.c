@@ -55,6 +55,19 @@ static json_t *orders_status_json(enum order_status status)
     return status == ORDER_STATUS_NONE ? json_null() : json_string(order_status_str(status));
 }
 
+/* Sets shown[key] to the amount src[amount_key] in its currency (src's "currency"; none: the
+ * default currency, shown as minor units), for text output. */
+static void orders_money_field(json_t *shown, const char *key, const json_t *src,
+                               const char *amount_key, char *buf, size_t size)
+{
+    const char *currency = ctl_json_str(src, "currency");
+
+    ctl_format_money(json_integer_value(json_object_get(src, amount_key)), currency, buf, size);
+    if (currency == NULL)
+        snprintf(buf + strlen(buf), size - strlen(buf), " (minor units, default currency)");
+    ctl_json_set(shown, key, json_string(buf));
+}
+
 /* ---- place ------------------------------------------------------------- */
 
 /* One --item SKU:QTY. The last colon splits, so a SKU may contain colons. */
@@ -103,6 +116,8 @@ static enum og_status place_run(struct ctl *ctl, const struct opt_args *a, json_
 {
     const char *order_no, *coupon = opt_arg(a, "coupon");
     const char *in = opt_arg(a, "expire-in"), *at = opt_arg(a, "expire-at");
+    const char *currency = opt_arg(a, "currency");
+    bool allow_partial = opt_flag(a, "allow-partial");
     int nitems = opt_count(a, "item");
     int64_t amount = 0, in_s = 0, at_ms = 0;
     char expire[40] = "", secs[24];
@@ -129,6 +144,11 @@ static enum og_status place_run(struct ctl *ctl, const struct opt_args *a, json_
     if (coupon != NULL && (*coupon == '\0' || strlen(coupon) > ORDERS_COUPON_MAX))
         return og_error_set(err, OG_ERR_ARG, false, "--coupon must be 1 to %d characters",
                             ORDERS_COUPON_MAX);
+    if (currency != NULL) {
+        st = ctl_check_currency("--currency", currency, err);
+        if (st != OG_OK)
+            return st;
+    }
     if ((in == NULL) == (at == NULL))
         return og_error_set(err, OG_ERR_ARG, false,
                             "give exactly one of --expire-in SECONDS and --expire-at TIMESTAMP");
@@ -167,7 +187,14 @@ static enum og_status place_run(struct ctl *ctl, const struct opt_args *a, json_
     } else {
         clock_format_iso(at_ms, expire, sizeof(expire));
     }
-    st = gate_place(db, order_no, amount, items_json, coupon, expire, &outcome, err);
+    struct gate_order order = {.order_no = order_no,
+                               .amount_cents = amount,
+                               .items_json = items_json,
+                               .coupon_id = coupon,
+                               .expire_at = expire,
+                               .currency = currency,
+                               .allow_partial = allow_partial};
+    st = gate_order_place(db, &order, &outcome, err);
     if (st != OG_OK)
         goto out;
 
@@ -178,6 +205,9 @@ static enum og_status place_run(struct ctl *ctl, const struct opt_args *a, json_
     }
     ctl_json_set(out, "outcome", json_string(gate_outcome_str(outcome)));
     ctl_json_set(out, "amount_cents", json_integer(amount));
+    /* null: the database's default_currency */
+    ctl_json_set(out, "currency", ctl_json_str_or_null(currency));
+    ctl_json_set(out, "allow_partial", json_boolean(allow_partial));
     ctl_json_set(out, "items", json_incref(items));
     ctl_json_set(out, "coupon_id", ctl_json_str_or_null(coupon));
     ctl_json_set(out, "expire_at", json_string(expire));
@@ -191,13 +221,21 @@ out:
 
 static void place_text(const json_t *r, FILE *out)
 {
-    static const char *const keys[] = {"order_no",  "outcome",   "amount_cents",
+    static const char *const keys[] = {"order_no",  "outcome",   "amount", "parts",
                                        "coupon_id", "expire_at", NULL};
     const json_t *items = json_object_get(r, "items");
     const json_t *line;
+    json_t *shown = json_copy((json_t *)r);
+    char money[64];
     size_t i;
 
-    ctl_print_fields(out, r, keys);
+    if (shown == NULL)
+        return;
+    orders_money_field(shown, "amount", r, "amount_cents", money, sizeof(money));
+    ctl_json_set(shown, "parts",
+                 json_string(json_is_true(json_object_get(r, "allow_partial")) ? "allowed" : "no"));
+    ctl_print_fields(out, shown, keys);
+    json_decref(shown);
     json_array_foreach(items, i, line)
     {
         fprintf(out, "%-12s  %s x %" JSON_INTEGER_FORMAT "\n", i == 0 ? "items" : "",
@@ -206,7 +244,11 @@ static void place_text(const json_t *r, FILE *out)
 }
 
 static const struct opt place_opts[] = {
-    {"amount", "CENTS", OPT_ARG, "order total in whole cents (> 0)", NULL, 0, 0},
+    {"amount", "CENTS", OPT_ARG,
+     "order total in minor units of its currency (> 0: 1250 is 12.50 EUR, 1250 JPY)", NULL, 0, 0},
+    {"currency", "CODE", OPT_ARG, "ISO 4217 code of the order (default: default_currency)", NULL, 0,
+     0},
+    {"allow-partial", NULL, 0, "the order may be paid in parts (gift card + card)", NULL, 0, 0},
     {"item", "SKU:QTY", OPT_ARG | OPT_REPEAT, "an order line; repeat for more (>= 1)", NULL, 0, 0},
     {"coupon", "ID", OPT_ARG, "coupon to lock for the order", NULL, 0, 0},
     {"expire-in", "SECONDS", OPT_ARG, "payment window from now on the database clock (600, or 10m)",
@@ -218,10 +260,12 @@ static const struct opt place_opts[] = {
 const struct ctl_command ctl_cmd_place = {
     .name = "place",
     .usage = "place ORDER --amount CENTS --item SKU:QTY [--item ...] [--coupon ID]\n"
-             "       (--expire-in SECONDS | --expire-at TIMESTAMP)",
+             "       [--currency CODE] [--allow-partial] (--expire-in SECONDS | --expire-at "
+             "TIMESTAMP)",
     .summary = "place an order: reserve stock, lock the coupon (ordergate.place_order)",
     .details = "Outcomes: placed | duplicate (order number exists: nothing changes) |\n"
-               "out_of_stock | coupon_unavailable (nothing changes).\n",
+               "out_of_stock | coupon_unavailable (nothing changes). An unknown --currency is\n"
+               "refused by the database, nothing written.\n",
     .opts = place_opts,
     .min_pos = 1,
     .pos_name = "ORDER",
@@ -237,6 +281,8 @@ static enum og_status pay_run(struct ctl *ctl, const struct opt_args *a, json_t 
 {
     const char *order_no, *txn = opt_arg(a, "txn");
     const char *channel = opt_arg(a, "channel") ? opt_arg(a, "channel") : "manual";
+    const char *currency = opt_arg(a, "currency"), *charge = opt_arg(a, "charge");
+    const char *operator_name = opt_arg(a, "operator"), *reason = opt_arg(a, "reason");
     struct gate_payment_result pr;
     int64_t amount = 0;
     json_t *out = NULL, *exc = NULL;
@@ -263,11 +309,42 @@ static enum og_status pay_run(struct ctl *ctl, const struct opt_args *a, json_t 
     st = ctl_check_text("--channel", channel, 64, err);
     if (st != OG_OK)
         return st;
+    if (currency != NULL && (st = ctl_check_currency("--currency", currency, err)) != OG_OK)
+        return st;
+    if (charge != NULL && !gate_charge_ref_valid(charge, strlen(charge)))
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "--charge '%s': 1 to %d characters of A-Z a-z 0-9 . _ : -", charge,
+                            GATE_CHARGE_REF_MAX);
+    /* A payment taken by staff says who and why, and is a manual one. */
+    if ((operator_name == NULL) != (reason == NULL))
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "give both --operator NAME and --reason TEXT (a payment taken by "
+                            "staff), or neither");
+    if (operator_name != NULL) {
+        st = ctl_check_text("--operator", operator_name, GATE_OPERATOR_MAX, err);
+        if (st == OG_OK)
+            st = ctl_check_text("--reason", reason, GATE_REASON_MAX, err);
+        if (st != OG_OK)
+            return st;
+        if (strcmp(channel, "manual") != 0)
+            return og_error_set(err, OG_ERR_ARG, false,
+                                "a payment taken by staff (--operator) has --channel manual, "
+                                "got '%s'",
+                                channel);
+    }
 
     db = ctl_db(ctl, err);
     if (db == NULL)
         return err->status;
-    st = gate_claim_payment(db, order_no, txn, amount, channel, &pr, err);
+    struct gate_payment payment = {.order_no = order_no,
+                                   .txn_no = txn,
+                                   .amount_cents = amount,
+                                   .channel = channel,
+                                   .currency = currency,
+                                   .charge_ref = charge,
+                                   .operator_name = operator_name,
+                                   .reason = reason};
+    st = gate_payment_claim(db, &payment, &pr, err);
     if (st != OG_OK)
         return st;
     /* A payment that did not win has an exception row (late, double,
@@ -293,6 +370,10 @@ static enum og_status pay_run(struct ctl *ctl, const struct opt_args *a, json_t 
     ctl_json_set(out, "txn_no", json_string(txn));
     ctl_json_set(out, "amount_cents", json_integer(amount));
     ctl_json_set(out, "channel", json_string(channel));
+    /* null: the order's currency */
+    ctl_json_set(out, "currency", ctl_json_str_or_null(currency));
+    ctl_json_set(out, "charge_ref", ctl_json_str_or_null(charge));
+    ctl_json_set(out, "operator", ctl_json_str_or_null(operator_name));
     ctl_json_set(out, "outcome", json_string(gate_outcome_str(pr.outcome)));
     ctl_json_set(out, "status", orders_status_json(pr.status));
     ctl_json_set(out, "first_outcome",
@@ -308,14 +389,21 @@ out:
 
 static void pay_text(const json_t *r, FILE *out)
 {
-    static const char *const keys[] = {"order_no",      "txn_no",    "outcome", "status",
-                                       "first_outcome", "exception", NULL};
+    static const char *const keys[] = {"order_no",  "txn_no",  "amount", "charge_ref",
+                                       "operator",  "outcome", "status", "first_outcome",
+                                       "exception", NULL};
     const json_t *exc = json_object_get(r, "exception");
     json_t *shown = json_copy((json_t *)r);
     char line[256];
 
     if (shown == NULL)
         return;
+    if (ctl_json_str(r, "currency") != NULL)
+        orders_money_field(shown, "amount", r, "amount_cents", line, sizeof(line));
+    else
+        ctl_json_set(shown, "amount",
+                     json_sprintf("%" JSON_INTEGER_FORMAT " (minor units, the order's currency)",
+                                  json_integer_value(json_object_get(r, "amount_cents"))));
     /* One aligned block: the exception as one line of text. */
     if (json_is_object(exc)) {
         snprintf(line, sizeof(line), "%" JSON_INTEGER_FORMAT " (%s, %s, %s)",
@@ -329,18 +417,31 @@ static void pay_text(const json_t *r, FILE *out)
 
 static const struct opt pay_opts[] = {
     {"txn", "TXN", OPT_ARG, "the channel's transaction number (idempotency key)", NULL, 0, 0},
-    {"amount", "CENTS", OPT_ARG, "amount paid in whole cents (> 0)", NULL, 0, 0},
+    {"amount", "CENTS", OPT_ARG, "amount paid in minor units of its currency (> 0)", NULL, 0, 0},
     {"channel", "NAME", OPT_ARG, "payment channel, for refunds (default: manual)", NULL, 0, 0},
+    {"currency", "CODE", OPT_ARG,
+     "ISO 4217 code of the payment (default: the order's; another is currency_mismatch)", NULL, 0,
+     0},
+    {"charge", "REF", OPT_ARG, "the pending charge this payment captures (charge begin)", NULL, 0,
+     0},
+    {"operator", "NAME", OPT_ARG, "staff member who took the payment (with --reason)", NULL, 0, 0},
+    {"reason", "TEXT", OPT_ARG, "why staff took it (cash at the counter; with --operator)", NULL, 0,
+     0},
     {NULL, NULL, 0, NULL, NULL, 0, 0},
 };
 
 const struct ctl_command ctl_cmd_pay = {
     .name = "pay",
-    .usage = "pay ORDER --txn TXN --amount CENTS [--channel NAME]",
+    .usage = "pay ORDER --txn TXN --amount CENTS [--channel NAME] [--currency CODE]\n"
+             "       [--charge REF] [--operator NAME --reason TEXT]",
     .summary = "apply a payment callback by hand (ordergate.claim_payment)",
     .details = "Outcomes: paid | duplicate (txn seen before: nothing changes; first_outcome is\n"
-               "the first call's outcome) | late_payment | double_payment | amount_mismatch |\n"
-               "not_found. The last four record an exception, shown with its id.\n",
+               "the first call's outcome) | partial (a part of an --allow-partial order: it stays\n"
+               "pending) | overpaid (paid; the excess is an exception) | late_payment |\n"
+               "double_payment | amount_mismatch | currency_mismatch | not_found. All but paid,\n"
+               "partial and duplicate record an exception, shown with its id. With --operator and\n"
+               "--reason the payment was taken by staff: channel manual, logged as\n"
+               "manual_payment by the operator.\n",
     .opts = pay_opts,
     .min_pos = 1,
     .pos_name = "ORDER",

@@ -1,6 +1,8 @@
 /* ordergatectl show ORDER: everything recorded under an order number, read in
  * one statement (ordergate.order_report, schema/functions/gate/order_report.sql), so the
- * order, its history, payments and exceptions come from one snapshot. */
+ * order, its history, payments, charges and exceptions come from one snapshot. The JSON output
+ * is the report as the database wrote it (amounts in integer minor units with their currency);
+ * the text output shows amounts in their currency's unit (12.50 EUR, 1250 JPY). */
 #include <libpq-fe.h>
 #include <string.h>
 
@@ -9,6 +11,23 @@
 
 static const struct db_stmt show_stmt_report = {"ctl_order_report",
                                                 "SELECT ordergate.order_report($1)::text", 1};
+/* show's report: order_report with the order's charges and charge_until beside it, in the same
+ * statement (one snapshot). Times in the contract format, UTC. */
+#define SHOW_ISO(x) "to_char((" x ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+static const struct db_stmt show_stmt_full = {
+    "ctl_order_report_charges",
+    "SELECT ordergate.order_report($1)::text, "
+    "(SELECT jsonb_agg(jsonb_build_object('charge_ref', c.charge_ref, 'state', c.state, "
+    "'begun_at', " SHOW_ISO("c.begun_at") ", 'bound_at', " SHOW_ISO(
+        "c.bound_at") ", "
+                      "'ended_at', " SHOW_ISO(
+                          "c.ended_at") ", 'txn_no', c.txn_no) "
+                                        "ORDER BY c.begun_at, c.charge_ref) FROM ordergate.charges "
+                                        "c WHERE c.order_no = $1)::text, "
+                                        "(SELECT " SHOW_ISO(
+                                            "o.charge_until") " FROM ordergate.orders o WHERE "
+                                                              "o.order_no = $1)",
+    1};
 
 enum og_status ctl_order_report(struct db *db, const char *order_no, json_t **report,
                                 struct og_error *err)
@@ -35,6 +54,42 @@ enum og_status ctl_order_report(struct db *db, const char *order_no, json_t **re
     return st;
 }
 
+/* The report with the order's charges ("charges", "charge_until") unless it has them itself. */
+static enum og_status show_report(struct db *db, const char *order_no, json_t **report,
+                                  struct og_error *err)
+{
+    const char *params[1] = {order_no};
+    PGresult *res = NULL;
+    json_error_t jerr;
+    json_t *charges = NULL;
+    enum og_status st;
+
+    *report = NULL;
+    st = db_call(db, &show_stmt_full, params, &res, err);
+    if (st != OG_OK)
+        return st;
+    if (PQntuples(res) != 1 || PQnfields(res) != 3) {
+        st = og_error_set(err, OG_ERR_INTERNAL, false, "order_report returned %d rows",
+                          PQntuples(res));
+    } else if (!PQgetisnull(res, 0, 0)) {
+        *report = json_loads(PQgetvalue(res, 0, 0), 0, &jerr);
+        if (*report == NULL || !json_is_object(*report))
+            st = og_error_set(err, OG_ERR_INTERNAL, false, "order_report: unreadable JSON: %s",
+                              jerr.text);
+        charges =
+            PQgetisnull(res, 0, 1) ? json_array() : json_loads(PQgetvalue(res, 0, 1), 0, &jerr);
+        if (st == OG_OK && json_object_get(*report, "charges") == NULL)
+            ctl_json_set(*report, "charges", charges != NULL ? json_incref(charges) : json_array());
+        if (st == OG_OK && json_object_get(*report, "charge_until") == NULL)
+            ctl_json_set(
+                *report, "charge_until",
+                ctl_json_str_or_null(PQgetisnull(res, 0, 2) ? NULL : PQgetvalue(res, 0, 2)));
+        json_decref(charges);
+    }
+    PQclear(res);
+    return st;
+}
+
 static enum og_status show_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
                                struct og_error *err)
 {
@@ -50,9 +105,11 @@ static enum og_status show_run(struct ctl *ctl, const struct opt_args *a, json_t
     db = ctl_db(ctl, err);
     if (db == NULL)
         return err->status;
-    st = ctl_order_report(db, order_no, &report, err);
-    if (st != OG_OK)
+    st = show_report(db, order_no, &report, err);
+    if (st != OG_OK) {
+        json_decref(report);
         return st;
+    }
     if (report == NULL)
         return og_error_set(err, OG_ERR_DB, false, "order %s not found (nothing recorded)",
                             order_no);
@@ -97,25 +154,69 @@ static void show_section(FILE *out, const char *title, const json_t *list, size_
     ctl_table_free(t);
 }
 
+/* Adds "amount" (text) to every row of list: its amount_cents in its own currency, else in
+ * the order's (currency NULL: the integer as it is). */
+static void show_money_rows(json_t *list, const char *currency)
+{
+    json_t *row;
+    size_t i;
+    char buf[64];
+
+    json_array_foreach(list, i, row)
+    {
+        const json_t *cents = json_object_get(row, "amount_cents");
+        const char *own = ctl_json_str(row, "currency");
+
+        if (json_is_integer(cents))
+            ctl_json_set(
+                row, "amount",
+                json_string(ctl_format_money(json_integer_value(cents),
+                                             own != NULL ? own : currency, buf, sizeof(buf))));
+    }
+}
+
 static void show_text(const json_t *r, FILE *out)
 {
-    static const char *const keys[] = {"order_no",   "status",    "amount_cents",
-                                       "coupon_id",  "expire_at", "original_expire_at",
-                                       "created_at", "closed_at", NULL};
+    static const char *const keys[] = {
+        "order_no",   "status",       "amount",    "currency",  "allow_partial",
+        "captured",   "charge_until", "coupon_id", "expire_at", "original_expire_at",
+        "created_at", "closed_at",    NULL};
     static const char *const item_h[] = {"SKU", "QTY"};
     static const char *const item_k[] = {"sku", "qty"};
     static const char *const hist_h[] = {"AT", "FROM", "TO", "SOURCE", "KEY", "ACTOR", "NOTE"};
     static const char *const hist_k[] = {
         "at", "from_status", "to_status", "source", "idempotency_key", "actor", "note"};
-    static const char *const pay_h[] = {"AT", "TXN", "AMOUNT", "CHANNEL", "OUTCOME"};
-    static const char *const pay_k[] = {"at", "txn_no", "amount_cents", "channel", "outcome"};
+    static const char *const pay_h[] = {"AT",      "TXN",    "AMOUNT",   "CHANNEL",
+                                        "OUTCOME", "CHARGE", "OPERATOR", "REASON"};
+    static const char *const pay_k[] = {"at",      "txn_no",     "amount",   "channel",
+                                        "outcome", "charge_ref", "operator", "reason"};
+    static const char *const chg_h[] = {"CHARGE",   "STATE",    "BEGUN_AT",
+                                        "BOUND_AT", "ENDED_AT", "TXN"};
+    static const char *const chg_k[] = {"charge_ref", "state",    "begun_at",
+                                        "bound_at",   "ended_at", "txn_no"};
     static const char *const exc_h[] = {"ID",         "CREATED_AT", "KIND",        "TXN", "AMOUNT",
                                         "RESOLUTION", "STATE",      "RESOLVED_BY", "NOTE"};
-    static const char *const exc_k[] = {"id",     "created_at",   "kind",
-                                        "txn_no", "amount_cents", "resolution",
-                                        "state",  "resolved_by",  "note"};
-    const json_t *o = json_object_get(r, "order");
+    static const char *const exc_k[] = {"id",     "created_at",  "kind",
+                                        "txn_no", "amount",      "resolution",
+                                        "state",  "resolved_by", "note"};
+    json_t *o = json_deep_copy(json_object_get(r, "order"));
+    const char *currency = ctl_json_str(o, "currency");
+    char buf[64];
 
+    if (o == NULL)
+        return;
+    if (json_is_integer(json_object_get(o, "amount_cents")))
+        ctl_json_set(
+            o, "amount",
+            json_string(ctl_format_money(json_integer_value(json_object_get(o, "amount_cents")),
+                                         currency, buf, sizeof(buf))));
+    if (json_is_integer(json_object_get(o, "captured_cents")))
+        ctl_json_set(
+            o, "captured",
+            json_string(ctl_format_money(json_integer_value(json_object_get(o, "captured_cents")),
+                                         currency, buf, sizeof(buf))));
+    show_money_rows(json_object_get(o, "payments"), currency);
+    show_money_rows(json_object_get(o, "exceptions"), currency);
     if (!json_is_true(json_object_get(o, "found")))
         fprintf(out, "order_no  %s\nstatus    (no such order; payments or exceptions name it)\n",
                 ctl_json_str(o, "order_no"));
@@ -123,14 +224,17 @@ static void show_text(const json_t *r, FILE *out)
         ctl_print_fields(out, o, keys);
     show_section(out, "items", json_object_get(o, "items"), 2, item_h, item_k);
     show_section(out, "history", json_object_get(o, "history"), 7, hist_h, hist_k);
-    show_section(out, "payments", json_object_get(o, "payments"), 5, pay_h, pay_k);
+    show_section(out, "payments", json_object_get(o, "payments"), 8, pay_h, pay_k);
+    show_section(out, "charges", json_object_get(o, "charges"), 6, chg_h, chg_k);
     show_section(out, "exceptions", json_object_get(o, "exceptions"), 9, exc_h, exc_k);
+    json_decref(o);
 }
 
 const struct ctl_command ctl_cmd_show = {
     .name = "show",
     .usage = "show ORDER",
-    .summary = "an order with its items, transition history, payments and exceptions",
+    .summary = "an order with its currency, items, transition history, payments, charges and "
+               "exceptions",
     .details = "Exits 1 when nothing at all is recorded under ORDER. Payments and exceptions of\n"
                "an unknown order number (e.g. an unknown_order exception) are shown too.\n",
     .opts = NULL,

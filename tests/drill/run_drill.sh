@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Runs `ordergatectl drill` in a database of its own and checks the verdict.
 #
-#   run_drill.sh BUILD_DIR expect-clean|expect-violations [--planted-bug] [--pgbouncer] -- DRILL_ARGS...
+#   run_drill.sh BUILD_DIR expect-clean|expect-violations [--planted-bug|--planted-money] [--pgbouncer] -- DRILL_ARGS...
+#
+# --planted-bug: the cancel restocks before it claims (planted_bug.sql): reconcile's stock
+# invariant (2) must catch it. --planted-money: the cancel forgets the captured parts of the
+# orders it cancels (planted_bug_money.sql): the ledger and reconcile's invariant 12 must.
 #
 # --pgbouncer: the drill and every process it starts reach the database through the
 # transaction-pooling PgBouncer of deploy/local/services.sh (ORDERGATE_PGBOUNCER_PORT; fails
@@ -12,8 +16,9 @@
 set -euo pipefail
 build=$1 expect=$2
 shift 2
-planted=0
-if [ "${1:-}" = --planted-bug ]; then planted=1; shift; fi
+planted=
+if [ "${1:-}" = --planted-bug ]; then planted=planted_bug.sql; shift; fi
+if [ "${1:-}" = --planted-money ]; then planted=planted_bug_money.sql; shift; fi
 via=direct
 if [ "${1:-}" = --pgbouncer ]; then via=pgbouncer; shift; fi
 [ "${1:-}" = -- ] && shift
@@ -25,8 +30,8 @@ cleanup() { psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"
 trap cleanup EXIT
 
 psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE DATABASE $db TEMPLATE $tpl"
-if [ $planted = 1 ]; then
-    psql -X -q -v ON_ERROR_STOP=1 -d "$db" -f "$here/planted_bug.sql"
+if [ -n "$planted" ]; then
+    psql -X -q -v ON_ERROR_STOP=1 -d "$db" -f "$here/$planted"
 fi
 conn=(--db "dbname=$db")
 if [ $via = pgbouncer ]; then
@@ -72,9 +77,25 @@ PY
         ;;
     expect-violations)
         # The planted bug restocks goods of orders it did not win: the stock invariant (2)
-        # must be the one that catches it.
+        # must be the one that catches it. The planted money bug leaves captured parts of
+        # cancelled orders without their cancelled_part exception: the ledger and invariant 12
+        # must both catch it.
+        invariant=2 ledger=0
+        if [ "$planted" = planted_bug_money.sql ]; then invariant=12 ledger=1; fi
         [ $rc -eq 1 ] && [ "$violations" != missing ] && [ "$violations" -gt 0 ] &&
-            python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["reconcile"]; sys.exit(0 if [x for x in r if x["invariant"]==2][0]["violations"] > 0 else 1)' "$report" ;;
+            python3 - "$report" $invariant $ledger <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+inv, need_ledger = int(sys.argv[2]), sys.argv[3] == "1"
+caught = [x for x in r["reconcile"] if x["invariant"] == inv][0]["violations"] > 0
+if not caught:
+    print("expect-violations: reconcile's invariant %d did not catch it" % inv, file=sys.stderr)
+if need_ledger and r["ledger_violations"] == 0:
+    print("expect-violations: the drill's ledger did not catch it", file=sys.stderr)
+    caught = False
+sys.exit(0 if caught else 1)
+PY
+        ;;
     *)
         echo "unknown expectation $expect" >&2; exit 2 ;;
 esac

@@ -174,8 +174,8 @@ struct drill_totals {
      * captured, failed; payments in another currency. */
     long cur_placed[DRILL_MAX_CURRENCIES], cur_paid[DRILL_MAX_CURRENCIES],
         cur_cancelled[DRILL_MAX_CURRENCIES];
-    long parts_orders, parts_kept, parts_refunded, charges_begun, charges_captured,
-        charges_failed, currency_mismatches;
+    long parts_orders, parts_kept, parts_refunded, charges_begun, charges_captured, charges_failed,
+        currency_mismatches;
 };
 
 /* ---- options.c -------------------------------------------------------------------------- */

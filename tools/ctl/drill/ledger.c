@@ -214,7 +214,8 @@ static void drill_ledger_money(struct drill *d, const struct drill_order *o, enu
     if (m->foreign != 0)
         drill_ledger_fail(d, o, "a payment or refund counted in another currency than the order's");
     if (m->charge_overrun)
-        drill_ledger_fail(d, o, "cancelled by a timeout while a charge was pending within its bound");
+        drill_ledger_fail(d, o,
+                          "cancelled by a timeout while a charge was pending within its bound");
     if (o->mismatch) {
         if (o->mismatch_out == GATE_CURRENCY_MISMATCH && m->mismatches == 1)
             t->currency_mismatches++;
@@ -225,8 +226,8 @@ static void drill_ledger_money(struct drill *d, const struct drill_order *o, enu
 
 /* One order's final state (st, cancelled by src) against its plan and its answers. */
 static void drill_ledger_order(struct drill *d, struct drill_order *o, enum order_status st,
-                               const char *src, long exceptions,
-                               const struct drill_ledger_money *m, struct drill_totals *t)
+                               const char *src, long exceptions, const struct drill_ledger_money *m,
+                               struct drill_totals *t)
 {
     long want_exceptions = o->mismatch;
 
@@ -339,8 +340,7 @@ static enum og_status drill_ledger_stock(struct drill *d, struct db *db, struct 
         if (available != total - held[s]) {
             drill_report_finding("VIOLATION %s: %" PRId64 " on the shelf, %" PRId64
                                  " expected (total %" PRId64 " less %" PRId64 " kept by orders)",
-                                 PQgetvalue(res, s, 0), available, total - held[s], total,
-                                 held[s]);
+                                 PQgetvalue(res, s, 0), available, total - held[s], total, held[s]);
             d->ledger_violations++;
         }
     }

@@ -19,13 +19,13 @@ const struct opt drill_options[] = {
     {"hold-ratio", "R", OPT_ARG, "share of paying customers holding the deadline (0.02)", NULL, 0,
      0},
     {"close-ratio", "R", OPT_ARG, "share of orders closed manually around T (0.01)", NULL, 0, 0},
-    {"currencies", "LIST",
-     OPT_ARG, "the orders' currencies in turn, comma-separated codes (EUR,JPY,KWD)", NULL, 0, 0},
+    {"currencies", "LIST", OPT_ARG,
+     "the orders' currencies in turn, comma-separated codes (EUR,JPY,KWD)", NULL, 0, 0},
     {"parts-ratio", "R", OPT_ARG,
      "share of orders allowing parts, paid in two or three around T (0.1)", NULL, 0, 0},
     {"charge-ratio", "R", OPT_ARG,
-     "share of orders with a charge pending at the deadline, then captured or failed (0.05)",
-     NULL, 0, 0},
+     "share of orders with a charge pending at the deadline, then captured or failed (0.05)", NULL,
+     0, 0},
     {"kill-every", "S", OPT_ARG, "SIGKILL a random consumer every S seconds (0 = never)", NULL, 0,
      0},
     {"lead-ms", "MS", OPT_ARG, "time from the end of placement to T (6000; see --schedule-in-db)",
@@ -176,8 +176,7 @@ enum og_status drill_options_parse(struct drill_opts *o, const struct opt_args *
         if (drill_options_ratio(what, v, (double *)(base + ratios[i].offset), err) != OG_OK)
             return err->status;
     }
-    if ((v = opt_arg(a, "currencies")) != NULL &&
-        drill_options_currencies(o, v, err) != OG_OK)
+    if ((v = opt_arg(a, "currencies")) != NULL && drill_options_currencies(o, v, err) != OG_OK)
         return err->status;
     if (o->parts_ratio + o->charge_ratio > 1.0)
         return og_error_set(err, OG_ERR_ARG, false,

@@ -133,7 +133,8 @@ void drill_plan_schedule(struct drill *d)
         if (o->hold) {
             /* The customer opens the payment page just before the deadline and
              * pays after it: the hold must keep the cancel away. */
-            d->actions[d->nactions++] = (struct drill_action){o->due_ms - 1500, i, DRILL_ACT_HOLD, 0};
+            d->actions[d->nactions++] =
+                (struct drill_action){o->due_ms - 1500, i, DRILL_ACT_HOLD, 0};
             o->pay_at_ms = o->due_ms + 1000;
         } else {
             o->pay_at_ms += o->due_ms;
@@ -155,7 +156,8 @@ void drill_plan_schedule(struct drill *d)
         }
         if (o->close) {
             o->close_at_ms += o->due_ms;
-            d->actions[d->nactions++] = (struct drill_action){o->close_at_ms, i, DRILL_ACT_CLOSE, 0};
+            d->actions[d->nactions++] =
+                (struct drill_action){o->close_at_ms, i, DRILL_ACT_CLOSE, 0};
         }
     }
     qsort(d->actions, (size_t)d->nactions, sizeof(*d->actions), drill_plan_action_cmp);

@@ -16,8 +16,9 @@
 --                     claims; exception currency_mismatch (manual_review) + reconciliation_alert
 --   not_found         unknown order: exception unknown_order (manual_review) + reconciliation_alert
 -- Every call with a new txn_no records a payments row with its outcome and currency. The shop's
--- hooks run last, inside this transaction: 'paid' for a paid or overpaid outcome, 'late_payment'
--- for a late one (_hooks_run); a hook that raises aborts the call, payments row included.
+-- hooks run last, inside this transaction: 'paid' for a paid or overpaid outcome (with the
+-- source the log names: payment_callback or manual_payment), 'late_payment' for a late one
+-- (_hooks_run); a hook that raises aborts the call, payments row included.
 -- status = the order's status after the call (for duplicate: the status of the order the txn
 -- was first recorded for).
 --
@@ -242,7 +243,7 @@ BEGIN
                                        'coupon_id', v_coupon, 'items', _order_items_json(p_order_no),
                                        'shop', v_shop, 'currency', v_cur));
         END IF;
-        PERFORM _hooks_run('paid', ARRAY[p_order_no], 'payment_callback');
+        PERFORM _hooks_run('paid', ARRAY[p_order_no], v_source);
         RETURN QUERY SELECT v_outcome, 'paid'::text, v_outcome;
         RETURN;
     END IF;

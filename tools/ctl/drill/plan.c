@@ -102,8 +102,10 @@ enum og_status drill_plan_make(struct drill *d, struct og_error *err)
         o->close_at_ms = drill_plan_rng_range(&rng, -d->o.jitter_ms, d->o.jitter_ms);
         drill_plan_money(d, o, &rng);
         /* With the database scheduling, a hold writes the order's message
-         * anew (for the new deadline): an order that holds cannot lose it. */
-        if (d->o.schedule_in_db && o->hold)
+         * anew (for the new deadline), and so does a charge that ends after
+         * the deadline without paying (its order is cancelled now): such an
+         * order cannot lose it. */
+        if (d->o.schedule_in_db && (o->hold || o->charge))
             o->lost = 0;
     }
     return OG_OK;

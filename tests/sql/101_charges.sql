@@ -2,7 +2,8 @@
 -- (each refusal 22023 with the database unchanged), the guard (claim_cancel not_due, due_times
 -- the charge's bound, the sweep leaves the order out), the prompt cancel after a failure past the
 -- deadline, the capture by claim_payment's charge_ref, archive, reconcile's invariant 14 and the
--- setting. The races are in tests/isolation (charge_vs_cancel.spec).
+-- setting. The races are in tests/isolation (charge_begin_vs_cancel.spec,
+-- charge_fail_vs_cancel.spec).
 
 SELECT og_reset();
 SELECT ordergate.set_setting('schedule_cancels', '1');

@@ -11,7 +11,7 @@
 # transaction-pooling PgBouncer of deploy/local/services.sh (ORDERGATE_PGBOUNCER_PORT; fails
 # when it is not set) with --pool-mode transaction; the setup here stays direct.
 #
-# expect-clean: exit 0 and "violations":0 in the JSON report.
+# expect-clean: exit 0 and "violations":0 in the JSON report, and the money mix ran.
 # expect-violations: exit 1 and a positive violation count (the drill caught the bug).
 set -euo pipefail
 build=$1 expect=$2
@@ -51,6 +51,24 @@ echo "drill exit $rc, violations $violations"
 case $expect in
     expect-clean)
         [ $rc -eq 0 ] && [ "$violations" = 0 ] || exit 1
+        # The money mix ran (every clean drill here keeps its defaults): three currencies with
+        # orders in each, orders paid in parts, charges pending at the deadline, payments in
+        # another currency; else a clean verdict would prove nothing about them.
+        python3 - "$report" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+checks = [
+    ("three currencies, orders in each",
+     len(r["currencies"]) >= 3 and all(c["placed"] > 0 for c in r["currencies"].values())),
+    ("orders paid in parts", r["parts_orders"] > 0),
+    ("charges pending at the deadline", r["charges_begun"] > 0),
+    ("payments in another currency", r["currency_mismatches"] > 0),
+]
+bad = [name for name, ok in checks if not ok]
+for name in bad:
+    print("money mix check failed:", name, file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
         # With the database scheduling (--schedule-in-db) the counts must show the relays at
         # work, whatever the drill concluded: every message not lost went out and reached the
         # delay topics, the consumers cancelled, the scanner at most the lost ones.

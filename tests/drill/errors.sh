@@ -8,7 +8,7 @@
 #      (the drill's own Kafka clients read the configuration's kafka.properties), no
 #      configuration directory left in TMPDIR;
 #   2. a database that does not exist: exit 1, one line that says so;
-#   3. options that do not go together: exit 2 (usage), nothing placed.
+#   3. options that do not go together, or a malformed one: exit 2 (usage), nothing placed.
 set -euo pipefail
 build=$1
 db="og_drill_errors_$$"
@@ -51,4 +51,11 @@ before=$(orders)
 drill drill --db "dbname=$db" --schedule-in-db --no-kafka
 [ "$rc" = 2 ] || { cat "$work/err" >&2; fail "--schedule-in-db --no-kafka: exit $rc, expected 2"; }
 [ "$(orders)" = "$before" ] || fail "--schedule-in-db --no-kafka: orders placed"
-echo "errors.sh: ok (one line each; exit 1, 1, 2)"
+drill drill --db "dbname=$db" --currencies EUR,JPYY
+[ "$rc" = 2 ] || { cat "$work/err" >&2; fail "--currencies EUR,JPYY: exit $rc, expected 2"; }
+drill drill --db "dbname=$db" --currencies EUR,EUR
+[ "$rc" = 2 ] || { cat "$work/err" >&2; fail "--currencies EUR,EUR: exit $rc, expected 2"; }
+drill drill --db "dbname=$db" --parts-ratio 0.6 --charge-ratio 0.5
+[ "$rc" = 2 ] || { cat "$work/err" >&2; fail "--parts-ratio + --charge-ratio > 1: exit $rc, expected 2"; }
+[ "$(orders)" = "$before" ] || fail "money options refused: orders placed"
+echo "errors.sh: ok (one line each; exit 1, 1, 2, 2, 2, 2)"

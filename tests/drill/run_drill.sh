@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
 # Runs `ordergatectl drill` in a database of its own and checks the verdict.
 #
-#   run_drill.sh BUILD_DIR expect-clean|expect-violations [--planted-bug] [--pgbouncer] -- DRILL_ARGS...
+#   run_drill.sh BUILD_DIR expect-clean|expect-violations [--planted-bug|--planted-money] [--pgbouncer] -- DRILL_ARGS...
+#
+# --planted-bug: the cancel restocks before it claims (planted_bug.sql): reconcile's stock
+# invariant (2) must catch it. --planted-money: the cancel forgets the captured parts of the
+# orders it cancels (planted_bug_money.sql): the ledger and reconcile's invariant 12 must.
 #
 # --pgbouncer: the drill and every process it starts reach the database through the
 # transaction-pooling PgBouncer of deploy/local/services.sh (ORDERGATE_PGBOUNCER_PORT; fails
 # when it is not set) with --pool-mode transaction; the setup here stays direct.
 #
-# expect-clean: exit 0 and "violations":0 in the JSON report.
+# expect-clean: exit 0 and "violations":0 in the JSON report, and the money mix ran.
 # expect-violations: exit 1 and a positive violation count (the drill caught the bug).
 set -euo pipefail
 build=$1 expect=$2
 shift 2
-planted=0
-if [ "${1:-}" = --planted-bug ]; then planted=1; shift; fi
+planted=
+if [ "${1:-}" = --planted-bug ]; then planted=planted_bug.sql; shift; fi
+if [ "${1:-}" = --planted-money ]; then planted=planted_bug_money.sql; shift; fi
 via=direct
 if [ "${1:-}" = --pgbouncer ]; then via=pgbouncer; shift; fi
 [ "${1:-}" = -- ] && shift
@@ -25,8 +30,8 @@ cleanup() { psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"
 trap cleanup EXIT
 
 psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE DATABASE $db TEMPLATE $tpl"
-if [ $planted = 1 ]; then
-    psql -X -q -v ON_ERROR_STOP=1 -d "$db" -f "$here/planted_bug.sql"
+if [ -n "$planted" ]; then
+    psql -X -q -v ON_ERROR_STOP=1 -d "$db" -f "$here/$planted"
 fi
 conn=(--db "dbname=$db")
 if [ $via = pgbouncer ]; then
@@ -46,6 +51,24 @@ echo "drill exit $rc, violations $violations"
 case $expect in
     expect-clean)
         [ $rc -eq 0 ] && [ "$violations" = 0 ] || exit 1
+        # The money mix ran (every clean drill here keeps its defaults): three currencies with
+        # orders in each, orders paid in parts, charges pending at the deadline, payments in
+        # another currency; else a clean verdict would prove nothing about them.
+        python3 - "$report" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+checks = [
+    ("three currencies, orders in each",
+     len(r["currencies"]) >= 3 and all(c["placed"] > 0 for c in r["currencies"].values())),
+    ("orders paid in parts", r["parts_orders"] > 0),
+    ("charges pending at the deadline", r["charges_begun"] > 0),
+    ("payments in another currency", r["currency_mismatches"] > 0),
+]
+bad = [name for name, ok in checks if not ok]
+for name in bad:
+    print("money mix check failed:", name, file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
         # With the database scheduling (--schedule-in-db) the counts must show the relays at
         # work, whatever the drill concluded: every message not lost went out and reached the
         # delay topics, the consumers cancelled, the scanner at most the lost ones.
@@ -72,9 +95,25 @@ PY
         ;;
     expect-violations)
         # The planted bug restocks goods of orders it did not win: the stock invariant (2)
-        # must be the one that catches it.
+        # must be the one that catches it. The planted money bug leaves captured parts of
+        # cancelled orders without their cancelled_part exception: the ledger and invariant 12
+        # must both catch it.
+        invariant=2 ledger=0
+        if [ "$planted" = planted_bug_money.sql ]; then invariant=12 ledger=1; fi
         [ $rc -eq 1 ] && [ "$violations" != missing ] && [ "$violations" -gt 0 ] &&
-            python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["reconcile"]; sys.exit(0 if [x for x in r if x["invariant"]==2][0]["violations"] > 0 else 1)' "$report" ;;
+            python3 - "$report" $invariant $ledger <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+inv, need_ledger = int(sys.argv[2]), sys.argv[3] == "1"
+caught = [x for x in r["reconcile"] if x["invariant"] == inv][0]["violations"] > 0
+if not caught:
+    print("expect-violations: reconcile's invariant %d did not catch it" % inv, file=sys.stderr)
+if need_ledger and r["ledger_violations"] == 0:
+    print("expect-violations: the drill's ledger did not catch it", file=sys.stderr)
+    caught = False
+sys.exit(0 if caught else 1)
+PY
+        ;;
     *)
         echo "unknown expectation $expect" >&2; exit 2 ;;
 esac

@@ -39,6 +39,12 @@
 #define DRILL_MAX_PAYERS    64
 /* --schedule-in-db: the delay topics, one per level (run.c names them). */
 #define DRILL_DELAY_LEVELS 2
+/* --currencies: at most this many codes; an order pays in at most DRILL_MAX_PARTS parts. */
+#define DRILL_MAX_CURRENCIES 8
+#define DRILL_MAX_PARTS      3
+/* A charge's bound: the order is protected this long after the charge begins (begin_charge's
+ * max_seconds); the charge ends well within it (plan.c). */
+#define DRILL_CHARGE_SECONDS 5
 
 /* The options (options.c). */
 struct drill_opts {
@@ -51,6 +57,11 @@ struct drill_opts {
     double close_ratio;
     double coupon_ratio;
     double double_pay_ratio;
+    double parts_ratio;    /* orders that allow parts and are paid in two or three */
+    double charge_ratio;   /* orders whose charge is pending at the deadline */
+    double mismatch_ratio; /* paying orders that also get a payment in another currency */
+    int ncurrencies;
+    char currencies[DRILL_MAX_CURRENCIES][4]; /* the orders' currencies, in turn */
     int kill_every_s;
     int lead_ms;
     int jitter_ms;
@@ -84,14 +95,34 @@ struct drill_order {
      * failover): each may have committed before the repeat, which then answers for it. */
     int repeats;
     unsigned close_repeated : 1;
+    /* Money: the order's currency; parts (0: the order does not allow them, else 2 or 3
+     * payments summing to the amount); a charge begun before the deadline and ended after it,
+     * captured (charge_fail 0) or failed; a payment in another currency before pay1. */
+    char currency[4];
+    int parts;
+    int64_t part_amount[DRILL_MAX_PARTS];
+    int64_t part_at_ms[DRILL_MAX_PARTS];
+    int64_t charge_at_ms, charge_end_ms;
+    enum gate_outcome part_out[DRILL_MAX_PARTS];
+    unsigned charge : 1, charge_fail : 1, mismatch : 1;
+    enum gate_outcome charge_begin, charge_end, mismatch_out;
+    enum order_status final_status; /* ledger.c */
 };
 
-enum drill_action_kind { DRILL_ACT_HOLD, DRILL_ACT_PAY, DRILL_ACT_CLOSE };
+enum drill_action_kind {
+    DRILL_ACT_HOLD,
+    DRILL_ACT_PAY,
+    DRILL_ACT_CLOSE,
+    DRILL_ACT_PART,         /* part number `part` of an order paid in parts */
+    DRILL_ACT_CHARGE_BEGIN, /* before the deadline */
+    DRILL_ACT_CHARGE_END    /* after it, within the bound: captured or failed */
+};
 
 struct drill_action {
     int64_t at_ms;
     long order;
     enum drill_action_kind kind;
+    int part;
 };
 
 /* One drill. Written by the main thread only, except each order's answers, which only the
@@ -138,6 +169,13 @@ struct drill {
 struct drill_totals {
     long placed, paid, cancelled_consumer, cancelled_scanner, cancelled_manual, pending;
     long late_payments, double_payments, dup_callbacks_absorbed, errors, repeated_calls;
+    /* Money: per currency (the index of d->o.currencies) orders placed, paid, cancelled; parts
+     * captured on paid and on cancelled orders (refunded as cancelled_part); charges begun,
+     * captured, failed; payments in another currency. */
+    long cur_placed[DRILL_MAX_CURRENCIES], cur_paid[DRILL_MAX_CURRENCIES],
+        cur_cancelled[DRILL_MAX_CURRENCIES];
+    long parts_orders, parts_kept, parts_refunded, charges_begun, charges_captured, charges_failed,
+        currency_mismatches;
 };
 
 /* ---- options.c -------------------------------------------------------------------------- */

@@ -1,5 +1,6 @@
-/* The verdict: every answer the gate gave in the race against the final state of its order
- * (the drill's ledger), the relays' work with --schedule-in-db, the garbage in the dead-letter
+/* The verdict: every answer the gate gave in the race against the final state of its order, its
+ * money (captured, kept or refunded, in its currency) and the goods on the shelf (the drill's
+ * ledger), the relays' work with --schedule-in-db, the garbage in the dead-letter
  * topic, and the database's own invariants (ordergate.reconcile). Owns d->ledger_violations,
  * d->violations and d->reconcile; a violation is said on stderr as it is found. It must not
  * change the database or the broker. */
@@ -10,13 +11,56 @@
 #include "common/kafka.h"
 #include "tools/ctl/drill/drill.h"
 
+/* Each order's final state, with its money: what its payments captured (every payment that took
+ * money: parts, the winner, late and double payments), what its exceptions give back (captured
+ * parts of a cancelled order, an excess, late and double payments), how many payments or
+ * exceptions are in another currency than the order's, its cancelled_part and currency_mismatch
+ * exceptions, and whether a timeout cancelled it while one of its charges was pending within its
+ * bound. */
 static const struct db_stmt drill_ledger_stmt_final = {
     "drill_final",
     "SELECT o.order_no, o.status, coalesce(s.source, ''), "
-    "       (SELECT count(*) FROM ordergate.exceptions e WHERE e.order_no = o.order_no) "
+    "       (SELECT count(*) FROM ordergate.exceptions e WHERE e.order_no = o.order_no), "
+    "       o.currency, o.amount_cents, "
+    "       (SELECT coalesce(sum(p.amount_cents), 0) FROM ordergate.payments p "
+    "         WHERE p.order_no = o.order_no "
+    "           AND p.outcome IN ('partial', 'paid', 'overpaid', 'late_payment', "
+    "                             'double_payment')), "
+    "       (SELECT coalesce(sum(e.amount_cents), 0) FROM ordergate.exceptions e "
+    "         WHERE e.order_no = o.order_no "
+    "           AND e.kind IN ('cancelled_part', 'overpaid', 'late_payment', 'double_payment')), "
+    "       (SELECT count(*) FROM ordergate.payments p WHERE p.order_no = o.order_no "
+    "           AND p.outcome <> 'currency_mismatch' AND p.currency <> o.currency) "
+    "     + (SELECT count(*) FROM ordergate.exceptions e WHERE e.order_no = o.order_no "
+    "           AND e.kind <> 'currency_mismatch' AND e.currency IS DISTINCT FROM o.currency), "
+    "       (SELECT count(*) FROM ordergate.exceptions e "
+    "         WHERE e.order_no = o.order_no AND e.kind = 'cancelled_part'), "
+    "       (SELECT count(*) FROM ordergate.exceptions e "
+    "         WHERE e.order_no = o.order_no AND e.kind = 'currency_mismatch'), "
+    "       EXISTS (SELECT 1 FROM ordergate.charges c "
+    "                WHERE c.order_no = o.order_no AND starts_with(s.source, 'timeout') "
+    "                  AND c.begun_at < s.created_at AND s.created_at < c.bound_at "
+    "                  AND (c.ended_at IS NULL OR s.created_at < c.ended_at)) "
     "  FROM ordergate.orders o LEFT JOIN ordergate.status_log s ON s.order_no = o.order_no "
     " WHERE starts_with(o.order_no, $1) ORDER BY o.order_no",
     1};
+
+/* The drill's SKUs: what the shelf holds, against the orders that keep their goods. */
+static const struct db_stmt drill_ledger_stmt_stock = {
+    "drill_stock_final",
+    "SELECT sku, available, total FROM ordergate.inventory "
+    " WHERE starts_with(sku, $1) ORDER BY sku",
+    1};
+
+static enum og_status drill_ledger_stock(struct drill *d, struct db *db, struct og_error *err);
+
+/* One order's row of drill_ledger_stmt_final, its money columns. */
+struct drill_ledger_money {
+    const char *currency;
+    int64_t amount, captured, refunded;
+    long foreign, cancelled_parts, mismatches;
+    bool charge_overrun;
+};
 
 /* The first 20 are said; every one is counted. */
 static void drill_ledger_fail(struct drill *d, const struct drill_order *o, const char *what)
@@ -71,12 +115,123 @@ static void drill_ledger_payments(struct drill *d, const struct drill_order *o,
         drill_ledger_fail(d, o, "hold got an unexpected outcome");
 }
 
+/* The parts of an order that allows them: sent in order, each partial, paid (the last one) or
+ * late; paid: the parts were kept; cancelled: each captured part has its cancelled_part
+ * exception, each late one its late_payment exception. */
+static void drill_ledger_parts(struct drill *d, const struct drill_order *o, enum order_status st,
+                               const struct drill_ledger_money *m, struct drill_totals *t,
+                               long *want_exceptions)
+{
+    int partial = 0, late = 0, paid = 0;
+
+    t->parts_orders++;
+    for (int k = 0; k < o->parts; k++) {
+        enum gate_outcome a = o->part_out[k];
+        if (a == GATE_PARTIAL && late == 0 && paid == 0)
+            partial++;
+        else if (a == GATE_PAID && k == o->parts - 1 && late == 0)
+            paid++;
+        else if (a == GATE_LATE_PAYMENT)
+            late++;
+        else if (o->errors == 0)
+            drill_ledger_fail(d, o, "a part got an outcome out of its order");
+    }
+    t->late_payments += late;
+    *want_exceptions += late;
+    if (paid && st != ORDER_PAID)
+        drill_ledger_fail(d, o, "the last part answered paid but the order is not paid");
+    if (st == ORDER_PAID && !paid)
+        drill_ledger_fail(d, o, "paid without the part that completes it");
+    if (st == ORDER_PAID)
+        t->parts_kept += partial + paid;
+    if (st == ORDER_CANCELLED) {
+        t->parts_refunded += partial;
+        *want_exceptions += partial;
+        if (m->cancelled_parts != partial)
+            drill_ledger_fail(d, o, "a captured part of a cancelled order is not refunded once");
+    } else if (m->cancelled_parts != 0) {
+        drill_ledger_fail(d, o, "cancelled_part exception on an order not cancelled");
+    }
+}
+
+/* A charge pending at the deadline: the begin recorded it (or the order was cancelled before
+ * it); a recorded charge keeps the timeout cancel away until it ends: the capture pays, the
+ * failure lets the cancel come. */
+static void drill_ledger_charge(struct drill *d, const struct drill_order *o, enum order_status st,
+                                struct drill_totals *t, long *want_exceptions)
+{
+    if (o->charge_begin == GATE_PENDING) {
+        t->charges_begun++;
+        if (o->charge_fail) {
+            t->charges_failed += o->charge_end == GATE_FAILED;
+            if (o->charge_end != GATE_FAILED)
+                drill_ledger_fail(d, o, "charge_failed did not answer failed");
+            if (st != ORDER_CANCELLED)
+                drill_ledger_fail(d, o, "a failed charge's order is not cancelled");
+            return;
+        }
+        t->charges_captured += o->charge_end == GATE_PAID || o->charge_end == GATE_LATE_PAYMENT;
+    } else if (o->charge_begin != GATE_NOT_PENDING) {
+        drill_ledger_fail(d, o, "begin_charge answered neither pending nor not_pending");
+        return;
+    } else if (o->charge_fail) {
+        if (st != ORDER_CANCELLED)
+            drill_ledger_fail(d, o, "begin_charge answered not_pending but the order is open");
+        return;
+    }
+    if (o->charge_end == GATE_PAID) {
+        if (st != ORDER_PAID)
+            drill_ledger_fail(d, o, "the capture answered paid but the order is not paid");
+    } else if (o->charge_end == GATE_LATE_PAYMENT) {
+        t->late_payments++;
+        (*want_exceptions)++;
+        if (st != ORDER_CANCELLED)
+            drill_ledger_fail(d, o, "the capture answered late_payment but the order is open");
+    } else {
+        drill_ledger_fail(d, o, "the capture answered neither paid nor late_payment");
+    }
+}
+
+/* The money of one order, whatever paid it: every unit captured is on the paid order (its
+ * amount) or on an exception that gives it back, in the order's currency; no timeout cancel
+ * while a charge was pending within its bound. */
+static void drill_ledger_money(struct drill *d, const struct drill_order *o, enum order_status st,
+                               const struct drill_ledger_money *m, struct drill_totals *t)
+{
+    int64_t kept = st == ORDER_PAID ? m->amount : 0;
+
+    for (int c = 0; c < d->o.ncurrencies; c++) {
+        if (strcmp(d->o.currencies[c], m->currency) != 0)
+            continue;
+        t->cur_placed[c]++;
+        t->cur_paid[c] += st == ORDER_PAID;
+        t->cur_cancelled[c] += st == ORDER_CANCELLED;
+    }
+    if (strcmp(m->currency, o->currency) != 0)
+        drill_ledger_fail(d, o, "the order is not in the currency it was placed in");
+    if (m->captured != kept + m->refunded)
+        drill_ledger_fail(d, o, "money captured is neither kept by the paid order nor refunded");
+    if (m->foreign != 0)
+        drill_ledger_fail(d, o, "a payment or refund counted in another currency than the order's");
+    if (m->charge_overrun)
+        drill_ledger_fail(d, o,
+                          "cancelled by a timeout while a charge was pending within its bound");
+    if (o->mismatch) {
+        if (o->mismatch_out == GATE_CURRENCY_MISMATCH && m->mismatches == 1)
+            t->currency_mismatches++;
+        else
+            drill_ledger_fail(d, o, "a payment in another currency was not a currency_mismatch");
+    }
+}
+
 /* One order's final state (st, cancelled by src) against its plan and its answers. */
 static void drill_ledger_order(struct drill *d, struct drill_order *o, enum order_status st,
-                               const char *src, long exceptions, struct drill_totals *t)
+                               const char *src, long exceptions, const struct drill_ledger_money *m,
+                               struct drill_totals *t)
 {
-    long want_exceptions = 0;
+    long want_exceptions = o->mismatch;
 
+    o->final_status = st;
     t->placed++;
     t->errors += o->errors;
     t->repeated_calls += o->repeats;
@@ -108,8 +263,13 @@ static void drill_ledger_order(struct drill *d, struct drill_order *o, enum orde
     }
     if (o->pay)
         drill_ledger_payments(d, o, st, t, &want_exceptions);
+    else if (o->parts > 0)
+        drill_ledger_parts(d, o, st, m, t, &want_exceptions);
+    else if (o->charge)
+        drill_ledger_charge(d, o, st, t, &want_exceptions);
     else if (st == ORDER_PAID)
         drill_ledger_fail(d, o, "paid although no payment was sent");
+    drill_ledger_money(d, o, st, m, t);
     if (o->close) {
         if (o->close_out == GATE_CANCELLED && (st != ORDER_CANCELLED || strcmp(src, "manual")))
             drill_ledger_fail(d, o, "manual close won but the log disagrees");
@@ -139,9 +299,50 @@ enum og_status drill_ledger_check(struct drill *d, struct db *db, struct drill_t
 
         if (strcmp(o->order_no, PQgetvalue(res, i, 0)) != 0)
             drill_ledger_fail(d, o, "order list differs from the plan");
-        else
+        else {
+            struct drill_ledger_money m = {
+                .currency = PQgetvalue(res, i, 4),
+                .amount = strtoll(PQgetvalue(res, i, 5), NULL, 10),
+                .captured = strtoll(PQgetvalue(res, i, 6), NULL, 10),
+                .refunded = strtoll(PQgetvalue(res, i, 7), NULL, 10),
+                .foreign = atol(PQgetvalue(res, i, 8)),
+                .cancelled_parts = atol(PQgetvalue(res, i, 9)),
+                .mismatches = atol(PQgetvalue(res, i, 10)),
+                .charge_overrun = PQgetvalue(res, i, 11)[0] == 't',
+            };
             drill_ledger_order(d, o, order_status_parse(PQgetvalue(res, i, 1)),
-                               PQgetvalue(res, i, 2), atol(PQgetvalue(res, i, 3)), t);
+                               PQgetvalue(res, i, 2), atol(PQgetvalue(res, i, 3)), &m, t);
+        }
+    }
+    PQclear(res);
+    return drill_ledger_stock(d, db, err);
+}
+
+/* The goods: each SKU's shelf holds its total less what the orders not cancelled keep, so a paid
+ * order's goods stayed sold and a cancelled order's came back exactly once. */
+static enum og_status drill_ledger_stock(struct drill *d, struct db *db, struct og_error *err)
+{
+    PGresult *res = NULL;
+    int64_t held[100] = {0};
+
+    if (db_call(db, &drill_ledger_stmt_stock, (const char *[]){d->prefix}, &res, err) != OG_OK)
+        return err->status;
+    for (long i = 0; i < d->o.orders; i++)
+        if (d->orders[i].final_status != ORDER_CANCELLED)
+            held[d->orders[i].sku] += d->orders[i].qty;
+    if (PQntuples(res) != d->o.skus) {
+        drill_report_finding("VIOLATION expected %d SKUs, found %d", d->o.skus, PQntuples(res));
+        d->ledger_violations++;
+    }
+    for (int s = 0; s < PQntuples(res) && s < d->o.skus; s++) {
+        int64_t available = strtoll(PQgetvalue(res, s, 1), NULL, 10);
+        int64_t total = strtoll(PQgetvalue(res, s, 2), NULL, 10);
+        if (available != total - held[s]) {
+            drill_report_finding("VIOLATION %s: %" PRId64 " on the shelf, %" PRId64
+                                 " expected (total %" PRId64 " less %" PRId64 " kept by orders)",
+                                 PQgetvalue(res, s, 0), available, total - held[s], total, held[s]);
+            d->ledger_violations++;
+        }
     }
     PQclear(res);
     return OG_OK;

@@ -19,6 +19,13 @@ const struct opt drill_options[] = {
     {"hold-ratio", "R", OPT_ARG, "share of paying customers holding the deadline (0.02)", NULL, 0,
      0},
     {"close-ratio", "R", OPT_ARG, "share of orders closed manually around T (0.01)", NULL, 0, 0},
+    {"currencies", "LIST", OPT_ARG,
+     "the orders' currencies in turn, comma-separated codes (EUR,JPY,KWD)", NULL, 0, 0},
+    {"parts-ratio", "R", OPT_ARG,
+     "share of orders allowing parts, paid in two or three around T (0.1)", NULL, 0, 0},
+    {"charge-ratio", "R", OPT_ARG,
+     "share of orders with a charge pending at the deadline, then captured or failed (0.05)", NULL,
+     0, 0},
     {"kill-every", "S", OPT_ARG, "SIGKILL a random consumer every S seconds (0 = never)", NULL, 0,
      0},
     {"lead-ms", "MS", OPT_ARG, "time from the end of placement to T (6000; see --schedule-in-db)",
@@ -51,6 +58,11 @@ void drill_options_defaults(struct drill_opts *o)
                              .close_ratio = 0.01,
                              .coupon_ratio = 0.3,
                              .double_pay_ratio = 0.02,
+                             .parts_ratio = 0.1,
+                             .charge_ratio = 0.05,
+                             .mismatch_ratio = 0.03,
+                             .ncurrencies = 3,
+                             .currencies = {"EUR", "JPY", "KWD"},
                              .lead_ms = 6000,
                              .jitter_ms = 1500,
                              .skus = 10,
@@ -77,6 +89,32 @@ static enum og_status drill_options_ratio(const char *what, const char *s, doubl
                             what, s != NULL ? s : "");
     *out = v;
     return OG_OK;
+}
+
+/* --currencies: 1..DRILL_MAX_CURRENCIES distinct codes of three capital letters, comma-separated
+ * (whether the database knows them is place_order's to say). */
+static enum og_status drill_options_currencies(struct drill_opts *o, const char *s,
+                                               struct og_error *err)
+{
+    const char *p = s;
+
+    o->ncurrencies = 0;
+    for (;;) {
+        size_t n = strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZ");
+        if (n != 3 || (p[3] != ',' && p[3] != '\0') || o->ncurrencies == DRILL_MAX_CURRENCIES)
+            return og_error_set(err, OG_ERR_ARG, false,
+                                "--currencies: expected 1 to %d codes such as EUR,JPY,KWD, got "
+                                "\"%.64s\"",
+                                DRILL_MAX_CURRENCIES, s);
+        for (int i = 0; i < o->ncurrencies; i++)
+            if (strncmp(o->currencies[i], p, 3) == 0)
+                return og_error_set(err, OG_ERR_ARG, false, "--currencies: %.3s twice", p);
+        memcpy(o->currencies[o->ncurrencies], p, 3);
+        o->currencies[o->ncurrencies++][3] = '\0';
+        if (p[3] == '\0')
+            return OG_OK;
+        p += 4;
+    }
 }
 
 enum og_status drill_options_parse(struct drill_opts *o, const struct opt_args *a,
@@ -106,6 +144,8 @@ enum og_status drill_options_parse(struct drill_opts *o, const struct opt_args *
         {"loss-ratio", offsetof(struct drill_opts, loss_ratio)},
         {"hold-ratio", offsetof(struct drill_opts, hold_ratio)},
         {"close-ratio", offsetof(struct drill_opts, close_ratio)},
+        {"parts-ratio", offsetof(struct drill_opts, parts_ratio)},
+        {"charge-ratio", offsetof(struct drill_opts, charge_ratio)},
     };
     char what[32], *base = (char *)o;
     const char *v;
@@ -136,6 +176,12 @@ enum og_status drill_options_parse(struct drill_opts *o, const struct opt_args *
         if (drill_options_ratio(what, v, (double *)(base + ratios[i].offset), err) != OG_OK)
             return err->status;
     }
+    if ((v = opt_arg(a, "currencies")) != NULL && drill_options_currencies(o, v, err) != OG_OK)
+        return err->status;
+    if (o->parts_ratio + o->charge_ratio > 1.0)
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "--parts-ratio and --charge-ratio: together at most 1 (an order is "
+                            "paid in parts or by a charge, not both)");
     o->no_kafka = opt_flag(a, "no-kafka");
     o->schedule_in_db = opt_flag(a, "schedule-in-db");
     o->bin_dir = opt_arg(a, "bin-dir");

@@ -1,5 +1,6 @@
-/* The plan of a drill: for every order what it buys, whether its cancel message is lost or
- * duplicated, whether it is paid (twice, retried, held) or closed, and when, all drawn from
+/* The plan of a drill: for every order what it buys and in which currency, whether its cancel
+ * message is lost or duplicated, whether it is paid (twice, retried, held, in parts, by a charge
+ * pending at the deadline, once in another currency) or closed, and when, all drawn from
  * --seed; then, once T is fixed, the list of actions in time order. Owns the generator. It
  * must not touch the database, the broker or the children: a plan is pure data, the same for
  * the same seed. */
@@ -28,11 +29,47 @@ long drill_plan_rng_range(uint64_t *s, long lo, long hi)
     return hi <= lo ? lo : lo + (long)(drill_plan_rng_next(s) % (uint64_t)(hi - lo + 1));
 }
 
+/* The money of one order: its currency (the list in turn); whether it allows parts (then its
+ * payments are two or three parts summing to its amount, the first within T +- jitter, each next
+ * up to jitter/2 later, so that the cancel lands before, between or after them) or is paid by a
+ * charge (begun 0.8 to 1.5 s before its deadline, captured or failed 0.3 to 1.5 s after it, well
+ * within its bound of DRILL_CHARGE_SECONDS: the cancel must wait for it); such an order gets no
+ * other payment, hold or, with a charge, close. A share of the other paying orders first gets a
+ * payment in another currency. */
+static void drill_plan_money(const struct drill *d, struct drill_order *o, uint64_t *rng)
+{
+    long i = o - d->orders;
+    double u = drill_plan_rng_unit(rng);
+    int jitter = d->o.jitter_ms;
+
+    snprintf(o->currency, sizeof(o->currency), "%s", d->o.currencies[i % d->o.ncurrencies]);
+    if (u < d->o.parts_ratio) {
+        int64_t left = o->amount;
+        o->parts = drill_plan_rng_unit(rng) < 0.5 ? 2 : 3;
+        o->pay = o->hold = 0;
+        o->part_at_ms[0] = drill_plan_rng_range(rng, -jitter, jitter);
+        for (int k = 0; k < o->parts; k++) {
+            int rest = o->parts - k - 1; /* parts after this one, each at least 1 */
+            o->part_amount[k] = rest == 0 ? left : drill_plan_rng_range(rng, 1, left - rest);
+            left -= o->part_amount[k];
+            if (k > 0)
+                o->part_at_ms[k] = o->part_at_ms[k - 1] + drill_plan_rng_range(rng, 0, jitter / 2);
+        }
+    } else if (u < d->o.parts_ratio + d->o.charge_ratio) {
+        o->charge = 1;
+        o->charge_fail = drill_plan_rng_unit(rng) < 0.5;
+        o->pay = o->hold = o->close = 0;
+        o->charge_at_ms = -drill_plan_rng_range(rng, 800, 1500);
+        o->charge_end_ms = drill_plan_rng_range(rng, 300, 1500);
+    }
+    o->mismatch = o->pay && drill_plan_rng_unit(rng) < d->o.mismatch_ratio;
+}
+
 enum og_status drill_plan_make(struct drill *d, struct og_error *err)
 {
     uint64_t rng = d->o.seed;
     long n = d->o.orders;
-    long cap = n * 2 + 16;
+    long cap = n * 4 + 16; /* at most DRILL_MAX_PARTS parts and a close per order */
 
     d->orders = calloc((size_t)n, sizeof(*d->orders));
     d->actions = calloc((size_t)cap, sizeof(*d->actions));
@@ -63,9 +100,12 @@ enum og_status drill_plan_make(struct drill *d, struct og_error *err)
         }
         o->close = drill_plan_rng_unit(&rng) < d->o.close_ratio;
         o->close_at_ms = drill_plan_rng_range(&rng, -d->o.jitter_ms, d->o.jitter_ms);
+        drill_plan_money(d, o, &rng);
         /* With the database scheduling, a hold writes the order's message
-         * anew (for the new deadline): an order that holds cannot lose it. */
-        if (d->o.schedule_in_db && o->hold)
+         * anew (for the new deadline), and so does a charge that ends after
+         * the deadline without paying (its order is cancelled now): such an
+         * order cannot lose it. */
+        if (d->o.schedule_in_db && (o->hold || o->charge))
             o->lost = 0;
     }
     return OG_OK;
@@ -74,7 +114,14 @@ enum og_status drill_plan_make(struct drill *d, struct og_error *err)
 static int drill_plan_action_cmp(const void *a, const void *b)
 {
     const struct drill_action *x = a, *y = b;
-    return (x->at_ms > y->at_ms) - (x->at_ms < y->at_ms);
+    /* Ties keep an order's parts in their order (qsort is not stable). */
+    if (x->at_ms != y->at_ms)
+        return (x->at_ms > y->at_ms) - (x->at_ms < y->at_ms);
+    if (x->order != y->order)
+        return (x->order > y->order) - (x->order < y->order);
+    if (x->kind != y->kind)
+        return (x->kind > y->kind) - (x->kind < y->kind);
+    return (x->part > y->part) - (x->part < y->part);
 }
 
 /* Actions are planned relative to each order's due time, made absolute once
@@ -88,16 +135,31 @@ void drill_plan_schedule(struct drill *d)
         if (o->hold) {
             /* The customer opens the payment page just before the deadline and
              * pays after it: the hold must keep the cancel away. */
-            d->actions[d->nactions++] = (struct drill_action){o->due_ms - 1500, i, DRILL_ACT_HOLD};
+            d->actions[d->nactions++] =
+                (struct drill_action){o->due_ms - 1500, i, DRILL_ACT_HOLD, 0};
             o->pay_at_ms = o->due_ms + 1000;
         } else {
             o->pay_at_ms += o->due_ms;
         }
         if (o->pay)
-            d->actions[d->nactions++] = (struct drill_action){o->pay_at_ms, i, DRILL_ACT_PAY};
+            d->actions[d->nactions++] = (struct drill_action){o->pay_at_ms, i, DRILL_ACT_PAY, 0};
+        for (int k = 0; k < o->parts; k++) {
+            o->part_at_ms[k] += o->due_ms;
+            d->actions[d->nactions++] =
+                (struct drill_action){o->part_at_ms[k], i, DRILL_ACT_PART, k};
+        }
+        if (o->charge) {
+            o->charge_at_ms += o->due_ms;
+            o->charge_end_ms += o->due_ms;
+            d->actions[d->nactions++] =
+                (struct drill_action){o->charge_at_ms, i, DRILL_ACT_CHARGE_BEGIN, 0};
+            d->actions[d->nactions++] =
+                (struct drill_action){o->charge_end_ms, i, DRILL_ACT_CHARGE_END, 0};
+        }
         if (o->close) {
             o->close_at_ms += o->due_ms;
-            d->actions[d->nactions++] = (struct drill_action){o->close_at_ms, i, DRILL_ACT_CLOSE};
+            d->actions[d->nactions++] =
+                (struct drill_action){o->close_at_ms, i, DRILL_ACT_CLOSE, 0};
         }
     }
     qsort(d->actions, (size_t)d->nactions, sizeof(*d->actions), drill_plan_action_cmp);

@@ -1,5 +1,6 @@
 /* The race: --payers workers send the planned payment callbacks (duplicated, retried with the
- * same transaction number, a second transaction), holds and manual closes at their time
+ * same transaction number, a second transaction, one in another currency, parts), charges begun
+ * before the deadline and captured or failed after it, holds and manual closes at their time
  * around T, while the triggers cancel; then the wait until the triggers have drained, with a
  * consumer SIGKILLed and restarted now and then. Owns the gate's answers in each order's
  * record (each order belongs to one worker). It must not judge the answers (ledger.c). */
@@ -7,6 +8,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -40,12 +42,32 @@ static void drill_race_error(struct drill_order *o, struct og_error *err)
     og_error_clear(err);
 }
 
+/* Another currency than the order's, for a payment that must not claim it. */
+static const char *drill_race_other_currency(const struct drill_order *o)
+{
+    return strcmp(o->currency, "EUR") == 0 ? "USD" : "EUR";
+}
+
 static void drill_race_pay(struct db *db, struct drill_order *o, uint64_t *rng)
 {
     char txn[64], txn2[64];
     struct gate_payment_result r = {0};
     struct og_error err = {0};
 
+    if (o->mismatch) {
+        /* The customer's bank answers in another currency: never a claim. */
+        snprintf(txn, sizeof(txn), "%s-tx", o->order_no);
+        if (gate_payment_claim(db,
+                               &(struct gate_payment){.order_no = o->order_no,
+                                                      .txn_no = txn,
+                                                      .amount_cents = o->amount,
+                                                      .channel = "drill",
+                                                      .currency = drill_race_other_currency(o)},
+                               &r, &err) != OG_OK)
+            drill_race_error(o, &err);
+        else
+            o->mismatch_out = drill_race_answer(o, db, &r, true);
+    }
     snprintf(txn, sizeof(txn), "%s-t1", o->order_no);
     if (gate_claim_payment(db, o->order_no, txn, o->amount, "drill", &r, &err) != OG_OK) {
         drill_race_error(o, &err);
@@ -74,6 +96,81 @@ static void drill_race_pay(struct db *db, struct drill_order *o, uint64_t *rng)
             drill_race_error(o, &err);
         o->pay2 = drill_race_answer(o, db, &r, true);
     }
+}
+
+/* Part k of an order that allows parts, in the order's currency. */
+static void drill_race_part(struct db *db, struct drill_order *o, int k)
+{
+    char txn[64];
+    struct gate_payment_result r = {0};
+    struct og_error err = {0};
+
+    snprintf(txn, sizeof(txn), "%s-p%d", o->order_no, k + 1);
+    if (gate_payment_claim(db,
+                           &(struct gate_payment){.order_no = o->order_no,
+                                                  .txn_no = txn,
+                                                  .amount_cents = o->part_amount[k],
+                                                  .channel = "drill"},
+                           &r, &err) != OG_OK)
+        drill_race_error(o, &err);
+    else
+        o->part_out[k] = drill_race_answer(o, db, &r, true);
+}
+
+/* The charge's begin (before the deadline) or its end (after it): the provider's capture, a
+ * payment naming the charge, or its failure. A charge the begin did not record (the order was
+ * cancelled first) is not named: the capture comes as a plain payment (late), a failure is not
+ * sent. */
+static void drill_race_charge(struct db *db, struct drill_order *o, bool begin)
+{
+    char ref[64], txn[64];
+    struct gate_payment_result r = {0};
+    struct og_error err = {0};
+    enum gate_outcome out = GATE_UNKNOWN;
+    bool recorded = o->charge_begin == GATE_PENDING;
+
+    snprintf(ref, sizeof(ref), "%s-c", o->order_no);
+    if (begin) {
+        if (gate_begin_charge(db, o->order_no, ref, DRILL_CHARGE_SECONDS, &out, NULL, 0, &err) !=
+            OG_OK) {
+            drill_race_error(o, &err);
+            return;
+        }
+        /* A repeat after a begin that had committed finds it begun. */
+        if (db_last_attempts(db) > 1) {
+            o->repeats++;
+            if (out == GATE_DUPLICATE)
+                out = GATE_PENDING;
+        }
+        o->charge_begin = out;
+        return;
+    }
+    if (o->charge_fail) {
+        if (!recorded)
+            return;
+        if (gate_charge_failed(db, o->order_no, ref, &out, &err) != OG_OK) {
+            drill_race_error(o, &err);
+            return;
+        }
+        if (db_last_attempts(db) > 1) {
+            o->repeats++;
+            if (out == GATE_DUPLICATE)
+                out = GATE_FAILED;
+        }
+        o->charge_end = out;
+        return;
+    }
+    snprintf(txn, sizeof(txn), "%s-t1", o->order_no);
+    if (gate_payment_claim(db,
+                           &(struct gate_payment){.order_no = o->order_no,
+                                                  .txn_no = txn,
+                                                  .amount_cents = o->amount,
+                                                  .channel = "drill",
+                                                  .charge_ref = recorded ? ref : NULL},
+                           &r, &err) != OG_OK)
+        drill_race_error(o, &err);
+    else
+        o->charge_end = drill_race_answer(o, db, &r, true);
 }
 
 static void *drill_race_worker(void *arg)
@@ -106,6 +203,13 @@ static void *drill_race_worker(void *arg)
             break;
         case DRILL_ACT_PAY:
             drill_race_pay(db, o, &rng);
+            break;
+        case DRILL_ACT_PART:
+            drill_race_part(db, o, act->part);
+            break;
+        case DRILL_ACT_CHARGE_BEGIN:
+        case DRILL_ACT_CHARGE_END:
+            drill_race_charge(db, o, act->kind == DRILL_ACT_CHARGE_BEGIN);
             break;
         case DRILL_ACT_CLOSE:
             if (gate_close(db, o->order_no, "drill", "customer asked to cancel", &o->close_out, &st,

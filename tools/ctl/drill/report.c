@@ -1,4 +1,5 @@
-/* What the drill says: progress lines and findings on stderr while it runs, then the report,
+/* What the drill says: progress lines and findings on stderr while it runs, then the report
+ * (per-currency counts, parts, charges and currency mismatches among them),
  * one JSON object (--json prints it) from which the text is rendered, so both carry the same
  * facts. Owns the report's keys and the lateness figures. It must not change the drill's state:
  * it only reads it. */
@@ -86,9 +87,17 @@ json_t *drill_report_make(const struct drill *d, struct db *db, const struct dri
         {"gate_errors", t->errors},
         {"repeated_calls", t->repeated_calls},
         {"scanner_exit", d->scanner_status},
+        {"parts_orders", t->parts_orders},
+        {"parts_kept", t->parts_kept},
+        {"parts_refunded", t->parts_refunded},
+        {"charges_begun", t->charges_begun},
+        {"charges_captured", t->charges_captured},
+        {"charges_failed", t->charges_failed},
+        {"currency_mismatches", t->currency_mismatches},
         {"ledger_violations", d->ledger_violations},
         {"violations", total_violations},
     };
+    json_t *currencies = json_object();
 
     ctl_json_set(j, "command", json_string("drill"));
     ctl_json_set(j, "ok", json_boolean(total_violations == 0));
@@ -102,6 +111,13 @@ json_t *drill_report_make(const struct drill *d, struct db *db, const struct dri
                                                    : "drill"));
     for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
         ctl_json_set(j, counts[i].key, json_integer(counts[i].value));
+    /* Per currency, in the order --currencies gave them. */
+    for (int c = 0; c < d->o.ncurrencies; c++)
+        ctl_json_set(currencies, d->o.currencies[c],
+                     json_pack("{s:I,s:I,s:I}", "placed", (json_int_t)t->cur_placed[c], "paid",
+                               (json_int_t)t->cur_paid[c], "cancelled",
+                               (json_int_t)t->cur_cancelled[c]));
+    ctl_json_set(j, "currencies", currencies);
     if (d->o.schedule_in_db) {
         json_t *topics = json_object();
         for (int i = 0; i < d->ndelay; i++)
@@ -158,6 +174,16 @@ void drill_report_text(const json_t *r, FILE *out)
         {"  never published", "unpublished_events"},
         {NULL, NULL},
     };
+    static const struct drill_row money[] = {
+        {"orders paid in parts", "parts_orders"},
+        {"  parts kept by paid orders", "parts_kept"},
+        {"  parts refunded (cancelled_part)", "parts_refunded"},
+        {"charges pending at the deadline", "charges_begun"},
+        {"  captured", "charges_captured"},
+        {"  failed", "charges_failed"},
+        {"payments in another currency", "currency_mismatches"},
+        {NULL, NULL},
+    };
     static const struct drill_row rest[] = {
         {"duplicate callbacks absorbed", "duplicate_callbacks_absorbed"},
         {"dead-lettered", "dead_lettered"},
@@ -171,9 +197,9 @@ void drill_report_text(const json_t *r, FILE *out)
     const char *trigger = ctl_json_str(r, "trigger");
     const char *scheduling = ctl_json_str(r, "scheduling");
     bool by_db = scheduling != NULL && strcmp(scheduling, "database") == 0;
-    const struct drill_row *groups[] = {orders, by_db ? sent_by_db : sent_by_drill, rest};
-    const char *topic;
-    json_t *count;
+    const struct drill_row *groups[] = {orders, money, by_db ? sent_by_db : sent_by_drill, rest};
+    const char *topic, *code;
+    json_t *count, *cur;
 
     fprintf(out, "drill %s (%s%s), %.1f s\n", ctl_json_str(r, "drill"),
             trigger != NULL && strcmp(trigger, "scanner") == 0 ? "scanner only"
@@ -183,7 +209,12 @@ void drill_report_text(const json_t *r, FILE *out)
     for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
         for (const struct drill_row *row = groups[g]; row->label != NULL; row++)
             fprintf(out, "  %-36s %10ld\n", row->label, drill_report_count(r, row->key));
-        if (g == 1 && by_db)
+        if (g == 0)
+            json_object_foreach(json_object_get(r, "currencies"), code, cur)
+                fprintf(out, "  in %-4s placed %8ld  paid %8ld  cancelled %8ld\n", code,
+                        drill_report_count(cur, "placed"), drill_report_count(cur, "paid"),
+                        drill_report_count(cur, "cancelled"));
+        if (g == 2 && by_db)
             json_object_foreach(json_object_get(r, "delay_topics"), topic, count)
                 fprintf(out, "  on %-33s %10ld\n", topic, (long)json_integer_value(count));
     }

@@ -2,19 +2,23 @@
  * product feature.
  *
  * Timeline of one drill:
- *   1. place N pending orders on a few hot SKUs (coupons on a share), due at
- *      one instant T (or spread over a window);
+ *   1. place N pending orders on a few hot SKUs (coupons on a share), in
+ *      several currencies (some allowing parts), due at one instant T (or
+ *      spread over a window);
  *   2. start K consumers (child processes) on a drill topic and produce one
  *      delayed cancel message per order, some twice (duplicates), some never
  *      (lost), plus a few undecodable ones (dead letters);
  *   3. around T +- jitter fire payment callbacks through claim_payment for a
  *      share of the orders: duplicates, timeout-then-retry with the same
- *      txn_no, a second transaction for some; payment holds and manual closes
- *      for a few; optionally SIGKILL a consumer now and then and restart it;
+ *      txn_no, a second transaction for some, one in another currency; parts;
+ *      charges begun before T and captured or failed after it; payment holds
+ *      and manual closes for a few; optionally SIGKILL a consumer now and then
+ *      and restart it;
  *   4. wait until every order whose message was not lost has left pending,
  *      stop the consumers, run the scanner once for the lost ones;
  *   5. reconcile: the database's invariants (ordergate.reconcile) and the
- *      drill's own ledger of every callback it sent.
+ *      drill's own ledger of every callback it sent, each order's money and
+ *      the goods on the shelf.
  * Without Kafka (--no-kafka) the scanner, repeating every second, is the
  * only trigger: the first deployment tier (docs/operations.md, "Choose a
  * tier").
@@ -271,10 +275,12 @@ const struct ctl_command ctl_cmd_drill = {
     .usage = "drill [options]",
     .summary = "race payments against cancellations through the real triggers, then reconcile",
     .details = "Races payment callbacks against timeout cancellations on one batch of pending\n"
-               "orders through the real consumers and scanner, then reconciles. Exit 0 only\n"
-               "with zero violations, 1 with violations or when the drill could not complete.\n"
-               "The database and the brokers are the global options' (--db, --brokers); --json\n"
-               "prints the report as one JSON object. Progress goes to stderr.\n",
+               "orders in several currencies (some paid in parts, some by a charge pending at\n"
+               "the deadline) through the real consumers and scanner, then reconciles. Exit 0\n"
+               "only with zero violations, 1 with violations or when the drill could not\n"
+               "complete. The database and the brokers are the global options' (--db,\n"
+               "--brokers); --json prints the report as one JSON object. Progress goes to\n"
+               "stderr.\n",
     .opts = drill_options,
     .min_pos = 0,
     .max_pos = 0,

@@ -1,5 +1,6 @@
 /* What the drill puts in the database before the race: stock for the hot SKUs, the coupons,
- * every order placed through the gate (several sessions at once), then the deadlines moved to
+ * every order placed through the gate in its currency, allowing parts or not (several sessions
+ * at once), then the deadlines moved to
  * the planned due times. Also opens the drill's database sessions, for every file that needs
  * one. It must not touch the broker, the children or the gate's answers of the race. */
 #include <pthread.h>
@@ -70,8 +71,15 @@ static void *drill_setup_place_worker(void *arg)
          * one its cancel message carries: T is fixed before placement. */
         clock_format_iso(d->o.schedule_in_db ? o->due_ms : clock_wall_ms() + 3600 * 1000, expire,
                          sizeof(expire));
-        if (gate_place(db, o->order_no, o->amount, items, o->coupon[0] ? o->coupon : NULL, expire,
-                       &out, &w->err) != OG_OK) {
+        if (gate_order_place(db,
+                             &(struct gate_order){.order_no = o->order_no,
+                                                  .amount_cents = o->amount,
+                                                  .items_json = items,
+                                                  .coupon_id = o->coupon[0] ? o->coupon : NULL,
+                                                  .expire_at = expire,
+                                                  .currency = o->currency,
+                                                  .allow_partial = o->parts > 0},
+                             &out, &w->err) != OG_OK) {
             og_error_prefix(&w->err, "place %s", o->order_no);
             break;
         }

@@ -3,9 +3,9 @@
 # formatting, builds twice (normal and AddressSanitizer+UBSan) with warnings as
 # errors and compiles a Release build, starts a throwaway PostgreSQL 15 and a
 # single-node Kafka, runs every test in build/ and, in build-asan/, every test that
-# runs C of that build (the SQL, isolation, fuzz and deployment checks and the drills whose C other tests
-# already cover run once),
-# and stops the services again, also on failure or Ctrl-C.
+# runs C of that build (the SQL, isolation, fuzz and deployment checks, and the
+# drills whose C other tests already cover, run once), and stops the services
+# again, also on failure or Ctrl-C.
 #
 #   tests/run.sh                 everything
 #   tests/run.sh -R consumer     only tests whose name matches (passed to ctest)

@@ -21,7 +21,11 @@ og_scanner_test(scanner_lock LABELS db FIXTURES db)
 og_scanner_test(scanner_fault LABELS db FIXTURES db)
 og_scanner_test(scanner_every LABELS db FIXTURES db)
 og_scanner_test(scanner_reconcile LABELS db FIXTURES db)
-og_scanner_test(scanner_plan LABELS db FIXTURES db TIMEOUT 600)
+# The plans of the sweep's queries over a million orders: SQL and the planner, run once (the
+# sanitizer build runs the same scanner C in the other scanner tests).
+if(NOT OG_SANITIZE)
+  og_scanner_test(scanner_plan LABELS db FIXTURES db TIMEOUT 600)
+endif()
 # Through the transaction-pooling PgBouncer of deploy/local/services.sh (--pool-mode transaction).
 og_scanner_test(scanner_pgbouncer LABELS "db;pgbouncer" FIXTURES db pgbouncer)
 # scanner/runlog.c against the database, a start's reply lost after its commit (db_call wrapped).

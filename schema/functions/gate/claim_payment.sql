@@ -35,12 +35,12 @@
 -- unknown currency, a charge_ref never begun or of another order, operator
 -- without reason (or the reverse), operator with another channel than manual.
 --
--- The claim is one conditional UPDATE of the order row: a part of an allow_partial order adds
--- to captured_cents and pays the order when it reaches the amount, in the same statement. The
--- row lock it takes orders it against the cancel chain, which locks the same row first: a part
--- that commits before a cancel is seen by the cancel (cancelled_part exception), a part that
--- comes after it finds the order cancelled (late_payment). Two parts at once queue on the row,
--- and the second adds to what the first left.
+-- The claim is one conditional UPDATE of the order row (of two forms, see below): a part of an
+-- allow_partial order adds to captured_cents and pays the order when it reaches the amount, in
+-- the same statement. The row lock it takes orders it against the cancel chain, which locks the
+-- same row first: a part that commits before a cancel is seen by the cancel (cancelled_part
+-- exception), a part that comes after it finds the order cancelled (late_payment). Two parts at
+-- once queue on the row, and the second adds to what the first left.
 --
 -- The payments row is inserted first (ON CONFLICT DO NOTHING): concurrent retries of one txn_no
 -- serialize on its primary key, only the inserter proceeds; if the inserter rolls back (client
@@ -84,6 +84,7 @@ DECLARE
     v_source   text;
     v_due      boolean := false;  -- the capture left the order due now (_charge_end)
     v_claimed  boolean;
+    v_pay      tid;     -- this call's payments row (see below)
     v_actor    text := _actor();
 BEGIN
     IF p_order_no IS NULL OR length(p_order_no) > 64 OR p_order_no !~ '^[A-Za-z0-9._:-]+$' THEN
@@ -139,6 +140,11 @@ BEGIN
     -- The payment's currency: the one named, else the order's (immutable, read without a lock;
     -- an order archived meanwhile keeps it), else the default; read by the insert itself, which
     -- returns it (nothing on a conflict: a duplicate needs no currency).
+    -- The row's ctid comes back too, and the outcome is written through it (a TID scan): a lookup
+    -- by txn_no would be planned once per session, and a plan made while payments was empty (a
+    -- fresh install, statistics taken before the first sale) is a sequential scan that the
+    -- session keeps while the table grows, until autovacuum analyzes it again. Only this
+    -- transaction can touch its uncommitted row, so the ctid holds until the end of the call.
     INSERT INTO payments (txn_no, order_no, amount_cents, channel, outcome, currency, operator, reason,
                           charge_ref)
     VALUES (p_txn, p_order_no, p_amount, p_channel, 'processing',
@@ -148,7 +154,7 @@ BEGIN
                      _default_currency()),
             p_operator, p_reason, p_charge)
     ON CONFLICT (txn_no) DO NOTHING
-    RETURNING payments.currency INTO v_cur;
+    RETURNING payments.currency, payments.ctid INTO v_cur, v_pay;
     IF NOT FOUND THEN
         -- The first outcome, hot or archived: an archive() that committed between the insert and
         -- this statement moved the row, and this one snapshot sees it in exactly one table. An
@@ -172,7 +178,7 @@ BEGIN
       LEFT JOIN archived_orders a ON a.order_no = p.order_no
      WHERE p.txn_no = p_txn;
     IF FOUND THEN
-        DELETE FROM payments p WHERE p.txn_no = p_txn;
+        DELETE FROM payments p WHERE p.ctid = v_pay;
         RETURN QUERY SELECT 'duplicate'::text, v_status, v_first;
         RETURN;
     END IF;
@@ -184,22 +190,37 @@ BEGIN
         SELECT e.o_due INTO v_due FROM _charge_end(p_order_no, p_charge, 'captured', p_txn) e;
     END IF;
 
-    -- The claim, one statement: the exact amount pays any order; a part of an allow_partial
-    -- order is captured and pays it once the parts reach the amount (amounts are at most 10^15,
-    -- so the sum cannot overflow). closed_at moves only with the status.
+    -- The claim, one statement: the exact amount pays an order that takes no parts; a part of an
+    -- allow_partial order is captured and pays it once the parts reach the amount (amounts are
+    -- at most 10^15, so the sum cannot overflow). Two forms, because an UPDATE prepares the rules
+    -- of the columns it names (orders_guard_*): a whole payment sets no captured_cents. The
+    -- second runs only when the first found no order to pay; allow_partial never changes, so the
+    -- two never both match. closed_at moves only with the status.
     UPDATE orders o
-       SET captured_cents = CASE WHEN o.allow_partial THEN o.captured_cents + p_amount ELSE 0 END,
-           status = CASE WHEN p_amount >= o.amount_cents - o.captured_cents
-                         THEN 'paid' ELSE o.status END,
-           closed_at = CASE WHEN p_amount >= o.amount_cents - o.captured_cents
-                            THEN now() ELSE o.closed_at END
+       SET status = 'paid', closed_at = now()
      WHERE o.order_no = p_order_no
        AND o.status = 'pending_payment'
        AND o.currency = v_cur
-       AND (o.amount_cents = p_amount OR o.allow_partial)
+       AND o.amount_cents = p_amount
+       AND NOT o.allow_partial
     RETURNING o.status, o.coupon_id, o.shop, o.amount_cents, o.captured_cents, o.allow_partial
       INTO v_status, v_coupon, v_shop, v_amount, v_captured, v_partial;
     v_claimed := FOUND;
+    IF NOT v_claimed THEN
+        UPDATE orders o
+           SET captured_cents = o.captured_cents + p_amount,
+               status = CASE WHEN p_amount >= o.amount_cents - o.captured_cents
+                             THEN 'paid' ELSE o.status END,
+               closed_at = CASE WHEN p_amount >= o.amount_cents - o.captured_cents
+                                THEN now() ELSE o.closed_at END
+         WHERE o.order_no = p_order_no
+           AND o.status = 'pending_payment'
+           AND o.currency = v_cur
+           AND o.allow_partial
+        RETURNING o.status, o.coupon_id, o.shop, o.amount_cents, o.captured_cents, o.allow_partial
+          INTO v_status, v_coupon, v_shop, v_amount, v_captured, v_partial;
+        v_claimed := FOUND;
+    END IF;
 
     -- A capture that ended the order's last protecting charge past its deadline and did not pay
     -- it (a part, another amount or currency: the order, locked above, stays pending): its
@@ -210,7 +231,7 @@ BEGIN
     END IF;
 
     IF v_claimed AND v_status = 'pending_payment' THEN
-        UPDATE payments p SET outcome = 'partial' WHERE p.txn_no = p_txn;
+        UPDATE payments p SET outcome = 'partial' WHERE p.ctid = v_pay;
         RETURN QUERY SELECT 'partial'::text, 'pending_payment'::text, 'partial'::text;
         RETURN;
     END IF;
@@ -229,7 +250,7 @@ BEGIN
                                    'source', v_source, 'actor', v_actor,
                                    'coupon_id', v_coupon, 'items', _order_items_json(p_order_no),
                                    'shop', v_shop, 'paid_at', now(), 'currency', v_cur));
-        UPDATE payments p SET outcome = v_outcome WHERE p.txn_no = p_txn;
+        UPDATE payments p SET outcome = v_outcome WHERE p.ctid = v_pay;
         IF v_outcome = 'overpaid' THEN
             -- The excess of the part that paid: the parts before it were below the amount.
             v_excess := least(v_captured - v_amount, p_amount);
@@ -306,7 +327,7 @@ BEGIN
                                'coupon_id', v_coupon, 'items', _order_items_json(p_order_no),
                                'shop', v_shop, 'currency', v_cur));
 
-    UPDATE payments p SET outcome = v_outcome WHERE p.txn_no = p_txn;
+    UPDATE payments p SET outcome = v_outcome WHERE p.ctid = v_pay;
     IF v_outcome = 'late_payment' THEN
         PERFORM _hooks_run('late_payment', ARRAY[p_order_no], 'payment_callback');
     END IF;

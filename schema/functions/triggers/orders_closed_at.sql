@@ -7,8 +7,9 @@ BEGIN
 END
 $$;
 
--- Fires first (triggers fire in name order); the guard then sees the final row.
-CREATE OR REPLACE TRIGGER orders_a_closed_at BEFORE UPDATE ON ordergate.orders
+-- Fires first (triggers fire in name order); the guard then sees the final row. Only a statement
+-- that sets the status can change it (UPDATE OF status).
+CREATE OR REPLACE TRIGGER orders_a_closed_at BEFORE UPDATE OF status ON ordergate.orders
     FOR EACH ROW
     WHEN (OLD.status IS DISTINCT FROM NEW.status AND NEW.closed_at IS NULL)
     EXECUTE FUNCTION ordergate.orders_closed_at();

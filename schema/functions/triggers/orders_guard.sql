@@ -5,8 +5,9 @@
 --          original_expire_at, currency, allow_partial), of expire_at or captured_cents of a
 --          closed order, captured_cents going down, or closed_at outside the transition
 --   OG003  DELETE of an order that left pending_payment (but by ordergate.archive())
--- The UPDATE guard's WHEN clause is the rule itself, evaluated by the executor for every row; the
--- function runs only to refuse. Legal claims (hundreds per batch cancel) pay no function call.
+-- The UPDATE guards' WHEN clauses are the rules themselves, evaluated by the executor for every
+-- row; the function runs only to refuse. Legal claims (hundreds per batch cancel) pay no function
+-- call.
 CREATE OR REPLACE FUNCTION ordergate.orders_guard() RETURNS trigger
 LANGUAGE plpgsql SET search_path = ordergate, pg_temp AS $$
 BEGIN
@@ -59,21 +60,40 @@ $$;
 
 CREATE OR REPLACE TRIGGER orders_guard_insert BEFORE INSERT ON ordergate.orders
     FOR EACH ROW EXECUTE FUNCTION ordergate.orders_guard();
-CREATE OR REPLACE TRIGGER orders_guard_update BEFORE UPDATE ON ordergate.orders
+-- The UPDATE rules are split by the columns they watch (UPDATE OF): a trigger fires only for a
+-- statement that names one of its columns in SET, and only then is its WHEN clause read and
+-- prepared, once per statement. A claim (status, closed_at; a payment's part also
+-- captured_cents) and a hold (expire_at) prepare only their own rules; a column that no
+-- statement of the gate ever sets is watched by a trigger the gate never fires. A column can
+-- only change by being named in SET, or by another BEFORE trigger assigning NEW, which ordergate's
+-- own never do for these columns (orders_a_closed_at sets closed_at on a status change, which
+-- orders_guard_update watches: it is named with status).
+CREATE OR REPLACE TRIGGER orders_guard_update BEFORE UPDATE OF status, closed_at ON ordergate.orders
     FOR EACH ROW
     WHEN (   (OLD.status IS DISTINCT FROM NEW.status
               AND NOT (OLD.status = 'pending_payment' AND NEW.status IN ('paid', 'cancelled')))
-          OR OLD.order_no IS DISTINCT FROM NEW.order_no
+          OR (OLD.status IS NOT DISTINCT FROM NEW.status AND OLD.closed_at IS DISTINCT FROM NEW.closed_at))
+    EXECUTE FUNCTION ordergate.orders_guard();
+CREATE OR REPLACE TRIGGER orders_guard_expiry BEFORE UPDATE OF expire_at ON ordergate.orders
+    FOR EACH ROW
+    WHEN (OLD.status <> 'pending_payment' AND OLD.expire_at IS DISTINCT FROM NEW.expire_at)
+    EXECUTE FUNCTION ordergate.orders_guard();
+CREATE OR REPLACE TRIGGER orders_guard_captured BEFORE UPDATE OF captured_cents ON ordergate.orders
+    FOR EACH ROW
+    WHEN (NEW.captured_cents < OLD.captured_cents
+          OR (OLD.status <> 'pending_payment' AND OLD.captured_cents IS DISTINCT FROM NEW.captured_cents))
+    EXECUTE FUNCTION ordergate.orders_guard();
+CREATE OR REPLACE TRIGGER orders_guard_immutable
+    BEFORE UPDATE OF order_no, amount_cents, coupon_id, created_at, original_expire_at, currency,
+                     allow_partial ON ordergate.orders
+    FOR EACH ROW
+    WHEN (   OLD.order_no IS DISTINCT FROM NEW.order_no
           OR OLD.amount_cents IS DISTINCT FROM NEW.amount_cents
           OR OLD.coupon_id IS DISTINCT FROM NEW.coupon_id
           OR OLD.created_at IS DISTINCT FROM NEW.created_at
           OR OLD.original_expire_at IS DISTINCT FROM NEW.original_expire_at
           OR OLD.currency IS DISTINCT FROM NEW.currency
-          OR OLD.allow_partial IS DISTINCT FROM NEW.allow_partial
-          OR (OLD.status <> 'pending_payment' AND OLD.expire_at IS DISTINCT FROM NEW.expire_at)
-          OR (OLD.status <> 'pending_payment' AND OLD.captured_cents IS DISTINCT FROM NEW.captured_cents)
-          OR NEW.captured_cents < OLD.captured_cents
-          OR (OLD.status IS NOT DISTINCT FROM NEW.status AND OLD.closed_at IS DISTINCT FROM NEW.closed_at))
+          OR OLD.allow_partial IS DISTINCT FROM NEW.allow_partial)
     EXECUTE FUNCTION ordergate.orders_guard();
 CREATE OR REPLACE TRIGGER orders_guard_delete BEFORE DELETE ON ordergate.orders
     FOR EACH ROW EXECUTE FUNCTION ordergate.orders_guard();
@@ -82,6 +102,12 @@ COMMENT ON FUNCTION ordergate.orders_guard() IS
 COMMENT ON TRIGGER orders_guard_insert ON ordergate.orders IS
     'Fills original_expire_at, and closed_at of an order inserted closed';
 COMMENT ON TRIGGER orders_guard_update ON ordergate.orders IS
-    'Refuses an update outside the state machine or of an immutable column (OG001, OG002)';
+    'Refuses a status change outside the state machine, or closed_at moved without one (OG001, OG002)';
+COMMENT ON TRIGGER orders_guard_expiry ON ordergate.orders IS
+    'Refuses moving the deadline of a closed order (OG002)';
+COMMENT ON TRIGGER orders_guard_captured ON ordergate.orders IS
+    'Refuses captured_cents going down, or changing on a closed order (OG002)';
+COMMENT ON TRIGGER orders_guard_immutable ON ordergate.orders IS
+    'Refuses a change of an immutable column (OG002)';
 COMMENT ON TRIGGER orders_guard_delete ON ordergate.orders IS
     'Refuses deleting an order that left pending_payment, but by archive() (OG003)';

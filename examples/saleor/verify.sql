@@ -1,0 +1,129 @@
+-- examples/saleor/verify.sql: the end of run.sh's race. Runs the shop's checks (checks.sql, the
+-- ones registered with add_check), ordergate's own reconcile, and the race's own checks: the
+-- service's answers against the database, the hook anomalies, the lock order of the keys, the
+-- deadlocks, the coverage. Prints one row per check and fails (an error, so psql exits non-zero)
+-- naming every check with a violation. Read-only.
+--
+-- Needs saleor_race.answer (race.py's answers) and saleor_race.run (whether the staff acts ran).
+\set ON_ERROR_STOP on
+SET search_path = saleor, pg_temp;
+
+CREATE TEMP TABLE checks (name text PRIMARY KEY, violations bigint NOT NULL, sample text);
+
+-- The shop's books, as reconcile() runs them once registered.
+INSERT INTO checks SELECT 'stock_allocations', count(*), string_agg(detail, '; ') FROM check_stock_allocations();
+INSERT INTO checks SELECT 'closed_allocations', count(*), string_agg(detail, '; ') FROM check_closed_allocations();
+INSERT INTO checks SELECT 'vouchers', count(*), string_agg(detail, '; ') FROM check_vouchers();
+INSERT INTO checks SELECT 'money', count(*), string_agg(detail, '; ') FROM check_money();
+
+-- Every placement answered 'placed' is an order on both sides, every other left none; every
+-- gate order is a shop order (the race deletes none); nothing is pending at the end.
+INSERT INTO checks
+SELECT 'orders_match', count(*), string_agg(x, ' ')
+  FROM (SELECT a.order_no || ':' || a.outcome AS x
+          FROM saleor_race.answer a
+         WHERE a.action = 'place'
+           AND ((a.outcome = 'placed') <> EXISTS (SELECT 1 FROM order_order o WHERE o.id::text = a.order_no)
+                OR (a.outcome = 'placed') <> EXISTS (SELECT 1 FROM ordergate.orders g WHERE g.order_no = a.order_no))
+        UNION ALL
+        SELECT g.order_no FROM ordergate.orders g
+         WHERE NOT EXISTS (SELECT 1 FROM order_order o WHERE o.id::text = g.order_no)
+        UNION ALL
+        SELECT g.order_no || ':pending' FROM ordergate.orders g WHERE g.status = 'pending_payment') v;
+
+-- The keys: the gate's order_no is the uuid's text, and ordering the uuids orders their texts
+-- byte by byte (the hooks lock `ORDER BY id`, ordergate by order_no COLLATE "C"); the numbers,
+-- as text, would not (a race with orders #9 and #10 shows it).
+INSERT INTO checks
+SELECT 'lock_order_keys',
+       (array_agg(o.id::text ORDER BY o.id) <> array_agg(o.id::text ORDER BY o.id::text COLLATE "C"))::int,
+       NULL
+  FROM order_order o;
+
+-- No hook met an order it could not apply its transition to.
+INSERT INTO checks
+SELECT 'hook_anomalies', count(*), string_agg(format('%s %s: %s', event, order_no, problem), '; ')
+  FROM ordergate_hook_anomaly;
+
+-- Each txn was answered once with the outcome ordergate recorded, further deliveries
+-- 'duplicate' with that first outcome; every ordergate payment was answered.
+INSERT INTO checks
+SELECT 'answers_pay', count(*), string_agg(coalesce(p.txn_no, a.txn_no), ' ')
+  FROM ordergate.payments p
+  FULL JOIN (SELECT x.txn_no, count(*) FILTER (WHERE x.outcome <> 'duplicate') AS firsts,
+                    min(x.outcome) FILTER (WHERE x.outcome <> 'duplicate') AS outcome,
+                    bool_and(x.outcome <> 'duplicate'
+                             OR x.first_outcome = (SELECT p2.outcome FROM ordergate.payments p2
+                                                    WHERE p2.txn_no = x.txn_no)) AS dups_ok
+               FROM saleor_race.answer x WHERE x.action IN ('pay', 'capture') GROUP BY 1) a
+       ON a.txn_no = p.txn_no
+ WHERE p.txn_no IS NULL OR a.txn_no IS NULL OR a.firsts <> 1 OR a.outcome <> p.outcome OR NOT a.dups_ok;
+
+-- Staff cancels: answered 'cancelled' exactly for the orders ordergate logged as closed manually,
+-- and those are 'canceled' in the shop, the timeouts 'expired'.
+INSERT INTO checks
+SELECT 'answers_close', count(*), string_agg(g.order_no, ' ')
+  FROM ordergate.orders g
+  JOIN order_order o ON o.id::text = g.order_no
+  LEFT JOIN ordergate.status_log l ON l.order_no = g.order_no AND l.to_status = 'cancelled'
+ WHERE EXISTS (SELECT 1 FROM saleor_race.answer a
+                WHERE a.action = 'close' AND a.order_no = g.order_no AND a.outcome = 'cancelled')
+       <> coalesce(l.source = 'manual', false)
+    OR (g.status = 'cancelled' AND o.status <> CASE l.source WHEN 'manual' THEN 'canceled' ELSE 'expired' END);
+
+-- The lock order promises no deadlock in this database (the service retries one, and counts).
+INSERT INTO checks
+SELECT 'deadlocks', deadlocks, NULL FROM pg_stat_database WHERE datname = current_database();
+
+-- ordergate's own books: the built-in invariants. (A registered shop check appears here as
+-- shop:<name>; run.sh compares those with the rows above through ordergate-scanner --reconcile.)
+INSERT INTO checks
+SELECT 'reconcile', coalesce(sum(violations), 0),
+       string_agg(format('%s %s: %s', invariant, name, array_to_string(sample, ',')), '; ')
+           FILTER (WHERE violations <> 0)
+  FROM ordergate.reconcile()
+ WHERE name NOT LIKE 'shop:%';
+
+-- The race raced: every story's outcome happened, in every currency, so a run that tested
+-- nothing cannot pass. The staff acts count once the gate has them.
+INSERT INTO checks
+SELECT 'coverage', count(*) FILTER (WHERE n = 0), string_agg(what, ' ') FILTER (WHERE n = 0)
+  FROM (SELECT w.what,
+               CASE WHEN w.what LIKE 'log:%'
+                    THEN (SELECT count(*) FROM ordergate.status_log l WHERE l.source = substr(w.what, 5))
+                    WHEN w.what LIKE 'paid:%'
+                    THEN (SELECT count(*) FROM ordergate.orders g
+                           WHERE g.status = 'paid' AND g.currency = substr(w.what, 6))
+                    ELSE (SELECT count(*) FROM saleor_race.answer a WHERE a.action || ':' || a.outcome = w.what)
+               END AS n
+          FROM (VALUES ('place:placed'), ('place:out_of_stock'), ('place:voucher_unavailable'),
+                       ('pay:paid'), ('pay:partial'), ('pay:overpaid'), ('pay:late_payment'),
+                       ('pay:duplicate'), ('pay:double_payment'), ('pay:amount_mismatch'),
+                       ('pay:not_found'), ('close:cancelled'), ('begin:pending'),
+                       ('capture:paid'), ('fail:failed'), ('log:manual'), ('log:timeout_scanner'),
+                       ('paid:USD'), ('paid:EUR'), ('paid:JPY'), ('paid:KWD')
+                UNION ALL
+                SELECT x FROM saleor_race.run r,
+                       unnest(ARRAY['release:released', 'amend:amended', 'deadline:set']) AS u(x)
+                 WHERE r.life) AS w(what)) c;
+
+\echo
+\echo 'examples/saleor: the shop against ordergate'
+SELECT g.currency, g.status, o.status AS shop_status, o.charge_status, count(*) AS orders
+  FROM ordergate.orders g JOIN order_order o ON o.id::text = g.order_no
+ GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4;
+SELECT action, outcome, count(*) AS answers FROM saleor_race.answer GROUP BY 1, 2 ORDER BY 1, 2;
+SELECT name, violations, left(sample, 200) AS sample FROM checks ORDER BY name;
+
+DO $$
+DECLARE
+    v_bad text;
+BEGIN
+    SELECT string_agg(name || '=' || violations, ', ' ORDER BY name) INTO v_bad
+      FROM checks WHERE violations <> 0;
+    IF v_bad IS NOT NULL THEN
+        RAISE EXCEPTION 'examples/saleor: checks failed: %', v_bad;
+    END IF;
+    RAISE NOTICE 'examples/saleor: all % checks passed', (SELECT count(*) FROM checks);
+END
+$$;

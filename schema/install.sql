@@ -56,6 +56,9 @@ RESET ROLE;
 \ir migrations/016_charges.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('016');
 RESET ROLE;
+\ir migrations/017_life.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('017');
+RESET ROLE;
 \ir migrations/018_hooks.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('018');
 SET LOCAL ROLE ordergate_owner;
@@ -64,6 +67,7 @@ SET LOCAL search_path = ordergate, pg_temp;
 -- function may name one whose file comes later.
 SET LOCAL check_function_bodies = off;
 -- the gate: every state change of an order, and what its callers read
+\ir functions/gate/amend_order.sql
 \ir functions/gate/begin_charge.sql
 \ir functions/gate/charge_failed.sql
 \ir functions/gate/claim_cancel.sql
@@ -76,6 +80,8 @@ SET LOCAL check_function_bodies = off;
 \ir functions/gate/place_order.sql
 \ir functions/gate/record_payment_refused.sql
 \ir functions/gate/record_refund.sql
+\ir functions/gate/release_order.sql
+\ir functions/gate/set_deadline.sql
 -- admin: stock, coupons, settings, hooks, exceptions, retention (ordergate_admin)
 \ir functions/admin/add_coupon.sql
 \ir functions/admin/add_hook.sql

@@ -49,8 +49,8 @@ CREATE FUNCTION pg_temp.t_fns(p_role text) RETURNS text LANGUAGE sql AS $$
      WHERE n.nspname = 'ordergate' AND has_function_privilege(p_role, p.oid, 'EXECUTE')
 $$;
 SELECT t_eq('order service executes its functions only', pg_temp.t_fns(:'r_svc'),
-            'begin_charge,charge_failed,claim_payment,close_order,exception_list,hold_for_payment,'
-            'order_report,place_order');
+            'amend_order,begin_charge,charge_failed,claim_payment,close_order,exception_list,'
+            'hold_for_payment,order_report,place_order,release_order,set_deadline');
 SELECT t_eq('trigger executes its functions only', pg_temp.t_fns(:'r_trg'),
             'claim_cancel,due_times,exceptions_open_count,exceptions_overdue,reconcile,reconcile_repair,'
             'record_payment_refused,scan_overdue,scan_overdue_count,scanner_lock_key,scanner_run_finish,'
@@ -95,6 +95,9 @@ SET ROLE :"r_rly";
 SELECT t_error('relay: claim_payment refused', $q$SELECT * FROM ordergate.claim_payment('R2', 'TR2', 100, 'card')$q$, '42501');
 SELECT t_error('relay: place_order refused', $q$SELECT ordergate.place_order('R9', 100, '[{"sku":"S1","qty":1}]', NULL, now())$q$, '42501');
 SELECT t_error('relay: close_order refused', $q$SELECT * FROM ordergate.close_order('R2', 'x', 'y')$q$, '42501');
+SELECT t_error('relay: release_order refused', $q$SELECT * FROM ordergate.release_order('R2', 'x', 'y')$q$, '42501');
+SELECT t_error('relay: amend_order refused', $q$SELECT * FROM ordergate.amend_order('R2', 100, '[]', NULL, 'x')$q$, '42501');
+SELECT t_error('relay: set_deadline refused', $q$SELECT * FROM ordergate.set_deadline('R2', now(), 'x')$q$, '42501');
 SELECT t_error('relay: claim_cancel refused', $q$SELECT * FROM ordergate.claim_cancel(ARRAY['R2'], 'timeout_consumer')$q$, '42501');
 SELECT t_error('relay: record_refund refused', $q$SELECT * FROM ordergate.record_refund('TR1', 'RF1', 'succeeded')$q$, '42501');
 SELECT t_error('relay: scanner_run_start refused', $q$SELECT * FROM ordergate.scanner_run_start('0', 100, 0, 0, 'h', 1, interval '1 minute', NULL)$q$, '42501');
@@ -107,6 +110,9 @@ SELECT t_error('trigger: place_order refused', $q$SELECT ordergate.place_order('
 SELECT t_error('trigger: claim_payment refused', $q$SELECT * FROM ordergate.claim_payment('R2', 'TR2', 100, 'card')$q$, '42501');
 SELECT t_error('trigger: hold_for_payment refused', $q$SELECT * FROM ordergate.hold_for_payment('R2', 600)$q$, '42501');
 SELECT t_error('trigger: close_order refused', $q$SELECT * FROM ordergate.close_order('R2', 'x', 'y')$q$, '42501');
+SELECT t_error('trigger: release_order refused', $q$SELECT * FROM ordergate.release_order('R2', 'x', 'y')$q$, '42501');
+SELECT t_error('trigger: amend_order refused', $q$SELECT * FROM ordergate.amend_order('R2', 100, '[]', NULL, 'x')$q$, '42501');
+SELECT t_error('trigger: set_deadline refused', $q$SELECT * FROM ordergate.set_deadline('R2', now(), 'x')$q$, '42501');
 SELECT t_error('trigger: begin_charge refused', $q$SELECT * FROM ordergate.begin_charge('R2', 'CR2', 60)$q$, '42501');
 SELECT t_error('trigger: charge_failed refused', $q$SELECT ordergate.charge_failed('R2', 'CR2')$q$, '42501');
 SELECT t_error('trigger: record_refund refused', $q$SELECT * FROM ordergate.record_refund('TR1', 'RF1', 'succeeded')$q$, '42501');
@@ -120,6 +126,7 @@ SELECT t_error('refunds: claim_payment refused', $q$SELECT * FROM ordergate.clai
 SELECT t_error('refunds: claim_cancel refused', $q$SELECT * FROM ordergate.claim_cancel(ARRAY['R2'], 'timeout_consumer')$q$, '42501');
 SELECT t_error('refunds: outbox_mark_published refused', $q$SELECT ordergate.outbox_mark_published(ARRAY[1::bigint])$q$, '42501');
 SELECT t_error('refunds: scanner_run_start refused', $q$SELECT * FROM ordergate.scanner_run_start('0', 100, 0, 0, 'h', 1, interval '1 minute', NULL)$q$, '42501');
+SELECT t_error('refunds: release_order refused', $q$SELECT * FROM ordergate.release_order('R2', 'x', 'y')$q$, '42501');
 SELECT t_error('refunds: place_order refused', $q$SELECT ordergate.place_order('R9', 100, '[{"sku":"S1","qty":1}]', NULL, now())$q$, '42501');
 RESET ROLE;
 

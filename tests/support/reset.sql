@@ -9,7 +9,9 @@ BEGIN
              ordergate.refunds, ordergate.archived_orders, ordergate.archived_order_items,
              ordergate.archived_status_log, ordergate.archived_payments,
              ordergate.archived_exceptions, ordergate.archived_refunds, ordergate.archived_outbox,
-             ordergate.charges, ordergate.archived_charges
+             ordergate.charges, ordergate.archived_charges, ordergate.amendments,
+             ordergate.archived_amendments, ordergate.deadline_changes,
+             ordergate.archived_deadline_changes
              RESTART IDENTITY;
     UPDATE ordergate.settings SET value = '5000' WHERE key = 'auto_refund_limit_cents';
     UPDATE ordergate.settings SET value = '900' WHERE key = 'max_hold_seconds';

@@ -176,14 +176,28 @@ BEGIN
 END
 $$;
 
+-- released (staff confirmed the unpaid order: cash on delivery, invoice, Saleor's orderConfirm
+-- with unpaid orders allowed): the order is confirmed ('unfulfilled') and keeps its allocations
+-- and voucher; a payment that comes later runs the paid hook, which records it.
+CREATE FUNCTION saleor.hook_released(order_nos text[], source text) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = saleor, pg_temp AS $$
+DECLARE
+    v_ids uuid[];
+BEGIN
+    v_ids := orders_lock(hook_released.order_nos, ARRAY['unconfirmed'], 'released', hook_released.source);
+    UPDATE order_order o SET status = 'unfulfilled', updated_at = now() WHERE o.id = ANY (v_ids);
+END
+$$;
+
 REVOKE EXECUTE ON FUNCTION saleor.minor_units(numeric, int), saleor.major_units(bigint, int),
     saleor.orders_lock(text[], text[], text, text), saleor.hook_cancelled(text[], text),
-    saleor.hook_paid(text[], text) FROM PUBLIC;
+    saleor.hook_paid(text[], text), saleor.hook_released(text[], text) FROM PUBLIC;
 GRANT USAGE ON SCHEMA saleor TO ordergate_owner;
-GRANT EXECUTE ON FUNCTION saleor.hook_cancelled(text[], text), saleor.hook_paid(text[], text)
-    TO ordergate_owner;
+GRANT EXECUTE ON FUNCTION saleor.hook_cancelled(text[], text), saleor.hook_paid(text[], text),
+    saleor.hook_released(text[], text) TO ordergate_owner;
 
 RESET ROLE;
 SELECT ordergate.add_hook('cancelled', 'saleor.hook_cancelled(text[],text)');
 SELECT ordergate.add_hook('paid', 'saleor.hook_paid(text[],text)');
+SELECT ordergate.add_hook('released', 'saleor.hook_released(text[],text)');
 COMMIT;

@@ -1,5 +1,7 @@
 -- reconcile: the fourteen invariants of schema/README.md ("The invariants reconcile() checks"),
--- and nothing else; reconcile_repair creates what can be created safely.
+-- then the shop's own checks (add_check, "Shop checks": rows with invariant NULL, named
+-- shop:<name>, violations -1 when the check failed); reconcile_repair creates what can be
+-- created safely.
 --
 -- STABLE: all fourteen checks read one snapshot, so a claim committing meanwhile is seen whole or
 -- not at all (every claim writes all its rows in one transaction). Each check is one set-based
@@ -334,6 +336,10 @@ BEGIN
        AND l.source IN ('timeout_consumer', 'timeout_scanner')
        AND (c.state = 'pending' OR c.ended_late)
        AND c.bound_at > o.closed_at;
+
+    -- The shop's checks (add_check) come last, after every built-in invariant: rows with
+    -- invariant NULL, name shop:<name>, violations -1 for a check that failed (_reconcile_checks).
+    RETURN QUERY SELECT c.invariant, c.name, c.violations, c.sample FROM _reconcile_checks() c;
 END
 $$;
 

@@ -111,15 +111,8 @@ GRANT EXECUTE ON FUNCTION saleor.check_stock_allocations(), saleor.check_closed_
     saleor.check_vouchers(), saleor.check_money() TO ordergate_owner;
 
 RESET ROLE;
-DO $register$
-BEGIN
-    -- TODO(add_check): unconditional once the gate has add_check.
-    IF to_regprocedure('ordergate.add_check(text,regprocedure)') IS NOT NULL THEN
-        PERFORM ordergate.add_check('stock_allocations', 'saleor.check_stock_allocations()');
-        PERFORM ordergate.add_check('closed_allocations', 'saleor.check_closed_allocations()');
-        PERFORM ordergate.add_check('vouchers', 'saleor.check_vouchers()');
-        PERFORM ordergate.add_check('money', 'saleor.check_money()');
-    END IF;
-END
-$register$;
+SELECT ordergate.add_check('stock_allocations', 'saleor.check_stock_allocations()');
+SELECT ordergate.add_check('closed_allocations', 'saleor.check_closed_allocations()');
+SELECT ordergate.add_check('vouchers', 'saleor.check_vouchers()');
+SELECT ordergate.add_check('money', 'saleor.check_money()');
 COMMIT;

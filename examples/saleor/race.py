@@ -24,6 +24,8 @@ and, when the gate has them (release_order, amend_order, set_deadline):
   edit         staff add a unit to a line (amend_order), then the new total is paid
   deadline     staff give the customer more time (set_deadline), paid after the old deadline;
                or end the window now, and the scanner cancels the order early
+and, when the gate has payment reminders, run.sh sets one a second before every deadline
+(verify.sql: never after the order left pending, one payment_reminder event each).
 
 Amounts: Saleor's numeric(20,3) totals in USD, EUR, JPY and KWD, sent to the gate in minor units
 by the currency's exponent (ordergate.currencies). Keys: the order's uuid is the gate's order_no

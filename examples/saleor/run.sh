@@ -112,6 +112,9 @@ CREATE TABLE saleor_race.answer (action text, order_no text, txn_no text, minor 
                                  currency text, outcome text, first_outcome text);
 CREATE TABLE saleor_race.run (life boolean NOT NULL);
 EOF
+# Payment reminders one second before each deadline, when the gate has them.
+"${psql_q[@]}" -At -c "SELECT ordergate.set_setting('reminder_before_seconds', '1')
+                        WHERE to_regclass('ordergate.reminders') IS NOT NULL" >/dev/null
 checks=f
 if [ "$("${psql_q[@]}" -At -c "SELECT to_regclass('ordergate.checks') IS NOT NULL")" = t ]; then
     checks=$("${psql_q[@]}" -At -c "SELECT count(*) = 4 FROM ordergate.checks")

@@ -58,6 +58,9 @@ INSERT INTO ordergate.schema_migrations (version) VALUES ('016');
 RESET ROLE;
 \ir migrations/017_life.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('017');
+RESET ROLE;
+\ir migrations/018_hooks.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('018');
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 -- Bodies are checked when called (and by the tests, which call every function): a SQL

@@ -6,8 +6,8 @@
 --
 -- A hook is called from the claims, which are SECURITY DEFINER and run as ordergate_owner. So
 -- that it never runs with ordergate's rights whatever its owner does to it later, a hook must:
---  - be fn(order_nos text[], source text) RETURNS void, a plain function outside the ordergate
---    and system schemas;
+--  - be fn(order_nos text[], source text) or fn(order_nos text[], source text, context jsonb)
+--    RETURNS void, a plain function outside the ordergate and system schemas;
 --  - be SECURITY DEFINER: it then runs as its owner, never as the claim's role;
 --  - be owned by a role that is not a superuser, not an ordergate_ role and not a member of
 --    ordergate_owner (a member could act as the owner);
@@ -44,9 +44,11 @@ BEGIN
                                  md5(coalesce(v_p.probin, ''))));
     refusal := CASE
         WHEN v_p.prokind <> 'f' OR v_p.proretset OR v_p.prorettype <> 'void'::regtype
-             OR v_p.pronargs <> 2 OR v_p.proargtypes[0] <> 'text[]'::regtype
-             OR v_p.proargtypes[1] <> 'text'::regtype OR v_p.provariadic <> 0
-            THEN 'it must be a function (order_nos text[], source text) RETURNS void'
+             OR v_p.pronargs NOT IN (2, 3) OR v_p.proargtypes[0] <> 'text[]'::regtype
+             OR v_p.proargtypes[1] <> 'text'::regtype
+             OR (v_p.pronargs = 3 AND v_p.proargtypes[2] <> 'jsonb'::regtype)
+             OR v_p.provariadic <> 0
+            THEN 'it must be a function (order_nos text[], source text) or (order_nos text[], source text, context jsonb) RETURNS void'
         WHEN v_p.nspname IN ('ordergate', 'ordergate_hooks', 'pg_catalog', 'information_schema')
              OR v_p.nspname LIKE 'pg\_%'
             THEN format('it is not a shop function (schema %s)', v_p.nspname)

@@ -16,8 +16,8 @@ static const double db_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                     0.05,   0.1,   0.25,   0.5,   1,    2.5};
 
 static const enum gate_outcome cancel_outcomes[] = {
-    GATE_CANCELLED, GATE_ALREADY_CANCELLED, GATE_ALREADY_PAID, GATE_BUSY,
-    GATE_NOT_DUE,   GATE_NOT_FOUND,         GATE_HOOK_FAILED,  GATE_UNKNOWN};
+    GATE_CANCELLED, GATE_ALREADY_CANCELLED, GATE_ALREADY_PAID,     GATE_BUSY,   GATE_NOT_DUE,
+    GATE_NOT_FOUND, GATE_HOOK_FAILED,       GATE_ALREADY_RELEASED, GATE_UNKNOWN};
 static const enum gate_outcome payment_outcomes[] = {
     GATE_PAID,         GATE_PARTIAL,        GATE_OVERPAID,        GATE_DUPLICATE,
     GATE_LATE_PAYMENT, GATE_DOUBLE_PAYMENT, GATE_AMOUNT_MISMATCH, GATE_CURRENCY_MISMATCH,

@@ -225,3 +225,35 @@ SELECT t_eq('archive: released stock counted', (SELECT archived_qty FROM orderga
 SELECT t_eq('invariants clean after archive', (SELECT sum(violations) FROM ordergate.reconcile()), 0::numeric);
 SELECT t_eq('payment of an archived released order is reviewed', (SELECT row(p.outcome, p.status)::text FROM ordergate.claim_payment('L8', 'TL8', 800, 'card') p), '(amount_mismatch,released)');
 SELECT t_eq('archived released: reviewed by hand', (SELECT resolution FROM ordergate.exceptions WHERE txn_no = 'TL8'), 'manual_review');
+
+-- The shop's hooks for the three acts, with their context (a three-argument hook).
+DROP SCHEMA IF EXISTS lh CASCADE;
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'lh_shop') THEN CREATE ROLE lh_shop NOLOGIN; END IF;
+END $$;
+CREATE SCHEMA lh AUTHORIZATION lh_shop;
+GRANT USAGE ON SCHEMA lh TO ordergate_owner, ordergate_admin;
+SET ROLE lh_shop;
+CREATE TABLE lh.calls (seq bigserial, order_nos text[], source text, context jsonb);
+CREATE FUNCTION lh.record(order_nos text[], source text, context jsonb) RETURNS void
+LANGUAGE sql SECURITY DEFINER SET search_path = lh, pg_temp AS $$
+    INSERT INTO calls (order_nos, source, context) VALUES (order_nos, source, context);
+$$;
+REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA lh FROM PUBLIC;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA lh TO ordergate_owner;
+RESET ROLE;
+SELECT ordergate.add_hook('released', 'lh.record(text[],text,jsonb)'::regprocedure);
+SELECT ordergate.add_hook('amended', 'lh.record(text[],text,jsonb)'::regprocedure);
+SELECT ordergate.add_hook('deadline_changed', 'lh.record(text[],text,jsonb)'::regprocedure);
+SELECT ordergate.place_order('L11', 100, '[]', NULL, now() + interval '1 hour', '{"s": 11}');
+SELECT now() + interval '3 hours' AS t3 \gset
+SELECT ordergate.amend_order('L11', 110, '[]', NULL, 'amy');
+SELECT ordergate.set_deadline('L11', :'t3', 'dan');
+SELECT ordergate.release_order('L11', 'rob', 'invoice 7');
+SELECT t_eq('hooks: one call per act', (SELECT string_agg(array_to_string(order_nos, ',') || ':' || source, ' ' ORDER BY seq) FROM lh.calls), 'L11:manual L11:manual L11:manual');
+SELECT t_eq('hook amended: context', (SELECT jsonb_build_array(context->'L11'->'operator', context->'L11'->'before'->'amount_cents', context->'L11'->'after'->'amount_cents', context->'L11'->'shop')::text FROM lh.calls WHERE seq = 1),
+            '["amy", 100, 110, {"s": 11}]');
+SELECT t_eq('hook deadline_changed: context', (SELECT row(context->'L11'->>'operator', (context->'L11'->>'after')::timestamptz)::text FROM lh.calls WHERE seq = 2), row('dan', :'t3'::timestamptz)::text);
+SELECT t_eq('hook released: context', (SELECT jsonb_build_array(context->'L11'->'operator', context->'L11'->'reason')::text FROM lh.calls WHERE seq = 3), '["rob", "invoice 7"]');
+SELECT ordergate.drop_hook(h.id) FROM ordergate.hooks h WHERE h.event IN ('released', 'amended', 'deadline_changed');
+DROP SCHEMA lh CASCADE;

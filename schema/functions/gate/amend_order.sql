@@ -17,7 +17,7 @@
 -- are judged against the new amount.
 -- Every amendment is a row of amendments (operator, before and after: {"amount_cents", "items"
 -- in sku order, "shop"}); one outbox event order_amended (the order after, and before); the
--- shop's hooks for event amended run last (_hooks_run).
+-- shop's hooks for event amended run last (_hooks_run, context {operator, before, after}).
 -- Lock order: the order row first (waits, like close_order: a payment or cancel in flight
 -- decides first), then the inventory rows of the old and new skus in sku order, as the cancel
 -- takes them (schema/README.md, "Lock order"); checks after the locks, so a refusal writes
@@ -172,7 +172,10 @@ BEGIN
                                'amount_cents', p_amount, 'items', v_after -> 'items',
                                'shop', v_after -> 'shop', 'before', v_before,
                                'amended_at', now(), 'currency', v_cur));
-    PERFORM _hooks_run('amended', ARRAY[p_order_no], 'manual');
+    PERFORM _hooks_run('amended', ARRAY[p_order_no], 'manual',
+                       jsonb_build_object(p_order_no, jsonb_build_object('operator', p_operator,
+                                                                         'before', v_before,
+                                                                         'after', v_after)));
     RETURN QUERY SELECT 'amended'::text, 'pending_payment'::text;
 END
 $$;

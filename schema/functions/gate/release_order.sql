@@ -9,7 +9,7 @@
 -- (claim_payment: released -> paid, no stock or coupon change); a second one is a double payment.
 -- Logged in status_log with source manual, actor = operator, note = reason, key = the order
 -- number; one outbox event order_released; the shop's hooks for event released run last
--- (_hooks_run), inside this transaction. Waits for the order's row lock like close_order (a
+-- (_hooks_run, context {operator, reason}), inside this transaction. Waits for the order's row lock like close_order (a
 -- payment or a cancel in flight decides first, and this call then sees what it left). Lock
 -- order: the order row, then its coupon (schema/README.md, "Lock order").
 -- Errors, nothing written: 22023 for a malformed order number, an operator outside 1..128
@@ -68,7 +68,9 @@ BEGIN
                                'amount_cents', v_amount, 'coupon_id', v_coupon,
                                'items', _order_items_json(p_order_no), 'shop', v_shop,
                                'released_at', now(), 'currency', v_cur));
-    PERFORM _hooks_run('released', ARRAY[p_order_no], 'manual');
+    PERFORM _hooks_run('released', ARRAY[p_order_no], 'manual',
+                       jsonb_build_object(p_order_no, jsonb_build_object('operator', p_operator,
+                                                                         'reason', p_reason)));
     RETURN QUERY SELECT 'released'::text, 'released'::text;
 END
 $$;

@@ -10,7 +10,8 @@
 -- consumer (schedule_cancels = 1) or the scanner cancels it promptly. original_expire_at does
 -- not move (holds stay bounded by the order as placed).
 -- Logged in deadline_changes (operator, the deadline before and after); one outbox event
--- order_deadline_changed; the shop's hooks for event deadline_changed run last (_hooks_run).
+-- order_deadline_changed; the shop's hooks for event deadline_changed run last (_hooks_run,
+-- context {operator, before, after}: the deadlines).
 -- With schedule_cancels = 1 the cancel message follows the deadline, with the coalescing
 -- hold_for_payment does (one pending message per order): the order's unpublished
 -- cancel_scheduled is rewritten to the new due time (now, for a deadline in the past); when none
@@ -99,7 +100,10 @@ BEGIN
                                'source', 'manual', 'actor', p_operator,
                                'expire_at_before', v_old, 'expire_at', p_expire,
                                'shop', v_shop, 'changed_at', now(), 'currency', v_cur));
-    PERFORM _hooks_run('deadline_changed', ARRAY[p_order_no], 'manual');
+    PERFORM _hooks_run('deadline_changed', ARRAY[p_order_no], 'manual',
+                       jsonb_build_object(p_order_no, jsonb_build_object('operator', p_operator,
+                                                                         'before', v_old,
+                                                                         'after', p_expire)));
     RETURN QUERY SELECT 'set'::text, p_expire;
 END
 $$;

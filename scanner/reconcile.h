@@ -21,7 +21,7 @@ struct reconcile_params {
     bool repair;         /* false under --dry-run: report only */
 };
 
-#define RECONCILE_MAX_INVARIANT 15
+#define RECONCILE_MAX_INVARIANT 16
 
 /* The shop's checks (add_check) reconcile() runs after its invariants, each a row named
  * shop:<name> with no invariant number; violations -1 = the check failed (raised, or could not

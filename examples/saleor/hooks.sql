@@ -189,15 +189,59 @@ BEGIN
 END
 $$;
 
+-- late_payment and payment_exception, a three-argument hook (context: per order, the payment's
+-- txn_no, amount_cents, currency, channel, outcome and, when one was recorded, the exception's
+-- kind and resolution): money that reached the shop but not the order (paid after the cancel,
+-- a second payment, a wrong amount or currency) goes into the order's history, for staff, with
+-- what ordergate decided (refunded automatically or reviewed). A payment for an order the gate
+-- does not know (not_found) has no shop order either, and is left to the gate's review queue.
+CREATE FUNCTION saleor.hook_payment_note(order_nos text[], source text, context jsonb) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = saleor, pg_temp AS $$
+DECLARE
+    p_nos text[];
+BEGIN
+    SELECT array_agg(x ORDER BY x) INTO p_nos
+      FROM unnest(hook_payment_note.order_nos) AS u(x)
+     WHERE hook_payment_note.context -> x ->> 'outcome' IS DISTINCT FROM 'not_found';
+    IF p_nos IS NULL THEN
+        RETURN;
+    END IF;
+    INSERT INTO ordergate_hook_anomaly (event, source, order_no, problem)
+    SELECT 'payment_note', hook_payment_note.source, x, 'not in order_order'
+      FROM unnest(p_nos) AS u(x)
+     WHERE NOT EXISTS (SELECT 1 FROM order_order o WHERE o.id::text = x);
+    INSERT INTO order_orderevent (date, type, parameters, order_id)
+    SELECT now(), 'transaction_event',
+           jsonb_build_object(
+               'message', format('payment %s: %s, %s %s via %s; %s', c ->> 'txn_no', c ->> 'outcome',
+                                 major_units((c ->> 'amount_cents')::bigint, k.exponent),
+                                 c ->> 'currency', c ->> 'channel',
+                                 coalesce(c ->> 'resolution', 'no exception')),
+               'reference', c ->> 'txn_no', 'outcome', c ->> 'outcome',
+               'amount', major_units((c ->> 'amount_cents')::bigint, k.exponent),
+               'currency', c ->> 'currency', 'resolution', c ->> 'resolution'),
+           o.id
+      FROM order_order o
+      CROSS JOIN LATERAL (SELECT hook_payment_note.context -> o.id::text AS c) v
+      JOIN ordergate.currencies k ON k.code = v.c ->> 'currency'
+     WHERE o.id = ANY (ARRAY(SELECT x::uuid FROM unnest(p_nos) AS u(x)
+                              WHERE x ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'))
+     ORDER BY o.id;
+END
+$$;
+
 REVOKE EXECUTE ON FUNCTION saleor.minor_units(numeric, int), saleor.major_units(bigint, int),
     saleor.orders_lock(text[], text[], text, text), saleor.hook_cancelled(text[], text),
-    saleor.hook_paid(text[], text), saleor.hook_released(text[], text) FROM PUBLIC;
+    saleor.hook_paid(text[], text), saleor.hook_released(text[], text),
+    saleor.hook_payment_note(text[], text, jsonb) FROM PUBLIC;
 GRANT USAGE ON SCHEMA saleor TO ordergate_owner;
 GRANT EXECUTE ON FUNCTION saleor.hook_cancelled(text[], text), saleor.hook_paid(text[], text),
-    saleor.hook_released(text[], text) TO ordergate_owner;
+    saleor.hook_released(text[], text), saleor.hook_payment_note(text[], text, jsonb) TO ordergate_owner;
 
 RESET ROLE;
 SELECT ordergate.add_hook('cancelled', 'saleor.hook_cancelled(text[],text)');
 SELECT ordergate.add_hook('paid', 'saleor.hook_paid(text[],text)');
 SELECT ordergate.add_hook('released', 'saleor.hook_released(text[],text)');
+SELECT ordergate.add_hook('late_payment', 'saleor.hook_payment_note(text[],text,jsonb)');
+SELECT ordergate.add_hook('payment_exception', 'saleor.hook_payment_note(text[],text,jsonb)');
 COMMIT;

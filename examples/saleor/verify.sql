@@ -54,6 +54,22 @@ INSERT INTO checks
 SELECT 'hook_anomalies', count(*), string_agg(format('%s %s: %s', event, order_no, problem), '; ')
   FROM ordergate_hook_anomaly;
 
+-- The payment notes hook (three arguments): one order event per payment the gate did not put on
+-- a shop order (late, double, wrong amount or currency), naming it, with the gate's amount in
+-- the order's currency; none for anything else.
+INSERT INTO checks
+SELECT 'payment_notes', count(*), string_agg(coalesce(p.txn_no, e.ref), ' ')
+  FROM (SELECT p.txn_no, p.amount_cents, p.currency, p.outcome
+          FROM ordergate.payments p
+         WHERE p.outcome IN ('late_payment', 'double_payment', 'amount_mismatch', 'currency_mismatch')
+           AND EXISTS (SELECT 1 FROM order_order o WHERE o.id::text = p.order_no)) p
+  FULL JOIN (SELECT e.parameters ->> 'reference' AS ref, count(*) AS k,
+                    min(e.parameters ->> 'outcome') AS outcome, min(e.parameters ->> 'amount') AS amount
+               FROM order_orderevent e GROUP BY 1) e ON e.ref = p.txn_no
+ WHERE p.txn_no IS NULL OR e.ref IS NULL OR e.k <> 1 OR e.outcome <> p.outcome
+    OR e.amount::numeric * 10::numeric ^ (SELECT c.exponent FROM ordergate.currencies c WHERE c.code = p.currency)
+       <> p.amount_cents;
+
 -- Each txn was answered once with the outcome ordergate recorded, further deliveries
 -- 'duplicate' with that first outcome; every ordergate payment was answered.
 INSERT INTO checks

@@ -314,6 +314,12 @@ SELECT t_eq('check: a function that does not exist', split_part(pg_temp.check_er
 SELECT t_eq('add check stock again: same id', ordergate.add_check('stock', 'hc.check_stock()'), (SELECT id FROM ordergate.checks WHERE name = 'stock'));
 SELECT t_eq('check name taken by another function', split_part(pg_temp.check_error('stock', 'hc.check_raises()'), '|', 1), '22023');
 SELECT t_eq('add check raises', ordergate.add_check('books', 'hc.check_raises()') > 0, true);
+-- At most 64 checks (what the scanner reports): a 65th is refused, nothing registered.
+SELECT t_eq('62 more checks', (SELECT count(ordergate.add_check('more_' || i, 'hc.check_stock()')) FROM generate_series(1, 62) i), 62::bigint);
+SELECT t_eq('a 65th is refused', pg_temp.check_error('one_too_many', 'hc.check_stock()'),
+    '22023|add_check: 64 checks are registered already, the most reconcile reports');
+SELECT t_eq('re-adding a registered one still works at 64', ordergate.add_check('more_1', 'hc.check_stock()') > 0, true);
+SELECT t_eq('drop the 62', (SELECT count(*) FILTER (WHERE ordergate.drop_check('more_' || i) = 'dropped') FROM generate_series(1, 62) i), 62::bigint);
 RESET ROLE;
 
 -- reconcile(): the built-in invariants first, then shop:<name> in registration order.

@@ -9,8 +9,8 @@
 -- name: 1..63 of [a-z0-9_], starting with a letter. Returns the check's id (checks.id). A name
 -- registered already with the same function: checked again and bound again when the function
 -- changed since (its fingerprint), the same id returned; with another function: 22023 (drop it
--- first). Anything else: 22023 (42501 when ordergate_owner may not execute it), nothing
--- registered or changed.
+-- first). At most 64 checks (a 65th: 22023). Anything else: 22023 (42501 when ordergate_owner
+-- may not execute it), nothing registered or changed.
 --
 -- Bound by OID as a three-argument hook is (add_hook): a wrapper ordergate_hooks.check_<id>()
 -- made here with an SQL-standard body (BEGIN ATOMIC), parsed once, which stores the call to the
@@ -64,7 +64,11 @@ BEGIN
                       AND d.refobjid = k.fn) AS bound
       INTO v_k
       FROM checks k WHERE k.name = p_name;
-    IF FOUND THEN
+    IF v_k.id IS NULL AND (SELECT count(*) FROM checks) >= 64 THEN
+        -- ordergate-scanner --reconcile reports at most this many (scanner/reconcile.h).
+        PERFORM _bad_arg('add_check: 64 checks are registered already, the most reconcile reports');
+    END IF;
+    IF v_k.id IS NOT NULL THEN
         IF v_k.fn <> p_fn THEN
             PERFORM _bad_arg(format('add_check: %s is registered for %s already (drop_check(%L) first)',
                                     p_name, (SELECT c.fn_name FROM checks c WHERE c.id = v_k.id), p_name));

@@ -1,4 +1,4 @@
-/* --reconcile: checks the fourteen invariants (schema/README.md, "The
+/* --reconcile: checks the sixteen invariants (schema/README.md, "The
  * invariants reconcile() checks") with ordergate.reconcile()
  * (schema/functions/scanner/reconcile.sql), repairs what may be repaired (a
  * successful payment that hit a cancelled order without its exception gets

@@ -117,7 +117,7 @@ static void test_clean_book_exits_0(void **state)
 
     for (int i = 1; i <= 7; i++)
         assert_int_equal(report_count(c.output, i), 0);
-    assert_non_null(strstr(c.output, "result: clean: all 14 invariants hold"));
+    assert_non_null(strstr(c.output, "result: clean: all 16 invariants hold"));
     scanner_child_free(&c);
 }
 

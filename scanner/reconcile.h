@@ -1,4 +1,4 @@
-/* --reconcile: checks the fourteen invariants (schema/README.md, "The
+/* --reconcile: checks the sixteen invariants (schema/README.md, "The
  * invariants reconcile() checks") and the shop's own checks (add_check, "Shop
  * checks": a violated or failed one counts as a violated invariant) with
  * ordergate.reconcile() (schema/functions/scanner/reconcile.sql), repairs what may be repaired (a

@@ -258,7 +258,7 @@ void gfx_reconcile_clean(PGconn *c)
 
     if (PQresultStatus(res) != PGRES_TUPLES_OK)
         fail_msg("reconcile failed: %s", PQerrorMessage(c));
-    assert_int_equal(PQntuples(res), 14);
+    assert_int_equal(PQntuples(res), 16);
     for (int i = 0; i < PQntuples(res); i++) {
         long v = atol(PQgetvalue(res, i, 2));
         assert_int_equal(atoi(PQgetvalue(res, i, 0)), i + 1);

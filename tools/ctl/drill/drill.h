@@ -60,6 +60,9 @@ struct drill_opts {
     double parts_ratio;    /* orders that allow parts and are paid in two or three */
     double charge_ratio;   /* orders whose charge is pending at the deadline */
     double mismatch_ratio; /* paying orders that also get a payment in another currency */
+    double release_ratio;  /* orders released by staff around their deadline */
+    double amend_ratio;    /* orders whose lines staff amend around their deadline */
+    double deadline_ratio; /* orders whose deadline staff move later around it */
     int ncurrencies;
     char currencies[DRILL_MAX_CURRENCIES][4]; /* the orders' currencies, in turn */
     int kill_every_s;
@@ -106,6 +109,13 @@ struct drill_order {
     enum gate_outcome part_out[DRILL_MAX_PARTS];
     unsigned charge : 1, charge_fail : 1, mismatch : 1;
     enum gate_outcome charge_begin, charge_end, mismatch_out;
+    /* Staff acts around the deadline, racing the cancels and payments: a release (not for an
+     * order paid in parts or by a charge), an amendment of its line to amend_qty (same amount),
+     * a deadline moved to deadline_to_ms (later than the one planned). */
+    unsigned release : 1, amend : 1, deadline : 1;
+    int amend_qty;
+    int64_t release_at_ms, amend_at_ms, deadline_at_ms, deadline_to_ms;
+    enum gate_outcome release_out, amend_out, deadline_out;
     enum order_status final_status; /* ledger.c */
 };
 
@@ -115,7 +125,10 @@ enum drill_action_kind {
     DRILL_ACT_CLOSE,
     DRILL_ACT_PART,         /* part number `part` of an order paid in parts */
     DRILL_ACT_CHARGE_BEGIN, /* before the deadline */
-    DRILL_ACT_CHARGE_END    /* after it, within the bound: captured or failed */
+    DRILL_ACT_CHARGE_END,   /* after it, within the bound: captured or failed */
+    DRILL_ACT_RELEASE,      /* staff release the order (release_order) */
+    DRILL_ACT_AMEND,        /* staff amend its line (amend_order) */
+    DRILL_ACT_DEADLINE      /* staff move its deadline later (set_deadline) */
 };
 
 struct drill_action {
@@ -176,6 +189,9 @@ struct drill_totals {
         cur_cancelled[DRILL_MAX_CURRENCIES];
     long parts_orders, parts_kept, parts_refunded, charges_begun, charges_captured, charges_failed,
         currency_mismatches;
+    /* Staff acts: releases that won (the order then released, or paid later), orders released
+     * at the end, amendments made, deadlines moved. */
+    long releases, released, amendments, deadlines_moved;
 };
 
 /* ---- options.c -------------------------------------------------------------------------- */

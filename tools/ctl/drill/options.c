@@ -26,6 +26,12 @@ const struct opt drill_options[] = {
     {"charge-ratio", "R", OPT_ARG,
      "share of orders with a charge pending at the deadline, then captured or failed (0.05)", NULL,
      0, 0},
+    {"release-ratio", "R", OPT_ARG, "share of orders released by staff around T (0.03)", NULL, 0,
+     0},
+    {"amend-ratio", "R", OPT_ARG, "share of orders whose line staff amend around T (0.03)", NULL, 0,
+     0},
+    {"deadline-ratio", "R", OPT_ARG, "share of orders whose deadline staff move later (0.03)", NULL,
+     0, 0},
     {"kill-every", "S", OPT_ARG, "SIGKILL a random consumer every S seconds (0 = never)", NULL, 0,
      0},
     {"lead-ms", "MS", OPT_ARG, "time from the end of placement to T (6000; see --schedule-in-db)",
@@ -61,6 +67,9 @@ void drill_options_defaults(struct drill_opts *o)
                              .parts_ratio = 0.1,
                              .charge_ratio = 0.05,
                              .mismatch_ratio = 0.03,
+                             .release_ratio = 0.03,
+                             .amend_ratio = 0.03,
+                             .deadline_ratio = 0.03,
                              .ncurrencies = 3,
                              .currencies = {"EUR", "JPY", "KWD"},
                              .lead_ms = 6000,
@@ -146,6 +155,9 @@ enum og_status drill_options_parse(struct drill_opts *o, const struct opt_args *
         {"close-ratio", offsetof(struct drill_opts, close_ratio)},
         {"parts-ratio", offsetof(struct drill_opts, parts_ratio)},
         {"charge-ratio", offsetof(struct drill_opts, charge_ratio)},
+        {"release-ratio", offsetof(struct drill_opts, release_ratio)},
+        {"amend-ratio", offsetof(struct drill_opts, amend_ratio)},
+        {"deadline-ratio", offsetof(struct drill_opts, deadline_ratio)},
     };
     char what[32], *base = (char *)o;
     const char *v;

@@ -94,6 +94,10 @@ json_t *drill_report_make(const struct drill *d, struct db *db, const struct dri
         {"charges_captured", t->charges_captured},
         {"charges_failed", t->charges_failed},
         {"currency_mismatches", t->currency_mismatches},
+        {"releases", t->releases},
+        {"released", t->released},
+        {"amendments", t->amendments},
+        {"deadlines_moved", t->deadlines_moved},
         {"ledger_violations", d->ledger_violations},
         {"violations", total_violations},
     };
@@ -182,6 +186,10 @@ void drill_report_text(const json_t *r, FILE *out)
         {"  captured", "charges_captured"},
         {"  failed", "charges_failed"},
         {"payments in another currency", "currency_mismatches"},
+        {"releases by staff that won", "releases"},
+        {"  still released at the end", "released"},
+        {"amendments by staff", "amendments"},
+        {"deadlines moved by staff", "deadlines_moved"},
         {NULL, NULL},
     };
     static const struct drill_row rest[] = {

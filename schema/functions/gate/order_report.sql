@@ -46,6 +46,14 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
                    ORDER BY e.created_at, e.id), '[]'::jsonb) AS j
           FROM ordergate.exceptions e
          WHERE e.order_no = p_order_no
+    ), reminders AS (
+        SELECT coalesce(jsonb_agg(jsonb_build_object(
+                   'offset_seconds', r.offset_seconds, 'state', r.state,
+                   'due_at', _ctl_iso(r.due_at), 'sent_at', _ctl_iso(r.sent_at),
+                   'skip_reason', r.skip_reason)
+                   ORDER BY r.offset_seconds DESC), '[]'::jsonb) AS j
+          FROM ordergate.reminders r
+         WHERE r.order_no = p_order_no
     )
     SELECT CASE
                WHEN NOT EXISTS (SELECT 1 FROM o)
@@ -68,9 +76,10 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
                    'items', items.j,
                    'history', history.j,
                    'payments', payments.j,
-                   'exceptions', exceptions.j)
+                   'exceptions', exceptions.j,
+                   'reminders', reminders.j)
            END
-      FROM items, history, payments, exceptions
+      FROM items, history, payments, exceptions, reminders
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.order_report(text) TO ordergate_order_service;

@@ -32,6 +32,9 @@ static const char *const gate_outcome_words[GATE_OUTCOME_COUNT] = {
     [GATE_PLACED] = "placed",
     [GATE_OUT_OF_STOCK] = "out_of_stock",
     [GATE_COUPON_UNAVAILABLE] = "coupon_unavailable",
+    [GATE_SENT] = "sent",
+    [GATE_IN_FLIGHT] = "in_flight",
+    [GATE_ALREADY_SENT] = "already_sent",
     [GATE_HOOK_FAILED] = "hook_failed",
     [GATE_ALREADY_RELEASED] = "already_released",
     [GATE_RELEASED] = "released",
@@ -75,6 +78,11 @@ static const struct db_stmt gate_stmt_place_full = {
     7};
 static const struct db_stmt gate_stmt_hold = {
     "og_hold", "SELECT outcome, expire_at FROM ordergate.hold_for_payment($1, $2::int)", 2};
+static const struct db_stmt gate_stmt_reminder = {
+    "og_claim_reminder",
+    "SELECT outcome, ceil(extract(epoch FROM due_at) * 1000)::bigint "
+    "FROM ordergate.claim_reminder($1, $2::int)",
+    2};
 static const struct db_stmt gate_stmt_close = {
     "og_close", "SELECT outcome, status FROM ordergate.close_order($1, $2, $3)", 3};
 static const struct db_stmt gate_stmt_release = {
@@ -263,6 +271,9 @@ _Static_assert(GATE_OUTCOME_COUNT <= 32, "outcome sets are bit masks of an unsig
      GATE_BIT(GATE_OVERPAID) | GATE_BIT(GATE_CURRENCY_MISMATCH))
 #define GATE_HOLD_OUTCOMES                                                                         \
     (GATE_BIT(GATE_HELD) | GATE_BIT(GATE_NOT_PENDING) | GATE_BIT(GATE_NOT_FOUND))
+#define GATE_REMINDER_OUTCOMES                                                                     \
+    (GATE_BIT(GATE_SENT) | GATE_BIT(GATE_NOT_DUE) | GATE_BIT(GATE_IN_FLIGHT) |                     \
+     GATE_BIT(GATE_NOT_PENDING) | GATE_BIT(GATE_ALREADY_SENT) | GATE_BIT(GATE_NOT_FOUND))
 #define GATE_BEGIN_CHARGE_OUTCOMES                                                                 \
     (GATE_BIT(GATE_PENDING) | GATE_BIT(GATE_DUPLICATE) | GATE_BIT(GATE_NOT_PENDING) |              \
      GATE_BIT(GATE_NOT_FOUND))
@@ -636,6 +647,38 @@ enum og_status gate_hold(struct db *db, const char *order_no, int seconds,
         if (expire_at != NULL && expire_at_size > 0)
             snprintf(expire_at, expire_at_size, "%s", PQgetvalue(res, 0, 1));
     }
+    PQclear(res);
+    return st;
+}
+
+enum og_status gate_claim_reminder(struct db *db, const char *order_no, int offset_seconds,
+                                   enum gate_outcome *outcome, int64_t *due_ms,
+                                   struct og_error *err)
+{
+    char off[16];
+    const char *params[2];
+    PGresult *res = NULL;
+    enum og_status st;
+
+    *outcome = GATE_UNKNOWN;
+    *due_ms = 0;
+    st = gate_check_order_no(order_no, err);
+    if (st != OG_OK)
+        return st;
+    if (offset_seconds < 1 || offset_seconds > GATE_REMINDER_OFFSET_MAX)
+        return og_error_set(err, OG_ERR_ARG, false, "reminder offset must be 1..%d, got %d",
+                            GATE_REMINDER_OFFSET_MAX, offset_seconds);
+    snprintf(off, sizeof(off), "%d", offset_seconds);
+    params[0] = order_no;
+    params[1] = off;
+    st = db_call(db, &gate_stmt_reminder, params, &res, err);
+    if (st == OG_OK)
+        st = gate_check_shape(res, 2, 1, "claim_reminder", err);
+    if (st == OG_OK)
+        st = gate_outcome_expect(PQgetvalue(res, 0, 0), GATE_REMINDER_OUTCOMES, "claim_reminder",
+                                 outcome, err);
+    if (st == OG_OK && !PQgetisnull(res, 0, 1))
+        *due_ms = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
     PQclear(res);
     return st;
 }

@@ -75,6 +75,10 @@ enum gate_outcome {
     GATE_PLACED,
     GATE_OUT_OF_STOCK,
     GATE_COUPON_UNAVAILABLE,
+    /* claim_reminder (also GATE_NOT_DUE, GATE_NOT_PENDING, GATE_NOT_FOUND) */
+    GATE_SENT,         /* this call wrote the payment_reminder event */
+    GATE_IN_FLIGHT,    /* a hold, a pending charge or a payment holds it back: try again later */
+    GATE_ALREADY_SENT, /* sent before, by any caller */
     /* gate_claim_cancel_isolating only (never a database answer): a registered hook failed the
      * claim of this order alone; nothing was claimed for it */
     GATE_HOOK_FAILED,
@@ -298,6 +302,17 @@ enum og_status gate_record_payment_refused(struct db *db, const struct gate_refu
 enum og_status gate_hold(struct db *db, const char *order_no, int seconds,
                          enum gate_outcome *outcome, char *expire_at, size_t expire_at_size,
                          struct og_error *err);
+
+/* claim_reminder: the order's payment reminder at offset_seconds (1..GATE_REMINDER_OFFSET_MAX)
+ * before its deadline, sent at most once (schema/README.md, "Payment reminders"). Outcomes:
+ * GATE_SENT (*due_ms: the due time it was sent against), GATE_NOT_DUE (*due_ms: when it is due),
+ * GATE_IN_FLIGHT (*due_ms: when to try again; 0: given up, never sent), GATE_NOT_PENDING,
+ * GATE_ALREADY_SENT (*due_ms as for GATE_SENT), GATE_NOT_FOUND (no such reminder); *due_ms is 0
+ * when the answer carries no time. Times are epoch milliseconds, rounded up (never early). */
+#define GATE_REMINDER_OFFSET_MAX 31622400
+enum og_status gate_claim_reminder(struct db *db, const char *order_no, int offset_seconds,
+                                   enum gate_outcome *outcome, int64_t *due_ms,
+                                   struct og_error *err);
 
 /* operator_name: 1..GATE_OPERATOR_MAX characters (recorded as the actor);
  * reason: 1..GATE_REASON_MAX characters. */

@@ -1,4 +1,4 @@
-/* --reconcile: checks the sixteen invariants (schema/README.md, "The
+/* --reconcile: checks the invariants 1-16, 20 and 21 (schema/README.md, "The
  * invariants reconcile() checks") and the shop's own checks (add_check, "Shop
  * checks": a violated or failed one counts as a violated invariant) with
  * ordergate.reconcile() (schema/functions/scanner/reconcile.sql), repairs what may be repaired (a
@@ -21,7 +21,7 @@ struct reconcile_params {
     bool repair;         /* false under --dry-run: report only */
 };
 
-#define RECONCILE_MAX_INVARIANT 16
+#define RECONCILE_MAX_INVARIANT 21
 
 /* The shop's checks (add_check) reconcile() runs after its invariants, each a row named
  * shop:<name> with no invariant number; violations -1 = the check failed (raised, or could not
@@ -41,6 +41,7 @@ struct reconcile_result {
     struct reconcile_check check[RECONCILE_MAX_CHECKS];
     int64_t violations;                                /* total after any repair */
     int64_t by_invariant[RECONCILE_MAX_INVARIANT + 1]; /* index = invariant number */
+    bool has_invariant[RECONCILE_MAX_INVARIANT + 1];   /* reported (the numbers have gaps) */
     int64_t repaired;                                  /* exceptions created by reconcile_repair */
     int64_t exceptions_open;     /* payment exceptions waiting for an operator or a refund */
     int64_t refunds_unconfirmed; /* auto-refunds older than refund_confirm_seconds, unconfirmed */

@@ -326,6 +326,8 @@ CREATE TABLE ordergate.orders (
     captured_cents bigint NOT NULL DEFAULT 0,
     -- The latest bound of the order's pending charges, NULL when none is pending: no timeout cancel before it
     charge_until timestamp with time zone,
+    -- The end of the latest hold_for_payment (the buyer is paying until then), NULL if never held
+    held_until timestamp with time zone,
     CONSTRAINT orders_pkey PRIMARY KEY (order_no),
     CONSTRAINT orders_coupon_id_fkey FOREIGN KEY (coupon_id) REFERENCES ordergate.coupons(coupon_id),
     CONSTRAINT orders_currency_fkey FOREIGN KEY (currency) REFERENCES ordergate.currencies(code),
@@ -387,7 +389,7 @@ CREATE UNIQUE INDEX outbox_transition_uq ON ordergate.outbox USING btree (order_
 -- Unpublished events oldest first: the relay's batches and its backlog gauges
 CREATE INDEX outbox_unpublished_idx ON ordergate.outbox USING btree (id) WHERE (published_at IS NULL);
 -- Marks an event detached when its order is not in orders (archive() finds it)
-CREATE TRIGGER outbox_detached_mark BEFORE INSERT ON ordergate.outbox FOR EACH ROW WHEN ((new.event_type <> ALL (ARRAY['order_cancelled'::text, 'order_paid'::text, 'cancel_scheduled'::text]))) EXECUTE FUNCTION ordergate.detached_mark();
+CREATE TRIGGER outbox_detached_mark BEFORE INSERT ON ordergate.outbox FOR EACH ROW WHEN ((new.event_type <> ALL (ARRAY['order_cancelled'::text, 'order_paid'::text, 'cancel_scheduled'::text, 'reminder_scheduled'::text, 'payment_reminder'::text]))) EXECUTE FUNCTION ordergate.detached_mark();
 GRANT SELECT ON ordergate.outbox TO ordergate_order_service, ordergate_service;
 
 -- Every payment transaction number ever claimed, with the outcome of its first claim
@@ -451,6 +453,33 @@ CREATE INDEX refunds_exception_id_idx ON ordergate.refunds USING btree (exceptio
 -- At most one succeeded refund per exception (invariant 8)
 CREATE UNIQUE INDEX refunds_one_success_uq ON ordergate.refunds USING btree (exception_id) WHERE (outcome = 'succeeded'::text);
 GRANT SELECT ON ordergate.refunds TO ordergate_order_service, ordergate_service;
+
+-- Payment reminders of pending orders, one per order and offset (place_order, claim_reminder)
+CREATE TABLE ordergate.reminders (
+    -- The order to remind of
+    order_no text COLLATE "C" NOT NULL,
+    -- Seconds before the order's expire_at the reminder is due (reminder_before_seconds at placing)
+    offset_seconds integer NOT NULL,
+    -- pending, then sent (payment_reminder written) or skipped, once
+    state text NOT NULL DEFAULT 'pending'::text,
+    -- When place_order wrote it
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    -- The due time it was sent against (expire_at - offset at the claim); NULL unless sent
+    due_at timestamp with time zone,
+    -- When claim_reminder sent it (clock time, for its lateness sent_at - due_at); NULL unless sent
+    sent_at timestamp with time zone,
+    -- When it left pending; NULL while pending
+    ended_at timestamp with time zone,
+    -- Why it was skipped: closed (the order left pending first) or in_flight (a payment up to the deadline)
+    skip_reason text,
+    CONSTRAINT reminders_pkey PRIMARY KEY (order_no, offset_seconds),
+    CONSTRAINT reminders_order_no_fkey FOREIGN KEY (order_no) REFERENCES ordergate.orders(order_no),
+    CONSTRAINT reminders_ended_check CHECK (((state = 'pending'::text) = (ended_at IS NULL))),
+    CONSTRAINT reminders_offset_seconds_check CHECK (((offset_seconds >= 1) AND (offset_seconds <= 31622400))),
+    CONSTRAINT reminders_sent_check CHECK (((state = 'sent'::text) = (sent_at IS NOT NULL))),
+    CONSTRAINT reminders_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'sent'::text, 'skipped'::text])))
+);
+GRANT SELECT ON ordergate.reminders TO ordergate_order_service, ordergate_service;
 
 -- The sweep's one lease row: which run holds it and until when
 CREATE TABLE ordergate.scanner_lease (
@@ -697,6 +726,8 @@ CREATE TABLE ordergate.archived_orders (
     captured_cents bigint NOT NULL DEFAULT 0,
     -- As orders.charge_until when the order was archived
     charge_until timestamp with time zone,
+    -- As orders.held_until
+    held_until timestamp with time zone,
     CONSTRAINT archived_orders_pkey PRIMARY KEY (order_no)
 );
 -- Coupons used by archived paid orders (invariant 3)
@@ -757,6 +788,22 @@ CREATE TABLE ordergate.archived_refunds (
 CREATE INDEX archived_refunds_exception_id_idx ON ordergate.archived_refunds USING btree (exception_id);
 GRANT SELECT ON ordergate.archived_refunds TO ordergate_order_service, ordergate_service;
 
+-- Reminders of archived orders, moved with their order by archive()
+CREATE TABLE ordergate.archived_reminders (
+    order_no text COLLATE "C" NOT NULL,
+    offset_seconds integer NOT NULL,
+    state text NOT NULL DEFAULT 'pending'::text,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    due_at timestamp with time zone,
+    sent_at timestamp with time zone,
+    ended_at timestamp with time zone,
+    skip_reason text,
+    -- When archive() moved it
+    archived_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT archived_reminders_pkey PRIMARY KEY (order_no, offset_seconds)
+);
+GRANT SELECT ON ordergate.archived_reminders TO ordergate_order_service, ordergate_service;
+
 -- Archived transitions: the columns of status_log plus archived_at
 CREATE TABLE ordergate.archived_status_log (
     order_no text COLLATE "C" NOT NULL,
@@ -781,6 +828,7 @@ INSERT INTO ordergate.settings (key, value) VALUES ('max_deadline_seconds', '316
 INSERT INTO ordergate.settings (key, value) VALUES ('max_hold_seconds', '900');
 INSERT INTO ordergate.settings (key, value) VALUES ('max_pending_charge_seconds', '259200');
 INSERT INTO ordergate.settings (key, value) VALUES ('refund_confirm_seconds', '86400');
+INSERT INTO ordergate.settings (key, value) VALUES ('reminder_before_seconds', '');
 INSERT INTO ordergate.settings (key, value) VALUES ('schedule_cancels', '0');
 
 -- ---- Functions of functions/gate/ (the bodies are in the files) ----
@@ -809,6 +857,11 @@ GRANT EXECUTE ON FUNCTION ordergate.claim_cancel(text[],text) TO ordergate_trigg
 -- functions/gate/claim_payment.sql, SECURITY DEFINER
 FUNCTION ordergate.claim_payment(order_no text, txn_no text, amount_cents bigint, channel text, currency text DEFAULT NULL::text, charge_ref text DEFAULT NULL::text, operator text DEFAULT NULL::text, reason text DEFAULT NULL::text) RETURNS TABLE(outcome text, status text, first_outcome text);
 GRANT EXECUTE ON FUNCTION ordergate.claim_payment(text,text,bigint,text,text,text,text,text) TO ordergate_order_service;
+
+-- Sends a pending order's payment reminder at an offset once, when due and no payment is in flight
+-- functions/gate/claim_reminder.sql, SECURITY DEFINER
+FUNCTION ordergate.claim_reminder(order_no text, offset_seconds integer) RETURNS TABLE(outcome text, due_at timestamp with time zone);
+GRANT EXECUTE ON FUNCTION ordergate.claim_reminder(text,integer) TO ordergate_trigger;
 
 -- Cancels a pending order by hand, due or not (source manual, actor the operator)
 -- functions/gate/close_order.sql, SECURITY DEFINER
@@ -929,7 +982,7 @@ GRANT EXECUTE ON FUNCTION ordergate.exceptions_open_count() TO ordergate_trigger
 FUNCTION ordergate.exceptions_overdue() RETURNS TABLE(refunds_unconfirmed bigint, reviews_overdue bigint);
 GRANT EXECUTE ON FUNCTION ordergate.exceptions_overdue() TO ordergate_trigger;
 
--- Checks the sixteen invariants in one snapshot: one row each, with violations and samples
+-- Checks the invariants (1-16, 20-21) in one snapshot: one row each, with violations and samples, then the shop's checks
 -- functions/scanner/reconcile.sql, SECURITY DEFINER, SET work_mem=64MB, random_page_cost=1.1
 FUNCTION ordergate.reconcile(p_since timestamp with time zone DEFAULT '-infinity'::timestamp with time zone, p_grace interval DEFAULT '00:00:00'::interval, p_scan_interval interval DEFAULT '00:05:00'::interval) RETURNS TABLE(invariant integer, name text, violations bigint, sample text[]);
 GRANT EXECUTE ON FUNCTION ordergate.reconcile(timestamp with time zone,interval,interval) TO ordergate_trigger;
@@ -948,6 +1001,11 @@ GRANT EXECUTE ON FUNCTION ordergate.scan_overdue(interval,timestamp with time zo
 -- functions/scanner/scan_overdue_count.sql, SECURITY DEFINER
 FUNCTION ordergate.scan_overdue_count(p_grace interval) RETURNS TABLE(overdue bigint, oldest_expire_at timestamp with time zone);
 GRANT EXECUTE ON FUNCTION ordergate.scan_overdue_count(interval) TO ordergate_trigger;
+
+-- A bounded page of overdue unsent reminders of pending orders, for the scanner's fallback
+-- functions/scanner/scan_reminders.sql, SECURITY DEFINER
+FUNCTION ordergate.scan_reminders(p_grace interval, p_limit integer) RETURNS TABLE(order_no text, offset_seconds integer, due_at timestamp with time zone);
+GRANT EXECUTE ON FUNCTION ordergate.scan_reminders(interval,integer) TO ordergate_trigger;
 
 -- The advisory lock key an operator holds to pause sweeps
 -- functions/scanner/scanner_lock_key.sql
@@ -1098,6 +1156,10 @@ FUNCTION ordergate._reconcile_checks() RETURNS TABLE(invariant integer, name tex
 -- Internal: the auto-refund limit of a currency, in its minor units
 -- functions/internal/_refund_limit.sql
 FUNCTION ordergate._refund_limit(p_currency text) RETURNS bigint;
+
+-- Internal: the delay-topic message of an order's reminder at p_offset seconds, due at p_due
+-- functions/internal/_reminder_message.sql
+FUNCTION ordergate._reminder_message(p_order_no text, p_offset integer, p_due timestamp with time zone) RETURNS json;
 
 -- Internal: the longest sweep lease a run may hold
 -- functions/internal/_scanner_lease_max.sql

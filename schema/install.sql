@@ -61,6 +61,9 @@ INSERT INTO ordergate.schema_migrations (version) VALUES ('017');
 RESET ROLE;
 \ir migrations/018_hooks.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('018');
+RESET ROLE;
+\ir migrations/019_reminders.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('019');
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 -- Bodies are checked when called (and by the tests, which call every function): a SQL
@@ -71,6 +74,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/gate/begin_charge.sql
 \ir functions/gate/charge_failed.sql
 \ir functions/gate/claim_cancel.sql
+\ir functions/gate/claim_reminder.sql
 \ir functions/gate/claim_payment.sql
 \ir functions/gate/close_order.sql
 \ir functions/gate/due_times.sql
@@ -99,6 +103,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/scanner/reconcile.sql
 \ir functions/scanner/reconcile_repair.sql
 \ir functions/scanner/scan_overdue.sql
+\ir functions/scanner/scan_reminders.sql
 \ir functions/scanner/scan_overdue_count.sql
 \ir functions/scanner/scanner_lock_key.sql
 \ir functions/scanner/scanner_run_finish.sql
@@ -136,6 +141,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/internal/_order_items_json.sql
 \ir functions/internal/_reconcile_checks.sql
 \ir functions/internal/_refund_limit.sql
+\ir functions/internal/_reminder_message.sql
 \ir functions/internal/_scanner_lease_max.sql
 \ir functions/internal/_scanner_lock_holder.sql
 \ir functions/internal/_scanner_run_resume.sql

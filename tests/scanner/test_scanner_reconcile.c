@@ -119,7 +119,7 @@ static void test_clean_book_exits_0(void **state)
 
     for (int i = 1; i <= 7; i++)
         assert_int_equal(report_count(c.output, i), 0);
-    assert_non_null(strstr(c.output, "result: clean: all 16 invariants hold"));
+    assert_non_null(strstr(c.output, "result: clean: all 18 invariants hold"));
     scanner_child_free(&c);
 }
 
@@ -391,7 +391,7 @@ static void test_shop_checks(void **state)
 
     c = run_reconcile(f, 0, NULL);
     assert_non_null(strstr(c.output, "\n  -  0           shop:stock\n"));
-    assert_non_null(strstr(c.output, "result: clean: all 16 invariants and 2 shop checks hold"));
+    assert_non_null(strstr(c.output, "result: clean: all 18 invariants and 2 shop checks hold"));
     scanner_child_free(&c);
 
     /* The shop's stock drifts from ordergate's, and its books cannot be read. */
@@ -432,7 +432,7 @@ static void test_shop_checks(void **state)
              pid, pid, pid);
     testdb_exec(f->conn, sql);
     c = run_reconcile(f, 0, NULL);
-    assert_non_null(strstr(c.output, "result: clean: all 16 invariants hold"));
+    assert_non_null(strstr(c.output, "result: clean: all 18 invariants hold"));
     scanner_child_free(&c);
 }
 

@@ -52,9 +52,10 @@ SELECT t_eq('order service executes its functions only', pg_temp.t_fns(:'r_svc')
             'amend_order,begin_charge,charge_failed,claim_payment,close_order,exception_list,'
             'hold_for_payment,order_report,place_order,release_order,set_deadline');
 SELECT t_eq('trigger executes its functions only', pg_temp.t_fns(:'r_trg'),
-            'claim_cancel,due_times,exceptions_open_count,exceptions_overdue,reconcile,reconcile_repair,'
-            'record_payment_refused,scan_overdue,scan_overdue_count,scanner_lock_key,scanner_run_finish,'
-            'scanner_run_progress,scanner_run_start,scanner_sweep_status');
+            'claim_cancel,claim_reminder,due_times,exceptions_open_count,exceptions_overdue,reconcile,'
+            'reconcile_repair,record_payment_refused,scan_overdue,scan_overdue_count,scan_reminders,'
+            'scanner_lock_key,scanner_run_finish,scanner_run_progress,scanner_run_start,'
+            'scanner_sweep_status');
 SELECT t_eq('relay executes its functions only', pg_temp.t_fns(:'r_rly'),
             'outbox_backlog,outbox_lock_batch,outbox_mark_published,outbox_oldest_age,outbox_quarantine,'
             'outbox_quarantine_count,outbox_quarantine_list');

@@ -5,7 +5,7 @@
 -- An order moves when it is closed (paid, cancelled or released) with closed_at < p_before, no exception of
 -- it is open and every outbox event of it is published; it moves with its order_items, its
 -- status_log rows, its payments, its charges, its amendments and deadline changes, its
--- exceptions, their refunds and its outbox events,
+-- reminders, its exceptions, their refunds and its outbox events,
 -- all in this transaction, every column with it (currency, parts, a staff payment's operator and
 -- reason, a charge's bound). A charge still pending moves too: its order is closed, and a late
 -- capture or failure of it answers from archived_charges. Beside orders, one call also moves up
@@ -207,6 +207,13 @@ BEGIN
             SELECT d.charge_ref, d.order_no, d.state, d.begun_at, d.bound_at, d.ended_at, d.txn_no,
                    d.ended_late FROM d;
 
+            -- Its reminders, before the orders they reference; not counted either.
+            WITH d AS (DELETE FROM reminders r WHERE r.order_no = ANY (v_orders) RETURNING r.*)
+            INSERT INTO archived_reminders (order_no, offset_seconds, state, created_at, due_at,
+                                            sent_at, ended_at, skip_reason)
+            SELECT d.order_no, d.offset_seconds, d.state, d.created_at, d.due_at, d.sent_at,
+                   d.ended_at, d.skip_reason FROM d;
+
             WITH d AS (DELETE FROM outbox b WHERE b.order_no = ANY (v_orders) RETURNING b.*)
             INSERT INTO archived_outbox (id, event_type, order_no, payload, created_at, published_at)
             SELECT d.id, d.event_type, d.order_no, d.payload, d.created_at, d.published_at FROM d;
@@ -254,10 +261,12 @@ BEGIN
             WITH d AS (DELETE FROM orders o WHERE o.order_no = ANY (v_orders) RETURNING o.*)
             INSERT INTO archived_orders (order_no, status, amount_cents, coupon_id, expire_at,
                                          original_expire_at, created_at, closed_at, shop,
-                                         currency, allow_partial, captured_cents, charge_until)
+                                         currency, allow_partial, captured_cents, charge_until,
+                                         held_until)
             SELECT d.order_no, d.status, d.amount_cents, d.coupon_id, d.expire_at,
                    d.original_expire_at, d.created_at, d.closed_at, d.shop,
-                   d.currency, d.allow_partial, d.captured_cents, d.charge_until FROM d;
+                   d.currency, d.allow_partial, d.captured_cents, d.charge_until,
+                   d.held_until FROM d;
             GET DIAGNOSTICS n_orders = ROW_COUNT;
             EXIT;
         EXCEPTION WHEN unique_violation THEN
@@ -298,6 +307,11 @@ BEGIN
                                   FROM deadline_changes c
                                   JOIN archived_deadline_changes a ON a.id = c.id
                                  WHERE c.order_no = n.order_no LIMIT 1),
+                               (SELECT 'reminder ' || r.offset_seconds || ' already archived'
+                                  FROM reminders r
+                                  JOIN archived_reminders a
+                                    ON a.order_no = r.order_no AND a.offset_seconds = r.offset_seconds
+                                 WHERE r.order_no = n.order_no LIMIT 1),
                                (SELECT 'event ' || b.id || ' already archived'
                                   FROM outbox b JOIN archived_outbox a ON a.id = b.id
                                  WHERE b.order_no = n.order_no LIMIT 1)) AS why

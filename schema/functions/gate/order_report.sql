@@ -63,6 +63,14 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
                    ORDER BY d.id), '[]'::jsonb) AS j
           FROM ordergate.deadline_changes d
          WHERE d.order_no = p_order_no
+    ), reminders AS (
+        SELECT coalesce(jsonb_agg(jsonb_build_object(
+                   'offset_seconds', r.offset_seconds, 'state', r.state,
+                   'due_at', _ctl_iso(r.due_at), 'sent_at', _ctl_iso(r.sent_at),
+                   'skip_reason', r.skip_reason)
+                   ORDER BY r.offset_seconds DESC), '[]'::jsonb) AS j
+          FROM ordergate.reminders r
+         WHERE r.order_no = p_order_no
     )
     SELECT CASE
                WHEN NOT EXISTS (SELECT 1 FROM o)
@@ -87,9 +95,10 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
                    'payments', payments.j,
                    'exceptions', exceptions.j,
                    'amendments', amendments.j,
-                   'deadline_changes', deadlines.j)
+                   'deadline_changes', deadlines.j,
+                   'reminders', reminders.j)
            END
-      FROM items, history, payments, exceptions, amendments, deadlines
+      FROM items, history, payments, exceptions, amendments, deadlines, reminders
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.order_report(text) TO ordergate_order_service;

@@ -1,13 +1,13 @@
--- reconcile: the sixteen invariants of schema/README.md ("The invariants reconcile() checks"),
+-- reconcile: the invariants of schema/README.md ("The invariants reconcile() checks"),
 -- then the shop's own checks (add_check, "Shop checks": rows with invariant NULL, named
 -- shop:<name>, violations -1 when the check failed); reconcile_repair creates what can be
 -- created safely.
 --
--- STABLE: all sixteen checks read one snapshot, so a claim committing meanwhile is seen whole or
+-- STABLE: all the checks read one snapshot, so a claim committing meanwhile is seen whole or
 -- not at all (every claim writes all its rows in one transaction). Each check is one set-based
 -- query (hash joins / aggregates, no per-row loops): seconds on 1,000,000 orders.
 --
--- p_since limits the order-scoped checks (1, 4, 7, 10, 11, 12, 14, 15, 16: orders created at or after it; 6: orders whose
+-- p_since limits the order-scoped checks (1, 4, 7, 10, 11, 12, 14, 15, 16, 20, 21: orders created at or after it; 6: orders whose
 -- deadline expire_at is at or after it; 5: payments and refused-payment exceptions created at or
 -- after it; 8: exceptions created at or after it; 13: payments and exceptions created at or after it),
 -- e.g. to one drill's orders. Invariants 2 (stock per SKU), 3 (coupon per coupon) and 9
@@ -419,6 +419,49 @@ BEGIN
            count(*), (array_agg(bad.order_no ORDER BY bad.order_no))[1:10]
       FROM bad;
 
+    -- 20. No payment reminder after its order closed: the order's payment_reminder event comes
+    --     before its transition event (order_paid, order_cancelled, order_released) in outbox id
+    --     order. claim_reminder share-locks the order row, so a transition either committed
+    --     before it (the reminder is not sent) or waits for it (its event gets a later id); ids,
+    --     not times, since a transaction's now() is its start. Sample: order_no:offset.
+    RETURN QUERY
+    SELECT 20, 'no payment reminder sent for an order after it closed'::text,
+           count(*), (array_agg(x.k ORDER BY x.k))[1:10]
+      FROM (SELECT b.order_no || ':' || (b.payload ->> 'offset_seconds') AS k
+              FROM outbox b
+              JOIN orders o ON o.order_no = b.order_no
+             WHERE b.event_type = 'payment_reminder'
+               AND o.created_at >= v_since
+               AND EXISTS (SELECT 1 FROM outbox t
+                            WHERE t.order_no = b.order_no
+                              AND t.event_type IN ('order_paid', 'order_cancelled', 'order_released')
+                              AND t.id < b.id)) x;
+
+    -- 21. Each reminder at most once, and its record agrees: per order and offset at most one
+    --     payment_reminder event, exactly one for a reminder in state sent and none for any
+    --     other (pending, skipped, or no reminder row). Sample: order_no:offset.
+    RETURN QUERY
+    WITH ev AS (
+        SELECT b.order_no, (b.payload ->> 'offset_seconds')::int AS off, count(*) AS n
+          FROM outbox b
+          JOIN orders o ON o.order_no = b.order_no
+         WHERE b.event_type = 'payment_reminder' AND o.created_at >= v_since
+         GROUP BY 1, 2
+    ), rs AS (
+        SELECT r.order_no, r.offset_seconds AS off
+          FROM reminders r
+          JOIN orders o ON o.order_no = r.order_no
+         WHERE r.state = 'sent' AND o.created_at >= v_since
+    ), bad AS (
+        SELECT coalesce(ev.order_no, rs.order_no) || ':' || coalesce(ev.off, rs.off) AS k
+          FROM ev
+          FULL JOIN rs ON rs.order_no = ev.order_no AND rs.off = ev.off
+         WHERE ev.n IS DISTINCT FROM 1 OR rs.order_no IS NULL
+    )
+    SELECT 21, 'each payment reminder sent at most once, as its reminder row says'::text,
+           count(*), (array_agg(bad.k ORDER BY bad.k))[1:10]
+      FROM bad;
+
     -- The shop's checks (add_check) come last, after every built-in invariant: rows with
     -- invariant NULL, name shop:<name>, violations -1 for a check that failed (_reconcile_checks).
     RETURN QUERY SELECT c.invariant, c.name, c.violations, c.sample FROM _reconcile_checks() c;
@@ -427,4 +470,4 @@ $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.reconcile(timestamptz,interval,interval) TO ordergate_trigger;
 COMMENT ON FUNCTION ordergate.reconcile(timestamp with time zone,interval,interval) IS
-    'Checks the sixteen invariants in one snapshot: one row each, with violations and samples';
+    'Checks the invariants (1-16, 20-21) in one snapshot: one row each, with violations and samples, then the shop''s checks';

@@ -544,7 +544,7 @@ def main():
     ap.add_argument("--orders", type=int, default=180)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workers", type=int, default=8)
-    ap.add_argument("--settle", type=float, default=30.0, help="seconds to wait for no pending order")
+    ap.add_argument("--settle", type=float, default=40.0, help="seconds to wait for no pending order")
     a = ap.parse_args()
     if a.orders < 60:
         ap.error("--orders must be at least 60 (every story needs a few orders)")

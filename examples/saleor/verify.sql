@@ -6,6 +6,11 @@
 --
 -- Needs saleor_race.answer (race.py's answers) and saleor_race.run (whether the staff acts ran).
 \set ON_ERROR_STOP on
+-- kafka = 1 (run.sh --kafka): the consumer cancelled on time, the scanner only behind it.
+\if :{?kafka}
+\else
+\set kafka 0
+\endif
 SET search_path = saleor, pg_temp;
 
 CREATE TEMP TABLE checks (name text PRIMARY KEY, violations bigint NOT NULL, sample text);
@@ -124,7 +129,8 @@ SELECT 'coverage', count(*) FILTER (WHERE n = 0), string_agg(what, ' ') FILTER (
                        ('pay:paid'), ('pay:partial'), ('pay:overpaid'), ('pay:late_payment'),
                        ('pay:duplicate'), ('pay:double_payment'), ('pay:amount_mismatch'),
                        ('pay:not_found'), ('close:cancelled'), ('begin:pending'),
-                       ('capture:paid'), ('fail:failed'), ('log:manual'), ('log:timeout_scanner'),
+                       ('capture:paid'), ('fail:failed'), ('log:manual'),
+                       (CASE WHEN :kafka = 1 THEN 'log:timeout_consumer' ELSE 'log:timeout_scanner' END),
                        ('paid:USD'), ('paid:EUR'), ('paid:JPY'), ('paid:KWD')
                 UNION ALL
                 SELECT x FROM saleor_race.run r,

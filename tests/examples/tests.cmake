@@ -39,4 +39,9 @@ if(NOT OG_SANITIZE)
                    stock_allocations ${PROJECT_BINARY_DIR})
   set_tests_properties(examples_saleor examples_saleor_planted_bug PROPERTIES
                        FIXTURES_REQUIRED db LABELS db RESOURCE_LOCK saleor_roles TIMEOUT 120)
+  # The second tier: ordergate-consumer cancels (and reminds) from the messages place_order
+  # wrote, the scanner behind it.
+  add_test(NAME examples_saleor_kafka COMMAND ${OG_SALEOR} --require-db --kafka ${PROJECT_BINARY_DIR})
+  set_tests_properties(examples_saleor_kafka PROPERTIES
+                       FIXTURES_REQUIRED "db;kafka" LABELS kafka RESOURCE_LOCK saleor_roles TIMEOUT 120)
 endif()

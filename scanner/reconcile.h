@@ -20,10 +20,10 @@ struct reconcile_params {
     bool repair;         /* false under --dry-run: report only */
 };
 
-#define RECONCILE_MAX_INVARIANT 15
+#define RECONCILE_MAX_INVARIANT 18
 
 struct reconcile_result {
-    int invariants; /* rows reconcile() returned (14) */
+    int invariants; /* rows reconcile() returned (16) */
     int invariants_violated;
     int64_t violations;                                /* total after any repair */
     int64_t by_invariant[RECONCILE_MAX_INVARIANT + 1]; /* index = invariant number */

@@ -1,6 +1,7 @@
 /* --reconcile: checks the sixteen invariants (schema/README.md, "The
- * invariants reconcile() checks") with ordergate.reconcile()
- * (schema/functions/scanner/reconcile.sql), repairs what may be repaired (a
+ * invariants reconcile() checks") and the shop's own checks (add_check, "Shop
+ * checks": a violated or failed one counts as a violated invariant) with
+ * ordergate.reconcile() (schema/functions/scanner/reconcile.sql), repairs what may be repaired (a
  * successful payment that hit a cancelled order without its exception gets
  * one, through ordergate.reconcile_repair()), and prints a report. */
 #ifndef OG_SCANNER_RECONCILE_H
@@ -22,9 +23,22 @@ struct reconcile_params {
 
 #define RECONCILE_MAX_INVARIANT 18
 
+/* The shop's checks (add_check) reconcile() runs after its invariants, each a row named
+ * shop:<name> with no invariant number; violations -1 = the check failed (raised, or could not
+ * run). add_check registers at most this many. */
+#define RECONCILE_MAX_CHECKS 64
+
+struct reconcile_check {
+    char name[80];      /* shop:<name> */
+    int64_t violations; /* -1: failed */
+};
+
 struct reconcile_result {
-    int invariants; /* rows reconcile() returned (16) */
-    int invariants_violated;
+    int invariants;          /* built-in rows reconcile() returned (16) */
+    int invariants_violated; /* built-in invariants violated, shop checks violated or failed */
+    int checks;              /* shop checks run */
+    int checks_failed;       /* shop checks that failed (counted in invariants_violated too) */
+    struct reconcile_check check[RECONCILE_MAX_CHECKS];
     int64_t violations;                                /* total after any repair */
     int64_t by_invariant[RECONCILE_MAX_INVARIANT + 1]; /* index = invariant number */
     int64_t repaired;                                  /* exceptions created by reconcile_repair */

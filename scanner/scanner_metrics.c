@@ -210,6 +210,17 @@ void scanner_metrics_record_reconcile(const struct reconcile_result *r)
                                    METRIC_GAUGE, label, NULL, 0),
                    (double)r->by_invariant[i]);
     }
+    /* The shop's checks in the same family, labelled shop:<name> (names are [a-z0-9_]); -1 =
+     * the check failed (OrdergateReconcileCheckFailed). */
+    for (int i = 0; i < r->checks && i < RECONCILE_MAX_CHECKS; i++) {
+        char label[120];
+        snprintf(label, sizeof(label), "invariant=\"%s\"", r->check[i].name);
+        metric_set(metric_register("ordergate_reconcile_violations",
+                                   "Rows breaking invariant 1..8 in the last reconciliation, "
+                                   "after its repairs",
+                                   METRIC_GAUGE, label, NULL, 0),
+                   (double)r->check[i].violations);
+    }
     metric_set(metric_register("ordergate_reconcile_repaired",
                                "Missing late-payment exceptions the last reconciliation created",
                                METRIC_GAUGE, NULL, NULL, 0),

@@ -862,6 +862,11 @@ GRANT EXECUTE ON FUNCTION ordergate.set_deadline(text,timestamp with time zone,t
 
 -- ---- Functions of functions/admin/ (the bodies are in the files) ----
 
+-- Registers a shop check that reconcile() runs as the invariant shop:<name>, after checking it may
+-- functions/admin/add_check.sql, SECURITY DEFINER
+FUNCTION ordergate.add_check(name text, fn regprocedure) RETURNS bigint;
+GRANT EXECUTE ON FUNCTION ordergate.add_check(text,regprocedure) TO ordergate_admin;
+
 -- Creates a coupon (available): created or exists
 -- functions/admin/add_coupon.sql, SECURITY DEFINER
 FUNCTION ordergate.add_coupon(p_coupon_id text) RETURNS text;
@@ -881,6 +886,11 @@ GRANT EXECUTE ON FUNCTION ordergate.add_stock(text,bigint) TO ordergate_admin;
 -- functions/admin/archive.sql, SECURITY DEFINER
 FUNCTION ordergate.archive(p_before timestamp with time zone, p_batch integer DEFAULT 10000) RETURNS TABLE(orders bigint, order_items bigint, status_log bigint, payments bigint, exceptions bigint, refunds bigint, outbox bigint, scanner_runs bigint, kept bigint, more boolean);
 GRANT EXECUTE ON FUNCTION ordergate.archive(timestamp with time zone,integer) TO ordergate_admin;
+
+-- Removes a shop check registration by name
+-- functions/admin/drop_check.sql, SECURITY DEFINER
+FUNCTION ordergate.drop_check(name text) RETURNS text;
+GRANT EXECUTE ON FUNCTION ordergate.drop_check(text) TO ordergate_admin;
 
 -- Removes a hook registration by id (also one whose function was dropped)
 -- functions/admin/drop_hook.sql, SECURITY DEFINER
@@ -1069,9 +1079,9 @@ FUNCTION ordergate._ctl_iso(p_ts timestamp with time zone) RETURNS text;
 -- functions/internal/_default_currency.sql
 FUNCTION ordergate._default_currency() RETURNS text;
 
--- Internal: whether a function may be an effect hook, and its fingerprint
+-- Internal: whether a function may be an effect hook (or a shop check), and its fingerprint
 -- functions/internal/_hook_inspect.sql
-FUNCTION ordergate._hook_inspect(p_fn oid, OUT found boolean, OUT refusal text, OUT fingerprint text) RETURNS record;
+FUNCTION ordergate._hook_inspect(p_fn oid, p_check boolean DEFAULT false, OUT present boolean, OUT refusal text, OUT fingerprint text) RETURNS record;
 
 -- Internal: runs the shop's hooks of an event with the orders a claim won
 -- functions/internal/_hooks_run.sql
@@ -1080,6 +1090,10 @@ FUNCTION ordergate._hooks_run(p_event text, p_nos text[], p_source text, p_conte
 -- Internal: an order's lines as its events carry them
 -- functions/internal/_order_items_json.sql
 FUNCTION ordergate._order_items_json(p_order_no text) RETURNS jsonb;
+
+-- Internal: runs the shop's checks for reconcile(), one row each (violations -1: the check failed)
+-- functions/internal/_reconcile_checks.sql
+FUNCTION ordergate._reconcile_checks() RETURNS TABLE(invariant integer, name text, violations bigint, sample text[]);
 
 -- Internal: the auto-refund limit of a currency, in its minor units
 -- functions/internal/_refund_limit.sql

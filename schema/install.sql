@@ -83,10 +83,12 @@ SET LOCAL check_function_bodies = off;
 \ir functions/gate/release_order.sql
 \ir functions/gate/set_deadline.sql
 -- admin: stock, coupons, settings, hooks, exceptions, retention (ordergate_admin)
+\ir functions/admin/add_check.sql
 \ir functions/admin/add_coupon.sql
 \ir functions/admin/add_hook.sql
 \ir functions/admin/add_stock.sql
 \ir functions/admin/archive.sql
+\ir functions/admin/drop_check.sql
 \ir functions/admin/drop_hook.sql
 \ir functions/admin/outbox_release.sql
 \ir functions/admin/resolve_exception.sql
@@ -132,6 +134,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/internal/_hook_inspect.sql
 \ir functions/internal/_hooks_run.sql
 \ir functions/internal/_order_items_json.sql
+\ir functions/internal/_reconcile_checks.sql
 \ir functions/internal/_refund_limit.sql
 \ir functions/internal/_scanner_lease_max.sql
 \ir functions/internal/_scanner_lock_holder.sql

@@ -18,9 +18,10 @@
 -- checks: the shop's check functions (add_check, drop_check), each run by reconcile() as the
 -- invariant shop:<name>, through a wrapper made the same way (ordergate_hooks.check_<id>()).
 --
--- _hooks_run gains the context argument (p_context jsonb DEFAULT NULL): the old signature is
--- dropped here, the function file creates the new one in the same run, and the callers that
--- pass three arguments call the new one unchanged.
+-- _hooks_run gains the context argument (p_context jsonb DEFAULT NULL), _hook_inspect the form
+-- of a check (p_check boolean DEFAULT false): the old signatures are dropped here, the function
+-- files create the new ones in the same run, and the callers that pass fewer arguments call the
+-- new ones unchanged.
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 
@@ -45,6 +46,7 @@ CREATE TABLE ordergate.checks (
 GRANT SELECT ON ordergate.checks TO ordergate_order_service;
 
 DROP FUNCTION IF EXISTS ordergate._hooks_run(text, text[], text);
+DROP FUNCTION IF EXISTS ordergate._hook_inspect(oid);
 
 COMMENT ON SCHEMA ordergate_hooks IS
     'ordergate: per registration, the operator (and wrapper) that call a shop hook or check by OID (add_hook, add_check)';

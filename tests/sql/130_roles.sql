@@ -69,6 +69,13 @@ SELECT t_eq('deprecated ordergate_service member executes all four kinds',
                      OR has_function_privilege('ordergate_refunds', p.oid, 'EXECUTE'))), true);
 SELECT t_eq('admin holds every kind', (SELECT bool_and(pg_has_role('ordergate_admin', r, 'MEMBER'))
     FROM unnest(ARRAY['ordergate_order_service', 'ordergate_trigger', 'ordergate_relay', 'ordergate_refunds']) r), true);
+SELECT t_eq('admin registers hooks and shop checks; nobody runs their internals',
+    (SELECT string_agg(f || '=' || has_function_privilege('ordergate_admin', f, 'EXECUTE')
+                       || '/' || has_function_privilege('ordergate_trigger', f, 'EXECUTE'), ',' ORDER BY f)
+       FROM unnest(ARRAY['ordergate.add_check(text,regprocedure)', 'ordergate.drop_check(text)',
+                         'ordergate._reconcile_checks()', 'ordergate._hooks_run(text,text[],text,jsonb)']) f),
+    'ordergate._hooks_run(text,text[],text,jsonb)=false/false,ordergate._reconcile_checks()=false/false,'
+    'ordergate.add_check(text,regprocedure)=true/false,ordergate.drop_check(text)=true/false');
 SELECT t_eq('narrow roles cannot log in', (SELECT count(*) FROM pg_roles WHERE rolcanlogin AND rolname IN
     ('ordergate_order_service', 'ordergate_trigger', 'ordergate_relay', 'ordergate_refunds')), 0::bigint);
 
@@ -86,6 +93,9 @@ SELECT t_error('order service: claim_cancel refused', $q$SELECT * FROM ordergate
 SELECT t_error('order service: record_payment_refused refused', $q$SELECT * FROM ordergate.record_payment_refused('p/0/1', 'R2', 'TX9', 100, 'why', 'm')$q$, '42501');
 SELECT t_error('order service: reconcile_repair refused', $q$SELECT ordergate.reconcile_repair()$q$, '42501');
 SELECT t_error('order service: add_stock refused', $q$SELECT ordergate.add_stock('S1', 1000)$q$, '42501');
+SELECT t_error('order service: add_check refused', $q$SELECT ordergate.add_check('x', 'ordergate.reconcile_repair()')$q$, '42501');
+SELECT t_error('order service: drop_check refused', $q$SELECT ordergate.drop_check('x')$q$, '42501');
+SELECT t_eq('order service reads the checks', (SELECT count(*) FROM ordergate.checks), 0::bigint);
 SELECT t_error('order service: no direct write', $q$UPDATE ordergate.exceptions SET state = 'refunded'$q$, '42501');
 SELECT t_eq('order service reads the tables', (SELECT count(*) FROM ordergate.orders), 2::bigint);
 RESET ROLE;
@@ -117,6 +127,9 @@ SELECT t_error('trigger: begin_charge refused', $q$SELECT * FROM ordergate.begin
 SELECT t_error('trigger: charge_failed refused', $q$SELECT ordergate.charge_failed('R2', 'CR2')$q$, '42501');
 SELECT t_error('trigger: record_refund refused', $q$SELECT * FROM ordergate.record_refund('TR1', 'RF1', 'succeeded')$q$, '42501');
 SELECT t_error('trigger: outbox_mark_published refused', $q$SELECT ordergate.outbox_mark_published(ARRAY[1::bigint])$q$, '42501');
+SELECT t_error('trigger: add_check refused', $q$SELECT ordergate.add_check('x', 'ordergate.reconcile_repair()')$q$, '42501');
+SELECT t_error('trigger: drop_check refused', $q$SELECT ordergate.drop_check('x')$q$, '42501');
+SELECT t_error('trigger: add_hook refused', $q$SELECT ordergate.add_hook('paid', 'ordergate.reconcile_repair()')$q$, '42501');
 SELECT t_error('trigger: reads no table', $q$SELECT count(*) FROM ordergate.payments$q$, '42501');
 RESET ROLE;
 

@@ -53,6 +53,9 @@ static const struct ctl_command *const ctl_commands[] = {
     &ctl_cmd_drill,
     &ctl_cmd_outbox_quarantined,
     &ctl_cmd_outbox_retry,
+    &ctl_cmd_check_add,
+    &ctl_cmd_check_drop,
+    &ctl_cmd_check_list,
 };
 #define CTL_NCOMMANDS (sizeof(ctl_commands) / sizeof(ctl_commands[0]))
 

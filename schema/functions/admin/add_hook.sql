@@ -56,7 +56,7 @@ BEGIN
         PERFORM _bad_arg('add_hook: fn is required, e.g. ''shop.on_cancelled(text[],text)''');
     END IF;
     SELECT * INTO v_i FROM _hook_inspect(p_fn);
-    IF NOT v_i.found THEN
+    IF NOT v_i.present THEN
         PERFORM _bad_arg(format('add_hook: no function with oid %s', p_fn));
     END IF;
     IF v_i.refusal IS NOT NULL THEN

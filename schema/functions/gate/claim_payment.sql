@@ -23,8 +23,13 @@
 -- it came, is amount_mismatch (manual_review).
 -- Every call with a new txn_no records a payments row with its outcome and currency. The shop's
 -- hooks run last, inside this transaction: 'paid' for a paid or overpaid outcome (with the
--- source the log names: payment_callback or manual_payment), 'late_payment' for a late one
--- (_hooks_run); a hook that raises aborts the call, payments row included.
+-- source the log names: payment_callback or manual_payment), 'late_payment' for a late one,
+-- 'payment_exception' for double_payment, amount_mismatch, currency_mismatch and not_found
+-- (_hooks_run); a hook that raises aborts the call, payments row included. Their context (for
+-- three-argument hooks, schema/README.md "Effect hooks") is the payment: txn_no, amount_cents,
+-- currency, channel, outcome, operator, reason, charge_ref, the order's shop data, and
+-- exception_id, kind and resolution when the outcome recorded an exception. Built from the
+-- variables at hand, no row read: one jsonb per call, used only by three-argument hooks.
 -- status = the order's status after the call (for duplicate: the status of the order the txn
 -- was first recorded for).
 --
@@ -277,7 +282,13 @@ BEGIN
                                        'coupon_id', v_coupon, 'items', _order_items_json(p_order_no),
                                        'shop', v_shop, 'currency', v_cur));
         END IF;
-        PERFORM _hooks_run('paid', ARRAY[p_order_no], v_source);
+        PERFORM _hooks_run('paid', ARRAY[p_order_no], v_source,
+                           jsonb_build_object(p_order_no, jsonb_build_object(
+                               'txn_no', p_txn, 'amount_cents', p_amount, 'currency', v_cur,
+                               'channel', p_channel, 'outcome', v_outcome, 'operator', p_operator,
+                               'reason', p_reason, 'charge_ref', p_charge, 'shop', v_shop,
+                               'exception_id', v_exc_id, 'kind', CASE WHEN v_exc_id IS NOT NULL THEN 'overpaid' END,
+                               'resolution', v_res)));
         RETURN QUERY SELECT v_outcome, 'paid'::text, v_outcome;
         RETURN;
     END IF;
@@ -337,9 +348,15 @@ BEGIN
                                'shop', v_shop, 'currency', v_cur));
 
     UPDATE payments p SET outcome = v_outcome WHERE p.txn_no = p_txn;
-    IF v_outcome = 'late_payment' THEN
-        PERFORM _hooks_run('late_payment', ARRAY[p_order_no], 'payment_callback');
-    END IF;
+    PERFORM _hooks_run(CASE WHEN v_outcome = 'late_payment' THEN 'late_payment' ELSE 'payment_exception' END,
+                       ARRAY[p_order_no],
+                       CASE WHEN v_outcome = 'late_payment' THEN 'payment_callback' ELSE v_source END,
+                       jsonb_build_object(p_order_no, jsonb_build_object(
+                           'txn_no', p_txn, 'amount_cents', p_amount, 'currency', v_cur,
+                           'channel', p_channel, 'outcome', v_outcome, 'operator', p_operator,
+                           'reason', p_reason, 'charge_ref', p_charge, 'shop', v_shop,
+                           'exception_id', v_exc_id, 'kind', v_kind, 'resolution', v_res,
+                           'order_status', v_status)));
     RETURN QUERY SELECT v_outcome, v_status, v_outcome;
 END
 $$;

@@ -1,5 +1,7 @@
 -- reconcile: the sixteen invariants of schema/README.md ("The invariants reconcile() checks"),
--- and nothing else; reconcile_repair creates what can be created safely.
+-- then the shop's own checks (add_check, "Shop checks": rows with invariant NULL, named
+-- shop:<name>, violations -1 when the check failed); reconcile_repair creates what can be
+-- created safely.
 --
 -- STABLE: all sixteen checks read one snapshot, so a claim committing meanwhile is seen whole or
 -- not at all (every claim writes all its rows in one transaction). Each check is one set-based
@@ -416,6 +418,10 @@ BEGIN
     SELECT 16, 'an amended order''s amount and lines are its last amendment''s'::text,
            count(*), (array_agg(bad.order_no ORDER BY bad.order_no))[1:10]
       FROM bad;
+
+    -- The shop's checks (add_check) come last, after every built-in invariant: rows with
+    -- invariant NULL, name shop:<name>, violations -1 for a check that failed (_reconcile_checks).
+    RETURN QUERY SELECT c.invariant, c.name, c.violations, c.sample FROM _reconcile_checks() c;
 END
 $$;
 

@@ -776,6 +776,14 @@ static void test_release_amend_deadline(void **state)
     ctl_result_free(&r);
     assert_int_equal(count_where(conn, "deadline_changes", "order_no = 'L2' AND operator = 'dora'"),
                      1);
+    /* show: the amendment and the deadline change, with their operators. */
+    ctl_run(&r, "show", "L2", "--db", t.conninfo, NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "\namendments:\n"));
+    assert_non_null(strstr(r.out, "clerk"));
+    assert_non_null(strstr(r.out, "\ndeadline changes:\n"));
+    assert_non_null(strstr(r.out, "2029-06-01T12:00:00.000Z"));
+    ctl_result_free(&r);
 
     /* release, then again: not_pending; a cancel cannot take it; amend and deadline refuse. */
     ctl_run(&r, "release", "L1", "--db", t.conninfo, "--operator", "rita", "--reason",

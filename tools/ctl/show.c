@@ -199,6 +199,9 @@ static void show_text(const json_t *r, FILE *out)
     static const char *const exc_k[] = {"id",     "created_at",  "kind",
                                         "txn_no", "amount",      "resolution",
                                         "state",  "resolved_by", "note"};
+    static const char *const rem_h[] = {"OFFSET_S", "STATE", "DUE_AT", "SENT_AT", "SKIPPED"};
+    static const char *const rem_k[] = {"offset_seconds", "state", "due_at", "sent_at",
+                                        "skip_reason"};
     json_t *o = json_deep_copy(json_object_get(r, "order"));
     const char *currency = ctl_json_str(o, "currency");
     char buf[64];
@@ -227,14 +230,18 @@ static void show_text(const json_t *r, FILE *out)
     show_section(out, "payments", json_object_get(o, "payments"), 8, pay_h, pay_k);
     show_section(out, "charges", json_object_get(o, "charges"), 6, chg_h, chg_k);
     show_section(out, "exceptions", json_object_get(o, "exceptions"), 9, exc_h, exc_k);
+    /* Only for an order that has payment reminders (reminder_before_seconds set when it was
+     * placed): every other order's output stays as it was. */
+    if (json_array_size(json_object_get(o, "reminders")) > 0)
+        show_section(out, "reminders", json_object_get(o, "reminders"), 5, rem_h, rem_k);
     json_decref(o);
 }
 
 const struct ctl_command ctl_cmd_show = {
     .name = "show",
     .usage = "show ORDER",
-    .summary = "an order with its currency, items, transition history, payments, charges and "
-               "exceptions",
+    .summary = "an order with its currency, items, transition history, payments, charges, "
+               "exceptions and payment reminders",
     .details = "Exits 1 when nothing at all is recorded under ORDER. Payments and exceptions of\n"
                "an unknown order number (e.g. an unknown_order exception) are shown too.\n",
     .opts = NULL,

@@ -169,6 +169,7 @@ enum og_status reconcile_run(struct db *db, const struct reconcile_params *p, FI
         const struct recon_row *r = &rows[i];
         fprintf(out, "  %d  %-10" PRId64 "  %s\n", r->invariant, r->violations, r->name);
         result->by_invariant[r->invariant] = r->violations;
+        result->checked[r->invariant] = true;
         if (r->violations > 0) {
             fprintf(out, "     first: %s\n", r->sample);
             result->invariants_violated++;

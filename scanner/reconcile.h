@@ -20,13 +20,16 @@ struct reconcile_params {
     bool repair;         /* false under --dry-run: report only */
 };
 
-#define RECONCILE_MAX_INVARIANT 15
+/* Invariant numbers reconcile() may return, 1..this; not all of them are used (1-14, 20, 21):
+ * numbers are kept when invariants are added, so the set may have gaps. */
+#define RECONCILE_MAX_INVARIANT 32
 
 struct reconcile_result {
-    int invariants; /* rows reconcile() returned (14) */
+    int invariants; /* rows reconcile() returned (16) */
     int invariants_violated;
     int64_t violations;                                /* total after any repair */
     int64_t by_invariant[RECONCILE_MAX_INVARIANT + 1]; /* index = invariant number */
+    bool checked[RECONCILE_MAX_INVARIANT + 1];         /* reconcile() returned that number */
     int64_t repaired;                                  /* exceptions created by reconcile_repair */
     int64_t exceptions_open;     /* payment exceptions waiting for an operator or a refund */
     int64_t refunds_unconfirmed; /* auto-refunds older than refund_confirm_seconds, unconfirmed */

@@ -83,6 +83,15 @@ static const struct db_stmt gate_stmt_reminder = {
     "SELECT outcome, ceil(extract(epoch FROM due_at) * 1000)::bigint "
     "FROM ordergate.claim_reminder($1, $2::int)",
     2};
+/* Sorted by order number and offset first (OFFSET 0 keeps the sort below the lateral call), so
+ * the claims take their row locks in the gate's order. */
+static const struct db_stmt gate_stmt_reminders = {
+    "og_claim_reminders",
+    "SELECT u.i, r.outcome, ceil(extract(epoch FROM r.due_at) * 1000)::bigint "
+    "FROM (SELECT * FROM unnest($1::text[], $2::int[]) WITH ORDINALITY AS x(o, s, i) "
+    "      ORDER BY x.o, x.s, x.i OFFSET 0) u "
+    "CROSS JOIN LATERAL ordergate.claim_reminder(u.o, u.s) r",
+    2};
 static const struct db_stmt gate_stmt_close = {
     "og_close", "SELECT outcome, status FROM ordergate.close_order($1, $2, $3)", 3};
 static const struct db_stmt gate_stmt_release = {
@@ -680,6 +689,61 @@ enum og_status gate_claim_reminder(struct db *db, const char *order_no, int offs
     if (st == OG_OK && !PQgetisnull(res, 0, 1))
         *due_ms = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
     PQclear(res);
+    return st;
+}
+
+enum og_status gate_claim_reminders(struct db *db, size_t n, const char *const *order_nos,
+                                    const int *offsets, enum gate_outcome *outcomes,
+                                    int64_t *due_ms, struct og_error *err)
+{
+    struct pgarray nos, offs;
+    const char *params[2];
+    PGresult *res = NULL;
+    enum og_status st = OG_OK;
+
+    if (n == 0 || n > GATE_BATCH_MAX)
+        return og_error_set(err, OG_ERR_ARG, false, "reminder batch of %zu (1..%d)", n,
+                            GATE_BATCH_MAX);
+    for (size_t i = 0; i < n; i++) {
+        outcomes[i] = GATE_UNKNOWN;
+        due_ms[i] = 0;
+        st = gate_check_order_no(order_nos[i], err);
+        if (st != OG_OK)
+            return st;
+        if (offsets[i] < 1 || offsets[i] > GATE_REMINDER_OFFSET_MAX)
+            return og_error_set(err, OG_ERR_ARG, false, "reminder offset must be 1..%d, got %d",
+                                GATE_REMINDER_OFFSET_MAX, offsets[i]);
+    }
+    pgarray_init(&nos);
+    pgarray_init(&offs);
+    for (size_t i = 0; i < n; i++) {
+        pgarray_append(&nos, order_nos[i]);
+        pgarray_append_int(&offs, offsets[i]);
+    }
+    params[0] = pgarray_str(&nos);
+    params[1] = pgarray_str(&offs);
+    if (params[0] == NULL || params[1] == NULL) {
+        st = og_error_set(err, OG_ERR_NOMEM, false, "reminder batch: out of memory");
+        goto out;
+    }
+    st = db_call(db, &gate_stmt_reminders, params, &res, err);
+    if (st == OG_OK)
+        st = gate_check_shape(res, 3, (int)n, "claim_reminder", err);
+    for (int r = 0; st == OG_OK && r < PQntuples(res); r++) {
+        long i = strtol(PQgetvalue(res, r, 0), NULL, 10) - 1;
+        if (i < 0 || (size_t)i >= n) {
+            st = og_error_set(err, OG_ERR_INTERNAL, false, "claim_reminder: row %ld of %zu", i, n);
+            break;
+        }
+        st = gate_outcome_expect(PQgetvalue(res, r, 1), GATE_REMINDER_OUTCOMES, "claim_reminder",
+                                 &outcomes[i], err);
+        if (st == OG_OK && !PQgetisnull(res, r, 2))
+            due_ms[i] = strtoll(PQgetvalue(res, r, 2), NULL, 10);
+    }
+out:
+    PQclear(res);
+    pgarray_free(&nos);
+    pgarray_free(&offs);
     return st;
 }
 

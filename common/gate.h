@@ -314,6 +314,14 @@ enum og_status gate_claim_reminder(struct db *db, const char *order_no, int offs
                                    enum gate_outcome *outcome, int64_t *due_ms,
                                    struct og_error *err);
 
+/* Many reminders in one statement (one round trip, one transaction): claim_reminder for each
+ * (order_nos[i], offsets[i]), i < n (1..GATE_BATCH_MAX), in (order number, offset) order, the
+ * gate's lock order; outcomes[i] and due_ms[i] as gate_claim_reminder's. A duplicate pair in one
+ * call is sent at most once (its second answer is GATE_ALREADY_SENT). */
+enum og_status gate_claim_reminders(struct db *db, size_t n, const char *const *order_nos,
+                                    const int *offsets, enum gate_outcome *outcomes,
+                                    int64_t *due_ms, struct og_error *err);
+
 /* operator_name: 1..GATE_OPERATOR_MAX characters (recorded as the actor);
  * reason: 1..GATE_REASON_MAX characters. */
 enum og_status gate_close(struct db *db, const char *order_no, const char *operator_name,

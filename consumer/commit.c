@@ -120,38 +120,69 @@ enum commit_result commit_flush(struct commit *cm, int wait_ms)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Step 1d: payment reminders, one claim_reminder each, after the batch's payments (a payment
- * consumed with a reminder is recorded first, and the reminder then finds the order paid). The
- * claim is idempotent: a batch retried after a later step failed claims them again and gets
- * already_sent. not_due (the deadline moved out) and in_flight (a hold or a charge: try again at
- * its end) re-schedule the message through the delay topic that fits, like a cancel's not_due;
- * in_flight without a time (given up), not_pending, already_sent and not_found finish it. A
- * locked order row is not waited for (in_flight, one second on). */
+/* Step 1d: payment reminders, all of the batch's in one claim_reminder statement
+ * (gate_claim_reminders: one round trip, whatever their number), after the batch's payments (a
+ * payment consumed with a reminder is recorded first, and the reminder then finds the order
+ * paid). The claim is idempotent: a batch retried after a later step failed claims them again
+ * and gets already_sent. not_due (the deadline moved out) and in_flight (a hold or a charge: try
+ * again at its end) re-schedule the message through the delay topic that fits, like a cancel's
+ * not_due; in_flight without a time (given up), not_pending, already_sent and not_found finish
+ * it. A locked order row is not waited for (in_flight, one second on). */
 static enum commit_result commit_reminders(struct commit *cm)
 {
     struct batch *b = &cm->batch;
+    size_t n = 0, k = 0;
+    const char **nos;
+    int *offs;
+    enum gate_outcome *outs;
+    int64_t *dues, now;
+    struct og_error err = {0};
+    enum og_status st;
 
     for (size_t i = 0; i < b->n; i++) {
         struct batch_entry *e = &b->e[i];
-        struct og_error err = {0};
-        enum og_status st;
-        int64_t due_ms = 0, now;
-
         if (e->kind != BATCH_REMINDER || e->state != BATCH_NEW)
             continue;
-        if (!batch_live(b, e)) {
+        if (!batch_live(b, e))
             e->state = BATCH_DONE;
+        else
+            n++;
+    }
+    if (n == 0)
+        return COMMIT_DONE;
+    nos = calloc(n, sizeof(*nos));
+    offs = calloc(n, sizeof(*offs));
+    outs = calloc(n, sizeof(*outs));
+    dues = calloc(n, sizeof(*dues));
+    if (nos == NULL || offs == NULL || outs == NULL || dues == NULL) {
+        og_error_set(&err, OG_ERR_NOMEM, false, "reminder claims: out of memory");
+        commit_db_failed(cm, "claim_reminder", &err);
+        free(nos), free(offs), free(outs), free(dues);
+        return COMMIT_RETRY;
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        struct batch_entry *e = &b->e[i];
+        if (e->kind == BATCH_REMINDER && e->state == BATCH_NEW) {
+            nos[k] = e->order_no;
+            offs[k++] = e->reminder_offset;
+        }
+    }
+    st = gate_claim_reminders(cm->env.db, n, nos, offs, outs, dues, &err);
+    metric_observe(cm->env.m->db_seconds, db_last_ms(cm->env.db) / 1000.0);
+    if (st != OG_OK) {
+        commit_db_failed(cm, "claim_reminder", &err);
+        free(nos), free(offs), free(outs), free(dues);
+        return COMMIT_RETRY;
+    }
+    *cm->env.db_ok = true;
+    now = clock_wall_ms();
+    k = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        struct batch_entry *e = &b->e[i];
+        if (e->kind != BATCH_REMINDER || e->state != BATCH_NEW)
             continue;
-        }
-        st = gate_claim_reminder(cm->env.db, e->order_no, e->reminder_offset, &e->outcome, &due_ms,
-                                 &err);
-        metric_observe(cm->env.m->db_seconds, db_last_ms(cm->env.db) / 1000.0);
-        if (st != OG_OK) {
-            commit_db_failed(cm, "claim_reminder", &err);
-            return COMMIT_RETRY;
-        }
-        *cm->env.db_ok = true;
-        now = clock_wall_ms();
+        e->outcome = outs[k];
+        int64_t due_ms = dues[k++];
         if (cm->env.m->reminder_claims[e->outcome] != NULL)
             metric_inc(cm->env.m->reminder_claims[e->outcome], 1);
         if (e->outcome == GATE_SENT) {
@@ -170,6 +201,7 @@ static enum commit_result commit_reminders(struct commit *cm)
         }
         e->state = BATCH_DONE;
     }
+    free(nos), free(offs), free(outs), free(dues);
     return COMMIT_DONE;
 }
 

@@ -193,7 +193,7 @@ enum og_status reconcile_run(struct db *db, const struct reconcile_params *p, FI
         } else {
             fprintf(out, "  %d  %-10" PRId64 "  %s\n", r->invariant, r->violations, r->name);
             result->by_invariant[r->invariant] = r->violations;
-            result->has_invariant[r->invariant] = true;
+            result->checked[r->invariant] = true;
             result->invariants++;
         }
         if (r->violations > 0) {

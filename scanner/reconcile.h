@@ -21,7 +21,9 @@ struct reconcile_params {
     bool repair;         /* false under --dry-run: report only */
 };
 
-#define RECONCILE_MAX_INVARIANT 21
+/* Invariant numbers reconcile() may return, 1..this; not all of them are used (1-16, 20, 21):
+ * numbers are kept when invariants are added, so the set may have gaps. */
+#define RECONCILE_MAX_INVARIANT 32
 
 /* The shop's checks (add_check) reconcile() runs after its invariants, each a row named
  * shop:<name> with no invariant number; violations -1 = the check failed (raised, or could not
@@ -34,14 +36,14 @@ struct reconcile_check {
 };
 
 struct reconcile_result {
-    int invariants;          /* built-in rows reconcile() returned (14) */
+    int invariants;          /* built-in rows reconcile() returned (18) */
     int invariants_violated; /* built-in invariants violated, shop checks violated or failed */
     int checks;              /* shop checks run */
     int checks_failed;       /* shop checks that failed (counted in invariants_violated too) */
     struct reconcile_check check[RECONCILE_MAX_CHECKS];
     int64_t violations;                                /* total after any repair */
     int64_t by_invariant[RECONCILE_MAX_INVARIANT + 1]; /* index = invariant number */
-    bool has_invariant[RECONCILE_MAX_INVARIANT + 1];   /* reported (the numbers have gaps) */
+    bool checked[RECONCILE_MAX_INVARIANT + 1];         /* reconcile() returned that number */
     int64_t repaired;                                  /* exceptions created by reconcile_repair */
     int64_t exceptions_open;     /* payment exceptions waiting for an operator or a refund */
     int64_t refunds_unconfirmed; /* auto-refunds older than refund_confirm_seconds, unconfirmed */

@@ -230,11 +230,11 @@ void scanner_metrics_record_reconcile(const struct reconcile_result *r)
     /* Registered only now, so a failed check exports no false zeros. */
     for (int i = 1; i <= RECONCILE_MAX_INVARIANT; i++) {
         char label[32];
-        if (!r->has_invariant[i])
+        if (!r->checked[i])
             continue;
         snprintf(label, sizeof(label), "invariant=\"%d\"", i);
         metric_set(metric_register("ordergate_reconcile_violations",
-                                   "Rows breaking invariant 1..8 in the last reconciliation, "
+                                   "Rows breaking each invariant in the last reconciliation, "
                                    "after its repairs",
                                    METRIC_GAUGE, label, NULL, 0),
                    (double)r->by_invariant[i]);

@@ -239,6 +239,9 @@ static void show_text(const json_t *r, FILE *out)
                                         "lines_after"};
     static const char *const dl_h[] = {"AT", "OPERATOR", "BEFORE", "AFTER"};
     static const char *const dl_k[] = {"at", "operator", "before", "after"};
+    static const char *const rem_h[] = {"OFFSET_S", "STATE", "DUE_AT", "SENT_AT", "SKIPPED"};
+    static const char *const rem_k[] = {"offset_seconds", "state", "due_at", "sent_at",
+                                        "skip_reason"};
     json_t *o = json_deep_copy(json_object_get(r, "order"));
     const char *currency = ctl_json_str(o, "currency");
     char buf[64];
@@ -270,6 +273,10 @@ static void show_text(const json_t *r, FILE *out)
     show_amendments(json_object_get(o, "amendments"), currency);
     show_section(out, "amendments", json_object_get(o, "amendments"), 5, amd_h, amd_k);
     show_section(out, "deadline changes", json_object_get(o, "deadline_changes"), 4, dl_h, dl_k);
+    /* Only for an order that has payment reminders (reminder_before_seconds set when it was
+     * placed): every other order's output stays as it was. */
+    if (json_array_size(json_object_get(o, "reminders")) > 0)
+        show_section(out, "reminders", json_object_get(o, "reminders"), 5, rem_h, rem_k);
     json_decref(o);
 }
 
@@ -277,7 +284,7 @@ const struct ctl_command ctl_cmd_show = {
     .name = "show",
     .usage = "show ORDER",
     .summary = "an order with its currency, items, transition history, payments, charges, "
-               "exceptions, amendments and deadline changes",
+               "exceptions, amendments, deadline changes and payment reminders",
     .details = "Exits 1 when nothing at all is recorded under ORDER. Payments and exceptions of\n"
                "an unknown order number (e.g. an unknown_order exception) are shown too.\n",
     .opts = NULL,

@@ -168,12 +168,10 @@ BEGIN
       INTO v_schedule, v_offsets
       FROM settings s
      WHERE s.key IN ('schedule_cancels', 'reminder_before_seconds');
-    IF v_schedule THEN
-        INSERT INTO outbox (event_type, order_no, payload)
-        VALUES ('cancel_scheduled', p_order_no, _cancel_message(p_order_no, p_expire));
-    END IF;
     IF v_offsets <> '' THEN
         -- Only offsets still ahead: a reminder due before the order existed is never sent.
+        -- Their messages before the cancel's, earliest due first: in a delay topic's partition
+        -- a message waits behind the ones produced before it.
         WITH r AS (
             INSERT INTO reminders (order_no, offset_seconds)
             SELECT p_order_no, x::int
@@ -188,6 +186,10 @@ BEGIN
           FROM r
          WHERE v_schedule
          ORDER BY r.offset_seconds DESC;
+    END IF;
+    IF v_schedule THEN
+        INSERT INTO outbox (event_type, order_no, payload)
+        VALUES ('cancel_scheduled', p_order_no, _cancel_message(p_order_no, p_expire));
     END IF;
     RETURN 'placed';
 END

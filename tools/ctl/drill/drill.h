@@ -75,6 +75,7 @@ struct drill_opts {
     int settle_s;
     int no_kafka;
     int schedule_in_db;
+    char reminders[64]; /* --reminders: reminder_before_seconds with --schedule-in-db ("" none) */
     uint64_t seed;
     const char *bin_dir;
 };
@@ -172,6 +173,11 @@ struct drill {
     char schedule_before[8];
     long sched_events, sched_unpublished;
     int64_t delay_messages[DRILL_DELAY_LEVELS];
+    /* --reminders: the setting's value before the drill (restored after it, when remind_set)
+     * and the drill's reminders by state after the settle (remind.c). */
+    char remind_before[64];
+    int remind_set;
+    long reminders_total, reminders_sent, reminders_skipped, reminders_pending;
     int scanner_status;
     long violations;
     long ledger_violations;
@@ -226,6 +232,13 @@ enum og_status drill_setup_place(struct drill *d, struct db *db, struct og_error
 enum og_status drill_setup_due(const struct drill *d, struct db *db, struct og_error *err);
 
 /* ---- sched.c ---------------------------------------------------------------------------- */
+
+/* reminder_before_seconds set to --reminders (nothing when ""); its value before kept. */
+enum og_status drill_remind_on(struct drill *d, struct db *db, struct og_error *err);
+/* The setting put back as the drill found it. */
+enum og_status drill_remind_restore(const struct drill *d, struct db *db, struct og_error *err);
+/* The drill's reminders counted; an unpublished reminder message is a ledger violation. */
+enum og_status drill_remind_check(struct drill *d, struct db *db, struct og_error *err);
 
 /* schedule_cancels turned on; its value before kept in d->schedule_before. */
 enum og_status drill_sched_on(struct drill *d, struct db *db, struct og_error *err);

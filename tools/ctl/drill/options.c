@@ -49,6 +49,10 @@ const struct opt drill_options[] = {
      "place_order schedules the cancels (schedule_cancels = 1), the consumers' relays send them; "
      "--lead-ms counts from the start of placement",
      NULL, 0, 0},
+    {"reminders", "LIST", OPT_ARG,
+     "with --schedule-in-db: payment reminders at these offsets in seconds before each deadline, "
+     "the setting reminder_before_seconds for the drill's time (3,1; '' for none)",
+     NULL, 0, 0},
     {"bin-dir", "DIR", OPT_ARG, "where ordergate-consumer and ordergate-scanner are", NULL, 0, 0},
     {NULL, NULL, 0, NULL, NULL, 0, 0},
 };
@@ -78,6 +82,7 @@ void drill_options_defaults(struct drill_opts *o)
                              .garbage = 3,
                              .payers = 4,
                              .settle_s = 120,
+                             .reminders = "3,1",
                              .seed = (uint64_t)clock_wall_ms()};
 }
 
@@ -206,5 +211,17 @@ enum og_status drill_options_parse(struct drill_opts *o, const struct opt_args *
                             "--garbage: with --schedule-in-db the drill produces no message");
     if (o->schedule_in_db)
         o->garbage = 0;
+    /* The database checks the list itself (set_setting: 22023); here only its shape. */
+    if ((v = opt_arg(a, "reminders")) != NULL) {
+        if (strlen(v) >= sizeof(o->reminders) || strspn(v, "0123456789,") != strlen(v))
+            return og_error_set(err, OG_ERR_ARG, false,
+                                "--reminders: offsets in seconds, comma-separated (3,1), or ''");
+        if (!o->schedule_in_db && v[0] != '\0')
+            return og_error_set(err, OG_ERR_ARG, false,
+                                "--reminders: the reminders' messages need --schedule-in-db");
+        snprintf(o->reminders, sizeof(o->reminders), "%s", v);
+    }
+    if (!o->schedule_in_db)
+        o->reminders[0] = '\0';
     return OG_OK;
 }

@@ -141,6 +141,41 @@ static enum og_status codec_get_order_no(json_t *root, const void *key, size_t k
                         key, key_len, out, err);
 }
 
+/* The delay-topic message's kind: "kind" absent or "cancel" is a cancel (*offset 0: every message
+ * written before reminders existed has no kind); "reminder" needs "offset_seconds", an integer
+ * 1..CODEC_OFFSET_MAX, into *offset. Anything else is refused: a kind this build does not know
+ * must not be taken for a cancel. */
+static enum og_status codec_get_kind(json_t *root, int32_t *offset, struct og_error *err)
+{
+    char shown[80];
+    json_t *off;
+    const char *s;
+    size_t len;
+    enum og_status st;
+
+    *offset = 0;
+    if (json_object_get(root, "kind") == NULL)
+        return OG_OK;
+    st = codec_get_string(root, "kind", &s, &len, err);
+    if (st != OG_OK)
+        return st;
+    if (len == 6 && memcmp(s, "cancel", 6) == 0)
+        return OG_OK;
+    if (len != 8 || memcmp(s, "reminder", 8) != 0)
+        return codec_fail(err, "bad_kind: '%s' (cancel or reminder)",
+                          codec_printable(shown, sizeof(shown), s, len));
+    off = json_object_get(root, "offset_seconds");
+    if (off == NULL)
+        return codec_fail(err, "missing_field: offset_seconds");
+    if (!json_is_integer(off))
+        return codec_fail(err, "bad_type: offset_seconds must be an integer");
+    if (json_integer_value(off) < 1 || json_integer_value(off) > CODEC_OFFSET_MAX)
+        return codec_fail(err, "bad_offset: %lld (must be 1 to %d)",
+                          (long long)json_integer_value(off), CODEC_OFFSET_MAX);
+    *offset = (int32_t)json_integer_value(off);
+    return OG_OK;
+}
+
 enum og_status codec_decode_cancel(const void *key, size_t key_len, const void *value,
                                    size_t value_len, struct codec_cancel *out, struct og_error *err)
 {
@@ -167,6 +202,7 @@ enum og_status codec_decode_cancel(const void *key, size_t key_len, const void *
         goto out;
     }
     out->due_ms = ms;
+    st = codec_get_kind(root, &out->reminder_offset, err);
 out:
     json_decref(root);
     if (st != OG_OK)
@@ -378,6 +414,27 @@ enum og_status codec_encode_cancel(const char *order_no, int64_t due_ms, char *b
     return codec_dump(
         json_pack("{s:i, s:s, s:s}", "v", CODEC_VERSION, "order_no", order_no, "due_at", due), buf,
         size, len, err);
+}
+
+enum og_status codec_encode_reminder(const char *order_no, int32_t offset_seconds, int64_t due_ms,
+                                     char *buf, size_t size, size_t *len, struct og_error *err)
+{
+    char due[32];
+
+    *len = 0;
+    if (order_no == NULL || !gate_order_no_valid(order_no, strlen(order_no)))
+        return og_error_set(err, OG_ERR_ARG, false, "invalid order number");
+    if (offset_seconds < 1 || offset_seconds > CODEC_OFFSET_MAX)
+        return og_error_set(err, OG_ERR_ARG, false, "offset %d is out of range",
+                            (int)offset_seconds);
+    if (due_ms < -62167219200000LL || due_ms > 253402300799999LL)
+        return og_error_set(err, OG_ERR_ARG, false, "due time %lld is out of range",
+                            (long long)due_ms);
+    clock_format_iso(due_ms, due, sizeof(due));
+    return codec_dump(json_pack("{s:i, s:s, s:s, s:s, s:i}", "v", CODEC_VERSION, "order_no",
+                                order_no, "due_at", due, "kind", "reminder", "offset_seconds",
+                                (int)offset_seconds),
+                      buf, size, len, err);
 }
 
 enum og_status codec_encode_payment(const struct codec_payment *p, char *buf, size_t size,

@@ -3,6 +3,9 @@
  *
  * Delayed cancel message (delay topics, key = order number):
  *   {"v":1,"order_no":"A-1001","due_at":"2026-11-30T16:00:00.000Z"}
+ *   optional: "kind":"cancel" (the same) or "kind":"reminder" with "offset_seconds":300, the
+ *   order's payment reminder at that offset (claim_reminder), due at due_at; a message without
+ *   a kind is a cancel, as every message written before reminders existed
  * Payment result (optional payments topic, key = order number):
  *   {"v":1,"order_no":"A-1001","txn_no":"T-77","amount_cents":1999,"channel":"card"}
  *   optional: "currency":"EUR" (the amount's; absent: the order's), "charge_ref":"C-9" (the
@@ -27,7 +30,7 @@
  * "unknown_version: v=2". The codes: too_large, empty, bad_json, not_object,
  * missing_field, bad_type, unknown_version, bad_order_no, key_mismatch,
  * bad_due_at, bad_txn_no, bad_amount, bad_channel, bad_currency, bad_charge_ref, bad_refund_ref,
- * bad_outcome. The consumer copies that text into the dead-letter header
+ * bad_outcome, bad_kind, bad_offset. The consumer copies that text into the dead-letter header
  * ordergate-reason.
  *
  * Pure functions: no global state, safe from any thread, never abort on any
@@ -47,10 +50,12 @@
 #define CODEC_CHANNEL_MAX 64
 #define CODEC_DUE_AT_MAX  40 /* the longest RFC 3339 form clock_parse_iso accepts is 35 */
 #define CODEC_AMOUNT_MAX  1000000000000000LL /* 10^15 cents: anything above is garbage */
+#define CODEC_OFFSET_MAX  31622400 /* a reminder's offset: reminder_before_seconds' bound */
 
 struct codec_cancel {
     char order_no[GATE_ORDER_NO_MAX + 1];
-    int64_t due_ms; /* Unix epoch milliseconds, UTC */
+    int64_t due_ms;          /* Unix epoch milliseconds, UTC */
+    int32_t reminder_offset; /* 0: a cancel; else a reminder at this offset in seconds */
 };
 
 struct codec_payment {
@@ -91,6 +96,10 @@ void codec_salvage_payment(const void *key, size_t key_len, const void *value, s
  * The same validation as decoding applies: what we write we could read. */
 enum og_status codec_encode_cancel(const char *order_no, int64_t due_ms, char *buf, size_t size,
                                    size_t *len, struct og_error *err);
+/* A reminder's delay-topic message: the cancel message plus "kind":"reminder" and
+ * "offset_seconds" (1..CODEC_OFFSET_MAX). */
+enum og_status codec_encode_reminder(const char *order_no, int32_t offset_seconds, int64_t due_ms,
+                                     char *buf, size_t size, size_t *len, struct og_error *err);
 enum og_status codec_encode_payment(const struct codec_payment *p, char *buf, size_t size,
                                     size_t *len, struct og_error *err);
 enum og_status codec_encode_refund(const struct codec_refund *r, char *buf, size_t size,

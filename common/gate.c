@@ -32,7 +32,14 @@ static const char *const gate_outcome_words[GATE_OUTCOME_COUNT] = {
     [GATE_PLACED] = "placed",
     [GATE_OUT_OF_STOCK] = "out_of_stock",
     [GATE_COUPON_UNAVAILABLE] = "coupon_unavailable",
+    [GATE_SENT] = "sent",
+    [GATE_IN_FLIGHT] = "in_flight",
+    [GATE_ALREADY_SENT] = "already_sent",
     [GATE_HOOK_FAILED] = "hook_failed",
+    [GATE_ALREADY_RELEASED] = "already_released",
+    [GATE_RELEASED] = "released",
+    [GATE_AMENDED] = "amended",
+    [GATE_SET] = "set",
 };
 
 /* Statements: each calls one gate function (schema/README.md, "The gate"). */
@@ -71,8 +78,31 @@ static const struct db_stmt gate_stmt_place_full = {
     7};
 static const struct db_stmt gate_stmt_hold = {
     "og_hold", "SELECT outcome, expire_at FROM ordergate.hold_for_payment($1, $2::int)", 2};
+static const struct db_stmt gate_stmt_reminder = {
+    "og_claim_reminder",
+    "SELECT outcome, ceil(extract(epoch FROM due_at) * 1000)::bigint "
+    "FROM ordergate.claim_reminder($1, $2::int)",
+    2};
+/* Sorted by order number and offset first (OFFSET 0 keeps the sort below the lateral call), so
+ * the claims take their row locks in the gate's order. */
+static const struct db_stmt gate_stmt_reminders = {
+    "og_claim_reminders",
+    "SELECT u.i, r.outcome, ceil(extract(epoch FROM r.due_at) * 1000)::bigint "
+    "FROM (SELECT * FROM unnest($1::text[], $2::int[]) WITH ORDINALITY AS x(o, s, i) "
+    "      ORDER BY x.o, x.s, x.i OFFSET 0) u "
+    "CROSS JOIN LATERAL ordergate.claim_reminder(u.o, u.s) r",
+    2};
 static const struct db_stmt gate_stmt_close = {
     "og_close", "SELECT outcome, status FROM ordergate.close_order($1, $2, $3)", 3};
+static const struct db_stmt gate_stmt_release = {
+    "og_release", "SELECT outcome, status FROM ordergate.release_order($1, $2, $3)", 3};
+static const struct db_stmt gate_stmt_amend = {
+    "og_amend",
+    "SELECT outcome, status FROM ordergate.amend_order($1, $2::bigint, $3::jsonb, $4::jsonb, $5)",
+    5};
+static const struct db_stmt gate_stmt_set_deadline = {
+    "og_set_deadline",
+    "SELECT outcome, expire_at FROM ordergate.set_deadline($1, $2::timestamptz, $3)", 3};
 static const struct db_stmt gate_stmt_refused = {
     "og_record_payment_refused",
     "SELECT outcome, exception_id, refused_key FROM ordergate.record_payment_refused($1, $2, $3, "
@@ -125,6 +155,8 @@ const char *order_status_str(enum order_status status)
         return "paid";
     case ORDER_CANCELLED:
         return "cancelled";
+    case ORDER_RELEASED:
+        return "released";
     case ORDER_STATUS_NONE:
         break;
     }
@@ -141,6 +173,8 @@ enum order_status order_status_parse(const char *word)
         return ORDER_PAID;
     if (strcmp(word, "cancelled") == 0)
         return ORDER_CANCELLED;
+    if (strcmp(word, "released") == 0)
+        return ORDER_RELEASED;
     return ORDER_STATUS_NONE;
 }
 
@@ -228,16 +262,27 @@ _Static_assert(GATE_OUTCOME_COUNT <= 32, "outcome sets are bit masks of an unsig
 #define GATE_BIT(o) (1u << (o))
 #define GATE_CANCEL_OUTCOMES                                                                       \
     (GATE_BIT(GATE_CANCELLED) | GATE_BIT(GATE_ALREADY_CANCELLED) | GATE_BIT(GATE_ALREADY_PAID) |   \
-     GATE_BIT(GATE_NOT_DUE) | GATE_BIT(GATE_NOT_FOUND) | GATE_BIT(GATE_BUSY))
+     GATE_BIT(GATE_NOT_DUE) | GATE_BIT(GATE_NOT_FOUND) | GATE_BIT(GATE_BUSY) |                     \
+     GATE_BIT(GATE_ALREADY_RELEASED))
 #define GATE_CLOSE_OUTCOMES                                                                        \
     (GATE_BIT(GATE_CANCELLED) | GATE_BIT(GATE_ALREADY_CANCELLED) | GATE_BIT(GATE_ALREADY_PAID) |   \
+     GATE_BIT(GATE_NOT_FOUND) | GATE_BIT(GATE_ALREADY_RELEASED))
+#define GATE_RELEASE_OUTCOMES                                                                      \
+    (GATE_BIT(GATE_RELEASED) | GATE_BIT(GATE_NOT_PENDING) | GATE_BIT(GATE_NOT_FOUND))
+#define GATE_AMEND_OUTCOMES                                                                        \
+    (GATE_BIT(GATE_AMENDED) | GATE_BIT(GATE_OUT_OF_STOCK) | GATE_BIT(GATE_NOT_PENDING) |           \
      GATE_BIT(GATE_NOT_FOUND))
+#define GATE_SET_DEADLINE_OUTCOMES                                                                 \
+    (GATE_BIT(GATE_SET) | GATE_BIT(GATE_NOT_PENDING) | GATE_BIT(GATE_NOT_FOUND))
 #define GATE_PAYMENT_OUTCOMES                                                                      \
     (GATE_BIT(GATE_PAID) | GATE_BIT(GATE_LATE_PAYMENT) | GATE_BIT(GATE_DOUBLE_PAYMENT) |           \
      GATE_BIT(GATE_AMOUNT_MISMATCH) | GATE_BIT(GATE_NOT_FOUND) | GATE_BIT(GATE_PARTIAL) |          \
      GATE_BIT(GATE_OVERPAID) | GATE_BIT(GATE_CURRENCY_MISMATCH))
 #define GATE_HOLD_OUTCOMES                                                                         \
     (GATE_BIT(GATE_HELD) | GATE_BIT(GATE_NOT_PENDING) | GATE_BIT(GATE_NOT_FOUND))
+#define GATE_REMINDER_OUTCOMES                                                                     \
+    (GATE_BIT(GATE_SENT) | GATE_BIT(GATE_NOT_DUE) | GATE_BIT(GATE_IN_FLIGHT) |                     \
+     GATE_BIT(GATE_NOT_PENDING) | GATE_BIT(GATE_ALREADY_SENT) | GATE_BIT(GATE_NOT_FOUND))
 #define GATE_BEGIN_CHARGE_OUTCOMES                                                                 \
     (GATE_BIT(GATE_PENDING) | GATE_BIT(GATE_DUPLICATE) | GATE_BIT(GATE_NOT_PENDING) |              \
      GATE_BIT(GATE_NOT_FOUND))
@@ -615,6 +660,93 @@ enum og_status gate_hold(struct db *db, const char *order_no, int seconds,
     return st;
 }
 
+enum og_status gate_claim_reminder(struct db *db, const char *order_no, int offset_seconds,
+                                   enum gate_outcome *outcome, int64_t *due_ms,
+                                   struct og_error *err)
+{
+    char off[16];
+    const char *params[2];
+    PGresult *res = NULL;
+    enum og_status st;
+
+    *outcome = GATE_UNKNOWN;
+    *due_ms = 0;
+    st = gate_check_order_no(order_no, err);
+    if (st != OG_OK)
+        return st;
+    if (offset_seconds < 1 || offset_seconds > GATE_REMINDER_OFFSET_MAX)
+        return og_error_set(err, OG_ERR_ARG, false, "reminder offset must be 1..%d, got %d",
+                            GATE_REMINDER_OFFSET_MAX, offset_seconds);
+    snprintf(off, sizeof(off), "%d", offset_seconds);
+    params[0] = order_no;
+    params[1] = off;
+    st = db_call(db, &gate_stmt_reminder, params, &res, err);
+    if (st == OG_OK)
+        st = gate_check_shape(res, 2, 1, "claim_reminder", err);
+    if (st == OG_OK)
+        st = gate_outcome_expect(PQgetvalue(res, 0, 0), GATE_REMINDER_OUTCOMES, "claim_reminder",
+                                 outcome, err);
+    if (st == OG_OK && !PQgetisnull(res, 0, 1))
+        *due_ms = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+    PQclear(res);
+    return st;
+}
+
+enum og_status gate_claim_reminders(struct db *db, size_t n, const char *const *order_nos,
+                                    const int *offsets, enum gate_outcome *outcomes,
+                                    int64_t *due_ms, struct og_error *err)
+{
+    struct pgarray nos, offs;
+    const char *params[2];
+    PGresult *res = NULL;
+    enum og_status st = OG_OK;
+
+    if (n == 0 || n > GATE_BATCH_MAX)
+        return og_error_set(err, OG_ERR_ARG, false, "reminder batch of %zu (1..%d)", n,
+                            GATE_BATCH_MAX);
+    for (size_t i = 0; i < n; i++) {
+        outcomes[i] = GATE_UNKNOWN;
+        due_ms[i] = 0;
+        st = gate_check_order_no(order_nos[i], err);
+        if (st != OG_OK)
+            return st;
+        if (offsets[i] < 1 || offsets[i] > GATE_REMINDER_OFFSET_MAX)
+            return og_error_set(err, OG_ERR_ARG, false, "reminder offset must be 1..%d, got %d",
+                                GATE_REMINDER_OFFSET_MAX, offsets[i]);
+    }
+    pgarray_init(&nos);
+    pgarray_init(&offs);
+    for (size_t i = 0; i < n; i++) {
+        pgarray_append(&nos, order_nos[i]);
+        pgarray_append_int(&offs, offsets[i]);
+    }
+    params[0] = pgarray_str(&nos);
+    params[1] = pgarray_str(&offs);
+    if (params[0] == NULL || params[1] == NULL) {
+        st = og_error_set(err, OG_ERR_NOMEM, false, "reminder batch: out of memory");
+        goto out;
+    }
+    st = db_call(db, &gate_stmt_reminders, params, &res, err);
+    if (st == OG_OK)
+        st = gate_check_shape(res, 3, (int)n, "claim_reminder", err);
+    for (int r = 0; st == OG_OK && r < PQntuples(res); r++) {
+        long i = strtol(PQgetvalue(res, r, 0), NULL, 10) - 1;
+        if (i < 0 || (size_t)i >= n) {
+            st = og_error_set(err, OG_ERR_INTERNAL, false, "claim_reminder: row %ld of %zu", i, n);
+            break;
+        }
+        st = gate_outcome_expect(PQgetvalue(res, r, 1), GATE_REMINDER_OUTCOMES, "claim_reminder",
+                                 &outcomes[i], err);
+        if (st == OG_OK && !PQgetisnull(res, r, 2))
+            due_ms[i] = strtoll(PQgetvalue(res, r, 2), NULL, 10);
+    }
+out:
+    PQclear(res);
+    pgarray_free(&nos);
+    pgarray_free(&offs);
+    return st;
+}
+
 enum og_status gate_close(struct db *db, const char *order_no, const char *operator_name,
                           const char *reason, enum gate_outcome *outcome, enum order_status *status,
                           struct og_error *err)
@@ -647,6 +779,143 @@ enum og_status gate_close(struct db *db, const char *order_no, const char *opera
                                  err);
     if (st == OG_OK)
         *status = order_status_parse(PQgetvalue(res, 0, 1));
+    PQclear(res);
+    return st;
+}
+
+enum og_status gate_order_release(struct db *db, const char *order_no, const char *operator_name,
+                                  const char *reason, enum gate_outcome *outcome,
+                                  enum order_status *status, struct og_error *err)
+{
+    const char *params[3];
+    PGresult *res = NULL;
+    enum og_status st;
+
+    *outcome = GATE_UNKNOWN;
+    *status = ORDER_STATUS_NONE;
+    st = gate_check_order_no(order_no, err);
+    if (st != OG_OK)
+        return st;
+    if (!gate_text_valid(operator_name, GATE_OPERATOR_MAX))
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "operator is required for a release (1 to %d characters)",
+                            GATE_OPERATOR_MAX);
+    if (!gate_text_valid(reason, GATE_REASON_MAX))
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "reason is required for a release (1 to %d characters)",
+                            GATE_REASON_MAX);
+    params[0] = order_no;
+    params[1] = operator_name;
+    params[2] = reason;
+    st = db_call(db, &gate_stmt_release, params, &res, err);
+    if (st == OG_OK)
+        st = gate_check_shape(res, 2, 1, "release_order", err);
+    if (st == OG_OK)
+        st = gate_outcome_expect(PQgetvalue(res, 0, 0), GATE_RELEASE_OUTCOMES, "release_order",
+                                 outcome, err);
+    if (st == OG_OK)
+        *status = order_status_parse(PQgetvalue(res, 0, 1));
+    PQclear(res);
+    return st;
+}
+
+/* An amendment's lines: place_order's, or "[]" (a gate-only order stays so). */
+static enum og_status gate_check_amend_items(const char *items_json, struct og_error *err)
+{
+    json_t *items;
+    bool empty;
+
+    if (items_json == NULL || *items_json == '\0')
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "items are required (\"[]\" for a gate-only order)");
+    items = json_loads(items_json, JSON_REJECT_DUPLICATES, NULL);
+    empty = json_is_array(items) && json_array_size(items) == 0;
+    json_decref(items);
+    return empty ? OG_OK : gate_check_items(items_json, err);
+}
+
+enum og_status gate_order_amend(struct db *db, const char *order_no, int64_t amount_cents,
+                                const char *items_json, const char *shop_json,
+                                const char *operator_name, enum gate_outcome *outcome,
+                                enum order_status *status, struct og_error *err)
+{
+    char amount[24];
+    const char *params[5];
+    PGresult *res = NULL;
+    enum og_status st;
+
+    *outcome = GATE_UNKNOWN;
+    *status = ORDER_STATUS_NONE;
+    st = gate_check_order_no(order_no, err);
+    if (st != OG_OK)
+        return st;
+    if (amount_cents <= 0 || amount_cents > GATE_AMOUNT_MAX)
+        return og_error_set(err, OG_ERR_ARG, false, "amount must be 1 to %lld, got %" PRId64,
+                            GATE_AMOUNT_MAX, amount_cents);
+    st = gate_check_amend_items(items_json, err);
+    if (st != OG_OK)
+        return st;
+    if (shop_json != NULL) {
+        json_t *shop = json_loads(shop_json, JSON_REJECT_DUPLICATES, NULL);
+        bool object = json_is_object(shop);
+
+        json_decref(shop);
+        if (!object)
+            return og_error_set(err, OG_ERR_ARG, false, "shop data must be a JSON object");
+    }
+    if (!gate_text_valid(operator_name, GATE_OPERATOR_MAX))
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "operator is required for an amendment (1 to %d characters)",
+                            GATE_OPERATOR_MAX);
+    snprintf(amount, sizeof(amount), "%" PRId64, amount_cents);
+    params[0] = order_no;
+    params[1] = amount;
+    params[2] = items_json;
+    params[3] = shop_json;
+    params[4] = operator_name;
+    st = db_call(db, &gate_stmt_amend, params, &res, err);
+    if (st == OG_OK)
+        st = gate_check_shape(res, 2, 1, "amend_order", err);
+    if (st == OG_OK)
+        st = gate_outcome_expect(PQgetvalue(res, 0, 0), GATE_AMEND_OUTCOMES, "amend_order", outcome,
+                                 err);
+    if (st == OG_OK)
+        *status = order_status_parse(PQgetvalue(res, 0, 1));
+    PQclear(res);
+    return st;
+}
+
+enum og_status gate_order_set_deadline(struct db *db, const char *order_no, const char *deadline,
+                                       const char *operator_name, enum gate_outcome *outcome,
+                                       char *expire_at, size_t expire_at_size, struct og_error *err)
+{
+    const char *params[3];
+    PGresult *res = NULL;
+    enum og_status st;
+
+    *outcome = GATE_UNKNOWN;
+    if (expire_at != NULL && expire_at_size > 0)
+        expire_at[0] = '\0';
+    st = gate_check_order_no(order_no, err);
+    if (st != OG_OK)
+        return st;
+    if (deadline == NULL || *deadline == '\0')
+        return og_error_set(err, OG_ERR_ARG, false, "the new deadline is required");
+    if (!gate_text_valid(operator_name, GATE_OPERATOR_MAX))
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "operator is required for a deadline change (1 to %d characters)",
+                            GATE_OPERATOR_MAX);
+    params[0] = order_no;
+    params[1] = deadline;
+    params[2] = operator_name;
+    st = db_call(db, &gate_stmt_set_deadline, params, &res, err);
+    if (st == OG_OK)
+        st = gate_check_shape(res, 2, 1, "set_deadline", err);
+    if (st == OG_OK)
+        st = gate_outcome_expect(PQgetvalue(res, 0, 0), GATE_SET_DEADLINE_OUTCOMES, "set_deadline",
+                                 outcome, err);
+    if (st == OG_OK && expire_at != NULL && expire_at_size > 0)
+        snprintf(expire_at, expire_at_size, "%s", PQgetvalue(res, 0, 1));
     PQclear(res);
     return st;
 }

@@ -75,9 +75,22 @@ enum gate_outcome {
     GATE_PLACED,
     GATE_OUT_OF_STOCK,
     GATE_COUPON_UNAVAILABLE,
+    /* claim_reminder (also GATE_NOT_DUE, GATE_NOT_PENDING, GATE_NOT_FOUND) */
+    GATE_SENT,         /* this call wrote the payment_reminder event */
+    GATE_IN_FLIGHT,    /* a hold, a pending charge or a payment holds it back: try again later */
+    GATE_ALREADY_SENT, /* sent before, by any caller */
     /* gate_claim_cancel_isolating only (never a database answer): a registered hook failed the
      * claim of this order alone; nothing was claimed for it */
     GATE_HOOK_FAILED,
+    /* claim_cancel / close_order: staff released the order unpaid (release_order); final, never
+     * cancelled, not to be retried */
+    GATE_ALREADY_RELEASED,
+    /* release_order (else GATE_NOT_PENDING, GATE_NOT_FOUND) */
+    GATE_RELEASED,
+    /* amend_order (else GATE_OUT_OF_STOCK, GATE_NOT_PENDING, GATE_NOT_FOUND) */
+    GATE_AMENDED,
+    /* set_deadline (else GATE_NOT_PENDING, GATE_NOT_FOUND) */
+    GATE_SET,
     GATE_OUTCOME_COUNT
 };
 
@@ -88,7 +101,15 @@ enum gate_source {
     GATE_SRC_MANUAL,
 };
 
-enum order_status { ORDER_STATUS_NONE = 0, ORDER_PENDING, ORDER_PAID, ORDER_CANCELLED };
+/* ORDER_RELEASED: staff took it out of the gate unpaid (release_order); it may still become
+ * ORDER_PAID, never ORDER_CANCELLED. */
+enum order_status {
+    ORDER_STATUS_NONE = 0,
+    ORDER_PENDING,
+    ORDER_PAID,
+    ORDER_CANCELLED,
+    ORDER_RELEASED
+};
 
 struct gate_cancel_row {
     char order_no[GATE_ORDER_NO_MAX + 1];
@@ -282,6 +303,25 @@ enum og_status gate_hold(struct db *db, const char *order_no, int seconds,
                          enum gate_outcome *outcome, char *expire_at, size_t expire_at_size,
                          struct og_error *err);
 
+/* claim_reminder: the order's payment reminder at offset_seconds (1..GATE_REMINDER_OFFSET_MAX)
+ * before its deadline, sent at most once (schema/README.md, "Payment reminders"). Outcomes:
+ * GATE_SENT (*due_ms: the due time it was sent against), GATE_NOT_DUE (*due_ms: when it is due),
+ * GATE_IN_FLIGHT (*due_ms: when to try again; 0: given up, never sent), GATE_NOT_PENDING,
+ * GATE_ALREADY_SENT (*due_ms as for GATE_SENT), GATE_NOT_FOUND (no such reminder); *due_ms is 0
+ * when the answer carries no time. Times are epoch milliseconds, rounded up (never early). */
+#define GATE_REMINDER_OFFSET_MAX 31622400
+enum og_status gate_claim_reminder(struct db *db, const char *order_no, int offset_seconds,
+                                   enum gate_outcome *outcome, int64_t *due_ms,
+                                   struct og_error *err);
+
+/* Many reminders in one statement (one round trip, one transaction): claim_reminder for each
+ * (order_nos[i], offsets[i]), i < n (1..GATE_BATCH_MAX), in (order number, offset) order, the
+ * gate's lock order; outcomes[i] and due_ms[i] as gate_claim_reminder's. A duplicate pair in one
+ * call is sent at most once (its second answer is GATE_ALREADY_SENT). */
+enum og_status gate_claim_reminders(struct db *db, size_t n, const char *const *order_nos,
+                                    const int *offsets, enum gate_outcome *outcomes,
+                                    int64_t *due_ms, struct og_error *err);
+
 /* operator_name: 1..GATE_OPERATOR_MAX characters (recorded as the actor);
  * reason: 1..GATE_REASON_MAX characters. */
 enum og_status gate_close(struct db *db, const char *order_no, const char *operator_name,
@@ -333,5 +373,33 @@ enum og_status gate_order_place(struct db *db, const struct gate_order *o,
 enum og_status gate_place(struct db *db, const char *order_no, int64_t amount_cents,
                           const char *items_json, const char *coupon_id, const char *expire_at,
                           enum gate_outcome *outcome, struct og_error *err);
+
+/* Staff acts on a pending order (schema/README.md, "release_order", "amend_order",
+ * "set_deadline"). operator: 1..GATE_OPERATOR_MAX characters, reason 1..GATE_REASON_MAX (the
+ * database trims both). Each waits for the order's row lock, as gate_close does. */
+
+/* Releases a pending order unpaid: GATE_RELEASED, else GATE_NOT_PENDING (status: the order's) or
+ * GATE_NOT_FOUND. */
+enum og_status gate_order_release(struct db *db, const char *order_no, const char *operator_name,
+                                  const char *reason, enum gate_outcome *outcome,
+                                  enum order_status *status, struct og_error *err);
+
+/* Amends a pending order: amount_cents (1..GATE_AMOUNT_MAX, in the order's currency), items_json
+ * as for gate_order_place but "[]" allowed (a gate-only order stays gate-only; the database
+ * refuses a change of kind), shop_json NULL (keep the order's) or a JSON object. GATE_AMENDED,
+ * GATE_OUT_OF_STOCK (nothing changed), GATE_NOT_PENDING or GATE_NOT_FOUND. */
+enum og_status gate_order_amend(struct db *db, const char *order_no, int64_t amount_cents,
+                                const char *items_json, const char *shop_json,
+                                const char *operator_name, enum gate_outcome *outcome,
+                                enum order_status *status, struct og_error *err);
+
+/* Moves a pending order's deadline to deadline (a timestamp PostgreSQL reads, at most
+ * max_deadline_seconds ahead; the past means due now): GATE_SET, GATE_NOT_PENDING or
+ * GATE_NOT_FOUND. expire_at (when not NULL) receives the order's deadline after the call as the
+ * database prints it ("" when not found). */
+enum og_status gate_order_set_deadline(struct db *db, const char *order_no, const char *deadline,
+                                       const char *operator_name, enum gate_outcome *outcome,
+                                       char *expire_at, size_t expire_at_size,
+                                       struct og_error *err);
 
 #endif

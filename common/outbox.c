@@ -92,11 +92,13 @@ enum outbox_route {
     OUTBOX_ROUTE_DELAY
 };
 
-/* order_paid, order_cancelled and any event type added later go to the
- * events topic; cancel_scheduled is a cancel message for a delay topic. */
+/* order_paid, order_cancelled, payment_reminder and any event type added later go to the
+ * events topic; cancel_scheduled is a cancel message for a delay topic, reminder_scheduled a
+ * reminder's message (the same message with kind reminder) for the same delay topics. */
 static enum outbox_route outbox_route_of(const char *event_type)
 {
-    if (event_type != NULL && strcmp(event_type, "cancel_scheduled") == 0)
+    if (event_type != NULL && (strcmp(event_type, "cancel_scheduled") == 0 ||
+                               strcmp(event_type, "reminder_scheduled") == 0))
         return OUTBOX_ROUTE_DELAY;
     if (event_type != NULL && strcmp(event_type, "refund_requested") == 0)
         return OUTBOX_ROUTE_REFUNDS;
@@ -319,12 +321,11 @@ static rd_kafka_resp_err_t outbox_produce(struct outbox_relay *relay, struct out
     }
 }
 
-/* The delay topic for a cancel_scheduled row: its payload is the consumer's
- * cancel message, decoded as the consumer will decode it (a payload it would
- * refuse is never published), due in due_at - now. A payload that does not
- * decode (a due time beyond year 9999) can never be sent: *poison is set and
- * err says why. No delay topic known is the relay's configuration, not the
- * event's: *poison stays false. */
+/* The delay topic for a cancel_scheduled or reminder_scheduled row: its payload is the consumer's
+ * cancel message (a reminder's has kind reminder), decoded as the consumer will decode it (a
+ * payload it would refuse is never published), due in due_at - now. A payload that does not decode
+ * (a due time beyond year 9999) can never be sent: *poison is set and err says why. No delay topic
+ * known is the relay's configuration, not the event's: *poison stays false. */
 static enum og_status outbox_delay_topic(struct outbox_relay *relay, PGresult *rows, int i,
                                          const char **topic, bool *poison, struct og_error *err)
 {
@@ -333,16 +334,17 @@ static enum og_status outbox_delay_topic(struct outbox_relay *relay, PGresult *r
 
     *poison = false;
     if (relay->levels.n == 0)
-        return og_error_set(err, OG_ERR_CONFIG, false,
-                            "outbox event %s is a cancel_scheduled but no delay topic is known: %s",
-                            PQgetvalue(rows, i, 0),
-                            relay->levels_err[0] ? relay->levels_err : "kafka.topics is empty");
+        return og_error_set(
+            err, OG_ERR_CONFIG, false,
+            "outbox event %s is a delay-topic message but no delay topic is known: %s",
+            PQgetvalue(rows, i, 0),
+            relay->levels_err[0] ? relay->levels_err : "kafka.topics is empty");
     if (codec_decode_cancel(PQgetvalue(rows, i, 2), (size_t)PQgetlength(rows, i, 2),
                             PQgetvalue(rows, i, 3), (size_t)PQgetlength(rows, i, 3), &msg,
                             &derr) != OG_OK) {
         *poison = true;
         return og_error_set(err, OG_ERR_INTERNAL, false,
-                            "cancel_scheduled is not a cancel message the consumer can read: %s",
+                            "%s is not a message the consumer can read: %s", PQgetvalue(rows, i, 1),
                             derr.msg);
     }
     *topic = delay_topic_for(&relay->levels, msg.due_ms - clock_wall_ms());

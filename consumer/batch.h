@@ -30,7 +30,7 @@
 #define BATCH_DLQ_BUDGET     (4 * 1024 * 1024)
 #define BATCH_DLQ_REASON_MAX 512
 
-enum batch_kind { BATCH_CANCEL, BATCH_PAYMENT, BATCH_REFUND, BATCH_DLQ };
+enum batch_kind { BATCH_CANCEL, BATCH_PAYMENT, BATCH_REFUND, BATCH_DLQ, BATCH_REMINDER };
 
 enum batch_state {
     BATCH_NEW,    /* cancel not claimed / payment not applied / dead letter not produced */
@@ -48,6 +48,7 @@ struct batch_entry {
     int64_t offset; /* of the source message */
     int64_t due_ms;
     int64_t new_due_ms;
+    int32_t reminder_offset; /* BATCH_REMINDER: the reminder's offset in seconds */
     enum gate_outcome outcome;
     bool first; /* the first entry of its order in this batch (duplicates share a claim row) */
     int retry;  /* its slot in the retry set (taken from it, or given one here); -1: none */

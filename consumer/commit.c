@@ -33,6 +33,7 @@ static void commit_payment_to_dlq(struct commit *cm, struct batch_entry *e,
 static enum og_status commit_record_refused(struct commit *cm, struct batch_entry *e);
 static bool commit_refund(struct commit *cm, struct batch_entry *e);
 static enum commit_result commit_claim(struct commit *cm, double *claim_ms);
+static enum commit_result commit_reminders(struct commit *cm);
 static void commit_behind_payment(struct commit *cm, struct batch_entry *e, int64_t pay_at,
                                   int64_t now);
 static void commit_busy(struct commit *cm, struct batch_entry *e, int64_t now);
@@ -96,6 +97,8 @@ enum commit_result commit_flush(struct commit *cm, int wait_ms)
      * and the gate lets the first claim win. */
     r = commit_payments(cm);
     if (r == COMMIT_DONE)
+        r = commit_reminders(cm);
+    if (r == COMMIT_DONE)
         r = commit_claim(cm, &claim_ms);
     if (r == COMMIT_DONE)
         r = commit_due_times(cm);
@@ -113,6 +116,92 @@ enum commit_result commit_flush(struct commit *cm, int wait_ms)
             return COMMIT_RETRY; /* cannot happen; never store past unfinished work */
     commit_store(cm, claim_ms);
     batch_clear(b);
+    return COMMIT_DONE;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Step 1d: payment reminders, all of the batch's in one claim_reminder statement
+ * (gate_claim_reminders: one round trip, whatever their number), after the batch's payments (a
+ * payment consumed with a reminder is recorded first, and the reminder then finds the order
+ * paid). The claim is idempotent: a batch retried after a later step failed claims them again
+ * and gets already_sent. not_due (the deadline moved out) and in_flight (a hold or a charge: try
+ * again at its end) re-schedule the message through the delay topic that fits, like a cancel's
+ * not_due; in_flight without a time (given up), not_pending, already_sent and not_found finish
+ * it. A locked order row is not waited for (in_flight, one second on). */
+static enum commit_result commit_reminders(struct commit *cm)
+{
+    struct batch *b = &cm->batch;
+    size_t n = 0, k = 0;
+    const char **nos;
+    int *offs;
+    enum gate_outcome *outs;
+    int64_t *dues, now;
+    struct og_error err = {0};
+    enum og_status st;
+
+    for (size_t i = 0; i < b->n; i++) {
+        struct batch_entry *e = &b->e[i];
+        if (e->kind != BATCH_REMINDER || e->state != BATCH_NEW)
+            continue;
+        if (!batch_live(b, e))
+            e->state = BATCH_DONE;
+        else
+            n++;
+    }
+    if (n == 0)
+        return COMMIT_DONE;
+    nos = calloc(n, sizeof(*nos));
+    offs = calloc(n, sizeof(*offs));
+    outs = calloc(n, sizeof(*outs));
+    dues = calloc(n, sizeof(*dues));
+    if (nos == NULL || offs == NULL || outs == NULL || dues == NULL) {
+        og_error_set(&err, OG_ERR_NOMEM, false, "reminder claims: out of memory");
+        commit_db_failed(cm, "claim_reminder", &err);
+        free(nos), free(offs), free(outs), free(dues);
+        return COMMIT_RETRY;
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        struct batch_entry *e = &b->e[i];
+        if (e->kind == BATCH_REMINDER && e->state == BATCH_NEW) {
+            nos[k] = e->order_no;
+            offs[k++] = e->reminder_offset;
+        }
+    }
+    st = gate_claim_reminders(cm->env.db, n, nos, offs, outs, dues, &err);
+    metric_observe(cm->env.m->db_seconds, db_last_ms(cm->env.db) / 1000.0);
+    if (st != OG_OK) {
+        commit_db_failed(cm, "claim_reminder", &err);
+        free(nos), free(offs), free(outs), free(dues);
+        return COMMIT_RETRY;
+    }
+    *cm->env.db_ok = true;
+    now = clock_wall_ms();
+    k = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        struct batch_entry *e = &b->e[i];
+        if (e->kind != BATCH_REMINDER || e->state != BATCH_NEW)
+            continue;
+        e->outcome = outs[k];
+        int64_t due_ms = dues[k++];
+        if (cm->env.m->reminder_claims[e->outcome] != NULL)
+            metric_inc(cm->env.m->reminder_claims[e->outcome], 1);
+        if (e->outcome == GATE_SENT) {
+            double late = (double)(now - due_ms) / 1000.0;
+            metric_inc(cm->env.m->reminders_sent, 1);
+            metric_observe(cm->env.m->reminder_lateness, late > 0 ? late : 0);
+            log_info("reminder_sent", "order_no=%s offset_seconds=%" PRId32 " lateness_ms=%" PRId64,
+                     e->order_no, e->reminder_offset, now - due_ms);
+        }
+        if ((e->outcome == GATE_NOT_DUE || e->outcome == GATE_IN_FLIGHT) && due_ms > 0) {
+            e->new_due_ms = due_ms > now ? due_ms : now + COMMIT_SKEW_RETRY_MS;
+            e->dest_topic = levels_reschedule_topic(cm->env.levels, cm->env.cfg,
+                                                    b->tps[e->tp].topic, now, &e->new_due_ms);
+            e->state = BATCH_PRODUCE;
+            continue;
+        }
+        e->state = BATCH_DONE;
+    }
+    free(nos), free(offs), free(outs), free(dues);
     return COMMIT_DONE;
 }
 
@@ -894,8 +983,11 @@ void commit_produce(struct commit *cm, struct batch_entry *e)
         char value[256], from[320];
         size_t len = 0;
         struct og_error err = {0};
-        if (codec_encode_cancel(e->order_no, e->new_due_ms, value, sizeof(value), &len, &err) !=
-            OG_OK) {
+        if ((e->kind == BATCH_REMINDER
+                 ? codec_encode_reminder(e->order_no, e->reminder_offset, e->new_due_ms, value,
+                                         sizeof(value), &len, &err)
+                 : codec_encode_cancel(e->order_no, e->new_due_ms, value, sizeof(value), &len,
+                                       &err)) != OG_OK) {
             /* Cannot happen for an order number that decoded: but never
              * loop on it. The scanner covers the order. */
             log_error("reschedule_encode_failed", "order_no=%s error=\"%s\"", e->order_no, err.msg);

@@ -16,12 +16,16 @@ static const double db_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                     0.05,   0.1,   0.25,   0.5,   1,    2.5};
 
 static const enum gate_outcome cancel_outcomes[] = {
-    GATE_CANCELLED, GATE_ALREADY_CANCELLED, GATE_ALREADY_PAID, GATE_BUSY,
-    GATE_NOT_DUE,   GATE_NOT_FOUND,         GATE_HOOK_FAILED,  GATE_UNKNOWN};
+    GATE_CANCELLED, GATE_ALREADY_CANCELLED, GATE_ALREADY_PAID,     GATE_BUSY,   GATE_NOT_DUE,
+    GATE_NOT_FOUND, GATE_HOOK_FAILED,       GATE_ALREADY_RELEASED, GATE_UNKNOWN};
 static const enum gate_outcome payment_outcomes[] = {
     GATE_PAID,         GATE_PARTIAL,        GATE_OVERPAID,        GATE_DUPLICATE,
     GATE_LATE_PAYMENT, GATE_DOUBLE_PAYMENT, GATE_AMOUNT_MISMATCH, GATE_CURRENCY_MISMATCH,
     GATE_NOT_FOUND,    GATE_UNKNOWN};
+
+static const enum gate_outcome reminder_outcomes[] = {
+    GATE_SENT,         GATE_NOT_DUE,   GATE_IN_FLIGHT, GATE_NOT_PENDING,
+    GATE_ALREADY_SENT, GATE_NOT_FOUND, GATE_UNKNOWN};
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -107,6 +111,21 @@ void consumer_metrics_register(struct consumer_metrics *m, char *const *topics, 
                                   "Commit time minus due time of each order this consumer "
                                   "cancelled",
                                   METRIC_HISTOGRAM, NULL, lateness_buckets, N(lateness_buckets));
+    for (size_t i = 0; i < N(reminder_outcomes); i++) {
+        snprintf(labels, sizeof(labels), "outcome=\"%s\"", gate_outcome_str(reminder_outcomes[i]));
+        m->reminder_claims[reminder_outcomes[i]] =
+            metric_register("ordergate_consumer_reminder_claims_total",
+                            "claim_reminder results of reminder messages, by outcome",
+                            METRIC_COUNTER, labels, NULL, 0);
+    }
+    m->reminders_sent = metric_register("ordergate_reminders_sent_total",
+                                        "Payment reminders this process sent (claim_reminder sent)",
+                                        METRIC_COUNTER, "source=\"consumer\"", NULL, 0);
+    m->reminder_lateness = metric_register(
+        "ordergate_reminder_lateness_seconds",
+        "Send time minus due time (expire_at - offset) of each payment reminder "
+        "this process sent",
+        METRIC_HISTOGRAM, "source=\"consumer\"", lateness_buckets, N(lateness_buckets));
     m->db_seconds = metric_register("ordergate_consumer_db_latency_seconds",
                                     "Database round trip of claim_cancel, claim_payment and "
                                     "due_times",

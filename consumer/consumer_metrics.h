@@ -36,6 +36,8 @@ struct consumer_metrics {
     struct metric *refunds[GATE_REFUND_RESULT_COUNT];
     struct metric *db_errors, *kafka_errors, *rebalances, *batches, *offsets_stored;
     struct metric *batch_size, *lateness, *db_seconds;
+    /* payment reminders (claim_reminder): by outcome, sent, send time minus due time */
+    struct metric *reminder_claims[GATE_OUTCOME_COUNT], *reminders_sent, *reminder_lateness;
     struct metric *paused, *due_pending, *stalled;
     struct metric *retries[CONSUMER_METRICS_REASONS], *retry_given_up[CONSUMER_METRICS_REASONS];
     struct metric *retry_pending, *beyond_level, *db_call_age;

@@ -279,6 +279,10 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
         st = codec_decode_refund(m->key, m->key_len, m->payload, m->len, &refund, &err);
     } else {
         st = codec_decode_cancel(m->key, m->key_len, m->payload, m->len, &cancel, &err);
+        /* A reminder's due_at has microseconds kept to the millisecond: one more, so that it
+         * is never claimed before its due time (not_due would send it round a delay topic). */
+        if (st == OG_OK && cancel.reminder_offset > 0)
+            cancel.due_ms += 1;
         if (st == OG_OK)
             due = loop_due(c, topic, m, &cancel, now);
     }
@@ -311,6 +315,7 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
         e = batch_add(&c->commit.batch,
                       kind == LOOP_TOPIC_PAYMENTS  ? BATCH_PAYMENT
                       : kind == LOOP_TOPIC_REFUNDS ? BATCH_REFUND
+                      : cancel.reminder_offset > 0 ? BATCH_REMINDER
                                                    : BATCH_CANCEL,
                       topic, m->partition, m->offset);
         if (e == NULL) {
@@ -326,6 +331,7 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
         } else {
             memcpy(e->order_no, cancel.order_no, sizeof(e->order_no));
             e->due_ms = due;
+            e->reminder_offset = cancel.reminder_offset;
         }
     }
     if (batch_full(&c->commit.batch))

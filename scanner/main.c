@@ -24,6 +24,7 @@
 #include "common/signals.h"
 #include "common/version.h"
 #include "scanner/reconcile.h"
+#include "scanner/reminders.h"
 #include "scanner/scanner_metrics.h"
 #include "scanner/sweep.h"
 
@@ -227,6 +228,19 @@ static int scanner_sweep_once(struct db *db, struct db **claim_dbs, const struct
     int code;
 
     sweep_run(db, &p, &res, &err);
+    /* The reminders' fallback, after a run that swept: a skipped run leaves them to the
+     * scanner that holds the lease, a failed one to the next run. */
+    if (res.status == SWEEP_DONE) {
+        struct reminders_result rr;
+        struct og_error rerr = {0};
+        if (reminders_sweep(db, cfg->scanner.grace_s, &signals_stop, scanner_metrics_reminder_sent,
+                            &rr, &rerr) != OG_OK) {
+            char q[600];
+            log_warn("reminders_sweep_failed", "error=%s", log_quote(q, sizeof(q), rerr.msg));
+        } else {
+            scanner_metrics_record_reminders(&rr);
+        }
+    }
     /* A failed run does not ask: the database may be gone. */
     code = res.status == SWEEP_FAILED
                ? EXIT_RUNTIME

@@ -7,13 +7,16 @@
 
 #include "common/log.h"
 
-#define RECON_MAX_ROWS RECONCILE_MAX_INVARIANT
+#define RECON_MAX_ROWS (RECONCILE_MAX_INVARIANT + RECONCILE_MAX_CHECKS)
 
+/* The built-in invariants by number, then the shop's checks (invariant NULL) in the order
+ * reconcile() runs them. */
 static const struct db_stmt recon_stmt_check = {
     "og_reconcile",
-    "SELECT invariant, name, violations, to_json(sample)::text FROM ordergate.reconcile("
+    "SELECT r.invariant, r.name, r.violations, to_json(r.sample)::text FROM ordergate.reconcile("
     "$1::timestamptz, make_interval(secs => $2::int), make_interval(secs => $3::int)) "
-    "ORDER BY invariant",
+    "WITH ORDINALITY AS r(invariant, name, violations, sample, ord) "
+    "ORDER BY r.invariant NULLS LAST, r.ord",
     3};
 
 static const struct db_stmt recon_stmt_repair = {"og_reconcile_repair",
@@ -29,7 +32,7 @@ static const struct db_stmt recon_stmt_open = {
     0};
 
 struct recon_row {
-    int invariant;
+    int invariant; /* 0: a shop check (name shop:<name>) */
     char name[200];
     int64_t violations;
     char sample[800]; /* the first offending keys, comma-separated */
@@ -84,15 +87,21 @@ static enum og_status recon_check(struct db *db, const struct reconcile_params *
                           PQnfields(res), PQntuples(res));
         goto out;
     }
-    for (int i = 0; i < PQntuples(res); i++) {
+    for (int i = 0, checks = 0; i < PQntuples(res); i++) {
         struct recon_row *r = &rows[i];
-        r->invariant = atoi(PQgetvalue(res, i, 0));
-        if (r->invariant < 1 || r->invariant > RECONCILE_MAX_INVARIANT) {
-            st = og_error_set(err, OG_ERR_INTERNAL, false, "reconcile returned invariant %d",
-                              r->invariant);
+        if (PQgetisnull(res, i, 0) && ++checks > RECONCILE_MAX_CHECKS) {
+            st = og_error_set(err, OG_ERR_INTERNAL, false,
+                              "reconcile returned more than %d shop checks", RECONCILE_MAX_CHECKS);
             goto out;
         }
+        r->invariant = PQgetisnull(res, i, 0) ? 0 : atoi(PQgetvalue(res, i, 0));
         snprintf(r->name, sizeof(r->name), "%s", PQgetvalue(res, i, 1));
+        if (r->invariant == 0 ? strncmp(r->name, "shop:", 5) != 0
+                              : r->invariant < 1 || r->invariant > RECONCILE_MAX_INVARIANT) {
+            st = og_error_set(err, OG_ERR_INTERNAL, false, "reconcile returned invariant %d (%s)",
+                              r->invariant, r->name);
+            goto out;
+        }
         r->violations = strtoll(PQgetvalue(res, i, 2), NULL, 10);
         recon_sample_format(PQgetisnull(res, i, 3) ? NULL : PQgetvalue(res, i, 3), r->sample,
                             sizeof(r->sample));
@@ -161,20 +170,42 @@ enum og_status reconcile_run(struct db *db, const struct reconcile_params *p, FI
     if (st != OG_OK)
         return st;
 
-    result->invariants = nrows;
     fprintf(out, "ordergate reconciliation: orders since %s, grace %d s, scanner interval %d s\n",
             p->since != NULL ? p->since : "the beginning", p->grace_s, p->scan_interval_s);
     fprintf(out, "  #  violations  invariant\n");
     for (int i = 0; i < nrows; i++) {
         const struct recon_row *r = &rows[i];
-        fprintf(out, "  %d  %-10" PRId64 "  %s\n", r->invariant, r->violations, r->name);
-        result->by_invariant[r->invariant] = r->violations;
+        if (r->invariant == 0) {
+            /* A shop check: "-" for its number; one that failed says why where the
+             * offenders go, and counts as a violated invariant. */
+            struct reconcile_check *k = &result->check[result->checks++];
+            snprintf(k->name, sizeof(k->name), "%s", r->name);
+            k->violations = r->violations;
+            if (r->violations < 0) {
+                fprintf(out, "  -  %-10s  %s\n     error: %s\n", "FAILED", r->name, r->sample);
+                result->invariants_violated++;
+                result->checks_failed++;
+                log_warn("reconcile_violation", "invariant=%s violations=-1 failed=%s", r->name,
+                         log_quote(q, sizeof(q), r->sample));
+                continue;
+            }
+            fprintf(out, "  -  %-10" PRId64 "  %s\n", r->violations, r->name);
+        } else {
+            fprintf(out, "  %d  %-10" PRId64 "  %s\n", r->invariant, r->violations, r->name);
+            result->by_invariant[r->invariant] = r->violations;
+            result->checked[r->invariant] = true;
+            result->invariants++;
+        }
         if (r->violations > 0) {
             fprintf(out, "     first: %s\n", r->sample);
             result->invariants_violated++;
             result->violations += r->violations;
-            log_warn("reconcile_violation", "invariant=%d violations=%" PRId64 " first=%s",
-                     r->invariant, r->violations, log_quote(q, sizeof(q), r->sample));
+            if (r->invariant == 0)
+                log_warn("reconcile_violation", "invariant=%s violations=%" PRId64 " first=%s",
+                         r->name, r->violations, log_quote(q, sizeof(q), r->sample));
+            else
+                log_warn("reconcile_violation", "invariant=%d violations=%" PRId64 " first=%s",
+                         r->invariant, r->violations, log_quote(q, sizeof(q), r->sample));
         }
     }
     if (result->repaired > 0)
@@ -189,18 +220,23 @@ enum og_status reconcile_run(struct db *db, const struct reconcile_params *p, FI
             "open payment exceptions: %" PRId64 " (ordergatectl exceptions); overdue: %" PRId64
             " unconfirmed auto-refunds, %" PRId64 " manual reviews\n",
             result->exceptions_open, result->refunds_unconfirmed, result->reviews_overdue);
-    if (result->invariants_violated == 0)
-        fprintf(out, "result: clean: all %d invariants hold\n", nrows);
+    if (result->invariants_violated == 0 && result->checks == 0)
+        fprintf(out, "result: clean: all %d invariants hold\n", result->invariants);
+    else if (result->invariants_violated == 0)
+        fprintf(out, "result: clean: all %d invariants and %d shop check%s hold\n",
+                result->invariants, result->checks, result->checks == 1 ? "" : "s");
     else
-        fprintf(out, "result: VIOLATED: %d invariant%s, %" PRId64 " violation%s\n",
+        fprintf(out, "result: VIOLATED: %d invariant%s, %" PRId64 " violation%s%s\n",
                 result->invariants_violated, result->invariants_violated == 1 ? "" : "s",
-                result->violations, result->violations == 1 ? "" : "s");
+                result->violations, result->violations == 1 ? "" : "s",
+                result->checks_failed > 0 ? ", shop checks failed" : "");
     fflush(out);
     log_info("reconcile_done",
-             "invariants=%d invariants_violated=%d violations=%" PRId64 " repaired=%" PRId64
-             " exceptions_open=%" PRId64 " refunds_unconfirmed=%" PRId64
+             "invariants=%d checks=%d invariants_violated=%d checks_failed=%d violations=%" PRId64
+             " repaired=%" PRId64 " exceptions_open=%" PRId64 " refunds_unconfirmed=%" PRId64
              " reviews_overdue=%" PRId64,
-             nrows, result->invariants_violated, result->violations, result->repaired,
-             result->exceptions_open, result->refunds_unconfirmed, result->reviews_overdue);
+             result->invariants, result->checks, result->invariants_violated, result->checks_failed,
+             result->violations, result->repaired, result->exceptions_open,
+             result->refunds_unconfirmed, result->reviews_overdue);
     return OG_OK;
 }

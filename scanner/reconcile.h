@@ -1,6 +1,7 @@
-/* --reconcile: checks the fourteen invariants (schema/README.md, "The
- * invariants reconcile() checks") with ordergate.reconcile()
- * (schema/functions/scanner/reconcile.sql), repairs what may be repaired (a
+/* --reconcile: checks the invariants 1-16, 20 and 21 (schema/README.md, "The
+ * invariants reconcile() checks") and the shop's own checks (add_check, "Shop
+ * checks": a violated or failed one counts as a violated invariant) with
+ * ordergate.reconcile() (schema/functions/scanner/reconcile.sql), repairs what may be repaired (a
  * successful payment that hit a cancelled order without its exception gets
  * one, through ordergate.reconcile_repair()), and prints a report. */
 #ifndef OG_SCANNER_RECONCILE_H
@@ -20,13 +21,29 @@ struct reconcile_params {
     bool repair;         /* false under --dry-run: report only */
 };
 
-#define RECONCILE_MAX_INVARIANT 15
+/* Invariant numbers reconcile() may return, 1..this; not all of them are used (1-16, 20, 21):
+ * numbers are kept when invariants are added, so the set may have gaps. */
+#define RECONCILE_MAX_INVARIANT 32
+
+/* The shop's checks (add_check) reconcile() runs after its invariants, each a row named
+ * shop:<name> with no invariant number; violations -1 = the check failed (raised, or could not
+ * run). add_check registers at most this many. */
+#define RECONCILE_MAX_CHECKS 64
+
+struct reconcile_check {
+    char name[80];      /* shop:<name> */
+    int64_t violations; /* -1: failed */
+};
 
 struct reconcile_result {
-    int invariants; /* rows reconcile() returned (14) */
-    int invariants_violated;
+    int invariants;          /* built-in rows reconcile() returned (18) */
+    int invariants_violated; /* built-in invariants violated, shop checks violated or failed */
+    int checks;              /* shop checks run */
+    int checks_failed;       /* shop checks that failed (counted in invariants_violated too) */
+    struct reconcile_check check[RECONCILE_MAX_CHECKS];
     int64_t violations;                                /* total after any repair */
     int64_t by_invariant[RECONCILE_MAX_INVARIANT + 1]; /* index = invariant number */
+    bool checked[RECONCILE_MAX_INVARIANT + 1];         /* reconcile() returned that number */
     int64_t repaired;                                  /* exceptions created by reconcile_repair */
     int64_t exceptions_open;     /* payment exceptions waiting for an operator or a refund */
     int64_t refunds_unconfirmed; /* auto-refunds older than refund_confirm_seconds, unconfirmed */

@@ -41,6 +41,7 @@ static struct {
     struct metric *claim_seconds;
     struct metric *max_skip;
     struct metric *grace;
+    struct metric *reminders_sent, *reminder_lateness, *last_reminders, *last_reminder_late;
 } sm;
 
 enum og_status scanner_metrics_init(int max_skip_s, int grace_s, struct og_error *err)
@@ -110,6 +111,32 @@ enum og_status scanner_metrics_init(int max_skip_s, int grace_s, struct og_error
     sm.claim_seconds =
         metric_register("ordergate_scanner_claim_seconds", "Time of one batch claim (claim_cancel)",
                         METRIC_HISTOGRAM, NULL, buckets, nb);
+    {
+        static const double late_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                              1,     2.5,  5,     10,   30,  60,   300};
+        sm.reminders_sent = metric_register(
+            "ordergate_reminders_sent_total",
+            "Payment reminders this process sent (claim_reminder sent): the scanner's are the "
+            "ones the consumer did not send within scanner.grace_s",
+            METRIC_COUNTER, "source=\"scanner\"", NULL, 0);
+        sm.reminder_lateness = metric_register(
+            "ordergate_reminder_lateness_seconds",
+            "Send time minus due time (expire_at - offset) of each payment reminder this process "
+            "sent",
+            METRIC_HISTOGRAM, "source=\"scanner\"", late_buckets,
+            sizeof(late_buckets) / sizeof(late_buckets[0]));
+        sm.last_reminders =
+            metric_register("ordergate_scanner_last_run_reminders_sent",
+                            "Payment reminders the last run sent as the fallback (the consumer "
+                            "did not send them in time)",
+                            METRIC_GAUGE, NULL, NULL, 0);
+        sm.last_reminder_late = metric_register(
+            "ordergate_scanner_last_run_reminder_lateness_seconds",
+            "The latest reminder the last run sent: its send time minus its due time (0: none)",
+            METRIC_GAUGE, NULL, NULL, 0);
+        ok = ok && sm.reminders_sent && sm.reminder_lateness && sm.last_reminders &&
+             sm.last_reminder_late;
+    }
     ok = ok && sm.missed && sm.missed_total && sm.last_ts && sm.last_success && sm.last_duration &&
          sm.last_batches && sm.last_busy_left && sm.crashed_found && sm.page_seconds &&
          sm.claim_seconds && sm.max_skip && sm.grace;
@@ -201,14 +228,27 @@ void scanner_metrics_record_reconcile(const struct reconcile_result *r)
     if (r == NULL)
         return;
     /* Registered only now, so a failed check exports no false zeros. */
-    for (int i = 1; i <= r->invariants && i <= RECONCILE_MAX_INVARIANT; i++) {
+    for (int i = 1; i <= RECONCILE_MAX_INVARIANT; i++) {
         char label[32];
+        if (!r->checked[i])
+            continue;
         snprintf(label, sizeof(label), "invariant=\"%d\"", i);
+        metric_set(metric_register("ordergate_reconcile_violations",
+                                   "Rows breaking each invariant in the last reconciliation, "
+                                   "after its repairs",
+                                   METRIC_GAUGE, label, NULL, 0),
+                   (double)r->by_invariant[i]);
+    }
+    /* The shop's checks in the same family, labelled shop:<name> (names are [a-z0-9_]); -1 =
+     * the check failed (OrdergateReconcileCheckFailed). */
+    for (int i = 0; i < r->checks && i < RECONCILE_MAX_CHECKS; i++) {
+        char label[120];
+        snprintf(label, sizeof(label), "invariant=\"%s\"", r->check[i].name);
         metric_set(metric_register("ordergate_reconcile_violations",
                                    "Rows breaking invariant 1..8 in the last reconciliation, "
                                    "after its repairs",
                                    METRIC_GAUGE, label, NULL, 0),
-                   (double)r->by_invariant[i]);
+                   (double)r->check[i].violations);
     }
     metric_set(metric_register("ordergate_reconcile_repaired",
                                "Missing late-payment exceptions the last reconciliation created",
@@ -236,4 +276,16 @@ enum og_status scanner_metrics_write(const char *path, struct og_error *err)
     if (path == NULL || *path == '\0')
         return OG_OK;
     return metrics_write_textfile(path, err);
+}
+
+void scanner_metrics_reminder_sent(double late_s)
+{
+    metric_inc(sm.reminders_sent, 1);
+    metric_observe(sm.reminder_lateness, late_s);
+}
+
+void scanner_metrics_record_reminders(const struct reminders_result *r)
+{
+    metric_set(sm.last_reminders, (double)r->sent);
+    metric_set(sm.last_reminder_late, r->max_late_s);
 }

@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "scanner/reconcile.h"
+#include "scanner/reminders.h"
 #include "scanner/runlog.h"
 #include "scanner/sweep.h"
 
@@ -29,6 +30,13 @@ void scanner_metrics_record(const struct sweep_result *res, const struct runlog_
                             bool alarm);
 /* A sweep_params.on_batch hook: observes the batch durations. */
 void scanner_metrics_batch(double page_s, double claim_s, void *arg);
+
+/* Payment reminders the run's fallback sent (scanner/reminders.h): each one's lateness into
+ * ordergate_reminder_lateness_seconds{source="scanner"} and ordergate_reminders_sent_total. */
+void scanner_metrics_reminder_sent(double late_s);
+/* The last run's fallback: ordergate_scanner_last_run_reminders_sent and
+ * ordergate_scanner_last_run_reminder_lateness_seconds (the latest one's; 0 when none). */
+void scanner_metrics_record_reminders(const struct reminders_result *r);
 
 /* At most this many hook functions get a series of their own; the failures of any further hook
  * share the series hook="other" (metric_series). */

@@ -106,6 +106,8 @@ static enum og_status sweep_tally(struct sweep_result *res, const struct gate_ca
             c->already_cancelled++;
             break;
         case GATE_ALREADY_PAID:
+        case GATE_ALREADY_RELEASED: /* closed by someone else, not by a cancel: final, as paid
+                                       (the run log has no column of its own for it) */
             c->already_paid++;
             break;
         case GATE_NOT_DUE:

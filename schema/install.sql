@@ -55,15 +55,26 @@ INSERT INTO ordergate.schema_migrations (version) VALUES ('015');
 RESET ROLE;
 \ir migrations/016_charges.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('016');
+RESET ROLE;
+\ir migrations/017_life.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('017');
+RESET ROLE;
+\ir migrations/018_hooks.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('018');
+RESET ROLE;
+\ir migrations/019_reminders.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('019');
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 -- Bodies are checked when called (and by the tests, which call every function): a SQL
 -- function may name one whose file comes later.
 SET LOCAL check_function_bodies = off;
 -- the gate: every state change of an order, and what its callers read
+\ir functions/gate/amend_order.sql
 \ir functions/gate/begin_charge.sql
 \ir functions/gate/charge_failed.sql
 \ir functions/gate/claim_cancel.sql
+\ir functions/gate/claim_reminder.sql
 \ir functions/gate/claim_payment.sql
 \ir functions/gate/close_order.sql
 \ir functions/gate/due_times.sql
@@ -73,11 +84,15 @@ SET LOCAL check_function_bodies = off;
 \ir functions/gate/place_order.sql
 \ir functions/gate/record_payment_refused.sql
 \ir functions/gate/record_refund.sql
+\ir functions/gate/release_order.sql
+\ir functions/gate/set_deadline.sql
 -- admin: stock, coupons, settings, hooks, exceptions, retention (ordergate_admin)
+\ir functions/admin/add_check.sql
 \ir functions/admin/add_coupon.sql
 \ir functions/admin/add_hook.sql
 \ir functions/admin/add_stock.sql
 \ir functions/admin/archive.sql
+\ir functions/admin/drop_check.sql
 \ir functions/admin/drop_hook.sql
 \ir functions/admin/outbox_release.sql
 \ir functions/admin/resolve_exception.sql
@@ -88,6 +103,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/scanner/reconcile.sql
 \ir functions/scanner/reconcile_repair.sql
 \ir functions/scanner/scan_overdue.sql
+\ir functions/scanner/scan_reminders.sql
 \ir functions/scanner/scan_overdue_count.sql
 \ir functions/scanner/scanner_lock_key.sql
 \ir functions/scanner/scanner_run_finish.sql
@@ -123,7 +139,9 @@ SET LOCAL check_function_bodies = off;
 \ir functions/internal/_hook_inspect.sql
 \ir functions/internal/_hooks_run.sql
 \ir functions/internal/_order_items_json.sql
+\ir functions/internal/_reconcile_checks.sql
 \ir functions/internal/_refund_limit.sql
+\ir functions/internal/_reminder_message.sql
 \ir functions/internal/_scanner_lease_max.sql
 \ir functions/internal/_scanner_lock_holder.sql
 \ir functions/internal/_scanner_run_resume.sql

@@ -25,6 +25,8 @@ og_consumer_test(consumer_due LABELS kafka FIXTURES db kafka TIMEOUT 150)
 # A payment its hook fails, or whose order row is locked, holds back only its order.
 og_consumer_test(consumer_payments LABELS kafka FIXTURES db kafka TIMEOUT 180)
 og_consumer_test(consumer_holds LABELS kafka FIXTURES db kafka TIMEOUT 120)
+# Payment reminders through the delay topics: on time, once, never for a paid order.
+og_consumer_test(consumer_reminders LABELS kafka FIXTURES db kafka TIMEOUT 150)
 # Restarts the shared PostgreSQL (pg_ctl restart): nothing else may run meanwhile.
 og_consumer_test(consumer_outage LABELS kafka FIXTURES db kafka TIMEOUT 150)
 set_tests_properties(consumer_outage PROPERTIES RUN_SERIAL TRUE)

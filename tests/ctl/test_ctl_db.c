@@ -670,6 +670,157 @@ static void test_place_pay_hold_close_show(void **state)
     testdb_drop(&t);
 }
 
+/* release, amend, deadline: every outcome through the tool, and bad input exits 2 with a one-line
+ * error and nothing changed in the database. */
+static void test_release_amend_deadline(void **state)
+{
+    struct testdb t;
+    struct ctl_result r;
+    PGconn *conn;
+    char *before;
+    static const char state_sql[] =
+        "SELECT md5(concat_ws('/', (SELECT string_agg(concat_ws('|', order_no, status, "
+        "amount_cents, expire_at, shop), ',' ORDER BY order_no) FROM ordergate.orders), "
+        "(SELECT string_agg(concat_ws('|', order_no, sku, qty), ',' ORDER BY order_no, sku) FROM "
+        "ordergate.order_items), (SELECT string_agg(concat_ws('|', sku, available), ',' ORDER BY "
+        "sku) FROM ordergate.inventory), (SELECT count(*) FROM ordergate.outbox), (SELECT count(*) "
+        "FROM ordergate.status_log), (SELECT count(*) FROM ordergate.amendments), (SELECT count(*) "
+        "FROM ordergate.deadline_changes)))";
+
+    (void)state;
+    testdb_create(&t, "ctl_life");
+    conn = testdb_connect(&t);
+    seed_stock(conn);
+    ctl_run(&r, "place", "L1", "--db", t.conninfo, "--amount", "100", "--item", "S1:1",
+            "--expire-at", "2030-01-01T00:00:00Z", NULL);
+    assert_int_equal(r.status, 0);
+    ctl_result_free(&r);
+    ctl_run(&r, "place", "L2", "--db", t.conninfo, "--amount", "200", "--item", "S1:2",
+            "--expire-at", "2030-01-01T00:00:00Z", NULL);
+    assert_int_equal(r.status, 0);
+    ctl_result_free(&r);
+    before = scalar_text(conn, state_sql);
+
+    /* Bad input: exit 2, one line, nothing sent. */
+    static const char *const bad[][16] = {
+        {"release", "L1", "--reason", "cod", NULL},
+        {"release", "L1", "--operator", "ops", NULL},
+        {"release", "L 1", "--operator", "ops", "--reason", "cod", NULL},
+        {"release", "L1", "--operator", " ", "--reason", "cod", NULL},
+        {"amend", "L2", "--item", "S1:1", "--operator", "ops", NULL},
+        {"amend", "L2", "--amount", "0", "--item", "S1:1", "--operator", "ops", NULL},
+        {"amend", "L2", "--amount", "150", "--operator", "ops", NULL},
+        {"amend", "L2", "--amount", "150", "--item", "S1:1", "--gate-only", "--operator", "ops",
+         NULL},
+        {"amend", "L2", "--amount", "150", "--item", "S1", "--operator", "ops", NULL},
+        {"amend", "L2", "--amount", "150", "--item", "S1:1", "--shop", "[1]", "--operator", "ops",
+         NULL},
+        {"amend", "L2", "--amount", "150", "--item", "S1:1", NULL},
+        {"amend", "L2", "--amount", "150", "--gate-only", "--operator", "ops", NULL},
+        {"deadline", "L2", "--operator", "ops", NULL},
+        {"deadline", "L2", "--expire-in", "10m", "--expire-at", "2030-01-01T00:00:00Z",
+         "--operator", "ops", NULL},
+        {"deadline", "L2", "--expire-at", "tomorrow", "--operator", "ops", NULL},
+        {"deadline", "L2", "--expire-in", "10m", NULL},
+        {"deadline", "L2", "--expire-at", "2099-01-01T00:00:00Z", "--operator", "ops", NULL},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *args[20];
+        size_t n = 0;
+
+        for (; bad[i][n] != NULL; n++)
+            args[n] = bad[i][n];
+        args[n++] = "--db";
+        args[n++] = t.conninfo;
+        args[n] = NULL;
+        ctl_runv(&r, args);
+        if (r.status != 2)
+            fail_msg("%s %s ...: exit %d, want 2 (%s)", bad[i][0], bad[i][1], r.status, r.err);
+        assert_string_equal(r.out, "");
+        assert_int_equal(strchr(r.err, '\n') - r.err + 1, (long)strlen(r.err)); /* one line */
+        ctl_result_free(&r);
+    }
+    {
+        char *after = scalar_text(conn, state_sql);
+
+        assert_string_equal(after, before);
+        free(after);
+    }
+
+    /* amend: the lines replace the order's, stock moves by the difference. */
+    ctl_run(&r, "amend", "L2", "--db", t.conninfo, "--amount", "250", "--item", "S1:1", "--item",
+            "S2:2", "--shop", "{\"edit\":1}", "--operator", "clerk", "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(ctl_json_s(r.json, "outcome"), "amended");
+    assert_string_equal(ctl_json_s(r.json, "status"), "pending_payment");
+    ctl_result_free(&r);
+    assert_int_equal(testdb_scalar(conn, "SELECT available FROM ordergate.inventory WHERE sku = "
+                                         "'S1'"),
+                     8);
+    assert_int_equal(testdb_scalar(conn, "SELECT available FROM ordergate.inventory WHERE sku = "
+                                         "'S2'"),
+                     3);
+    assert_int_equal(count_where(conn, "amendments", "order_no = 'L2' AND operator = 'clerk'"), 1);
+    ctl_run(&r, "amend", "L2", "--db", t.conninfo, "--amount", "250", "--item", "S2:50",
+            "--operator", "clerk", NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "out_of_stock"));
+    ctl_result_free(&r);
+
+    /* deadline: set, with the new deadline shown. */
+    ctl_run(&r, "deadline", "L2", "--db", t.conninfo, "--expire-at", "2029-06-01T12:00:00Z",
+            "--operator", "dora", "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(ctl_json_s(r.json, "outcome"), "set");
+    assert_string_equal(ctl_json_s(r.json, "expire_at"), "2029-06-01T12:00:00.000Z");
+    ctl_result_free(&r);
+    assert_int_equal(count_where(conn, "deadline_changes", "order_no = 'L2' AND operator = 'dora'"),
+                     1);
+    /* show: the amendment and the deadline change, with their operators. */
+    ctl_run(&r, "show", "L2", "--db", t.conninfo, NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "\namendments:\n"));
+    assert_non_null(strstr(r.out, "clerk"));
+    assert_non_null(strstr(r.out, "\ndeadline changes:\n"));
+    assert_non_null(strstr(r.out, "2029-06-01T12:00:00.000Z"));
+    ctl_result_free(&r);
+
+    /* release, then again: not_pending; a cancel cannot take it; amend and deadline refuse. */
+    ctl_run(&r, "release", "L1", "--db", t.conninfo, "--operator", "rita", "--reason",
+            "cash on delivery", "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(ctl_json_s(r.json, "outcome"), "released");
+    assert_string_equal(ctl_json_s(r.json, "status"), "released");
+    ctl_result_free(&r);
+    ctl_run(&r, "release", "L1", "--db", t.conninfo, "--operator", "rita", "--reason", "again",
+            NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "not_pending"));
+    ctl_result_free(&r);
+    ctl_run(&r, "close", "L1", "--db", t.conninfo, "--operator", "rita", "--reason", "x", "--json",
+            NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(ctl_json_s(r.json, "outcome"), "already_released");
+    ctl_result_free(&r);
+    ctl_run(&r, "amend", "L1", "--db", t.conninfo, "--amount", "5", "--item", "S1:1", "--operator",
+            "clerk", "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(ctl_json_s(r.json, "outcome"), "not_pending");
+    ctl_result_free(&r);
+    ctl_run(&r, "deadline", "NOPE", "--db", t.conninfo, "--expire-in", "0", "--operator", "dora",
+            "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(ctl_json_s(r.json, "outcome"), "not_found");
+    ctl_result_free(&r);
+    assert_int_equal(count_where(conn, "status_log",
+                                 "order_no = 'L1' AND to_status = 'released' AND actor = 'rita' "
+                                 "AND note = 'cash on delivery'"),
+                     1);
+    free(before);
+    PQfinish(conn);
+    testdb_drop(&t);
+}
+
 static void test_close_requires_operator_and_reason(void **state)
 {
     struct testdb t;
@@ -1183,8 +1334,8 @@ static void test_config_help_version(void **state)
     ctl_run(&r, "--help", NULL);
     assert_int_equal(r.status, 0);
     for (const char *const *c =
-             (const char *const[]){"migrate", "place", "pay", "hold", "close", "show",
-                                   "exceptions resolve", "schedule", NULL};
+             (const char *const[]){"migrate", "place", "pay", "hold", "close", "release", "amend",
+                                   "deadline", "show", "exceptions resolve", "schedule", NULL};
          *c != NULL; c++) {
         char line[64];
         snprintf(line, sizeof(line), "\n  %s ", *c);
@@ -1220,6 +1371,7 @@ int main(void)
         cmocka_unit_test(test_migrate_failures),
         cmocka_unit_test(test_place_pay_hold_close_show),
         cmocka_unit_test(test_close_requires_operator_and_reason),
+        cmocka_unit_test(test_release_amend_deadline),
         cmocka_unit_test(test_bad_input_exits_2),
         cmocka_unit_test(test_exceptions_list_and_resolve),
         cmocka_unit_test(test_money_and_charges),

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Runs `ordergatectl drill` in a database of its own and checks the verdict.
 #
-#   run_drill.sh BUILD_DIR expect-clean|expect-violations [--planted-bug|--planted-money] [--pgbouncer] -- DRILL_ARGS...
+#   run_drill.sh BUILD_DIR expect-clean|expect-violations [--planted-bug|--planted-money|--planted-life] [--pgbouncer] -- DRILL_ARGS...
 #
 # --planted-bug: the cancel restocks before it claims (planted_bug.sql): reconcile's stock
 # invariant (2) must catch it. --planted-money: the cancel forgets the captured parts of the
 # orders it cancels (planted_bug_money.sql): the ledger and reconcile's invariant 12 must.
+# --planted-life: a staff release gives the order's stock back (planted_bug_life.sql): the
+# ledger's shelf count and reconcile's stock invariant (2) must catch it.
 #
 # --pgbouncer: the drill and every process it starts reach the database through the
 # transaction-pooling PgBouncer of deploy/local/services.sh (ORDERGATE_PGBOUNCER_PORT; fails
@@ -19,6 +21,7 @@ shift 2
 planted=
 if [ "${1:-}" = --planted-bug ]; then planted=planted_bug.sql; shift; fi
 if [ "${1:-}" = --planted-money ]; then planted=planted_bug_money.sql; shift; fi
+if [ "${1:-}" = --planted-life ]; then planted=planted_bug_life.sql; shift; fi
 via=direct
 if [ "${1:-}" = --pgbouncer ]; then via=pgbouncer; shift; fi
 [ "${1:-}" = -- ] && shift
@@ -51,9 +54,10 @@ echo "drill exit $rc, violations $violations"
 case $expect in
     expect-clean)
         [ $rc -eq 0 ] && [ "$violations" = 0 ] || exit 1
-        # The money mix ran (every clean drill here keeps its defaults): three currencies with
-        # orders in each, orders paid in parts, charges pending at the deadline, payments in
-        # another currency; else a clean verdict would prove nothing about them.
+        # The money mix and the staff acts ran (every clean drill here keeps its defaults): three
+        # currencies with orders in each, orders paid in parts, charges pending at the deadline,
+        # payments in another currency, releases, amendments and deadline changes; else a clean
+        # verdict would prove nothing about them.
         python3 - "$report" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -63,6 +67,10 @@ checks = [
     ("orders paid in parts", r["parts_orders"] > 0),
     ("charges pending at the deadline", r["charges_begun"] > 0),
     ("payments in another currency", r["currency_mismatches"] > 0),
+    # and the staff acts: releases that won, amendments, deadlines moved
+    ("releases by staff", r["releases"] > 0),
+    ("amendments by staff", r["amendments"] > 0),
+    ("deadlines moved by staff", r["deadlines_moved"] > 0),
 ]
 bad = [name for name, ok in checks if not ok]
 for name in bad:
@@ -86,6 +94,10 @@ checks = [
     ("the consumers cancelled", r["cancelled_consumer"] > 0),
     ("the scanner cancelled only lost orders", r["cancelled_scanner"] <= r["lost_messages"]),
     ("the drill produced nothing itself", r["duplicate_messages"] == 0),
+    # Payment reminders (--reminders 3,1 by default): written at placement, sent by the
+    # consumers; reconcile's invariants 20 and 21 say none went out late or twice.
+    ("reminders written", r.get("reminders", {}).get("written", 0) > 0),
+    ("reminders sent by the consumers", r.get("reminders", {}).get("sent", 0) > 0),
 ]
 bad = [name for name, ok in checks if not ok]
 for name in bad:

@@ -19,13 +19,18 @@ add_test(NAME drill_planted_bug
 add_test(NAME drill_planted_money
          COMMAND ${OG_DRILL} ${PROJECT_BINARY_DIR} expect-violations --planted-money --
                  --orders 300 --consumers 1 --parts-ratio 0.4 --lead-ms 3000 --seed 13)
+# A staff release gives the order's stock back (planted_bug_life.sql): the drill's shelf count
+# and reconcile's invariant 2 must say so. Many releases around T.
+add_test(NAME drill_planted_life
+         COMMAND ${OG_DRILL} ${PROJECT_BINARY_DIR} expect-violations --planted-life --
+                 --orders 300 --consumers 1 --release-ratio 0.3 --lead-ms 3000 --seed 17)
 # The database schedules the cancels (schedule_cancels = 1), the consumers' relays publish them
 # to delay topics with levels; lost messages are outbox rows marked published before any relay runs.
 add_test(NAME drill_schedule_in_db
          COMMAND ${OG_DRILL} ${PROJECT_BINARY_DIR} expect-clean --
                  --schedule-in-db --orders 1000 --consumers 2 --kill-every 4 --lead-ms 8000
                  --seed 11)
-set_tests_properties(drill_planted_bug drill_planted_money drill_schedule_in_db
+set_tests_properties(drill_planted_bug drill_planted_money drill_planted_life drill_schedule_in_db
                      PROPERTIES
                      FIXTURES_REQUIRED "db;kafka" LABELS "kafka;drill" TIMEOUT 600)
 # Through the transaction-pooling PgBouncer of services.sh (pool size 2 per database): the

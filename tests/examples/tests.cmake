@@ -25,3 +25,23 @@ if(NOT OG_SANITIZE)
   set_tests_properties(examples_mall_kafka PROPERTIES
                        FIXTURES_REQUIRED "db;kafka" LABELS kafka RESOURCE_LOCK mall_roles TIMEOUT 240)
 endif()
+
+# examples/saleor: Saleor's own tables behind the gate (uuid keys, numeric(20,3) money in four
+# currencies, allocations, voucher codes, transaction items), raced by its order service against
+# the scanner, then checked by the shop's checks and ordergate's reconcile; once with a planted
+# stock bug in the cancel hook (tests/examples/saleor_planted_bug.sql) that the shop's check
+# stock_allocations must catch. Both create the cluster-wide role saleor when missing.
+if(NOT OG_SANITIZE)
+  set(OG_SALEOR ${PROJECT_SOURCE_DIR}/examples/saleor/run.sh)
+  add_test(NAME examples_saleor COMMAND ${OG_SALEOR} --require-db ${PROJECT_BINARY_DIR})
+  add_test(NAME examples_saleor_planted_bug
+           COMMAND ${OG_SALEOR} --require-db --planted-bug ${CMAKE_CURRENT_LIST_DIR}/saleor_planted_bug.sql
+                   stock_allocations ${PROJECT_BINARY_DIR})
+  set_tests_properties(examples_saleor examples_saleor_planted_bug PROPERTIES
+                       FIXTURES_REQUIRED db LABELS db RESOURCE_LOCK saleor_roles TIMEOUT 120)
+  # The second tier: ordergate-consumer cancels (and reminds) from the messages place_order
+  # wrote, the scanner behind it.
+  add_test(NAME examples_saleor_kafka COMMAND ${OG_SALEOR} --require-db --kafka ${PROJECT_BINARY_DIR})
+  set_tests_properties(examples_saleor_kafka PROPERTIES
+                       FIXTURES_REQUIRED "db;kafka" LABELS kafka RESOURCE_LOCK saleor_roles TIMEOUT 120)
+endif()

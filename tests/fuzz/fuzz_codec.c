@@ -24,7 +24,7 @@ static void check_reason(const struct og_error *err)
         "too_large",    "empty",           "bad_json",     "not_object",     "missing_field",
         "bad_type",     "unknown_version", "bad_order_no", "key_mismatch",   "bad_due_at",
         "bad_txn_no",   "bad_amount",      "bad_channel",  "bad_refund_ref", "bad_outcome",
-        "bad_currency", "bad_charge_ref"};
+        "bad_currency", "bad_charge_ref",  "bad_kind",     "bad_offset"};
     int known = 0;
 
     if (err->status != OG_ERR_DECODE || err->retriable)
@@ -75,7 +75,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_key(key, key_len, c.order_no);
         /* Times the decoder accepts but the encoder cannot write (years
          * around 0000 with an offset) are refused cleanly, not mangled. */
-        if (codec_encode_cancel(c.order_no, c.due_ms, buf, sizeof(buf), &len, &err) == OG_OK) {
+        if ((c.reminder_offset == 0
+                 ? codec_encode_cancel(c.order_no, c.due_ms, buf, sizeof(buf), &len, &err)
+                 : codec_encode_reminder(c.order_no, c.reminder_offset, c.due_ms, buf, sizeof(buf),
+                                         &len, &err)) == OG_OK) {
             if (codec_decode_cancel(NULL, 0, buf, len, &again, &err) != OG_OK ||
                 memcmp(&c, &again, sizeof(c)) != 0)
                 abort();

@@ -360,7 +360,11 @@ static void test_trigger_guards_status(void **state)
                  "OG001");
     /* A set-wide update is refused whole: the pending orders do not move either. */
     expect_state(g->sql, "UPDATE ordergate.orders SET status = 'cancelled'", "OG001");
-    expect_state(g->sql, "UPDATE ordergate.orders SET amount_cents = 1 WHERE order_no = 'o-due'",
+    /* A pending order's amount changes only through amend_order, a closed order's never; its
+     * currency never. */
+    expect_state(g->sql, "UPDATE ordergate.orders SET amount_cents = 1 WHERE order_no = 'o-paid'",
+                 "OG002");
+    expect_state(g->sql, "UPDATE ordergate.orders SET currency = 'EUR' WHERE order_no = 'o-due'",
                  "OG002");
     expect_state(g->sql,
                  "UPDATE ordergate.orders SET expire_at = now() + interval '1 day' "

@@ -8,7 +8,7 @@
  *                     and hold 1 in 7 for a second first (payment page).
  *
  * Orders expire about 1.5 s after the threads start, while payments flow.
- * Afterwards: the fourteen invariants of schema/README.md through reconcile() (14 rows, no
+ * Afterwards: the invariants of schema/README.md through reconcile() (18 rows, no
  * violation), plus checks of what the callers were told against the
  * database: every order left pending_payment exactly once and exactly one
  * caller was told it won; every txn_no had exactly one non-duplicate answer

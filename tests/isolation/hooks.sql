@@ -32,14 +32,18 @@ CREATE FUNCTION shop.on_paid(order_nos text[], source text) RETURNS void
 LANGUAGE sql SECURITY DEFINER SET search_path = shop, pg_temp AS $$ SELECT shop.record('paid', order_nos, source) $$;
 CREATE FUNCTION shop.on_late(order_nos text[], source text) RETURNS void
 LANGUAGE sql SECURITY DEFINER SET search_path = shop, pg_temp AS $$ SELECT shop.record('late_payment', order_nos, source) $$;
+CREATE FUNCTION shop.on_released(order_nos text[], source text) RETURNS void
+LANGUAGE sql SECURITY DEFINER SET search_path = shop, pg_temp AS $$ SELECT shop.record('released', order_nos, source) $$;
 REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA shop FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION shop.on_cancelled(text[],text), shop.on_paid(text[],text), shop.on_late(text[],text)
+GRANT EXECUTE ON FUNCTION shop.on_cancelled(text[],text), shop.on_paid(text[],text), shop.on_late(text[],text),
+                          shop.on_released(text[],text)
     TO ordergate_owner;
 RESET ROLE;
 
 SELECT ordergate.add_hook('cancelled', 'shop.on_cancelled(text[],text)'),
        ordergate.add_hook('paid', 'shop.on_paid(text[],text)'),
-       ordergate.add_hook('late_payment', 'shop.on_late(text[],text)');
+       ordergate.add_hook('late_payment', 'shop.on_late(text[],text)'),
+       ordergate.add_hook('released', 'shop.on_released(text[],text)');
 
 -- What the hooks must have seen: each transition's order once, with its source; each late
 -- payment's order once (archived ones included).
@@ -49,7 +53,8 @@ DECLARE
     v_bad text;
 BEGIN
     WITH want AS (
-        SELECT CASE l.to_status WHEN 'paid' THEN 'paid' ELSE 'cancelled' END AS event, l.order_no, l.source
+        SELECT CASE l.to_status WHEN 'paid' THEN 'paid' WHEN 'released' THEN 'released' ELSE 'cancelled' END AS event,
+               l.order_no, l.source
           FROM (SELECT order_no, to_status, source FROM ordergate.status_log
                 UNION ALL
                 SELECT order_no, to_status, source FROM ordergate.archived_status_log) l

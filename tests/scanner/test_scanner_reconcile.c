@@ -2,7 +2,9 @@
  * broken on purpose in its own database (bypassing the gate as a superuser:
  * direct writes, triggers disabled) and must be reported with the offending
  * key and exit 3; a clean book exits 0; a payment that hit a cancelled order
- * without its exception is repaired (not under --dry-run). */
+ * without its exception is repaired (not under --dry-run). The shop's checks
+ * (add_check): a violated one and one that fails each make the run exit 3,
+ * with their log line and metric, like a violated invariant. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -117,7 +119,7 @@ static void test_clean_book_exits_0(void **state)
 
     for (int i = 1; i <= 7; i++)
         assert_int_equal(report_count(c.output, i), 0);
-    assert_non_null(strstr(c.output, "result: clean: all 14 invariants hold"));
+    assert_non_null(strstr(c.output, "result: clean: all 18 invariants hold"));
     scanner_child_free(&c);
 }
 
@@ -159,6 +161,9 @@ static void test_inv2_stock_drift(void **state)
     assert_non_null(strstr(text, "ordergate_reconcile_violations{invariant=\"2\"} 1\n"));
     assert_non_null(strstr(text, "ordergate_reconcile_violations{invariant=\"1\"} 0\n"));
     assert_non_null(strstr(text, "ordergate_reconcile_violations{invariant=\"7\"} 0\n"));
+    /* Numbers with a gap (1-16, then 20, 21) are exported each under its own number. */
+    assert_non_null(strstr(text, "ordergate_reconcile_violations{invariant=\"21\"} 0\n"));
+    assert_null(strstr(text, "ordergate_reconcile_violations{invariant=\"17\"}"));
     assert_non_null(strstr(text, "ordergate_exceptions_open 1\n"));
     assert_non_null(strstr(text, "ordergate_reconcile_last_run_success 1\n"));
     assert_null(strstr(text, "ordergate_scanner_")); /* the sweep's metrics are not in it */
@@ -350,6 +355,90 @@ static void test_window_default_and_all(void **state)
     scanner_child_free(&c);
 }
 
+/* The shop's checks: its own stock table beside ordergate's, a check comparing them, and a
+ * check that raises. A violation and a failure each reach the report, the log, the metrics and
+ * the exit status; clean again, the run exits 0 and names the check among what holds. */
+static void test_shop_checks(void **state)
+{
+    struct scanner_fixture *f = *state;
+    struct scanner_child c;
+    char prom[128], text[8192] = "", sql[2048];
+    const char *args[] = {"--db", f->t.conninfo, "--reconcile", "--textfile", prom, NULL};
+    FILE *fp;
+    int pid = (int)getpid();
+
+    /* Roles are cluster-wide: this one's name carries the pid, and it goes at the end. */
+    snprintf(sql, sizeof(sql),
+             "CREATE ROLE og_recon_shop_%d NOLOGIN;"
+             "CREATE SCHEMA shop AUTHORIZATION og_recon_shop_%d;"
+             "GRANT USAGE ON SCHEMA ordergate TO og_recon_shop_%d;"
+             "GRANT SELECT ON ordergate.inventory TO og_recon_shop_%d;"
+             "GRANT USAGE ON SCHEMA shop TO ordergate_owner;"
+             "SET ROLE og_recon_shop_%d;"
+             "CREATE TABLE shop.stock (sku text PRIMARY KEY, qty bigint NOT NULL);"
+             "INSERT INTO shop.stock SELECT sku, available FROM ordergate.inventory;"
+             "CREATE FUNCTION shop.check_stock() RETURNS TABLE (detail text) LANGUAGE sql STABLE "
+             "SECURITY DEFINER SET search_path = shop, pg_temp AS $$ "
+             "SELECT format('sku %%s: shop %%s, ordergate %%s', s.sku, s.qty, i.available) "
+             "FROM stock s JOIN ordergate.inventory i USING (sku) WHERE s.qty <> i.available $$;"
+             "CREATE FUNCTION shop.check_books() RETURNS SETOF text LANGUAGE plpgsql "
+             "SECURITY DEFINER SET search_path = shop, pg_temp AS $$ BEGIN "
+             "IF (SELECT count(*) FROM stock) > 2 THEN RAISE EXCEPTION 'books unreadable'; END IF; "
+             "END $$;"
+             "GRANT EXECUTE ON FUNCTION shop.check_stock(), shop.check_books() TO ordergate_owner;"
+             "RESET ROLE;"
+             "SELECT ordergate.add_check('stock', 'shop.check_stock()');"
+             "SELECT ordergate.add_check('books', 'shop.check_books()');",
+             pid, pid, pid, pid, pid);
+    testdb_exec(f->conn, sql);
+
+    c = run_reconcile(f, 0, NULL);
+    assert_non_null(strstr(c.output, "\n  -  0           shop:stock\n"));
+    assert_non_null(strstr(c.output, "result: clean: all 18 invariants and 2 shop checks hold"));
+    scanner_child_free(&c);
+
+    /* The shop's stock drifts from ordergate's, and its books cannot be read. */
+    testdb_exec(f->conn, "UPDATE shop.stock SET qty = qty - 1 WHERE sku = 'SKU-B';"
+                         "INSERT INTO shop.stock VALUES ('SKU-X', 0)");
+    snprintf(prom, sizeof(prom), "/tmp/og-scanner-recon-shop.%d.prom", pid);
+    assert_int_equal(scanner_child_run(&c, args), 3);
+    assert_non_null(
+        strstr(c.output, "\n  -  1           shop:stock\n     first: sku SKU-B: shop "));
+    assert_non_null(strstr(c.output, "\n  -  FAILED      shop:books\n     error: failed: P0001 "
+                                     "books unreadable\n"));
+    assert_non_null(strstr(c.output, "result: VIOLATED: 2 invariants, 1 violation, shop checks "
+                                     "failed"));
+    assert_non_null(
+        strstr(c.output, "event=reconcile_violation invariant=shop:stock violations=1"));
+    assert_non_null(
+        strstr(c.output, "event=reconcile_violation invariant=shop:books violations=-1"));
+    /* The built-in invariants still hold and are reported before the shop's. */
+    assert_int_equal(report_count(c.output, 14), 0);
+    assert_true(strstr(c.output, "\n  14  ") < strstr(c.output, "\n  -  1           shop:stock"));
+    scanner_child_free(&c);
+    fp = fopen(prom, "r");
+    assert_non_null(fp);
+    assert_true(fread(text, 1, sizeof(text) - 1, fp) > 0);
+    fclose(fp);
+    unlink(prom);
+    assert_non_null(strstr(text, "ordergate_reconcile_violations{invariant=\"shop:stock\"} 1\n"));
+    assert_non_null(strstr(text, "ordergate_reconcile_violations{invariant=\"shop:books\"} -1\n"));
+    assert_non_null(strstr(text, "ordergate_reconcile_violations{invariant=\"2\"} 0\n"));
+    assert_non_null(strstr(text, "ordergate_reconcile_last_run_success 1\n"));
+
+    snprintf(sql, sizeof(sql),
+             "SELECT ordergate.drop_check('stock'), ordergate.drop_check('books');"
+             "DROP SCHEMA shop CASCADE;"
+             "REVOKE ALL ON ordergate.inventory FROM og_recon_shop_%d;"
+             "REVOKE ALL ON SCHEMA ordergate FROM og_recon_shop_%d;"
+             "DROP ROLE og_recon_shop_%d;",
+             pid, pid, pid);
+    testdb_exec(f->conn, sql);
+    c = run_reconcile(f, 0, NULL);
+    assert_non_null(strstr(c.output, "result: clean: all 18 invariants hold"));
+    scanner_child_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -370,6 +459,7 @@ int main(void)
                                         scanner_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_window_default_and_all, setup,
                                         scanner_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_shop_checks, setup, scanner_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

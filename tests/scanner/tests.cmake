@@ -21,6 +21,8 @@ og_scanner_test(scanner_lock LABELS db FIXTURES db)
 og_scanner_test(scanner_fault LABELS db FIXTURES db)
 og_scanner_test(scanner_every LABELS db FIXTURES db)
 og_scanner_test(scanner_reconcile LABELS db FIXTURES db)
+# The payment reminders' fallback: overdue unsent reminders sent once.
+og_scanner_test(scanner_reminders LABELS db FIXTURES db)
 # The plans of the sweep's queries over a million orders: SQL and the planner, run once (the
 # sanitizer build runs the same scanner C in the other scanner tests).
 if(NOT OG_SANITIZE)

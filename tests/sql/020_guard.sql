@@ -9,13 +9,14 @@ SELECT ordergate.place_order('G3', 100, '[{"sku":"S1","qty":1}]', NULL, now() + 
 SELECT * FROM ordergate.claim_cancel(ARRAY['G1'], 'timeout_scanner');
 SELECT * FROM ordergate.claim_payment('G2', 'TG2', 100, 'card');
 
--- Superuser, direct SQL: only pending -> paid|cancelled.
+-- Superuser, direct SQL: only pending -> paid|cancelled|released, released -> paid.
 SELECT t_error('guard cancelled -> pending', $q$UPDATE ordergate.orders SET status = 'pending_payment' WHERE order_no = 'G1'$q$, 'OG001');
 SELECT t_error('guard cancelled -> paid', $q$UPDATE ordergate.orders SET status = 'paid' WHERE order_no = 'G1'$q$, 'OG001');
 SELECT t_error('guard paid -> cancelled', $q$UPDATE ordergate.orders SET status = 'cancelled' WHERE order_no = 'G2'$q$, 'OG001');
 SELECT t_error('guard paid -> pending', $q$UPDATE ordergate.orders SET status = 'pending_payment' WHERE order_no = 'G2'$q$, 'OG001');
 SELECT t_error('guard unknown status', $q$UPDATE ordergate.orders SET status = 'shipped' WHERE order_no = 'G3'$q$, 'OG001');
-SELECT t_error('guard amount immutable', $q$UPDATE ordergate.orders SET amount_cents = 1 WHERE order_no = 'G3'$q$, 'OG002');
+SELECT t_error('guard amount of a paid order immutable', $q$UPDATE ordergate.orders SET amount_cents = 1 WHERE order_no = 'G2'$q$, 'OG002');
+SELECT t_error('guard amount of a cancelled order immutable', $q$UPDATE ordergate.orders SET amount_cents = 1 WHERE order_no = 'G1'$q$, 'OG002');
 SELECT t_error('guard order_no immutable', $q$UPDATE ordergate.orders SET order_no = 'G4' WHERE order_no = 'G3'$q$, 'OG002');
 SELECT t_error('guard coupon immutable', $q$UPDATE ordergate.orders SET coupon_id = NULL WHERE order_no = 'G1'$q$, 'OG002');
 SELECT t_error('guard expire of closed order', $q$UPDATE ordergate.orders SET expire_at = now() WHERE order_no = 'G1'$q$, 'OG002');

@@ -135,7 +135,7 @@ SELECT t_error('wrong arguments', $$SELECT ordergate.add_hook('cancelled', 'shop
 SELECT t_error('wrong result', $$SELECT ordergate.add_hook('cancelled', 'shop.wrong_result(text[],text)')$$, '22023');
 SELECT t_error('a procedure', $$SELECT ordergate.add_hook('cancelled', 'shop.a_procedure(text[],text)')$$, '22023');
 SELECT t_error('not a function at all', $$SELECT ordergate.add_hook('cancelled', 'shop.nothing(text[],text)')$$, '42883');
-SELECT t_error('an ordergate function', $$SELECT ordergate.add_hook('cancelled', 'ordergate._hooks_run(text,text[],text)')$$, '22023');
+SELECT t_error('an ordergate function', $$SELECT ordergate.add_hook('cancelled', 'ordergate._hooks_run(text,text[],text,jsonb)')$$, '22023');
 SELECT t_error('owner may not execute it', $$SELECT ordergate.add_hook('cancelled', 'shop.not_granted(text[],text)')$$, '42501');
 SELECT t_eq('refusals register nothing', (SELECT count(*) FROM ordergate.hooks), 0::bigint);
 SELECT t_eq('add hook', ordergate.add_hook('cancelled', 'shop.on_cancelled(text[],text)'), 'added');

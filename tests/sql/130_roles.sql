@@ -49,12 +49,13 @@ CREATE FUNCTION pg_temp.t_fns(p_role text) RETURNS text LANGUAGE sql AS $$
      WHERE n.nspname = 'ordergate' AND has_function_privilege(p_role, p.oid, 'EXECUTE')
 $$;
 SELECT t_eq('order service executes its functions only', pg_temp.t_fns(:'r_svc'),
-            'begin_charge,charge_failed,claim_payment,close_order,exception_list,hold_for_payment,'
-            'order_report,place_order');
+            'amend_order,begin_charge,charge_failed,claim_payment,close_order,exception_list,'
+            'hold_for_payment,order_report,place_order,release_order,set_deadline');
 SELECT t_eq('trigger executes its functions only', pg_temp.t_fns(:'r_trg'),
-            'claim_cancel,due_times,exceptions_open_count,exceptions_overdue,reconcile,reconcile_repair,'
-            'record_payment_refused,scan_overdue,scan_overdue_count,scanner_lock_key,scanner_run_finish,'
-            'scanner_run_progress,scanner_run_start,scanner_sweep_status');
+            'claim_cancel,claim_reminder,due_times,exceptions_open_count,exceptions_overdue,reconcile,'
+            'reconcile_repair,record_payment_refused,scan_overdue,scan_overdue_count,scan_reminders,'
+            'scanner_lock_key,scanner_run_finish,scanner_run_progress,scanner_run_start,'
+            'scanner_sweep_status');
 SELECT t_eq('relay executes its functions only', pg_temp.t_fns(:'r_rly'),
             'outbox_backlog,outbox_lock_batch,outbox_mark_published,outbox_oldest_age,outbox_quarantine,'
             'outbox_quarantine_count,outbox_quarantine_list');
@@ -69,6 +70,13 @@ SELECT t_eq('deprecated ordergate_service member executes all four kinds',
                      OR has_function_privilege('ordergate_refunds', p.oid, 'EXECUTE'))), true);
 SELECT t_eq('admin holds every kind', (SELECT bool_and(pg_has_role('ordergate_admin', r, 'MEMBER'))
     FROM unnest(ARRAY['ordergate_order_service', 'ordergate_trigger', 'ordergate_relay', 'ordergate_refunds']) r), true);
+SELECT t_eq('admin registers hooks and shop checks; nobody runs their internals',
+    (SELECT string_agg(f || '=' || has_function_privilege('ordergate_admin', f, 'EXECUTE')
+                       || '/' || has_function_privilege('ordergate_trigger', f, 'EXECUTE'), ',' ORDER BY f)
+       FROM unnest(ARRAY['ordergate.add_check(text,regprocedure)', 'ordergate.drop_check(text)',
+                         'ordergate._reconcile_checks()', 'ordergate._hooks_run(text,text[],text,jsonb)']) f),
+    'ordergate._hooks_run(text,text[],text,jsonb)=false/false,ordergate._reconcile_checks()=false/false,'
+    'ordergate.add_check(text,regprocedure)=true/false,ordergate.drop_check(text)=true/false');
 SELECT t_eq('narrow roles cannot log in', (SELECT count(*) FROM pg_roles WHERE rolcanlogin AND rolname IN
     ('ordergate_order_service', 'ordergate_trigger', 'ordergate_relay', 'ordergate_refunds')), 0::bigint);
 
@@ -86,6 +94,9 @@ SELECT t_error('order service: claim_cancel refused', $q$SELECT * FROM ordergate
 SELECT t_error('order service: record_payment_refused refused', $q$SELECT * FROM ordergate.record_payment_refused('p/0/1', 'R2', 'TX9', 100, 'why', 'm')$q$, '42501');
 SELECT t_error('order service: reconcile_repair refused', $q$SELECT ordergate.reconcile_repair()$q$, '42501');
 SELECT t_error('order service: add_stock refused', $q$SELECT ordergate.add_stock('S1', 1000)$q$, '42501');
+SELECT t_error('order service: add_check refused', $q$SELECT ordergate.add_check('x', 'ordergate.reconcile_repair()')$q$, '42501');
+SELECT t_error('order service: drop_check refused', $q$SELECT ordergate.drop_check('x')$q$, '42501');
+SELECT t_eq('order service reads the checks', (SELECT count(*) FROM ordergate.checks), 0::bigint);
 SELECT t_error('order service: no direct write', $q$UPDATE ordergate.exceptions SET state = 'refunded'$q$, '42501');
 SELECT t_eq('order service reads the tables', (SELECT count(*) FROM ordergate.orders), 2::bigint);
 RESET ROLE;
@@ -95,6 +106,9 @@ SET ROLE :"r_rly";
 SELECT t_error('relay: claim_payment refused', $q$SELECT * FROM ordergate.claim_payment('R2', 'TR2', 100, 'card')$q$, '42501');
 SELECT t_error('relay: place_order refused', $q$SELECT ordergate.place_order('R9', 100, '[{"sku":"S1","qty":1}]', NULL, now())$q$, '42501');
 SELECT t_error('relay: close_order refused', $q$SELECT * FROM ordergate.close_order('R2', 'x', 'y')$q$, '42501');
+SELECT t_error('relay: release_order refused', $q$SELECT * FROM ordergate.release_order('R2', 'x', 'y')$q$, '42501');
+SELECT t_error('relay: amend_order refused', $q$SELECT * FROM ordergate.amend_order('R2', 100, '[]', NULL, 'x')$q$, '42501');
+SELECT t_error('relay: set_deadline refused', $q$SELECT * FROM ordergate.set_deadline('R2', now(), 'x')$q$, '42501');
 SELECT t_error('relay: claim_cancel refused', $q$SELECT * FROM ordergate.claim_cancel(ARRAY['R2'], 'timeout_consumer')$q$, '42501');
 SELECT t_error('relay: record_refund refused', $q$SELECT * FROM ordergate.record_refund('TR1', 'RF1', 'succeeded')$q$, '42501');
 SELECT t_error('relay: scanner_run_start refused', $q$SELECT * FROM ordergate.scanner_run_start('0', 100, 0, 0, 'h', 1, interval '1 minute', NULL)$q$, '42501');
@@ -107,10 +121,16 @@ SELECT t_error('trigger: place_order refused', $q$SELECT ordergate.place_order('
 SELECT t_error('trigger: claim_payment refused', $q$SELECT * FROM ordergate.claim_payment('R2', 'TR2', 100, 'card')$q$, '42501');
 SELECT t_error('trigger: hold_for_payment refused', $q$SELECT * FROM ordergate.hold_for_payment('R2', 600)$q$, '42501');
 SELECT t_error('trigger: close_order refused', $q$SELECT * FROM ordergate.close_order('R2', 'x', 'y')$q$, '42501');
+SELECT t_error('trigger: release_order refused', $q$SELECT * FROM ordergate.release_order('R2', 'x', 'y')$q$, '42501');
+SELECT t_error('trigger: amend_order refused', $q$SELECT * FROM ordergate.amend_order('R2', 100, '[]', NULL, 'x')$q$, '42501');
+SELECT t_error('trigger: set_deadline refused', $q$SELECT * FROM ordergate.set_deadline('R2', now(), 'x')$q$, '42501');
 SELECT t_error('trigger: begin_charge refused', $q$SELECT * FROM ordergate.begin_charge('R2', 'CR2', 60)$q$, '42501');
 SELECT t_error('trigger: charge_failed refused', $q$SELECT ordergate.charge_failed('R2', 'CR2')$q$, '42501');
 SELECT t_error('trigger: record_refund refused', $q$SELECT * FROM ordergate.record_refund('TR1', 'RF1', 'succeeded')$q$, '42501');
 SELECT t_error('trigger: outbox_mark_published refused', $q$SELECT ordergate.outbox_mark_published(ARRAY[1::bigint])$q$, '42501');
+SELECT t_error('trigger: add_check refused', $q$SELECT ordergate.add_check('x', 'ordergate.reconcile_repair()')$q$, '42501');
+SELECT t_error('trigger: drop_check refused', $q$SELECT ordergate.drop_check('x')$q$, '42501');
+SELECT t_error('trigger: add_hook refused', $q$SELECT ordergate.add_hook('paid', 'ordergate.reconcile_repair()')$q$, '42501');
 SELECT t_error('trigger: reads no table', $q$SELECT count(*) FROM ordergate.payments$q$, '42501');
 RESET ROLE;
 
@@ -120,6 +140,7 @@ SELECT t_error('refunds: claim_payment refused', $q$SELECT * FROM ordergate.clai
 SELECT t_error('refunds: claim_cancel refused', $q$SELECT * FROM ordergate.claim_cancel(ARRAY['R2'], 'timeout_consumer')$q$, '42501');
 SELECT t_error('refunds: outbox_mark_published refused', $q$SELECT ordergate.outbox_mark_published(ARRAY[1::bigint])$q$, '42501');
 SELECT t_error('refunds: scanner_run_start refused', $q$SELECT * FROM ordergate.scanner_run_start('0', 100, 0, 0, 'h', 1, interval '1 minute', NULL)$q$, '42501');
+SELECT t_error('refunds: release_order refused', $q$SELECT * FROM ordergate.release_order('R2', 'x', 'y')$q$, '42501');
 SELECT t_error('refunds: place_order refused', $q$SELECT ordergate.place_order('R9', 100, '[{"sku":"S1","qty":1}]', NULL, now())$q$, '42501');
 RESET ROLE;
 

@@ -9,7 +9,9 @@ BEGIN
              ordergate.refunds, ordergate.archived_orders, ordergate.archived_order_items,
              ordergate.archived_status_log, ordergate.archived_payments,
              ordergate.archived_exceptions, ordergate.archived_refunds, ordergate.archived_outbox,
-             ordergate.charges, ordergate.archived_charges
+             ordergate.charges, ordergate.archived_charges, ordergate.amendments,
+             ordergate.archived_amendments, ordergate.deadline_changes,
+             ordergate.archived_deadline_changes, ordergate.reminders, ordergate.archived_reminders
              RESTART IDENTITY;
     UPDATE ordergate.settings SET value = '5000' WHERE key = 'auto_refund_limit_cents';
     UPDATE ordergate.settings SET value = '900' WHERE key = 'max_hold_seconds';
@@ -19,6 +21,7 @@ BEGIN
     UPDATE ordergate.settings SET value = '31622400' WHERE key = 'max_deadline_seconds';
     UPDATE ordergate.settings SET value = '259200' WHERE key = 'max_pending_charge_seconds';
     UPDATE ordergate.settings SET value = 'USD' WHERE key = 'default_currency';
+    UPDATE ordergate.settings SET value = '' WHERE key = 'reminder_before_seconds';
     DELETE FROM ordergate.settings WHERE key LIKE 'auto\_refund\_limit.%';
 END
 $$;

@@ -38,6 +38,68 @@ static void refused(const char *key, const char *value, const char *reason)
     assert_int_equal(c.due_ms, 0);
 }
 
+/* The message kind: absent or "cancel" is a cancel (offset 0), "reminder" carries its offset;
+ * an unknown kind, a reminder without a valid offset are refused; the reminder round-trips. */
+static void test_reminder_kind(void **state)
+{
+    struct codec_cancel c, again;
+    struct og_error err;
+    char buf[256];
+    size_t len = 0;
+
+    (void)state;
+    assert_int_equal(cancel("A-1",
+                            "{\"v\":1,\"order_no\":\"A-1\",\"due_at\":\"2026-11-30T16:00:00.000Z\","
+                            "\"kind\":\"reminder\",\"offset_seconds\":300}",
+                            &c, &err),
+                     OG_OK);
+    assert_int_equal(c.reminder_offset, 300);
+    assert_int_equal(c.due_ms, DUE_MS);
+    assert_int_equal(cancel(NULL,
+                            "{\"v\":1,\"order_no\":\"A-1\",\"due_at\":\"2026-11-30T16:00:00.000Z\","
+                            "\"kind\":\"cancel\",\"offset_seconds\":\"ignored\"}",
+                            &c, &err),
+                     OG_OK);
+    assert_int_equal(c.reminder_offset, 0);
+    assert_int_equal(
+        cancel(NULL, "{\"v\":1,\"order_no\":\"A-1\",\"due_at\":\"2026-11-30T16:00:00.000Z\"}", &c,
+               &err),
+        OG_OK);
+    assert_int_equal(c.reminder_offset, 0);
+    refused(
+        NULL,
+        "{\"v\":1,\"order_no\":\"A-1\",\"due_at\":\"2026-11-30T16:00:00Z\",\"kind\":\"refund\"}",
+        "bad_kind");
+    refused(NULL, "{\"v\":1,\"order_no\":\"A-1\",\"due_at\":\"2026-11-30T16:00:00Z\",\"kind\":7}",
+            "bad_type");
+    refused(
+        NULL,
+        "{\"v\":1,\"order_no\":\"A-1\",\"due_at\":\"2026-11-30T16:00:00Z\",\"kind\":\"reminder\"}",
+        "missing_field");
+    refused(
+        NULL,
+        "{\"v\":1,\"order_no\":\"A-1\",\"due_at\":\"2026-11-30T16:00:00Z\",\"kind\":\"reminder\","
+        "\"offset_seconds\":0}",
+        "bad_offset");
+    refused(
+        NULL,
+        "{\"v\":1,\"order_no\":\"A-1\",\"due_at\":\"2026-11-30T16:00:00Z\",\"kind\":\"reminder\","
+        "\"offset_seconds\":31622401}",
+        "bad_offset");
+    refused(
+        NULL,
+        "{\"v\":1,\"order_no\":\"A-1\",\"due_at\":\"2026-11-30T16:00:00Z\",\"kind\":\"reminder\","
+        "\"offset_seconds\":\"60\"}",
+        "bad_type");
+    assert_int_equal(codec_encode_reminder("A-1", 60, DUE_MS, buf, sizeof(buf), &len, &err), OG_OK);
+    assert_int_equal(codec_decode_cancel("A-1", 3, buf, len, &again, &err), OG_OK);
+    assert_int_equal(again.reminder_offset, 60);
+    assert_int_equal(again.due_ms, DUE_MS);
+    assert_string_equal(again.order_no, "A-1");
+    assert_int_equal(codec_encode_reminder("A-1", 0, DUE_MS, buf, sizeof(buf), &len, &err),
+                     OG_ERR_ARG);
+}
+
 static void test_cancel_valid(void **state)
 {
     struct codec_cancel c;
@@ -442,10 +504,15 @@ static void test_refund(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cancel_valid),    cmocka_unit_test(test_cancel_refused),
-        cmocka_unit_test(test_key_binary),      cmocka_unit_test(test_cancel_roundtrip),
-        cmocka_unit_test(test_payment),         cmocka_unit_test(test_payment_currency_and_charge),
-        cmocka_unit_test(test_payment_salvage), cmocka_unit_test(test_refund),
+        cmocka_unit_test(test_cancel_valid),
+        cmocka_unit_test(test_cancel_refused),
+        cmocka_unit_test(test_reminder_kind),
+        cmocka_unit_test(test_key_binary),
+        cmocka_unit_test(test_cancel_roundtrip),
+        cmocka_unit_test(test_payment),
+        cmocka_unit_test(test_payment_currency_and_charge),
+        cmocka_unit_test(test_payment_salvage),
+        cmocka_unit_test(test_refund),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

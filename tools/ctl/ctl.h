@@ -6,7 +6,7 @@
  * parsers only this tool needs (money, timestamps, free text); out.c prints
  * results (text or one JSON object) and errors; one file per group of
  * commands (migrate.c, orders.c, charges.c, show.c, exceptions.c, schedule.c, topics.c,
- * archive.c, outbox.c; the drill in drill/, one file per concern, drill/drill.h).
+ * archive.c, outbox.c, checks.c; the drill in drill/, one file per concern, drill/drill.h).
  *
  * Contract of a command: run() validates every argument before it touches
  * the database or the broker (bad input: OG_ERR_ARG, nothing sent), then
@@ -106,6 +106,9 @@ extern const struct ctl_command ctl_cmd_place;
 extern const struct ctl_command ctl_cmd_pay;
 extern const struct ctl_command ctl_cmd_hold;
 extern const struct ctl_command ctl_cmd_close;
+extern const struct ctl_command ctl_cmd_release;
+extern const struct ctl_command ctl_cmd_amend;
+extern const struct ctl_command ctl_cmd_deadline;
 extern const struct ctl_command ctl_cmd_show;
 extern const struct ctl_command ctl_cmd_exceptions;
 extern const struct ctl_command ctl_cmd_exceptions_resolve;
@@ -116,6 +119,9 @@ extern const struct ctl_command ctl_cmd_topics;
 extern const struct ctl_command ctl_cmd_archive;
 extern const struct ctl_command ctl_cmd_outbox_quarantined;
 extern const struct ctl_command ctl_cmd_outbox_retry;
+extern const struct ctl_command ctl_cmd_check_add;
+extern const struct ctl_command ctl_cmd_check_drop;
+extern const struct ctl_command ctl_cmd_check_list;
 /* The drill (drill/run.c): races payments against cancellations through the real consumers and
  * scanner, then reconciles; its result is the report, and violations are a failure (exit 1). */
 extern const struct ctl_command ctl_cmd_drill;

@@ -39,6 +39,9 @@ static const struct ctl_command *const ctl_commands[] = {
     &ctl_cmd_pay,
     &ctl_cmd_hold,
     &ctl_cmd_close,
+    &ctl_cmd_release,
+    &ctl_cmd_amend,
+    &ctl_cmd_deadline,
     &ctl_cmd_charge_begin,
     &ctl_cmd_charge_failed,
     &ctl_cmd_show,
@@ -50,6 +53,9 @@ static const struct ctl_command *const ctl_commands[] = {
     &ctl_cmd_drill,
     &ctl_cmd_outbox_quarantined,
     &ctl_cmd_outbox_retry,
+    &ctl_cmd_check_add,
+    &ctl_cmd_check_drop,
+    &ctl_cmd_check_list,
 };
 #define CTL_NCOMMANDS (sizeof(ctl_commands) / sizeof(ctl_commands[0]))
 

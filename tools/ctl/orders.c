@@ -1,6 +1,6 @@
-/* ordergatectl place, pay, hold, close: the gate by hand, through the same
- * client (common/gate.h) the services use. Every argument is checked here
- * first, so bad input exits 2 with nothing sent; the gate then decides. */
+/* ordergatectl place, pay, hold, close, release, amend, deadline: the gate by hand, through the
+ * same client (common/gate.h) the services use. Every argument is checked here first, so bad input
+ * exits 2 with nothing sent; the gate then decides. */
 #include <inttypes.h>
 #include <libpq-fe.h>
 #include <limits.h>
@@ -588,4 +588,293 @@ const struct ctl_command ctl_cmd_close = {
     .max_pos = 1,
     .run = close_run,
     .text = close_text,
+};
+
+/* ---- release, amend, deadline: staff acts on a pending order ------------- */
+
+/* --operator (and --reason when reason_what is not NULL) of a staff act, both required. */
+static enum og_status orders_check_staff(const struct opt_args *a, const char *act,
+                                         const char *reason_what, struct og_error *err)
+{
+    const char *op = opt_arg(a, "operator"), *reason = opt_arg(a, "reason");
+    enum og_status st;
+
+    if (op == NULL)
+        return og_error_set(err, OG_ERR_ARG, false, "--operator NAME is required: %s names who",
+                            act);
+    st = ctl_check_text("--operator", op, GATE_OPERATOR_MAX, err);
+    if (st != OG_OK || reason_what == NULL)
+        return st;
+    if (reason == NULL)
+        return og_error_set(err, OG_ERR_ARG, false, "--reason TEXT is required: %s", reason_what);
+    return ctl_check_text("--reason", reason, GATE_REASON_MAX, err);
+}
+
+static enum og_status release_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
+                                  struct og_error *err)
+{
+    const char *order_no, *op = opt_arg(a, "operator"), *reason = opt_arg(a, "reason");
+    enum gate_outcome outcome;
+    enum order_status status;
+    json_t *out;
+    struct db *db;
+    enum og_status st;
+
+    st = orders_check_order_no(a, &order_no, err);
+    if (st == OG_OK)
+        st = orders_check_staff(a, "a release", "a release says why (cash on delivery, invoice)",
+                                err);
+    if (st != OG_OK)
+        return st;
+    db = ctl_db(ctl, err);
+    if (db == NULL)
+        return err->status;
+    st = gate_order_release(db, order_no, op, reason, &outcome, &status, err);
+    if (st != OG_OK)
+        return st;
+    out = orders_result("release", order_no);
+    if (out == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    ctl_json_set(out, "outcome", json_string(gate_outcome_str(outcome)));
+    ctl_json_set(out, "status", orders_status_json(status));
+    ctl_json_set(out, "operator", json_string(op));
+    ctl_json_set(out, "reason", json_string(reason));
+    *result = out;
+    return OG_OK;
+}
+
+static const struct opt release_opts[] = {
+    {"operator", "NAME", OPT_ARG, "who releases the order (required; recorded as the actor)", NULL,
+     0, 0},
+    {"reason", "TEXT", OPT_ARG, "why (required; recorded in the status log and the event)", NULL, 0,
+     0},
+    {NULL, NULL, 0, NULL, NULL, 0, 0},
+};
+
+const struct ctl_command ctl_cmd_release = {
+    .name = "release",
+    .usage = "release ORDER --operator NAME --reason TEXT",
+    .summary = "take a pending order out of the gate unpaid (ordergate.release_order)",
+    .details = "Staff confirm an order that is paid later or elsewhere (cash on delivery, an\n"
+               "invoice): status released, never cancelled afterwards; stock stays reserved and\n"
+               "the coupon used. A payment that comes later pays it. Outcomes: released |\n"
+               "not_pending (closed: its status is shown) | not_found.\n",
+    .opts = release_opts,
+    .min_pos = 1,
+    .pos_name = "ORDER",
+    .max_pos = 1,
+    .run = release_run,
+    .text = close_text,
+};
+
+static enum og_status amend_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
+                                struct og_error *err)
+{
+    const char *order_no, *op = opt_arg(a, "operator"), *shop = opt_arg(a, "shop");
+    bool gate_only = opt_flag(a, "gate-only");
+    int nitems = opt_count(a, "item");
+    int64_t amount = 0;
+    char *items_json = NULL;
+    json_t *items = NULL, *shop_obj = NULL, *out = NULL;
+    enum gate_outcome outcome;
+    enum order_status status;
+    struct db *db;
+    enum og_status st;
+
+    st = orders_check_order_no(a, &order_no, err);
+    if (st != OG_OK)
+        return st;
+    if (opt_arg(a, "amount") == NULL)
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "--amount CENTS is required: the order's amount after the amendment");
+    st = ctl_parse_cents("--amount", opt_arg(a, "amount"), &amount, err);
+    if (st != OG_OK)
+        return st;
+    if ((nitems == 0) == !gate_only)
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "give the order's lines after the amendment (--item SKU:QTY, repeated) "
+                            "or --gate-only for an order whose stock the shop keeps, not both");
+    if (nitems > ORDERS_MAX_ITEMS)
+        return og_error_set(err, OG_ERR_ARG, false, "at most %d --item lines", ORDERS_MAX_ITEMS);
+    if (shop != NULL) {
+        json_error_t jerr;
+
+        shop_obj = json_loads(shop, JSON_REJECT_DUPLICATES, &jerr);
+        if (!json_is_object(shop_obj)) {
+            json_decref(shop_obj);
+            return og_error_set(err, OG_ERR_ARG, false,
+                                "--shop must be a JSON object (the order's own data), got '%.40s'",
+                                shop);
+        }
+    }
+    st = orders_check_staff(a, "an amendment", NULL, err);
+    if (st != OG_OK)
+        goto out;
+    items = json_array();
+    if (items == NULL) {
+        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < nitems && st == OG_OK; i++)
+        st = orders_parse_item(opt_nth(a, "item", i), items, err);
+    if (st != OG_OK)
+        goto out;
+    items_json = json_dumps(items, JSON_COMPACT);
+    if (items_json == NULL) {
+        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    db = ctl_db(ctl, err);
+    if (db == NULL) {
+        st = err->status;
+        goto out;
+    }
+    st = gate_order_amend(db, order_no, amount, items_json, shop, op, &outcome, &status, err);
+    if (st != OG_OK)
+        goto out;
+    out = orders_result("amend", order_no);
+    if (out == NULL) {
+        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    ctl_json_set(out, "outcome", json_string(gate_outcome_str(outcome)));
+    ctl_json_set(out, "status", orders_status_json(status));
+    ctl_json_set(out, "amount_cents", json_integer(amount));
+    ctl_json_set(out, "items", json_incref(items));
+    ctl_json_set(out, "shop", shop_obj != NULL ? json_incref(shop_obj) : json_null());
+    ctl_json_set(out, "operator", json_string(op));
+    *result = out;
+out:
+    free(items_json);
+    json_decref(items);
+    json_decref(shop_obj);
+    return st;
+}
+
+static void amend_text(const json_t *r, FILE *out)
+{
+    static const char *const keys[] = {"order_no", "outcome", "status", "amount_cents", NULL};
+    const json_t *line;
+    size_t i;
+
+    ctl_print_fields(out, r, keys);
+    json_array_foreach(json_object_get(r, "items"), i, line)
+    {
+        fprintf(out, "%-12s  %s x %" JSON_INTEGER_FORMAT "\n", i == 0 ? "items" : "",
+                ctl_json_str(line, "sku"), json_integer_value(json_object_get(line, "qty")));
+    }
+}
+
+static const struct opt amend_opts[] = {
+    {"amount", "CENTS", OPT_ARG, "the order's amount after the amendment, in its currency", NULL, 0,
+     0},
+    {"item", "SKU:QTY", OPT_ARG | OPT_REPEAT,
+     "an order line after the amendment; repeat for more (all of them)", NULL, 0, 0},
+    {"gate-only", NULL, 0, "the order has no lines here (the shop keeps its stock)", NULL, 0, 0},
+    {"shop", "JSON", OPT_ARG, "the order's own data after the amendment (default: kept)", NULL, 0,
+     0},
+    {"operator", "NAME", OPT_ARG, "who amends the order (required; kept with the amendment)", NULL,
+     0, 0},
+    {NULL, NULL, 0, NULL, NULL, 0, 0},
+};
+
+const struct ctl_command ctl_cmd_amend = {
+    .name = "amend",
+    .usage = "amend ORDER --amount CENTS (--item SKU:QTY [--item ...] | --gate-only)\n"
+             "       [--shop JSON] --operator NAME",
+    .summary = "change a pending order's amount, lines and shop data (ordergate.amend_order)",
+    .details = "The lines given replace the order's; stock moves by the difference per SKU.\n"
+               "Payments afterwards are judged against the new amount. Every amendment is kept\n"
+               "(ordergatectl show lists them). Outcomes: amended | out_of_stock (nothing\n"
+               "changed) | not_pending | not_found. An order with lines cannot become gate-only\n"
+               "nor the reverse (exit 2).\n",
+    .opts = amend_opts,
+    .min_pos = 1,
+    .pos_name = "ORDER",
+    .max_pos = 1,
+    .run = amend_run,
+    .text = amend_text,
+};
+
+static enum og_status deadline_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
+                                   struct og_error *err)
+{
+    const char *order_no, *op = opt_arg(a, "operator");
+    const char *in = opt_arg(a, "expire-in"), *at = opt_arg(a, "expire-at");
+    int64_t in_s = 0, at_ms = 0;
+    char deadline[40] = "", secs[24], expire[64] = "", iso[40];
+    const char *params[1];
+    PGresult *res = NULL;
+    enum gate_outcome outcome;
+    json_t *out;
+    struct db *db;
+    enum og_status st;
+
+    st = orders_check_order_no(a, &order_no, err);
+    if (st != OG_OK)
+        return st;
+    if ((in == NULL) == (at == NULL))
+        return og_error_set(err, OG_ERR_ARG, false,
+                            "give exactly one of --expire-in SECONDS and --expire-at TIMESTAMP");
+    if (in != NULL)
+        st = orders_parse_expire_in(in, &in_s, err);
+    else
+        st = ctl_parse_time("--expire-at", at, &at_ms, err);
+    if (st == OG_OK)
+        st = orders_check_staff(a, "a deadline change", NULL, err);
+    if (st != OG_OK)
+        return st;
+    db = ctl_db(ctl, err);
+    if (db == NULL)
+        return err->status;
+    if (in != NULL) {
+        snprintf(secs, sizeof(secs), "%" PRId64, in_s);
+        params[0] = secs;
+        st = db_call(db, &orders_stmt_expire_in, params, &res, err);
+        if (st != OG_OK)
+            return st;
+        snprintf(deadline, sizeof(deadline), "%s", PQgetvalue(res, 0, 0));
+        PQclear(res);
+    } else {
+        clock_format_iso(at_ms, deadline, sizeof(deadline));
+    }
+    st = gate_order_set_deadline(db, order_no, deadline, op, &outcome, expire, sizeof(expire), err);
+    if (st != OG_OK)
+        return st;
+    out = orders_result("deadline", order_no);
+    if (out == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    ctl_json_set(out, "outcome", json_string(gate_outcome_str(outcome)));
+    if (expire[0] == '\0')
+        ctl_json_set(out, "expire_at", json_null());
+    else
+        ctl_json_set(out, "expire_at",
+                     json_string(ctl_pg_time_iso(expire, iso, sizeof(iso)) == 0 ? iso : expire));
+    ctl_json_set(out, "operator", json_string(op));
+    *result = out;
+    return OG_OK;
+}
+
+static const struct opt deadline_opts[] = {
+    {"expire-in", "SECONDS", OPT_ARG,
+     "the new deadline from now on the database clock (600, or 10m; 0 = due now)", NULL, 0, 0},
+    {"expire-at", "TIMESTAMP", OPT_ARG,
+     "the new deadline, RFC 3339 with zone (the past means due now)", NULL, 0, 0},
+    {"operator", "NAME", OPT_ARG, "who moves it (required; kept with the change)", NULL, 0, 0},
+    {NULL, NULL, 0, NULL, NULL, 0, 0},
+};
+
+const struct ctl_command ctl_cmd_deadline = {
+    .name = "deadline",
+    .usage = "deadline ORDER (--expire-in SECONDS | --expire-at TIMESTAMP) --operator NAME",
+    .summary = "move a pending order's deadline, shorter or longer (ordergate.set_deadline)",
+    .details = "At most max_deadline_seconds ahead (else exit 2). With schedule_cancels = 1 the\n"
+               "cancel message follows. Outcomes: set | not_pending (closed: its deadline is\n"
+               "shown) | not_found.\n",
+    .opts = deadline_opts,
+    .min_pos = 1,
+    .pos_name = "ORDER",
+    .max_pos = 1,
+    .run = deadline_run,
+    .text = hold_text,
 };

@@ -175,6 +175,40 @@ static void show_money_rows(json_t *list, const char *currency)
     }
 }
 
+/* Adds to every amendment of list what its text row shows: the amounts before and after in the
+ * order's currency, and the lines after as "SKU xQTY ..." (cut to fit a cell). */
+static void show_amendments(json_t *list, const char *currency)
+{
+    json_t *row;
+    size_t i;
+
+    json_array_foreach(list, i, row)
+    {
+        char buf[64], lines[32] = "";
+        size_t used = 0, k;
+        json_t *line;
+
+        ctl_format_money(
+            json_integer_value(json_object_get(json_object_get(row, "before"), "amount_cents")),
+            currency, buf, sizeof(buf));
+        ctl_json_set(row, "amount_before", json_string(buf));
+        ctl_format_money(
+            json_integer_value(json_object_get(json_object_get(row, "after"), "amount_cents")),
+            currency, buf, sizeof(buf));
+        ctl_json_set(row, "amount_after", json_string(buf));
+        json_array_foreach(json_object_get(json_object_get(row, "after"), "items"), k, line)
+        {
+            int n = snprintf(lines + used, sizeof(lines) - used, "%s%s x%" JSON_INTEGER_FORMAT,
+                             k > 0 ? " " : "", ctl_json_str(line, "sku"),
+                             json_integer_value(json_object_get(line, "qty")));
+            if (n < 0 || (size_t)n >= sizeof(lines) - used)
+                break;
+            used += (size_t)n;
+        }
+        ctl_json_set(row, "lines_after", json_string(used > 0 ? lines : "(gate-only)"));
+    }
+}
+
 static void show_text(const json_t *r, FILE *out)
 {
     static const char *const keys[] = {
@@ -199,6 +233,15 @@ static void show_text(const json_t *r, FILE *out)
     static const char *const exc_k[] = {"id",     "created_at",  "kind",
                                         "txn_no", "amount",      "resolution",
                                         "state",  "resolved_by", "note"};
+    static const char *const amd_h[] = {"AT", "OPERATOR", "AMOUNT_BEFORE", "AMOUNT_AFTER",
+                                        "LINES_AFTER"};
+    static const char *const amd_k[] = {"at", "operator", "amount_before", "amount_after",
+                                        "lines_after"};
+    static const char *const dl_h[] = {"AT", "OPERATOR", "BEFORE", "AFTER"};
+    static const char *const dl_k[] = {"at", "operator", "before", "after"};
+    static const char *const rem_h[] = {"OFFSET_S", "STATE", "DUE_AT", "SENT_AT", "SKIPPED"};
+    static const char *const rem_k[] = {"offset_seconds", "state", "due_at", "sent_at",
+                                        "skip_reason"};
     json_t *o = json_deep_copy(json_object_get(r, "order"));
     const char *currency = ctl_json_str(o, "currency");
     char buf[64];
@@ -227,14 +270,21 @@ static void show_text(const json_t *r, FILE *out)
     show_section(out, "payments", json_object_get(o, "payments"), 8, pay_h, pay_k);
     show_section(out, "charges", json_object_get(o, "charges"), 6, chg_h, chg_k);
     show_section(out, "exceptions", json_object_get(o, "exceptions"), 9, exc_h, exc_k);
+    show_amendments(json_object_get(o, "amendments"), currency);
+    show_section(out, "amendments", json_object_get(o, "amendments"), 5, amd_h, amd_k);
+    show_section(out, "deadline changes", json_object_get(o, "deadline_changes"), 4, dl_h, dl_k);
+    /* Only for an order that has payment reminders (reminder_before_seconds set when it was
+     * placed): every other order's output stays as it was. */
+    if (json_array_size(json_object_get(o, "reminders")) > 0)
+        show_section(out, "reminders", json_object_get(o, "reminders"), 5, rem_h, rem_k);
     json_decref(o);
 }
 
 const struct ctl_command ctl_cmd_show = {
     .name = "show",
     .usage = "show ORDER",
-    .summary = "an order with its currency, items, transition history, payments, charges and "
-               "exceptions",
+    .summary = "an order with its currency, items, transition history, payments, charges, "
+               "exceptions, amendments, deadline changes and payment reminders",
     .details = "Exits 1 when nothing at all is recorded under ORDER. Payments and exceptions of\n"
                "an unknown order number (e.g. an unknown_order exception) are shown too.\n",
     .opts = NULL,

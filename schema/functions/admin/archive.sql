@@ -2,9 +2,10 @@
 -- archived_* tables (migration 007), one batch of at most p_batch orders per call; call it again
 -- while `more` is true (ordergatectl archive does). Admin only.
 --
--- An order moves when it is closed (paid or cancelled) with closed_at < p_before, no exception of
+-- An order moves when it is closed (paid, cancelled or released) with closed_at < p_before, no exception of
 -- it is open and every outbox event of it is published; it moves with its order_items, its
--- status_log row, its payments, its charges, its exceptions, their refunds and its outbox events,
+-- status_log rows, its payments, its charges, its amendments and deadline changes, its
+-- reminders, its exceptions, their refunds and its outbox events,
 -- all in this transaction, every column with it (currency, parts, a staff payment's operator and
 -- reason, a charge's bound). A charge still pending moves too: its order is closed, and a late
 -- capture or failure of it answers from archived_charges. Beside orders, one call also moves up
@@ -35,7 +36,9 @@
 -- takes them), plus skipped rows (every run meets them again until an operator resolves them;
 -- a WARNING names up to ten with the reason), more = some batch was full (call again).
 --
--- Invariant 2 over what remains: a paid order's lines add their qty to inventory.archived_qty.
+-- Invariant 2 over what remains: a paid or released order's lines add their qty to
+-- inventory.archived_qty. A released order archived before its payment came stays so: that
+-- payment is reviewed by hand (claim_payment: amount_mismatch, manual_review).
 -- Errors: 22023 for a NULL or future p_before, or p_batch outside 1..100000 (nothing changes).
 CREATE OR REPLACE FUNCTION ordergate.archive(p_before timestamptz, p_batch int DEFAULT 10000)
 RETURNS TABLE (orders bigint, order_items bigint, status_log bigint, payments bigint,
@@ -204,6 +207,13 @@ BEGIN
             SELECT d.charge_ref, d.order_no, d.state, d.begun_at, d.bound_at, d.ended_at, d.txn_no,
                    d.ended_late FROM d;
 
+            -- Its reminders, before the orders they reference; not counted either.
+            WITH d AS (DELETE FROM reminders r WHERE r.order_no = ANY (v_orders) RETURNING r.*)
+            INSERT INTO archived_reminders (order_no, offset_seconds, state, created_at, due_at,
+                                            sent_at, ended_at, skip_reason)
+            SELECT d.order_no, d.offset_seconds, d.state, d.created_at, d.due_at, d.sent_at,
+                   d.ended_at, d.skip_reason FROM d;
+
             WITH d AS (DELETE FROM outbox b WHERE b.order_no = ANY (v_orders) RETURNING b.*)
             INSERT INTO archived_outbox (id, event_type, order_no, payload, created_at, published_at)
             SELECT d.id, d.event_type, d.order_no, d.payload, d.created_at, d.published_at FROM d;
@@ -217,7 +227,17 @@ BEGIN
                    d.note, d.created_at FROM d;
             GET DIAGNOSTICS n_log = ROW_COUNT;
 
-            -- The lines, and per sku the qty paid orders keep (invariant 2), in sku order.
+            -- Amendments and deadline changes, before the orders they reference. Not counted
+            -- in the result, as charges.
+            WITH d AS (DELETE FROM amendments m WHERE m.order_no = ANY (v_orders) RETURNING m.*)
+            INSERT INTO archived_amendments (id, order_no, operator, amended_at, before, after)
+            SELECT d.id, d.order_no, d.operator, d.amended_at, d.before, d.after FROM d;
+            WITH d AS (DELETE FROM deadline_changes c WHERE c.order_no = ANY (v_orders) RETURNING c.*)
+            INSERT INTO archived_deadline_changes (id, order_no, operator, changed_at, before, after)
+            SELECT d.id, d.order_no, d.operator, d.changed_at, d.before, d.after FROM d;
+
+            -- The lines, and per sku the qty paid and released orders keep (invariant 2), in sku
+            -- order.
             WITH d AS (DELETE FROM order_items it WHERE it.order_no = ANY (v_orders) RETURNING it.*),
             ins AS (
                 INSERT INTO archived_order_items (order_no, sku, qty)
@@ -229,7 +249,8 @@ BEGIN
                 SELECT d.sku, sum(d.qty)::bigint AS q
                   FROM d
                  WHERE EXISTS (SELECT 1 FROM orders o
-                                WHERE o.order_no = d.order_no AND o.status = 'paid' OFFSET 0)
+                                WHERE o.order_no = d.order_no AND o.status IN ('paid', 'released')
+                                OFFSET 0)
                  GROUP BY d.sku
             )
             SELECT (SELECT count(*) FROM ins),
@@ -240,10 +261,12 @@ BEGIN
             WITH d AS (DELETE FROM orders o WHERE o.order_no = ANY (v_orders) RETURNING o.*)
             INSERT INTO archived_orders (order_no, status, amount_cents, coupon_id, expire_at,
                                          original_expire_at, created_at, closed_at, shop,
-                                         currency, allow_partial, captured_cents, charge_until)
+                                         currency, allow_partial, captured_cents, charge_until,
+                                         held_until)
             SELECT d.order_no, d.status, d.amount_cents, d.coupon_id, d.expire_at,
                    d.original_expire_at, d.created_at, d.closed_at, d.shop,
-                   d.currency, d.allow_partial, d.captured_cents, d.charge_until FROM d;
+                   d.currency, d.allow_partial, d.captured_cents, d.charge_until,
+                   d.held_until FROM d;
             GET DIAGNOSTICS n_orders = ROW_COUNT;
             EXIT;
         EXCEPTION WHEN unique_violation THEN
@@ -277,6 +300,18 @@ BEGIN
                                (SELECT 'charge ' || c.charge_ref || ' already archived'
                                   FROM charges c JOIN archived_charges a ON a.charge_ref = c.charge_ref
                                  WHERE c.order_no = n.order_no LIMIT 1),
+                               (SELECT 'amendment ' || m.id || ' already archived'
+                                  FROM amendments m JOIN archived_amendments a ON a.id = m.id
+                                 WHERE m.order_no = n.order_no LIMIT 1),
+                               (SELECT 'deadline change ' || c.id || ' already archived'
+                                  FROM deadline_changes c
+                                  JOIN archived_deadline_changes a ON a.id = c.id
+                                 WHERE c.order_no = n.order_no LIMIT 1),
+                               (SELECT 'reminder ' || r.offset_seconds || ' already archived'
+                                  FROM reminders r
+                                  JOIN archived_reminders a
+                                    ON a.order_no = r.order_no AND a.offset_seconds = r.offset_seconds
+                                 WHERE r.order_no = n.order_no LIMIT 1),
                                (SELECT 'event ' || b.id || ' already archived'
                                   FROM outbox b JOIN archived_outbox a ON a.id = b.id
                                  WHERE b.order_no = n.order_no LIMIT 1)) AS why

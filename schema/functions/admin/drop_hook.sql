@@ -1,6 +1,7 @@
 -- drop_hook: remove a hook registration, by event and function or by its id (hooks.id: the one
 -- way to remove a registration whose function was dropped, since its name no longer casts to
--- regprocedure), with the operator that bound it (add_hook). Outcomes: dropped | not_found.
+-- regprocedure), with the operator that bound it and, for a three-argument hook, its wrapper
+-- ordergate_hooks.hook_<id> (add_hook). Outcomes: dropped | not_found.
 CREATE OR REPLACE FUNCTION ordergate.drop_hook(event text, fn regprocedure)
 RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
@@ -8,8 +9,11 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
 DECLARE
     v_id bigint;
 BEGIN
-    IF drop_hook.event IS NULL OR drop_hook.event NOT IN ('cancelled', 'paid', 'late_payment') THEN
-        PERFORM _bad_arg(format('drop_hook: event must be cancelled, paid or late_payment, not %L',
+    IF drop_hook.event IS NULL
+       OR drop_hook.event NOT IN ('cancelled', 'paid', 'late_payment', 'payment_exception', 'refund_result',
+                                  'released', 'amended', 'deadline_changed') THEN
+        PERFORM _bad_arg(format('drop_hook: event must be cancelled, paid, late_payment, payment_exception, '
+                                'refund_result, released, amended or deadline_changed, not %L',
                                 drop_hook.event));
     END IF;
     IF drop_hook.fn IS NULL THEN
@@ -40,7 +44,10 @@ BEGIN
     -- gone when the shop dropped its function with CASCADE.
     IF v_op IS NOT NULL THEN
         EXECUTE format('DROP OPERATOR IF EXISTS ordergate_hooks.%s (text[], text)', v_op);
+        EXECUTE format('DROP OPERATOR IF EXISTS ordergate_hooks.%s (text[], ordergate_hooks.hook_call)', v_op);
     END IF;
+    EXECUTE format('DROP FUNCTION IF EXISTS ordergate_hooks.hook_%s(text[], ordergate_hooks.hook_call)',
+                   drop_hook.hook_id);
     RETURN 'dropped';
 END
 $$;

@@ -7,6 +7,8 @@
 -- max_pending_charge_seconds (1..2592000: a charge protects its order 30 days at most).
 -- default_currency: a code in currencies; orders and payments named without a currency take it
 -- from then on (placed orders keep theirs), and auto_refund_limit_cents applies to it.
+-- reminder_before_seconds: '' (no reminders) or up to 8 distinct offsets in seconds, each
+-- 1..31622400, comma-separated ('300,60'); orders placed from then on get a reminder per offset.
 CREATE OR REPLACE FUNCTION ordergate.set_setting(p_key text, p_value text) RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
 DECLARE
@@ -15,18 +17,30 @@ BEGIN
     IF p_key IS NULL
        OR (p_key NOT IN ('auto_refund_limit_cents', 'max_hold_seconds', 'schedule_cancels',
                          'refund_confirm_seconds', 'manual_review_max_age_seconds',
-                         'max_deadline_seconds', 'max_pending_charge_seconds', 'default_currency')
+                         'max_deadline_seconds', 'max_pending_charge_seconds', 'default_currency',
+                         'reminder_before_seconds')
            AND NOT (p_key ~ '^auto_refund_limit\.[A-Z]{3}$'
                     AND EXISTS (SELECT 1 FROM currencies c WHERE c.code = substr(p_key, 19)))) THEN
         PERFORM _bad_arg('set_setting: key must be auto_refund_limit_cents, auto_refund_limit.<CODE> '
                          '(a code in currencies), max_hold_seconds, schedule_cancels, '
                          'refund_confirm_seconds, manual_review_max_age_seconds, max_deadline_seconds, '
-                         'max_pending_charge_seconds or default_currency');
+                         'max_pending_charge_seconds, default_currency or reminder_before_seconds');
     END IF;
     IF p_key = 'default_currency' THEN
         IF p_value IS NULL OR NOT EXISTS (SELECT 1 FROM currencies c WHERE c.code = p_value) THEN
             PERFORM _bad_arg(format('set_setting: default_currency must be a code in currencies, not %s',
                                     coalesce(p_value, 'NULL')));
+        END IF;
+    ELSIF p_key = 'reminder_before_seconds' THEN
+        -- Refused whole: a list that place_order would read differently from what was meant
+        -- (a blank, a unit, a zero, a repeat) never gets in.
+        IF p_value IS NULL OR p_value !~ '^([0-9]{1,8}(,[0-9]{1,8}){0,7})?$'
+           OR EXISTS (SELECT 1 FROM unnest(string_to_array(p_value, ',')) x
+                       WHERE x::bigint NOT BETWEEN 1 AND 31622400)
+           OR (SELECT count(*) <> count(DISTINCT x::int) FROM unnest(string_to_array(p_value, ',')) x) THEN
+            PERFORM _bad_arg(format('set_setting: reminder_before_seconds must be empty (none) or up to 8 '
+                                    'distinct offsets in seconds, each 1..31622400, comma-separated '
+                                    'without blanks (e.g. 300,60), not %s', coalesce(p_value, 'NULL')));
         END IF;
     ELSIF p_value IS NULL OR p_value !~ '^[0-9]{1,15}$'
        OR (p_key = 'max_hold_seconds' AND p_value::bigint NOT BETWEEN 1 AND 2147483647)

@@ -1,6 +1,7 @@
 -- claim_cancel: batch timeout cancel. Set-based, one round trip for up to 10000 order numbers.
 -- source: timeout_consumer | timeout_scanner. One row per distinct order number, in order of
--- first appearance: cancelled (this call won) | already_cancelled | already_paid | busy (pending
+-- first appearance: cancelled (this call won) | already_cancelled | already_paid |
+-- already_released (staff released it unpaid: release_order; final, never cancelled) | busy (pending
 -- and due, its row locked by another transaction: retry) | not_due (before expire_at, or a charge
 -- pending within its bound: due_times says until when) | not_found; status = the
 -- order's status after the call (NULL when not_found). The claim and its side effects are
@@ -62,6 +63,7 @@ BEGIN
            CASE WHEN r.won THEN 'cancelled'
                 WHEN r.st = 'paid' THEN 'already_paid'
                 WHEN r.st = 'cancelled' THEN 'already_cancelled'
+                WHEN r.st = 'released' THEN 'already_released'
                 -- Still pending and due, yet not won: the lock pass skipped it, another
                 -- transaction holds its row (read in this statement's snapshot, like st).
                 -- Due is the claim's own test: deadline passed, no charge within its bound.

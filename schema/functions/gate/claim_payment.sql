@@ -10,15 +10,26 @@
 --   late_payment      the order was cancelled: exception (auto_refund within the currency's limit,
 --                     _refund_limit, else manual_review) + outbox refund_requested | reconciliation_alert
 --   double_payment    the order was paid by another txn: exception + refund event (same policy)
+--                     (a released order is not paid: its first payment answers paid, below)
 --   amount_mismatch   order pending, not allow_partial, amount differs: order stays pending;
 --                     exception manual_review + reconciliation_alert
 --   currency_mismatch the payment names another currency than the order's (any status): never
 --                     claims; exception currency_mismatch (manual_review) + reconciliation_alert
 --   not_found         unknown order: exception unknown_order (manual_review) + reconciliation_alert
+-- A released order (release_order) is paid by its payment as a pending one is: outcome paid (or
+-- partial, overpaid for an allow_partial order), released -> paid, logged (from_status
+-- released), event order_paid, hook paid; its stock and coupon already are a paid order's, so
+-- nothing else moves. A payment of another amount, or one for a released order archived before
+-- it came, is amount_mismatch (manual_review).
 -- Every call with a new txn_no records a payments row with its outcome and currency. The shop's
 -- hooks run last, inside this transaction: 'paid' for a paid or overpaid outcome (with the
--- source the log names: payment_callback or manual_payment), 'late_payment' for a late one
--- (_hooks_run); a hook that raises aborts the call, payments row included.
+-- source the log names: payment_callback or manual_payment), 'late_payment' for a late one,
+-- 'payment_exception' for double_payment, amount_mismatch, currency_mismatch and not_found
+-- (_hooks_run); a hook that raises aborts the call, payments row included. Their context (for
+-- three-argument hooks, schema/README.md "Effect hooks") is the payment: txn_no, amount_cents,
+-- currency, channel, outcome, operator, reason, charge_ref, the order's shop data, and
+-- exception_id, kind and resolution when the outcome recorded an exception. Built from the
+-- variables at hand, no row read: one jsonb per call, used only by three-argument hooks.
 -- status = the order's status after the call (for duplicate: the status of the order the txn
 -- was first recorded for).
 --
@@ -85,6 +96,7 @@ DECLARE
     v_due      boolean := false;  -- the capture left the order due now (_charge_end)
     v_claimed  boolean;
     v_pay      tid;     -- this call's payments row (see below)
+    v_from     text := 'pending_payment';  -- the status the claim moved the order from
     v_actor    text := _actor();
 BEGIN
     IF p_order_no IS NULL OR length(p_order_no) > 64 OR p_order_no !~ '^[A-Za-z0-9._:-]+$' THEN
@@ -221,6 +233,24 @@ BEGIN
           INTO v_status, v_coupon, v_shop, v_amount, v_captured, v_partial;
         v_claimed := FOUND;
     END IF;
+    -- A released order (release_order: staff let it go unpaid) takes its payment the same way,
+    -- released -> paid, parts included; its stock and coupon already are as a paid order's.
+    -- Another statement, run only when those above claimed nothing, so a pending order's payment
+    -- pays nothing for it.
+    IF NOT v_claimed THEN
+        UPDATE orders o
+           SET captured_cents = CASE WHEN o.allow_partial THEN o.captured_cents + p_amount ELSE 0 END,
+               status = CASE WHEN p_amount >= o.amount_cents - o.captured_cents
+                             THEN 'paid' ELSE o.status END
+         WHERE o.order_no = p_order_no
+           AND o.status = 'released'
+           AND o.currency = v_cur
+           AND (o.amount_cents = p_amount OR o.allow_partial)
+        RETURNING o.status, o.coupon_id, o.shop, o.amount_cents, o.captured_cents, o.allow_partial
+          INTO v_status, v_coupon, v_shop, v_amount, v_captured, v_partial;
+        v_claimed := FOUND;
+        v_from := 'released';
+    END IF;
 
     -- A capture that ended the order's last protecting charge past its deadline and did not pay
     -- it (a part, another amount or currency: the order, locked above, stays pending): its
@@ -230,9 +260,9 @@ BEGIN
         VALUES ('cancel_scheduled', p_order_no, _cancel_message(p_order_no, now()));
     END IF;
 
-    IF v_claimed AND v_status = 'pending_payment' THEN
+    IF v_claimed AND v_status <> 'paid' THEN
         UPDATE payments p SET outcome = 'partial' WHERE p.ctid = v_pay;
-        RETURN QUERY SELECT 'partial'::text, 'pending_payment'::text, 'partial'::text;
+        RETURN QUERY SELECT 'partial'::text, v_status, 'partial'::text;
         RETURN;
     END IF;
 
@@ -242,7 +272,7 @@ BEGIN
             UPDATE coupons c SET state = 'used' WHERE c.coupon_id = v_coupon AND c.state = 'locked';
         END IF;
         INSERT INTO status_log (order_no, from_status, to_status, source, idempotency_key, actor, note)
-        VALUES (p_order_no, 'pending_payment', 'paid', v_source, p_txn, v_actor, p_reason);
+        VALUES (p_order_no, v_from, 'paid', v_source, p_txn, v_actor, p_reason);
         INSERT INTO outbox (event_type, order_no, payload)
         VALUES ('order_paid', p_order_no,
                 jsonb_build_object('v', 1, 'event', 'order_paid', 'order_no', p_order_no,
@@ -273,7 +303,13 @@ BEGIN
                                        'coupon_id', v_coupon, 'items', _order_items_json(p_order_no),
                                        'shop', v_shop, 'currency', v_cur));
         END IF;
-        PERFORM _hooks_run('paid', ARRAY[p_order_no], v_source);
+        PERFORM _hooks_run('paid', ARRAY[p_order_no], v_source,
+                           jsonb_build_object(p_order_no, jsonb_build_object(
+                               'txn_no', p_txn, 'amount_cents', p_amount, 'currency', v_cur,
+                               'channel', p_channel, 'outcome', v_outcome, 'operator', p_operator,
+                               'reason', p_reason, 'charge_ref', p_charge, 'shop', v_shop,
+                               'exception_id', v_exc_id, 'kind', CASE WHEN v_exc_id IS NOT NULL THEN 'overpaid' END,
+                               'resolution', v_res)));
         RETURN QUERY SELECT v_outcome, 'paid'::text, v_outcome;
         RETURN;
     END IF;
@@ -297,6 +333,11 @@ BEGIN
         v_outcome := 'late_payment';      v_kind := 'late_payment';
     ELSIF v_status = 'paid' THEN
         v_outcome := 'double_payment';    v_kind := 'double_payment';
+    ELSIF v_status = 'released' THEN
+        -- A released order this payment could not pay: another amount (not allow_partial), or
+        -- the order was archived before its payment came (archive() never touches it again).
+        -- Money the shop is owed, not to be refunded blindly: reviewed.
+        v_outcome := 'amount_mismatch';   v_kind := 'amount_mismatch';   v_res := 'manual_review';
     ELSE
         v_outcome := 'amount_mismatch';   v_kind := 'amount_mismatch';   v_res := 'manual_review';
     END IF;
@@ -328,9 +369,15 @@ BEGIN
                                'shop', v_shop, 'currency', v_cur));
 
     UPDATE payments p SET outcome = v_outcome WHERE p.ctid = v_pay;
-    IF v_outcome = 'late_payment' THEN
-        PERFORM _hooks_run('late_payment', ARRAY[p_order_no], 'payment_callback');
-    END IF;
+    PERFORM _hooks_run(CASE WHEN v_outcome = 'late_payment' THEN 'late_payment' ELSE 'payment_exception' END,
+                       ARRAY[p_order_no],
+                       CASE WHEN v_outcome = 'late_payment' THEN 'payment_callback' ELSE v_source END,
+                       jsonb_build_object(p_order_no, jsonb_build_object(
+                           'txn_no', p_txn, 'amount_cents', p_amount, 'currency', v_cur,
+                           'channel', p_channel, 'outcome', v_outcome, 'operator', p_operator,
+                           'reason', p_reason, 'charge_ref', p_charge, 'shop', v_shop,
+                           'exception_id', v_exc_id, 'kind', v_kind, 'resolution', v_res,
+                           'order_status', v_status)));
     RETURN QUERY SELECT v_outcome, v_status, v_outcome;
 END
 $$;

@@ -1,6 +1,7 @@
 -- close_order: manual close by operations, any time (no due check). Same side effects as a cancel;
 -- status_log source 'manual', actor = operator, note = reason. Outcomes: cancelled |
--- already_cancelled | already_paid | not_found.
+-- already_cancelled | already_paid | already_released (release_order let it go unpaid: never
+-- cancelled) | not_found.
 CREATE OR REPLACE FUNCTION ordergate.close_order(order_no text, operator text, reason text)
 RETURNS TABLE (outcome text, status text)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
@@ -30,6 +31,7 @@ BEGIN
     RETURN QUERY SELECT CASE v_status
                             WHEN 'paid' THEN 'already_paid'
                             WHEN 'cancelled' THEN 'already_cancelled'
+                            WHEN 'released' THEN 'already_released'
                             ELSE 'not_found'
                         END::text,
                         v_status;

@@ -10,7 +10,9 @@
 -- written, because the consumer answers that message not_due and re-schedules it by the
 -- order's expire_at; only an order with no usable cancel message gets a new one. 200 keep-alive
 -- holds are then at most two messages, not 201. The relay's row lock is skipped, never waited
--- for: a hold does not wait on a broker.
+-- for: a hold does not wait on a broker. held_until records the hold's own end (now() + seconds,
+-- never earlier than a previous hold's): while it is ahead a payment is in flight, and
+-- claim_reminder holds the order's reminders back (in_flight).
 CREATE OR REPLACE FUNCTION ordergate.hold_for_payment(order_no text, seconds int)
 RETURNS TABLE (outcome text, expire_at timestamptz)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
@@ -41,7 +43,8 @@ BEGIN
     UPDATE orders o
        SET expire_at = greatest(o.expire_at,
                                 least(now() + make_interval(secs => p_seconds),
-                                      o.original_expire_at + make_interval(secs => v_max)))
+                                      o.original_expire_at + make_interval(secs => v_max))),
+           held_until = greatest(o.held_until, now() + make_interval(secs => p_seconds))
      WHERE o.order_no = p_order_no
        AND o.status = 'pending_payment'
     RETURNING o.expire_at INTO v_expire;

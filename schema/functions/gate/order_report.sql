@@ -9,7 +9,10 @@
 --    "payments":   [{"txn_no", "amount_cents", "channel", "outcome", "at", "currency",
 --                    "operator", "reason"}]                                    oldest first,
 --    "exceptions": [{"id", "kind", "txn_no", "amount_cents", "resolution", "state", "note",
---                    "created_at", "resolved_at", "resolved_by", "currency"}]  oldest first}
+--                    "created_at", "resolved_at", "resolved_by", "currency"}]  oldest first,
+--    "amendments": [{"id", "operator", "at", "before", "after"}]               oldest first,
+--    "deadline_changes": [{"id", "operator", "at", "before", "after"}]         oldest first}
+-- status may be released (release_order: history has its operator and reason).
 -- found = false with the order fields NULL when no order row exists (payments and exceptions of
 -- an unknown order are still reported). NULL when nothing at all is recorded under the number.
 CREATE OR REPLACE FUNCTION ordergate.order_report(p_order_no text) RETURNS jsonb
@@ -46,6 +49,28 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
                    ORDER BY e.created_at, e.id), '[]'::jsonb) AS j
           FROM ordergate.exceptions e
          WHERE e.order_no = p_order_no
+    ), amendments AS (
+        SELECT coalesce(jsonb_agg(jsonb_build_object(
+                   'id', m.id, 'operator', m.operator, 'at', _ctl_iso(m.amended_at),
+                   'before', m.before, 'after', m.after)
+                   ORDER BY m.id), '[]'::jsonb) AS j
+          FROM ordergate.amendments m
+         WHERE m.order_no = p_order_no
+    ), deadlines AS (
+        SELECT coalesce(jsonb_agg(jsonb_build_object(
+                   'id', d.id, 'operator', d.operator, 'at', _ctl_iso(d.changed_at),
+                   'before', _ctl_iso(d.before), 'after', _ctl_iso(d.after))
+                   ORDER BY d.id), '[]'::jsonb) AS j
+          FROM ordergate.deadline_changes d
+         WHERE d.order_no = p_order_no
+    ), reminders AS (
+        SELECT coalesce(jsonb_agg(jsonb_build_object(
+                   'offset_seconds', r.offset_seconds, 'state', r.state,
+                   'due_at', _ctl_iso(r.due_at), 'sent_at', _ctl_iso(r.sent_at),
+                   'skip_reason', r.skip_reason)
+                   ORDER BY r.offset_seconds DESC), '[]'::jsonb) AS j
+          FROM ordergate.reminders r
+         WHERE r.order_no = p_order_no
     )
     SELECT CASE
                WHEN NOT EXISTS (SELECT 1 FROM o)
@@ -68,9 +93,12 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
                    'items', items.j,
                    'history', history.j,
                    'payments', payments.j,
-                   'exceptions', exceptions.j)
+                   'exceptions', exceptions.j,
+                   'amendments', amendments.j,
+                   'deadline_changes', deadlines.j,
+                   'reminders', reminders.j)
            END
-      FROM items, history, payments, exceptions
+      FROM items, history, payments, exceptions, amendments, deadlines, reminders
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.order_report(text) TO ordergate_order_service;

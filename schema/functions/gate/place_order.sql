@@ -13,6 +13,10 @@
 -- currency: an ISO 4217 code in currencies (NULL: the setting default_currency); amount_cents is
 -- in its minor units, 1..10^15 (sums of parts and JSON readers stay exact). allow_partial: the
 -- order may be paid in parts (claim_payment: partial, then paid or overpaid).
+-- With the setting reminder_before_seconds (offsets, e.g. '300,60') the order gets a reminders
+-- row per offset whose due time expire_at - offset is still ahead (claim_reminder sends it), and
+-- with schedule_cancels = 1 each one's message (_reminder_message) for the delay topics. Both
+-- settings are read in one lookup, so an order without reminders costs what it did.
 --
 -- Lock order: the coupon, then inventory rows in sku order, then the new order row (its primary
 -- key). Checks happen after the locks, so nothing is written unless everything is available.
@@ -42,6 +46,8 @@ DECLARE
     v_state    text;
     v_found    bigint;
     v_short    bigint;
+    v_schedule boolean;
+    v_offsets  text;
 BEGIN
     IF p_order_no IS NULL OR length(p_order_no) > 64 OR p_order_no !~ '^[A-Za-z0-9._:-]+$' THEN
         PERFORM _bad_arg('place_order: order_no must be 1..64 characters of [A-Za-z0-9._:-]');
@@ -157,7 +163,31 @@ BEGIN
         INSERT INTO order_items (order_no, sku, qty)
         SELECT p_order_no, u.sku, u.q::int FROM unnest(v_skus, v_qtys) AS u(sku, q);
     END IF;
-    IF _setting_bigint('schedule_cancels', 0) = 1 THEN
+    SELECT coalesce(max(s.value) FILTER (WHERE s.key = 'schedule_cancels'), '0') = '1',
+           max(s.value) FILTER (WHERE s.key = 'reminder_before_seconds')
+      INTO v_schedule, v_offsets
+      FROM settings s
+     WHERE s.key IN ('schedule_cancels', 'reminder_before_seconds');
+    IF v_offsets <> '' THEN
+        -- Only offsets still ahead: a reminder due before the order existed is never sent.
+        -- Their messages before the cancel's, earliest due first: in a delay topic's partition
+        -- a message waits behind the ones produced before it.
+        WITH r AS (
+            INSERT INTO reminders (order_no, offset_seconds)
+            SELECT p_order_no, x::int
+              FROM unnest(string_to_array(v_offsets, ',')) AS x
+             WHERE p_expire - make_interval(secs => x::int) > now()
+            RETURNING reminders.offset_seconds
+        )
+        INSERT INTO outbox (event_type, order_no, payload)
+        SELECT 'reminder_scheduled', p_order_no,
+               _reminder_message(p_order_no, r.offset_seconds,
+                                 p_expire - make_interval(secs => r.offset_seconds))
+          FROM r
+         WHERE v_schedule
+         ORDER BY r.offset_seconds DESC;
+    END IF;
+    IF v_schedule THEN
         INSERT INTO outbox (event_type, order_no, payload)
         VALUES ('cancel_scheduled', p_order_no, _cancel_message(p_order_no, p_expire));
     END IF;

@@ -21,6 +21,11 @@
 -- rewrite the archive: the refund is recorded in archived_refunds, a reconciliation_alert of
 -- kind refund_after_archive asks an operator to check it, and the result is manual_review with
 -- the archived exception's state and resolution.
+-- A result recorded (refunded, or manual_review after a failure or after archive) runs the
+-- shop's 'refund_result' hooks last, inside this transaction, for the exception's order, source
+-- 'refund_result'; their context (three-argument hooks): txn_no, refund_ref, outcome, result,
+-- exception_id, kind, amount_cents, currency, actor (schema/README.md, "Effect hooks"). The
+-- answers that record nothing run no hook.
 -- Lock order: the exception row (payments are not locked: the exception is created with the
 -- payment and never goes away; hot first, then archived, the direction archive() moves it),
 -- then the refunds row (its primary key).
@@ -36,6 +41,7 @@ DECLARE
     v_prev    refunds%ROWTYPE;
     v_tried   boolean;
     v_archived boolean := false;
+    v_result  text;
 BEGIN
     IF p_txn IS NULL OR length(p_txn) > 128 OR p_txn !~ '^[A-Za-z0-9._:-]+$' THEN
         PERFORM _bad_arg('record_refund: txn_no must be 1..128 characters of [A-Za-z0-9._:-]');
@@ -56,7 +62,7 @@ BEGIN
                x.created_at, x.resolved_at, x.resolved_by, x.refused_key
           INTO v_exc.id, v_exc.order_no, v_exc.kind, v_exc.txn_no, v_exc.amount_cents,
                v_exc.resolution, v_exc.state, v_exc.note, v_exc.created_at, v_exc.resolved_at,
-               v_exc.resolved_by, v_exc.refused_key
+               v_exc.resolved_by, v_exc.refused_key, v_exc.currency
           FROM archived_exceptions x WHERE x.txn_no = p_txn
          ORDER BY x.id LIMIT 1
            FOR UPDATE;
@@ -119,36 +125,41 @@ BEGIN
                                    'outcome', p_outcome, 'resolution', 'manual_review',
                                    'exception_id', v_exc.id, 'exception_state', v_exc.state,
                                    'source', 'refund_result', 'actor', _actor()));
-        RETURN QUERY SELECT 'manual_review'::text, v_exc.id, v_exc.state, v_exc.resolution;
-        RETURN;
+        v_result := 'manual_review';
+    ELSE
+        INSERT INTO refunds (refund_ref, txn_no, exception_id, outcome)
+        VALUES (p_ref, p_txn, v_exc.id, p_outcome);
+        IF p_outcome = 'succeeded' THEN
+            UPDATE exceptions e
+               SET state = 'refunded', resolved_at = now(), resolved_by = _actor(),
+                   note = concat_ws(E'\n', e.note, format('refund %s succeeded', p_ref))
+             WHERE e.id = v_exc.id
+            RETURNING e.* INTO v_exc;
+            v_result := 'refunded';
+        ELSE
+            UPDATE exceptions e
+               SET resolution = 'manual_review',
+                   note = concat_ws(E'\n', e.note, format('refund %s failed', p_ref))
+             WHERE e.id = v_exc.id
+            RETURNING e.* INTO v_exc;
+            INSERT INTO outbox (event_type, order_no, payload)
+            VALUES ('reconciliation_alert', v_exc.order_no,
+                    jsonb_build_object('v', 1, 'event', 'reconciliation_alert', 'order_no', v_exc.order_no,
+                                       'txn_no', p_txn, 'amount_cents', v_exc.amount_cents,
+                                       'kind', 'refund_failed', 'refund_ref', p_ref,
+                                       'resolution', 'manual_review', 'exception_id', v_exc.id,
+                                       'source', 'refund_result', 'actor', _actor()));
+            v_result := 'manual_review';
+        END IF;
     END IF;
 
-    INSERT INTO refunds (refund_ref, txn_no, exception_id, outcome)
-    VALUES (p_ref, p_txn, v_exc.id, p_outcome);
-
-    IF p_outcome = 'succeeded' THEN
-        UPDATE exceptions e
-           SET state = 'refunded', resolved_at = now(), resolved_by = _actor(),
-               note = concat_ws(E'\n', e.note, format('refund %s succeeded', p_ref))
-         WHERE e.id = v_exc.id
-        RETURNING e.* INTO v_exc;
-        RETURN QUERY SELECT 'refunded'::text, v_exc.id, v_exc.state, v_exc.resolution;
-        RETURN;
-    END IF;
-
-    UPDATE exceptions e
-       SET resolution = 'manual_review',
-           note = concat_ws(E'\n', e.note, format('refund %s failed', p_ref))
-     WHERE e.id = v_exc.id
-    RETURNING e.* INTO v_exc;
-    INSERT INTO outbox (event_type, order_no, payload)
-    VALUES ('reconciliation_alert', v_exc.order_no,
-            jsonb_build_object('v', 1, 'event', 'reconciliation_alert', 'order_no', v_exc.order_no,
-                               'txn_no', p_txn, 'amount_cents', v_exc.amount_cents,
-                               'kind', 'refund_failed', 'refund_ref', p_ref,
-                               'resolution', 'manual_review', 'exception_id', v_exc.id,
-                               'source', 'refund_result', 'actor', _actor()));
-    RETURN QUERY SELECT 'manual_review'::text, v_exc.id, v_exc.state, v_exc.resolution;
+    PERFORM _hooks_run('refund_result', ARRAY[v_exc.order_no], 'refund_result',
+                       jsonb_build_object(v_exc.order_no, jsonb_build_object(
+                           'txn_no', p_txn, 'refund_ref', p_ref, 'outcome', p_outcome,
+                           'result', v_result, 'exception_id', v_exc.id, 'kind', v_exc.kind,
+                           'amount_cents', v_exc.amount_cents, 'currency', v_exc.currency,
+                           'actor', _actor())));
+    RETURN QUERY SELECT v_result, v_exc.id, v_exc.state, v_exc.resolution;
 END
 $$;
 

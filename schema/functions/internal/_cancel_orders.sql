@@ -1,7 +1,9 @@
 -- _cancel_orders: cancels the pending candidates among p_nos, for claim_cancel and close_order.
 -- Its steps, in call order (each step's name starts with this function's):
 --   1. _cancel_orders_claim: the claim and ordergate's own side effects but the stock;
---   2. _hooks_run: the shop's hooks for 'cancelled', with exactly the orders won;
+--   2. _hooks_run: the shop's hooks for 'cancelled', with exactly the orders won (and, when a
+--      three-argument hook is registered for it, their context: actor, operator and reason of
+--      a manual close, captured_cents and currency of the parts captured before the cancel);
 --   3. _cancel_orders_restock: the stock given back.
 -- Returns the order numbers won (NULL if none).
 --
@@ -15,13 +17,27 @@ CREATE OR REPLACE FUNCTION ordergate._cancel_orders(p_nos text[], p_source text,
 RETURNS text[]
 LANGUAGE plpgsql SET search_path = ordergate, pg_temp AS $$
 DECLARE
-    c record;
+    c     record;
+    v_ctx jsonb;
 BEGIN
     SELECT * INTO c FROM _cancel_orders_claim(p_nos, p_source, p_actor, p_note, p_due_only);
     IF c.o_won IS NULL THEN
         RETURN NULL;
     END IF;
-    PERFORM _hooks_run('cancelled', c.o_won, p_source);
+    -- The context reads the winners again: only when a hook will read it (a cancel with no
+    -- three-argument hook pays one probe of the small hooks table).
+    IF EXISTS (SELECT 1 FROM hooks k WHERE k.event = 'cancelled' AND k.nargs = 3) THEN
+        SELECT jsonb_object_agg(o.order_no, jsonb_build_object(
+                   'actor', p_actor,
+                   'operator', CASE WHEN p_source = 'manual' THEN p_actor END,
+                   'reason', p_note,
+                   'captured_cents', o.captured_cents,
+                   'currency', o.currency))
+          INTO v_ctx
+          FROM orders o
+         WHERE o.order_no = ANY (c.o_won);
+    END IF;
+    PERFORM _hooks_run('cancelled', c.o_won, p_source, v_ctx);
     PERFORM _cancel_orders_restock(c.o_skus, c.o_qtys);
     RETURN c.o_won;
 END

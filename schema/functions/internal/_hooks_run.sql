@@ -1,8 +1,16 @@
 -- _hooks_run: calls the shop's hooks registered for p_event (add_hook), in registration order,
--- each once with p_nos (the orders this claim statement won for the event, sorted and distinct)
--- and p_source. Called by the claims after the claim itself, inside their transaction, so a
--- hook's writes commit or roll back with the claim; in the cancel paths before the stock is
--- given back (_cancel_orders), so a hook never holds an inventory row.
+-- each once with p_nos (the orders this claim statement won for the event, sorted and distinct),
+-- p_source and, for a three-argument hook, the context. Called by the claims after the claim
+-- itself, inside their transaction, so a hook's writes commit or roll back with the claim; in the
+-- cancel paths before the stock is given back (_cancel_orders), so a hook never holds an
+-- inventory row.
+--
+-- p_context: what the caller knows of each order, a JSON object keyed by order_no whose values
+-- are objects (schema/README.md, "Effect hooks", lists the keys per event); NULL = nothing. A
+-- three-argument hook gets, per order of p_nos, {"shop": <the order's shop data>} merged with
+-- the caller's object for that order (the caller's keys win). It is built once per call, and
+-- only when a three-argument hook is registered for the event: a claim with no such hook pays
+-- nothing for it (callers that must read rows to build theirs ask the same question first).
 --
 -- Runs as the claim's owner (ordergate_owner: the claims are SECURITY DEFINER). Before each call
 -- the hook is checked again as add_hook checked it (_hook_inspect: SECURITY DEFINER, so it runs
@@ -11,7 +19,10 @@
 -- function replaced or altered since is refused until add_hook registers it again. A hook is
 -- called through the operator add_hook bound to its OID (ordergate_hooks), so the registered
 -- function runs and no other, whatever overloads exist; the inputs are bound parameters, never
--- SQL text.
+-- SQL text. A two-argument hook is the operator's function; a three-argument hook is called by
+-- the operator's function, the wrapper ordergate_hooks.hook_<id>, whose SQL-standard body holds
+-- the hook's OID (add_hook): the operator is bound only if that wrapper depends on the
+-- registered function.
 --
 -- Every failure aborts the claim with the hook marker: the message is "hook <function>: ...",
 -- TABLE = 'hooks' (schema ordergate), so a client tells a hook's failure from the gate's own and
@@ -24,12 +35,14 @@
 -- each call's wall time is sent as a NOTICE, failed calls included, in a fixed form the clients
 -- parse (common/hook_timing.h):
 --   ordergate_hook_timing id=<hooks.id> event=<event> ms=<milliseconds> fn=<function>
-CREATE OR REPLACE FUNCTION ordergate._hooks_run(p_event text, p_nos text[], p_source text)
+CREATE OR REPLACE FUNCTION ordergate._hooks_run(p_event text, p_nos text[], p_source text,
+                                               p_context jsonb DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql SET search_path = ordergate, pg_temp AS $$
 DECLARE
     h        record;
     v_nos    text[];
+    v_ctx    jsonb;
     v_state  text;
     v_msg    text;
     v_det    text;
@@ -43,17 +56,33 @@ BEGIN
     END IF;
     -- The checks of _hook_inspect, inline (keep them equal): refusal and fingerprint per hook.
     FOR h IN
-        SELECT k.id, k.fn, k.opname, k.fingerprint, p.oid IS NOT NULL AS fn_exists, p.xmin AS fn_xmin,
+        SELECT k.id, k.fn, k.opname, k.fingerprint, k.nargs, p.oid IS NOT NULL AS fn_exists, p.xmin AS fn_xmin,
                CASE WHEN p.oid IS NULL THEN k.fn_name ELSE p.oid::regprocedure::text END AS fn_name,
-               EXISTS (SELECT 1 FROM pg_catalog.pg_operator o
-                        WHERE o.oprnamespace = 'ordergate_hooks'::regnamespace
-                          AND o.oprname = k.opname AND o.oprcode = k.fn
-                          AND o.oprleft = 'text[]'::regtype AND o.oprright = 'text'::regtype) AS bound,
+               CASE WHEN k.nargs = 2 THEN
+                   EXISTS (SELECT 1 FROM pg_catalog.pg_operator o
+                            WHERE o.oprnamespace = 'ordergate_hooks'::regnamespace
+                              AND o.oprname = k.opname AND o.oprcode = k.fn
+                              AND o.oprleft = 'text[]'::regtype AND o.oprright = 'text'::regtype)
+               ELSE
+                   EXISTS (SELECT 1 FROM pg_catalog.pg_operator o
+                             JOIN pg_catalog.pg_proc w ON w.oid = o.oprcode
+                                                      AND w.pronamespace = 'ordergate_hooks'::regnamespace
+                             JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_proc'::regclass
+                                                        AND d.objid = w.oid
+                                                        AND d.refclassid = 'pg_catalog.pg_proc'::regclass
+                                                        AND d.refobjid = k.fn
+                            WHERE o.oprnamespace = 'ordergate_hooks'::regnamespace
+                              AND o.oprname = k.opname
+                              AND o.oprleft = 'text[]'::regtype
+                              AND o.oprright = 'ordergate_hooks.hook_call'::regtype)
+               END AS bound,
                CASE
                    WHEN p.prokind <> 'f' OR p.proretset OR p.prorettype <> 'void'::regtype
-                        OR p.pronargs <> 2 OR p.proargtypes[0] <> 'text[]'::regtype
-                        OR p.proargtypes[1] <> 'text'::regtype OR p.provariadic <> 0
-                       THEN 'it must be a function (order_nos text[], source text) RETURNS void'
+                        OR p.pronargs NOT IN (2, 3) OR p.proargtypes[0] <> 'text[]'::regtype
+                        OR p.proargtypes[1] <> 'text'::regtype
+                        OR (p.pronargs = 3 AND p.proargtypes[2] <> 'jsonb'::regtype)
+                        OR p.provariadic <> 0
+                       THEN 'it must be a function (order_nos text[], source text) or (order_nos text[], source text, context jsonb) RETURNS void'
                    WHEN n.nspname IN ('ordergate', 'ordergate_hooks', 'pg_catalog', 'information_schema')
                         OR n.nspname LIKE 'pg\_%'
                        THEN format('it is not a shop function (schema %s)', n.nspname)
@@ -111,11 +140,26 @@ BEGIN
         IF v_nos IS NULL THEN
             SELECT array_agg(DISTINCT x ORDER BY x) INTO v_nos FROM unnest(p_nos) AS u(x);
         END IF;
+        IF h.nargs = 3 AND v_ctx IS NULL THEN
+            SELECT coalesce(jsonb_object_agg(u.x, jsonb_build_object('shop', o.shop)
+                                                  || CASE WHEN jsonb_typeof(p_context -> u.x) = 'object'
+                                                          THEN p_context -> u.x ELSE '{}'::jsonb END),
+                            '{}'::jsonb)
+              INTO v_ctx
+              FROM unnest(v_nos) AS u(x)
+              LEFT JOIN orders o ON o.order_no = u.x;
+        END IF;
         v_t0 := clock_timestamp();
         BEGIN
             -- opname is add_hook's (the table admits operator characters only): no input here.
-            EXECUTE format('SELECT $1 OPERATOR(ordergate_hooks.%s) $2', h.opname)
-              USING v_nos, p_source;
+            IF h.nargs = 2 THEN
+                EXECUTE format('SELECT $1 OPERATOR(ordergate_hooks.%s) $2', h.opname)
+                  USING v_nos, p_source;
+            ELSE
+                EXECUTE format('SELECT $1 OPERATOR(ordergate_hooks.%s) ROW($2, $3)::ordergate_hooks.hook_call',
+                               h.opname)
+                  USING v_nos, p_source, v_ctx;
+            END IF;
         EXCEPTION WHEN query_canceled OR OTHERS THEN
             GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT,
                                     v_det = PG_EXCEPTION_DETAIL, v_hint = PG_EXCEPTION_HINT;
@@ -141,5 +185,5 @@ BEGIN
     END LOOP;
 END
 $$;
-COMMENT ON FUNCTION ordergate._hooks_run(text,text[],text) IS
+COMMENT ON FUNCTION ordergate._hooks_run(text,text[],text,jsonb) IS
     'Internal: runs the shop''s hooks of an event with the orders a claim won';

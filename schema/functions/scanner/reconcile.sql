@@ -1,11 +1,13 @@
--- reconcile: the fourteen invariants of schema/README.md ("The invariants reconcile() checks"),
--- and nothing else; reconcile_repair creates what can be created safely.
+-- reconcile: the invariants of schema/README.md ("The invariants reconcile() checks"),
+-- then the shop's own checks (add_check, "Shop checks": rows with invariant NULL, named
+-- shop:<name>, violations -1 when the check failed); reconcile_repair creates what can be
+-- created safely.
 --
--- STABLE: all fourteen checks read one snapshot, so a claim committing meanwhile is seen whole or
+-- STABLE: all the checks read one snapshot, so a claim committing meanwhile is seen whole or
 -- not at all (every claim writes all its rows in one transaction). Each check is one set-based
 -- query (hash joins / aggregates, no per-row loops): seconds on 1,000,000 orders.
 --
--- p_since limits the order-scoped checks (1, 4, 7, 10, 11, 12, 14: orders created at or after it; 6: orders whose
+-- p_since limits the order-scoped checks (1, 4, 7, 10, 11, 12, 14, 15, 16, 20, 21: orders created at or after it; 6: orders whose
 -- deadline expire_at is at or after it; 5: payments and refused-payment exceptions created at or
 -- after it; 8: exceptions created at or after it; 13: payments and exceptions created at or after it),
 -- e.g. to one drill's orders. Invariants 2 (stock per SKU), 3 (coupon per coupon) and 9
@@ -35,36 +37,53 @@ DECLARE
     v_n4    bigint;
     v_s4    text[];
 BEGIN
-    -- 1 and 4 in one pass over orders FULL JOIN status_log (at most one log row per order: the
-    -- log's primary key is the order number).
-    -- 1. Status moves only pending_payment -> paid | cancelled, once: a logged move is from
-    --    pending_payment to paid or cancelled and ends in the order's current status (a pending
-    --    order with a logged move went back); no log row for a missing order.
+    -- 1 and 4 in one pass over orders FULL JOIN status_log's moves out of anything but released
+    -- (one per order: the log's key is the order number and from_status), with the order's move
+    -- out of released beside it (a released order later paid; migration 017).
+    -- 1. Status moves only pending_payment -> paid | cancelled | released, and released -> paid,
+    --    once each: a logged move is from pending_payment to paid, cancelled or released and ends
+    --    in the order's current status (or in released, then paid by its logged move out of
+    --    released; a pending order with a logged move went back); no log row for a missing
+    --    order.
     -- 4. Exactly one status_log row per transition, none for a pending order; the source fits the
     --    move (payment_callback or manual_payment for paid; a timeout source or manual for
-    --    cancelled); the key is the txn_no that paid this order (its 'paid' or 'overpaid'
-    --    payment) or the order number; an actor.
+    --    cancelled; manual for released); the key is the txn_no that paid this order (its 'paid'
+    --    or 'overpaid' payment) or the order number; an actor.
     WITH a AS (
         SELECT coalesce(o.order_no, l.order_no) AS order_no,
-               l.order_no IS NOT NULL
-               AND (o.order_no IS NULL
-                    OR l.from_status <> 'pending_payment'
-                    OR l.to_status NOT IN ('paid', 'cancelled')
-                    OR l.to_status IS DISTINCT FROM o.status) AS bad1,
+               (l.order_no IS NOT NULL
+                AND (o.order_no IS NULL
+                     OR l.from_status <> 'pending_payment'
+                     OR l.to_status NOT IN ('paid', 'cancelled', 'released')
+                     OR (l.to_status IS DISTINCT FROM o.status
+                         AND NOT (l.to_status = 'released' AND o.status = 'paid'
+                                  AND r.order_no IS NOT NULL))))
+               OR (r.order_no IS NOT NULL
+                   AND (l.to_status IS DISTINCT FROM 'released' OR r.to_status <> 'paid'
+                        OR o.status <> 'paid')) AS bad1,
                o.order_no IS NOT NULL
                AND ((o.status <> 'pending_payment') IS DISTINCT FROM (l.order_no IS NOT NULL)
                     OR (l.order_no IS NOT NULL
                         AND (coalesce(l.actor, '') = ''
-                             OR (o.status = 'paid'
+                             OR (l.to_status = 'paid'
                                  AND (l.source NOT IN ('payment_callback', 'manual_payment')
                                       OR p.txn_no IS DISTINCT FROM l.idempotency_key))
-                             OR (o.status = 'cancelled'
+                             OR (l.to_status = 'cancelled'
                                  AND (l.source NOT IN ('timeout_consumer', 'timeout_scanner', 'manual')
-                                      OR l.idempotency_key <> o.order_no))))) AS bad4
+                                      OR l.idempotency_key <> o.order_no))
+                             OR (l.to_status = 'released'
+                                 AND (l.source <> 'manual' OR l.idempotency_key <> o.order_no))))
+                    OR (r.order_no IS NOT NULL
+                        AND (coalesce(r.actor, '') = ''
+                             OR r.source NOT IN ('payment_callback', 'manual_payment')
+                             OR p.txn_no IS DISTINCT FROM r.idempotency_key))
+                    OR (o.status = 'paid' AND l.to_status = 'released' AND r.order_no IS NULL)) AS bad4
           FROM orders o
           -- the order's one paid (or overpaid) payment (unique index payments_one_paid_per_order_uq)
           LEFT JOIN payments p ON p.order_no = o.order_no AND p.outcome IN ('paid', 'overpaid')
-          FULL JOIN status_log l ON l.order_no = o.order_no
+          FULL JOIN (SELECT x.* FROM status_log x WHERE x.from_status <> 'released') l
+                 ON l.order_no = o.order_no
+          LEFT JOIN status_log r ON r.order_no = o.order_no AND r.from_status = 'released'
          WHERE o.order_no IS NULL OR o.created_at >= v_since
     )
     SELECT count(*) FILTER (WHERE a.bad1),
@@ -73,16 +92,16 @@ BEGIN
            (array_agg(a.order_no ORDER BY a.order_no) FILTER (WHERE a.bad4))[1:10]
       INTO v_n1, v_s1, v_n4, v_s4
       FROM a;
-    RETURN QUERY SELECT 1, 'status moves only pending_payment -> paid|cancelled, once'::text, v_n1, v_s1;
+    RETURN QUERY SELECT 1, 'status moves only pending_payment -> paid|cancelled|released, released -> paid, once'::text, v_n1, v_s1;
 
-    -- 2. Per SKU: total (initial stock + additions) = available + qty held by pending and paid
-    --    orders + qty of archived paid orders.
+    -- 2. Per SKU: total (initial stock + additions) = available + qty held by pending, paid and
+    --    released orders + qty of archived paid and released orders.
     RETURN QUERY
     WITH held AS (
         SELECT it.sku, sum(it.qty)::bigint AS q
           FROM order_items it
           JOIN orders o ON o.order_no = it.order_no
-         WHERE o.status IN ('pending_payment', 'paid')
+         WHERE o.status IN ('pending_payment', 'paid', 'released')
          GROUP BY it.sku
     ), bad AS (
         SELECT i.sku
@@ -90,12 +109,12 @@ BEGIN
           LEFT JOIN held h ON h.sku = i.sku
          WHERE i.total <> i.available + coalesce(h.q, 0) + i.archived_qty
     )
-    SELECT 2, 'per sku: initial stock = available + qty of pending and paid orders'::text,
+    SELECT 2, 'per sku: initial stock = available + qty of pending, paid and released orders'::text,
            count(*), (array_agg(bad.sku ORDER BY bad.sku))[1:10]
       FROM bad;
 
-    -- 3. Coupon state matches its live order: pending -> locked, paid -> used, none (only cancelled
-    --    orders or none) -> available; and no coupon backs two live orders.
+    -- 3. Coupon state matches its live order: pending -> locked, paid or released -> used, none
+    --    (only cancelled orders or none) -> available; and no coupon backs two live orders.
     RETURN QUERY
     WITH live AS (
         SELECT o.coupon_id, count(*) AS n, min(o.status) AS status
@@ -105,7 +124,11 @@ BEGIN
                 UNION ALL
                 SELECT a.coupon_id, a.status
                   FROM archived_orders a
-                 WHERE a.coupon_id IS NOT NULL AND a.status = 'paid') o
+                 WHERE a.coupon_id IS NOT NULL AND a.status = 'paid'
+                UNION ALL
+                SELECT a.coupon_id, a.status
+                  FROM archived_orders a
+                 WHERE a.coupon_id IS NOT NULL AND a.status = 'released') o
          GROUP BY o.coupon_id
     ), bad AS (
         SELECT c.coupon_id
@@ -115,10 +138,11 @@ BEGIN
             OR c.state <> CASE live.status
                               WHEN 'pending_payment' THEN 'locked'
                               WHEN 'paid' THEN 'used'
+                              WHEN 'released' THEN 'used'
                               ELSE 'available'
                           END
     )
-    SELECT 3, 'coupon state matches order status (pending: locked, paid: used, cancelled: available)'::text,
+    SELECT 3, 'coupon state matches order status (pending: locked, paid or released: used, cancelled: available)'::text,
            count(*), (array_agg(bad.coupon_id ORDER BY bad.coupon_id))[1:10]
       FROM bad;
 
@@ -334,9 +358,116 @@ BEGIN
        AND l.source IN ('timeout_consumer', 'timeout_scanner')
        AND (c.state = 'pending' OR c.ended_late)
        AND c.bound_at > o.closed_at;
+
+    -- 15. A released order stays released or is paid, never cancelled nor pending again: every
+    --     order whose log has a move to released is released or paid now, has no order_cancelled
+    --     event and one order_released event, and its coupon is used (its stock is counted in
+    --     2). An order_released event names an order whose log has the move. Sample: order_no.
+    RETURN QUERY
+    WITH rel AS (
+        SELECT l.order_no FROM status_log l WHERE l.to_status = 'released'
+    ), ev AS (
+        SELECT b.order_no, count(*) FILTER (WHERE b.event_type = 'order_released') AS nrel,
+               count(*) FILTER (WHERE b.event_type = 'order_cancelled') AS ncan
+          FROM outbox b
+         WHERE b.event_type IN ('order_released', 'order_cancelled')
+         GROUP BY b.order_no
+    ), bad AS (
+        SELECT coalesce(rel.order_no, o.order_no) AS order_no
+          FROM rel
+          JOIN orders o ON o.order_no = rel.order_no
+          LEFT JOIN ev ON ev.order_no = rel.order_no
+          LEFT JOIN coupons c ON c.coupon_id = o.coupon_id
+         WHERE o.created_at >= v_since
+           AND (o.status NOT IN ('released', 'paid')
+                OR coalesce(ev.ncan, 0) > 0
+                OR coalesce(ev.nrel, 0) <> 1
+                OR (o.coupon_id IS NOT NULL AND c.state IS DISTINCT FROM 'used'))
+        UNION
+        SELECT o.order_no
+          FROM orders o
+          JOIN ev ON ev.order_no = o.order_no AND ev.nrel > 0
+         WHERE o.created_at >= v_since
+           AND NOT EXISTS (SELECT 1 FROM rel WHERE rel.order_no = o.order_no)
+    )
+    SELECT 15, 'a released order is never cancelled: released or paid, its coupon used, one order_released event'::text,
+           count(*), (array_agg(bad.order_no ORDER BY bad.order_no))[1:10]
+      FROM bad;
+
+    -- 16. Amendments agree with the order: an amended order's amount and lines are its last
+    --     amendment's after, and each amendment's before is the previous one's after (nothing
+    --     changed the order between them). Sample: order_no.
+    RETURN QUERY
+    WITH m AS (
+        SELECT a.order_no, a.before, a.after,
+               lag(a.after) OVER (PARTITION BY a.order_no ORDER BY a.id) AS prev,
+               row_number() OVER (PARTITION BY a.order_no ORDER BY a.id DESC) AS rn
+          FROM amendments a
+    ), bad AS (
+        SELECT DISTINCT m.order_no
+          FROM m
+          JOIN orders o ON o.order_no = m.order_no
+         WHERE o.created_at >= v_since
+           AND ((m.prev IS NOT NULL
+                 AND (m.prev -> 'amount_cents' IS DISTINCT FROM m.before -> 'amount_cents'
+                      OR m.prev -> 'items' IS DISTINCT FROM m.before -> 'items'))
+                OR (m.rn = 1
+                    AND ((m.after ->> 'amount_cents')::bigint IS DISTINCT FROM o.amount_cents
+                         OR m.after -> 'items' IS DISTINCT FROM _order_items_json(o.order_no))))
+    )
+    SELECT 16, 'an amended order''s amount and lines are its last amendment''s'::text,
+           count(*), (array_agg(bad.order_no ORDER BY bad.order_no))[1:10]
+      FROM bad;
+
+    -- 20. No payment reminder after its order closed: the order's payment_reminder event comes
+    --     before its transition event (order_paid, order_cancelled, order_released) in outbox id
+    --     order. claim_reminder share-locks the order row, so a transition either committed
+    --     before it (the reminder is not sent) or waits for it (its event gets a later id); ids,
+    --     not times, since a transaction's now() is its start. Sample: order_no:offset.
+    RETURN QUERY
+    SELECT 20, 'no payment reminder sent for an order after it closed'::text,
+           count(*), (array_agg(x.k ORDER BY x.k))[1:10]
+      FROM (SELECT b.order_no || ':' || (b.payload ->> 'offset_seconds') AS k
+              FROM outbox b
+              JOIN orders o ON o.order_no = b.order_no
+             WHERE b.event_type = 'payment_reminder'
+               AND o.created_at >= v_since
+               AND EXISTS (SELECT 1 FROM outbox t
+                            WHERE t.order_no = b.order_no
+                              AND t.event_type IN ('order_paid', 'order_cancelled', 'order_released')
+                              AND t.id < b.id)) x;
+
+    -- 21. Each reminder at most once, and its record agrees: per order and offset at most one
+    --     payment_reminder event, exactly one for a reminder in state sent and none for any
+    --     other (pending, skipped, or no reminder row). Sample: order_no:offset.
+    RETURN QUERY
+    WITH ev AS (
+        SELECT b.order_no, (b.payload ->> 'offset_seconds')::int AS off, count(*) AS n
+          FROM outbox b
+          JOIN orders o ON o.order_no = b.order_no
+         WHERE b.event_type = 'payment_reminder' AND o.created_at >= v_since
+         GROUP BY 1, 2
+    ), rs AS (
+        SELECT r.order_no, r.offset_seconds AS off
+          FROM reminders r
+          JOIN orders o ON o.order_no = r.order_no
+         WHERE r.state = 'sent' AND o.created_at >= v_since
+    ), bad AS (
+        SELECT coalesce(ev.order_no, rs.order_no) || ':' || coalesce(ev.off, rs.off) AS k
+          FROM ev
+          FULL JOIN rs ON rs.order_no = ev.order_no AND rs.off = ev.off
+         WHERE ev.n IS DISTINCT FROM 1 OR rs.order_no IS NULL
+    )
+    SELECT 21, 'each payment reminder sent at most once, as its reminder row says'::text,
+           count(*), (array_agg(bad.k ORDER BY bad.k))[1:10]
+      FROM bad;
+
+    -- The shop's checks (add_check) come last, after every built-in invariant: rows with
+    -- invariant NULL, name shop:<name>, violations -1 for a check that failed (_reconcile_checks).
+    RETURN QUERY SELECT c.invariant, c.name, c.violations, c.sample FROM _reconcile_checks() c;
 END
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.reconcile(timestamptz,interval,interval) TO ordergate_trigger;
 COMMENT ON FUNCTION ordergate.reconcile(timestamp with time zone,interval,interval) IS
-    'Checks the fourteen invariants in one snapshot: one row each, with violations and samples';
+    'Checks the invariants (1-16, 20-21) in one snapshot: one row each, with violations and samples, then the shop''s checks';

@@ -17,7 +17,8 @@ CREATE OR REPLACE TRIGGER exceptions_detached_mark BEFORE INSERT ON ordergate.ex
     FOR EACH ROW EXECUTE FUNCTION ordergate.detached_mark();
 CREATE OR REPLACE TRIGGER outbox_detached_mark BEFORE INSERT ON ordergate.outbox
     FOR EACH ROW
-    WHEN (NEW.event_type NOT IN ('order_cancelled', 'order_paid', 'cancel_scheduled'))
+    WHEN (NEW.event_type NOT IN ('order_cancelled', 'order_paid', 'cancel_scheduled',
+                               'reminder_scheduled', 'payment_reminder'))
     EXECUTE FUNCTION ordergate.detached_mark();
 COMMENT ON FUNCTION ordergate.detached_mark() IS
     'Trigger: marks an exception or event detached when its order is not in orders';

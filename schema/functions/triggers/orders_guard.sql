@@ -1,9 +1,12 @@
 -- orders: the state machine, enforced for every writer (the gate functions, an owner, a superuser's
 -- ad-hoc UPDATE alike). SQLSTATEs:
---   OG001  status change other than pending_payment -> paid | pending_payment -> cancelled
---   OG002  change of an immutable column (order_no, amount_cents, coupon_id, created_at,
---          original_expire_at, currency, allow_partial), of expire_at or captured_cents of a
---          closed order, captured_cents going down, or closed_at outside the transition
+--   OG001  status change other than pending_payment -> paid | cancelled | released, or
+--          released -> paid (a released order is never cancelled)
+--   OG002  change of an immutable column (order_no, coupon_id, created_at, original_expire_at,
+--          currency, allow_partial), of amount_cents or expire_at of a closed order (amend_order
+--          and set_deadline change them while pending), of captured_cents of a paid or cancelled
+--          order (a released one still takes parts), captured_cents going down, or closed_at
+--          outside the move out of pending_payment
 --   OG003  DELETE of an order that left pending_payment (but by ordergate.archive())
 -- The UPDATE guards' WHEN clauses are the rules themselves, evaluated by the executor for every
 -- row; the function runs only to refuse. Legal claims (hundreds per batch cancel) pay no function
@@ -32,25 +35,28 @@ BEGIN
 
     -- UPDATE: reached only through the WHEN clause below, i.e. to refuse.
     IF NEW.order_no IS DISTINCT FROM OLD.order_no
-       OR NEW.amount_cents IS DISTINCT FROM OLD.amount_cents
        OR NEW.coupon_id IS DISTINCT FROM OLD.coupon_id
        OR NEW.created_at IS DISTINCT FROM OLD.created_at
        OR NEW.original_expire_at IS DISTINCT FROM OLD.original_expire_at
        OR NEW.currency IS DISTINCT FROM OLD.currency
        OR NEW.allow_partial IS DISTINCT FROM OLD.allow_partial THEN
-        RAISE EXCEPTION 'order %: order_no, amount_cents, coupon_id, created_at, original_expire_at, currency and allow_partial are immutable',
+        RAISE EXCEPTION 'order %: order_no, coupon_id, created_at, original_expire_at, currency and allow_partial are immutable',
             OLD.order_no USING ERRCODE = 'OG002';
     END IF;
     IF NEW.status IS DISTINCT FROM OLD.status THEN
-        RAISE EXCEPTION 'order %: illegal status transition % -> % (only pending_payment -> paid or pending_payment -> cancelled, once)',
+        RAISE EXCEPTION 'order %: illegal status transition % -> % (only pending_payment -> paid, cancelled or released, and released -> paid, once)',
             OLD.order_no, OLD.status, NEW.status USING ERRCODE = 'OG001';
+    END IF;
+    IF NEW.amount_cents IS DISTINCT FROM OLD.amount_cents THEN
+        RAISE EXCEPTION 'order % is %: amount_cents of a closed order is immutable',
+            OLD.order_no, OLD.status USING ERRCODE = 'OG002';
     END IF;
     IF NEW.expire_at IS DISTINCT FROM OLD.expire_at THEN
         RAISE EXCEPTION 'order % is %: expire_at of a closed order is immutable',
             OLD.order_no, OLD.status USING ERRCODE = 'OG002';
     END IF;
     IF NEW.captured_cents IS DISTINCT FROM OLD.captured_cents THEN
-        RAISE EXCEPTION 'order % is %: captured_cents only grows, and only while the order is pending',
+        RAISE EXCEPTION 'order % is %: captured_cents only grows, and only while the order is pending or released',
             OLD.order_no, OLD.status USING ERRCODE = 'OG002';
     END IF;
     RAISE EXCEPTION 'order %: closed_at is set once, when the order leaves pending_payment',
@@ -71,8 +77,10 @@ CREATE OR REPLACE TRIGGER orders_guard_insert BEFORE INSERT ON ordergate.orders
 CREATE OR REPLACE TRIGGER orders_guard_update BEFORE UPDATE OF status, closed_at ON ordergate.orders
     FOR EACH ROW
     WHEN (   (OLD.status IS DISTINCT FROM NEW.status
-              AND NOT (OLD.status = 'pending_payment' AND NEW.status IN ('paid', 'cancelled')))
-          OR (OLD.status IS NOT DISTINCT FROM NEW.status AND OLD.closed_at IS DISTINCT FROM NEW.closed_at))
+              AND NOT (OLD.status = 'pending_payment' AND NEW.status IN ('paid', 'cancelled', 'released'))
+              AND NOT (OLD.status = 'released' AND NEW.status = 'paid'))
+          OR (OLD.status IS NOT DISTINCT FROM NEW.status AND OLD.closed_at IS DISTINCT FROM NEW.closed_at)
+          OR (OLD.status = 'released' AND OLD.closed_at IS DISTINCT FROM NEW.closed_at))
     EXECUTE FUNCTION ordergate.orders_guard();
 CREATE OR REPLACE TRIGGER orders_guard_expiry BEFORE UPDATE OF expire_at ON ordergate.orders
     FOR EACH ROW
@@ -81,14 +89,15 @@ CREATE OR REPLACE TRIGGER orders_guard_expiry BEFORE UPDATE OF expire_at ON orde
 CREATE OR REPLACE TRIGGER orders_guard_captured BEFORE UPDATE OF captured_cents ON ordergate.orders
     FOR EACH ROW
     WHEN (NEW.captured_cents < OLD.captured_cents
-          OR (OLD.status <> 'pending_payment' AND OLD.captured_cents IS DISTINCT FROM NEW.captured_cents))
+          OR (OLD.status NOT IN ('pending_payment', 'released')
+              AND OLD.captured_cents IS DISTINCT FROM NEW.captured_cents))
     EXECUTE FUNCTION ordergate.orders_guard();
 CREATE OR REPLACE TRIGGER orders_guard_immutable
     BEFORE UPDATE OF order_no, amount_cents, coupon_id, created_at, original_expire_at, currency,
                      allow_partial ON ordergate.orders
     FOR EACH ROW
     WHEN (   OLD.order_no IS DISTINCT FROM NEW.order_no
-          OR OLD.amount_cents IS DISTINCT FROM NEW.amount_cents
+          OR (OLD.status <> 'pending_payment' AND OLD.amount_cents IS DISTINCT FROM NEW.amount_cents)
           OR OLD.coupon_id IS DISTINCT FROM NEW.coupon_id
           OR OLD.created_at IS DISTINCT FROM NEW.created_at
           OR OLD.original_expire_at IS DISTINCT FROM NEW.original_expire_at

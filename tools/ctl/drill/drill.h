@@ -60,6 +60,9 @@ struct drill_opts {
     double parts_ratio;    /* orders that allow parts and are paid in two or three */
     double charge_ratio;   /* orders whose charge is pending at the deadline */
     double mismatch_ratio; /* paying orders that also get a payment in another currency */
+    double release_ratio;  /* orders released by staff around their deadline */
+    double amend_ratio;    /* orders whose lines staff amend around their deadline */
+    double deadline_ratio; /* orders whose deadline staff move later around it */
     int ncurrencies;
     char currencies[DRILL_MAX_CURRENCIES][4]; /* the orders' currencies, in turn */
     int kill_every_s;
@@ -72,6 +75,7 @@ struct drill_opts {
     int settle_s;
     int no_kafka;
     int schedule_in_db;
+    char reminders[64]; /* --reminders: reminder_before_seconds with --schedule-in-db ("" none) */
     uint64_t seed;
     const char *bin_dir;
 };
@@ -106,6 +110,13 @@ struct drill_order {
     enum gate_outcome part_out[DRILL_MAX_PARTS];
     unsigned charge : 1, charge_fail : 1, mismatch : 1;
     enum gate_outcome charge_begin, charge_end, mismatch_out;
+    /* Staff acts around the deadline, racing the cancels and payments: a release (not for an
+     * order paid in parts or by a charge), an amendment of its line to amend_qty (same amount),
+     * a deadline moved to deadline_to_ms (later than the one planned). */
+    unsigned release : 1, amend : 1, deadline : 1;
+    int amend_qty;
+    int64_t release_at_ms, amend_at_ms, deadline_at_ms, deadline_to_ms;
+    enum gate_outcome release_out, amend_out, deadline_out;
     enum order_status final_status; /* ledger.c */
 };
 
@@ -115,7 +126,10 @@ enum drill_action_kind {
     DRILL_ACT_CLOSE,
     DRILL_ACT_PART,         /* part number `part` of an order paid in parts */
     DRILL_ACT_CHARGE_BEGIN, /* before the deadline */
-    DRILL_ACT_CHARGE_END    /* after it, within the bound: captured or failed */
+    DRILL_ACT_CHARGE_END,   /* after it, within the bound: captured or failed */
+    DRILL_ACT_RELEASE,      /* staff release the order (release_order) */
+    DRILL_ACT_AMEND,        /* staff amend its line (amend_order) */
+    DRILL_ACT_DEADLINE      /* staff move its deadline later (set_deadline) */
 };
 
 struct drill_action {
@@ -159,6 +173,11 @@ struct drill {
     char schedule_before[8];
     long sched_events, sched_unpublished;
     int64_t delay_messages[DRILL_DELAY_LEVELS];
+    /* --reminders: the setting's value before the drill (restored after it, when remind_set)
+     * and the drill's reminders by state after the settle (remind.c). */
+    char remind_before[64];
+    int remind_set;
+    long reminders_total, reminders_sent, reminders_skipped, reminders_pending;
     int scanner_status;
     long violations;
     long ledger_violations;
@@ -176,6 +195,9 @@ struct drill_totals {
         cur_cancelled[DRILL_MAX_CURRENCIES];
     long parts_orders, parts_kept, parts_refunded, charges_begun, charges_captured, charges_failed,
         currency_mismatches;
+    /* Staff acts: releases that won (the order then released, or paid later), orders released
+     * at the end, amendments made, deadlines moved. */
+    long releases, released, amendments, deadlines_moved;
 };
 
 /* ---- options.c -------------------------------------------------------------------------- */
@@ -210,6 +232,13 @@ enum og_status drill_setup_place(struct drill *d, struct db *db, struct og_error
 enum og_status drill_setup_due(const struct drill *d, struct db *db, struct og_error *err);
 
 /* ---- sched.c ---------------------------------------------------------------------------- */
+
+/* reminder_before_seconds set to --reminders (nothing when ""); its value before kept. */
+enum og_status drill_remind_on(struct drill *d, struct db *db, struct og_error *err);
+/* The setting put back as the drill found it. */
+enum og_status drill_remind_restore(const struct drill *d, struct db *db, struct og_error *err);
+/* The drill's reminders counted; an unpublished reminder message is a ledger violation. */
+enum og_status drill_remind_check(struct drill *d, struct db *db, struct og_error *err);
 
 /* schedule_cancels turned on; its value before kept in d->schedule_before. */
 enum og_status drill_sched_on(struct drill *d, struct db *db, struct og_error *err);

@@ -41,7 +41,8 @@ static const struct db_stmt drill_ledger_stmt_final = {
     "                WHERE c.order_no = o.order_no AND starts_with(s.source, 'timeout') "
     "                  AND c.begun_at < s.created_at AND s.created_at < c.bound_at "
     "                  AND (c.ended_at IS NULL OR s.created_at < c.ended_at)) "
-    "  FROM ordergate.orders o LEFT JOIN ordergate.status_log s ON s.order_no = o.order_no "
+    "  FROM ordergate.orders o LEFT JOIN ordergate.status_log s "
+    "    ON s.order_no = o.order_no AND s.from_status = 'pending_payment' "
     " WHERE starts_with(o.order_no, $1) ORDER BY o.order_no",
     1};
 
@@ -224,6 +225,52 @@ static void drill_ledger_money(struct drill *d, const struct drill_order *o, enu
     }
 }
 
+/* The staff acts on one order against its final state: a release that won leaves the order
+ * released, or paid by a payment after it, never cancelled; one that lost found it paid or
+ * cancelled; a released order was released by the drill. An amendment is amended (the stock
+ * ledger counts the new quantity), out_of_stock or not_pending; a deadline change set or
+ * not_pending. */
+static void drill_ledger_staff(struct drill *d, const struct drill_order *o, enum order_status st,
+                               struct drill_totals *t)
+{
+    if (o->release && o->errors == 0) {
+        if (o->release_out == GATE_RELEASED) {
+            t->releases++;
+            if (st != ORDER_RELEASED && st != ORDER_PAID)
+                drill_ledger_fail(d, o,
+                                  "release answered released but the order is neither "
+                                  "released nor paid");
+        } else if (o->release_out == GATE_NOT_PENDING) {
+            if (st != ORDER_PAID && st != ORDER_CANCELLED)
+                drill_ledger_fail(d, o, "release answered not_pending but the order is open");
+        } else {
+            drill_ledger_fail(d, o, "release answered neither released nor not_pending");
+        }
+    }
+    if (st == ORDER_RELEASED) {
+        t->released++;
+        if (!o->release || o->release_out != GATE_RELEASED)
+            drill_ledger_fail(d, o, "released although no release won");
+    }
+    if (o->amend && o->errors == 0) {
+        if (o->amend_out == GATE_AMENDED)
+            t->amendments++;
+        else if (o->amend_out != GATE_OUT_OF_STOCK && o->amend_out != GATE_NOT_PENDING)
+            drill_ledger_fail(d, o,
+                              "amendment answered neither amended, out_of_stock nor "
+                              "not_pending");
+    }
+    if (o->deadline && o->errors == 0) {
+        if (o->deadline_out == GATE_SET)
+            t->deadlines_moved++;
+        else if (o->deadline_out != GATE_NOT_PENDING)
+            drill_ledger_fail(d, o, "deadline change answered neither set nor not_pending");
+    }
+    if (o->close && o->close_out == GATE_ALREADY_RELEASED &&
+        (o->release_out != GATE_RELEASED || (st != ORDER_RELEASED && st != ORDER_PAID)))
+        drill_ledger_fail(d, o, "close saw already_released but no release won");
+}
+
 /* One order's final state (st, cancelled by src) against its plan and its answers. */
 static void drill_ledger_order(struct drill *d, struct drill_order *o, enum order_status st,
                                const char *src, long exceptions, const struct drill_ledger_money *m,
@@ -244,7 +291,9 @@ static void drill_ledger_order(struct drill *d, struct drill_order *o, enum orde
         t->paid++;
     else if (st == ORDER_PENDING)
         t->pending++;
-    else if (strcmp(src, "timeout_consumer") == 0)
+    else if (st == ORDER_RELEASED) {
+        /* counted by drill_ledger_staff (its log's source is manual: not a manual cancel) */
+    } else if (strcmp(src, "timeout_consumer") == 0)
         t->cancelled_consumer++;
     else if (strcmp(src, "timeout_scanner") == 0)
         t->cancelled_scanner++;
@@ -270,6 +319,7 @@ static void drill_ledger_order(struct drill *d, struct drill_order *o, enum orde
     else if (st == ORDER_PAID)
         drill_ledger_fail(d, o, "paid although no payment was sent");
     drill_ledger_money(d, o, st, m, t);
+    drill_ledger_staff(d, o, st, t);
     if (o->close) {
         if (o->close_out == GATE_CANCELLED && (st != ORDER_CANCELLED || strcmp(src, "manual")))
             drill_ledger_fail(d, o, "manual close won but the log disagrees");

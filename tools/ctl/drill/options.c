@@ -26,6 +26,12 @@ const struct opt drill_options[] = {
     {"charge-ratio", "R", OPT_ARG,
      "share of orders with a charge pending at the deadline, then captured or failed (0.05)", NULL,
      0, 0},
+    {"release-ratio", "R", OPT_ARG, "share of orders released by staff around T (0.03)", NULL, 0,
+     0},
+    {"amend-ratio", "R", OPT_ARG, "share of orders whose line staff amend around T (0.03)", NULL, 0,
+     0},
+    {"deadline-ratio", "R", OPT_ARG, "share of orders whose deadline staff move later (0.03)", NULL,
+     0, 0},
     {"kill-every", "S", OPT_ARG, "SIGKILL a random consumer every S seconds (0 = never)", NULL, 0,
      0},
     {"lead-ms", "MS", OPT_ARG, "time from the end of placement to T (6000; see --schedule-in-db)",
@@ -42,6 +48,10 @@ const struct opt drill_options[] = {
     {"schedule-in-db", NULL, 0,
      "place_order schedules the cancels (schedule_cancels = 1), the consumers' relays send them; "
      "--lead-ms counts from the start of placement",
+     NULL, 0, 0},
+    {"reminders", "LIST", OPT_ARG,
+     "with --schedule-in-db: payment reminders at these offsets in seconds before each deadline, "
+     "the setting reminder_before_seconds for the drill's time (3,1; '' for none)",
      NULL, 0, 0},
     {"bin-dir", "DIR", OPT_ARG, "where ordergate-consumer and ordergate-scanner are", NULL, 0, 0},
     {NULL, NULL, 0, NULL, NULL, 0, 0},
@@ -61,6 +71,9 @@ void drill_options_defaults(struct drill_opts *o)
                              .parts_ratio = 0.1,
                              .charge_ratio = 0.05,
                              .mismatch_ratio = 0.03,
+                             .release_ratio = 0.03,
+                             .amend_ratio = 0.03,
+                             .deadline_ratio = 0.03,
                              .ncurrencies = 3,
                              .currencies = {"EUR", "JPY", "KWD"},
                              .lead_ms = 6000,
@@ -69,6 +82,7 @@ void drill_options_defaults(struct drill_opts *o)
                              .garbage = 3,
                              .payers = 4,
                              .settle_s = 120,
+                             .reminders = "3,1",
                              .seed = (uint64_t)clock_wall_ms()};
 }
 
@@ -146,6 +160,9 @@ enum og_status drill_options_parse(struct drill_opts *o, const struct opt_args *
         {"close-ratio", offsetof(struct drill_opts, close_ratio)},
         {"parts-ratio", offsetof(struct drill_opts, parts_ratio)},
         {"charge-ratio", offsetof(struct drill_opts, charge_ratio)},
+        {"release-ratio", offsetof(struct drill_opts, release_ratio)},
+        {"amend-ratio", offsetof(struct drill_opts, amend_ratio)},
+        {"deadline-ratio", offsetof(struct drill_opts, deadline_ratio)},
     };
     char what[32], *base = (char *)o;
     const char *v;
@@ -194,5 +211,17 @@ enum og_status drill_options_parse(struct drill_opts *o, const struct opt_args *
                             "--garbage: with --schedule-in-db the drill produces no message");
     if (o->schedule_in_db)
         o->garbage = 0;
+    /* The database checks the list itself (set_setting: 22023); here only its shape. */
+    if ((v = opt_arg(a, "reminders")) != NULL) {
+        if (strlen(v) >= sizeof(o->reminders) || strspn(v, "0123456789,") != strlen(v))
+            return og_error_set(err, OG_ERR_ARG, false,
+                                "--reminders: offsets in seconds, comma-separated (3,1), or ''");
+        if (!o->schedule_in_db && v[0] != '\0')
+            return og_error_set(err, OG_ERR_ARG, false,
+                                "--reminders: the reminders' messages need --schedule-in-db");
+        snprintf(o->reminders, sizeof(o->reminders), "%s", v);
+    }
+    if (!o->schedule_in_db)
+        o->reminders[0] = '\0';
     return OG_OK;
 }

@@ -65,11 +65,34 @@ static void drill_plan_money(const struct drill *d, struct drill_order *o, uint6
     o->mismatch = o->pay && drill_plan_rng_unit(rng) < d->o.mismatch_ratio;
 }
 
+/* Staff acts around the deadline (T +- jitter), each racing the cancels and the payments: a
+ * release (not of an order paid in parts or by a charge: their ledgers stay as they are), an
+ * amendment of the order's one line to another quantity of the same SKU (the amount stays, so
+ * the payments keep theirs), a deadline moved 1 to 3 s past both the planned one and the act
+ * (later, never earlier: a cancel message once sent stays early enough). With the database
+ * scheduling, a deadline change may write the order's message anew: such an order does not lose
+ * it (drill_plan_make). */
+static void drill_plan_staff(const struct drill *d, struct drill_order *o, uint64_t *rng)
+{
+    int jitter = d->o.jitter_ms;
+
+    o->release = o->parts == 0 && !o->charge && drill_plan_rng_unit(rng) < d->o.release_ratio;
+    o->release_at_ms = drill_plan_rng_range(rng, -jitter, jitter);
+    o->amend = drill_plan_rng_unit(rng) < d->o.amend_ratio;
+    o->amend_qty = o->qty == 1 ? 2 : o->qty - 1;
+    o->amend_at_ms = drill_plan_rng_range(rng, -jitter, jitter);
+    o->deadline = !o->charge && drill_plan_rng_unit(rng) < d->o.deadline_ratio;
+    o->deadline_at_ms = drill_plan_rng_range(rng, -jitter, jitter);
+    o->deadline_to_ms = drill_plan_rng_range(rng, 1000, 3000);
+}
+
 enum og_status drill_plan_make(struct drill *d, struct og_error *err)
 {
     uint64_t rng = d->o.seed;
     long n = d->o.orders;
-    long cap = n * 4 + 16; /* at most DRILL_MAX_PARTS parts and a close per order */
+    /* at most DRILL_MAX_PARTS parts, a close, a release, an amendment and a deadline change per
+     * order */
+    long cap = n * 7 + 16;
 
     d->orders = calloc((size_t)n, sizeof(*d->orders));
     d->actions = calloc((size_t)cap, sizeof(*d->actions));
@@ -101,11 +124,12 @@ enum og_status drill_plan_make(struct drill *d, struct og_error *err)
         o->close = drill_plan_rng_unit(&rng) < d->o.close_ratio;
         o->close_at_ms = drill_plan_rng_range(&rng, -d->o.jitter_ms, d->o.jitter_ms);
         drill_plan_money(d, o, &rng);
+        drill_plan_staff(d, o, &rng);
         /* With the database scheduling, a hold writes the order's message
          * anew (for the new deadline), and so does a charge that ends after
          * the deadline without paying (its order is cancelled now): such an
          * order cannot lose it. */
-        if (d->o.schedule_in_db && (o->hold || o->charge))
+        if (d->o.schedule_in_db && (o->hold || o->charge || o->deadline))
             o->lost = 0;
     }
     return OG_OK;
@@ -160,6 +184,22 @@ void drill_plan_schedule(struct drill *d)
             o->close_at_ms += o->due_ms;
             d->actions[d->nactions++] =
                 (struct drill_action){o->close_at_ms, i, DRILL_ACT_CLOSE, 0};
+        }
+        if (o->release) {
+            o->release_at_ms += o->due_ms;
+            d->actions[d->nactions++] =
+                (struct drill_action){o->release_at_ms, i, DRILL_ACT_RELEASE, 0};
+        }
+        if (o->amend) {
+            o->amend_at_ms += o->due_ms;
+            d->actions[d->nactions++] =
+                (struct drill_action){o->amend_at_ms, i, DRILL_ACT_AMEND, 0};
+        }
+        if (o->deadline) {
+            o->deadline_at_ms += o->due_ms;
+            o->deadline_to_ms += o->deadline_at_ms > o->due_ms ? o->deadline_at_ms : o->due_ms;
+            d->actions[d->nactions++] =
+                (struct drill_action){o->deadline_at_ms, i, DRILL_ACT_DEADLINE, 0};
         }
     }
     qsort(d->actions, (size_t)d->nactions, sizeof(*d->actions), drill_plan_action_cmp);

@@ -1,9 +1,10 @@
 /* The race: --payers workers send the planned payment callbacks (duplicated, retried with the
  * same transaction number, a second transaction, one in another currency, parts), charges begun
- * before the deadline and captured or failed after it, holds and manual closes at their time
- * around T, while the triggers cancel; then the wait until the triggers have drained, with a
- * consumer SIGKILLed and restarted now and then. Owns the gate's answers in each order's
- * record (each order belongs to one worker). It must not judge the answers (ledger.c). */
+ * before the deadline and captured or failed after it, holds, manual closes and staff acts
+ * (releases, amendments, deadline changes) at their time around T, while the triggers cancel; then
+ * the wait until the triggers have drained, with a consumer SIGKILLed and restarted now and then.
+ * Owns the gate's answers in each order's record (each order belongs to one worker). It must not
+ * judge the answers (ledger.c). */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -173,6 +174,40 @@ static void drill_race_charge(struct db *db, struct drill_order *o, bool begin)
         o->charge_end = drill_race_answer(o, db, &r, true);
 }
 
+/* A staff act on the order. A call repeated after a lost connection may meet its own committed
+ * first attempt: a release then answers not_pending with the order released (taken as
+ * released), an amendment amended again (the same lines), a deadline set again. */
+static void drill_race_staff(const struct drill *d, struct db *db, struct drill_order *o,
+                             enum drill_action_kind kind)
+{
+    struct og_error err = {0};
+    enum order_status st = ORDER_STATUS_NONE;
+    enum og_status rc;
+    char items[160], when[40];
+
+    if (kind == DRILL_ACT_RELEASE) {
+        rc = gate_order_release(db, o->order_no, "drill-staff", "cash on delivery", &o->release_out,
+                                &st, &err);
+        if (rc == OG_OK && db_last_attempts(db) > 1 && o->release_out == GATE_NOT_PENDING &&
+            st == ORDER_RELEASED)
+            o->release_out = GATE_RELEASED;
+    } else if (kind == DRILL_ACT_AMEND) {
+        snprintf(items, sizeof(items), "[{\"sku\": \"%ssku%02d\", \"qty\": %d}]", d->prefix, o->sku,
+                 o->amend_qty);
+        rc = gate_order_amend(db, o->order_no, o->amount, items, "{\"amended\": true}",
+                              "drill-staff", &o->amend_out, &st, &err);
+        if (rc == OG_OK && o->amend_out == GATE_AMENDED)
+            o->qty = o->amend_qty;
+    } else {
+        clock_format_iso(o->deadline_to_ms, when, sizeof(when));
+        rc = gate_order_set_deadline(db, o->order_no, when, "drill-staff", &o->deadline_out, NULL,
+                                     0, &err);
+    }
+    o->repeats += db_last_attempts(db) > 1;
+    if (rc != OG_OK)
+        drill_race_error(o, &err);
+}
+
 static void *drill_race_worker(void *arg)
 {
     struct drill_race_worker *w = arg;
@@ -210,6 +245,11 @@ static void *drill_race_worker(void *arg)
         case DRILL_ACT_CHARGE_BEGIN:
         case DRILL_ACT_CHARGE_END:
             drill_race_charge(db, o, act->kind == DRILL_ACT_CHARGE_BEGIN);
+            break;
+        case DRILL_ACT_RELEASE:
+        case DRILL_ACT_AMEND:
+        case DRILL_ACT_DEADLINE:
+            drill_race_staff(d, db, o, act->kind);
             break;
         case DRILL_ACT_CLOSE:
             if (gate_close(db, o->order_no, "drill", "customer asked to cancel", &o->close_out, &st,
@@ -276,9 +316,12 @@ static void drill_race_wait(struct drill *d, struct db *db)
     /* Without the reader the wait ends on the orders alone, as without Kafka. */
     if (!d->o.no_kafka && drill_kafka_reader(d, &group, &err) != OG_OK)
         drill_report_finding("%s", err.msg);
-    for (long i = 0; i < d->o.orders; i++)
+    for (long i = 0; i < d->o.orders; i++) {
         if (d->orders[i].due_ms > last_action)
             last_action = d->orders[i].due_ms;
+        if (d->orders[i].deadline && d->orders[i].deadline_to_ms > last_action)
+            last_action = d->orders[i].deadline_to_ms;
+    }
     deadline = last_action + (int64_t)d->o.settle_s * 1000;
     while (!signals_stop && clock_wall_ms() < deadline) {
         int64_t now = clock_wall_ms();

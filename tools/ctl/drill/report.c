@@ -94,6 +94,10 @@ json_t *drill_report_make(const struct drill *d, struct db *db, const struct dri
         {"charges_captured", t->charges_captured},
         {"charges_failed", t->charges_failed},
         {"currency_mismatches", t->currency_mismatches},
+        {"releases", t->releases},
+        {"released", t->released},
+        {"amendments", t->amendments},
+        {"deadlines_moved", t->deadlines_moved},
         {"ledger_violations", d->ledger_violations},
         {"violations", total_violations},
     };
@@ -126,6 +130,13 @@ json_t *drill_report_make(const struct drill *d, struct db *db, const struct dri
         ctl_json_set(j, "unpublished_events", json_integer(d->sched_unpublished));
         ctl_json_set(j, "delay_topics", topics);
     }
+    if (d->remind_set)
+        ctl_json_set(j, "reminders",
+                     json_pack("{s:s,s:I,s:I,s:I,s:I}", "offsets", d->o.reminders, "written",
+                               (json_int_t)d->reminders_total, "sent",
+                               (json_int_t)d->reminders_sent, "skipped",
+                               (json_int_t)d->reminders_skipped, "pending",
+                               (json_int_t)d->reminders_pending));
     ctl_json_set(j, "seconds", json_real(seconds));
     ctl_json_set(j, "lateness_consumer", drill_report_lateness(db, d->prefix, "timeout_consumer"));
     ctl_json_set(j, "lateness_scanner", drill_report_lateness(db, d->prefix, "timeout_scanner"));
@@ -182,6 +193,10 @@ void drill_report_text(const json_t *r, FILE *out)
         {"  captured", "charges_captured"},
         {"  failed", "charges_failed"},
         {"payments in another currency", "currency_mismatches"},
+        {"releases by staff that won", "releases"},
+        {"  still released at the end", "released"},
+        {"amendments by staff", "amendments"},
+        {"deadlines moved by staff", "deadlines_moved"},
         {NULL, NULL},
     };
     static const struct drill_row rest[] = {

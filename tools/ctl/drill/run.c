@@ -28,9 +28,10 @@
  * the lost share of those events published before any consumer starts (no
  * relay ever sends them), and produces nothing itself; the consumers' relays
  * publish the rest to delay topics named by level (<topic>.5s, <topic>.1m),
- * and holds write their own. The ledger then also asks that the consumers
- * cancelled every unpaid order whose message went out and the scanner only
- * lost ones, and that every event reached a delay topic.
+ * and holds write their own; with --reminders (3,1 by default) place_order also writes each
+ * order's payment reminders and their messages, which the consumers claim at their due times. The
+ * ledger then also asks that the consumers cancelled every unpaid order whose message went out and
+ * the scanner only lost ones, and that every event reached a delay topic.
  *
  * The drill's rows carry a unique prefix and the reconciliation is limited to
  * orders created since the drill began, so it can run on a shared database;
@@ -102,7 +103,8 @@ static void drill_run_announce(const struct drill *d)
 static enum og_status drill_run_place_scheduled(struct drill *d, struct db *db,
                                                 rd_kafka_t **producer, struct og_error *err)
 {
-    if (drill_sched_on(d, db, err) != OG_OK || drill_kafka_producer(d, producer, err) != OG_OK ||
+    if (drill_sched_on(d, db, err) != OG_OK || drill_remind_on(d, db, err) != OG_OK ||
+        drill_kafka_producer(d, producer, err) != OG_OK ||
         drill_kafka_topics(d, *producer, err) != OG_OK)
         return err->status;
     d->t_ms = clock_wall_ms() + d->o.lead_ms;
@@ -168,6 +170,8 @@ static enum og_status drill_run_settle(struct drill *d, struct db *db, rd_kafka_
     if (d->scanner_status != 0)
         d->ledger_violations++;
     if (d->o.schedule_in_db && drill_ledger_schedule(d, db, producer, err) != OG_OK)
+        return err->status;
+    if (drill_remind_check(d, db, err) != OG_OK)
         return err->status;
     if (producer != NULL)
         drill_ledger_dead_letters(d, producer);
@@ -258,6 +262,8 @@ out:
         st = err->status = OG_ERR_INTERNAL;
     drill_children_kill(&d);
     if (drill_sched_restore(&d, db, &restore_err) != OG_OK)
+        drill_report_finding("%s", restore_err.msg);
+    if (drill_remind_restore(&d, db, &restore_err) != OG_OK)
         drill_report_finding("%s", restore_err.msg);
     drill_conf_remove(&d);
     if (producer != NULL)

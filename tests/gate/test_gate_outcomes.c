@@ -444,6 +444,68 @@ static void test_payment_paid_and_duplicate(void **state)
     gfx_free(g);
 }
 
+/* The staff acts through the C client: a released order is answered already_released by the
+ * cancel paths (a final answer, as already_paid), not_pending by an amendment or a deadline
+ * change, and its payment pays it; the outcome words and the status released parse. */
+static void test_staff_acts(void **state)
+{
+    struct gfx *g = gfx_new("gout_staff");
+    struct gate_payment_result r;
+    struct og_error err = {0};
+    enum gate_outcome out;
+    enum order_status st;
+    char when[64], expire[64];
+
+    (void)state;
+    gfx_stock(g, "s1", 10);
+    gfx_place(g, "R1", 1500, "[{\"sku\":\"s1\",\"qty\":2}]", NULL, "-1 minute");
+    gfx_place(g, "A1", 900, "[{\"sku\":\"s1\",\"qty\":1}]", NULL, "1 hour");
+
+    assert_int_equal(gate_order_release(g->db, "R1", "ops", "cash on delivery", &out, &st, &err),
+                     OG_OK);
+    assert_int_equal(out, GATE_RELEASED);
+    assert_int_equal(st, ORDER_RELEASED);
+    assert_string_equal(order_status_str(st), "released");
+    assert_int_equal(gfx_cancel1(g, "R1", GATE_SRC_TIMEOUT_CONSUMER), GATE_ALREADY_RELEASED);
+    assert_int_equal(gate_close(g->db, "R1", "ops", "x", &out, &st, &err), OG_OK);
+    assert_int_equal(out, GATE_ALREADY_RELEASED);
+    assert_int_equal(gate_order_amend(g->db, "R1", 1500, "[{\"sku\":\"s1\",\"qty\":1}]", NULL,
+                                      "ops", &out, &st, &err),
+                     OG_OK);
+    assert_int_equal(out, GATE_NOT_PENDING);
+    assert_int_equal(st, ORDER_RELEASED);
+    assert_int_equal(available(g, "s1"), 7); /* kept, as a paid order's */
+    assert_int_equal(gfx_pay(g, "R1", "TR1", 1500, &r), GATE_PAID);
+    assert_int_equal(r.status, ORDER_PAID);
+
+    /* Amend and move the deadline of a pending order; bad input is refused before sending. */
+    assert_int_equal(gate_order_amend(g->db, "A1", 1200, "[{\"sku\":\"s1\",\"qty\":3}]",
+                                      "{\"note\": 1}", "ops", &out, &st, &err),
+                     OG_OK);
+    assert_int_equal(out, GATE_AMENDED);
+    assert_int_equal(available(g, "s1"), 5);
+    assert_int_equal(gate_order_amend(g->db, "A1", 1200, "[]", "[1]", "ops", &out, &st, &err),
+                     OG_ERR_ARG);
+    og_error_clear(&err);
+    assert_int_equal(gate_order_amend(g->db, "A1", 0, "[]", NULL, "ops", &out, &st, &err),
+                     OG_ERR_ARG);
+    og_error_clear(&err);
+    gfx_ts(g, when, sizeof(when), "2 hours");
+    assert_int_equal(
+        gate_order_set_deadline(g->db, "A1", when, "ops", &out, expire, sizeof(expire), &err),
+        OG_OK);
+    assert_int_equal(out, GATE_SET);
+    assert_true(expire[0] != '\0');
+    assert_int_equal(gate_order_set_deadline(g->db, "A1", "", "ops", &out, NULL, 0, &err),
+                     OG_ERR_ARG);
+    og_error_clear(&err);
+    assert_int_equal(gate_order_release(g->db, "A1", "ops", "", &out, &st, &err), OG_ERR_ARG);
+    og_error_clear(&err);
+    assert_int_equal(gfx_pay(g, "A1", "TA1", 1200, &r), GATE_PAID);
+    gfx_reconcile_clean(g->sql);
+    gfx_free(g);
+}
+
 /* First claim wins, the clock does not: an order past expire_at that no
  * cancel has claimed yet is paid, and the late cancel then loses. */
 static void test_payment_after_expiry_before_cancel(void **state)
@@ -897,6 +959,7 @@ int main(void)
         cmocka_unit_test_teardown(test_cancel_empty, gfx_teardown),
         cmocka_unit_test_teardown(test_cancel_same_sku_batch, gfx_teardown),
         cmocka_unit_test_teardown(test_payment_paid_and_duplicate, gfx_teardown),
+        cmocka_unit_test_teardown(test_staff_acts, gfx_teardown),
         cmocka_unit_test_teardown(test_payment_after_expiry_before_cancel, gfx_teardown),
         cmocka_unit_test_teardown(test_payment_late, gfx_teardown),
         cmocka_unit_test_teardown(test_payment_double_mismatch_not_found, gfx_teardown),

@@ -1,8 +1,8 @@
 /* ordergatectl check add / drop / list against a real PostgreSQL: a bad name exits 2 and sends
  * nothing; a function that is not a fit check exits 2 (SECURITY INVOKER: the database's 22023
- * and its reason) or 1 (missing), and registers nothing; a fit one is registered (its id), listed (text and
- * JSON) and dropped (dropped, then not_found); a role without ordergate_admin gets one clear
- * error. Roles are cluster-wide: the shop role's name carries the pid and goes at the end. */
+ * and its reason) or 1 (missing), and registers nothing; a fit one is registered (its id), listed
+ * (text and JSON) and dropped (dropped, then not_found); a role without ordergate_admin gets one
+ * clear error. Roles are cluster-wide: the shop role's name carries the pid and goes at the end. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

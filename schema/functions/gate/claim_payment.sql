@@ -28,8 +28,9 @@
 -- (_hooks_run); a hook that raises aborts the call, payments row included. Their context (for
 -- three-argument hooks, schema/README.md "Effect hooks") is the payment: txn_no, amount_cents,
 -- currency, channel, outcome, operator, reason, charge_ref, the order's shop data, and
--- exception_id, kind and resolution when the outcome recorded an exception. Built from the
--- variables at hand, no row read: one jsonb per call, used only by three-argument hooks.
+-- exception_id, kind and resolution when the outcome recorded an exception. One look at the
+-- hooks of the event decides: none, and _hooks_run is not called at all; two-argument ones
+-- only, and no context is built (a payment without hooks pays one small query for them).
 -- status = the order's status after the call (for duplicate: the status of the order the txn
 -- was first recorded for).
 --
@@ -98,6 +99,8 @@ DECLARE
     v_pay      tid;     -- this call's payments row (see below)
     v_from     text := 'pending_payment';  -- the status the claim moved the order from
     v_actor    text := _actor();
+    v_hooks    smallint;  -- the event's hooks: NULL none, else the most arguments one takes
+    v_event    text;      -- the hook event of a lost payment
 BEGIN
     IF p_order_no IS NULL OR length(p_order_no) > 64 OR p_order_no !~ '^[A-Za-z0-9._:-]+$' THEN
         PERFORM _bad_arg('claim_payment: order_no must be 1..64 characters of [A-Za-z0-9._:-]');
@@ -303,13 +306,16 @@ BEGIN
                                        'coupon_id', v_coupon, 'items', _order_items_json(p_order_no),
                                        'shop', v_shop, 'currency', v_cur));
         END IF;
-        PERFORM _hooks_run('paid', ARRAY[p_order_no], v_source,
-                           jsonb_build_object(p_order_no, jsonb_build_object(
+        SELECT max(k.nargs) INTO v_hooks FROM hooks k WHERE k.event = 'paid';
+        IF v_hooks IS NOT NULL THEN
+            PERFORM _hooks_run('paid', ARRAY[p_order_no], v_source,
+                           CASE WHEN v_hooks = 3 THEN jsonb_build_object(p_order_no, jsonb_build_object(
                                'txn_no', p_txn, 'amount_cents', p_amount, 'currency', v_cur,
                                'channel', p_channel, 'outcome', v_outcome, 'operator', p_operator,
                                'reason', p_reason, 'charge_ref', p_charge, 'shop', v_shop,
                                'exception_id', v_exc_id, 'kind', CASE WHEN v_exc_id IS NOT NULL THEN 'overpaid' END,
-                               'resolution', v_res)));
+                               'resolution', v_res)) END);
+        END IF;
         RETURN QUERY SELECT v_outcome, 'paid'::text, v_outcome;
         RETURN;
     END IF;
@@ -369,15 +375,18 @@ BEGIN
                                'shop', v_shop, 'currency', v_cur));
 
     UPDATE payments p SET outcome = v_outcome WHERE p.ctid = v_pay;
-    PERFORM _hooks_run(CASE WHEN v_outcome = 'late_payment' THEN 'late_payment' ELSE 'payment_exception' END,
-                       ARRAY[p_order_no],
-                       CASE WHEN v_outcome = 'late_payment' THEN 'payment_callback' ELSE v_source END,
-                       jsonb_build_object(p_order_no, jsonb_build_object(
-                           'txn_no', p_txn, 'amount_cents', p_amount, 'currency', v_cur,
-                           'channel', p_channel, 'outcome', v_outcome, 'operator', p_operator,
-                           'reason', p_reason, 'charge_ref', p_charge, 'shop', v_shop,
-                           'exception_id', v_exc_id, 'kind', v_kind, 'resolution', v_res,
-                           'order_status', v_status)));
+    v_event := CASE WHEN v_outcome = 'late_payment' THEN 'late_payment' ELSE 'payment_exception' END;
+    SELECT max(k.nargs) INTO v_hooks FROM hooks k WHERE k.event = v_event;
+    IF v_hooks IS NOT NULL THEN
+        PERFORM _hooks_run(v_event, ARRAY[p_order_no],
+                           CASE WHEN v_outcome = 'late_payment' THEN 'payment_callback' ELSE v_source END,
+                           CASE WHEN v_hooks = 3 THEN jsonb_build_object(p_order_no, jsonb_build_object(
+                               'txn_no', p_txn, 'amount_cents', p_amount, 'currency', v_cur,
+                               'channel', p_channel, 'outcome', v_outcome, 'operator', p_operator,
+                               'reason', p_reason, 'charge_ref', p_charge, 'shop', v_shop,
+                               'exception_id', v_exc_id, 'kind', v_kind, 'resolution', v_res,
+                               'order_status', v_status)) END);
+    END IF;
     RETURN QUERY SELECT v_outcome, v_status, v_outcome;
 END
 $$;

@@ -42,6 +42,7 @@ DECLARE
     v_tried   boolean;
     v_archived boolean := false;
     v_result  text;
+    v_hooks   smallint;
 BEGIN
     IF p_txn IS NULL OR length(p_txn) > 128 OR p_txn !~ '^[A-Za-z0-9._:-]+$' THEN
         PERFORM _bad_arg('record_refund: txn_no must be 1..128 characters of [A-Za-z0-9._:-]');
@@ -153,12 +154,16 @@ BEGIN
         END IF;
     END IF;
 
-    PERFORM _hooks_run('refund_result', ARRAY[v_exc.order_no], 'refund_result',
-                       jsonb_build_object(v_exc.order_no, jsonb_build_object(
-                           'txn_no', p_txn, 'refund_ref', p_ref, 'outcome', p_outcome,
-                           'result', v_result, 'exception_id', v_exc.id, 'kind', v_exc.kind,
-                           'amount_cents', v_exc.amount_cents, 'currency', v_exc.currency,
-                           'actor', _actor())));
+    -- No hook for the event: no call; two-argument ones only: no context built.
+    SELECT max(k.nargs) INTO v_hooks FROM hooks k WHERE k.event = 'refund_result';
+    IF v_hooks IS NOT NULL THEN
+        PERFORM _hooks_run('refund_result', ARRAY[v_exc.order_no], 'refund_result',
+                           CASE WHEN v_hooks = 3 THEN jsonb_build_object(v_exc.order_no, jsonb_build_object(
+                               'txn_no', p_txn, 'refund_ref', p_ref, 'outcome', p_outcome,
+                               'result', v_result, 'exception_id', v_exc.id, 'kind', v_exc.kind,
+                               'amount_cents', v_exc.amount_cents, 'currency', v_exc.currency,
+                               'actor', _actor())) END);
+    END IF;
     RETURN QUERY SELECT v_result, v_exc.id, v_exc.state, v_exc.resolution;
 END
 $$;

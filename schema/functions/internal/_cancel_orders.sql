@@ -17,16 +17,18 @@ CREATE OR REPLACE FUNCTION ordergate._cancel_orders(p_nos text[], p_source text,
 RETURNS text[]
 LANGUAGE plpgsql SET search_path = ordergate, pg_temp AS $$
 DECLARE
-    c     record;
-    v_ctx jsonb;
+    c       record;
+    v_ctx   jsonb;
+    v_hooks smallint;  -- the most arguments a 'cancelled' hook takes; NULL: no hook
 BEGIN
     SELECT * INTO c FROM _cancel_orders_claim(p_nos, p_source, p_actor, p_note, p_due_only);
     IF c.o_won IS NULL THEN
         RETURN NULL;
     END IF;
-    -- The context reads the winners again: only when a hook will read it (a cancel with no
-    -- three-argument hook pays one probe of the small hooks table).
-    IF EXISTS (SELECT 1 FROM hooks k WHERE k.event = 'cancelled' AND k.nargs = 3) THEN
+    -- One look at the event's hooks: none, and _hooks_run is not called; the context (which
+    -- reads the winners again) only for a three-argument hook.
+    SELECT max(k.nargs) INTO v_hooks FROM hooks k WHERE k.event = 'cancelled';
+    IF v_hooks = 3 THEN
         SELECT jsonb_object_agg(o.order_no, jsonb_build_object(
                    'actor', p_actor,
                    'operator', CASE WHEN p_source = 'manual' THEN p_actor END,
@@ -37,7 +39,9 @@ BEGIN
           FROM orders o
          WHERE o.order_no = ANY (c.o_won);
     END IF;
-    PERFORM _hooks_run('cancelled', c.o_won, p_source, v_ctx);
+    IF v_hooks IS NOT NULL THEN
+        PERFORM _hooks_run('cancelled', c.o_won, p_source, v_ctx);
+    END IF;
     PERFORM _cancel_orders_restock(c.o_skus, c.o_qtys);
     RETURN c.o_won;
 END

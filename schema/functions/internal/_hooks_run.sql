@@ -9,8 +9,9 @@
 -- are objects (schema/README.md, "Effect hooks", lists the keys per event); NULL = nothing. A
 -- three-argument hook gets, per order of p_nos, {"shop": <the order's shop data>} merged with
 -- the caller's object for that order (the caller's keys win). It is built once per call, and
--- only when a three-argument hook is registered for the event: a claim with no such hook pays
--- nothing for it (callers that must read rows to build theirs ask the same question first).
+-- only when a three-argument hook is registered for the event. The callers look at the event's
+-- hooks first (max(hooks.nargs)): with none they do not call this at all, with two-argument
+-- ones only they pass no context, so a claim pays for what its hooks take and no more.
 --
 -- Runs as the claim's owner (ordergate_owner: the claims are SECURITY DEFINER). Before each call
 -- the hook is checked again as add_hook checked it (_hook_inspect: SECURITY DEFINER, so it runs

@@ -459,7 +459,11 @@ enum og_status drill_ledger_reconcile(struct drill *d, struct db *db, struct og_
     d->reconcile = json_array();
     for (int i = 0; i < PQntuples(res); i++) {
         long v = atol(PQgetvalue(res, i, 2));
-        d->violations += v;
+        /* A shop check (add_check) that failed reports -1: one violation, never a credit. */
+        d->violations += v < 0 ? 1 : v;
+        if (v < 0)
+            drill_report_finding("VIOLATION %s: the check failed: %s", PQgetvalue(res, i, 1),
+                                 PQgetvalue(res, i, 3));
         json_array_append_new(
             d->reconcile, json_pack("{s:i,s:s,s:I,s:s}", "invariant", atoi(PQgetvalue(res, i, 0)),
                                     "name", PQgetvalue(res, i, 1), "violations", (json_int_t)v,

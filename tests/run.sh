@@ -27,7 +27,7 @@
 #   ORDERGATE_NO_ASAN=1          skip the sanitizer build
 #   ORDERGATE_NO_RELEASE=1       skip the compile-only Release build
 #   ORDERGATE_JOBS=N             parallel build jobs (default: nproc); --quick's ctest jobs too
-#   ORDERGATE_TEST_JOBS=N        parallel ctest jobs (default: 3 x ORDERGATE_JOBS; most tests wait)
+#   ORDERGATE_TEST_JOBS=N        parallel ctest jobs (default: 2 x ORDERGATE_JOBS; most tests wait)
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -195,11 +195,11 @@ echo "PGHOST=${PGHOST:-} PGPORT=${PGPORT:-} ORDERGATE_BROKERS=${ORDERGATE_BROKER
 # ------------------------------------------------------------------------------------------
 # 7. Tests, in each build
 # ------------------------------------------------------------------------------------------
-# Most tests wait far more than they compute, so ctest runs 3 per core (ORDERGATE_TEST_JOBS).
+# Most tests wait far more than they compute, so ctest runs 2 per core (ORDERGATE_TEST_JOBS).
 # The CPU-bound ones (OG_CPU_BOUND_TESTS in tests/CMakeLists.txt) each take one of the `cores`
 # slots of this resource spec, one per core: at most one of them per core, waiting tests beside
 # them. Leaks, ASan and UBSan findings all fail the test that hit them.
-test_jobs=${ORDERGATE_TEST_JOBS:-$((3 * jobs))}
+test_jobs=${ORDERGATE_TEST_JOBS:-$((2 * jobs))}
 cores_spec=$(mktemp)
 {
     printf '{"version": {"major": 1, "minor": 0}, "local": [{"cores": ['

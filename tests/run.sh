@@ -26,7 +26,8 @@
 #                                environment instead of starting new ones
 #   ORDERGATE_NO_ASAN=1          skip the sanitizer build
 #   ORDERGATE_NO_RELEASE=1       skip the compile-only Release build
-#   ORDERGATE_JOBS=N             parallel build jobs and ctest jobs (default: nproc)
+#   ORDERGATE_JOBS=N             parallel build jobs (default: nproc); --quick's ctest jobs too
+#   ORDERGATE_TEST_JOBS=N        parallel ctest jobs (default: 2 x ORDERGATE_JOBS; most tests wait)
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -102,68 +103,136 @@ if [ $quick = 1 ]; then
 fi
 
 # ------------------------------------------------------------------------------------------
-# 4. Kafka jars, builds
+# 4. Kafka jars; the services start while build/ compiles
 # ------------------------------------------------------------------------------------------
+late_pid=
+svc_started=0
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    # The sanitizer and Release builds compile in their own process group (below).
+    if [ -n "$late_pid" ]; then kill -- "-$late_pid" 2>/dev/null || true; fi
+    rm -f "${cores_spec:-}"
+    if [ $svc_started = 1 ]; then
+        # A start still under way finishes first, so that nothing it starts outlives the run.
+        if [ -n "${svc_pid:-}" ]; then wait "$svc_pid" 2>/dev/null || true; fi
+        step "stopping services"
+        deploy/local/services.sh down || true
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 if [ "${ORDERGATE_USE_EXISTING:-0}" != 1 ]; then
     step "fetching Kafka jars (cached)"
     deploy/local/services.sh fetch
-fi
-
-builds=(build)
-[ "${ORDERGATE_NO_ASAN:-0}" = 1 ] || builds+=(build-asan)
-for b in "${builds[@]}"; do
-    step "building $b"
-    extra=()
-    [ "$b" = build-asan ] && extra=(-DOG_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug)
-    cmake -S . -B "$b" -G Ninja -DOG_WERROR=ON "${extra[@]}" >/dev/null
-    cmake --build "$b" -j "$jobs"
-done
-# A packager's optimised build compiles too (gcc -O3 finds uninitialised-use paths the other
-# builds do not): built with warnings as errors, not tested (ORDERGATE_NO_RELEASE=1 skips it).
-if [ "${ORDERGATE_NO_RELEASE:-0}" != 1 ]; then
-    step "building build-release (compile only)"
-    cmake -S . -B build-release -G Ninja -DOG_WERROR=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
-    cmake --build build-release -j "$jobs"
+    export ORDERGATE_STATE_DIR=${ORDERGATE_TEST_STATE_DIR:-${TMPDIR:-/tmp}/ordergate-test.$$}
+    svc_env=$(mktemp)
+    svc_log=$(mktemp)
+    step "starting PostgreSQL, PgBouncer and Kafka in $ORDERGATE_STATE_DIR (while build/ compiles)"
+    # PgBouncer (transaction pooling) for the tests that run through it; the broker also gets its
+    # SASL_SSL listener, for the tls_ tests. Most of the start is the broker's JVM waking up.
+    svc_started=1
+    ORDERGATE_KAFKA_TLS=1 ORDERGATE_SERVICES=${ORDERGATE_SERVICES:-pg,kafka,pgbouncer} \
+        deploy/local/services.sh up >"$svc_env" 2>"$svc_log" &
+    svc_pid=$!
 fi
 
 # ------------------------------------------------------------------------------------------
-# 5. Services: stopped again whatever happens next
+# 5. Builds: build/ first; build-asan/ and build-release/ compile while build/'s tests run
+# ------------------------------------------------------------------------------------------
+step "building build"
+cmake -S . -B build -G Ninja -DOG_WERROR=ON >/dev/null
+cmake --build build -j "$jobs"
+
+# The tests mostly wait (broker group joins, timeouts, child processes), so the two later builds
+# use the cores they leave idle; niced, so a test's own deadlines see little of them. The
+# sanitizer build's tests wait for it. A Release build compiles too (gcc -O3 finds
+# uninitialised-use paths the other builds do not): warnings as errors, not tested
+# (ORDERGATE_NO_RELEASE=1 skips it).
+late=()
+[ "${ORDERGATE_NO_ASAN:-0}" = 1 ] || late+=(build-asan)
+[ "${ORDERGATE_NO_RELEASE:-0}" = 1 ] || late+=(build-release)
+if [ ${#late[@]} -gt 0 ]; then
+    late_log=$(mktemp)
+    step "building ${late[*]} in the background (log: $late_log)"
+    setsid bash -c '
+        set -euo pipefail
+        jobs=$1
+        shift
+        for b in "$@"; do
+            case $b in
+                build-asan) extra=(-DOG_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug) ;;
+                build-release) extra=(-DCMAKE_BUILD_TYPE=Release) ;;
+            esac
+            echo "==> building $b"
+            cmake -S . -B "$b" -G Ninja -DOG_WERROR=ON "${extra[@]}" >/dev/null
+            nice -n 10 cmake --build "$b" -j "$jobs"
+        done' late-builds "$jobs" "${late[@]}" >"$late_log" 2>&1 &
+    late_pid=$!
+fi
+
+# ------------------------------------------------------------------------------------------
+# 6. Services
 # ------------------------------------------------------------------------------------------
 if [ "${ORDERGATE_USE_EXISTING:-0}" != 1 ]; then
-    export ORDERGATE_STATE_DIR=${ORDERGATE_TEST_STATE_DIR:-${TMPDIR:-/tmp}/ordergate-test.$$}
-    cleanup() {
-        local rc=$?
-        trap - EXIT INT TERM
-        step "stopping services"
-        deploy/local/services.sh down || true
-        exit "$rc"
-    }
-    trap cleanup EXIT
-    trap 'exit 130' INT
-    trap 'exit 143' TERM
-    step "starting PostgreSQL, PgBouncer and Kafka in $ORDERGATE_STATE_DIR"
-    # PgBouncer (transaction pooling) for the tests that run through it; the broker also gets its
-    # SASL_SSL listener, for the tls_ tests.
-    exports=$(ORDERGATE_KAFKA_TLS=1 ORDERGATE_SERVICES=${ORDERGATE_SERVICES:-pg,kafka,pgbouncer} \
-        deploy/local/services.sh up)
-    eval "$exports"
+    svc_status=0
+    wait "$svc_pid" || svc_status=$?
+    cat "$svc_log" >&2
+    if [ $svc_status -ne 0 ]; then
+        echo "run.sh: deploy/local/services.sh up failed ($svc_status)" >&2
+        exit 1
+    fi
+    eval "$(cat "$svc_env")"
+    rm -f "$svc_env" "$svc_log"
+    svc_pid=
 fi
 echo "PGHOST=${PGHOST:-} PGPORT=${PGPORT:-} ORDERGATE_BROKERS=${ORDERGATE_BROKERS:-}" \
     "ORDERGATE_KAFKA_TLS_BROKERS=${ORDERGATE_KAFKA_TLS_BROKERS:-}" \
     "ORDERGATE_PGBOUNCER_PORT=${ORDERGATE_PGBOUNCER_PORT:-}"
 
 # ------------------------------------------------------------------------------------------
-# 6. Tests, in each build
+# 7. Tests, in each build
 # ------------------------------------------------------------------------------------------
-# Leaks, ASan and UBSan findings all fail the test that hit them.
+# Most tests wait far more than they compute, so ctest runs 2 per core (ORDERGATE_TEST_JOBS).
+# The CPU-bound ones (OG_CPU_BOUND_TESTS in tests/CMakeLists.txt) each take one of the `cores`
+# slots of this resource spec, one per core: at most one of them per core, waiting tests beside
+# them. Leaks, ASan and UBSan findings all fail the test that hit them.
+test_jobs=${ORDERGATE_TEST_JOBS:-$((2 * jobs))}
+cores_spec=$(mktemp)
+{
+    printf '{"version": {"major": 1, "minor": 0}, "local": [{"cores": ['
+    for ((i = 0; i < jobs; i++)); do
+        printf '%s{"id": "%d", "slots": 1}' "$([ $i = 0 ] || echo ', ')" "$i"
+    done
+    printf ']}]}\n'
+} >"$cores_spec"
+ctest_args=(--output-on-failure -j "$test_jobs" --resource-spec-file "$cores_spec")
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 status=0
-for b in "${builds[@]}"; do
-    step "ctest in $b"
-    if ! (cd "$b" && ctest --output-on-failure -j "$jobs" "$@"); then
+step "ctest in build"
+if ! (cd build && ctest "${ctest_args[@]}" "$@"); then
+    status=1
+fi
+if [ -n "$late_pid" ]; then
+    step "waiting for ${late[*]}"
+    late_status=0
+    wait "$late_pid" || late_status=$?
+    late_pid=
+    cat "$late_log"
+    rm -f "$late_log"
+    if [ $late_status -ne 0 ]; then
+        echo "run.sh: building ${late[*]} failed ($late_status)" >&2
+        exit 1
+    fi
+fi
+if [ "${ORDERGATE_NO_ASAN:-0}" != 1 ]; then
+    step "ctest in build-asan"
+    if ! (cd build-asan && ctest "${ctest_args[@]}" "$@"); then
         status=1
     fi
-done
+fi
 step "done: $([ $status -eq 0 ] && echo passed || echo FAILED)"
 exit $status

@@ -718,7 +718,9 @@ static void test_delivery_timeout(void **state)
     fixture_setup(&f, "outbox_timeout");
     make_cancelled(&f, "slow", 3);
     snprintf(brokers, sizeof(brokers), "127.0.0.1:%d", closed_port());
-    dead = producer_new(brokers, 4000, true);
+    /* Reports fail 2 s after each produce, four times the relay's timeout: the steps below see
+     * no report at all, and each flush waits out the 2 s. */
+    dead = producer_new(brokers, 2000, true);
     relay = outbox_relay_new(f.db, dead, &f.cfg);
     assert_non_null(relay);
     outbox_relay_set_timeout(relay, 500);

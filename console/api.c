@@ -46,7 +46,9 @@ static const struct db_stmt api_stmt_resolve = {
     2};
 static const struct db_stmt api_stmt_refund = {
     "console_refund",
-    "SELECT row_to_json(x)::text FROM ordergate.console_refund($1::bigint, $2, $3) x", 3};
+    "SELECT json_build_object('outcome', x.outcome)::text FROM "
+    "ordergate.console_refund($1::bigint, $2, $3) x",
+    3};
 static const struct db_stmt api_stmt_orders = {
     "console_orders",
     "SELECT json_build_object('items', coalesce(json_agg(x), '[]'))::text FROM "

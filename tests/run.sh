@@ -50,7 +50,7 @@ debs=(build-essential cmake ninja-build pkg-config git clang-format
 [ $quick = 1 ] ||
     debs+=(postgresql-15 postgresql-client-15 kcat openssl clang libclang-rt-14-dev
            openjdk-17-jdk-headless maven python3 python3-yaml python3-psycopg2 systemd prometheus
-           pgbouncer)
+           pgbouncer chromium chromium-driver python3-venv)
 missing=()
 for p in "${debs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

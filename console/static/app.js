@@ -78,6 +78,7 @@ $('login-form').addEventListener('submit', async (ev) => {
     setSession(s);
     route();
   } catch (e) {
+    $('login-password').value = '';
     $('login-error').textContent = e.message;
   }
 });

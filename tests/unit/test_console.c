@@ -183,6 +183,8 @@ static void test_static_and_methods(void **state)
     assert_int_equal(run("GET", "/", &f, NULL, out, sizeof(out)), 200);
     assert_non_null(strstr(out, "<!doctype html>"));
     assert_int_equal(run("GET", "/app.js", &f, NULL, NULL, 0), 200);
+    for (size_t i = 0; i < console_nassets; i++)
+        assert_non_null(strstr(console_assets[i].content_type, "; charset=utf-8"));
     assert_int_equal(run("GET", "/app.css", &f, NULL, NULL, 0), 200);
     assert_int_equal(run("GET", "/nothing.js", &f, NULL, NULL, 0), 404);
     assert_int_equal(run("GET", "/../etc/passwd", &f, NULL, NULL, 0), 404);

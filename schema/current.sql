@@ -540,6 +540,8 @@ CREATE TABLE ordergate.status_log (
     CONSTRAINT status_log_pkey PRIMARY KEY (order_no),
     CONSTRAINT status_log_source_check CHECK ((source = ANY (ARRAY['timeout_consumer'::text, 'timeout_scanner'::text, 'payment_callback'::text, 'manual'::text, 'manual_payment'::text])))
 );
+-- The console's cancels per minute and source, and the lateness of the latest cancels
+CREATE INDEX status_log_cancelled_idx ON ordergate.status_log USING btree (created_at) INCLUDE (source) WHERE (to_status = 'cancelled'::text);
 -- No update, no delete but by archive() (OG004)
 CREATE TRIGGER status_log_append_only BEFORE DELETE OR UPDATE ON ordergate.status_log FOR EACH STATEMENT EXECUTE FUNCTION ordergate.status_log_append_only();
 GRANT SELECT ON ordergate.status_log TO ordergate_order_service, ordergate_service;

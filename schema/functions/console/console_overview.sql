@@ -1,11 +1,13 @@
 -- console_overview: the live figures of the console's first page, in one snapshot. Every part
 -- reads an index over a bounded range, never a whole table (docs/console.md, "Speed"):
---   pending       orders pending payment, counted up to 100000 (capped: true above it), and how
---                 many are overdue or fall due within 1, 5 and 60 minutes (orders_overdue_idx)
+--   pending       orders pending payment: counted up to 10000, above that the planner's count of
+--                 orders_overdue_idx's entries (estimated: true); due: how many are overdue or
+--                 fall due within 1, 5 and 60 minutes, counted in deadline order up to 10000
+--                 (capped: true when the hour holds more; the first buckets stay exact)
 --   cancels       [{"minute", "source", "n"}]: cancels of the last hour by minute and source
---                 (consumer, scanner, manual), from orders_closed_at_idx
---   lateness      p50_s, p99_s: seconds from due to cancel of the consumer's and the scanner's
---                 cancels of the last hour
+--                 (consumer, scanner, manual), from status_log_cancelled_idx
+--   lateness      n, p50_s, p99_s: seconds from due to cancel of the latest 1000 cancels of the
+--                 consumer and the scanner within the last hour
 --   exceptions    [{"kind", "age", "n"}]: open exceptions by kind and age (lt_1h, lt_1d, older)
 --   refunds       requested (open auto_refund, no result yet) and overdue reviews (open
 --                 manual_review older than manual_review_max_age_seconds)
@@ -14,16 +16,34 @@
 CREATE OR REPLACE FUNCTION ordergate.console_overview() RETURNS jsonb
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
     WITH pend AS (
-        SELECT o.expire_at FROM orders o WHERE o.status = 'pending_payment' LIMIT 100001
+        SELECT 1 FROM orders o WHERE o.status = 'pending_payment' LIMIT 10001
     ), soon AS (
         SELECT o.expire_at FROM orders o
          WHERE o.status = 'pending_payment' AND o.expire_at < now() + interval '60 minutes'
-         LIMIT 100001
-    ), closed AS (
-        SELECT o.closed_at, o.expire_at, s.source
-          FROM orders o JOIN status_log s ON s.order_no = o.order_no
-         WHERE o.status = 'cancelled' AND o.status <> 'pending_payment'
-           AND o.closed_at >= now() - interval '1 hour'
+         ORDER BY o.expire_at
+         LIMIT 10001
+    ), cancels AS (
+        -- One short range of the index per minute, counted by source without sorting or hashing.
+        SELECT m.minute, v.source, v.n
+          FROM generate_series(date_trunc('minute', now()) - interval '59 minutes',
+                               date_trunc('minute', now()), interval '1 minute') m(minute),
+               LATERAL (SELECT count(*) FILTER (WHERE s.source = 'timeout_consumer') AS consumer,
+                               count(*) FILTER (WHERE s.source = 'timeout_scanner') AS scanner,
+                               count(*) FILTER (WHERE s.source NOT IN ('timeout_consumer',
+                                                                       'timeout_scanner')) AS manual
+                          FROM status_log s
+                         WHERE s.to_status = 'cancelled' AND s.created_at >= m.minute
+                           AND s.created_at < m.minute + interval '1 minute') c,
+               LATERAL (VALUES ('consumer', c.consumer), ('scanner', c.scanner),
+                               ('manual', c.manual)) v(source, n)
+         WHERE v.n > 0
+    ), late AS (
+        SELECT extract(epoch FROM s.created_at - o.expire_at) AS s
+          FROM (SELECT s.order_no, s.created_at FROM status_log s
+                 WHERE s.to_status = 'cancelled' AND s.created_at >= now() - interval '1 hour'
+                   AND s.source IN ('timeout_consumer', 'timeout_scanner')
+                 ORDER BY s.created_at DESC LIMIT 1000) s
+          JOIN orders o ON o.order_no = s.order_no
     ), exc AS (
         SELECT e.kind, CASE WHEN e.created_at > now() - interval '1 hour' THEN 'lt_1h'
                             WHEN e.created_at > now() - interval '1 day' THEN 'lt_1d'
@@ -32,8 +52,13 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
     )
     SELECT jsonb_build_object(
         'now', _ctl_iso(now()),
-        'pending', (SELECT jsonb_build_object(
-                        'total', least(count(*), 100000), 'capped', count(*) > 100000)
+        'pending', (SELECT CASE WHEN count(*) <= 10000
+                                THEN jsonb_build_object('total', count(*), 'estimated', false)
+                                ELSE jsonb_build_object(
+                                    'total', (SELECT greatest(c.reltuples, 10001)::bigint
+                                                FROM pg_class c
+                                               WHERE c.oid = 'ordergate.orders_overdue_idx'::regclass),
+                                    'estimated', true) END
                       FROM pend),
         'due', (SELECT jsonb_build_object(
                     'overdue', count(*) FILTER (WHERE s.expire_at <= now()),
@@ -42,24 +67,17 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
                     'in_5m', count(*) FILTER (WHERE s.expire_at > now()
                                                 AND s.expire_at <= now() + interval '5 minutes'),
                     'in_60m', count(*) FILTER (WHERE s.expire_at > now()),
-                    'capped', count(*) > 100000)
+                    'capped', count(*) > 10000)
                   FROM soon s),
         'cancels', (SELECT coalesce(jsonb_agg(jsonb_build_object('minute', _ctl_iso(m.minute),
                                                                  'source', m.source, 'n', m.n)
                                               ORDER BY m.minute, m.source), '[]'::jsonb)
-                      FROM (SELECT date_trunc('minute', c.closed_at) AS minute,
-                                   CASE c.source WHEN 'timeout_consumer' THEN 'consumer'
-                                                 WHEN 'timeout_scanner' THEN 'scanner'
-                                                 ELSE 'manual' END AS source,
-                                   count(*) AS n
-                              FROM closed c GROUP BY 1, 2) m),
+                      FROM cancels m),
         'lateness', (SELECT jsonb_build_object(
                          'n', count(*),
-                         'p50_s', percentile_cont(0.5) WITHIN GROUP (ORDER BY
-                                      extract(epoch FROM c.closed_at - c.expire_at)),
-                         'p99_s', percentile_cont(0.99) WITHIN GROUP (ORDER BY
-                                      extract(epoch FROM c.closed_at - c.expire_at)))
-                       FROM closed c WHERE c.source IN ('timeout_consumer', 'timeout_scanner')),
+                         'p50_s', percentile_cont(0.5) WITHIN GROUP (ORDER BY l.s),
+                         'p99_s', percentile_cont(0.99) WITHIN GROUP (ORDER BY l.s))
+                       FROM late l),
         'exceptions', (SELECT coalesce(jsonb_agg(jsonb_build_object('kind', x.kind, 'age', x.age,
                                                                     'n', x.n)
                                                  ORDER BY x.kind, x.age), '[]'::jsonb)
@@ -68,8 +86,8 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
                         'requested', count(*) FILTER (WHERE x.resolution = 'auto_refund'),
                         'overdue_reviews', count(*) FILTER (
                             WHERE x.resolution = 'manual_review'
-                              AND x.created_at < now() - make_interval(
-                                  secs => _setting_bigint('manual_review_max_age_seconds', 259200))))
+                              AND x.created_at < (SELECT now() - make_interval(secs => _setting_bigint(
+                                                      'manual_review_max_age_seconds', 259200)))))
                       FROM exc x),
         'outbox', jsonb_build_object(
             'backlog', (SELECT count(*) FROM (SELECT 1 FROM outbox b

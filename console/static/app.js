@@ -151,11 +151,11 @@ async function viewOverview(v) {
   v.replaceChildren(
     el('h1', { text: 'Overview' }),
     el('div', { class: 'grid' },
-      figure('pending orders' + (o.pending.capped ? ' (at least)' : ''), o.pending.total, 'fig-pending'),
+      figure('pending orders' + (o.pending.estimated ? ' (about)' : ''), o.pending.total, 'fig-pending'),
       figure('overdue now', o.due.overdue, 'fig-overdue'),
       figure('due in 1 min', o.due.in_1m, 'fig-due-1m'),
       figure('due in 5 min', o.due.in_5m, 'fig-due-5m'),
-      figure('due in 60 min', o.due.in_60m, 'fig-due-60m'),
+      figure('due in 60 min', o.due.in_60m + (o.due.capped ? '+' : ''), 'fig-due-60m'),
       figure('lateness p50 / p99 (s)', o.lateness.n ? `${o.lateness.p50_s.toFixed(2)} / ${o.lateness.p99_s.toFixed(2)}` : '-', 'fig-lateness'),
       figure('outbox backlog', o.outbox.backlog + (o.outbox.oldest_age_s ? ` (oldest ${Math.round(o.outbox.oldest_age_s)} s)` : ''), 'fig-outbox'),
       figure('refunds requested / overdue reviews', `${o.refunds.requested} / ${o.refunds.overdue_reviews}`, 'fig-refunds'),

@@ -71,16 +71,16 @@ GRANT SELECT ON ordergate.console_audit TO ordergate_order_service, ordergate_se
 
 -- The exception queue of every state, newest first, read in keyset pages (the open ones have
 -- exceptions_open_idx).
-CREATE INDEX exceptions_created_idx ON ordergate.exceptions (created_at, id);
+CREATE INDEX IF NOT EXISTS exceptions_created_idx ON ordergate.exceptions (created_at, id);
 COMMENT ON INDEX ordergate.exceptions_created_idx IS
     'The console''s exception pages of every state, newest first';
 -- Order search by a field of the shop's data (shop @> {"field": "value"}).
-CREATE INDEX orders_shop_idx ON ordergate.orders USING gin (shop jsonb_path_ops);
+CREATE INDEX IF NOT EXISTS orders_shop_idx ON ordergate.orders USING gin (shop jsonb_path_ops);
 COMMENT ON INDEX ordergate.orders_shop_idx IS
     'The console''s order search by a field of the shop''s data';
 -- Cancels of the last hour by minute and source, and the latest ones for their lateness, read
 -- from the newest end of this index instead of joining every order closed in the hour.
-CREATE INDEX status_log_cancelled_idx ON ordergate.status_log (created_at) INCLUDE (source)
+CREATE INDEX IF NOT EXISTS status_log_cancelled_idx ON ordergate.status_log (created_at) INCLUDE (source)
     WHERE to_status = 'cancelled';
 COMMENT ON INDEX ordergate.status_log_cancelled_idx IS
     'The console''s cancels per minute and source, and the lateness of the latest cancels';

@@ -210,6 +210,29 @@ static void main_peer(struct MHD_Connection *conn, char *buf, size_t size)
         inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)size);
 }
 
+/* Behind a reverse proxy on this host every request comes from loopback: the address the login
+ * rate limit counts is then the proxy's last X-Forwarded-For entry (the one it added itself).
+ * Only a peer on loopback is believed: anyone else could write the header. */
+static void main_forwarded(struct MHD_Connection *conn, char *peer, size_t size)
+{
+    const char *xff, *last;
+    size_t n;
+
+    if (strncmp(peer, "127.", 4) != 0 && strcmp(peer, "::1") != 0)
+        return;
+    xff = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Forwarded-For");
+    if (xff == NULL)
+        return;
+    last = strrchr(xff, ',');
+    last = last != NULL ? last + 1 : xff;
+    last += strspn(last, " ");
+    n = strspn(last, "0123456789abcdefABCDEF.:");
+    if (n == 0 || n >= size || last[n] != '\0')
+        return;
+    memcpy(peer, last, n);
+    peer[n] = '\0';
+}
+
 static enum MHD_Result main_queue(struct MHD_Connection *conn, struct console_resp *r)
 {
     struct MHD_Response *resp;
@@ -296,6 +319,7 @@ static enum MHD_Result main_handle(void *cls, struct MHD_Connection *conn, const
         return main_queue(conn, &resp);
     }
     main_peer(conn, peer, sizeof(peer));
+    main_forwarded(conn, peer, sizeof(peer));
     req = (struct console_req){.method = method,
                                .path = url,
                                .peer = peer,

@@ -35,11 +35,14 @@ class Client:
         self.cookie = None
         self.csrf = None
 
-    def call(self, method, path, body=None, csrf=True, ctype="application/json", raw=None):
+    def call(self, method, path, body=None, csrf=True, ctype="application/json", raw=None,
+             headers=None):
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
         req = urllib.request.Request(self.base + path, data=data, method=method)
         if data is not None:
             req.add_header("Content-Type", ctype)
+        for k, v in (headers or {}).items():
+            req.add_header(k, v)
         if self.cookie:
             req.add_header("Cookie", "og_session=" + self.cookie)
         if csrf and self.csrf and method != "GET":

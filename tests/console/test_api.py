@@ -215,7 +215,7 @@ def main():
         t.true("no password in the log", all(pw not in log for _, pw in env.users.values()))
         t.true("actions logged with the login", "event=console_action login=%s action=close" % s_login in log)
     finally:
-        env.close()
+        t.eq("the console stops cleanly on SIGTERM (exit 0)", env.close(), 0)
     return t.done(env)
 
 

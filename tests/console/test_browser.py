@@ -172,7 +172,7 @@ def main():
     finally:
         if drv is not None:
             drv.quit()
-        env.close()
+        t.eq("the console stops cleanly on SIGTERM (exit 0)", env.close(), 0)
     return t.done(env)
 
 

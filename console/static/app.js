@@ -268,6 +268,8 @@ async function viewOrders(v, q) {
 function timeline(o) {
   const ev = [];
   if (o.created_at) ev.push([o.created_at, `placed: ${money(o.amount_cents, o.currency)}, due ${when(o.expire_at)}` + (o.items.length ? `, items ${o.items.map((i) => `${i.sku}×${i.qty}`).join(', ')}` : '') + (o.coupon_id ? `, coupon ${o.coupon_id}` : '')]);
+  if (o.expire_at && o.original_expire_at && o.expire_at !== o.original_expire_at) ev.push([o.expire_at, `deadline held: ${when(o.expire_at)} (first ${when(o.original_expire_at)})`]);
+  for (const c of o.charges) ev.push([c.begun_at, `charge ${c.charge_ref} begun → ${c.state}` + (c.ended_at ? ` at ${when(c.ended_at)}` : '') + (c.txn_no ? ` (txn ${c.txn_no})` : '')]);
   for (const h of o.history) ev.push([h.at, `${h.from_status} → ${h.to_status} by ${h.source} (actor ${h.actor})` + (h.note ? `: ${h.note}` : '')]);
   for (const p of o.payments) ev.push([p.at, `payment ${p.txn_no}: ${money(p.amount_cents, p.currency)} via ${p.channel || '?'} → ${p.outcome}` + (p.operator ? ` (by ${p.operator})` : '')]);
   for (const x of o.exceptions) ev.push([x.created_at, `exception ${x.id} ${x.kind} (${x.resolution}) → ${x.state}` + (x.resolved_by ? ` by ${x.resolved_by}` : '')]);

@@ -1,5 +1,6 @@
 -- console_order: an order's whole record for the console's timeline: order_report (the order,
--- its items, status log, payments, exceptions) plus its shop data, its refunds, the events
+-- its items, status log, payments, exceptions; a hold shows as expire_at past
+-- original_expire_at) plus its shop data, its pending charges, its refunds, the events
 -- published for it (outbox) and, while it is pending, what closing it would do (close_effects:
 -- the built-in stock lines returned and the coupon released). NULL when nothing is recorded.
 CREATE OR REPLACE FUNCTION ordergate.console_order(p_order_no text) RETURNS jsonb
@@ -13,6 +14,11 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
                                ORDER BY f.recorded_at), '[]'::jsonb)
                       FROM refunds f JOIN exceptions e ON e.id = f.exception_id
                      WHERE e.order_no = p_order_no),
+        'charges', (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                               'charge_ref', c.charge_ref, 'state', c.state,
+                               'begun_at', _ctl_iso(c.begun_at), 'ended_at', _ctl_iso(c.ended_at),
+                               'txn_no', c.txn_no) ORDER BY c.begun_at), '[]'::jsonb)
+                      FROM charges c WHERE c.order_no = p_order_no),
         'events', (SELECT coalesce(jsonb_agg(jsonb_build_object(
                               'id', b.id, 'event_type', b.event_type,
                               'at', _ctl_iso(b.created_at),

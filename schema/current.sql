@@ -188,6 +188,8 @@ CREATE INDEX exceptions_created_idx ON ordergate.exceptions USING btree (created
 CREATE INDEX exceptions_detached_idx ON ordergate.exceptions USING btree (id) WHERE detached;
 -- Open exceptions oldest first (exception_list, the overdue-review alert)
 CREATE INDEX exceptions_open_idx ON ordergate.exceptions USING btree (created_at, id) WHERE (state = 'open'::text);
+-- The console overview's open exceptions by kind, age and resolution
+CREATE INDEX exceptions_open_kind_idx ON ordergate.exceptions USING btree (kind, created_at) INCLUDE (resolution) WHERE (state = 'open'::text);
 -- An order's exceptions
 CREATE INDEX exceptions_order_no_idx ON ordergate.exceptions USING btree (order_no);
 -- At most one refused-payment exception per message key: a redelivery records nothing twice

@@ -84,3 +84,8 @@ CREATE INDEX IF NOT EXISTS status_log_cancelled_idx ON ordergate.status_log (cre
     WHERE to_status = 'cancelled';
 COMMENT ON INDEX ordergate.status_log_cancelled_idx IS
     'The console''s cancels per minute and source, and the lateness of the latest cancels';
+-- Open exceptions by kind, age and resolution for the overview, counted from this index alone.
+CREATE INDEX IF NOT EXISTS exceptions_open_kind_idx ON ordergate.exceptions (kind, created_at)
+    INCLUDE (resolution) WHERE state = 'open';
+COMMENT ON INDEX ordergate.exceptions_open_kind_idx IS
+    'The console overview''s open exceptions by kind, age and resolution';

@@ -8,7 +8,8 @@
 --                 (consumer, scanner, manual), from status_log_cancelled_idx
 --   lateness      n, p50_s, p99_s: seconds from due to cancel of the latest 1000 cancels of the
 --                 consumer and the scanner within the last hour
---   exceptions    [{"kind", "age", "n"}]: open exceptions by kind and age (lt_1h, lt_1d, older)
+--   exceptions    [{"kind", "age", "n"}]: open exceptions by kind and age (lt_1h, lt_1d, older),
+--                 from exceptions_open_kind_idx
 --   refunds       requested (open auto_refund, no result yet) and overdue reviews (open
 --                 manual_review older than manual_review_max_age_seconds)
 --   outbox        backlog and the oldest unpublished event's age in seconds
@@ -45,10 +46,21 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
                  ORDER BY s.created_at DESC LIMIT 1000) s
           JOIN orders o ON o.order_no = s.order_no
     ), exc AS (
-        SELECT e.kind, CASE WHEN e.created_at > now() - interval '1 hour' THEN 'lt_1h'
-                            WHEN e.created_at > now() - interval '1 day' THEN 'lt_1d'
-                            ELSE 'older' END AS age, e.resolution, e.created_at
-          FROM exceptions e WHERE e.state = 'open'
+        -- One pass over exceptions_open_kind_idx in kind order (index only: kind, age and
+        -- resolution are in it), no hashing.
+        SELECT e.kind,
+               count(*) FILTER (WHERE e.created_at > now() - interval '1 hour') AS lt_1h,
+               count(*) FILTER (WHERE e.created_at <= now() - interval '1 hour'
+                                  AND e.created_at > now() - interval '1 day') AS lt_1d,
+               count(*) FILTER (WHERE e.created_at <= now() - interval '1 day') AS older,
+               count(*) FILTER (WHERE e.resolution = 'auto_refund') AS requested,
+               count(*) FILTER (WHERE e.resolution = 'manual_review'
+                                  AND e.created_at < (SELECT now() - make_interval(
+                                          secs => _setting_bigint('manual_review_max_age_seconds',
+                                                                  259200)))) AS overdue
+          FROM exceptions e
+         WHERE e.state = 'open'
+         GROUP BY e.kind
     )
     SELECT jsonb_build_object(
         'now', _ctl_iso(now()),
@@ -78,16 +90,15 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
                          'p50_s', percentile_cont(0.5) WITHIN GROUP (ORDER BY l.s),
                          'p99_s', percentile_cont(0.99) WITHIN GROUP (ORDER BY l.s))
                        FROM late l),
-        'exceptions', (SELECT coalesce(jsonb_agg(jsonb_build_object('kind', x.kind, 'age', x.age,
-                                                                    'n', x.n)
-                                                 ORDER BY x.kind, x.age), '[]'::jsonb)
-                         FROM (SELECT kind, age, count(*) AS n FROM exc GROUP BY 1, 2) x),
-        'refunds', (SELECT jsonb_build_object(
-                        'requested', count(*) FILTER (WHERE x.resolution = 'auto_refund'),
-                        'overdue_reviews', count(*) FILTER (
-                            WHERE x.resolution = 'manual_review'
-                              AND x.created_at < (SELECT now() - make_interval(secs => _setting_bigint(
-                                                      'manual_review_max_age_seconds', 259200)))))
+        'exceptions', (SELECT coalesce(jsonb_agg(jsonb_build_object('kind', x.kind, 'age', v.age,
+                                                                    'n', v.n)
+                                                 ORDER BY x.kind, v.age), '[]'::jsonb)
+                         FROM exc x,
+                              LATERAL (VALUES ('lt_1h', x.lt_1h), ('lt_1d', x.lt_1d),
+                                              ('older', x.older)) v(age, n)
+                        WHERE v.n > 0),
+        'refunds', (SELECT jsonb_build_object('requested', coalesce(sum(x.requested), 0),
+                                              'overdue_reviews', coalesce(sum(x.overdue), 0))
                       FROM exc x),
         'outbox', jsonb_build_object(
             'backlog', (SELECT count(*) FROM (SELECT 1 FROM outbox b

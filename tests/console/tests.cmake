@@ -4,6 +4,10 @@
 # Both run on Debian's python3 (psycopg2). The unit tests of the request handling are
 # unit_console (tests/unit/test_console.c).
 set(OG_CONSOLE_VENV ${PROJECT_BINARY_DIR}/console-venv)
+# The command line and --check-config: no database, no network.
+add_test(NAME console_cli COMMAND ${CMAKE_CURRENT_LIST_DIR}/test_cli.sh $<TARGET_FILE:ordergate-console>)
+set_tests_properties(console_cli PROPERTIES LABELS "unit;console" TIMEOUT 30)
+add_dependencies(unit_tests ordergate-console)
 add_test(NAME console_api
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/test_api.py
                  $<TARGET_FILE:ordergate-console>)

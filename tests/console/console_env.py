@@ -107,7 +107,7 @@ class Env:
         rows = self.sql(q, args)
         return rows[0][0] if rows else None
 
-    def seed(self):
+    def populate(self):
         """Orders and exceptions every test starts from:
         P1  pending, one stock line (SKU-A x2) and coupon CPN-1, shop {"email": "p1@example.com"}
         P2  pending, gate-only
@@ -122,7 +122,7 @@ class Env:
                                          now() + interval '30 minutes', '{"email":"p1@example.com"}');
             SELECT ordergate.place_order('P2', 1000, '[]', NULL, now() + interval '2 minutes');
             SELECT ordergate.place_order('C1', 1000, '[]', NULL, now() + interval '1 hour');
-            SELECT * FROM ordergate.close_order('C1', 'seed', 'seed');
+            SELECT * FROM ordergate.close_order('C1', 'setup', 'test setup');
             SELECT * FROM ordergate.claim_payment('C1', 'T-C1', 1000, 'card');
             SELECT * FROM ordergate.claim_payment('NOPE', 'T-U', 700, 'wallet');
         """)

@@ -27,7 +27,7 @@ def main():
     env = Env(sys.argv[1], "api", "login_failures = 3;")
     t = Checks()
     try:
-        env.seed()
+        env.populate()
         env.start()
         exc_late = env.one("SELECT id FROM ordergate.exceptions WHERE kind = 'late_payment'")
         exc_unknown = env.one("SELECT id FROM ordergate.exceptions WHERE kind = 'unknown_order'")

@@ -42,7 +42,7 @@ def main():
     t = Checks()
     drv = None
     try:
-        env.seed()
+        env.populate()
         env.start()
         exc_late = env.one("SELECT id FROM ordergate.exceptions WHERE kind = 'late_payment'")
         exc_unknown = env.one("SELECT id FROM ordergate.exceptions WHERE kind = 'unknown_order'")

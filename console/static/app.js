@@ -158,7 +158,7 @@ async function viewOverview(v) {
       figure('due in 60 min', o.due.in_60m + (o.due.capped ? '+' : ''), 'fig-due-60m'),
       figure('lateness p50 / p99 (s)', o.lateness.n ? `${o.lateness.p50_s.toFixed(2)} / ${o.lateness.p99_s.toFixed(2)}` : '-', 'fig-lateness'),
       figure('outbox backlog', o.outbox.backlog + (o.outbox.oldest_age_s ? ` (oldest ${Math.round(o.outbox.oldest_age_s)} s)` : ''), 'fig-outbox'),
-      figure('refunds requested / overdue reviews', `${o.refunds.requested} / ${o.refunds.overdue_reviews}`, 'fig-refunds'),
+      figure('refunds requested / unconfirmed / reviews overdue', `${o.refunds.requested} / ${o.refunds.unconfirmed} / ${o.refunds.overdue_reviews}`, 'fig-refunds'),
       figure('scanner: last run', sc ? `${sc.status}, ${when(sc.started_at)}, ${sc.cancelled} cancelled` : 'never', 'fig-scanner')),
     el('div', { class: 'card' },
       el('h2', { text: 'Cancels per minute, last hour' }),

@@ -55,6 +55,8 @@ def main():
         t.eq("overview: P2 due within 5 minutes", (o["due"]["in_1m"], o["due"]["in_5m"]), (0, 1))
         t.eq("overview: a manual cancel in the last hour",
              [(c["source"], c["n"]) for c in o["cancels"]], [("manual", 1)])
+        t.eq("overview: refunds requested, unconfirmed, reviews overdue",
+             o["refunds"], {"requested": 0, "unconfirmed": 0, "overdue_reviews": 0})
         t.eq("overview: open exceptions by kind",
              sorted((e["kind"], e["n"]) for e in o["exceptions"]),
              [("late_payment", 1), ("unknown_order", 1)])

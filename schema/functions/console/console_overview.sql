@@ -10,8 +10,9 @@
 --                 consumer and the scanner within the last hour
 --   exceptions    [{"kind", "age", "n"}]: open exceptions by kind and age (lt_1h, lt_1d, older),
 --                 from exceptions_open_kind_idx
---   refunds       requested (open auto_refund, no result yet) and overdue reviews (open
---                 manual_review older than manual_review_max_age_seconds)
+--   refunds       requested (open auto_refund, no result yet), unconfirmed (of those, older
+--                 than refund_confirm_seconds) and overdue reviews (open manual_review older than
+--                 manual_review_max_age_seconds), as exceptions_overdue counts them
 --   outbox        backlog and the oldest unpublished event's age in seconds
 --   scanner       the newest run: status, started_at, finished_at, cancelled, age_s
 CREATE OR REPLACE FUNCTION ordergate.console_overview() RETURNS jsonb
@@ -54,6 +55,10 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
                                   AND e.created_at > now() - interval '1 day') AS lt_1d,
                count(*) FILTER (WHERE e.created_at <= now() - interval '1 day') AS older,
                count(*) FILTER (WHERE e.resolution = 'auto_refund') AS requested,
+               count(*) FILTER (WHERE e.resolution = 'auto_refund'
+                                  AND e.created_at < (SELECT now() - make_interval(
+                                          secs => _setting_bigint('refund_confirm_seconds',
+                                                                  86400)))) AS unconfirmed,
                count(*) FILTER (WHERE e.resolution = 'manual_review'
                                   AND e.created_at < (SELECT now() - make_interval(
                                           secs => _setting_bigint('manual_review_max_age_seconds',
@@ -98,6 +103,7 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
                                               ('older', x.older)) v(age, n)
                         WHERE v.n > 0),
         'refunds', (SELECT jsonb_build_object('requested', coalesce(sum(x.requested), 0),
+                                              'unconfirmed', coalesce(sum(x.unconfirmed), 0),
                                               'overdue_reviews', coalesce(sum(x.overdue), 0))
                       FROM exc x),
         'outbox', jsonb_build_object(

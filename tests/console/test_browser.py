@@ -3,14 +3,15 @@ A support person logs in (after a wrong password is refused), reads the overview
 exception by kind and resolves it with a note, approves a refund, finds an order and reads its
 timeline, and closes a pending order with a reason after the confirmation: each lands in the
 database with their login as actor. A viewer sees no action button, and the API refuses the
-writes the viewer's own session tries (nothing changes). Screenshots of each page go to DIR.
+writes the viewer's own session tries (nothing changes). Wrong passwords are refused, then
+rate-limited. Screenshots of each page go to DIR.
 
     test_browser.py PATH/TO/ordergate-console DIR"""
 import os
 import sys
 
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
@@ -50,7 +51,10 @@ def main():
         v_login, v_pw = env.users["viewer"]
         a_login, a_pw = env.users["admin"]
         drv = browser()
-        wait = WebDriverWait(drv, 10)
+        # A page re-renders whole after each call: an element found a moment ago may be gone.
+        wait = WebDriverWait(drv, 10, ignored_exceptions=[StaleElementReferenceException])
+        texts = lambda css: drv.execute_script(
+            "return [...document.querySelectorAll(arguments[0])].map((e) => e.textContent)", css)
         find = lambda css: wait.until(EC.visibility_of_element_located((By.CSS_SELECTOR, css)))
         text_in = lambda css, text: wait.until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, css), text))
 
@@ -77,7 +81,7 @@ def main():
         find("#nav-exceptions").click()
         Select(find("#f-kind")).select_by_value("unknown_order")
         drv.find_element(By.ID, "f-apply").click()
-        wait.until(lambda d: [e.text for e in d.find_elements(By.CSS_SELECTOR, "a.exc-link")] == [str(exc_unknown)])
+        wait.until(lambda d: texts("a.exc-link") == [str(exc_unknown)])
         t.true("support sees the bulk resolve button", drv.find_element(By.ID, "resolve-selected").is_displayed())
         drv.save_screenshot(os.path.join(shots, "exceptions.png"))
         drv.find_element(By.CSS_SELECTOR, "a.exc-link").click()
@@ -164,6 +168,17 @@ def main():
         t.true("session cookie HttpOnly, Secure, SameSite=Strict",
                cookies.get("og_session", {}).get("httpOnly") and cookies["og_session"].get("secure")
                and cookies["og_session"].get("sameSite") == "Strict", str(cookies.get("og_session")))
+        find("#logout").click()
+
+        # Wrong passwords: refused, and after console.login_failures (5) in a minute, limited.
+        # (One wrong attempt was made at the start.)
+        for _ in range(4):
+            login(v_login, "still-wrong")
+            text_in("#login-error", "login refused")
+            drv.execute_script("document.getElementById('login-error').textContent = ''")
+        login(v_login, v_pw)
+        t.true("after five failures even the right password is held back",
+               text_in("#login-error", "too many failed logins"))
     except TimeoutException as e:
         t.eq("page reached its state in time (%s)" % (drv.current_url if drv else ""), str(e), "")
         if drv is not None:

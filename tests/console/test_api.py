@@ -213,6 +213,14 @@ def main():
         st, _ = proxied.call("POST", "/api/login", {"login": v_login, "password": env.users["viewer"][1]},
                              headers={"X-Forwarded-For": "203.0.113.9, 198.51.100.7"})
         t.eq("another address behind the proxy is not held back", st, 200)
+        st, text = env.client().call("GET", "/metrics")
+        t.true("its own metrics: logins by result, actions, sessions",
+               st == 200 and 'ordergate_console_logins_total{result="ok"} 4' in text
+               and 'ordergate_console_logins_total{result="limited"} 2' in text
+               and "ordergate_console_actions_total" in text and "ordergate_console_sessions" in text,
+               text if isinstance(text, str) else repr(text))
+        st, text = env.client().call("GET", "/healthz")
+        t.eq("healthz", (st, text), (200, "ok\n"))
         log = open(env.log).read()
         t.true("no password in the log", all(pw not in log for _, pw in env.users.values()))
         t.true("actions logged with the login", "event=console_action login=%s action=close" % s_login in log)

@@ -289,7 +289,7 @@ static void api_login(struct console *c, const struct console_req *req, struct c
     const char *login, *password;
     struct db *db = NULL;
     json_t *body;
-    char q[600];
+    char q[600], app[128];
 
     if (!limiter_allowed(&c->limiter, req->peer, now)) {
         metric_inc(c->m.logins_limited, 1);
@@ -307,7 +307,9 @@ static void api_login(struct console *c, const struct console_req *req, struct c
         api_error(resp, 400, "give login (1..63 of A-Z a-z 0-9 _ . -) and password");
         goto out;
     }
-    db = db_new(cfg->database.conninfo, password, API_APP_NAME, &once, c->stop);
+    /* pg_stat_activity shows whose session a connection is ("ordergate-console/alice"). */
+    snprintf(app, sizeof(app), "%s/%s", API_APP_NAME, login);
+    db = db_new(cfg->database.conninfo, password, app, &once, c->stop);
     /* The person's password lives only in the connection attempt: wiped from the request now. */
     explicit_bzero((char *)password, strlen(password));
     if (db == NULL || db_set_user(db, login, &err) != OG_OK) {

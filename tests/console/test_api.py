@@ -48,6 +48,10 @@ def main():
         t.eq("admin logs in, may change settings", (st, doc["may"]["settings"], doc["may"]["set_setting"]),
              (200, True, True))
 
+        t.eq("each session's connection names its person",
+             env.one("SELECT count(*) FROM pg_stat_activity WHERE usename = %s AND application_name = %s",
+                     (s_login, "ordergate-console/" + s_login)), 1)
+
         # Reads, as the viewer.
         st, o = viewer.call("GET", "/api/overview")
         t.eq("overview", st, 200)

@@ -16,7 +16,7 @@
 #include "common/error.h"
 
 /* Room for the settings table of cfg.c (checked there at compile time). */
-#define CFG_MAX_SETTINGS 64
+#define CFG_MAX_SETTINGS 96
 
 /* Where a setting's current value came from: a line of the file cfg_load read, a flag, or
  * neither (default, environment, cfg_set). */

@@ -20,6 +20,7 @@
 struct fake {
     const char *cookie, *csrf, *ctype;
     const char *arg, *arg_value; /* one query argument */
+    const char *origin, *host;
 };
 
 static const char *fake_get(void *ctx, enum console_kind kind, const char *name)
@@ -32,6 +33,10 @@ static const char *fake_get(void *ctx, enum console_kind kind, const char *name)
         return f->csrf;
     if (kind == CONSOLE_HEADER && strcmp(name, "Content-Type") == 0)
         return f->ctype;
+    if (kind == CONSOLE_HEADER && strcmp(name, "Origin") == 0)
+        return f->origin;
+    if (kind == CONSOLE_HEADER && strcmp(name, "Host") == 0)
+        return f->host;
     if (kind == CONSOLE_ARG && f->arg != NULL && strcmp(name, f->arg) == 0)
         return f->arg_value;
     return NULL;
@@ -235,6 +240,18 @@ static void test_csrf(void **state)
     assert_int_equal(run("POST", "/api/orders/A1/close", &f, "{}", NULL, 0), 403);
     f.csrf = ses->token;
     assert_int_equal(run("POST", "/api/logout", &f, "{}", NULL, 0), 403);
+    /* The right token from another origin's page: refused; from this one's: on to the body. */
+    f.csrf = ses->csrf;
+    f.host = "console.example:8470";
+    f.origin = "https://evil.example";
+    assert_int_equal(run("POST", "/api/logout", &f, "{}", out, sizeof(out)), 403);
+    assert_non_null(strstr(out, "another origin"));
+    assert_int_equal(run("POST", "/api/login", &f, "{}", NULL, 0), 403);
+    f.origin = "https://console.example:8470";
+    f.ctype = "text/plain";
+    assert_int_equal(run("POST", "/api/logout", &f, "{}", NULL, 0), 415);
+    f.origin = NULL;
+    f.ctype = "application/json";
     /* The right token but a form body: 415. */
     f.csrf = ses->csrf;
     f.ctype = "text/plain";

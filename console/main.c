@@ -413,6 +413,7 @@ int main(int argc, char **argv)
     log_init(CONSOLE_PROG, LOG_LVL_INFO);
     if (opt_parse(&args, main_opts, NULL, CFG_PROG_CONSOLE, argc - 1, argv + 1, &err) != OG_OK) {
         opt_error_print(CONSOLE_PROG, NULL, &err);
+        opt_args_free(&args);
         return EXIT_USAGE;
     }
     if (opt_flag(&args, "help")) {

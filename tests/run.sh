@@ -9,7 +9,7 @@
 #
 #   tests/run.sh                 everything
 #   tests/run.sh -R consumer     only tests whose name matches (passed to ctest)
-#   tests/run.sh -L unit         only a label (unit, db, kafka, isolation, drill, deploy, fuzz)
+#   tests/run.sh -L unit         only a label (unit, db, kafka, isolation, drill, deploy, console, fuzz)
 #   tests/run.sh --quick         the quick loop, under two minutes on 2 cores: formatting, build/
 #                                (the unit_tests target only: what `ctest -L unit` runs), the unit
 #                                tests; no services, no sanitizer or Release build, no Kafka jars,

@@ -58,6 +58,11 @@ static const struct db_stmt api_stmt_order = {"console_order",
                                               "SELECT ordergate.console_order($1)::text", 1};
 static const struct db_stmt api_stmt_close = {
     "console_close", "SELECT row_to_json(x)::text FROM ordergate.console_close($1, $2) x", 2};
+static const struct db_stmt api_stmt_audit = {
+    "console_audit_list",
+    "SELECT json_build_object('items', coalesce(json_agg(x), '[]'))::text FROM "
+    "ordergate.console_audit_list($1::bigint, $2::int) x",
+    2};
 static const struct db_stmt api_stmt_settings = {"console_settings",
                                                  "SELECT ordergate.console_settings()::text", 0};
 static const struct db_stmt api_stmt_set_setting = {
@@ -624,6 +629,15 @@ static void api_route(struct console *c, struct console_session *ses, const stru
             api_close(c, ses, order_no, body, resp);
         else
             api_error(resp, 404, "no such endpoint");
+    } else if (strcmp(p, "/api/audit") == 0 && get) {
+        char before[24], limit[24];
+        const char *params[2];
+        if (api_int_arg(req, "before_id", 1, INT64_MAX, before, sizeof(before), &params[0], resp) &&
+            api_int_arg(req, "limit", 1, 500, limit, sizeof(limit), &params[1], resp)) {
+            if (params[1] == NULL)
+                params[1] = "50";
+            api_call(c, ses, &api_stmt_audit, params, resp, NULL);
+        }
     } else if (strcmp(p, "/api/settings") == 0 && get) {
         api_call(c, ses, &api_stmt_settings, NULL, resp, NULL);
     } else if (strcmp(p, "/api/settings") == 0 && !get) {

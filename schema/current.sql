@@ -833,6 +833,11 @@ GRANT EXECUTE ON FUNCTION ordergate.set_setting(text,text) TO ordergate_admin;
 
 -- ---- Functions of functions/console/ (the bodies are in the files) ----
 
+-- The console's audit trail, newest first, in keyset pages
+-- functions/console/console_audit_list.sql, SECURITY DEFINER
+FUNCTION ordergate.console_audit_list(p_before_id bigint, p_limit integer) RETURNS TABLE(id bigint, at text, actor text, action text, target text, outcome text, detail jsonb);
+GRANT EXECUTE ON FUNCTION ordergate.console_audit_list(bigint,integer) TO ordergate_console_admin;
+
 -- Closes a pending order by hand with a reason, the console login as actor
 -- functions/console/console_close.sql, SECURITY DEFINER
 FUNCTION ordergate.console_close(p_order_no text, p_reason text) RETURNS TABLE(outcome text, status text);

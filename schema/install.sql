@@ -86,6 +86,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/admin/resolve_exception.sql
 \ir functions/admin/set_setting.sql
 -- the operator's console (ordergate-console), run as each person's own login
+\ir functions/console/console_audit_list.sql
 \ir functions/console/console_close.sql
 \ir functions/console/console_exception.sql
 \ir functions/console/console_exceptions.sql

@@ -318,7 +318,12 @@ async function viewSettings(v) {
   const h = el('table', { id: 'hooks' }, el('tr', {}, ...['id', 'event', 'function', 'registered', 'by'].map((x) => el('th', { text: x }))));
   for (const k of s.hooks) h.append(el('tr', {}, el('td', { text: k.id }), el('td', { text: k.event }), el('td', { text: k.fn_name }), el('td', { text: when(k.created_at) }), el('td', { text: k.created_by })));
   if (!s.hooks.length) h.append(el('tr', {}, el('td', { colspan: 5, class: 'muted', text: 'no hooks registered' })));
-  v.replaceChildren(el('h1', { text: 'Settings' }), el('p', { class: 'muted', text: may ? 'You may change settings.' : 'Read-only: changing a setting needs ordergate_admin.' }), t, el('h2', { text: 'Hooks' }), h);
+  const audit = await api('GET', '/api/audit?limit=50');
+  const a = el('table', { id: 'audit' }, el('tr', {}, ...['when', 'who', 'action', 'target', 'outcome', 'note or reason'].map((x) => el('th', { text: x }))));
+  for (const r of audit.items) a.append(el('tr', {}, el('td', { text: when(r.at) }), el('td', { text: r.actor }), el('td', { text: r.action }), el('td', { text: r.target }), el('td', { text: r.outcome }), el('td', { text: r.detail ? (r.detail.note || r.detail.reason || JSON.stringify(r.detail)) : '' })));
+  if (!audit.items.length) a.append(el('tr', {}, el('td', { colspan: 6, class: 'muted', text: 'no console action yet' })));
+  v.replaceChildren(el('h1', { text: 'Settings' }), el('p', { class: 'muted', text: may ? 'You may change settings.' : 'Read-only: changing a setting needs ordergate_admin.' }), t, el('h2', { text: 'Hooks' }), h,
+    el('h2', { text: 'Recent console actions' }), a);
 }
 
 // ---- routing ------------------------------------------------------------------------------------

@@ -173,6 +173,17 @@ def main():
               (s_login, "refund_approve", "requested"), (s_login, "refund_decline", "not_open"),
               (s_login, "close", "cancelled"), (s_login, "close", "already_cancelled")])
 
+        # The audit trail: the admin's to read, newest first, in pages.
+        st, _ = support.call("GET", "/api/audit")
+        t.eq("support: audit trail refused", st, 403)
+        st, a = admin.call("GET", "/api/audit?limit=4")
+        t.eq("admin reads the audit trail, newest first",
+             (st, [(r["actor"], r["action"], r["target"]) for r in a["items"]]),
+             (200, [(s_login, "close", "P1"), (s_login, "close", "P1"),
+                    (s_login, "refund_decline", str(exc_late)), (s_login, "refund_approve", str(exc_late))]))
+        st, a2 = admin.call("GET", "/api/audit?limit=4&before_id=%d" % a["items"][-1]["id"])
+        t.eq("audit trail, next page", [r["action"] for r in a2["items"]], ["resolve", "resolve"])
+
         # Admin: settings read and changed, audited.
         st, s = admin.call("GET", "/api/settings")
         t.eq("admin reads settings", (st, {r["key"]: r["value"] for r in s["settings"]}.get("auto_refund_limit_cents")),

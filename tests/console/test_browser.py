@@ -163,6 +163,7 @@ def main():
         login(a_login, a_pw)
         find("#nav-settings").click()
         t.true("admin: settings editable", find("#set-auto_refund_limit_cents").is_displayed())
+        t.true("admin: the audit trail names the support login", text_in("#audit", s_login))
         drv.save_screenshot(os.path.join(shots, "settings.png"))
         cookies = {c["name"]: c for c in drv.get_cookies()}
         t.true("session cookie HttpOnly, Secure, SameSite=Strict",

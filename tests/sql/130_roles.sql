@@ -218,8 +218,9 @@ SELECT t_eq('console operator executes its functions only', pg_temp.t_fns(:'r_co
             'console_close,console_exception,console_exceptions,console_order,console_orders,'
             'console_overview,console_refund,console_resolve,console_whoami');
 SELECT t_eq('console admin executes its functions only', pg_temp.t_fns(:'r_cad'),
-            'console_close,console_exception,console_exceptions,console_order,console_orders,'
-            'console_overview,console_refund,console_resolve,console_settings,console_whoami');
+            'console_audit_list,console_close,console_exception,console_exceptions,console_order,'
+            'console_orders,console_overview,console_refund,console_resolve,console_settings,'
+            'console_whoami');
 SELECT t_eq('console_set_setting is ordergate_admin''s', has_function_privilege('ordergate_admin',
             'ordergate.console_set_setting(text,text)', 'EXECUTE'), true);
 SELECT t_eq('console roles read no table', (SELECT count(*) FROM pg_class c
@@ -234,6 +235,7 @@ SELECT t_error('console viewer: console_close refused', $q$SELECT * FROM orderga
 SELECT t_error('console viewer: console_refund refused', $q$SELECT * FROM ordergate.console_refund(1, 'approve', 'x')$q$, '42501');
 SELECT t_error('console viewer: close_order refused', $q$SELECT * FROM ordergate.close_order('R2', 'x', 'x')$q$, '42501');
 SELECT t_error('console viewer: console_settings refused', $q$SELECT ordergate.console_settings()$q$, '42501');
+SELECT t_error('console viewer: console_audit_list refused', $q$SELECT * FROM ordergate.console_audit_list(NULL, 10)$q$, '42501');
 RESET ROLE;
 SET ROLE :"r_cad";
 SELECT t_error('console admin: console_set_setting refused', $q$SELECT ordergate.console_set_setting('max_hold_seconds', '60')$q$, '42501');

@@ -32,54 +32,56 @@ struct cfg_param {
 #define CON      CFG_PROG_CONSUMER
 #define SCN      CFG_PROG_SCANNER
 #define CTL      CFG_PROG_CTL
+#define CNS      CFG_PROG_CONSOLE
 
 /* The one table of settings: name, type, field, default, bounds, whether it is a secret, which
  * programs read it, its environment fallback, and its description (what it does, its unit, when
  * to change it). The --help of the services, docs/settings.md and deploy/ordergate.conf are
  * generated from it (common/cfg_doc.h); change a meaning here and regenerate them. */
 static const struct cfg_param cfg_params[] = {
-    {"log_level", CFG_STR, S(log_level), "info", 0, 0, 0, CON | SCN | CTL, NULL,
+    {"log_level", CFG_STR, S(log_level), "info", 0, 0, 0, CON | SCN | CTL | CNS, NULL,
      "Log threshold: debug, info, warn or error. Logs are logfmt lines on stderr (ts=... "
      "level=... prog=... event=...), librdkafka's own included; debug adds a line per batch."},
-    {"database.conninfo", CFG_STR, S(database.conninfo), "", 0, 0, 1, CON | SCN | CTL,
+    {"database.conninfo", CFG_STR, S(database.conninfo), "", 0, 0, 1, CON | SCN | CTL | CNS,
      "ORDERGATE_DB",
      "libpq connection string or URI (\"host=db1 dbname=shop user=ordergate_app "
      "sslmode=verify-full\"); empty: libpq's environment (PGHOST, PGPORT, PGUSER, PGDATABASE, "
      "...) decides, as for psql. Keep the password out of it (database.password_file); "
      "keepalives_idle= or tcp_user_timeout= here replace the keepalives every connection asks "
      "for (a vanished host is noticed within about 25 s)."},
-    {"database.password_file", CFG_STR, S(database.password_file), "", 0, 0, 0, CON | SCN | CTL,
-     "ORDERGATE_DB_PASSWORD_FILE",
+    {"database.password_file", CFG_STR, S(database.password_file), "", 0, 0, 0,
+     CON | SCN | CTL | CNS, "ORDERGATE_DB_PASSWORD_FILE",
      "File whose whole content is the database password (trailing newlines dropped, at most "
      "1023 bytes: a longer one is refused, never cut), read at start and never logged; a systemd "
      "credential, a Kubernetes Secret key or a Docker secret. Empty: libpq's PGPASSWORD or "
      "~/.pgpass."},
-    {"database.retry_max", CFG_INT, S(database.retry_max), "8", 1, 1000, 0, CON | SCN | CTL, NULL,
+    {"database.retry_max", CFG_INT, S(database.retry_max), "8", 1, 1000, 0, CON | SCN | CTL | CNS,
+     NULL,
      "Attempts of a database call that fails transiently (serialization failure, deadlock, lock "
      "timeout, lost or refused connection, server shutting down) before it fails: the consumer "
      "then reads the batch again later, a scanner run ends failed. Repeating is safe: every gate "
      "call is idempotent."},
     {"database.retry_base_ms", CFG_INT, S(database.retry_base_ms), "50", 1, 60000, 0,
-     CON | SCN | CTL, NULL,
+     CON | SCN | CTL | CNS, NULL,
      "Milliseconds of the first wait before a transient failure is retried; each further wait "
      "doubles, up to database.retry_cap_ms."},
     {"database.retry_cap_ms", CFG_INT, S(database.retry_cap_ms), "5000", 1, 600000, 0,
-     CON | SCN | CTL, NULL,
+     CON | SCN | CTL | CNS, NULL,
      "Longest wait between two attempts of a call, in milliseconds; raise it (with "
      "database.retry_max) to ride out a longer database restart or failover."},
     {"database.lock_timeout_ms", CFG_INT, S(database.lock_timeout_ms), "5000", 0, 3600000, 0,
-     CON | SCN, NULL,
+     CON | SCN | CNS, NULL,
      "Longest wait of a statement for a lock, in milliseconds (PostgreSQL's lock_timeout, set "
      "for each transaction, never on the session), so that an order service holding a row "
      "cannot hold the consumer or the scanner; a lock wait that times out (55P03) is retried "
      "like any transient failure. 0: the server's, the role's or the conninfo's value."},
     {"database.statement_timeout_ms", CFG_INT, S(database.statement_timeout_ms), "20000", 0,
-     86400000, 0, CON | SCN, NULL,
+     86400000, 0, CON | SCN | CNS, NULL,
      "Longest statement, in milliseconds (PostgreSQL's statement_timeout, set for each "
      "transaction); the scanner's --reconcile, one long read, is not bound by it. 0: the "
      "server's, the role's or the conninfo's value."},
-    {"database.pool_mode", CFG_STR, S(database.pool_mode), "session", 0, 0, 0, CON | SCN | CTL,
-     NULL,
+    {"database.pool_mode", CFG_STR, S(database.pool_mode), "session", 0, 0, 0,
+     CON | SCN | CTL | CNS, NULL,
      "How the programs talk to the server: session (a direct connection, or a pooler in session "
      "mode: named prepared statements), or transaction behind a transaction-pooling PgBouncer "
      "(statements go unnamed, nothing is kept in the session). Nothing detects it: left at "
@@ -259,12 +261,41 @@ static const struct cfg_param cfg_params[] = {
      "last this many seconds; the stock and coupon invariants are always checked whole. Keep it "
      "above refund_confirm_seconds and manual_review_max_age_seconds (database settings). 0: "
      "the whole database."},
+    {"console.listen", CFG_STR, S(console.listen), "127.0.0.1:8470", 0, 0, 0, CNS, NULL,
+     "ADDR:PORT ([ADDR]:PORT for IPv6) of ordergate-console, the operator's web console and its "
+     "JSON API (and its own /metrics, /healthz). Loopback by default: put it behind a reverse "
+     "proxy that terminates TLS, or give it console.tls_cert_file; an address other than "
+     "loopback without TLS is refused unless console.allow_plain_http is true. Port 0: a free "
+     "port, logged as console_listening."},
+    {"console.tls_cert_file", CFG_STR, S(console.tls_cert_file), "", 0, 0, 0, CNS, NULL,
+     "PEM certificate (chain) the console serves HTTPS with, read at start; with "
+     "console.tls_key_file. Empty: plain HTTP (loopback, or behind a TLS proxy)."},
+    {"console.tls_key_file", CFG_STR, S(console.tls_key_file), "", 0, 0, 0, CNS, NULL,
+     "PEM private key of console.tls_cert_file, read at start and never logged."},
+    {"console.allow_plain_http", CFG_BOOL, S(console.allow_plain_http), "false", 0, 1, 0, CNS, NULL,
+     "Serve plain HTTP on an address other than loopback (a proxy on another host that "
+     "terminates TLS, on a network you trust). false: such a start is refused (exit 2), so "
+     "passwords and session cookies never cross a network in clear by mistake."},
+    {"console.session_idle_s", CFG_INT, S(console.session_idle_s), "900", 30, 86400, 0, CNS, NULL,
+     "Seconds after which a console session nobody used is closed, with its database "
+     "connection; the person logs in again."},
+    {"console.max_sessions", CFG_INT, S(console.max_sessions), "32", 1, 1000, 0, CNS, NULL,
+     "Console sessions at once. Each holds one database connection of its person's login, so "
+     "keep it within the server's max_connections; a login beyond it is answered 503."},
+    {"console.login_failures", CFG_INT, S(console.login_failures), "5", 1, 1000, 0, CNS, NULL,
+     "Failed logins one peer address may make per minute; further attempts are answered 429 "
+     "without reaching the database until the minute has passed."},
+    {"console.max_connections", CFG_INT, S(console.max_connections), "64", 2, 10000, 0, CNS, NULL,
+     "HTTP connections of all peers at once (at most 8 from one address)."},
+    {"console.timeout_s", CFG_INT, S(console.timeout_s), "30", 1, 600, 0, CNS, NULL,
+     "Seconds after which an HTTP connection that sends nothing is closed."},
 };
 
 #undef S
 #undef CON
 #undef SCN
 #undef CTL
+#undef CNS
 
 /* The groups of the table, in its order. */
 static const struct cfg_section_info cfg_sections[] = {
@@ -278,6 +309,8 @@ static const struct cfg_section_info cfg_sections[] = {
                "Kafka."},
     {"scanner", "ordergate-scanner: the fallback sweep (the primary trigger when run without "
                 "Kafka) and --reconcile."},
+    {"console", "ordergate-console: the operator's web console and its JSON API "
+                "(docs/console.md)."},
 };
 
 #define CFG_NPARAMS (sizeof(cfg_params) / sizeof(cfg_params[0]))
@@ -374,7 +407,7 @@ static enum og_status cfg_validate_str(const struct cfg_param *p, const char *va
         return cfg_refuse(err, p, "expected session or transaction, got \"%.64s\"", value);
     if (strcmp(p->name, "kafka.properties") == 0 && strchr(value, '=') == NULL)
         return cfg_refuse(err, p, "expected name=value, got \"%.64s\"", value);
-    if (strcmp(p->name, "consumer.metrics_listen") == 0)
+    if (strcmp(p->name, "consumer.metrics_listen") == 0 || strcmp(p->name, "console.listen") == 0)
         return cfg_validate_listen(p, value, err);
     return OG_OK;
 }

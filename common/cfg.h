@@ -16,7 +16,7 @@
 #include "common/error.h"
 
 /* Room for the settings table of cfg.c (checked there at compile time). */
-#define CFG_MAX_SETTINGS 64
+#define CFG_MAX_SETTINGS 96
 
 /* Where a setting's current value came from: a line of the file cfg_load read, a flag, or
  * neither (default, environment, cfg_set). */
@@ -99,6 +99,18 @@ struct og_config {
         int reconcile_window_s; /* --reconcile without --since: this many seconds; 0 = all */
     } scanner;
 
+    struct cfg_console {
+        char *listen;         /* "ADDR:PORT" of the web console */
+        char *tls_cert_file;  /* PEM certificate chain; "" = plain HTTP */
+        char *tls_key_file;   /* PEM private key of tls_cert_file; never logged */
+        int allow_plain_http; /* plain HTTP on an address other than loopback */
+        int session_idle_s;   /* a session unused this long is closed */
+        int max_sessions;     /* sessions (each one database connection) at once */
+        int login_failures;   /* failed logins one address may make per minute */
+        int max_connections;  /* HTTP connections at once */
+        int timeout_s;        /* an HTTP connection idle this long is closed */
+    } console;
+
     /* Where each value came from, indexed like the table in cfg.c; cfg_error_format() reads
      * it to say "FILE:LINE" or "--flag" in front of an error about a setting. */
     char *source_path; /* the file cfg_load read, or NULL */
@@ -106,7 +118,7 @@ struct og_config {
 };
 
 /* The programs that read a setting (struct cfg_setting_info.progs). */
-enum { CFG_PROG_CONSUMER = 1, CFG_PROG_SCANNER = 2, CFG_PROG_CTL = 4 };
+enum { CFG_PROG_CONSUMER = 1, CFG_PROG_SCANNER = 2, CFG_PROG_CTL = 4, CFG_PROG_CONSOLE = 8 };
 
 /* One row of the settings table, for listings (--list-settings) and the generated reference
  * (common/cfg_doc.h). Every string lives as long as the program. */

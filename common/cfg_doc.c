@@ -9,7 +9,7 @@
 #define CFG_DOC_WIDTH 100 /* the lines of deploy/ordergate.conf, as the C sources */
 
 static const char *const cfg_doc_prog_names[] = {"ordergate-consumer", "ordergate-scanner",
-                                                 "ordergatectl"};
+                                                 "ordergatectl", "ordergate-console"};
 
 /* The opening comment of deploy/ordergate.conf: what the file is and the rules of every
  * setting. The settings' own words come from the table. */

@@ -15,6 +15,7 @@ struct db {
     char *conninfo;
     char *password;
     char *app_name;
+    char *user; /* db_set_user; NULL: the conninfo's */
     struct db_retry retry;
     volatile sig_atomic_t *stop;
     PGconn *conn;
@@ -76,7 +77,25 @@ void db_free(struct db *db)
     free(db->conninfo);
     db_password_free(db->password);
     free(db->app_name);
+    free(db->user);
     free(db);
+}
+
+enum og_status db_set_user(struct db *db, const char *user, struct og_error *err)
+{
+    char *copy = NULL;
+
+    if (user != NULL && (copy = strdup(user)) == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    free(db->user);
+    db->user = copy;
+    return OG_OK;
+}
+
+void db_forget_password(struct db *db)
+{
+    db_password_free(db->password);
+    db->password = NULL;
 }
 
 enum og_status db_password_read(const char *path, char **password, struct og_error *err)
@@ -327,6 +346,7 @@ static enum og_status db_open(struct db *db, struct og_error *err)
                           "application_name",
                           "connect_timeout",
                           "password",
+                          NULL,
                           NULL};
     const char *vals[] = {"1",
                           DB_KEEPALIVES_IDLE,
@@ -337,6 +357,7 @@ static enum og_status db_open(struct db *db, struct og_error *err)
                           db->app_name,
                           "10",
                           db->password,
+                          NULL,
                           NULL};
     enum og_status st = OG_OK;
 
@@ -345,8 +366,17 @@ static enum og_status db_open(struct db *db, struct og_error *err)
     db_disconnect(db);
     /* Without a password file the password is left to libpq's own sources (PGPASSWORD,
      * .pgpass): the key list ends before it. */
-    if (db->password == NULL)
+    if (db->password == NULL) {
         keys[8] = NULL;
+    } else if (db->user != NULL) {
+        keys[9] = "user";
+        vals[9] = db->user;
+    }
+    if (db->password == NULL && db->user != NULL) {
+        keys[8] = "user";
+        vals[8] = db->user;
+        keys[9] = NULL;
+    }
     db->conn = PQconnectdbParams(keys, vals, 1);
     if (db->conn == NULL)
         return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");

@@ -108,6 +108,13 @@ enum og_status db_set_session(struct db *db, const struct db_session *session,
  * (set_config(name, value, true) with each call, or right after BEGIN), never to the session.
  * name NULL removes it; name and value must outlive db. */
 void db_set_local(struct db *db, const char *name, const char *value);
+/* Logs in as user (libpq's user=, after the conninfo's; NULL: the conninfo's own) from the next
+ * connection on: a program that connects as each person who uses it (the operator's console). */
+enum og_status db_set_user(struct db *db, const char *user, struct og_error *err);
+/* Wipes and drops the password given to db_new: the connection open now stays, and a reconnect
+ * falls back to libpq's own sources (which the console leaves empty, so a lost connection ends
+ * the person's session instead of keeping their password in memory). */
+void db_forget_password(struct db *db);
 /* Installs (fn NULL: removes) the call hook. */
 void db_set_call_hook(struct db *db, db_call_hook fn, void *arg);
 

@@ -197,7 +197,7 @@ if ! command -v systemd-analyze >/dev/null; then
 else
     SD=$TMP/systemd
     mkdir -p "$SD/bin"
-    for b in ordergate-consumer ordergate-scanner ordergatectl; do
+    for b in ordergate-consumer ordergate-scanner ordergate-console ordergatectl; do
         printf '#!/bin/sh\nexit 0\n' >"$SD/bin/$b"
         chmod +x "$SD/bin/$b"
     done
@@ -218,7 +218,8 @@ else
             bad "systemd-analyze verify $(basename "$u") (exit $rc): $out"
         fi
     done
-    for u in ordergate-consumer.service ordergate-scanner.service ordergate-reconcile.service; do
+    for u in ordergate-consumer.service ordergate-scanner.service ordergate-reconcile.service \
+        ordergate-console.service; do
         # Exposure 0..10 is reported; --threshold is the same scale times ten. 2.0 and below is "OK".
         if out=$(systemd-analyze security --offline=true --threshold=20 "$SD/$u" 2>&1); then
             ok "systemd-analyze security $u: $(grep -o 'exposure level[^:]*: [0-9.]* [A-Z]*' <<<"$out" | sed 's/.*: //')"

@@ -270,7 +270,8 @@ if props.get("security.protocol", "").upper() in ("SASL_SSL", "SSL"):
               and (not props["security.protocol"].upper().startswith("SASL") or pw in files),
               f"k8s {d['metadata']['name']}: Kafka CA and SASL password are files of mounted Secrets",
               f"ssl.ca.location={props.get('ssl.ca.location')} password file={pw} files={sorted(files)}")
-for d in by_kind.get("Deployment", []) + by_kind.get("StatefulSet", []):
+def component(d): return d["spec"]["template"]["metadata"]["labels"].get("app.kubernetes.io/component")
+for d in [d for d in by_kind.get("Deployment", []) + by_kind.get("StatefulSet", []) if component(d) != "console"]:
     sel = d["spec"]["selector"]["matchLabels"]
     tl = d["spec"]["template"]["metadata"]["labels"]
     check(all(tl.get(k) == v for k, v in sel.items()), f"k8s {d['kind']} {d['metadata']['name']}: selector matches its pods")
@@ -319,8 +320,47 @@ for d in by_kind.get("Deployment", []) + by_kind.get("StatefulSet", []):
     for other in by_kind.get("PodDisruptionBudget", []) + by_kind.get("Service", []):
         osel = other["spec"]["selector"]
         osel = osel.get("matchLabels", osel)
+        if osel.get("app.kubernetes.io/component") == "console":
+            continue
         check(all(tl.get(k) == v for k, v in osel.items()),
               f"k8s {other['kind']} {other['metadata']['name']}: selector matches the consumer pods")
+# The console: its Service and NetworkPolicy select its pods, the policy admits named peers on its
+# port only, its probes ask /healthz on that port (a web server's liveness is answering), and no
+# database password reaches it (it logs people in as themselves).
+for d in [d for d in by_kind.get("Deployment", []) if component(d) == "console"]:
+    tl = d["spec"]["template"]["metadata"]["labels"]
+    spec = d["spec"]["template"]["spec"]
+    c = spec["containers"][0]
+    check(all(tl.get(k) == v for k, v in d["spec"]["selector"]["matchLabels"].items()),
+          f"k8s Deployment {d['metadata']['name']}: selector matches its pods")
+    ports = {p.get("name") for p in c.get("ports", [])} | {p.get("containerPort") for p in c.get("ports", [])}
+    probes = [c.get(k, {}).get("httpGet", {}) for k in ("livenessProbe", "readinessProbe")]
+    check(all(p.get("path") == "/healthz" and p.get("port") in ports for p in probes),
+          f"k8s Deployment {d['metadata']['name']}: probes ask /healthz on the console's port")
+    env = {e["name"] for e in c.get("env", [])}
+    keys = {it["key"] for v in spec.get("volumes", []) for it in v.get("secret", {}).get("items", [])}
+    whole = [v["name"] for v in spec.get("volumes", []) if "secret" in v and not v["secret"].get("items")]
+    check("ORDERGATE_DB_PASSWORD_FILE" not in env and not whole and all("password" not in k for k in keys),
+          f"k8s Deployment {d['metadata']['name']}: no database password reaches the console",
+          f"env={sorted(env)} secret keys={sorted(keys)} whole secrets={whole}")
+    svcs = [v for v in by_kind.get("Service", []) if v["spec"]["selector"].get("app.kubernetes.io/component") == "console"]
+    check(svcs and all(all(tl.get(k) == v for k, v in sv["spec"]["selector"].items()) for sv in svcs),
+          f"k8s Deployment {d['metadata']['name']}: a Service selects the console pods")
+    pols = [n for n in by_kind.get("NetworkPolicy", [])
+            if n["spec"].get("podSelector", {}).get("matchLabels")
+            and all(tl.get(k) == v for k, v in n["spec"]["podSelector"]["matchLabels"].items())]
+    probs = [] if pols else ["no NetworkPolicy selects the console pods"]
+    for n in pols:
+        for r in n["spec"].get("ingress", []):
+            peers = r.get("from") or []
+            if not peers or any(not (pe.get("podSelector", {}).get("matchLabels") or pe.get("ipBlock")
+                                     or pe.get("namespaceSelector", {}).get("matchLabels")) for pe in peers):
+                probs.append(f"{n['metadata']['name']}: a rule admits any peer")
+            rports = [pp.get("port") for pp in r.get("ports") or []]
+            if not rports or any(pp not in ports for pp in rports):
+                probs.append(f"{n['metadata']['name']}: a rule admits ports {rports or 'all'}")
+    check(not probs, f"k8s Deployment {d['metadata']['name']}: a NetworkPolicy admits only named peers, only on its port",
+          "; ".join(probs))
 # Static group membership: the consumer pods have stable names and pass them as instance ids.
 for d in by_kind.get("StatefulSet", []):
     c = d["spec"]["template"]["spec"]["containers"][0]

@@ -42,7 +42,7 @@ if [ -z "$db" ]; then
 fi
 
 # The function files by group, in the order schema/README.md lists the groups: GROUP/NAME.sql.
-groups="gate admin scanner outbox triggers internal"
+groups="gate admin console scanner outbox triggers internal"
 files=
 for g in $groups; do
     [ -d "$here/functions/$g" ] || { echo "current.sh: no functions/$g in $here" >&2; exit 1; }

@@ -64,6 +64,9 @@ INSERT INTO ordergate.schema_migrations (version) VALUES ('018');
 RESET ROLE;
 \ir migrations/019_reminders.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('019');
+RESET ROLE;
+\ir migrations/020_console.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('020');
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 -- Bodies are checked when called (and by the tests, which call every function): a SQL
@@ -97,6 +100,19 @@ SET LOCAL check_function_bodies = off;
 \ir functions/admin/outbox_release.sql
 \ir functions/admin/resolve_exception.sql
 \ir functions/admin/set_setting.sql
+-- the operator's console (ordergate-console), run as each person's own login
+\ir functions/console/console_audit_list.sql
+\ir functions/console/console_close.sql
+\ir functions/console/console_exception.sql
+\ir functions/console/console_exceptions.sql
+\ir functions/console/console_order.sql
+\ir functions/console/console_orders.sql
+\ir functions/console/console_overview.sql
+\ir functions/console/console_refund.sql
+\ir functions/console/console_resolve.sql
+\ir functions/console/console_set_setting.sql
+\ir functions/console/console_settings.sql
+\ir functions/console/console_whoami.sql
 -- the scanner: the sweep, its run log and lease, reconcile
 \ir functions/scanner/exceptions_open_count.sql
 \ir functions/scanner/exceptions_overdue.sql
@@ -134,6 +150,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/internal/_cancel_orders_claim.sql
 \ir functions/internal/_cancel_orders_restock.sql
 \ir functions/internal/_charge_end.sql
+\ir functions/internal/_console_audit.sql
 \ir functions/internal/_ctl_iso.sql
 \ir functions/internal/_default_currency.sql
 \ir functions/internal/_hook_inspect.sql

@@ -9,7 +9,7 @@
 #
 #   tests/run.sh                 everything
 #   tests/run.sh -R consumer     only tests whose name matches (passed to ctest)
-#   tests/run.sh -L unit         only a label (unit, db, kafka, isolation, drill, deploy, fuzz)
+#   tests/run.sh -L unit         only a label (unit, db, kafka, isolation, drill, deploy, console, fuzz)
 #   tests/run.sh --quick         the quick loop, under two minutes on 2 cores: formatting, build/
 #                                (the unit_tests target only: what `ctest -L unit` runs), the unit
 #                                tests; no services, no sanitizer or Release build, no Kafka jars,
@@ -51,7 +51,7 @@ debs=(build-essential cmake ninja-build pkg-config git clang-format
 [ $quick = 1 ] ||
     debs+=(postgresql-15 postgresql-client-15 kcat openssl clang libclang-rt-14-dev
            openjdk-17-jdk-headless maven python3 python3-yaml python3-psycopg2 systemd prometheus
-           pgbouncer)
+           pgbouncer chromium chromium-driver python3-venv)
 missing=()
 for p in "${debs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

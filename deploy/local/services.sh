@@ -261,6 +261,15 @@ full_page_writes = on
 log_line_prefix = '%m [%p] %q%u@%d '
 log_min_duration_statement = -1
 EOF
+    # The console's people log in with passwords, as in production (ordergate-console refuses a
+    # login the server did not ask a password for): members of its roles are checked by
+    # password, ahead of initdb's trust lines. The roles need not exist yet.
+    local hba
+    hba=$(cat "$PG_DATA/pg_hba.conf")
+    printf '%s\n' \
+        "local all +ordergate_console_viewer scram-sha-256" \
+        "host all +ordergate_console_viewer 127.0.0.1/32 scram-sha-256" \
+        "$hba" | as_pg tee "$PG_DATA/pg_hba.conf" >/dev/null
 }
 
 pg_port() { cat "$PG_PORTFILE" 2>/dev/null || true; }

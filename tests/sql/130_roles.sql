@@ -224,6 +224,47 @@ SET ROLE :"r_trg";
 SELECT t_eq('start without a token', (SELECT status FROM ordergate.scanner_run_start('0', 100, 0, 0, 'h', 3, interval '1 minute') WHERE kind = 'run'), 'running');
 RESET ROLE;
 
+-- The console's roles (migration 020): a viewer reads, an operator also resolves, decides refunds
+-- and closes, an admin also reads settings; changing one stays ordergate_admin's. None reads a
+-- table or executes another gate function.
+SELECT 'og130_cvw_' || pg_backend_pid() AS r_cvw, 'og130_cop_' || pg_backend_pid() AS r_cop,
+       'og130_cad_' || pg_backend_pid() AS r_cad \gset
+CREATE ROLE :"r_cvw" LOGIN IN ROLE ordergate_console_viewer;
+CREATE ROLE :"r_cop" LOGIN IN ROLE ordergate_console_operator;
+CREATE ROLE :"r_cad" LOGIN IN ROLE ordergate_console_admin;
+SELECT t_eq('console viewer executes its functions only', pg_temp.t_fns(:'r_cvw'),
+            'console_exception,console_exceptions,console_order,console_orders,console_overview,'
+            'console_whoami');
+SELECT t_eq('console operator executes its functions only', pg_temp.t_fns(:'r_cop'),
+            'console_close,console_exception,console_exceptions,console_order,console_orders,'
+            'console_overview,console_refund,console_resolve,console_whoami');
+SELECT t_eq('console admin executes its functions only', pg_temp.t_fns(:'r_cad'),
+            'console_audit_list,console_close,console_exception,console_exceptions,console_order,'
+            'console_orders,console_overview,console_refund,console_resolve,console_settings,'
+            'console_whoami');
+SELECT t_eq('console_set_setting is ordergate_admin''s', has_function_privilege('ordergate_admin',
+            'ordergate.console_set_setting(text,text)', 'EXECUTE'), true);
+SELECT t_eq('console roles read no table', (SELECT count(*) FROM pg_class c
+    WHERE c.relnamespace = 'ordergate'::regnamespace AND c.relkind = 'r'
+      AND (has_table_privilege(:'r_cad', c.oid, 'SELECT') OR has_table_privilege(:'r_cvw', c.oid, 'SELECT'))), 0::bigint);
+SELECT t_eq('console roles cannot log in', (SELECT count(*) FROM pg_roles WHERE rolcanlogin AND rolname IN
+    ('ordergate_console_viewer', 'ordergate_console_operator', 'ordergate_console_admin')), 0::bigint);
+SELECT pg_temp.t_state() AS before \gset
+SET ROLE :"r_cvw";
+SELECT t_error('console viewer: console_resolve refused', $q$SELECT * FROM ordergate.console_resolve(ARRAY(SELECT id FROM ordergate.exceptions), 'x')$q$, '42501');
+SELECT t_error('console viewer: console_close refused', $q$SELECT * FROM ordergate.console_close('R2', 'x')$q$, '42501');
+SELECT t_error('console viewer: console_refund refused', $q$SELECT * FROM ordergate.console_refund(1, 'approve', 'x')$q$, '42501');
+SELECT t_error('console viewer: close_order refused', $q$SELECT * FROM ordergate.close_order('R2', 'x', 'x')$q$, '42501');
+SELECT t_error('console viewer: console_settings refused', $q$SELECT ordergate.console_settings()$q$, '42501');
+SELECT t_error('console viewer: console_audit_list refused', $q$SELECT * FROM ordergate.console_audit_list(NULL, 10)$q$, '42501');
+RESET ROLE;
+SET ROLE :"r_cad";
+SELECT t_error('console admin: console_set_setting refused', $q$SELECT ordergate.console_set_setting('max_hold_seconds', '60')$q$, '42501');
+SELECT t_error('console admin: resolve_exception refused', $q$SELECT ordergate.resolve_exception(1, 'x', 'x')$q$, '42501');
+RESET ROLE;
+SELECT t_eq('refused console calls changed nothing', pg_temp.t_state(), :'before');
+DROP ROLE :"r_cvw", :"r_cop", :"r_cad";
+
 TRUNCATE ordergate.scanner_runs;
 UPDATE ordergate.scanner_lease SET run_id = NULL, taken_at = NULL, expires_at = NULL;
 DROP ROLE :"r_svc", :"r_trg", :"r_rly", :"r_ref", :"r_old";

@@ -353,8 +353,8 @@ static void test_settings_described(void **state)
         len = strlen(info.description);
         if (len < 20 || info.description[len - 1] != '.')
             fail_msg("%s: description \"%s\" is not a sentence", info.name, info.description);
-        if (info.progs == 0 ||
-            (info.progs & ~(unsigned)(CFG_PROG_CONSUMER | CFG_PROG_SCANNER | CFG_PROG_CTL)) != 0)
+        if (info.progs == 0 || (info.progs & ~(unsigned)(CFG_PROG_CONSUMER | CFG_PROG_SCANNER |
+                                                         CFG_PROG_CTL | CFG_PROG_CONSOLE)) != 0)
             fail_msg("%s: programs %#x", info.name, info.progs);
         for (size_t j = 0; cfg_section_info(j, &sec); j++)
             grouped =

@@ -1,0 +1,127 @@
+-- console_overview: the live figures of the console's first page, in one snapshot. Every part
+-- reads an index over a bounded range, never a whole table (docs/console.md, "Speed"):
+--   pending       orders pending payment: counted up to 10000, above that the planner's count of
+--                 orders_overdue_idx's entries (estimated: true); due: how many are overdue or
+--                 fall due within 1, 5 and 60 minutes, counted in deadline order up to 10000
+--                 (capped: true when the hour holds more; the first buckets stay exact)
+--   cancels       [{"minute", "source", "n"}]: cancels of the last hour by minute and source
+--                 (consumer, scanner, manual), from status_log_cancelled_idx
+--   lateness      n, p50_s, p99_s: seconds from due to cancel of the latest 1000 cancels of the
+--                 consumer and the scanner within the last hour
+--   exceptions    [{"kind", "age", "n"}]: open exceptions by kind and age (lt_1h, lt_1d, older),
+--                 from exceptions_open_kind_idx
+--   refunds       requested (open auto_refund, no result yet), unconfirmed (of those, older
+--                 than refund_confirm_seconds) and overdue reviews (open manual_review older than
+--                 manual_review_max_age_seconds), as exceptions_overdue counts them
+--   outbox        backlog and the oldest unpublished event's age in seconds
+--   scanner       the newest run: status, started_at, finished_at, cancelled, age_s
+CREATE OR REPLACE FUNCTION ordergate.console_overview() RETURNS jsonb
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
+    WITH pend AS (
+        SELECT 1 FROM orders o WHERE o.status = 'pending_payment' LIMIT 10001
+    ), soon AS (
+        SELECT o.expire_at FROM orders o
+         WHERE o.status = 'pending_payment' AND o.expire_at < now() + interval '60 minutes'
+         ORDER BY o.expire_at
+         LIMIT 10001
+    ), cancels AS (
+        -- One short range of the index per minute, counted by source without sorting or hashing.
+        SELECT m.minute, v.source, v.n
+          FROM generate_series(date_trunc('minute', now()) - interval '59 minutes',
+                               date_trunc('minute', now()), interval '1 minute') m(minute),
+               LATERAL (SELECT count(*) FILTER (WHERE s.source = 'timeout_consumer') AS consumer,
+                               count(*) FILTER (WHERE s.source = 'timeout_scanner') AS scanner,
+                               count(*) FILTER (WHERE s.source NOT IN ('timeout_consumer',
+                                                                       'timeout_scanner')) AS manual
+                          FROM status_log s
+                         WHERE s.to_status = 'cancelled' AND s.created_at >= m.minute
+                           AND s.created_at < m.minute + interval '1 minute') c,
+               LATERAL (VALUES ('consumer', c.consumer), ('scanner', c.scanner),
+                               ('manual', c.manual)) v(source, n)
+         WHERE v.n > 0
+    ), late AS (
+        SELECT extract(epoch FROM s.created_at - o.expire_at) AS s
+          FROM (SELECT s.order_no, s.created_at FROM status_log s
+                 WHERE s.to_status = 'cancelled' AND s.created_at >= now() - interval '1 hour'
+                   AND s.source IN ('timeout_consumer', 'timeout_scanner')
+                 ORDER BY s.created_at DESC LIMIT 1000) s
+          JOIN orders o ON o.order_no = s.order_no
+    ), exc AS (
+        -- One pass over exceptions_open_kind_idx in kind order (index only: kind, age and
+        -- resolution are in it), no hashing.
+        SELECT e.kind,
+               count(*) FILTER (WHERE e.created_at > now() - interval '1 hour') AS lt_1h,
+               count(*) FILTER (WHERE e.created_at <= now() - interval '1 hour'
+                                  AND e.created_at > now() - interval '1 day') AS lt_1d,
+               count(*) FILTER (WHERE e.created_at <= now() - interval '1 day') AS older,
+               count(*) FILTER (WHERE e.resolution = 'auto_refund') AS requested,
+               count(*) FILTER (WHERE e.resolution = 'auto_refund'
+                                  AND e.created_at < (SELECT now() - make_interval(
+                                          secs => _setting_bigint('refund_confirm_seconds',
+                                                                  86400)))) AS unconfirmed,
+               count(*) FILTER (WHERE e.resolution = 'manual_review'
+                                  AND e.created_at < (SELECT now() - make_interval(
+                                          secs => _setting_bigint('manual_review_max_age_seconds',
+                                                                  259200)))) AS overdue
+          FROM exceptions e
+         WHERE e.state = 'open'
+         GROUP BY e.kind
+    )
+    SELECT jsonb_build_object(
+        'now', _ctl_iso(now()),
+        'pending', (SELECT CASE WHEN count(*) <= 10000
+                                THEN jsonb_build_object('total', count(*), 'estimated', false)
+                                ELSE jsonb_build_object(
+                                    'total', (SELECT greatest(c.reltuples, 10001)::bigint
+                                                FROM pg_class c
+                                               WHERE c.oid = 'ordergate.orders_overdue_idx'::regclass),
+                                    'estimated', true) END
+                      FROM pend),
+        'due', (SELECT jsonb_build_object(
+                    'overdue', count(*) FILTER (WHERE s.expire_at <= now()),
+                    'in_1m', count(*) FILTER (WHERE s.expire_at > now()
+                                                AND s.expire_at <= now() + interval '1 minute'),
+                    'in_5m', count(*) FILTER (WHERE s.expire_at > now()
+                                                AND s.expire_at <= now() + interval '5 minutes'),
+                    'in_60m', count(*) FILTER (WHERE s.expire_at > now()),
+                    'capped', count(*) > 10000)
+                  FROM soon s),
+        'cancels', (SELECT coalesce(jsonb_agg(jsonb_build_object('minute', _ctl_iso(m.minute),
+                                                                 'source', m.source, 'n', m.n)
+                                              ORDER BY m.minute, m.source), '[]'::jsonb)
+                      FROM cancels m),
+        'lateness', (SELECT jsonb_build_object(
+                         'n', count(*),
+                         'p50_s', percentile_cont(0.5) WITHIN GROUP (ORDER BY l.s),
+                         'p99_s', percentile_cont(0.99) WITHIN GROUP (ORDER BY l.s))
+                       FROM late l),
+        'exceptions', (SELECT coalesce(jsonb_agg(jsonb_build_object('kind', x.kind, 'age', v.age,
+                                                                    'n', v.n)
+                                                 ORDER BY x.kind, v.age), '[]'::jsonb)
+                         FROM exc x,
+                              LATERAL (VALUES ('lt_1h', x.lt_1h), ('lt_1d', x.lt_1d),
+                                              ('older', x.older)) v(age, n)
+                        WHERE v.n > 0),
+        'refunds', (SELECT jsonb_build_object('requested', coalesce(sum(x.requested), 0),
+                                              'unconfirmed', coalesce(sum(x.unconfirmed), 0),
+                                              'overdue_reviews', coalesce(sum(x.overdue), 0))
+                      FROM exc x),
+        'outbox', jsonb_build_object(
+            'backlog', (SELECT count(*) FROM (SELECT 1 FROM outbox b
+                                               WHERE b.published_at IS NULL
+                                                 AND b.quarantined_at IS NULL
+                                               LIMIT 100001) q),
+            'oldest_age_s', (SELECT extract(epoch FROM now() - min(b.created_at))
+                               FROM outbox b
+                              WHERE b.published_at IS NULL AND b.quarantined_at IS NULL)),
+        'scanner', (SELECT jsonb_build_object('run_id', r.run_id, 'status', r.status,
+                                              'started_at', _ctl_iso(r.started_at),
+                                              'finished_at', _ctl_iso(r.finished_at),
+                                              'cancelled', r.cancelled,
+                                              'age_s', extract(epoch FROM now() - r.started_at))
+                      FROM scanner_runs r ORDER BY r.started_at DESC LIMIT 1));
+$$;
+
+GRANT EXECUTE ON FUNCTION ordergate.console_overview() TO ordergate_console_viewer;
+COMMENT ON FUNCTION ordergate.console_overview() IS
+    'The console overview: pending and due orders, cancels, lateness, exceptions, outbox, scanner';

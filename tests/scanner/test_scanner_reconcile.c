@@ -336,10 +336,13 @@ static void test_window_default_and_all(void **state)
     struct scanner_fixture *f = *state;
     struct scanner_child c;
 
-    testdb_exec(f->conn, "ALTER TABLE ordergate.orders DISABLE TRIGGER orders_guard_immutable");
+    /* Old orders, as if placed a week ago: the guard refuses both columns of a closed order. */
+    testdb_exec(f->conn, "ALTER TABLE ordergate.orders DISABLE TRIGGER orders_guard_immutable, "
+                         "DISABLE TRIGGER orders_guard_expiry");
     testdb_exec(f->conn, "UPDATE ordergate.orders SET created_at = now() - interval '8 days', "
                          "expire_at = now() - interval '8 days' WHERE order_no IN ('P-1', 'P-5')");
-    testdb_exec(f->conn, "ALTER TABLE ordergate.orders ENABLE TRIGGER orders_guard_immutable");
+    testdb_exec(f->conn, "ALTER TABLE ordergate.orders ENABLE TRIGGER orders_guard_immutable, "
+                         "ENABLE TRIGGER orders_guard_expiry");
     testdb_exec(f->conn, "DELETE FROM ordergate.outbox WHERE order_no = 'P-1' AND event_type = "
                          "'order_paid'");
 

@@ -1,4 +1,4 @@
-/* --reconcile: checks the invariants 1-16, 20 and 21 (schema/README.md, "The
+/* --reconcile: checks the invariants 1-18 (schema/README.md, "The
  * invariants reconcile() checks") and the shop's own checks (add_check, "Shop
  * checks": a violated or failed one counts as a violated invariant) with
  * ordergate.reconcile() (schema/functions/scanner/reconcile.sql), repairs what may be repaired (a
@@ -21,7 +21,7 @@ struct reconcile_params {
     bool repair;         /* false under --dry-run: report only */
 };
 
-/* Invariant numbers reconcile() may return, 1..this; not all of them are used (1-16, 20, 21):
+/* Invariant numbers reconcile() may return, 1..this; today 1-18:
  * numbers are kept when invariants are added, so the set may have gaps. */
 #define RECONCILE_MAX_INVARIANT 32
 

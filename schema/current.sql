@@ -1090,7 +1090,7 @@ GRANT EXECUTE ON FUNCTION ordergate.exceptions_open_count() TO ordergate_trigger
 FUNCTION ordergate.exceptions_overdue() RETURNS TABLE(refunds_unconfirmed bigint, reviews_overdue bigint);
 GRANT EXECUTE ON FUNCTION ordergate.exceptions_overdue() TO ordergate_trigger;
 
--- Checks the invariants (1-16, 20-21) in one snapshot: one row each, with violations and samples, then the shop's checks
+-- Checks the invariants (1-18) in one snapshot: one row each, with violations and samples, then the shop's checks
 -- functions/scanner/reconcile.sql, SECURITY DEFINER, SET work_mem=64MB, random_page_cost=1.1
 FUNCTION ordergate.reconcile(p_since timestamp with time zone DEFAULT '-infinity'::timestamp with time zone, p_grace interval DEFAULT '00:00:00'::interval, p_scan_interval interval DEFAULT '00:05:00'::interval) RETURNS TABLE(invariant integer, name text, violations bigint, sample text[]);
 GRANT EXECUTE ON FUNCTION ordergate.reconcile(timestamp with time zone,interval,interval) TO ordergate_trigger;

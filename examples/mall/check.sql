@@ -171,7 +171,7 @@ SELECT 'answers_close', count(*), string_agg(g.order_no, ' ')
 INSERT INTO checks
 SELECT 'deadlocks', deadlocks, NULL FROM pg_stat_database WHERE datname = current_database();
 
--- ordergate's own books: the sixteen invariants.
+-- ordergate's own books: the eighteen invariants.
 INSERT INTO checks
 SELECT 'reconcile', coalesce(sum(violations), 0),
        string_agg(format('%s %s: %s', invariant, name, array_to_string(sample, ',')), '; ')

@@ -25,7 +25,7 @@ and, when the gate has them (release_order, amend_order, set_deadline):
   deadline     staff give the customer more time (set_deadline), paid after the old deadline;
                or end the window now, and the scanner cancels the order early
 and, when the gate has payment reminders, run.sh sets one a second before every deadline
-(verify.sql: one payment_reminder event each; ordergate's invariant 20: none after the order
+(verify.sql: one payment_reminder event each; ordergate's invariant 17: none after the order
 closed).
 
 Amounts: Saleor's numeric(20,3) totals in USD, EUR, JPY and KWD, sent to the gate in minor units

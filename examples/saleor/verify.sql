@@ -140,7 +140,7 @@ SELECT 'coverage', count(*) FILTER (WHERE n = 0), string_agg(what, ' ') FILTER (
 -- Payment reminders, when the gate has them (run.sh sets reminder_before_seconds = 1): the
 -- customer's e-mail is an event reader's (way C: payment_reminder), never a hook's. Each sent
 -- reminder is exactly one payment_reminder event, and some were sent; that none was sent after
--- its order left pending is ordergate's invariant 20 (by outbox order: a transaction's now() is
+-- its order left pending is ordergate's invariant 17 (by outbox order: a transaction's now() is
 -- its start, so closed_at may precede a reminder that was in fact sent first).
 SELECT to_regclass('ordergate.reminders') IS NOT NULL AS has_reminders \gset
 \if :has_reminders

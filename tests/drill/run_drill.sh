@@ -95,7 +95,7 @@ checks = [
     ("the scanner cancelled only lost orders", r["cancelled_scanner"] <= r["lost_messages"]),
     ("the drill produced nothing itself", r["duplicate_messages"] == 0),
     # Payment reminders (--reminders 3,1 by default): written at placement, sent by the
-    # consumers; reconcile's invariants 20 and 21 say none went out late or twice.
+    # consumers; reconcile's invariants 17 and 18 say none went out late or twice.
     ("reminders written", r.get("reminders", {}).get("written", 0) > 0),
     ("reminders sent by the consumers", r.get("reminders", {}).get("sent", 0) > 0),
 ]

@@ -1,4 +1,4 @@
--- reconcile(): clean books report 0 on all eighteen rows (invariants 1-16, 20, 21); each planted violation is found, with a
+-- reconcile(): clean books report 0 on all eighteen rows (invariants 1-18); each planted violation is found, with a
 -- sample; reconcile_repair() creates the missing late_payment exception.
 
 SELECT og_reset();
@@ -14,7 +14,7 @@ SELECT * FROM ordergate.claim_payment('R1', 'TR1', 100, 'card');
 SELECT * FROM ordergate.claim_payment('R2', 'TR2', 100, 'card');
 
 SELECT t_eq('reconcile returns eighteen rows', (SELECT count(*) FROM ordergate.reconcile()), 18::bigint);
-SELECT t_eq('reconcile invariants 1..16, 20, 21', (SELECT array_agg(invariant ORDER BY invariant) FROM ordergate.reconcile()), ARRAY[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,20,21]);
+SELECT t_eq('reconcile invariants 1..18', (SELECT array_agg(invariant ORDER BY invariant) FROM ordergate.reconcile()), ARRAY[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18]);
 SELECT t_eq('reconcile clean', (SELECT sum(violations) FROM ordergate.reconcile()), 0::numeric);
 SELECT t_eq('reconcile clean samples empty', (SELECT bool_and(sample IS NULL OR cardinality(sample) = 0) FROM ordergate.reconcile()), true);
 

@@ -3,7 +3,7 @@
 -- schedule_cancels = 1, every claim_reminder outcome (sent, not_due, not_pending for paid,
 -- cancelled and gone, in_flight for a hold, a charge and a locked row, given up at the deadline,
 -- already_sent, not_found), exactly once, refusals, scan_reminders, archive, order_report and
--- reconcile's invariants 20 and 21. The races are in tests/isolation (reminder_vs_payment.spec,
+-- reconcile's invariants 17 and 18. The races are in tests/isolation (reminder_vs_payment.spec,
 -- reminder_twice.spec).
 
 SELECT og_reset();
@@ -158,21 +158,21 @@ SELECT count(*) FROM ordergate.scan_reminders('0', 3) s, ordergate.claim_reminde
 SELECT t_eq('next page', (SELECT string_agg(order_no || ':' || offset_seconds, ',') FROM ordergate.scan_reminders('0', 3) WHERE order_no LIKE 'S%'), 'S2:600,S1:600,S5:60');
 RESET ROLE;
 
--- Invariants 20 and 21: clean, then planted.
-SELECT t_eq('inv20 clean', t_viol(20), 0::bigint);
-SELECT t_eq('inv21 clean', t_viol(21), 0::bigint);
+-- Invariants 17 and 18: clean, then planted.
+SELECT t_eq('inv17 clean', t_viol(17), 0::bigint);
+SELECT t_eq('inv18 clean', t_viol(18), 0::bigint);
 BEGIN;
 INSERT INTO ordergate.outbox (event_type, order_no, payload) VALUES ('payment_reminder', 'P1', '{"offset_seconds": 60}');
-SELECT t_eq('inv20: a reminder after the payment', (SELECT violations || ' ' || sample::text FROM ordergate.reconcile() WHERE invariant = 20), '1 {P1:60}');
-SELECT t_eq('inv21: an event without a sent row', (SELECT violations || ' ' || sample::text FROM ordergate.reconcile() WHERE invariant = 21), '1 {P1:60}');
+SELECT t_eq('inv17: a reminder after the payment', (SELECT violations || ' ' || sample::text FROM ordergate.reconcile() WHERE invariant = 17), '1 {P1:60}');
+SELECT t_eq('inv18: an event without a sent row', (SELECT violations || ' ' || sample::text FROM ordergate.reconcile() WHERE invariant = 18), '1 {P1:60}');
 ROLLBACK;
 BEGIN;
 INSERT INTO ordergate.outbox (event_type, order_no, payload) VALUES ('payment_reminder', 'M1', '{"offset_seconds": 600}');
-SELECT t_eq('inv21: sent twice', (SELECT violations || ' ' || sample::text FROM ordergate.reconcile() WHERE invariant = 21), '1 {M1:600}');
+SELECT t_eq('inv18: sent twice', (SELECT violations || ' ' || sample::text FROM ordergate.reconcile() WHERE invariant = 18), '1 {M1:600}');
 ROLLBACK;
 BEGIN;
 UPDATE ordergate.reminders SET state = 'sent', sent_at = now(), ended_at = now() WHERE order_no = 'S1' AND offset_seconds = 60;
-SELECT t_eq('inv21: sent without an event', (SELECT violations || ' ' || sample::text FROM ordergate.reconcile() WHERE invariant = 21), '1 {S1:60}');
+SELECT t_eq('inv18: sent without an event', (SELECT violations || ' ' || sample::text FROM ordergate.reconcile() WHERE invariant = 18), '1 {S1:60}');
 ROLLBACK;
 
 -- archive moves reminders with their order; the claim answers from the archive.

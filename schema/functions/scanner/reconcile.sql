@@ -7,7 +7,7 @@
 -- not at all (every claim writes all its rows in one transaction). Each check is one set-based
 -- query (hash joins / aggregates, no per-row loops): seconds on 1,000,000 orders.
 --
--- p_since limits the order-scoped checks (1, 4, 7, 10, 11, 12, 14, 15, 16, 20, 21: orders created at or after it; 6: orders whose
+-- p_since limits the order-scoped checks (1, 4, 7, 10, 11, 12, 14, 15, 16, 17, 18: orders created at or after it; 6: orders whose
 -- deadline expire_at is at or after it; 5: payments and refused-payment exceptions created at or
 -- after it; 8: exceptions created at or after it; 13: payments and exceptions created at or after it),
 -- e.g. to one drill's orders. Invariants 2 (stock per SKU), 3 (coupon per coupon) and 9
@@ -419,13 +419,13 @@ BEGIN
            count(*), (array_agg(bad.order_no ORDER BY bad.order_no))[1:10]
       FROM bad;
 
-    -- 20. No payment reminder after its order closed: the order's payment_reminder event comes
+    -- 17. No payment reminder after its order closed: the order's payment_reminder event comes
     --     before its transition event (order_paid, order_cancelled, order_released) in outbox id
     --     order. claim_reminder share-locks the order row, so a transition either committed
     --     before it (the reminder is not sent) or waits for it (its event gets a later id); ids,
     --     not times, since a transaction's now() is its start. Sample: order_no:offset.
     RETURN QUERY
-    SELECT 20, 'no payment reminder sent for an order after it closed'::text,
+    SELECT 17, 'no payment reminder sent for an order after it closed'::text,
            count(*), (array_agg(x.k ORDER BY x.k))[1:10]
       FROM (SELECT b.order_no || ':' || (b.payload ->> 'offset_seconds') AS k
               FROM outbox b
@@ -437,7 +437,7 @@ BEGIN
                               AND t.event_type IN ('order_paid', 'order_cancelled', 'order_released')
                               AND t.id < b.id)) x;
 
-    -- 21. Each reminder at most once, and its record agrees: per order and offset at most one
+    -- 18. Each reminder at most once, and its record agrees: per order and offset at most one
     --     payment_reminder event, exactly one for a reminder in state sent and none for any
     --     other (pending, skipped, or no reminder row). Sample: order_no:offset.
     RETURN QUERY
@@ -458,7 +458,7 @@ BEGIN
           FULL JOIN rs ON rs.order_no = ev.order_no AND rs.off = ev.off
          WHERE ev.n IS DISTINCT FROM 1 OR rs.order_no IS NULL
     )
-    SELECT 21, 'each payment reminder sent at most once, as its reminder row says'::text,
+    SELECT 18, 'each payment reminder sent at most once, as its reminder row says'::text,
            count(*), (array_agg(bad.k ORDER BY bad.k))[1:10]
       FROM bad;
 
@@ -470,4 +470,4 @@ $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.reconcile(timestamptz,interval,interval) TO ordergate_trigger;
 COMMENT ON FUNCTION ordergate.reconcile(timestamp with time zone,interval,interval) IS
-    'Checks the invariants (1-16, 20-21) in one snapshot: one row each, with violations and samples, then the shop''s checks';
+    'Checks the invariants (1-18) in one snapshot: one row each, with violations and samples, then the shop''s checks';

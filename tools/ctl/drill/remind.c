@@ -3,7 +3,7 @@
  * their due times. Owns the reminder_before_seconds setting for the drill's time (set, put back)
  * and the count of the drill's reminders for the ledger and the report. It must not touch the
  * broker or the orders; whether a reminder went out for an order after it closed, or twice, is
- * reconcile's (invariants 20 and 21). */
+ * reconcile's (invariants 17 and 18). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -67,6 +67,9 @@ const char *ctl_format_money(int64_t minor, const char *currency, char *buf, siz
  * ("2026-11-30T16:15:00.123Z"). Returns 0, or -1 when s is in another form
  * (the caller then shows it as it is). */
 int ctl_pg_time_iso(const char *s, char *buf, size_t size);
+/* A timestamptz as PostgreSQL prints it, as JSON: the contract format (ctl_pg_time_iso), the
+ * text as it is when in another form, null when NULL or empty. */
+json_t *ctl_json_pg_time(const char *s);
 
 /* ---- commands ---------------------------------------------------------- */
 

@@ -458,7 +458,7 @@ static enum og_status hold_run(struct ctl *ctl, const struct opt_args *a, json_t
     const char *order_no;
     int64_t seconds = 0;
     enum gate_outcome outcome;
-    char expire[64] = "", iso[40];
+    char expire[64] = "";
     json_t *out;
     struct db *db;
     enum og_status st;
@@ -481,11 +481,7 @@ static enum og_status hold_run(struct ctl *ctl, const struct opt_args *a, json_t
     if (out == NULL)
         return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
     ctl_json_set(out, "outcome", json_string(gate_outcome_str(outcome)));
-    if (expire[0] == '\0')
-        ctl_json_set(out, "expire_at", json_null());
-    else
-        ctl_json_set(out, "expire_at",
-                     json_string(ctl_pg_time_iso(expire, iso, sizeof(iso)) == 0 ? iso : expire));
+    ctl_json_set(out, "expire_at", ctl_json_pg_time(expire));
     *result = out;
     return OG_OK;
 }
@@ -520,37 +516,33 @@ const struct ctl_command ctl_cmd_hold = {
 
 /* ---- close ------------------------------------------------------------- */
 
-static enum og_status close_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
-                                struct og_error *err)
+/* --operator (and --reason when reason_what is not NULL) of a staff act, both required. */
+static enum og_status orders_check_staff(const struct opt_args *a, const char *act,
+                                         const char *reason_what, struct og_error *err)
 {
-    const char *order_no, *op = opt_arg(a, "operator"), *reason = opt_arg(a, "reason");
-    enum gate_outcome outcome;
-    enum order_status status;
-    json_t *out;
-    struct db *db;
+    const char *op = opt_arg(a, "operator"), *reason = opt_arg(a, "reason");
     enum og_status st;
 
-    st = orders_check_order_no(a, &order_no, err);
-    if (st != OG_OK)
-        return st;
     if (op == NULL)
-        return og_error_set(err, OG_ERR_ARG, false,
-                            "--operator NAME is required: a manual close names who closed");
+        return og_error_set(err, OG_ERR_ARG, false, "--operator NAME is required: %s names who",
+                            act);
+    st = ctl_check_text("--operator", op, GATE_OPERATOR_MAX, err);
+    if (st != OG_OK || reason_what == NULL)
+        return st;
     if (reason == NULL)
-        return og_error_set(err, OG_ERR_ARG, false,
-                            "--reason TEXT is required: a manual close says why");
-    st = ctl_check_text("--operator", op, 128, err);
-    if (st == OG_OK)
-        st = ctl_check_text("--reason", reason, 2000, err);
-    if (st != OG_OK)
-        return st;
-    db = ctl_db(ctl, err);
-    if (db == NULL)
-        return err->status;
-    st = gate_close(db, order_no, op, reason, &outcome, &status, err);
-    if (st != OG_OK)
-        return st;
-    out = orders_result("close", order_no);
+        return og_error_set(err, OG_ERR_ARG, false, "--reason TEXT is required: %s", reason_what);
+    return ctl_check_text("--reason", reason, GATE_REASON_MAX, err);
+}
+
+/* The answer of a staff act that closes or releases an order: its outcome, the order's status,
+ * who and why. */
+static enum og_status orders_staff_result(const char *command, const char *order_no,
+                                          enum gate_outcome outcome, enum order_status status,
+                                          const char *op, const char *reason, json_t **result,
+                                          struct og_error *err)
+{
+    json_t *out = orders_result(command, order_no);
+
     if (out == NULL)
         return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
     ctl_json_set(out, "outcome", json_string(gate_outcome_str(outcome)));
@@ -559,6 +551,29 @@ static enum og_status close_run(struct ctl *ctl, const struct opt_args *a, json_
     ctl_json_set(out, "reason", json_string(reason));
     *result = out;
     return OG_OK;
+}
+
+static enum og_status close_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
+                                struct og_error *err)
+{
+    const char *order_no, *op = opt_arg(a, "operator"), *reason = opt_arg(a, "reason");
+    enum gate_outcome outcome;
+    enum order_status status;
+    struct db *db;
+    enum og_status st;
+
+    st = orders_check_order_no(a, &order_no, err);
+    if (st == OG_OK)
+        st = orders_check_staff(a, "a manual close", "a manual close says why", err);
+    if (st != OG_OK)
+        return st;
+    db = ctl_db(ctl, err);
+    if (db == NULL)
+        return err->status;
+    st = gate_close(db, order_no, op, reason, &outcome, &status, err);
+    if (st != OG_OK)
+        return st;
+    return orders_staff_result("close", order_no, outcome, status, op, reason, result, err);
 }
 
 static void close_text(const json_t *r, FILE *out)
@@ -590,25 +605,7 @@ const struct ctl_command ctl_cmd_close = {
     .text = close_text,
 };
 
-/* ---- release, amend, deadline: staff acts on a pending order ------------- */
-
-/* --operator (and --reason when reason_what is not NULL) of a staff act, both required. */
-static enum og_status orders_check_staff(const struct opt_args *a, const char *act,
-                                         const char *reason_what, struct og_error *err)
-{
-    const char *op = opt_arg(a, "operator"), *reason = opt_arg(a, "reason");
-    enum og_status st;
-
-    if (op == NULL)
-        return og_error_set(err, OG_ERR_ARG, false, "--operator NAME is required: %s names who",
-                            act);
-    st = ctl_check_text("--operator", op, GATE_OPERATOR_MAX, err);
-    if (st != OG_OK || reason_what == NULL)
-        return st;
-    if (reason == NULL)
-        return og_error_set(err, OG_ERR_ARG, false, "--reason TEXT is required: %s", reason_what);
-    return ctl_check_text("--reason", reason, GATE_REASON_MAX, err);
-}
+/* ---- release, amend, deadline: more staff acts on a pending order ---------- */
 
 static enum og_status release_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
                                   struct og_error *err)
@@ -616,7 +613,6 @@ static enum og_status release_run(struct ctl *ctl, const struct opt_args *a, jso
     const char *order_no, *op = opt_arg(a, "operator"), *reason = opt_arg(a, "reason");
     enum gate_outcome outcome;
     enum order_status status;
-    json_t *out;
     struct db *db;
     enum og_status st;
 
@@ -632,15 +628,7 @@ static enum og_status release_run(struct ctl *ctl, const struct opt_args *a, jso
     st = gate_order_release(db, order_no, op, reason, &outcome, &status, err);
     if (st != OG_OK)
         return st;
-    out = orders_result("release", order_no);
-    if (out == NULL)
-        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-    ctl_json_set(out, "outcome", json_string(gate_outcome_str(outcome)));
-    ctl_json_set(out, "status", orders_status_json(status));
-    ctl_json_set(out, "operator", json_string(op));
-    ctl_json_set(out, "reason", json_string(reason));
-    *result = out;
-    return OG_OK;
+    return orders_staff_result("release", order_no, outcome, status, op, reason, result, err);
 }
 
 static const struct opt release_opts[] = {
@@ -802,7 +790,7 @@ static enum og_status deadline_run(struct ctl *ctl, const struct opt_args *a, js
     const char *order_no, *op = opt_arg(a, "operator");
     const char *in = opt_arg(a, "expire-in"), *at = opt_arg(a, "expire-at");
     int64_t in_s = 0, at_ms = 0;
-    char deadline[40] = "", secs[24], expire[64] = "", iso[40];
+    char deadline[40] = "", secs[24], expire[64] = "";
     const char *params[1];
     PGresult *res = NULL;
     enum gate_outcome outcome;
@@ -845,11 +833,7 @@ static enum og_status deadline_run(struct ctl *ctl, const struct opt_args *a, js
     if (out == NULL)
         return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
     ctl_json_set(out, "outcome", json_string(gate_outcome_str(outcome)));
-    if (expire[0] == '\0')
-        ctl_json_set(out, "expire_at", json_null());
-    else
-        ctl_json_set(out, "expire_at",
-                     json_string(ctl_pg_time_iso(expire, iso, sizeof(iso)) == 0 ? iso : expire));
+    ctl_json_set(out, "expire_at", ctl_json_pg_time(expire));
     ctl_json_set(out, "operator", json_string(op));
     *result = out;
     return OG_OK;

@@ -747,9 +747,13 @@ out:
     return st;
 }
 
-enum og_status gate_close(struct db *db, const char *order_no, const char *operator_name,
-                          const char *reason, enum gate_outcome *outcome, enum order_status *status,
-                          struct og_error *err)
+/* A staff act that takes a pending order out of the gate (close_order, release_order): who and
+ * why are required; the answer is an outcome among `allowed` and the order's status. */
+static enum og_status gate_staff_act(struct db *db, const struct db_stmt *stmt, const char *fn,
+                                     const char *act, unsigned allowed, const char *order_no,
+                                     const char *operator_name, const char *reason,
+                                     enum gate_outcome *outcome, enum order_status *status,
+                                     struct og_error *err)
 {
     const char *params[3];
     PGresult *res = NULL;
@@ -762,61 +766,41 @@ enum og_status gate_close(struct db *db, const char *order_no, const char *opera
         return st;
     if (!gate_text_valid(operator_name, GATE_OPERATOR_MAX))
         return og_error_set(err, OG_ERR_ARG, false,
-                            "operator is required for a manual close (1 to %d characters)",
+                            "operator is required for %s (1 to %d characters)", act,
                             GATE_OPERATOR_MAX);
     if (!gate_text_valid(reason, GATE_REASON_MAX))
         return og_error_set(err, OG_ERR_ARG, false,
-                            "reason is required for a manual close (1 to %d characters)",
-                            GATE_REASON_MAX);
+                            "reason is required for %s (1 to %d characters)", act, GATE_REASON_MAX);
     params[0] = order_no;
     params[1] = operator_name;
     params[2] = reason;
-    st = db_call(db, &gate_stmt_close, params, &res, err);
+    st = db_call(db, stmt, params, &res, err);
     if (st == OG_OK)
-        st = gate_check_shape(res, 2, 1, "close_order", err);
+        st = gate_check_shape(res, 2, 1, fn, err);
     if (st == OG_OK)
-        st = gate_outcome_expect(PQgetvalue(res, 0, 0), GATE_CLOSE_OUTCOMES, "close_order", outcome,
-                                 err);
+        st = gate_outcome_expect(PQgetvalue(res, 0, 0), allowed, fn, outcome, err);
     if (st == OG_OK)
         *status = order_status_parse(PQgetvalue(res, 0, 1));
     PQclear(res);
     return st;
 }
 
+enum og_status gate_close(struct db *db, const char *order_no, const char *operator_name,
+                          const char *reason, enum gate_outcome *outcome, enum order_status *status,
+                          struct og_error *err)
+{
+    return gate_staff_act(db, &gate_stmt_close, "close_order", "a manual close",
+                          GATE_CLOSE_OUTCOMES, order_no, operator_name, reason, outcome, status,
+                          err);
+}
+
 enum og_status gate_order_release(struct db *db, const char *order_no, const char *operator_name,
                                   const char *reason, enum gate_outcome *outcome,
                                   enum order_status *status, struct og_error *err)
 {
-    const char *params[3];
-    PGresult *res = NULL;
-    enum og_status st;
-
-    *outcome = GATE_UNKNOWN;
-    *status = ORDER_STATUS_NONE;
-    st = gate_check_order_no(order_no, err);
-    if (st != OG_OK)
-        return st;
-    if (!gate_text_valid(operator_name, GATE_OPERATOR_MAX))
-        return og_error_set(err, OG_ERR_ARG, false,
-                            "operator is required for a release (1 to %d characters)",
-                            GATE_OPERATOR_MAX);
-    if (!gate_text_valid(reason, GATE_REASON_MAX))
-        return og_error_set(err, OG_ERR_ARG, false,
-                            "reason is required for a release (1 to %d characters)",
-                            GATE_REASON_MAX);
-    params[0] = order_no;
-    params[1] = operator_name;
-    params[2] = reason;
-    st = db_call(db, &gate_stmt_release, params, &res, err);
-    if (st == OG_OK)
-        st = gate_check_shape(res, 2, 1, "release_order", err);
-    if (st == OG_OK)
-        st = gate_outcome_expect(PQgetvalue(res, 0, 0), GATE_RELEASE_OUTCOMES, "release_order",
-                                 outcome, err);
-    if (st == OG_OK)
-        *status = order_status_parse(PQgetvalue(res, 0, 1));
-    PQclear(res);
-    return st;
+    return gate_staff_act(db, &gate_stmt_release, "release_order", "a release",
+                          GATE_RELEASE_OUTCOMES, order_no, operator_name, reason, outcome, status,
+                          err);
 }
 
 /* An amendment's lines: place_order's, or "[]" (a gate-only order stays so). */

@@ -1233,6 +1233,10 @@ FUNCTION ordergate._cancel_orders_claim(p_nos text[], p_source text, p_actor tex
 -- functions/internal/_cancel_orders_restock.sql, SET enable_seqscan=off, jit=off
 FUNCTION ordergate._cancel_orders_restock(p_skus text[], p_qtys bigint[]) RETURNS void;
 
+-- Internal: rewrites or writes an order's one waiting cancel message for a deadline that moved
+-- functions/internal/_cancel_reschedule.sql
+FUNCTION ordergate._cancel_reschedule(p_order_no text, p_due timestamp with time zone) RETURNS void;
+
 -- Internal: ends a pending charge (captured or failed), recomputes its order's charge_until, says whether the order is due now
 -- functions/internal/_charge_end.sql
 FUNCTION ordergate._charge_end(p_order_no text, p_charge_ref text, p_state text, p_txn text, OUT o_prev text, OUT o_due boolean) RETURNS record;

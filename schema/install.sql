@@ -149,6 +149,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/internal/_cancel_orders.sql
 \ir functions/internal/_cancel_orders_claim.sql
 \ir functions/internal/_cancel_orders_restock.sql
+\ir functions/internal/_cancel_reschedule.sql
 \ir functions/internal/_charge_end.sql
 \ir functions/internal/_console_audit.sql
 \ir functions/internal/_ctl_iso.sql

@@ -14,7 +14,11 @@
 -- context {operator, before, after}: the deadlines).
 -- With schedule_cancels = 1 the cancel message follows the deadline, coalesced as
 -- hold_for_payment's (_cancel_reschedule: one waiting message per order, rewritten to the new
--- due time, now for a deadline in the past; a new one only when none usable is waiting).
+-- due time, now for a deadline in the past; a new one only when none usable is waiting). A
+-- shortened deadline still ahead also writes a reminder_scheduled message for each of the
+-- order's pending reminders, due at the new expire_at - offset (now at the earliest): the old
+-- message could come after the cancel. A lengthened one needs none (claim_reminder answers the
+-- old message not_due and the consumer re-schedules it).
 -- Lock: the order row (waits, like close_order), then the outbox rows.
 -- Errors, nothing written: 22023 for a malformed order number, a NULL or infinite deadline or
 -- one beyond the horizon, an operator outside 1..128 characters (trimmed).
@@ -66,6 +70,21 @@ BEGIN
     VALUES (p_order_no, p_operator, v_old, p_expire);
 
     IF _setting_bigint('schedule_cancels', 0) = 1 THEN
+        -- A shortened deadline brings the pending reminders forward: each gets a message due
+        -- at its new time (now at the earliest), earliest due first and before any new cancel
+        -- message (place_order's order). Their old messages stay: claim_reminder answers them
+        -- not_due or already_sent, so a second message is harmless. None for a deadline
+        -- already past: the order is cancelled now, a reminder would only race the cancel.
+        IF p_expire < v_old AND p_expire > now() THEN
+            INSERT INTO outbox (event_type, order_no, payload)
+            SELECT 'reminder_scheduled', p_order_no,
+                   _reminder_message(p_order_no, r.offset_seconds,
+                                     greatest(p_expire - make_interval(secs => r.offset_seconds), now()))
+              FROM reminders r
+             WHERE r.order_no = p_order_no
+               AND r.state = 'pending'
+             ORDER BY r.offset_seconds DESC;
+        END IF;
         PERFORM _cancel_reschedule(p_order_no, greatest(p_expire, now()));
     END IF;
 

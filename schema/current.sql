@@ -1265,6 +1265,10 @@ FUNCTION ordergate._hooks_run(p_event text, p_nos text[], p_source text, p_conte
 -- functions/internal/_order_items_json.sql
 FUNCTION ordergate._order_items_json(p_order_no text) RETURNS jsonb;
 
+-- Internal: a payment's exception and its refund_requested or reconciliation_alert event
+-- functions/internal/_payment_exception.sql
+FUNCTION ordergate._payment_exception(p_order_no text, p_kind text, p_txn text, p_amount bigint, p_currency text, p_resolution text, p_note text, p_channel text, p_order_status text, p_source text, p_actor text, p_coupon text, p_shop jsonb, OUT o_id bigint, OUT o_resolution text) RETURNS record;
+
 -- Internal: runs the shop's checks for reconcile(), one row each (violations -1: the check failed)
 -- functions/internal/_reconcile_checks.sql
 FUNCTION ordergate._reconcile_checks() RETURNS TABLE(invariant integer, name text, violations bigint, sample text[]);

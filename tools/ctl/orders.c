@@ -105,6 +105,27 @@ static enum og_status orders_parse_item(const char *arg, json_t *items, struct o
     return OG_OK;
 }
 
+/* Every --item line as a JSON array (*items) and its compact text (*items_json): both the
+ * caller's to free, also after an error. */
+static enum og_status orders_parse_items(const struct opt_args *a, json_t **items,
+                                         char **items_json, struct og_error *err)
+{
+    enum og_status st = OG_OK;
+
+    *items_json = NULL;
+    *items = json_array();
+    if (*items == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    for (int i = 0; i < opt_count(a, "item") && st == OG_OK; i++)
+        st = orders_parse_item(opt_nth(a, "item", i), *items, err);
+    if (st != OG_OK)
+        return st;
+    *items_json = json_dumps(*items, JSON_COMPACT);
+    if (*items_json == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    return OG_OK;
+}
+
 /* --expire-in: seconds ("600") or a duration ("10m"); 0 = due now. */
 static enum og_status orders_parse_expire_in(const char *s, int64_t *seconds, struct og_error *err)
 {
@@ -159,18 +180,9 @@ static enum og_status place_run(struct ctl *ctl, const struct opt_args *a, json_
     if (st != OG_OK)
         return st;
 
-    items = json_array();
-    if (items == NULL)
-        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-    for (int i = 0; i < nitems && st == OG_OK; i++)
-        st = orders_parse_item(opt_nth(a, "item", i), items, err);
+    st = orders_parse_items(a, &items, &items_json, err);
     if (st != OG_OK)
         goto out;
-    items_json = json_dumps(items, JSON_COMPACT);
-    if (items_json == NULL) {
-        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-        goto out;
-    }
 
     db = ctl_db(ctl, err);
     if (db == NULL) {
@@ -698,20 +710,9 @@ static enum og_status amend_run(struct ctl *ctl, const struct opt_args *a, json_
     st = orders_check_staff(a, "an amendment", NULL, err);
     if (st != OG_OK)
         goto out;
-    items = json_array();
-    if (items == NULL) {
-        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-        goto out;
-    }
-    for (int i = 0; i < nitems && st == OG_OK; i++)
-        st = orders_parse_item(opt_nth(a, "item", i), items, err);
+    st = orders_parse_items(a, &items, &items_json, err);
     if (st != OG_OK)
         goto out;
-    items_json = json_dumps(items, JSON_COMPACT);
-    if (items_json == NULL) {
-        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-        goto out;
-    }
     db = ctl_db(ctl, err);
     if (db == NULL) {
         st = err->status;

@@ -7,8 +7,8 @@
 # folder), repo, build, require_db, kafka, keep (1: keep the database and the work folder), py;
 # it may put the pids of background processes of its own in the array pids, and those of the
 # scanner and the consumer in scanner_pid and consumer_pid. Owns: t0, work, db, psql_q,
-# started_services, db_created, scanner, ctl, consumer and the EXIT, INT and TERM traps; must
-# not touch what the example runs or checks.
+# started_services, db_created, scanner, ctl, consumer, scanner_grace and the EXIT, INT and TERM
+# traps; must not touch what the example runs or checks.
 
 t0=$(date +%s)
 step() { printf '%s: %s (%ss)\n' "$example" "$*" "$(($(date +%s) - t0))"; }
@@ -84,4 +84,31 @@ example_db_create() {
         { cat "$work/migrate.out" >&2; die "ordergatectl migrate failed"; }
     "${psql_q[@]}" -f "$here/schema.sql"
     "${psql_q[@]}" -f "$here/hooks.sql" >/dev/null
+}
+
+# With --kafka, the second tier: the example's own topics ($example.<pid>.*), schedule_cancels = 1
+# (place_order writes each order's cancel message), ordergate-consumer relaying and claiming them;
+# scanner_grace is the scanner's --grace behind it (0 without Kafka).
+example_kafka_start() {
+    scanner_grace=0
+    if [ $kafka = 1 ]; then
+        step "Kafka: topics $example.$$.*, schedule_cancels = 1, ordergate-consumer"
+        # One delay level of 10 s fits every payment window here; the relay routes by the level.
+        cat >"$work/ordergate.conf" <<EOF
+kafka = {
+    topics = "$example.$$.cancel.10s";
+    group = "$example-$$";
+    dead_letter_topic = "$example.$$.cancel.dlq";
+};
+consumer = { batch_size = 50; linger_ms = 20; metrics_listen = ""; };
+outbox = { topic = "$example.$$.events"; refund_topic = "$example.$$.refunds"; alert_topic = "$example.$$.alerts"; };
+EOF
+        "$ctl" --config "$work/ordergate.conf" --brokers "$ORDERGATE_BROKERS" topics --partitions 2 \
+            >"$work/topics.out" 2>&1 || { cat "$work/topics.out" >&2; die "ordergatectl topics failed"; }
+        "${psql_q[@]}" -At -c "SELECT ordergate.set_setting('schedule_cancels', '1')" >/dev/null
+        "$consumer" --config "$work/ordergate.conf" --db "dbname=$db" --brokers "$ORDERGATE_BROKERS" \
+            >"$work/consumer.log" 2>&1 &
+        consumer_pid=$!
+        scanner_grace=3      # the fallback: the consumer gets the first go
+    fi
 }

@@ -95,27 +95,7 @@ if [ -n "$sql_file" ]; then
     exit 0
 fi
 
-scanner_grace=0
-if [ $kafka = 1 ]; then
-    step "Kafka: topics mall.$$.*, schedule_cancels = 1, ordergate-consumer"
-    # One delay level of 10 s fits every payment window here; the relay routes by the level.
-    cat >"$work/ordergate.conf" <<EOF
-kafka = {
-    topics = "mall.$$.cancel.10s";
-    group = "mall-$$";
-    dead_letter_topic = "mall.$$.cancel.dlq";
-};
-consumer = { batch_size = 50; linger_ms = 20; metrics_listen = ""; };
-outbox = { topic = "mall.$$.events"; refund_topic = "mall.$$.refunds"; alert_topic = "mall.$$.alerts"; };
-EOF
-    "$ctl" --config "$work/ordergate.conf" --brokers "$ORDERGATE_BROKERS" topics --partitions 2 \
-        >"$work/topics.out" 2>&1 || { cat "$work/topics.out" >&2; die "ordergatectl topics failed"; }
-    "${psql_q[@]}" -At -c "SELECT ordergate.set_setting('schedule_cancels', '1')" >/dev/null
-    "$consumer" --config "$work/ordergate.conf" --db "dbname=$db" --brokers "$ORDERGATE_BROKERS" \
-        >"$work/consumer.log" 2>&1 &
-    consumer_pid=$!
-    scanner_grace=3      # the fallback: the consumer gets the first go
-fi
+example_kafka_start
 
 # ---- The race --------------------------------------------------------------------------------
 # The services work with exactly mall_app's privileges. Round r+1 is placed while round r is being

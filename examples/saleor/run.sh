@@ -73,27 +73,7 @@ if [ "$("${psql_q[@]}" -At -c "SELECT to_regclass('ordergate.checks') IS NOT NUL
     checks=$("${psql_q[@]}" -At -c "SELECT count(*) = 4 FROM ordergate.checks")
 fi
 
-scanner_grace=0
-if [ $kafka = 1 ]; then
-    step "Kafka: topics saleor.$$.*, schedule_cancels = 1, ordergate-consumer"
-    # One delay level of 10 s fits every payment window here; the relay routes by the level.
-    cat >"$work/ordergate.conf" <<EOF
-kafka = {
-    topics = "saleor.$$.cancel.10s";
-    group = "saleor-$$";
-    dead_letter_topic = "saleor.$$.cancel.dlq";
-};
-consumer = { batch_size = 50; linger_ms = 20; metrics_listen = ""; };
-outbox = { topic = "saleor.$$.events"; refund_topic = "saleor.$$.refunds"; alert_topic = "saleor.$$.alerts"; };
-EOF
-    "$ctl" --config "$work/ordergate.conf" --brokers "$ORDERGATE_BROKERS" topics --partitions 2 \
-        >"$work/topics.out" 2>&1 || { cat "$work/topics.out" >&2; die "ordergatectl topics failed"; }
-    "${psql_q[@]}" -At -c "SELECT ordergate.set_setting('schedule_cancels', '1')" >/dev/null
-    "$consumer" --config "$work/ordergate.conf" --db "dbname=$db" --brokers "$ORDERGATE_BROKERS" \
-        >"$work/consumer.log" 2>&1 &
-    consumer_pid=$!
-    scanner_grace=3      # the fallback: the consumer gets the first go
-fi
+example_kafka_start
 
 step "the race: $orders orders, ordergate-scanner --every 1 --workers 2 --grace $scanner_grace"
 "$scanner" --db "dbname=$db" --every 1 --grace "$scanner_grace" --batch-size 20 --pause-ms 0 --workers 2 \

@@ -546,15 +546,37 @@ static enum og_status orders_check_staff(const struct opt_args *a, const char *a
     return ctl_check_text("--reason", reason, GATE_REASON_MAX, err);
 }
 
-/* The answer of a staff act that closes or releases an order: its outcome, the order's status,
- * who and why. */
-static enum og_status orders_staff_result(const char *command, const char *order_no,
-                                          enum gate_outcome outcome, enum order_status status,
-                                          const char *op, const char *reason, json_t **result,
-                                          struct og_error *err)
-{
-    json_t *out = orders_result(command, order_no);
+/* A staff act that takes a pending order out of the gate (close, release): --operator and
+ * --reason checked (act, why: for the messages), the gate call, and the answer with its
+ * outcome, the order's status, who and why. */
+typedef enum og_status (*orders_staff_fn)(struct db *db, const char *order_no,
+                                          const char *operator_name, const char *reason,
+                                          enum gate_outcome *outcome, enum order_status *status,
+                                          struct og_error *err);
 
+static enum og_status orders_staff_run(struct ctl *ctl, const struct opt_args *a,
+                                       const char *command, const char *act, const char *why,
+                                       orders_staff_fn fn, json_t **result, struct og_error *err)
+{
+    const char *order_no, *op = opt_arg(a, "operator"), *reason = opt_arg(a, "reason");
+    enum gate_outcome outcome;
+    enum order_status status;
+    json_t *out;
+    struct db *db;
+    enum og_status st;
+
+    st = orders_check_order_no(a, &order_no, err);
+    if (st == OG_OK)
+        st = orders_check_staff(a, act, why, err);
+    if (st != OG_OK)
+        return st;
+    db = ctl_db(ctl, err);
+    if (db == NULL)
+        return err->status;
+    st = fn(db, order_no, op, reason, &outcome, &status, err);
+    if (st != OG_OK)
+        return st;
+    out = orders_result(command, order_no);
     if (out == NULL)
         return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
     ctl_json_set(out, "outcome", json_string(gate_outcome_str(outcome)));
@@ -568,24 +590,8 @@ static enum og_status orders_staff_result(const char *command, const char *order
 static enum og_status close_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
                                 struct og_error *err)
 {
-    const char *order_no, *op = opt_arg(a, "operator"), *reason = opt_arg(a, "reason");
-    enum gate_outcome outcome;
-    enum order_status status;
-    struct db *db;
-    enum og_status st;
-
-    st = orders_check_order_no(a, &order_no, err);
-    if (st == OG_OK)
-        st = orders_check_staff(a, "a manual close", "a manual close says why", err);
-    if (st != OG_OK)
-        return st;
-    db = ctl_db(ctl, err);
-    if (db == NULL)
-        return err->status;
-    st = gate_close(db, order_no, op, reason, &outcome, &status, err);
-    if (st != OG_OK)
-        return st;
-    return orders_staff_result("close", order_no, outcome, status, op, reason, result, err);
+    return orders_staff_run(ctl, a, "close", "a manual close", "a manual close says why",
+                            gate_close, result, err);
 }
 
 static void close_text(const json_t *r, FILE *out)
@@ -622,25 +628,9 @@ const struct ctl_command ctl_cmd_close = {
 static enum og_status release_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
                                   struct og_error *err)
 {
-    const char *order_no, *op = opt_arg(a, "operator"), *reason = opt_arg(a, "reason");
-    enum gate_outcome outcome;
-    enum order_status status;
-    struct db *db;
-    enum og_status st;
-
-    st = orders_check_order_no(a, &order_no, err);
-    if (st == OG_OK)
-        st = orders_check_staff(a, "a release", "a release says why (cash on delivery, invoice)",
-                                err);
-    if (st != OG_OK)
-        return st;
-    db = ctl_db(ctl, err);
-    if (db == NULL)
-        return err->status;
-    st = gate_order_release(db, order_no, op, reason, &outcome, &status, err);
-    if (st != OG_OK)
-        return st;
-    return orders_staff_result("release", order_no, outcome, status, op, reason, result, err);
+    return orders_staff_run(ctl, a, "release", "a release",
+                            "a release says why (cash on delivery, invoice)", gate_order_release,
+                            result, err);
 }
 
 static const struct opt release_opts[] = {

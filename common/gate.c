@@ -366,6 +366,23 @@ static enum og_status gate_check_shape(PGresult *res, int ncols, int nrows_exact
     return OG_OK;
 }
 
+/* One call of a gate function that answers one row (outcome, ...): the statement, the row's shape
+ * (ncols columns) and its outcome among `allowed`; fn names the function in errors. *res is the
+ * caller's to clear, whatever the result. */
+static enum og_status gate_call_outcome(struct db *db, const struct db_stmt *stmt,
+                                        const char *const *params, const char *fn, int ncols,
+                                        unsigned allowed, enum gate_outcome *outcome,
+                                        PGresult **res, struct og_error *err)
+{
+    enum og_status st = db_call(db, stmt, params, res, err);
+
+    if (st == OG_OK)
+        st = gate_check_shape(*res, ncols, 1, fn, err);
+    if (st == OG_OK)
+        st = gate_outcome_expect(PQgetvalue(*res, 0, 0), allowed, fn, outcome, err);
+    return st;
+}
+
 enum og_status gate_claim_cancel(struct db *db, const char *const *order_nos, size_t n,
                                  enum gate_source source, struct gate_cancel_row *rows,
                                  size_t *nrows, struct og_error *err)
@@ -588,12 +605,8 @@ enum og_status gate_begin_charge(struct db *db, const char *order_no, const char
     params[0] = order_no;
     params[1] = charge_ref;
     params[2] = secs;
-    st = db_call(db, &gate_stmt_begin_charge, params, &res, err);
-    if (st == OG_OK)
-        st = gate_check_shape(res, 2, 1, "begin_charge", err);
-    if (st == OG_OK)
-        st = gate_outcome_expect(PQgetvalue(res, 0, 0), GATE_BEGIN_CHARGE_OUTCOMES, "begin_charge",
-                                 outcome, err);
+    st = gate_call_outcome(db, &gate_stmt_begin_charge, params, "begin_charge", 2,
+                           GATE_BEGIN_CHARGE_OUTCOMES, outcome, &res, err);
     if (st == OG_OK && bound_at != NULL && bound_at_size > 0)
         snprintf(bound_at, bound_at_size, "%s", PQgetvalue(res, 0, 1));
     PQclear(res);
@@ -615,12 +628,8 @@ enum og_status gate_charge_failed(struct db *db, const char *order_no, const cha
         return st;
     params[0] = order_no;
     params[1] = charge_ref;
-    st = db_call(db, &gate_stmt_charge_failed, params, &res, err);
-    if (st == OG_OK)
-        st = gate_check_shape(res, 1, 1, "charge_failed", err);
-    if (st == OG_OK)
-        st = gate_outcome_expect(PQgetvalue(res, 0, 0), GATE_CHARGE_FAILED_OUTCOMES,
-                                 "charge_failed", outcome, err);
+    st = gate_call_outcome(db, &gate_stmt_charge_failed, params, "charge_failed", 1,
+                           GATE_CHARGE_FAILED_OUTCOMES, outcome, &res, err);
     PQclear(res);
     return st;
 }
@@ -646,12 +655,8 @@ enum og_status gate_hold(struct db *db, const char *order_no, int seconds,
     snprintf(secs, sizeof(secs), "%d", seconds);
     params[0] = order_no;
     params[1] = secs;
-    st = db_call(db, &gate_stmt_hold, params, &res, err);
-    if (st == OG_OK)
-        st = gate_check_shape(res, 2, 1, "hold_for_payment", err);
-    if (st == OG_OK)
-        st = gate_outcome_expect(PQgetvalue(res, 0, 0), GATE_HOLD_OUTCOMES, "hold_for_payment",
-                                 outcome, err);
+    st = gate_call_outcome(db, &gate_stmt_hold, params, "hold_for_payment", 2, GATE_HOLD_OUTCOMES,
+                           outcome, &res, err);
     if (st == OG_OK) {
         if (expire_at != NULL && expire_at_size > 0)
             snprintf(expire_at, expire_at_size, "%s", PQgetvalue(res, 0, 1));
@@ -680,12 +685,8 @@ enum og_status gate_claim_reminder(struct db *db, const char *order_no, int offs
     snprintf(off, sizeof(off), "%d", offset_seconds);
     params[0] = order_no;
     params[1] = off;
-    st = db_call(db, &gate_stmt_reminder, params, &res, err);
-    if (st == OG_OK)
-        st = gate_check_shape(res, 2, 1, "claim_reminder", err);
-    if (st == OG_OK)
-        st = gate_outcome_expect(PQgetvalue(res, 0, 0), GATE_REMINDER_OUTCOMES, "claim_reminder",
-                                 outcome, err);
+    st = gate_call_outcome(db, &gate_stmt_reminder, params, "claim_reminder", 2,
+                           GATE_REMINDER_OUTCOMES, outcome, &res, err);
     if (st == OG_OK && !PQgetisnull(res, 0, 1))
         *due_ms = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
     PQclear(res);
@@ -747,9 +748,13 @@ out:
     return st;
 }
 
-enum og_status gate_close(struct db *db, const char *order_no, const char *operator_name,
-                          const char *reason, enum gate_outcome *outcome, enum order_status *status,
-                          struct og_error *err)
+/* A staff act that takes a pending order out of the gate (close_order, release_order): who and
+ * why are required; the answer is an outcome among `allowed` and the order's status. */
+static enum og_status gate_staff_act(struct db *db, const struct db_stmt *stmt, const char *fn,
+                                     const char *act, unsigned allowed, const char *order_no,
+                                     const char *operator_name, const char *reason,
+                                     enum gate_outcome *outcome, enum order_status *status,
+                                     struct og_error *err)
 {
     const char *params[3];
     PGresult *res = NULL;
@@ -762,61 +767,37 @@ enum og_status gate_close(struct db *db, const char *order_no, const char *opera
         return st;
     if (!gate_text_valid(operator_name, GATE_OPERATOR_MAX))
         return og_error_set(err, OG_ERR_ARG, false,
-                            "operator is required for a manual close (1 to %d characters)",
+                            "operator is required for %s (1 to %d characters)", act,
                             GATE_OPERATOR_MAX);
     if (!gate_text_valid(reason, GATE_REASON_MAX))
         return og_error_set(err, OG_ERR_ARG, false,
-                            "reason is required for a manual close (1 to %d characters)",
-                            GATE_REASON_MAX);
+                            "reason is required for %s (1 to %d characters)", act, GATE_REASON_MAX);
     params[0] = order_no;
     params[1] = operator_name;
     params[2] = reason;
-    st = db_call(db, &gate_stmt_close, params, &res, err);
-    if (st == OG_OK)
-        st = gate_check_shape(res, 2, 1, "close_order", err);
-    if (st == OG_OK)
-        st = gate_outcome_expect(PQgetvalue(res, 0, 0), GATE_CLOSE_OUTCOMES, "close_order", outcome,
-                                 err);
+    st = gate_call_outcome(db, stmt, params, fn, 2, allowed, outcome, &res, err);
     if (st == OG_OK)
         *status = order_status_parse(PQgetvalue(res, 0, 1));
     PQclear(res);
     return st;
 }
 
+enum og_status gate_close(struct db *db, const char *order_no, const char *operator_name,
+                          const char *reason, enum gate_outcome *outcome, enum order_status *status,
+                          struct og_error *err)
+{
+    return gate_staff_act(db, &gate_stmt_close, "close_order", "a manual close",
+                          GATE_CLOSE_OUTCOMES, order_no, operator_name, reason, outcome, status,
+                          err);
+}
+
 enum og_status gate_order_release(struct db *db, const char *order_no, const char *operator_name,
                                   const char *reason, enum gate_outcome *outcome,
                                   enum order_status *status, struct og_error *err)
 {
-    const char *params[3];
-    PGresult *res = NULL;
-    enum og_status st;
-
-    *outcome = GATE_UNKNOWN;
-    *status = ORDER_STATUS_NONE;
-    st = gate_check_order_no(order_no, err);
-    if (st != OG_OK)
-        return st;
-    if (!gate_text_valid(operator_name, GATE_OPERATOR_MAX))
-        return og_error_set(err, OG_ERR_ARG, false,
-                            "operator is required for a release (1 to %d characters)",
-                            GATE_OPERATOR_MAX);
-    if (!gate_text_valid(reason, GATE_REASON_MAX))
-        return og_error_set(err, OG_ERR_ARG, false,
-                            "reason is required for a release (1 to %d characters)",
-                            GATE_REASON_MAX);
-    params[0] = order_no;
-    params[1] = operator_name;
-    params[2] = reason;
-    st = db_call(db, &gate_stmt_release, params, &res, err);
-    if (st == OG_OK)
-        st = gate_check_shape(res, 2, 1, "release_order", err);
-    if (st == OG_OK)
-        st = gate_outcome_expect(PQgetvalue(res, 0, 0), GATE_RELEASE_OUTCOMES, "release_order",
-                                 outcome, err);
-    if (st == OG_OK)
-        *status = order_status_parse(PQgetvalue(res, 0, 1));
-    PQclear(res);
-    return st;
+    return gate_staff_act(db, &gate_stmt_release, "release_order", "a release",
+                          GATE_RELEASE_OUTCOMES, order_no, operator_name, reason, outcome, status,
+                          err);
 }
 
 /* An amendment's lines: place_order's, or "[]" (a gate-only order stays so). */
@@ -873,12 +854,8 @@ enum og_status gate_order_amend(struct db *db, const char *order_no, int64_t amo
     params[2] = items_json;
     params[3] = shop_json;
     params[4] = operator_name;
-    st = db_call(db, &gate_stmt_amend, params, &res, err);
-    if (st == OG_OK)
-        st = gate_check_shape(res, 2, 1, "amend_order", err);
-    if (st == OG_OK)
-        st = gate_outcome_expect(PQgetvalue(res, 0, 0), GATE_AMEND_OUTCOMES, "amend_order", outcome,
-                                 err);
+    st = gate_call_outcome(db, &gate_stmt_amend, params, "amend_order", 2, GATE_AMEND_OUTCOMES,
+                           outcome, &res, err);
     if (st == OG_OK)
         *status = order_status_parse(PQgetvalue(res, 0, 1));
     PQclear(res);
@@ -908,12 +885,8 @@ enum og_status gate_order_set_deadline(struct db *db, const char *order_no, cons
     params[0] = order_no;
     params[1] = deadline;
     params[2] = operator_name;
-    st = db_call(db, &gate_stmt_set_deadline, params, &res, err);
-    if (st == OG_OK)
-        st = gate_check_shape(res, 2, 1, "set_deadline", err);
-    if (st == OG_OK)
-        st = gate_outcome_expect(PQgetvalue(res, 0, 0), GATE_SET_DEADLINE_OUTCOMES, "set_deadline",
-                                 outcome, err);
+    st = gate_call_outcome(db, &gate_stmt_set_deadline, params, "set_deadline", 2,
+                           GATE_SET_DEADLINE_OUTCOMES, outcome, &res, err);
     if (st == OG_OK && expire_at != NULL && expire_at_size > 0)
         snprintf(expire_at, expire_at_size, "%s", PQgetvalue(res, 0, 1));
     PQclear(res);
@@ -972,12 +945,8 @@ enum og_status gate_order_place(struct db *db, const struct gate_order *o,
     params[5] = o->currency;
     params[6] = o->allow_partial ? "true" : "false";
     /* Without an optional field the statement is the five-argument call it always was. */
-    st = db_call(db, full ? &gate_stmt_place_full : &gate_stmt_place, params, &res, err);
-    if (st == OG_OK)
-        st = gate_check_shape(res, 1, 1, "place_order", err);
-    if (st == OG_OK)
-        st = gate_outcome_expect(PQgetvalue(res, 0, 0), GATE_PLACE_OUTCOMES, "place_order", outcome,
-                                 err);
+    st = gate_call_outcome(db, full ? &gate_stmt_place_full : &gate_stmt_place, params,
+                           "place_order", 1, GATE_PLACE_OUTCOMES, outcome, &res, err);
     PQclear(res);
     return st;
 }

@@ -5,8 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+/* The longest a notification waits for room in the receiver's queue. */
+#define NOTIFY_SEND_TIMEOUT_MS 100
 
 int notify_send(const char *state)
 {
@@ -30,6 +34,13 @@ int notify_send(const char *state)
     fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
+    {
+        /* A receiver whose queue is full (a busy or stuck manager) makes a datagram send wait:
+         * bounded, so a notification never stops the loop that sends it. A ping lost this way
+         * is followed by the next one within a second. */
+        struct timeval tv = {0, NOTIFY_SEND_TIMEOUT_MS * 1000};
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    }
     if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&addr, len) >= 0)
         rc = 1;
     close(fd);

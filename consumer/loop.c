@@ -984,7 +984,15 @@ static void loop_close(struct consumer *c, int64_t deadline)
             int64_t left = deadline - clock_mono_ms();
             if (left <= 0)
                 break;
-            rd_kafka_queue_poll_callback(q, left < 100 ? (int)left : 100);
+            /* Served as a consumer queue, never through rd_kafka_queue_poll_callback: the close
+             * forwards the whole group queue here, so besides the rebalance (our callback) it
+             * may hold a fetched message or a consumer error (an unknown topic, just after the
+             * broker came up), which have no callback; served as callbacks they abort librdkafka
+             * (rd_kafka_q_serve asserts every op was handled). They come back as messages and
+             * are dropped: their offsets were not stored, so they are delivered again. */
+            rd_kafka_message_t *m = rd_kafka_consume_queue(q, left < 100 ? (int)left : 100);
+            if (m != NULL)
+                rd_kafka_message_destroy(m);
         }
     }
     c->closed = rd_kafka_consumer_closed(c->rk);

@@ -1233,6 +1233,10 @@ FUNCTION ordergate._cancel_orders_claim(p_nos text[], p_source text, p_actor tex
 -- functions/internal/_cancel_orders_restock.sql, SET enable_seqscan=off, jit=off
 FUNCTION ordergate._cancel_orders_restock(p_skus text[], p_qtys bigint[]) RETURNS void;
 
+-- Internal: rewrites or writes an order's one waiting cancel message for a deadline that moved
+-- functions/internal/_cancel_reschedule.sql
+FUNCTION ordergate._cancel_reschedule(p_order_no text, p_due timestamp with time zone) RETURNS void;
+
 -- Internal: ends a pending charge (captured or failed), recomputes its order's charge_until, says whether the order is due now
 -- functions/internal/_charge_end.sql
 FUNCTION ordergate._charge_end(p_order_no text, p_charge_ref text, p_state text, p_txn text, OUT o_prev text, OUT o_due boolean) RETURNS record;
@@ -1260,6 +1264,10 @@ FUNCTION ordergate._hooks_run(p_event text, p_nos text[], p_source text, p_conte
 -- Internal: an order's lines as its events carry them
 -- functions/internal/_order_items_json.sql
 FUNCTION ordergate._order_items_json(p_order_no text) RETURNS jsonb;
+
+-- Internal: a payment's exception and its refund_requested or reconciliation_alert event
+-- functions/internal/_payment_exception.sql
+FUNCTION ordergate._payment_exception(p_order_no text, p_kind text, p_txn text, p_amount bigint, p_currency text, p_resolution text, p_note text, p_channel text, p_order_status text, p_source text, p_actor text, p_coupon text, p_shop jsonb, OUT o_id bigint, OUT o_resolution text) RETURNS record;
 
 -- Internal: runs the shop's checks for reconcile(), one row each (violations -1: the check failed)
 -- functions/internal/_reconcile_checks.sql

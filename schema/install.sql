@@ -149,6 +149,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/internal/_cancel_orders.sql
 \ir functions/internal/_cancel_orders_claim.sql
 \ir functions/internal/_cancel_orders_restock.sql
+\ir functions/internal/_cancel_reschedule.sql
 \ir functions/internal/_charge_end.sql
 \ir functions/internal/_console_audit.sql
 \ir functions/internal/_ctl_iso.sql
@@ -156,6 +157,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/internal/_hook_inspect.sql
 \ir functions/internal/_hooks_run.sql
 \ir functions/internal/_order_items_json.sql
+\ir functions/internal/_payment_exception.sql
 \ir functions/internal/_reconcile_checks.sql
 \ir functions/internal/_refund_limit.sql
 \ir functions/internal/_reminder_message.sql

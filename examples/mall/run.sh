@@ -61,67 +61,11 @@ seed=${MALL_SEED:-1}
     { echo "mall: MALL_ORDERS must be a number >= 40, MALL_ROUNDS 1..9, MALL_SEED a number" >&2; exit 2; }
 # The services run on Debian's python3 (python3-psycopg2), whatever python3 is first on PATH.
 py=/usr/bin/python3
-t0=$(date +%s)
-step() { printf 'mall: %s (%ss)\n' "$*" "$(($(date +%s) - t0))"; }
-die() { echo "mall: error: $*" >&2; exit 1; }
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/ordergate-mall.XXXXXX")
-db=og_mall_$$
-scanner_pid=
-consumer_pid=
-pids=()          # order services running in the background
-started_services=0
-db_created=0
-psql_q=(env PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1)
-
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM
-    local p
-    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-    if [ -n "$consumer_pid" ]; then kill -TERM "$consumer_pid" 2>/dev/null || true; wait "$consumer_pid" 2>/dev/null || true; fi
-    if [ -n "$scanner_pid" ]; then kill -TERM "$scanner_pid" 2>/dev/null || true; wait "$scanner_pid" 2>/dev/null || true; fi
-    if [ $rc -ne 0 ]; then
-        for f in "$work"/*.log; do [ -s "$f" ] && { echo "--- $(basename "$f") (last lines)"; tail -n 20 "$f"; }; done >&2
-    fi
-    if [ "${MALL_KEEP:-0}" = 1 ]; then
-        echo "mall: kept database $db and $work" >&2
-        [ $started_services = 0 ] || echo "mall: stop its PostgreSQL with: ORDERGATE_STATE_DIR=$ORDERGATE_STATE_DIR $repo/deploy/local/services.sh down" >&2
-        exit $rc
-    fi
-    if [ $started_services = 1 ]; then
-        "$repo/deploy/local/services.sh" down || true
-    elif [ $db_created = 1 ]; then
-        "${psql_q[@]}" -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" || true
-    fi
-    rm -rf "$work"
-    exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+example=mall keep=${MALL_KEEP:-0}
+. "$repo/examples/run_common.sh"
 
 # ---- PostgreSQL, binaries, the JDBC driver -------------------------------------------------
-if ! "${psql_q[@]}" -d postgres -c 'select 1' >/dev/null 2>&1; then
-    [ $require_db = 0 ] || die "cannot reach PostgreSQL (PGHOST=${PGHOST:-} PGPORT=${PGPORT:-}); run deploy/local/services.sh up"
-    step "no PostgreSQL answers: starting one (deploy/local/services.sh)"
-    export ORDERGATE_STATE_DIR=$work/services ORDERGATE_SERVICES=pg
-    started_services=1
-    exports=$("$repo/deploy/local/services.sh" up)
-    eval "$exports"
-fi
-scanner=$build/scanner/ordergate-scanner
-ctl=$build/tools/ordergatectl
-consumer=$build/consumer/ordergate-consumer
-if [ ! -x "$scanner" ] || [ ! -x "$ctl" ] || [ ! -x "$consumer" ]; then
-    step "building ordergate-scanner, ordergate-consumer and ordergatectl in $build"
-    cmake -S "$repo" -B "$build" -G Ninja >/dev/null
-    cmake --build "$build" --target ordergate-scanner ordergate-consumer ordergatectl >/dev/null
-fi
-[ $kafka = 0 ] || [ -n "${ORDERGATE_BROKERS:-}" ] ||
-    die "--kafka: ORDERGATE_BROKERS is not set (deploy/local/services.sh up exports it)"
-"$py" -c 'import psycopg2' 2>/dev/null || die "$py cannot import psycopg2 (Debian: apt-get install python3-psycopg2)"
+example_prepare
 command -v javac >/dev/null || die "javac not found (Debian: apt-get install openjdk-17-jdk-headless)"
 jdbc=$("$repo/deploy/local/services.sh" fetch-pom "$here/pom.xml" "mall-jdbc-$(sha256sum "$here/pom.xml" | cut -c1-12)")
 javac -d "$work/classes" -cp "$jdbc/*" "$here/Service.java"
@@ -129,13 +73,7 @@ java_cp="$jdbc/*:$work/classes"
 
 # ---- The database: ordergate, the shop, its hooks, the catalogue ---------------------------
 step "database $db: ordergatectl migrate, schema.sql, hooks.sql"
-"${psql_q[@]}" -d postgres -c "CREATE DATABASE $db TEMPLATE template0"
-db_created=1
-export PGDATABASE=$db
-"$ctl" migrate --db "dbname=$db" >"$work/migrate.out" 2>&1 ||
-    { cat "$work/migrate.out" >&2; die "ordergatectl migrate failed"; }
-"${psql_q[@]}" -f "$here/schema.sql"
-"${psql_q[@]}" -f "$here/hooks.sql" >/dev/null
+example_db_create
 if [ -n "$planted" ]; then
     step "planting $planted"
     "${psql_q[@]}" -f "$planted"
@@ -157,27 +95,7 @@ if [ -n "$sql_file" ]; then
     exit 0
 fi
 
-scanner_grace=0
-if [ $kafka = 1 ]; then
-    step "Kafka: topics mall.$$.*, schedule_cancels = 1, ordergate-consumer"
-    # One delay level of 10 s fits every payment window here; the relay routes by the level.
-    cat >"$work/ordergate.conf" <<EOF
-kafka = {
-    topics = "mall.$$.cancel.10s";
-    group = "mall-$$";
-    dead_letter_topic = "mall.$$.cancel.dlq";
-};
-consumer = { batch_size = 50; linger_ms = 20; metrics_listen = ""; };
-outbox = { topic = "mall.$$.events"; refund_topic = "mall.$$.refunds"; alert_topic = "mall.$$.alerts"; };
-EOF
-    "$ctl" --config "$work/ordergate.conf" --brokers "$ORDERGATE_BROKERS" topics --partitions 2 \
-        >"$work/topics.out" 2>&1 || { cat "$work/topics.out" >&2; die "ordergatectl topics failed"; }
-    "${psql_q[@]}" -At -c "SELECT ordergate.set_setting('schedule_cancels', '1')" >/dev/null
-    "$consumer" --config "$work/ordergate.conf" --db "dbname=$db" --brokers "$ORDERGATE_BROKERS" \
-        >"$work/consumer.log" 2>&1 &
-    consumer_pid=$!
-    scanner_grace=3      # the fallback: the consumer gets the first go
-fi
+example_kafka_start
 
 # ---- The race --------------------------------------------------------------------------------
 # The services work with exactly mall_app's privileges. Round r+1 is placed while round r is being

@@ -46,70 +46,13 @@ seed=${SALEOR_SEED:-1}
 [[ $orders =~ ^[0-9]+$ && $orders -ge 60 && $seed =~ ^[0-9]+$ ]] ||
     { echo "saleor: SALEOR_ORDERS must be a number >= 60, SALEOR_SEED a number" >&2; exit 2; }
 py=/usr/bin/python3
-t0=$(date +%s)
-step() { printf 'saleor: %s (%ss)\n' "$*" "$(($(date +%s) - t0))"; }
-die() { echo "saleor: error: $*" >&2; exit 1; }
+example=saleor keep=${SALEOR_KEEP:-0}
+. "$repo/examples/run_common.sh"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/ordergate-saleor.XXXXXX")
-db=og_saleor_$$
-scanner_pid=
-consumer_pid=
-started_services=0
-db_created=0
-psql_q=(env PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1)
-
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM
-    if [ -n "$consumer_pid" ]; then kill -TERM "$consumer_pid" 2>/dev/null || true; wait "$consumer_pid" 2>/dev/null || true; fi
-    if [ -n "$scanner_pid" ]; then kill -TERM "$scanner_pid" 2>/dev/null || true; wait "$scanner_pid" 2>/dev/null || true; fi
-    if [ $rc -ne 0 ]; then
-        for f in "$work"/*.log; do [ -s "$f" ] && { echo "--- $(basename "$f") (last lines)"; tail -n 20 "$f"; }; done >&2
-    fi
-    if [ "${SALEOR_KEEP:-0}" = 1 ]; then
-        echo "saleor: kept database $db and $work" >&2
-        exit $rc
-    fi
-    if [ $started_services = 1 ]; then
-        "$repo/deploy/local/services.sh" down || true
-    elif [ $db_created = 1 ]; then
-        "${psql_q[@]}" -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" || true
-    fi
-    rm -rf "$work"
-    exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-if ! "${psql_q[@]}" -d postgres -c 'select 1' >/dev/null 2>&1; then
-    [ $require_db = 0 ] || die "cannot reach PostgreSQL (PGHOST=${PGHOST:-} PGPORT=${PGPORT:-}); run deploy/local/services.sh up"
-    step "no PostgreSQL answers: starting one (deploy/local/services.sh)"
-    export ORDERGATE_STATE_DIR=$work/services ORDERGATE_SERVICES=pg
-    started_services=1
-    exports=$("$repo/deploy/local/services.sh" up)
-    eval "$exports"
-fi
-scanner=$build/scanner/ordergate-scanner
-ctl=$build/tools/ordergatectl
-consumer=$build/consumer/ordergate-consumer
-if [ ! -x "$scanner" ] || [ ! -x "$ctl" ] || [ ! -x "$consumer" ]; then
-    step "building ordergate-scanner, ordergate-consumer and ordergatectl in $build"
-    cmake -S "$repo" -B "$build" -G Ninja >/dev/null
-    cmake --build "$build" --target ordergate-scanner ordergate-consumer ordergatectl >/dev/null
-fi
-[ $kafka = 0 ] || [ -n "${ORDERGATE_BROKERS:-}" ] ||
-    die "--kafka: ORDERGATE_BROKERS is not set (deploy/local/services.sh up exports it)"
-"$py" -c 'import psycopg2' 2>/dev/null || die "$py cannot import psycopg2 (Debian: apt-get install python3-psycopg2)"
+example_prepare
 
 step "database $db: ordergatectl migrate, schema.sql, hooks.sql, checks.sql"
-"${psql_q[@]}" -d postgres -c "CREATE DATABASE $db TEMPLATE template0"
-db_created=1
-export PGDATABASE=$db
-"$ctl" migrate --db "dbname=$db" >"$work/migrate.out" 2>&1 ||
-    { cat "$work/migrate.out" >&2; die "ordergatectl migrate failed"; }
-"${psql_q[@]}" -f "$here/schema.sql"
-"${psql_q[@]}" -f "$here/hooks.sql" >/dev/null
+example_db_create
 "${psql_q[@]}" -f "$here/checks.sql" >/dev/null
 if [ -n "$planted" ]; then
     step "planting $planted"
@@ -130,27 +73,7 @@ if [ "$("${psql_q[@]}" -At -c "SELECT to_regclass('ordergate.checks') IS NOT NUL
     checks=$("${psql_q[@]}" -At -c "SELECT count(*) = 4 FROM ordergate.checks")
 fi
 
-scanner_grace=0
-if [ $kafka = 1 ]; then
-    step "Kafka: topics saleor.$$.*, schedule_cancels = 1, ordergate-consumer"
-    # One delay level of 10 s fits every payment window here; the relay routes by the level.
-    cat >"$work/ordergate.conf" <<EOF
-kafka = {
-    topics = "saleor.$$.cancel.10s";
-    group = "saleor-$$";
-    dead_letter_topic = "saleor.$$.cancel.dlq";
-};
-consumer = { batch_size = 50; linger_ms = 20; metrics_listen = ""; };
-outbox = { topic = "saleor.$$.events"; refund_topic = "saleor.$$.refunds"; alert_topic = "saleor.$$.alerts"; };
-EOF
-    "$ctl" --config "$work/ordergate.conf" --brokers "$ORDERGATE_BROKERS" topics --partitions 2 \
-        >"$work/topics.out" 2>&1 || { cat "$work/topics.out" >&2; die "ordergatectl topics failed"; }
-    "${psql_q[@]}" -At -c "SELECT ordergate.set_setting('schedule_cancels', '1')" >/dev/null
-    "$consumer" --config "$work/ordergate.conf" --db "dbname=$db" --brokers "$ORDERGATE_BROKERS" \
-        >"$work/consumer.log" 2>&1 &
-    consumer_pid=$!
-    scanner_grace=3      # the fallback: the consumer gets the first go
-fi
+example_kafka_start
 
 step "the race: $orders orders, ordergate-scanner --every 1 --workers 2 --grace $scanner_grace"
 "$scanner" --db "dbname=$db" --every 1 --grace "$scanner_grace" --batch-size 20 --pause-ms 0 --workers 2 \

@@ -40,7 +40,7 @@ og_consumer_test(consumer_static LABELS kafka FIXTURES db kafka TIMEOUT 150)
 # SIGTERM while the group rebalances: out within 10 s, no offset past unclaimed work.
 og_consumer_test(consumer_shutdown LABELS kafka FIXTURES db kafka TIMEOUT 150)
 # The systemd watchdog while the database never answers: pings stay within WatchdogSec/2.
-og_consumer_test(consumer_watchdog LABELS kafka FIXTURES db kafka TIMEOUT 120)
+og_consumer_test(consumer_watchdog LABELS kafka FIXTURES db kafka TIMEOUT 150)
 # The takeover drill: SIGKILL and immediate restart of static members while orders fall due.
 og_consumer_test(consumer_takeover LABELS kafka FIXTURES db kafka TIMEOUT 150)
 # Through the transaction-pooling PgBouncer of services.sh (pool size 2): two consumers sharing

@@ -200,6 +200,18 @@ static void schema_copy_remove(const char *dir)
 
 /* ---- migrate ----------------------------------------------------------- */
 
+/* ordergatectl place ORDER --amount AMOUNT --item ITEM EXPIRE_OPT EXPIRE, which must succeed. */
+static void place_ok(const struct testdb *t, const char *order_no, const char *amount,
+                     const char *item, const char *expire_opt, const char *expire)
+{
+    struct ctl_result r;
+
+    ctl_run(&r, "place", order_no, "--db", t->conninfo, "--amount", amount, "--item", item,
+            expire_opt, expire, NULL);
+    assert_int_equal(r.status, 0);
+    ctl_result_free(&r);
+}
+
 static void test_migrate_empty_then_idempotent(void **state)
 {
     char versions[64][4];
@@ -691,14 +703,8 @@ static void test_release_amend_deadline(void **state)
     testdb_create(&t, "ctl_life");
     conn = testdb_connect(&t);
     seed_stock(conn);
-    ctl_run(&r, "place", "L1", "--db", t.conninfo, "--amount", "100", "--item", "S1:1",
-            "--expire-at", "2030-01-01T00:00:00Z", NULL);
-    assert_int_equal(r.status, 0);
-    ctl_result_free(&r);
-    ctl_run(&r, "place", "L2", "--db", t.conninfo, "--amount", "200", "--item", "S1:2",
-            "--expire-at", "2030-01-01T00:00:00Z", NULL);
-    assert_int_equal(r.status, 0);
-    ctl_result_free(&r);
+    place_ok(&t, "L1", "100", "S1:1", "--expire-at", "2030-01-01T00:00:00Z");
+    place_ok(&t, "L2", "200", "S1:2", "--expire-at", "2030-01-01T00:00:00Z");
     before = scalar_text(conn, state_sql);
 
     /* Bad input: exit 2, one line, nothing sent. */
@@ -831,10 +837,7 @@ static void test_close_requires_operator_and_reason(void **state)
     testdb_create(&t, "ctl_close");
     conn = testdb_connect(&t);
     seed_stock(conn);
-    ctl_run(&r, "place", "P1", "--db", t.conninfo, "--amount", "100", "--item", "S1:1",
-            "--expire-at", "2020-01-01T00:00:00Z", NULL);
-    assert_int_equal(r.status, 0);
-    ctl_result_free(&r);
+    place_ok(&t, "P1", "100", "S1:1", "--expire-at", "2020-01-01T00:00:00Z");
 
     ctl_run(&r, "close", "P1", "--db", t.conninfo, "--reason", "no operator", NULL);
     assert_int_equal(r.status, 2);
@@ -1111,10 +1114,7 @@ static void test_money_and_charges(void **state)
     ctl_result_free(&r);
 
     /* A payment taken by staff: who and why in the log. */
-    ctl_run(&r, "place", "S1", "--db", t.conninfo, "--amount", "1000", "--item", "S2:1",
-            "--expire-in", "600", NULL);
-    assert_int_equal(r.status, 0);
-    ctl_result_free(&r);
+    place_ok(&t, "S1", "1000", "S2:1", "--expire-in", "600");
     ctl_run(&r, "pay", "S1", "--db", t.conninfo, "--txn", "cash-1", "--amount", "1000",
             "--operator", "alice", "--reason", "cash at the counter", "--json", NULL);
     assert_int_equal(r.status, 0);
@@ -1166,10 +1166,7 @@ static void test_exceptions_list_and_resolve(void **state)
     ctl_result_free(&r);
 
     /* The scanner cancels a due order; the payment lands 20 s later. */
-    ctl_run(&r, "place", "L1", "--db", t.conninfo, "--amount", "1500", "--item", "S1:1",
-            "--expire-at", "2020-01-01T00:00:00Z", NULL);
-    assert_int_equal(r.status, 0);
-    ctl_result_free(&r);
+    place_ok(&t, "L1", "1500", "S1:1", "--expire-at", "2020-01-01T00:00:00Z");
     testdb_exec(conn, "SELECT * FROM ordergate.claim_cancel(ARRAY['L1'], 'timeout_scanner')");
     ctl_run(&r, "pay", "L1", "--db", t.conninfo, "--txn", "LT1", "--amount", "1500", "--channel",
             "card", "--json", NULL);

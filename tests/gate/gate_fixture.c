@@ -180,6 +180,25 @@ void gfx_coupon(struct gfx *g, const char *coupon_id)
     gfx_exec(g->sql, "INSERT INTO ordergate.coupons (coupon_id) VALUES ($1)", coupon_id, NULL);
 }
 
+const char *gfx_order_status(struct gfx *g, const char *order_no)
+{
+    return gfx_text(g->sql, g->text, sizeof(g->text),
+                    "SELECT coalesce((SELECT status FROM ordergate.orders WHERE order_no = $1), "
+                    "'absent')",
+                    order_no, NULL);
+}
+
+const char *gfx_exception(struct gfx *g, const char *txn_no)
+{
+    assert_int_equal(gfx_long(g->sql, "SELECT count(*) FROM ordergate.exceptions WHERE txn_no = $1",
+                              txn_no, NULL),
+                     1);
+    return gfx_text(g->sql, g->text, sizeof(g->text),
+                    "SELECT format('%s|%s|%s|%s|%s|%s', kind, resolution, state, amount_cents, "
+                    "currency, order_no) FROM ordergate.exceptions WHERE txn_no = $1",
+                    txn_no, NULL);
+}
+
 const char *gfx_ts(struct gfx *g, char *buf, size_t size, const char *offset)
 {
     return gfx_text(g->sql, buf, size,

@@ -18,9 +18,10 @@
 
 struct gfx {
     struct testdb t;
-    PGconn *sql;   /* raw connection, superuser, for checks and setup */
-    struct db *db; /* the gate client under test */
-    FILE *log;     /* captured ordergate log lines (db_retry...) */
+    PGconn *sql;     /* raw connection, superuser, for checks and setup */
+    struct db *db;   /* the gate client under test */
+    FILE *log;       /* captured ordergate log lines (db_retry...) */
+    char text[4096]; /* what the last text helper of a test returned (gfx_order_status...) */
 };
 
 /* Creates the database og_<tag>_<pid>, connects both ways, captures logs. */
@@ -61,6 +62,19 @@ void gfx_place(struct gfx *g, const char *order_no, int64_t amount, const char *
 enum gate_outcome gfx_cancel1(struct gfx *g, const char *order_no, enum gate_source source);
 enum gate_outcome gfx_pay(struct gfx *g, const char *order_no, const char *txn, int64_t amount,
                           struct gate_payment_result *out);
+
+/* An order's status, "absent" when there is no such order; in g->text. */
+const char *gfx_order_status(struct gfx *g, const char *order_no);
+/* The one exception of a transaction (asserted: exactly one) as
+ * "kind|resolution|state|amount_cents|currency|order_no"; in g->text. */
+const char *gfx_exception(struct gfx *g, const char *txn_no);
+/* Fails the test unless the checksum of every table (gfx_checksum) is still `before`. */
+#define GFX_ASSERT_UNCHANGED(g, before)                                                            \
+    do {                                                                                           \
+        char after_[1024];                                                                         \
+        gfx_checksum((g)->sql, after_, sizeof(after_));                                            \
+        assert_string_equal(before, after_);                                                       \
+    } while (0)
 
 /* Counts the captured log lines containing every one of the given
  * substrings (NULL-terminated). */

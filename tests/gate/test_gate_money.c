@@ -17,23 +17,6 @@
 
 #define ITEMS "[{\"sku\":\"s1\",\"qty\":1}]"
 
-static char sbuf[4096];
-
-#define ASSERT_UNCHANGED(g, before)                                                                \
-    do {                                                                                           \
-        char after_[1024];                                                                         \
-        gfx_checksum((g)->sql, after_, sizeof(after_));                                            \
-        assert_string_equal(before, after_);                                                       \
-    } while (0)
-
-static const char *order_status(struct gfx *g, const char *no)
-{
-    return gfx_text(g->sql, sbuf, sizeof(sbuf),
-                    "SELECT coalesce((SELECT status FROM ordergate.orders WHERE order_no = $1), "
-                    "'absent')",
-                    no, NULL);
-}
-
 static enum gate_outcome place(struct gfx *g, const char *no, int64_t amount, const char *currency,
                                bool allow_partial, const char *expire_offset, enum og_status expect,
                                struct og_error *err)
@@ -83,17 +66,6 @@ static enum gate_outcome failed(struct gfx *g, const char *no, const char *ref)
     return outcome;
 }
 
-static const char *exception_of(struct gfx *g, const char *txn)
-{
-    assert_int_equal(
-        gfx_long(g->sql, "SELECT count(*) FROM ordergate.exceptions WHERE txn_no = $1", txn, NULL),
-        1);
-    return gfx_text(g->sql, sbuf, sizeof(sbuf),
-                    "SELECT format('%s|%s|%s|%s', kind, resolution, amount_cents, currency) "
-                    "FROM ordergate.exceptions WHERE txn_no = $1",
-                    txn, NULL);
-}
-
 /* ---------------------------------------------------------------- currencies */
 
 static void test_currency(void **state)
@@ -109,7 +81,7 @@ static void test_currency(void **state)
     assert_int_equal(place(g, "J1", 1250, "JPY", false, "10 minutes", OG_OK, &err), GATE_PLACED);
     /* Without a currency: the default_currency setting's. */
     gfx_place(g, "D1", 1250, ITEMS, NULL, "10 minutes");
-    assert_string_equal(gfx_text(g->sql, sbuf, sizeof(sbuf),
+    assert_string_equal(gfx_text(g->sql, g->text, sizeof(g->text),
                                  "SELECT string_agg(order_no || ':' || currency, ',' ORDER BY "
                                  "order_no) FROM ordergate.orders",
                                  NULL),
@@ -119,7 +91,7 @@ static void test_currency(void **state)
     gfx_checksum(g->sql, before, sizeof(before));
     place(g, "Q1", 1250, "QQQ", false, "10 minutes", OG_ERR_ARG, &err);
     assert_string_equal(err.sqlstate, "22023");
-    ASSERT_UNCHANGED(g, before);
+    GFX_ASSERT_UNCHANGED(g, before);
 
     /* Another currency never claims: currency_mismatch, its exception for review, the order
      * unchanged. */
@@ -130,8 +102,9 @@ static void test_currency(void **state)
                              .currency = "USD"};
     assert_int_equal(pay(g, &p, &r), GATE_CURRENCY_MISMATCH);
     assert_int_equal(r.status, ORDER_PENDING);
-    assert_string_equal(order_status(g, "E1"), "pending_payment");
-    assert_string_equal(exception_of(g, "T-usd"), "currency_mismatch|manual_review|1250|USD");
+    assert_string_equal(gfx_order_status(g, "E1"), "pending_payment");
+    assert_string_equal(gfx_exception(g, "T-usd"),
+                        "currency_mismatch|manual_review|open|1250|USD|E1");
     assert_int_equal(gfx_long(g->sql,
                               "SELECT count(*) FROM ordergate.payments WHERE txn_no = 'T-usd' AND "
                               "currency = 'USD' AND outcome = 'currency_mismatch'",
@@ -143,7 +116,7 @@ static void test_currency(void **state)
     p.currency = "QQQ";
     assert_int_equal(gate_payment_claim(g->db, &p, &r, &err), OG_ERR_ARG);
     assert_string_equal(err.sqlstate, "22023");
-    ASSERT_UNCHANGED(g, before);
+    GFX_ASSERT_UNCHANGED(g, before);
 
     /* The order's own currency, named or not, pays. */
     p.txn_no = "T-eur";
@@ -204,8 +177,8 @@ static void test_parts(void **state)
     card.amount_cents = 600;
     assert_int_equal(pay(g, &card, &r), GATE_OVERPAID);
     assert_int_equal(r.status, ORDER_PAID);
-    assert_string_equal(order_status(g, "P2"), "paid");
-    assert_string_equal(exception_of(g, "T2-card"), "overpaid|auto_refund|200|EUR");
+    assert_string_equal(gfx_order_status(g, "P2"), "paid");
+    assert_string_equal(gfx_exception(g, "T2-card"), "overpaid|auto_refund|open|200|EUR|P2");
 
     /* A part of an order the cancel then claims: the part becomes a cancelled_part exception. */
     gift.order_no = "P3";
@@ -227,7 +200,7 @@ static void test_parts(void **state)
     gift.order_no = "N1";
     gift.txn_no = "TN-gift";
     assert_int_equal(pay(g, &gift, &r), GATE_AMOUNT_MISMATCH);
-    assert_string_equal(order_status(g, "N1"), "pending_payment");
+    assert_string_equal(gfx_order_status(g, "N1"), "pending_payment");
     gfx_reconcile_clean(g->sql);
     gfx_free(g);
 }
@@ -250,7 +223,7 @@ static void test_staff_payment(void **state)
                              .operator_name = "alice",
                              .reason = "cash at the counter"};
     assert_int_equal(pay(g, &p, &r), GATE_PAID);
-    assert_string_equal(gfx_text(g->sql, sbuf, sizeof(sbuf),
+    assert_string_equal(gfx_text(g->sql, g->text, sizeof(g->text),
                                  "SELECT format('%s|%s|%s', source, actor, note) FROM "
                                  "ordergate.status_log WHERE order_no = 'S1'",
                                  NULL),
@@ -299,12 +272,12 @@ static void test_charge_outcomes(void **state)
                      1);
     /* Past its deadline but a charge is pending: the timeout cancel does not claim it. */
     assert_int_equal(gfx_cancel1(g, "O1", GATE_SRC_TIMEOUT_SCANNER), GATE_NOT_DUE);
-    assert_string_equal(order_status(g, "O1"), "pending_payment");
+    assert_string_equal(gfx_order_status(g, "O1"), "pending_payment");
 
     /* duplicate: the same ref for the same order changes nothing. */
     gfx_checksum(g->sql, before, sizeof(before));
     assert_int_equal(begin(g, "O1", "ch-1", 60), GATE_DUPLICATE);
-    ASSERT_UNCHANGED(g, before);
+    GFX_ASSERT_UNCHANGED(g, before);
     /* Another order's ref: 22023, nothing written. */
     assert_int_equal(gate_begin_charge(g->db, "O2", "ch-1", 60, &outcome, NULL, 0, &err),
                      OG_ERR_ARG);
@@ -313,16 +286,16 @@ static void test_charge_outcomes(void **state)
     assert_int_equal(gate_begin_charge(g->db, "O2", "ch-2", 259201, &outcome, NULL, 0, &err),
                      OG_ERR_ARG);
     assert_string_equal(err.sqlstate, "22023");
-    ASSERT_UNCHANGED(g, before);
+    GFX_ASSERT_UNCHANGED(g, before);
     /* not_found: nothing recorded. */
     assert_int_equal(begin(g, "O-none", "ch-3", 60), GATE_NOT_FOUND);
-    ASSERT_UNCHANGED(g, before);
+    GFX_ASSERT_UNCHANGED(g, before);
 
     /* charge_failed: unknown ref and another order's are 22023, nothing written. */
     assert_int_equal(gate_charge_failed(g->db, "O1", "ch-unknown", &outcome, &err), OG_ERR_ARG);
     assert_string_equal(err.sqlstate, "22023");
     assert_int_equal(gate_charge_failed(g->db, "O2", "ch-1", &outcome, &err), OG_ERR_ARG);
-    ASSERT_UNCHANGED(g, before);
+    GFX_ASSERT_UNCHANGED(g, before);
 
     /* failed: the last pending charge of an order past its deadline: the order is due again
      * (charge_until NULL) and the timeout cancel claims it. */
@@ -339,13 +312,13 @@ static void test_charge_outcomes(void **state)
                      1);
     gfx_checksum(g->sql, before, sizeof(before));
     assert_int_equal(failed(g, "O1", "ch-1"), GATE_DUPLICATE);
-    ASSERT_UNCHANGED(g, before);
+    GFX_ASSERT_UNCHANGED(g, before);
     assert_int_equal(gfx_cancel1(g, "O1", GATE_SRC_TIMEOUT_SCANNER), GATE_CANCELLED);
 
     /* not_pending: the order is closed, nothing recorded. */
     gfx_checksum(g->sql, before, sizeof(before));
     assert_int_equal(begin(g, "O1", "ch-4", 60), GATE_NOT_PENDING);
-    ASSERT_UNCHANGED(g, before);
+    GFX_ASSERT_UNCHANGED(g, before);
     gfx_reconcile_clean(g->sql);
     gfx_free(g);
 }
@@ -377,7 +350,7 @@ static void test_charge_captured(void **state)
     wrong.order_no = "O1";
     wrong.charge_ref = "ch-never";
     assert_int_equal(gate_payment_claim(g->db, &wrong, &r, &err), OG_ERR_ARG);
-    ASSERT_UNCHANGED(g, before);
+    GFX_ASSERT_UNCHANGED(g, before);
 
     struct gate_payment p = {.order_no = "O1",
                              .txn_no = "T1",
@@ -400,7 +373,7 @@ static void test_charge_captured(void **state)
     assert_int_equal(failed(g, "O1", "ch-1"), GATE_ALREADY_CAPTURED);
     assert_int_equal(pay(g, &p, &r), GATE_DUPLICATE);
     assert_int_equal(r.first_outcome, GATE_PAID);
-    ASSERT_UNCHANGED(g, before);
+    GFX_ASSERT_UNCHANGED(g, before);
     gfx_reconcile_clean(g->sql);
     gfx_free(g);
 }

@@ -15,16 +15,6 @@
 
 #include "gate/gate_fixture.h"
 
-static char sbuf[4096];
-
-static const char *order_status(struct gfx *g, const char *no)
-{
-    return gfx_text(g->sql, sbuf, sizeof(sbuf),
-                    "SELECT coalesce((SELECT status FROM ordergate.orders WHERE order_no = $1), "
-                    "'absent')",
-                    no, NULL);
-}
-
 static long available(struct gfx *g, const char *sku)
 {
     return gfx_long(g->sql, "SELECT available FROM ordergate.inventory WHERE sku = $1", sku, NULL);
@@ -32,7 +22,7 @@ static long available(struct gfx *g, const char *sku)
 
 static const char *coupon_state(struct gfx *g, const char *id)
 {
-    return gfx_text(g->sql, sbuf, sizeof(sbuf),
+    return gfx_text(g->sql, g->text, sizeof(g->text),
                     "SELECT state FROM ordergate.coupons WHERE coupon_id = $1", id, NULL);
 }
 
@@ -46,7 +36,7 @@ static long log_rows(struct gfx *g, const char *no)
 static const char *log_row(struct gfx *g, const char *no)
 {
     assert_int_equal(log_rows(g, no), 1);
-    return gfx_text(g->sql, sbuf, sizeof(sbuf),
+    return gfx_text(g->sql, g->text, sizeof(g->text),
                     "SELECT format('%s>%s|%s|%s|%s|%s', from_status, to_status, source, "
                     "idempotency_key, actor, coalesce(note, '-')) "
                     "FROM ordergate.status_log WHERE order_no = $1",
@@ -65,32 +55,13 @@ static long outbox_all(struct gfx *g, const char *no)
     return gfx_long(g->sql, "SELECT count(*) FROM ordergate.outbox WHERE order_no = $1", no, NULL);
 }
 
-/* The exception of a transaction as "kind|resolution|state|amount|order". */
-static const char *exception_of(struct gfx *g, const char *txn)
-{
-    assert_int_equal(
-        gfx_long(g->sql, "SELECT count(*) FROM ordergate.exceptions WHERE txn_no = $1", txn, NULL),
-        1);
-    return gfx_text(g->sql, sbuf, sizeof(sbuf),
-                    "SELECT format('%s|%s|%s|%s|%s', kind, resolution, state, amount_cents, "
-                    "order_no) FROM ordergate.exceptions WHERE txn_no = $1",
-                    txn, NULL);
-}
-
 static const char *payment_outcome(struct gfx *g, const char *txn)
 {
-    return gfx_text(g->sql, sbuf, sizeof(sbuf),
+    return gfx_text(g->sql, g->text, sizeof(g->text),
                     "SELECT coalesce((SELECT outcome FROM ordergate.payments WHERE txn_no = $1), "
                     "'absent')",
                     txn, NULL);
 }
-
-#define ASSERT_UNCHANGED(g, before)                                                                \
-    do {                                                                                           \
-        char after_[1024];                                                                         \
-        gfx_checksum((g)->sql, after_, sizeof(after_));                                            \
-        assert_string_equal(before, after_);                                                       \
-    } while (0)
 
 /* ---------------------------------------------------------------- place_order */
 
@@ -116,14 +87,14 @@ static void test_place_outcomes(void **state)
                                 "c1", when, &outcome, &err),
                      OG_OK);
     assert_int_equal(outcome, GATE_PLACED);
-    assert_string_equal(order_status(g, "o1"), "pending_payment");
+    assert_string_equal(gfx_order_status(g, "o1"), "pending_payment");
     assert_int_equal(gfx_long(g->sql,
                               "SELECT count(*) FROM ordergate.orders WHERE order_no = 'o1' AND "
                               "amount_cents = 1000 AND coupon_id = 'c1' AND expire_at = $1 AND "
                               "original_expire_at = expire_at",
                               when, NULL),
                      1);
-    assert_string_equal(gfx_text(g->sql, sbuf, sizeof(sbuf),
+    assert_string_equal(gfx_text(g->sql, g->text, sizeof(g->text),
                                  "SELECT string_agg(sku || ':' || qty, ',' ORDER BY sku) "
                                  "FROM ordergate.order_items WHERE order_no = 'o1'",
                                  NULL),
@@ -151,7 +122,7 @@ static void test_place_outcomes(void **state)
         gate_place(g->db, "o1", 5, "[{\"sku\":\"s2\",\"qty\":1}]", NULL, when, &outcome, &err),
         OG_OK);
     assert_int_equal(outcome, GATE_DUPLICATE);
-    ASSERT_UNCHANGED(g, before);
+    GFX_ASSERT_UNCHANGED(g, before);
 
     /* coupon_unavailable: c1 is locked by o1; an unknown coupon likewise. */
     assert_int_equal(
@@ -162,7 +133,7 @@ static void test_place_outcomes(void **state)
                                 &outcome, &err),
                      OG_OK);
     assert_int_equal(outcome, GATE_COUPON_UNAVAILABLE);
-    ASSERT_UNCHANGED(g, before);
+    GFX_ASSERT_UNCHANGED(g, before);
 
     /* out_of_stock: one unit short on one line of two. */
     assert_int_equal(gate_place(g->db, "o3", 1000,
@@ -182,7 +153,7 @@ static void test_place_outcomes(void **state)
                                 when, &outcome, &err),
                      OG_OK);
     assert_int_equal(outcome, GATE_OUT_OF_STOCK);
-    ASSERT_UNCHANGED(g, before);
+    GFX_ASSERT_UNCHANGED(g, before);
 
     /* The last units can be sold: exactly enough is not out of stock. */
     assert_int_equal(
@@ -192,7 +163,7 @@ static void test_place_outcomes(void **state)
     assert_int_equal(available(g, "s2"), 0);
 
     /* A cancelled order frees its coupon for a new order. */
-    assert_string_equal(gfx_text(g->sql, sbuf, sizeof(sbuf),
+    assert_string_equal(gfx_text(g->sql, g->text, sizeof(g->text),
                                  "SELECT outcome FROM ordergate.close_order('o1', 'ops', 'test')",
                                  NULL),
                         "cancelled");
@@ -288,7 +259,7 @@ static void test_cancel_outcomes(void **state)
     assert_int_equal(outbox_all(g, "A"), 1);
     assert_int_equal(outbox_rows(g, "B", "order_cancelled"), 1);
     assert_string_equal(
-        gfx_text(g->sql, sbuf, sizeof(sbuf),
+        gfx_text(g->sql, g->text, sizeof(g->text),
                  "SELECT format('%s|%s|%s|%s', payload->>'order_no', "
                  "payload->>'source', payload->>'amount_cents', "
                  "payload->>'coupon_id') FROM ordergate.outbox WHERE order_no = 'A'",
@@ -297,7 +268,7 @@ static void test_cancel_outcomes(void **state)
     /* Losers: nothing written for them by this call. */
     assert_int_equal(log_rows(g, "F"), 0);
     assert_int_equal(outbox_all(g, "F"), 0);
-    assert_string_equal(order_status(g, "F"), "pending_payment");
+    assert_string_equal(gfx_order_status(g, "F"), "pending_payment");
     assert_int_equal(outbox_all(g, "C"), 1);
     assert_string_equal(log_row(g, "P"),
                         "pending_payment>paid|payment_callback|txn-P|" GFX_APP "|-");
@@ -313,7 +284,7 @@ static void test_cancel_outcomes(void **state)
     for (size_t i = 0; i < nrows; i++)
         if (rows[i].order_no[0] == 'A' || rows[i].order_no[0] == 'B')
             assert_int_equal(rows[i].outcome, GATE_ALREADY_CANCELLED);
-    ASSERT_UNCHANGED(g, before);
+    GFX_ASSERT_UNCHANGED(g, before);
     gfx_reconcile_clean(g->sql);
     gfx_free(g);
 }
@@ -341,7 +312,7 @@ static void test_cancel_empty(void **state)
         gfx_long(g->sql, "SELECT count(*) FROM ordergate.claim_cancel('{}', 'timeout_scanner')",
                  NULL),
         0);
-    ASSERT_UNCHANGED(g, before);
+    GFX_ASSERT_UNCHANGED(g, before);
     gfx_free(g);
 }
 
@@ -410,13 +381,13 @@ static void test_payment_paid_and_duplicate(void **state)
 
     assert_int_equal(gfx_pay(g, "O1", "T1", 1999, &r), GATE_PAID);
     assert_int_equal(r.status, ORDER_PAID);
-    assert_string_equal(order_status(g, "O1"), "paid");
+    assert_string_equal(gfx_order_status(g, "O1"), "paid");
     assert_string_equal(coupon_state(g, "c1"), "used");
     assert_int_equal(available(g, "s1"), 6); /* sold: stays taken */
     assert_string_equal(log_row(g, "O1"), "pending_payment>paid|payment_callback|T1|" GFX_APP "|-");
     assert_int_equal(outbox_rows(g, "O1", "order_paid"), 1);
     assert_int_equal(outbox_all(g, "O1"), 1);
-    assert_string_equal(gfx_text(g->sql, sbuf, sizeof(sbuf),
+    assert_string_equal(gfx_text(g->sql, g->text, sizeof(g->text),
                                  "SELECT format('%s|%s|%s', payload->>'txn_no', "
                                  "payload->>'amount_cents', payload->>'channel') "
                                  "FROM ordergate.outbox WHERE order_no = 'O1'",
@@ -435,11 +406,11 @@ static void test_payment_paid_and_duplicate(void **state)
     assert_int_equal(r.first_outcome, GATE_PAID);
     assert_int_equal(gfx_pay(g, "O-other", "T1", 1999, &r), GATE_DUPLICATE);
     assert_int_equal(r.first_outcome, GATE_PAID);
-    ASSERT_UNCHANGED(g, before);
+    GFX_ASSERT_UNCHANGED(g, before);
 
     /* A cancel after the payment cannot overwrite it. */
     assert_int_equal(gfx_cancel1(g, "O1", GATE_SRC_TIMEOUT_CONSUMER), GATE_ALREADY_PAID);
-    ASSERT_UNCHANGED(g, before);
+    GFX_ASSERT_UNCHANGED(g, before);
     gfx_reconcile_clean(g->sql);
     gfx_free(g);
 }
@@ -525,7 +496,7 @@ static void test_payment_after_expiry_before_cancel(void **state)
     assert_int_equal(gfx_pay(g, "O1", "T1", 700, &r), GATE_PAID);
     assert_int_equal(r.status, ORDER_PAID);
     assert_int_equal(gfx_cancel1(g, "O1", GATE_SRC_TIMEOUT_SCANNER), GATE_ALREADY_PAID);
-    assert_string_equal(order_status(g, "O1"), "paid");
+    assert_string_equal(gfx_order_status(g, "O1"), "paid");
     assert_string_equal(coupon_state(g, "c1"), "used");
     assert_int_equal(available(g, "s1"), 8);
     assert_int_equal(log_rows(g, "O1"), 1);
@@ -568,29 +539,29 @@ static void test_payment_late(void **state)
 
     assert_int_equal(gfx_pay(g, "L1", "T1", 4999, &r), GATE_LATE_PAYMENT);
     assert_int_equal(r.status, ORDER_CANCELLED);
-    assert_string_equal(exception_of(g, "T1"), "late_payment|auto_refund|open|4999|L1");
+    assert_string_equal(gfx_exception(g, "T1"), "late_payment|auto_refund|open|4999|USD|L1");
     assert_int_equal(outbox_rows(g, "L1", "refund_requested"), 1);
     assert_int_equal(outbox_rows(g, "L1", "reconciliation_alert"), 0);
 
     assert_int_equal(gfx_pay(g, "L2", "T2", 5000, &r), GATE_LATE_PAYMENT);
-    assert_string_equal(exception_of(g, "T2"), "late_payment|auto_refund|open|5000|L2");
+    assert_string_equal(gfx_exception(g, "T2"), "late_payment|auto_refund|open|5000|USD|L2");
 
     assert_int_equal(gfx_pay(g, "L3", "T3", 5001, &r), GATE_LATE_PAYMENT);
-    assert_string_equal(exception_of(g, "T3"), "late_payment|manual_review|open|5001|L3");
+    assert_string_equal(gfx_exception(g, "T3"), "late_payment|manual_review|open|5001|USD|L3");
     assert_int_equal(outbox_rows(g, "L3", "reconciliation_alert"), 1);
     assert_int_equal(outbox_rows(g, "L3", "refund_requested"), 0);
 
     /* The limit is configurable: at 100 cents, 150 goes to a person. */
-    assert_string_equal(gfx_text(g->sql, sbuf, sizeof(sbuf),
+    assert_string_equal(gfx_text(g->sql, g->text, sizeof(g->text),
                                  "SELECT ordergate.set_setting('auto_refund_limit_cents', '100')",
                                  NULL),
                         "5000");
     assert_int_equal(gfx_pay(g, "L4", "T4", 150, &r), GATE_LATE_PAYMENT);
-    assert_string_equal(exception_of(g, "T4"), "late_payment|manual_review|open|150|L4");
+    assert_string_equal(gfx_exception(g, "T4"), "late_payment|manual_review|open|150|USD|L4");
 
     /* Never reopened, nothing taken again, no log row for the loser. */
     for (int i = 0; i < 4; i++) {
-        assert_string_equal(order_status(g, nos[i]), "cancelled");
+        assert_string_equal(gfx_order_status(g, nos[i]), "cancelled");
         assert_int_equal(log_rows(g, nos[i]), 1);
         assert_int_equal(outbox_rows(g, nos[i], "order_paid"), 0);
         assert_int_equal(outbox_rows(g, nos[i], "order_cancelled"), 1);
@@ -605,7 +576,7 @@ static void test_payment_late(void **state)
     assert_int_equal(gfx_pay(g, "L1", "T1", 4999, &r), GATE_DUPLICATE);
     assert_int_equal(r.first_outcome, GATE_LATE_PAYMENT);
     assert_int_equal(r.status, ORDER_CANCELLED);
-    ASSERT_UNCHANGED(g, before);
+    GFX_ASSERT_UNCHANGED(g, before);
     gfx_reconcile_clean(g->sql);
     gfx_free(g);
 }
@@ -625,10 +596,10 @@ static void test_payment_double_mismatch_not_found(void **state)
     /* double_payment: a second transaction for a paid order, small and large. */
     assert_int_equal(gfx_pay(g, "D1", "T2", 3000, &r), GATE_DOUBLE_PAYMENT);
     assert_int_equal(r.status, ORDER_PAID);
-    assert_string_equal(exception_of(g, "T2"), "double_payment|auto_refund|open|3000|D1");
+    assert_string_equal(gfx_exception(g, "T2"), "double_payment|auto_refund|open|3000|USD|D1");
     assert_int_equal(outbox_rows(g, "D1", "refund_requested"), 1);
     assert_int_equal(gfx_pay(g, "D1", "T3", 90000, &r), GATE_DOUBLE_PAYMENT);
-    assert_string_equal(exception_of(g, "T3"), "double_payment|manual_review|open|90000|D1");
+    assert_string_equal(gfx_exception(g, "T3"), "double_payment|manual_review|open|90000|USD|D1");
     assert_int_equal(outbox_rows(g, "D1", "reconciliation_alert"), 1);
     assert_int_equal(log_rows(g, "D1"), 1);
     assert_int_equal(outbox_rows(g, "D1", "order_paid"), 1);
@@ -637,8 +608,8 @@ static void test_payment_double_mismatch_not_found(void **state)
     /* amount_mismatch: the order stays pending, a person looks. */
     assert_int_equal(gfx_pay(g, "M1", "T4", 2999, &r), GATE_AMOUNT_MISMATCH);
     assert_int_equal(r.status, ORDER_PENDING);
-    assert_string_equal(order_status(g, "M1"), "pending_payment");
-    assert_string_equal(exception_of(g, "T4"), "amount_mismatch|manual_review|open|2999|M1");
+    assert_string_equal(gfx_order_status(g, "M1"), "pending_payment");
+    assert_string_equal(gfx_exception(g, "T4"), "amount_mismatch|manual_review|open|2999|USD|M1");
     assert_int_equal(outbox_rows(g, "M1", "reconciliation_alert"), 1);
     assert_int_equal(log_rows(g, "M1"), 0);
     assert_int_equal(available(g, "s1"), 8);
@@ -649,9 +620,9 @@ static void test_payment_double_mismatch_not_found(void **state)
     /* not_found: an unknown order; recorded for follow-up. */
     assert_int_equal(gfx_pay(g, "nobody", "T6", 100, &r), GATE_NOT_FOUND);
     assert_int_equal(r.status, ORDER_STATUS_NONE);
-    assert_string_equal(exception_of(g, "T6"), "unknown_order|manual_review|open|100|nobody");
+    assert_string_equal(gfx_exception(g, "T6"), "unknown_order|manual_review|open|100|USD|nobody");
     assert_string_equal(payment_outcome(g, "T6"), "not_found");
-    assert_string_equal(order_status(g, "nobody"), "absent");
+    assert_string_equal(gfx_order_status(g, "nobody"), "absent");
 
     /* Duplicates of each answer with their first outcome and change nothing. */
     gfx_checksum(g->sql, before, sizeof(before));
@@ -662,7 +633,7 @@ static void test_payment_double_mismatch_not_found(void **state)
     assert_int_equal(r.status, ORDER_PAID); /* the order's status now */
     assert_int_equal(gfx_pay(g, "nobody", "T6", 100, &r), GATE_DUPLICATE);
     assert_int_equal(r.first_outcome, GATE_NOT_FOUND);
-    ASSERT_UNCHANGED(g, before);
+    GFX_ASSERT_UNCHANGED(g, before);
     gfx_reconcile_clean(g->sql);
     gfx_free(g);
 }
@@ -752,14 +723,14 @@ static void test_hold_outcomes(void **state)
                      1);
     gfx_checksum(g->sql, before, sizeof(before));
     assert_int_equal(gfx_cancel1(g, "H1", GATE_SRC_TIMEOUT_CONSUMER), GATE_NOT_DUE);
-    ASSERT_UNCHANGED(g, before);
+    GFX_ASSERT_UNCHANGED(g, before);
     /* A hold is not a transition: no log row, no event. */
     assert_int_equal(log_rows(g, "H1"), 0);
     assert_int_equal(outbox_all(g, "H1"), 0);
     /* A shorter hold never brings the expiry closer. */
     assert_int_equal(gate_hold(g->db, "H1", 5, &outcome, expire, sizeof(expire), &err), OG_OK);
     assert_int_equal(outcome, GATE_HELD);
-    ASSERT_UNCHANGED(g, before);
+    GFX_ASSERT_UNCHANGED(g, before);
 
     /* Bound by max: never past the original expiry + max_hold_seconds (900
      * by default), however often the hold is asked for. H2 expired 10 minutes
@@ -787,7 +758,7 @@ static void test_hold_outcomes(void **state)
                      OG_ERR_ARG);
     assert_string_equal(err.sqlstate, "22023");
     assert_false(err.retriable);
-    ASSERT_UNCHANGED(g, before);
+    GFX_ASSERT_UNCHANGED(g, before);
 
     /* not_pending: paid or cancelled; the expiry is reported, not moved. */
     assert_int_equal(gate_hold(g->db, "P1", 60, &outcome, expire, sizeof(expire), &err), OG_OK);
@@ -803,7 +774,7 @@ static void test_hold_outcomes(void **state)
     assert_int_equal(gate_hold(g->db, "nope", 60, &outcome, expire, sizeof(expire), &err), OG_OK);
     assert_int_equal(outcome, GATE_NOT_FOUND);
     assert_string_equal(expire, "");
-    ASSERT_UNCHANGED(g, before);
+    GFX_ASSERT_UNCHANGED(g, before);
     gfx_reconcile_clean(g->sql);
     gfx_free(g);
 }
@@ -831,14 +802,14 @@ static void test_close_outcomes(void **state)
         OG_OK);
     assert_int_equal(outcome, GATE_CANCELLED);
     assert_int_equal(status, ORDER_CANCELLED);
-    assert_string_equal(order_status(g, "K1"), "cancelled");
+    assert_string_equal(gfx_order_status(g, "K1"), "cancelled");
     assert_int_equal(available(g, "s1"), 9);
     assert_string_equal(coupon_state(g, "c1"), "available");
     /* The operator is the actor, the reason the note, the source manual. */
     assert_string_equal(log_row(g, "K1"),
                         "pending_payment>cancelled|manual|K1|alice|customer asked by phone");
     assert_int_equal(outbox_rows(g, "K1", "order_cancelled"), 1);
-    assert_string_equal(gfx_text(g->sql, sbuf, sizeof(sbuf),
+    assert_string_equal(gfx_text(g->sql, g->text, sizeof(g->text),
                                  "SELECT payload->>'source' FROM ordergate.outbox WHERE order_no = "
                                  "'K1'",
                                  NULL),
@@ -857,7 +828,7 @@ static void test_close_outcomes(void **state)
     assert_int_equal(status, ORDER_STATUS_NONE);
     /* A timeout cancel after the manual close is already_cancelled. */
     assert_int_equal(gfx_cancel1(g, "K1", GATE_SRC_TIMEOUT_CONSUMER), GATE_ALREADY_CANCELLED);
-    ASSERT_UNCHANGED(g, before);
+    GFX_ASSERT_UNCHANGED(g, before);
     assert_string_equal(log_row(g, "K1"),
                         "pending_payment>cancelled|manual|K1|alice|customer asked by phone");
     gfx_reconcile_clean(g->sql);

@@ -112,6 +112,21 @@ static void expect_flagged(struct scanner_fixture *f, int invariant, const char 
     scanner_child_free(&c);
 }
 
+/* The textfile the run wrote (--textfile) into text, NUL-terminated; the file is
+ * removed. */
+static void prom_take(const char *path, char *text, size_t size)
+{
+    FILE *fp = fopen(path, "r");
+    size_t n;
+
+    assert_non_null(fp);
+    n = fread(text, 1, size - 1, fp);
+    fclose(fp);
+    unlink(path);
+    assert_true(n > 0);
+    text[n] = '\0';
+}
+
 static void test_clean_book_exits_0(void **state)
 {
     struct scanner_fixture *f = *state;
@@ -142,7 +157,6 @@ static void test_inv2_stock_drift(void **state)
     struct scanner_child c;
     char prom[128], text[8192] = "";
     const char *args[] = {"--db", f->t.conninfo, "--reconcile", "--textfile", prom, NULL};
-    FILE *fp;
 
     testdb_exec(f->conn,
                 "UPDATE ordergate.inventory SET available = available + 5 WHERE sku = 'SKU-B'");
@@ -153,11 +167,7 @@ static void test_inv2_stock_drift(void **state)
     /* The late payment of P-4 is an open exception (auto refund pending). */
     assert_non_null(strstr(c.output, "open payment exceptions: 1 "));
     scanner_child_free(&c);
-    fp = fopen(prom, "r");
-    assert_non_null(fp);
-    assert_true(fread(text, 1, sizeof(text) - 1, fp) > 0);
-    fclose(fp);
-    unlink(prom);
+    prom_take(prom, text, sizeof(text));
     assert_non_null(strstr(text, "ordergate_reconcile_violations{invariant=\"2\"} 1\n"));
     assert_non_null(strstr(text, "ordergate_reconcile_violations{invariant=\"1\"} 0\n"));
     assert_non_null(strstr(text, "ordergate_reconcile_violations{invariant=\"7\"} 0\n"));
@@ -288,7 +298,6 @@ static void test_inv8_refund_unconfirmed(void **state)
     struct scanner_child c;
     char prom[128], text[8192] = "";
     const char *args[] = {"--db", f->t.conninfo, "--reconcile", "--textfile", prom, NULL};
-    FILE *fp;
 
     testdb_exec(f->conn, "INSERT INTO ordergate.exceptions (order_no, kind, txn_no, amount_cents, "
                          "resolution, created_at) VALUES ('P-5', 'late_payment', 'T-UNCONFIRMED', "
@@ -299,11 +308,7 @@ static void test_inv8_refund_unconfirmed(void **state)
     assert_int_equal(scanner_child_run(&c, args), 3);
     assert_non_null(strstr(c.output, "overdue: 1 unconfirmed auto-refunds, 0 manual reviews"));
     scanner_child_free(&c);
-    fp = fopen(prom, "r");
-    assert_non_null(fp);
-    assert_true(fread(text, 1, sizeof(text) - 1, fp) > 0);
-    fclose(fp);
-    unlink(prom);
+    prom_take(prom, text, sizeof(text));
     assert_non_null(strstr(text, "ordergate_reconcile_violations{invariant=\"8\"} 1\n"));
     assert_non_null(strstr(text, "ordergate_refunds_unconfirmed_overdue 1\n"));
     assert_non_null(strstr(text, "ordergate_reviews_overdue 0\n"));
@@ -367,7 +372,6 @@ static void test_shop_checks(void **state)
     struct scanner_child c;
     char prom[128], text[8192] = "", sql[2048];
     const char *args[] = {"--db", f->t.conninfo, "--reconcile", "--textfile", prom, NULL};
-    FILE *fp;
     int pid = (int)getpid();
 
     /* Roles are cluster-wide: this one's name carries the pid, and it goes at the end. */
@@ -419,11 +423,7 @@ static void test_shop_checks(void **state)
     assert_int_equal(report_count(c.output, 14), 0);
     assert_true(strstr(c.output, "\n  14  ") < strstr(c.output, "\n  -  1           shop:stock"));
     scanner_child_free(&c);
-    fp = fopen(prom, "r");
-    assert_non_null(fp);
-    assert_true(fread(text, 1, sizeof(text) - 1, fp) > 0);
-    fclose(fp);
-    unlink(prom);
+    prom_take(prom, text, sizeof(text));
     assert_non_null(strstr(text, "ordergate_reconcile_violations{invariant=\"shop:stock\"} 1\n"));
     assert_non_null(strstr(text, "ordergate_reconcile_violations{invariant=\"shop:books\"} -1\n"));
     assert_non_null(strstr(text, "ordergate_reconcile_violations{invariant=\"2\"} 0\n"));

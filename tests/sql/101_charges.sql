@@ -182,6 +182,22 @@ SELECT ordergate.claim_cancel(ARRAY['K8'], 'timeout_scanner');
 SELECT t_eq('reconcile: a timeout cancel within the bound (14)', (SELECT violations || ' ' || sample::text FROM ordergate.reconcile() WHERE invariant = 14), '1 {K8}');
 ROLLBACK;
 
+-- order_report carries the order's charges (oldest first) and charge_until.
+SET ROLE ordergate_order_service;
+SELECT t_eq('report: a captured charge', (SELECT (jsonb_path_query_array(ordergate.order_report('K11'), '$.charges[*] ? (@.charge_ref == "CH11")') -> 0) - 'began_at' - 'until' - 'ended_at'),
+            '{"charge_ref": "CH11", "state": "captured", "txn_no": "TK11", "ended_late": false}'::jsonb);
+SELECT t_eq('report: charge times', (SELECT (c ->> 'began_at')::timestamptz = date_trunc('milliseconds', h.begun_at) AND (c ->> 'until')::timestamptz = date_trunc('milliseconds', h.bound_at) AND (c ->> 'ended_at')::timestamptz = date_trunc('milliseconds', h.ended_at)
+                                        FROM jsonb_array_elements(ordergate.order_report('K11') -> 'charges') c JOIN ordergate.charges h ON h.charge_ref = c ->> 'charge_ref'), true);
+BEGIN;
+SELECT ordergate.place_order('K20', 100, '[]', NULL, now() + interval '1 hour');
+SELECT ordergate.begin_charge('K20', 'CH20a', 60);
+SELECT ordergate.begin_charge('K20', 'CH20b', 120);
+SELECT t_eq('report: pending charges and charge_until', (SELECT concat_ws(' ', jsonb_path_query_array(r, '$.charges[*].charge_ref'), coalesce(r -> 'charges' -> 1 ->> 'ended_at', 'open'), r ->> 'charge_until' = r -> 'charges' -> 1 ->> 'until') FROM ordergate.order_report('K20') r),
+            '["CH20a", "CH20b"] open t');
+ROLLBACK;
+SELECT t_eq('report: no charges', (SELECT concat_ws(' ', r -> 'charges', coalesce(r ->> 'charge_until', 'none')) FROM ordergate.order_report('K3') r), '[] none');
+RESET ROLE;
+
 -- archive: the charges move with their order; later calls answer from the archive.
 UPDATE ordergate.outbox SET published_at = now() WHERE published_at IS NULL;
 SELECT t_eq('archive moves the charges', (SELECT orders FROM ordergate.archive(now())), 7::bigint);
@@ -195,4 +211,5 @@ SELECT t_eq('archived: begin a new charge', (SELECT outcome FROM ordergate.begin
 SELECT t_eq('archived: failed again is a duplicate', ordergate.charge_failed('K2', 'CH2'), 'duplicate');
 SELECT t_eq('archived: a capture retried', (SELECT outcome FROM ordergate.claim_payment('K11', 'TK11', 1100, 'card', charge_ref => 'CH11')), 'duplicate');
 SELECT t_eq('archived: another capture of the charge is a double payment', (SELECT outcome FROM ordergate.claim_payment('K11', 'TK11b', 1100, 'card', charge_ref => 'CH11')), 'double_payment');
+SELECT t_eq('archived: the report shows the archived charge', (SELECT concat_ws(' ', r ->> 'found', jsonb_path_query_array(r, '$.charges[*].charge_ref')) FROM ordergate.order_report('K11') r), 'false ["CH11"]');
 RESET ROLE;

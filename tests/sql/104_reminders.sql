@@ -158,6 +158,45 @@ SELECT count(*) FROM ordergate.scan_reminders('0', 3) s, ordergate.claim_reminde
 SELECT t_eq('next page', (SELECT string_agg(order_no || ':' || offset_seconds, ',') FROM ordergate.scan_reminders('0', 3) WHERE order_no LIKE 'S%'), 'S2:600,S1:600,S5:60');
 RESET ROLE;
 
+-- set_deadline with schedule_cancels = 1: a shortened deadline writes a message for each pending
+-- reminder, due at the new expire_at - offset (now at the earliest), before the cancel's; a
+-- lengthened one, a past one or one without schedule_cancels writes none; a sent one gets none.
+SELECT ordergate.set_setting('schedule_cancels', '1');
+SELECT ordergate.place_order('D1', 100, '[]', NULL, now() + interval '60 minutes');
+SELECT max(id) AS d1_mark FROM ordergate.outbox \gset
+CREATE FUNCTION pg_temp.d_msgs(p_mark bigint) RETURNS text LANGUAGE sql AS $$
+    SELECT string_agg(concat_ws(' ', b.event_type, b.payload ->> 'offset_seconds',
+                                (b.payload ->> 'due_at')::timestamptz
+                                = greatest(o.expire_at - make_interval(secs => coalesce((b.payload ->> 'offset_seconds')::int, 0)), b.created_at)),
+                      ',' ORDER BY b.id)
+      FROM ordergate.outbox b JOIN ordergate.orders o USING (order_no)
+     WHERE b.order_no = 'D1' AND b.id > p_mark AND b.event_type IN ('reminder_scheduled', 'cancel_scheduled')
+$$;
+SELECT t_eq('shortened: the reminders follow', (SELECT outcome FROM ordergate.set_deadline('D1', now() + interval '20 minutes', 'ops')), 'set');
+SELECT t_eq('shortened: one message per reminder, earliest first', pg_temp.d_msgs(:d1_mark), 'reminder_scheduled 600 t,reminder_scheduled 60 t');
+SELECT t_eq('shortened: the cancel message rewritten, not added', (SELECT count(*) FROM ordergate.outbox WHERE order_no = 'D1' AND event_type = 'cancel_scheduled'), 1::bigint);
+SELECT max(id) AS d1_mark FROM ordergate.outbox \gset
+SELECT t_eq('lengthened', (SELECT outcome FROM ordergate.set_deadline('D1', now() + interval '40 minutes', 'ops')), 'set');
+SELECT t_eq('lengthened: no message', pg_temp.d_msgs(:d1_mark), NULL::text);
+SELECT t_eq('shortened past a due time', (SELECT outcome FROM ordergate.set_deadline('D1', now() + interval '5 minutes', 'ops')), 'set');
+SELECT t_eq('a due time passed: due now', pg_temp.d_msgs(:d1_mark), 'reminder_scheduled 600 t,reminder_scheduled 60 t');
+SET ROLE ordergate_trigger;
+SELECT t_eq('the one due now is sent', (SELECT outcome FROM ordergate.claim_reminder('D1', 600)), 'sent');
+RESET ROLE;
+SELECT max(id) AS d1_mark FROM ordergate.outbox \gset
+SELECT ordergate.set_deadline('D1', now() + interval '3 minutes', 'ops');
+SELECT t_eq('sent: no new message for it', pg_temp.d_msgs(:d1_mark), 'reminder_scheduled 60 t');
+SELECT max(id) AS d1_mark FROM ordergate.outbox \gset
+SELECT ordergate.set_setting('schedule_cancels', '0');
+SELECT ordergate.set_deadline('D1', now() + interval '2 minutes', 'ops');
+SELECT t_eq('without schedule_cancels: none', pg_temp.d_msgs(:d1_mark), NULL::text);
+SELECT ordergate.set_setting('schedule_cancels', '1');
+SELECT ordergate.set_deadline('D1', now() - interval '1 minute', 'ops');
+SELECT t_eq('a past deadline: no reminder message', (SELECT count(*) FROM ordergate.outbox WHERE order_no = 'D1' AND id > :d1_mark AND event_type = 'reminder_scheduled'), 0::bigint);
+SELECT t_eq('a past deadline: the cancel due now', (SELECT count(*) FROM ordergate.outbox WHERE order_no = 'D1' AND event_type = 'cancel_scheduled' AND published_at IS NULL AND (payload ->> 'due_at')::timestamptz > now() - interval '1 minute'), 1::bigint);
+SELECT ordergate.set_setting('schedule_cancels', '0');
+SELECT ordergate.set_deadline('D1', now() + interval '30 minutes', 'ops');
+
 -- Invariants 17 and 18: clean, then planted.
 SELECT t_eq('inv17 clean', t_viol(17), 0::bigint);
 SELECT t_eq('inv18 clean', t_viol(18), 0::bigint);

@@ -165,12 +165,7 @@ static enum og_status arc_run(struct ctl *ctl, const struct opt_args *a, json_t 
     ctl_json_set(out, "command", json_string("archive"));
     ctl_json_set(out, "ok", json_true());
     ctl_json_set(out, "dry_run", json_boolean(dry));
-    {
-        char iso[40];
-        ctl_json_set(
-            out, "before",
-            json_string(ctl_pg_time_iso(before_db, iso, sizeof(iso)) == 0 ? iso : before_db));
-    }
+    ctl_json_set(out, "before", ctl_json_pg_time(before_db));
     if (!dry) {
         double s = (double)(clock_mono_ms() - t0) / 1000.0;
         ctl_json_set(out, "batches", json_integer(batches));

@@ -137,3 +137,12 @@ int ctl_pg_time_iso(const char *s, char *buf, size_t size)
     clock_format_iso(ms, buf, size);
     return 0;
 }
+
+json_t *ctl_json_pg_time(const char *s)
+{
+    char iso[40];
+
+    if (s == NULL || *s == '\0')
+        return json_null();
+    return json_string(ctl_pg_time_iso(s, iso, sizeof(iso)) == 0 ? iso : s);
+}

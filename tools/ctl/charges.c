@@ -48,7 +48,7 @@ static enum og_status charge_begin_run(struct ctl *ctl, const struct opt_args *a
     const char *order_no, *ref;
     int64_t seconds = 0;
     enum gate_outcome outcome;
-    char bound[64] = "", iso[40];
+    char bound[64] = "";
     json_t *out;
     struct db *db;
     enum og_status st;
@@ -72,11 +72,7 @@ static enum og_status charge_begin_run(struct ctl *ctl, const struct opt_args *a
     if (out == NULL)
         return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
     ctl_json_set(out, "seconds", json_integer(seconds));
-    if (bound[0] == '\0')
-        ctl_json_set(out, "bound_at", json_null());
-    else
-        ctl_json_set(out, "bound_at",
-                     json_string(ctl_pg_time_iso(bound, iso, sizeof(iso)) == 0 ? iso : bound));
+    ctl_json_set(out, "bound_at", ctl_json_pg_time(bound));
     *result = out;
     return OG_OK;
 }

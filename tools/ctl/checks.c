@@ -167,7 +167,6 @@ static enum og_status check_list_run(struct ctl *ctl, const struct opt_args *a, 
 {
     static const char *const cols[] = {"id", "name", "function", "created_at", "created_by"};
     PGresult *res = NULL;
-    json_t *out = NULL, *list = NULL;
     struct db *db;
     enum og_status st;
 
@@ -178,22 +177,7 @@ static enum og_status check_list_run(struct ctl *ctl, const struct opt_args *a, 
     st = db_call(db, &check_stmt_list, NULL, &res, err);
     if (st != OG_OK)
         return st;
-    st = ctl_rows_json(res, cols, "ittTt", &list, err);
-    if (st != OG_OK)
-        goto out;
-    out = json_object();
-    if (out == NULL) {
-        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-        goto out;
-    }
-    ctl_json_set(out, "command", json_string("check list"));
-    ctl_json_set(out, "ok", json_true());
-    ctl_json_set(out, "checks", json_incref(list));
-    *result = out;
-    out = NULL;
-out:
-    json_decref(out);
-    json_decref(list);
+    st = ctl_list_json(res, cols, "ittTt", "check list", "checks", result, err);
     PQclear(res);
     return st;
 }

@@ -67,6 +67,9 @@ const char *ctl_format_money(int64_t minor, const char *currency, char *buf, siz
  * ("2026-11-30T16:15:00.123Z"). Returns 0, or -1 when s is in another form
  * (the caller then shows it as it is). */
 int ctl_pg_time_iso(const char *s, char *buf, size_t size);
+/* A timestamptz as PostgreSQL prints it, as JSON: the contract format (ctl_pg_time_iso), the
+ * text as it is when in another form, null when NULL or empty. */
+json_t *ctl_json_pg_time(const char *s);
 
 /* ---- commands ---------------------------------------------------------- */
 
@@ -162,6 +165,12 @@ void ctl_table_print_list(FILE *out, const json_t *list, size_t ncols, const cha
  * cols[c], of kind kinds[c]; SQL NULL is JSON null. *list is NULL on error (out of memory). */
 enum og_status ctl_rows_json(const PGresult *res, const char *const *cols, const char *kinds,
                              json_t **list, struct og_error *err);
+/* A list command's answer: {"command": command, "ok": true, key: the rows of res as
+ * ctl_rows_json makes them}, new in *result (the caller may add members); *result is untouched
+ * on error. */
+enum og_status ctl_list_json(const PGresult *res, const char *const *cols, const char *kinds,
+                             const char *command, const char *key, json_t **result,
+                             struct og_error *err);
 
 /* When err is a permission refusal (SQLSTATE 42501), appends "(<what> needs the role
  * <role>)" to its message, so the operator learns which grant is missing. */

@@ -32,7 +32,6 @@ static enum og_status exc_list_run(struct ctl *ctl, const struct opt_args *a, js
     char limit_s[24];
     const char *params[2];
     PGresult *res = NULL;
-    json_t *out = NULL, *list = NULL;
     struct db *db;
     enum og_status st;
 
@@ -52,26 +51,14 @@ static enum og_status exc_list_run(struct ctl *ctl, const struct opt_args *a, js
     st = db_call(db, &exc_stmt_list, params, &res, err);
     if (st != OG_OK)
         return st;
-    st = ctl_rows_json(res, cols, "itttittttttt", &list, err);
-    if (st != OG_OK)
-        goto out;
-    out = json_object();
-    if (out == NULL) {
-        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-        goto out;
+    st = ctl_list_json(res, cols, "itttittttttt", "exceptions", "exceptions", result, err);
+    if (st == OG_OK) {
+        ctl_json_set(*result, "state", json_string(state));
+        ctl_json_set(*result, "limit", json_integer(limit));
+        ctl_json_set(
+            *result, "total",
+            json_integer(PQntuples(res) > 0 ? strtoll(PQgetvalue(res, 0, 12), NULL, 10) : 0));
     }
-    ctl_json_set(out, "command", json_string("exceptions"));
-    ctl_json_set(out, "ok", json_true());
-    ctl_json_set(out, "state", json_string(state));
-    ctl_json_set(out, "limit", json_integer(limit));
-    ctl_json_set(out, "total",
-                 json_integer(PQntuples(res) > 0 ? strtoll(PQgetvalue(res, 0, 12), NULL, 10) : 0));
-    ctl_json_set(out, "exceptions", json_incref(list));
-    *result = out;
-    out = NULL;
-out:
-    json_decref(out);
-    json_decref(list);
     PQclear(res);
     return st;
 }

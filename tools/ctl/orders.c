@@ -105,6 +105,27 @@ static enum og_status orders_parse_item(const char *arg, json_t *items, struct o
     return OG_OK;
 }
 
+/* Every --item line as a JSON array (*items) and its compact text (*items_json): both the
+ * caller's to free, also after an error. */
+static enum og_status orders_parse_items(const struct opt_args *a, json_t **items,
+                                         char **items_json, struct og_error *err)
+{
+    enum og_status st = OG_OK;
+
+    *items_json = NULL;
+    *items = json_array();
+    if (*items == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    for (int i = 0; i < opt_count(a, "item") && st == OG_OK; i++)
+        st = orders_parse_item(opt_nth(a, "item", i), *items, err);
+    if (st != OG_OK)
+        return st;
+    *items_json = json_dumps(*items, JSON_COMPACT);
+    if (*items_json == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    return OG_OK;
+}
+
 /* --expire-in: seconds ("600") or a duration ("10m"); 0 = due now. */
 static enum og_status orders_parse_expire_in(const char *s, int64_t *seconds, struct og_error *err)
 {
@@ -159,18 +180,9 @@ static enum og_status place_run(struct ctl *ctl, const struct opt_args *a, json_
     if (st != OG_OK)
         return st;
 
-    items = json_array();
-    if (items == NULL)
-        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-    for (int i = 0; i < nitems && st == OG_OK; i++)
-        st = orders_parse_item(opt_nth(a, "item", i), items, err);
+    st = orders_parse_items(a, &items, &items_json, err);
     if (st != OG_OK)
         goto out;
-    items_json = json_dumps(items, JSON_COMPACT);
-    if (items_json == NULL) {
-        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-        goto out;
-    }
 
     db = ctl_db(ctl, err);
     if (db == NULL) {
@@ -458,7 +470,7 @@ static enum og_status hold_run(struct ctl *ctl, const struct opt_args *a, json_t
     const char *order_no;
     int64_t seconds = 0;
     enum gate_outcome outcome;
-    char expire[64] = "", iso[40];
+    char expire[64] = "";
     json_t *out;
     struct db *db;
     enum og_status st;
@@ -481,11 +493,7 @@ static enum og_status hold_run(struct ctl *ctl, const struct opt_args *a, json_t
     if (out == NULL)
         return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
     ctl_json_set(out, "outcome", json_string(gate_outcome_str(outcome)));
-    if (expire[0] == '\0')
-        ctl_json_set(out, "expire_at", json_null());
-    else
-        ctl_json_set(out, "expire_at",
-                     json_string(ctl_pg_time_iso(expire, iso, sizeof(iso)) == 0 ? iso : expire));
+    ctl_json_set(out, "expire_at", ctl_json_pg_time(expire));
     *result = out;
     return OG_OK;
 }
@@ -520,8 +528,35 @@ const struct ctl_command ctl_cmd_hold = {
 
 /* ---- close ------------------------------------------------------------- */
 
-static enum og_status close_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
-                                struct og_error *err)
+/* --operator (and --reason when reason_what is not NULL) of a staff act, both required. */
+static enum og_status orders_check_staff(const struct opt_args *a, const char *act,
+                                         const char *reason_what, struct og_error *err)
+{
+    const char *op = opt_arg(a, "operator"), *reason = opt_arg(a, "reason");
+    enum og_status st;
+
+    if (op == NULL)
+        return og_error_set(err, OG_ERR_ARG, false, "--operator NAME is required: %s names who",
+                            act);
+    st = ctl_check_text("--operator", op, GATE_OPERATOR_MAX, err);
+    if (st != OG_OK || reason_what == NULL)
+        return st;
+    if (reason == NULL)
+        return og_error_set(err, OG_ERR_ARG, false, "--reason TEXT is required: %s", reason_what);
+    return ctl_check_text("--reason", reason, GATE_REASON_MAX, err);
+}
+
+/* A staff act that takes a pending order out of the gate (close, release): --operator and
+ * --reason checked (act, why: for the messages), the gate call, and the answer with its
+ * outcome, the order's status, who and why. */
+typedef enum og_status (*orders_staff_fn)(struct db *db, const char *order_no,
+                                          const char *operator_name, const char *reason,
+                                          enum gate_outcome *outcome, enum order_status *status,
+                                          struct og_error *err);
+
+static enum og_status orders_staff_run(struct ctl *ctl, const struct opt_args *a,
+                                       const char *command, const char *act, const char *why,
+                                       orders_staff_fn fn, json_t **result, struct og_error *err)
 {
     const char *order_no, *op = opt_arg(a, "operator"), *reason = opt_arg(a, "reason");
     enum gate_outcome outcome;
@@ -531,26 +566,17 @@ static enum og_status close_run(struct ctl *ctl, const struct opt_args *a, json_
     enum og_status st;
 
     st = orders_check_order_no(a, &order_no, err);
-    if (st != OG_OK)
-        return st;
-    if (op == NULL)
-        return og_error_set(err, OG_ERR_ARG, false,
-                            "--operator NAME is required: a manual close names who closed");
-    if (reason == NULL)
-        return og_error_set(err, OG_ERR_ARG, false,
-                            "--reason TEXT is required: a manual close says why");
-    st = ctl_check_text("--operator", op, 128, err);
     if (st == OG_OK)
-        st = ctl_check_text("--reason", reason, 2000, err);
+        st = orders_check_staff(a, act, why, err);
     if (st != OG_OK)
         return st;
     db = ctl_db(ctl, err);
     if (db == NULL)
         return err->status;
-    st = gate_close(db, order_no, op, reason, &outcome, &status, err);
+    st = fn(db, order_no, op, reason, &outcome, &status, err);
     if (st != OG_OK)
         return st;
-    out = orders_result("close", order_no);
+    out = orders_result(command, order_no);
     if (out == NULL)
         return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
     ctl_json_set(out, "outcome", json_string(gate_outcome_str(outcome)));
@@ -559,6 +585,13 @@ static enum og_status close_run(struct ctl *ctl, const struct opt_args *a, json_
     ctl_json_set(out, "reason", json_string(reason));
     *result = out;
     return OG_OK;
+}
+
+static enum og_status close_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
+                                struct og_error *err)
+{
+    return orders_staff_run(ctl, a, "close", "a manual close", "a manual close says why",
+                            gate_close, result, err);
 }
 
 static void close_text(const json_t *r, FILE *out)
@@ -590,57 +623,14 @@ const struct ctl_command ctl_cmd_close = {
     .text = close_text,
 };
 
-/* ---- release, amend, deadline: staff acts on a pending order ------------- */
-
-/* --operator (and --reason when reason_what is not NULL) of a staff act, both required. */
-static enum og_status orders_check_staff(const struct opt_args *a, const char *act,
-                                         const char *reason_what, struct og_error *err)
-{
-    const char *op = opt_arg(a, "operator"), *reason = opt_arg(a, "reason");
-    enum og_status st;
-
-    if (op == NULL)
-        return og_error_set(err, OG_ERR_ARG, false, "--operator NAME is required: %s names who",
-                            act);
-    st = ctl_check_text("--operator", op, GATE_OPERATOR_MAX, err);
-    if (st != OG_OK || reason_what == NULL)
-        return st;
-    if (reason == NULL)
-        return og_error_set(err, OG_ERR_ARG, false, "--reason TEXT is required: %s", reason_what);
-    return ctl_check_text("--reason", reason, GATE_REASON_MAX, err);
-}
+/* ---- release, amend, deadline: more staff acts on a pending order ---------- */
 
 static enum og_status release_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
                                   struct og_error *err)
 {
-    const char *order_no, *op = opt_arg(a, "operator"), *reason = opt_arg(a, "reason");
-    enum gate_outcome outcome;
-    enum order_status status;
-    json_t *out;
-    struct db *db;
-    enum og_status st;
-
-    st = orders_check_order_no(a, &order_no, err);
-    if (st == OG_OK)
-        st = orders_check_staff(a, "a release", "a release says why (cash on delivery, invoice)",
-                                err);
-    if (st != OG_OK)
-        return st;
-    db = ctl_db(ctl, err);
-    if (db == NULL)
-        return err->status;
-    st = gate_order_release(db, order_no, op, reason, &outcome, &status, err);
-    if (st != OG_OK)
-        return st;
-    out = orders_result("release", order_no);
-    if (out == NULL)
-        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-    ctl_json_set(out, "outcome", json_string(gate_outcome_str(outcome)));
-    ctl_json_set(out, "status", orders_status_json(status));
-    ctl_json_set(out, "operator", json_string(op));
-    ctl_json_set(out, "reason", json_string(reason));
-    *result = out;
-    return OG_OK;
+    return orders_staff_run(ctl, a, "release", "a release",
+                            "a release says why (cash on delivery, invoice)", gate_order_release,
+                            result, err);
 }
 
 static const struct opt release_opts[] = {
@@ -710,20 +700,9 @@ static enum og_status amend_run(struct ctl *ctl, const struct opt_args *a, json_
     st = orders_check_staff(a, "an amendment", NULL, err);
     if (st != OG_OK)
         goto out;
-    items = json_array();
-    if (items == NULL) {
-        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-        goto out;
-    }
-    for (int i = 0; i < nitems && st == OG_OK; i++)
-        st = orders_parse_item(opt_nth(a, "item", i), items, err);
+    st = orders_parse_items(a, &items, &items_json, err);
     if (st != OG_OK)
         goto out;
-    items_json = json_dumps(items, JSON_COMPACT);
-    if (items_json == NULL) {
-        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-        goto out;
-    }
     db = ctl_db(ctl, err);
     if (db == NULL) {
         st = err->status;
@@ -802,7 +781,7 @@ static enum og_status deadline_run(struct ctl *ctl, const struct opt_args *a, js
     const char *order_no, *op = opt_arg(a, "operator");
     const char *in = opt_arg(a, "expire-in"), *at = opt_arg(a, "expire-at");
     int64_t in_s = 0, at_ms = 0;
-    char deadline[40] = "", secs[24], expire[64] = "", iso[40];
+    char deadline[40] = "", secs[24], expire[64] = "";
     const char *params[1];
     PGresult *res = NULL;
     enum gate_outcome outcome;
@@ -845,11 +824,7 @@ static enum og_status deadline_run(struct ctl *ctl, const struct opt_args *a, js
     if (out == NULL)
         return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
     ctl_json_set(out, "outcome", json_string(gate_outcome_str(outcome)));
-    if (expire[0] == '\0')
-        ctl_json_set(out, "expire_at", json_null());
-    else
-        ctl_json_set(out, "expire_at",
-                     json_string(ctl_pg_time_iso(expire, iso, sizeof(iso)) == 0 ? iso : expire));
+    ctl_json_set(out, "expire_at", ctl_json_pg_time(expire));
     ctl_json_set(out, "operator", json_string(op));
     *result = out;
     return OG_OK;

@@ -205,6 +205,27 @@ enum og_status ctl_rows_json(const PGresult *res, const char *const *cols, const
     return OG_OK;
 }
 
+enum og_status ctl_list_json(const PGresult *res, const char *const *cols, const char *kinds,
+                             const char *command, const char *key, json_t **result,
+                             struct og_error *err)
+{
+    json_t *list = NULL, *out;
+    enum og_status st = ctl_rows_json(res, cols, kinds, &list, err);
+
+    if (st != OG_OK)
+        return st;
+    out = json_object();
+    if (out == NULL) {
+        json_decref(list);
+        return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    }
+    ctl_json_set(out, "command", json_string(command));
+    ctl_json_set(out, "ok", json_true());
+    ctl_json_set(out, key, list);
+    *result = out;
+    return OG_OK;
+}
+
 void ctl_error_needs_role(struct og_error *err, const char *what, const char *role)
 {
     char msg[sizeof(err->msg)];

@@ -31,7 +31,6 @@ static enum og_status outbox_list_run(struct ctl *ctl, const struct opt_args *a,
     char limit_s[24];
     const char *params[1];
     PGresult *res = NULL;
-    json_t *out = NULL, *list = NULL;
     struct db *db;
     enum og_status st;
 
@@ -48,25 +47,13 @@ static enum og_status outbox_list_run(struct ctl *ctl, const struct opt_args *a,
     st = db_call(db, &outbox_stmt_list, params, &res, err);
     if (st != OG_OK)
         return st;
-    st = ctl_rows_json(res, cols, "ittTTtt", &list, err);
-    if (st != OG_OK)
-        goto out;
-    out = json_object();
-    if (out == NULL) {
-        st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-        goto out;
+    st = ctl_list_json(res, cols, "ittTTtt", "outbox quarantined", "events", result, err);
+    if (st == OG_OK) {
+        ctl_json_set(*result, "limit", json_integer(limit));
+        ctl_json_set(
+            *result, "total",
+            json_integer(PQntuples(res) > 0 ? strtoll(PQgetvalue(res, 0, 7), NULL, 10) : 0));
     }
-    ctl_json_set(out, "command", json_string("outbox quarantined"));
-    ctl_json_set(out, "ok", json_true());
-    ctl_json_set(out, "limit", json_integer(limit));
-    ctl_json_set(out, "total",
-                 json_integer(PQntuples(res) > 0 ? strtoll(PQgetvalue(res, 0, 7), NULL, 10) : 0));
-    ctl_json_set(out, "events", json_incref(list));
-    *result = out;
-    out = NULL;
-out:
-    json_decref(out);
-    json_decref(list);
     PQclear(res);
     return st;
 }

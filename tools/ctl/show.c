@@ -11,24 +11,9 @@
 
 static const struct db_stmt show_stmt_report = {"ctl_order_report",
                                                 "SELECT ordergate.order_report($1)::text", 1};
-/* show's report: order_report with the order's charges and charge_until beside it, in the same
- * statement (one snapshot). Times in the contract format, UTC. */
-#define SHOW_ISO(x) "to_char((" x ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
-static const struct db_stmt show_stmt_full = {
-    "ctl_order_report_charges",
-    "SELECT ordergate.order_report($1)::text, "
-    "(SELECT jsonb_agg(jsonb_build_object('charge_ref', c.charge_ref, 'state', c.state, "
-    "'begun_at', " SHOW_ISO("c.begun_at") ", 'bound_at', " SHOW_ISO(
-        "c.bound_at") ", "
-                      "'ended_at', " SHOW_ISO(
-                          "c.ended_at") ", 'txn_no', c.txn_no) "
-                                        "ORDER BY c.begun_at, c.charge_ref) FROM ordergate.charges "
-                                        "c WHERE c.order_no = $1)::text, "
-                                        "(SELECT " SHOW_ISO(
-                                            "o.charge_until") " FROM ordergate.orders o WHERE "
-                                                              "o.order_no = $1)",
-    1};
 
+/* The one reader of order_report (show and schedule use it): charges and charge_until come in
+ * the report itself. */
 enum og_status ctl_order_report(struct db *db, const char *order_no, json_t **report,
                                 struct og_error *err)
 {
@@ -54,42 +39,6 @@ enum og_status ctl_order_report(struct db *db, const char *order_no, json_t **re
     return st;
 }
 
-/* The report with the order's charges ("charges", "charge_until") unless it has them itself. */
-static enum og_status show_report(struct db *db, const char *order_no, json_t **report,
-                                  struct og_error *err)
-{
-    const char *params[1] = {order_no};
-    PGresult *res = NULL;
-    json_error_t jerr;
-    json_t *charges = NULL;
-    enum og_status st;
-
-    *report = NULL;
-    st = db_call(db, &show_stmt_full, params, &res, err);
-    if (st != OG_OK)
-        return st;
-    if (PQntuples(res) != 1 || PQnfields(res) != 3) {
-        st = og_error_set(err, OG_ERR_INTERNAL, false, "order_report returned %d rows",
-                          PQntuples(res));
-    } else if (!PQgetisnull(res, 0, 0)) {
-        *report = json_loads(PQgetvalue(res, 0, 0), 0, &jerr);
-        if (*report == NULL || !json_is_object(*report))
-            st = og_error_set(err, OG_ERR_INTERNAL, false, "order_report: unreadable JSON: %s",
-                              jerr.text);
-        charges =
-            PQgetisnull(res, 0, 1) ? json_array() : json_loads(PQgetvalue(res, 0, 1), 0, &jerr);
-        if (st == OG_OK && json_object_get(*report, "charges") == NULL)
-            ctl_json_set(*report, "charges", charges != NULL ? json_incref(charges) : json_array());
-        if (st == OG_OK && json_object_get(*report, "charge_until") == NULL)
-            ctl_json_set(
-                *report, "charge_until",
-                ctl_json_str_or_null(PQgetisnull(res, 0, 2) ? NULL : PQgetvalue(res, 0, 2)));
-        json_decref(charges);
-    }
-    PQclear(res);
-    return st;
-}
-
 static enum og_status show_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
                                struct og_error *err)
 {
@@ -105,7 +54,7 @@ static enum og_status show_run(struct ctl *ctl, const struct opt_args *a, json_t
     db = ctl_db(ctl, err);
     if (db == NULL)
         return err->status;
-    st = show_report(db, order_no, &report, err);
+    st = ctl_order_report(db, order_no, &report, err);
     if (st != OG_OK) {
         json_decref(report);
         return st;
@@ -224,10 +173,10 @@ static void show_text(const json_t *r, FILE *out)
                                         "OUTCOME", "CHARGE", "OPERATOR", "REASON"};
     static const char *const pay_k[] = {"at",      "txn_no",     "amount",   "channel",
                                         "outcome", "charge_ref", "operator", "reason"};
-    static const char *const chg_h[] = {"CHARGE",   "STATE",    "BEGUN_AT",
-                                        "BOUND_AT", "ENDED_AT", "TXN"};
-    static const char *const chg_k[] = {"charge_ref", "state",    "begun_at",
-                                        "bound_at",   "ended_at", "txn_no"};
+    static const char *const chg_h[] = {"CHARGE",   "STATE", "BEGAN_AT", "UNTIL",
+                                        "ENDED_AT", "TXN",   "LATE"};
+    static const char *const chg_k[] = {"charge_ref", "state",  "began_at",  "until",
+                                        "ended_at",   "txn_no", "ended_late"};
     static const char *const exc_h[] = {"ID",         "CREATED_AT", "KIND",        "TXN", "AMOUNT",
                                         "RESOLUTION", "STATE",      "RESOLVED_BY", "NOTE"};
     static const char *const exc_k[] = {"id",     "created_at",  "kind",
@@ -268,7 +217,7 @@ static void show_text(const json_t *r, FILE *out)
     show_section(out, "items", json_object_get(o, "items"), 2, item_h, item_k);
     show_section(out, "history", json_object_get(o, "history"), 7, hist_h, hist_k);
     show_section(out, "payments", json_object_get(o, "payments"), 8, pay_h, pay_k);
-    show_section(out, "charges", json_object_get(o, "charges"), 6, chg_h, chg_k);
+    show_section(out, "charges", json_object_get(o, "charges"), 7, chg_h, chg_k);
     show_section(out, "exceptions", json_object_get(o, "exceptions"), 9, exc_h, exc_k);
     show_amendments(json_object_get(o, "amendments"), currency);
     show_section(out, "amendments", json_object_get(o, "amendments"), 5, amd_h, amd_k);

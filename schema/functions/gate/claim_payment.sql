@@ -287,24 +287,11 @@ BEGIN
         IF v_outcome = 'overpaid' THEN
             -- The excess of the part that paid: the parts before it were below the amount.
             v_excess := least(v_captured - v_amount, p_amount);
-            v_res := CASE WHEN v_excess <= _refund_limit(v_cur) THEN 'auto_refund' ELSE 'manual_review' END;
-            INSERT INTO exceptions (order_no, kind, txn_no, amount_cents, resolution, currency, note)
-            VALUES (p_order_no, 'overpaid', p_txn, v_excess, v_res, v_cur,
-                    format('payment %s via %s paid %s %s of which %s beyond the amount %s',
-                           p_txn, p_channel, p_amount, v_cur, v_excess, v_amount))
-            RETURNING id INTO v_exc_id;
-            INSERT INTO outbox (event_type, order_no, payload)
-            VALUES (CASE v_res WHEN 'auto_refund' THEN 'refund_requested' ELSE 'reconciliation_alert' END,
-                    p_order_no,
-                    jsonb_build_object('v', 1,
-                                       'event', CASE v_res WHEN 'auto_refund' THEN 'refund_requested'
-                                                           ELSE 'reconciliation_alert' END,
-                                       'order_no', p_order_no, 'txn_no', p_txn, 'amount_cents', v_excess,
-                                       'channel', p_channel, 'kind', 'overpaid', 'resolution', v_res,
-                                       'exception_id', v_exc_id, 'order_status', 'paid',
-                                       'source', v_source, 'actor', v_actor,
-                                       'coupon_id', v_coupon, 'items', _order_items_json(p_order_no),
-                                       'shop', v_shop, 'currency', v_cur));
+            SELECT e.o_id, e.o_resolution INTO v_exc_id, v_res
+              FROM _payment_exception(p_order_no, 'overpaid', p_txn, v_excess, v_cur, NULL,
+                                      format('payment %s via %s paid %s %s of which %s beyond the amount %s',
+                                             p_txn, p_channel, p_amount, v_cur, v_excess, v_amount),
+                                      p_channel, 'paid', v_source, v_actor, v_coupon, v_shop) e;
         END IF;
         SELECT max(k.nargs) INTO v_hooks FROM hooks k WHERE k.event = 'paid';
         IF v_hooks IS NOT NULL THEN
@@ -347,32 +334,15 @@ BEGIN
     ELSE
         v_outcome := 'amount_mismatch';   v_kind := 'amount_mismatch';   v_res := 'manual_review';
     END IF;
-    IF v_res IS NULL THEN
-        v_res := CASE WHEN p_amount <= _refund_limit(v_cur) THEN 'auto_refund' ELSE 'manual_review' END;
-    END IF;
-
-    INSERT INTO exceptions (order_no, kind, txn_no, amount_cents, resolution, currency, note)
-    VALUES (p_order_no, v_kind, p_txn, p_amount, v_res, v_cur,
-            CASE WHEN v_kind = 'currency_mismatch'
-                 THEN format('payment %s via %s in %s, order in %s, order status %s',
-                             p_txn, p_channel, v_cur, v_ocur, v_status)
-                 ELSE format('payment %s via %s, order status %s', p_txn, p_channel,
-                             coalesce(v_status, 'unknown')) END)
-    RETURNING id INTO v_exc_id;
-
     -- The order's coupon and lines go with the event: a refund reader knows what the money was for.
-    INSERT INTO outbox (event_type, order_no, payload)
-    VALUES (CASE v_res WHEN 'auto_refund' THEN 'refund_requested' ELSE 'reconciliation_alert' END,
-            p_order_no,
-            jsonb_build_object('v', 1,
-                               'event', CASE v_res WHEN 'auto_refund' THEN 'refund_requested'
-                                                   ELSE 'reconciliation_alert' END,
-                               'order_no', p_order_no, 'txn_no', p_txn, 'amount_cents', p_amount,
-                               'channel', p_channel, 'kind', v_kind, 'resolution', v_res,
-                               'exception_id', v_exc_id, 'order_status', v_status,
-                               'source', v_source, 'actor', v_actor,
-                               'coupon_id', v_coupon, 'items', _order_items_json(p_order_no),
-                               'shop', v_shop, 'currency', v_cur));
+    SELECT e.o_id, e.o_resolution INTO v_exc_id, v_res
+      FROM _payment_exception(p_order_no, v_kind, p_txn, p_amount, v_cur, v_res,
+                              CASE WHEN v_kind = 'currency_mismatch'
+                                   THEN format('payment %s via %s in %s, order in %s, order status %s',
+                                               p_txn, p_channel, v_cur, v_ocur, v_status)
+                                   ELSE format('payment %s via %s, order status %s', p_txn, p_channel,
+                                               coalesce(v_status, 'unknown')) END,
+                              p_channel, v_status, v_source, v_actor, v_coupon, v_shop) e;
 
     UPDATE payments p SET outcome = v_outcome WHERE p.ctid = v_pay;
     v_event := CASE WHEN v_outcome = 'late_payment' THEN 'late_payment' ELSE 'payment_exception' END;

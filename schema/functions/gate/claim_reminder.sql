@@ -1,7 +1,8 @@
 -- claim_reminder: sends an order's payment reminder at offset_seconds before its deadline, at
 -- most once (the consumer when the reminder's message falls due, the scanner as the fallback).
 -- The due time is expire_at - offset, computed here from the order as it is now, so a hold or a
--- deadline change needs no rewrite of the reminder. Outcomes (due_at as noted):
+-- deadline change needs no rewrite of the reminder (a shortened deadline only adds a message due
+-- sooner, set_deadline's). Outcomes (due_at as noted):
 --   sent          this call wrote the payment_reminder event (order_no, offset_seconds, due_at,
 --                 expire_at, currency, amount_cents, shop); due_at = the due time it was sent
 --                 against (the caller's lateness is its clock minus due_at)

@@ -4,13 +4,13 @@
 -- seconds must be 1..least(max_hold_seconds, max_deadline_seconds), so a hold never sets a
 -- deadline the cancel message cannot carry. Outcomes: held | not_pending | not_found.
 -- A hold is not a transition: no status_log row, no transition event. With schedule_cancels = 1
--- an order keeps at most one cancel message waiting in the outbox: a hold that moves expire_at
--- rewrites the order's unpublished cancel_scheduled to the new deadline; when one is published
--- (or a relay is publishing it right now) due no later than the new deadline, nothing is
--- written, because the consumer answers that message not_due and re-schedules it by the
--- order's expire_at; only an order with no usable cancel message gets a new one. 200 keep-alive
--- holds are then at most two messages, not 201. The relay's row lock is skipped, never waited
--- for: a hold does not wait on a broker. held_until records the hold's own end (now() + seconds,
+-- an order keeps at most one cancel message waiting in the outbox (_cancel_reschedule): a hold
+-- that moves expire_at rewrites the order's unpublished cancel_scheduled to the new deadline;
+-- when one is published (or a relay is publishing it right now) due no later than the new
+-- deadline, nothing is written, because the consumer answers that message not_due and
+-- re-schedules it by the order's expire_at; only an order with no usable cancel message gets a
+-- new one. 200 keep-alive holds are then at most two messages, not 201. The relay's row lock
+-- is skipped, never waited for: a hold does not wait on a broker. held_until records the hold's own end (now() + seconds,
 -- never earlier than a previous hold's): while it is ahead a payment is in flight, and
 -- claim_reminder holds the order's reminders back (in_flight).
 CREATE OR REPLACE FUNCTION ordergate.hold_for_payment(order_no text, seconds int)
@@ -50,27 +50,7 @@ BEGIN
     RETURNING o.expire_at INTO v_expire;
     IF FOUND THEN
         IF v_expire > v_old AND _setting_bigint('schedule_cancels', 0) = 1 THEN
-            UPDATE outbox b
-               SET payload = _cancel_message(p_order_no, v_expire)
-             WHERE b.id = (SELECT q.id
-                             FROM outbox q
-                            WHERE q.order_no = p_order_no
-                              AND q.event_type = 'cancel_scheduled'
-                              AND q.published_at IS NULL
-                              AND q.quarantined_at IS NULL
-                            ORDER BY q.id DESC
-                            LIMIT 1
-                              FOR UPDATE SKIP LOCKED);
-            IF NOT FOUND AND NOT EXISTS (
-                   SELECT 1
-                     FROM outbox q
-                    WHERE q.order_no = p_order_no
-                      AND q.event_type = 'cancel_scheduled'
-                      AND q.quarantined_at IS NULL
-                      AND (q.payload ->> 'due_at')::timestamptz <= v_expire) THEN
-                INSERT INTO outbox (event_type, order_no, payload)
-                VALUES ('cancel_scheduled', p_order_no, _cancel_message(p_order_no, v_expire));
-            END IF;
+            PERFORM _cancel_reschedule(p_order_no, v_expire);
         END IF;
         RETURN QUERY SELECT 'held'::text, v_expire;
         RETURN;

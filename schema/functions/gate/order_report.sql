@@ -11,7 +11,15 @@
 --    "exceptions": [{"id", "kind", "txn_no", "amount_cents", "resolution", "state", "note",
 --                    "created_at", "resolved_at", "resolved_by", "currency"}]  oldest first,
 --    "amendments": [{"id", "operator", "at", "before", "after"}]               oldest first,
---    "deadline_changes": [{"id", "operator", "at", "before", "after"}]         oldest first}
+--    "deadline_changes": [{"id", "operator", "at", "before", "after"}]         oldest first,
+--    "reminders":  [{"offset_seconds", "state", "due_at", "sent_at", "skip_reason"}]
+--                                                                              earliest first,
+--    "charge_until",
+--    "charges":    [{"charge_ref", "state", "began_at", "until", "ended_at", "txn_no",
+--                    "ended_late"}]                                            oldest first}
+-- charges: the order's charges (begin_charge) hot and archived (an order archived with them can
+-- still have a late payment's exception in the hot tables); until = the charge's bound,
+-- charge_until = the order's (the latest bound of its pending charges, NULL when none).
 -- status may be released (release_order: history has its operator and reason).
 -- found = false with the order fields NULL when no order row exists (payments and exceptions of
 -- an unknown order are still reported). NULL when nothing at all is recorded under the number.
@@ -71,6 +79,20 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
                    ORDER BY r.offset_seconds DESC), '[]'::jsonb) AS j
           FROM ordergate.reminders r
          WHERE r.order_no = p_order_no
+    ), charges AS (
+        SELECT coalesce(jsonb_agg(jsonb_build_object(
+                   'charge_ref', c.charge_ref, 'state', c.state,
+                   'began_at', _ctl_iso(c.begun_at), 'until', _ctl_iso(c.bound_at),
+                   'ended_at', _ctl_iso(c.ended_at), 'txn_no', c.txn_no,
+                   'ended_late', c.ended_late)
+                   ORDER BY c.begun_at, c.charge_ref), '[]'::jsonb) AS j
+          FROM (SELECT h.charge_ref, h.state, h.begun_at, h.bound_at, h.ended_at, h.txn_no, h.ended_late
+                  FROM ordergate.charges h
+                 WHERE h.order_no = p_order_no
+                 UNION ALL
+                SELECT a.charge_ref, a.state, a.begun_at, a.bound_at, a.ended_at, a.txn_no, a.ended_late
+                  FROM ordergate.archived_charges a
+                 WHERE a.order_no = p_order_no) c
     )
     SELECT CASE
                WHEN NOT EXISTS (SELECT 1 FROM o)
@@ -96,9 +118,11 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
                    'exceptions', exceptions.j,
                    'amendments', amendments.j,
                    'deadline_changes', deadlines.j,
-                   'reminders', reminders.j)
+                   'reminders', reminders.j,
+                   'charge_until', (SELECT _ctl_iso(o.charge_until) FROM o),
+                   'charges', charges.j)
            END
-      FROM items, history, payments, exceptions, amendments, deadlines, reminders
+      FROM items, history, payments, exceptions, amendments, deadlines, reminders, charges
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.order_report(text) TO ordergate_order_service;

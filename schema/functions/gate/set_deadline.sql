@@ -12,12 +12,13 @@
 -- Logged in deadline_changes (operator, the deadline before and after); one outbox event
 -- order_deadline_changed; the shop's hooks for event deadline_changed run last (_hooks_run,
 -- context {operator, before, after}: the deadlines).
--- With schedule_cancels = 1 the cancel message follows the deadline, with the coalescing
--- hold_for_payment does (one pending message per order): the order's unpublished
--- cancel_scheduled is rewritten to the new due time (now, for a deadline in the past); when none
--- is waiting and no published one is due by then, a new one is written. A message due later
--- than a shortened deadline is answered not_due by the consumer and re-scheduled by the order's
--- expire_at, so it needs no rewrite. The relay's row lock is skipped, never waited for.
+-- With schedule_cancels = 1 the cancel message follows the deadline, coalesced as
+-- hold_for_payment's (_cancel_reschedule: one waiting message per order, rewritten to the new
+-- due time, now for a deadline in the past; a new one only when none usable is waiting). A
+-- shortened deadline still ahead also writes a reminder_scheduled message for each of the
+-- order's pending reminders, due at the new expire_at - offset (now at the earliest): the old
+-- message could come after the cancel. A lengthened one needs none (claim_reminder answers the
+-- old message not_due and the consumer re-schedules it).
 -- Lock: the order row (waits, like close_order), then the outbox rows.
 -- Errors, nothing written: 22023 for a malformed order number, a NULL or infinite deadline or
 -- one beyond the horizon, an operator outside 1..128 characters (trimmed).
@@ -33,7 +34,6 @@ DECLARE
     v_old      timestamptz;
     v_shop     jsonb;
     v_cur      text;
-    v_due      timestamptz;
 BEGIN
     IF p_order_no IS NULL OR length(p_order_no) > 64 OR p_order_no !~ '^[A-Za-z0-9._:-]+$' THEN
         PERFORM _bad_arg('set_deadline: order_no must be 1..64 characters of [A-Za-z0-9._:-]');
@@ -70,28 +70,22 @@ BEGIN
     VALUES (p_order_no, p_operator, v_old, p_expire);
 
     IF _setting_bigint('schedule_cancels', 0) = 1 THEN
-        v_due := greatest(p_expire, now());
-        UPDATE outbox b
-           SET payload = _cancel_message(p_order_no, v_due)
-         WHERE b.id = (SELECT q.id
-                         FROM outbox q
-                        WHERE q.order_no = p_order_no
-                          AND q.event_type = 'cancel_scheduled'
-                          AND q.published_at IS NULL
-                          AND q.quarantined_at IS NULL
-                        ORDER BY q.id DESC
-                        LIMIT 1
-                          FOR UPDATE SKIP LOCKED);
-        IF NOT FOUND AND NOT EXISTS (
-               SELECT 1
-                 FROM outbox q
-                WHERE q.order_no = p_order_no
-                  AND q.event_type = 'cancel_scheduled'
-                  AND q.quarantined_at IS NULL
-                  AND (q.payload ->> 'due_at')::timestamptz <= v_due) THEN
+        -- A shortened deadline brings the pending reminders forward: each gets a message due
+        -- at its new time (now at the earliest), earliest due first and before any new cancel
+        -- message (place_order's order). Their old messages stay: claim_reminder answers them
+        -- not_due or already_sent, so a second message is harmless. None for a deadline
+        -- already past: the order is cancelled now, a reminder would only race the cancel.
+        IF p_expire < v_old AND p_expire > now() THEN
             INSERT INTO outbox (event_type, order_no, payload)
-            VALUES ('cancel_scheduled', p_order_no, _cancel_message(p_order_no, v_due));
+            SELECT 'reminder_scheduled', p_order_no,
+                   _reminder_message(p_order_no, r.offset_seconds,
+                                     greatest(p_expire - make_interval(secs => r.offset_seconds), now()))
+              FROM reminders r
+             WHERE r.order_no = p_order_no
+               AND r.state = 'pending'
+             ORDER BY r.offset_seconds DESC;
         END IF;
+        PERFORM _cancel_reschedule(p_order_no, greatest(p_expire, now()));
     END IF;
 
     INSERT INTO outbox (event_type, order_no, payload)

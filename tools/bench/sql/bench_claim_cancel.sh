@@ -5,12 +5,13 @@
 #   tools/bench/sql/bench_claim_cancel.sh [ORDERS] [BATCH] [CLIENTS]      defaults 200000 500 1
 #
 # Loads ORDERS due pending orders (1-3 lines each over 200 hot SKUs, a coupon on every third) in
-# a fresh database built with schema/install.sql, then pgbench cancels them in batches of BATCH order
-# numbers drawn from a sequence (every batch cancels BATCH distinct orders: no easy not_found
-# rows), CLIENTS connections at once. Prints orders/s (wall clock) and orders per CPU-second of the
-# whole PostgreSQL cluster and per CPU-second of the pgbench backends alone (meaningful on a
-# shared, busy machine where wall clock depends on others' load), checks every order is cancelled and that reconcile() is
-# clean, times reconcile(), and drops the database.
+# a fresh database built with SCHEMA/install.sql (SCHEMA: default this tree's schema/; see
+# tools/bench/sql/bench_db.sh), then pgbench cancels them in batches of BATCH order numbers drawn
+# from a sequence (every batch cancels BATCH distinct orders: no easy not_found rows), CLIENTS
+# connections at once. Prints orders/s (wall clock) and orders per CPU-second of the whole
+# PostgreSQL cluster and per CPU-second of the pgbench backends alone (meaningful on a shared, busy
+# machine where wall clock depends on others' load), checks every order is cancelled and that
+# reconcile() is clean, times reconcile(), and drops the database.
 #
 # Connection: libpq's environment; the role must create databases (superuser on a throwaway
 # cluster). CPU accounting reads /proc of the postmaster's children, so run it on the server host.
@@ -19,39 +20,15 @@ set -euo pipefail
 orders=${1:-200000}
 batch=${2:-500}
 clients=${3:-1}
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-top=$(cd "$here/../../.." && pwd)
-pgbin=${PG_BINDIR:-/usr/lib/postgresql/15/bin}
-psql=(env PGOPTIONS="-c client_min_messages=warning" "$pgbin/psql" -X -q -v ON_ERROR_STOP=1)
-db="og_bench_cancel_$$"
-work=$(mktemp -d)
-trap '"${psql[@]}" -d postgres -c "DROP DATABASE IF EXISTS \"$db\"" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/bench_db.sh"
 
 batches=$((orders / batch))
 per_client=$((batches / clients))
 [ "$per_client" -ge 1 ] || { echo "bench: ORDERS/BATCH/CLIENTS must be >= 1" >&2; exit 2; }
 
-"${psql[@]}" -d postgres -c "CREATE DATABASE \"$db\" TEMPLATE template0" >/dev/null
-"${psql[@]}" -d "$db" -f "$top/schema/install.sql" >/dev/null
-
+bench_db_create cancel
 echo "bench: loading $orders due orders"
-"${psql[@]}" -d "$db" -v n="$orders" <<'EOF'
-INSERT INTO ordergate.inventory (sku, available) SELECT 'SKU-' || g, 1000000000 FROM generate_series(1, 200) g;
-INSERT INTO ordergate.coupons (coupon_id, state)
-SELECT 'CP-' || g, 'locked' FROM generate_series(0, :n - 1) g WHERE g % 3 = 0;
-INSERT INTO ordergate.orders (order_no, amount_cents, coupon_id, expire_at)
-SELECT 'B' || g, 1000 + g % 9000, CASE WHEN g % 3 = 0 THEN 'CP-' || g END, now() - interval '1 minute'
-  FROM generate_series(0, :n - 1) g;
-INSERT INTO ordergate.order_items (order_no, sku, qty)
-SELECT 'B' || g, 'SKU-' || ((g + k * 37) % 200 + 1), k
-  FROM generate_series(0, :n - 1) g, generate_series(1, 1 + g % 3) k;
-UPDATE ordergate.inventory i SET available = i.total - h.q
-  FROM (SELECT it.sku, sum(it.qty) AS q FROM ordergate.order_items it GROUP BY it.sku) h
- WHERE h.sku = i.sku;
-CREATE SEQUENCE public.bench_batch MINVALUE 0 START 0;
-VACUUM ANALYZE;
-CHECKPOINT;
-EOF
+bench_db_load_orders "$orders" "-1 minute" bench_batch
 
 cat >"$work/cancel.sql" <<EOF
 SELECT count(*) FROM ordergate.claim_cancel(

@@ -18,40 +18,14 @@ set -euo pipefail
 
 orders=${1:-50000}
 clients=${2:-2}
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-top=$(cd "$here/../../.." && pwd)
-schema=${SCHEMA:-$top/schema}
-pgbin=${PG_BINDIR:-/usr/lib/postgresql/15/bin}
-psql=(env PGOPTIONS="-c client_min_messages=warning" "$pgbin/psql" -X -q -v ON_ERROR_STOP=1)
-db="og_bench_pay_$$"
-work=$(mktemp -d)
-trap '"${psql[@]}" -d postgres -c "DROP DATABASE IF EXISTS \"$db\"" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/bench_db.sh"
 
 per_client=$((orders / clients))
 [ "$per_client" -ge 1 ] || { echo "bench: ORDERS/CLIENTS must be >= 1" >&2; exit 2; }
-[ -r "$schema/install.sql" ] || { echo "bench: no $schema/install.sql" >&2; exit 2; }
 
-"${psql[@]}" -d postgres -c "CREATE DATABASE \"$db\" TEMPLATE template0" >/dev/null
-(cd "$schema" && "${psql[@]}" -d "$db" -f install.sql >/dev/null)
-
+bench_db_create pay
 echo "bench: loading $orders pending orders (schema $schema)"
-"${psql[@]}" -d "$db" -v n="$orders" <<'SQL'
-INSERT INTO ordergate.inventory (sku, available) SELECT 'SKU-' || g, 1000000000 FROM generate_series(1, 200) g;
-INSERT INTO ordergate.coupons (coupon_id, state)
-SELECT 'CP-' || g, 'locked' FROM generate_series(0, :n - 1) g WHERE g % 3 = 0;
-INSERT INTO ordergate.orders (order_no, amount_cents, coupon_id, expire_at)
-SELECT 'B' || g, 1000 + g % 9000, CASE WHEN g % 3 = 0 THEN 'CP-' || g END, now() + interval '1 hour'
-  FROM generate_series(0, :n - 1) g;
-INSERT INTO ordergate.order_items (order_no, sku, qty)
-SELECT 'B' || g, 'SKU-' || ((g + k * 37) % 200 + 1), k
-  FROM generate_series(0, :n - 1) g, generate_series(1, 1 + g % 3) k;
-UPDATE ordergate.inventory i SET available = i.total - h.q
-  FROM (SELECT it.sku, sum(it.qty) AS q FROM ordergate.order_items it GROUP BY it.sku) h
- WHERE h.sku = i.sku;
-CREATE SEQUENCE public.bench_pay MINVALUE 0 START 0;
-VACUUM ANALYZE;
-CHECKPOINT;
-SQL
+bench_db_load_orders "$orders" "1 hour" bench_pay
 
 # The amount is the order's own (1000 + g % 9000), so every call is paid.
 cat >"$work/pay.sql" <<'SQL'

@@ -224,6 +224,11 @@ struct drill_order *drill_plan_find(const struct drill *d, const char *order_no)
 /* ---- setup.c ---------------------------------------------------------------------------- */
 
 /* A connected session of the drill's configuration (application_name app). */
+/* Puts the setting `name` back to `before` with stmt (set_setting(name, $1)) after the drill set
+ * it to drill_value; the error tells how to do it by hand. */
+enum og_status drill_setup_restore_setting(struct db *db, const struct db_stmt *stmt,
+                                           const char *name, const char *drill_value,
+                                           const char *before, struct og_error *err);
 enum og_status drill_setup_db(const struct drill *d, const char *app, struct db **db,
                               struct og_error *err);
 /* Stock for the hot SKUs, then every order placed by --payers threads. */

@@ -45,16 +45,8 @@ enum og_status drill_remind_restore(const struct drill *d, struct db *db, struct
 {
     if (!d->remind_set || strcmp(d->remind_before, d->o.reminders) == 0)
         return OG_OK;
-    if (db == NULL)
-        og_error_set(err, OG_ERR_DB, false, "no database connection");
-    else if (db_call(db, &drill_remind_stmt_setting, (const char *[]){d->remind_before}, NULL,
-                     err) == OG_OK)
-        return OG_OK;
-    og_error_prefix(err, "reminder_before_seconds is still '%s', it was '%s' before the drill",
-                    d->o.reminders, d->remind_before);
-    snprintf(err->msg + strlen(err->msg), sizeof(err->msg) - strlen(err->msg),
-             " (SELECT ordergate.set_setting('reminder_before_seconds', '%s'))", d->remind_before);
-    return err->status;
+    return drill_setup_restore_setting(db, &drill_remind_stmt_setting, "reminder_before_seconds",
+                                       d->o.reminders, d->remind_before, err);
 }
 
 /* After the settle: every reminder of a drill order left pending (a pending one of an order

@@ -59,16 +59,8 @@ enum og_status drill_sched_restore(const struct drill *d, struct db *db, struct 
 {
     if (d->schedule_before[0] == '\0' || strcmp(d->schedule_before, "1") == 0)
         return OG_OK;
-    if (db == NULL)
-        og_error_set(err, OG_ERR_DB, false, "no database connection");
-    else if (db_call(db, &drill_sched_stmt_setting, (const char *[]){d->schedule_before}, NULL,
-                     err) == OG_OK)
-        return OG_OK;
-    og_error_prefix(err, "schedule_cancels is still 1, it was %s before the drill",
-                    d->schedule_before);
-    snprintf(err->msg + strlen(err->msg), sizeof(err->msg) - strlen(err->msg),
-             " (SELECT ordergate.set_setting('schedule_cancels', '%s'))", d->schedule_before);
-    return err->status;
+    return drill_setup_restore_setting(db, &drill_sched_stmt_setting, "schedule_cancels", "1",
+                                       d->schedule_before, err);
 }
 
 enum og_status drill_sched_counts(const struct drill *d, struct db *db, long *events,

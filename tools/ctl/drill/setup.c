@@ -2,7 +2,8 @@
  * every order placed through the gate in its currency, allowing parts or not (several sessions
  * at once), then the deadlines moved to
  * the planned due times. Also opens the drill's database sessions, for every file that needs
- * one. It must not touch the broker, the children or the gate's answers of the race. */
+ * one, and puts back a setting a file changed for the drill's time. It must not touch the broker,
+ * the children or the gate's answers of the race. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +28,21 @@ enum og_status drill_setup_db(const struct drill *d, const char *app, struct db 
         return err->status;
     }
     return OG_OK;
+}
+
+enum og_status drill_setup_restore_setting(struct db *db, const struct db_stmt *stmt,
+                                           const char *name, const char *drill_value,
+                                           const char *before, struct og_error *err)
+{
+    if (db == NULL)
+        og_error_set(err, OG_ERR_DB, false, "no database connection");
+    else if (db_call(db, stmt, (const char *[]){before}, NULL, err) == OG_OK)
+        return OG_OK;
+    og_error_prefix(err, "%s is still '%s', it was '%s' before the drill", name, drill_value,
+                    before);
+    snprintf(err->msg + strlen(err->msg), sizeof(err->msg) - strlen(err->msg),
+             " (SELECT ordergate.set_setting('%s', '%s'))", name, before);
+    return err->status;
 }
 
 static const struct db_stmt drill_setup_stmt_stock = {

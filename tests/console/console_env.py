@@ -109,22 +109,28 @@ class Env:
 
     def populate(self):
         """Orders and exceptions every test starts from:
-        P1  pending, one stock line (SKU-A x2) and coupon CPN-1, shop {"email": "p1@example.com"}
+        P1  pending, one stock line (SKU-A x2) and coupon CPN-1, shop {"email": "p1@example.com"},
+            its deadline moved from 30 to 40 minutes by the operator "ops"
         P2  pending, gate-only
         C1  closed by hand, then paid 1000 late: a late_payment under manual review (refundable,
             the limit is 500)
-        an unknown order's payment (txn T-U): an unknown_order exception"""
+        an unknown order's payment (txn T-U): an unknown_order exception
+        a reconciliation recorded as the scanner records it: invariant 5 violated twice, the
+            shop check stock failed"""
         self.sql("""
             SELECT ordergate.set_setting('auto_refund_limit_cents', '500');
             SELECT ordergate.add_stock('SKU-A', 10);
             SELECT ordergate.add_coupon('CPN-1');
             SELECT ordergate.place_order('P1', 2500, '[{"sku":"SKU-A","qty":2}]', 'CPN-1',
                                          now() + interval '30 minutes', '{"email":"p1@example.com"}');
+            SELECT * FROM ordergate.set_deadline('P1', now() + interval '40 minutes', 'ops');
             SELECT ordergate.place_order('P2', 1000, '[]', NULL, now() + interval '2 minutes');
             SELECT ordergate.place_order('C1', 1000, '[]', NULL, now() + interval '1 hour');
             SELECT * FROM ordergate.close_order('C1', 'setup', 'test setup');
             SELECT * FROM ordergate.claim_payment('C1', 'T-C1', 1000, 'card');
             SELECT * FROM ordergate.claim_payment('NOPE', 'T-U', 700, 'wallet');
+            SELECT ordergate.reconcile_run_record(now() - interval '3 minutes', NULL, 'violated',
+                                                  '{"1": 0, "5": 2, "shop:stock": -1}', 0, NULL);
         """)
 
     def start(self):

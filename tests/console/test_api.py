@@ -64,6 +64,11 @@ def main():
         t.eq("overview: open exceptions by kind",
              sorted((e["kind"], e["n"]) for e in o["exceptions"]),
              [("late_payment", 1), ("unknown_order", 1)])
+        r = o["reconcile"]
+        t.eq("overview: the last reconciliation, what it found violated",
+             (r["result"], r["violated"], r["since"], r["started_at"] < r["finished_at"]),
+             ("violated", [{"name": "5", "n": 2}, {"name": "shop:stock", "n": -1}], None, True))
+        t.true("overview: the reconciliation's age", 0 <= r["age_s"] < 60, r["age_s"])
         st, page = viewer.call("GET", "/api/exceptions?kind=late_payment")
         t.eq("exceptions filtered by kind", (st, [x["id"] for x in page["items"]]), (200, [exc_late]))
         st, page = viewer.call("GET", "/api/exceptions?channel=wallet")
@@ -89,6 +94,7 @@ def main():
               "order_cancelled" in [e["event_type"] for e in o["events"]]),
              ("manual", "late_payment", "late_payment", True))
         st, o = viewer.call("GET", "/api/orders/P1")
+        t.eq("timeline: the deadline moved, by whom", [d["operator"] for d in o["deadline_changes"]], ["ops"])
         t.eq("pending order: what closing gives back",
              o["close_effects"], {"stock_back": [{"sku": "SKU-A", "qty": 2}], "coupon_back": "CPN-1"})
         st, _ = viewer.call("GET", "/api/orders/NOPE-NOTHING")

@@ -145,12 +145,14 @@ function ago(s) {
   return s < 120 ? `${s} s ago` : s < 7200 ? `${Math.round(s / 60)} min ago` : s < 172800 ? `${Math.round(s / 3600)} h ago` : `${Math.round(s / 86400)} days ago`;
 }
 
-// The last reconciliation: its result and age, and what it found violated (an invariant by its
-// number, a shop check by its name; -1 = the check failed).
-function reconcileText(r) {
-  if (!r) return 'never recorded';
-  const found = r.violated.map((x) => (/^\d+$/.test(x.name) ? `invariant ${x.name}` : x.name) + (x.n < 0 ? ' failed' : ` (${x.n})`));
-  return `${r.result}, ${ago(r.age_s)}` + (found.length ? `: ${found.join(', ')}` : '') + (r.detail ? `: ${r.detail}` : '') + (r.repaired ? `; ${r.repaired} repaired` : '');
+// The last reconciliation: its result as the figure, then its age and what it found violated
+// (an invariant by its number, a shop check by its name; -1 = the check failed).
+function reconcileCard(r) {
+  const found = r ? r.violated.map((x) => (/^\d+$/.test(x.name) ? `invariant ${x.name}` : x.name) + (x.n < 0 ? ' failed' : ` (${x.n})`)) : [];
+  const detail = r ? `${ago(r.age_s)}` + (found.length ? `: ${found.join(', ')}` : '') + (r.detail ? `: ${r.detail}` : '') + (r.repaired ? `; ${r.repaired} repaired` : '') : 'ordergate-scanner --reconcile records each run';
+  return el('div', { class: 'card' }, el('div', { class: 'muted', text: 'reconciliation: last run' }),
+    el('div', { class: 'figure' + (r && r.result !== 'clean' ? ' bad' : ''), id: 'fig-reconcile', text: r ? r.result : 'never' }),
+    el('div', { class: 'detail', id: 'fig-reconcile-detail', text: detail }));
 }
 
 async function viewOverview(v) {
@@ -174,7 +176,7 @@ async function viewOverview(v) {
       figure('outbox backlog', o.outbox.backlog + (o.outbox.oldest_age_s ? ` (oldest ${Math.round(o.outbox.oldest_age_s)} s)` : ''), 'fig-outbox'),
       figure('refunds requested / unconfirmed / reviews overdue', `${o.refunds.requested} / ${o.refunds.unconfirmed} / ${o.refunds.overdue_reviews}`, 'fig-refunds'),
       figure('scanner: last run', sc ? `${sc.status}, ${when(sc.started_at)}, ${sc.cancelled} cancelled` : 'never', 'fig-scanner'),
-      figure('reconciliation: last run', reconcileText(o.reconcile), 'fig-reconcile')),
+      reconcileCard(o.reconcile)),
     el('div', { class: 'card' },
       el('h2', { text: 'Cancels per minute, last hour' }),
       el('div', { class: 'legend' }, el('span', { class: 'consumer', text: `■ consumer ${total('consumer')}` }), el('span', { class: 'scanner', text: `■ scanner ${total('scanner')}` }), el('span', { class: 'manual', text: `■ manual ${total('manual')}` })),

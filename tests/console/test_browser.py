@@ -76,8 +76,8 @@ def main():
         t.true("overview chart drawn", drv.find_element(By.ID, "cancel-chart").is_displayed())
         t.true("overview: the last reconciliation and what it found",
                text_in("#fig-reconcile", "violated") and
-               "invariant 5 (2), shop:stock failed" in find("#fig-reconcile").text,
-               find("#fig-reconcile").text)
+               "invariant 5 (2), shop:stock failed" in find("#fig-reconcile-detail").text,
+               find("#fig-reconcile-detail").text)
         t.eq("overview: who is logged in", drv.find_element(By.ID, "who").text, s_login)
         drv.save_screenshot(os.path.join(shots, "overview.png"))
 

@@ -1,5 +1,6 @@
 """What the console's tests share: a database of their own (a copy of the db fixture's template),
-three people with their own logins and passwords (a viewer, a support operator, an admin), a
+four people with their own logins and passwords (a viewer, a support operator, an admin who may
+change settings and a console admin who may only read them), a
 small set of orders and exceptions, an ordergate-console of their own on a free loopback port,
 and an HTTP client that keeps a session cookie and its CSRF token.
 
@@ -75,7 +76,7 @@ class Env:
         tag = "%s_%d" % (name, os.getpid())
         self.db = "og_console_" + tag
         self.users = {k: ("og_c%s_%s" % (k, tag), secrets.token_hex(12))
-                      for k in ("viewer", "support", "admin")}
+                      for k in ("viewer", "support", "admin", "cadmin")}
         self.proc = None
         self.admin = psycopg2.connect(dbname="postgres")
         self.admin.autocommit = True
@@ -89,6 +90,7 @@ class Env:
             c.execute('GRANT ordergate_console_operator TO "%s"' % self.users["support"][0])
             c.execute('GRANT ordergate_console_admin, ordergate_admin TO "%s"'
                       % self.users["admin"][0])
+            c.execute('GRANT ordergate_console_admin TO "%s"' % self.users["cadmin"][0])
         self.conn = psycopg2.connect(dbname=self.db)
         self.conn.autocommit = True
         self.work = tempfile.mkdtemp(prefix="og_console_")

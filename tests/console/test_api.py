@@ -194,6 +194,16 @@ def main():
         st, s = admin.call("GET", "/api/settings")
         t.eq("admin reads settings", (st, {r["key"]: r["value"] for r in s["settings"]}.get("auto_refund_limit_cents")),
              (200, "500"))
+        # A console admin without ordergate_admin: the settings page read-only, a change refused.
+        cadmin = env.client()
+        st, doc = cadmin.login(env.users["cadmin"][0], env.users["cadmin"][1])
+        t.eq("console admin: may read settings, not change them",
+             (st, doc["may"]["settings"], doc["may"]["set_setting"]), (200, True, False))
+        st, s2 = cadmin.call("GET", "/api/settings")
+        t.eq("console admin reads the same settings", (st, s2), (200, s))
+        before = state(env)
+        st, _ = cadmin.call("POST", "/api/settings", {"key": "auto_refund_limit_cents", "value": "900"})
+        t.eq("console admin: changing a setting refused, nothing changed", (st, state(env)), (403, before))
         st, r = admin.call("POST", "/api/settings", {"key": "auto_refund_limit_cents", "value": "700"})
         t.eq("admin changes a setting", (st, r), (200, {"previous": "500"}))
         t.eq("setting changed and audited",
@@ -236,7 +246,7 @@ def main():
         t.eq("another address behind the proxy is not held back", st, 200)
         st, text = env.client().call("GET", "/metrics")
         t.true("its own metrics: logins by result, actions, sessions",
-               st == 200 and 'ordergate_console_logins_total{result="ok"} 4' in text
+               st == 200 and 'ordergate_console_logins_total{result="ok"} 5' in text
                and 'ordergate_console_logins_total{result="limited"} 2' in text
                and "ordergate_console_actions_total" in text and "ordergate_console_sessions" in text,
                text if isinstance(text, str) else repr(text))

@@ -1076,7 +1076,7 @@ FUNCTION ordergate.console_orders(p_field text, p_value text, p_limit integer) R
 GRANT EXECUTE ON FUNCTION ordergate.console_orders(text,text,integer) TO ordergate_console_viewer;
 
 -- The console overview: pending and due orders, cancels, lateness, exceptions, outbox, scanner, reconciliation
--- functions/console/console_overview.sql, SECURITY DEFINER
+-- functions/console/console_overview.sql, SECURITY DEFINER, SET jit=off
 FUNCTION ordergate.console_overview() RETURNS jsonb;
 GRANT EXECUTE ON FUNCTION ordergate.console_overview() TO ordergate_console_viewer;
 

@@ -19,8 +19,12 @@
 --                 started_at, finished_at, age_s (since it finished), since (NULL: every order),
 --                 violated [{"name", "n"}] (invariants by number, shop:NAME checks; n -1: the
 --                 check failed), repaired, detail (why a failed run failed); NULL: none recorded
+-- jit = off: the planner's estimates for the sixty per-minute ranges grow with status_log (not
+-- what they read), and past jit_above_cost a call compiled and optimized its expressions first:
+-- at 10 million orders that took 1.4 s of the call's CPU for a read of about 30,000 index
+-- entries (docs/results/2026-12-07-console.md).
 CREATE OR REPLACE FUNCTION ordergate.console_overview() RETURNS jsonb
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp SET jit = off AS $$
     WITH pend AS (
         SELECT 1 FROM orders o WHERE o.status = 'pending_payment' LIMIT 10001
     ), soon AS (

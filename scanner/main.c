@@ -307,7 +307,8 @@ static int scanner_dry_run(struct db *db, const struct og_config *cfg)
 static int scanner_reconcile(struct db *db, const struct og_config *cfg,
                              const struct scanner_args *a)
 {
-    char window_since[40] = "";
+    char window_since[40] = "", started[40];
+    enum og_status st;
     struct reconcile_params p = {
         .since = a->since[0] ? a->since : NULL,
         .grace_s = cfg->scanner.grace_s,
@@ -328,14 +329,23 @@ static int scanner_reconcile(struct db *db, const struct og_config *cfg,
                          window_since, sizeof(window_since));
         p.since = window_since;
     }
+    clock_format_iso(clock_wall_ms(), started, sizeof(started));
     if (reconcile_run(db, &p, stdout, &r, &err) != OG_OK) {
+        char failure[sizeof(err.msg)];
         log_error("reconcile_failed", "error=%s", log_quote(q, sizeof(q), err.msg));
         scanner_metrics_record_reconcile(NULL);
         code = EXIT_RUNTIME;
+        snprintf(failure, sizeof(failure), "%s", err.msg);
+        st = reconcile_record(db, &p, started, NULL, failure, &err);
     } else {
         scanner_metrics_record_reconcile(&r);
         code = r.invariants_violated > 0 ? EXIT_VIOLATIONS : EXIT_OK;
+        st = reconcile_record(db, &p, started, &r, NULL, &err);
     }
+    /* The report, the log and the metrics already say how the run went: a run that could not
+     * be recorded (the database gone, an older schema) is logged, its exit status unchanged. */
+    if (st != OG_OK)
+        log_warn("reconcile_record_failed", "error=%s", log_quote(q, sizeof(q), err.msg));
     scanner_write_metrics(cfg, &code);
     return code;
 }

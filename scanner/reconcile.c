@@ -31,6 +31,12 @@ static const struct db_stmt recon_stmt_open = {
     "FROM ordergate.exceptions_overdue() o",
     0};
 
+static const struct db_stmt recon_stmt_record = {
+    "og_reconcile_run_record",
+    "SELECT ordergate.reconcile_run_record($1::timestamptz, $2::timestamptz, $3, $4::jsonb, "
+    "$5::bigint, $6)",
+    6};
+
 struct recon_row {
     int invariant; /* 0: a shop check (name shop:<name>) */
     char name[200];
@@ -239,4 +245,40 @@ enum og_status reconcile_run(struct db *db, const struct reconcile_params *p, FI
              result->violations, result->repaired, result->exceptions_open,
              result->refunds_unconfirmed, result->reviews_overdue);
     return OG_OK;
+}
+
+enum og_status reconcile_record(struct db *db, const struct reconcile_params *p,
+                                const char *started_at, const struct reconcile_result *r,
+                                const char *failure, struct og_error *err)
+{
+    json_t *v = json_object();
+    char repaired[24], *violations = NULL;
+    const char *params[6];
+    enum og_status st;
+
+    if (v == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "reconcile_record: out of memory");
+    for (int i = 1; r != NULL && i <= RECONCILE_MAX_INVARIANT; i++) {
+        char key[8];
+        if (!r->checked[i])
+            continue;
+        snprintf(key, sizeof(key), "%d", i);
+        json_object_set_new(v, key, json_integer(r->by_invariant[i]));
+    }
+    for (int i = 0; r != NULL && i < r->checks; i++)
+        json_object_set_new(v, r->check[i].name, json_integer(r->check[i].violations));
+    violations = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(v);
+    if (violations == NULL)
+        return og_error_set(err, OG_ERR_NOMEM, false, "reconcile_record: out of memory");
+    snprintf(repaired, sizeof(repaired), "%" PRId64, r != NULL ? r->repaired : 0);
+    params[0] = started_at;
+    params[1] = p->since;
+    params[2] = r == NULL ? "failed" : r->invariants_violated > 0 ? "violated" : "clean";
+    params[3] = violations;
+    params[4] = repaired;
+    params[5] = r == NULL ? failure : NULL;
+    st = db_call(db, &recon_stmt_record, params, NULL, err);
+    free(violations);
+    return st;
 }

@@ -54,4 +54,13 @@ struct reconcile_result {
 enum og_status reconcile_run(struct db *db, const struct reconcile_params *params, FILE *out,
                              struct reconcile_result *result, struct og_error *err);
 
+/* Records the run in ordergate.reconcile_runs (reconcile_run_record): started_at (ISO text, the
+ * scanner's clock when the run began), params->since, and either result (clean or violated, the
+ * violations of every invariant and shop check it ran) or, when result is NULL, a failed run
+ * with failure as its detail. A connection lost at the commit may, through db_call's repeat,
+ * leave the run recorded twice. */
+enum og_status reconcile_record(struct db *db, const struct reconcile_params *params,
+                                const char *started_at, const struct reconcile_result *result,
+                                const char *failure, struct og_error *err);
+
 #endif

@@ -473,6 +473,33 @@ CREATE INDEX payments_order_no_idx ON ordergate.payments USING btree (order_no);
 CREATE TRIGGER payments_currency_default BEFORE INSERT ON ordergate.payments FOR EACH ROW WHEN ((new.currency IS NULL)) EXECUTE FUNCTION ordergate.currency_default();
 GRANT SELECT ON ordergate.payments TO ordergate_order_service, ordergate_service;
 
+-- One row per reconciliation run (ordergate-scanner --reconcile): when, over what, its result
+CREATE TABLE ordergate.reconcile_runs (
+    -- Identity, in the order runs were recorded
+    run_id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+    -- When the scanner began the run
+    started_at timestamp with time zone NOT NULL,
+    -- When the run was recorded (the database clock)
+    finished_at timestamp with time zone NOT NULL DEFAULT clock_timestamp(),
+    -- The orders checked: placed since this; NULL = every order
+    since timestamp with time zone,
+    -- clean (everything holds), violated (an invariant or shop check does not) or failed (the check could not run)
+    result text NOT NULL,
+    -- Violations by invariant number ("5") and shop check ("shop:NAME"; -1 = the check failed), every one checked
+    violations jsonb NOT NULL DEFAULT '{}'::jsonb,
+    -- Missing late-payment exceptions the run created
+    repaired bigint NOT NULL DEFAULT 0,
+    -- The client's application_name, else its login role
+    actor text NOT NULL,
+    -- Why a failed run failed
+    detail text,
+    CONSTRAINT reconcile_runs_pkey PRIMARY KEY (run_id),
+    CONSTRAINT reconcile_runs_repaired_check CHECK ((repaired >= 0)),
+    CONSTRAINT reconcile_runs_result_check CHECK ((result = ANY (ARRAY['clean'::text, 'violated'::text, 'failed'::text]))),
+    CONSTRAINT reconcile_runs_violations_check CHECK ((jsonb_typeof(violations) = 'object'::text))
+);
+GRANT SELECT ON ordergate.reconcile_runs TO ordergate_order_service, ordergate_service;
+
 -- Refund results reported by record_refund, one per refund reference
 CREATE TABLE ordergate.refunds (
     -- The payment side's refund reference: the idempotency key of record_refund
@@ -1048,8 +1075,8 @@ GRANT EXECUTE ON FUNCTION ordergate.console_order(text) TO ordergate_console_vie
 FUNCTION ordergate.console_orders(p_field text, p_value text, p_limit integer) RETURNS TABLE(order_no text, status text, amount_cents bigint, currency text, expire_at text, created_at text, closed_at text, shop jsonb);
 GRANT EXECUTE ON FUNCTION ordergate.console_orders(text,text,integer) TO ordergate_console_viewer;
 
--- The console overview: pending and due orders, cancels, lateness, exceptions, outbox, scanner
--- functions/console/console_overview.sql, SECURITY DEFINER
+-- The console overview: pending and due orders, cancels, lateness, exceptions, outbox, scanner, reconciliation
+-- functions/console/console_overview.sql, SECURITY DEFINER, SET jit=off
 FUNCTION ordergate.console_overview() RETURNS jsonb;
 GRANT EXECUTE ON FUNCTION ordergate.console_overview() TO ordergate_console_viewer;
 
@@ -1099,6 +1126,11 @@ GRANT EXECUTE ON FUNCTION ordergate.reconcile(timestamp with time zone,interval,
 -- functions/scanner/reconcile_repair.sql, SECURITY DEFINER
 FUNCTION ordergate.reconcile_repair() RETURNS bigint;
 GRANT EXECUTE ON FUNCTION ordergate.reconcile_repair() TO ordergate_trigger;
+
+-- Records one reconciliation run (ordergate-scanner --reconcile) and its result
+-- functions/scanner/reconcile_run_record.sql, SECURITY DEFINER
+FUNCTION ordergate.reconcile_run_record(p_started_at timestamp with time zone, p_since timestamp with time zone, p_result text, p_violations jsonb, p_repaired bigint, p_detail text) RETURNS bigint;
+GRANT EXECUTE ON FUNCTION ordergate.reconcile_run_record(timestamp with time zone,timestamp with time zone,text,jsonb,bigint,text) TO ordergate_trigger;
 
 -- One keyset page of overdue pending orders, for the scanner's sweep
 -- functions/scanner/scan_overdue.sql, SECURITY DEFINER

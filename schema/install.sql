@@ -67,6 +67,9 @@ INSERT INTO ordergate.schema_migrations (version) VALUES ('019');
 RESET ROLE;
 \ir migrations/020_console.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('020');
+RESET ROLE;
+\ir migrations/022_reconcile_runs.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('022');
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 -- Bodies are checked when called (and by the tests, which call every function): a SQL
@@ -118,6 +121,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/scanner/exceptions_overdue.sql
 \ir functions/scanner/reconcile.sql
 \ir functions/scanner/reconcile_repair.sql
+\ir functions/scanner/reconcile_run_record.sql
 \ir functions/scanner/scan_overdue.sql
 \ir functions/scanner/scan_reminders.sql
 \ir functions/scanner/scan_overdue_count.sql

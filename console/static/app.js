@@ -139,6 +139,22 @@ function cancelChart(rows, now) {
   return svg;
 }
 
+function ago(s) {
+  if (s === null || s === undefined) return '';
+  s = Math.max(0, Math.round(s));
+  return s < 120 ? `${s} s ago` : s < 7200 ? `${Math.round(s / 60)} min ago` : s < 172800 ? `${Math.round(s / 3600)} h ago` : `${Math.round(s / 86400)} days ago`;
+}
+
+// The last reconciliation: its result as the figure, then its age and what it found violated
+// (an invariant by its number, a shop check by its name; -1 = the check failed).
+function reconcileCard(r) {
+  const found = r ? r.violated.map((x) => (/^\d+$/.test(x.name) ? `invariant ${x.name}` : x.name) + (x.n < 0 ? ' failed' : ` (${x.n})`)) : [];
+  const detail = r ? `${ago(r.age_s)}` + (found.length ? `: ${found.join(', ')}` : '') + (r.detail ? `: ${r.detail}` : '') + (r.repaired ? `; ${r.repaired} repaired` : '') : 'ordergate-scanner --reconcile records each run';
+  return el('div', { class: 'card' }, el('div', { class: 'muted', text: 'reconciliation: last run' }),
+    el('div', { class: 'figure' + (r && r.result !== 'clean' ? ' bad' : ''), id: 'fig-reconcile', text: r ? r.result : 'never' }),
+    el('div', { class: 'detail', id: 'fig-reconcile-detail', text: detail }));
+}
+
 async function viewOverview(v) {
   const o = await api('GET', '/api/overview');
   const total = (k) => o.cancels.filter((r) => r.source === k).reduce((a, r) => a + r.n, 0);
@@ -159,7 +175,8 @@ async function viewOverview(v) {
       figure('lateness p50 / p99 (s)', o.lateness.n ? `${o.lateness.p50_s.toFixed(2)} / ${o.lateness.p99_s.toFixed(2)}` : '-', 'fig-lateness'),
       figure('outbox backlog', o.outbox.backlog + (o.outbox.oldest_age_s ? ` (oldest ${Math.round(o.outbox.oldest_age_s)} s)` : ''), 'fig-outbox'),
       figure('refunds requested / unconfirmed / reviews overdue', `${o.refunds.requested} / ${o.refunds.unconfirmed} / ${o.refunds.overdue_reviews}`, 'fig-refunds'),
-      figure('scanner: last run', sc ? `${sc.status}, ${when(sc.started_at)}, ${sc.cancelled} cancelled` : 'never', 'fig-scanner')),
+      figure('scanner: last run', sc ? `${sc.status}, ${when(sc.started_at)}, ${sc.cancelled} cancelled` : 'never', 'fig-scanner'),
+      reconcileCard(o.reconcile)),
     el('div', { class: 'card' },
       el('h2', { text: 'Cancels per minute, last hour' }),
       el('div', { class: 'legend' }, el('span', { class: 'consumer', text: `■ consumer ${total('consumer')}` }), el('span', { class: 'scanner', text: `■ scanner ${total('scanner')}` }), el('span', { class: 'manual', text: `■ manual ${total('manual')}` })),
@@ -269,6 +286,9 @@ function timeline(o) {
   const ev = [];
   if (o.created_at) ev.push([o.created_at, `placed: ${money(o.amount_cents, o.currency)}, due ${when(o.expire_at)}` + (o.items.length ? `, items ${o.items.map((i) => `${i.sku}×${i.qty}`).join(', ')}` : '') + (o.coupon_id ? `, coupon ${o.coupon_id}` : '')]);
   if (o.expire_at && o.original_expire_at && o.expire_at !== o.original_expire_at) ev.push([o.expire_at, `deadline held: ${when(o.expire_at)} (first ${when(o.original_expire_at)})`]);
+  for (const m of o.amendments || []) ev.push([m.at, `amended by ${m.operator}: ${money(m.before && m.before.amount_cents, o.currency)} → ${money(m.after && m.after.amount_cents, o.currency)}`]);
+  for (const d of o.deadline_changes || []) ev.push([d.at, `deadline moved by ${d.operator}: ${when(d.before)} → ${when(d.after)}`]);
+  for (const r of o.reminders || []) if (r.state !== 'pending') ev.push([r.sent_at || r.due_at, `reminder ${r.offset_seconds} s before the deadline: ${r.state}` + (r.skip_reason ? ` (${r.skip_reason})` : '')]);
   for (const c of o.charges) ev.push([c.begun_at, `charge ${c.charge_ref} begun → ${c.state}` + (c.ended_at ? ` at ${when(c.ended_at)}` : '') + (c.txn_no ? ` (txn ${c.txn_no})` : '')]);
   for (const h of o.history) ev.push([h.at, `${h.from_status} → ${h.to_status} by ${h.source} (actor ${h.actor})` + (h.note ? `: ${h.note}` : '')]);
   for (const p of o.payments) ev.push([p.at, `payment ${p.txn_no}: ${money(p.amount_cents, p.currency)} via ${p.channel || '?'} → ${p.outcome}` + (p.operator ? ` (by ${p.operator})` : '')]);

@@ -1,5 +1,6 @@
 """What the console's tests share: a database of their own (a copy of the db fixture's template),
-three people with their own logins and passwords (a viewer, a support operator, an admin), a
+four people with their own logins and passwords (a viewer, a support operator, an admin who may
+change settings and a console admin who may only read them), a
 small set of orders and exceptions, an ordergate-console of their own on a free loopback port,
 and an HTTP client that keeps a session cookie and its CSRF token.
 
@@ -75,7 +76,7 @@ class Env:
         tag = "%s_%d" % (name, os.getpid())
         self.db = "og_console_" + tag
         self.users = {k: ("og_c%s_%s" % (k, tag), secrets.token_hex(12))
-                      for k in ("viewer", "support", "admin")}
+                      for k in ("viewer", "support", "admin", "cadmin")}
         self.proc = None
         self.admin = psycopg2.connect(dbname="postgres")
         self.admin.autocommit = True
@@ -89,6 +90,7 @@ class Env:
             c.execute('GRANT ordergate_console_operator TO "%s"' % self.users["support"][0])
             c.execute('GRANT ordergate_console_admin, ordergate_admin TO "%s"'
                       % self.users["admin"][0])
+            c.execute('GRANT ordergate_console_admin TO "%s"' % self.users["cadmin"][0])
         self.conn = psycopg2.connect(dbname=self.db)
         self.conn.autocommit = True
         self.work = tempfile.mkdtemp(prefix="og_console_")
@@ -109,22 +111,28 @@ class Env:
 
     def populate(self):
         """Orders and exceptions every test starts from:
-        P1  pending, one stock line (SKU-A x2) and coupon CPN-1, shop {"email": "p1@example.com"}
+        P1  pending, one stock line (SKU-A x2) and coupon CPN-1, shop {"email": "p1@example.com"},
+            its deadline moved from 30 to 40 minutes by the operator "ops"
         P2  pending, gate-only
         C1  closed by hand, then paid 1000 late: a late_payment under manual review (refundable,
             the limit is 500)
-        an unknown order's payment (txn T-U): an unknown_order exception"""
+        an unknown order's payment (txn T-U): an unknown_order exception
+        a reconciliation recorded as the scanner records it: invariant 5 violated twice, the
+            shop check stock failed"""
         self.sql("""
             SELECT ordergate.set_setting('auto_refund_limit_cents', '500');
             SELECT ordergate.add_stock('SKU-A', 10);
             SELECT ordergate.add_coupon('CPN-1');
             SELECT ordergate.place_order('P1', 2500, '[{"sku":"SKU-A","qty":2}]', 'CPN-1',
                                          now() + interval '30 minutes', '{"email":"p1@example.com"}');
+            SELECT * FROM ordergate.set_deadline('P1', now() + interval '40 minutes', 'ops');
             SELECT ordergate.place_order('P2', 1000, '[]', NULL, now() + interval '2 minutes');
             SELECT ordergate.place_order('C1', 1000, '[]', NULL, now() + interval '1 hour');
             SELECT * FROM ordergate.close_order('C1', 'setup', 'test setup');
             SELECT * FROM ordergate.claim_payment('C1', 'T-C1', 1000, 'card');
             SELECT * FROM ordergate.claim_payment('NOPE', 'T-U', 700, 'wallet');
+            SELECT ordergate.reconcile_run_record(now() - interval '3 minutes', NULL, 'violated',
+                                                  '{"1": 0, "5": 2, "shop:stock": -1}', 0, NULL);
         """)
 
     def start(self):

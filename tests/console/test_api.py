@@ -64,6 +64,11 @@ def main():
         t.eq("overview: open exceptions by kind",
              sorted((e["kind"], e["n"]) for e in o["exceptions"]),
              [("late_payment", 1), ("unknown_order", 1)])
+        r = o["reconcile"]
+        t.eq("overview: the last reconciliation, what it found violated",
+             (r["result"], r["violated"], r["since"], r["started_at"] < r["finished_at"]),
+             ("violated", [{"name": "5", "n": 2}, {"name": "shop:stock", "n": -1}], None, True))
+        t.true("overview: the reconciliation's age", 0 <= r["age_s"] < 60, r["age_s"])
         st, page = viewer.call("GET", "/api/exceptions?kind=late_payment")
         t.eq("exceptions filtered by kind", (st, [x["id"] for x in page["items"]]), (200, [exc_late]))
         st, page = viewer.call("GET", "/api/exceptions?channel=wallet")
@@ -89,6 +94,7 @@ def main():
               "order_cancelled" in [e["event_type"] for e in o["events"]]),
              ("manual", "late_payment", "late_payment", True))
         st, o = viewer.call("GET", "/api/orders/P1")
+        t.eq("timeline: the deadline moved, by whom", [d["operator"] for d in o["deadline_changes"]], ["ops"])
         t.eq("pending order: what closing gives back",
              o["close_effects"], {"stock_back": [{"sku": "SKU-A", "qty": 2}], "coupon_back": "CPN-1"})
         st, _ = viewer.call("GET", "/api/orders/NOPE-NOTHING")
@@ -188,6 +194,16 @@ def main():
         st, s = admin.call("GET", "/api/settings")
         t.eq("admin reads settings", (st, {r["key"]: r["value"] for r in s["settings"]}.get("auto_refund_limit_cents")),
              (200, "500"))
+        # A console admin without ordergate_admin: the settings page read-only, a change refused.
+        cadmin = env.client()
+        st, doc = cadmin.login(env.users["cadmin"][0], env.users["cadmin"][1])
+        t.eq("console admin: may read settings, not change them",
+             (st, doc["may"]["settings"], doc["may"]["set_setting"]), (200, True, False))
+        st, s2 = cadmin.call("GET", "/api/settings")
+        t.eq("console admin reads the same settings", (st, s2), (200, s))
+        before = state(env)
+        st, _ = cadmin.call("POST", "/api/settings", {"key": "auto_refund_limit_cents", "value": "900"})
+        t.eq("console admin: changing a setting refused, nothing changed", (st, state(env)), (403, before))
         st, r = admin.call("POST", "/api/settings", {"key": "auto_refund_limit_cents", "value": "700"})
         t.eq("admin changes a setting", (st, r), (200, {"previous": "500"}))
         t.eq("setting changed and audited",
@@ -230,7 +246,7 @@ def main():
         t.eq("another address behind the proxy is not held back", st, 200)
         st, text = env.client().call("GET", "/metrics")
         t.true("its own metrics: logins by result, actions, sessions",
-               st == 200 and 'ordergate_console_logins_total{result="ok"} 4' in text
+               st == 200 and 'ordergate_console_logins_total{result="ok"} 5' in text
                and 'ordergate_console_logins_total{result="limited"} 2' in text
                and "ordergate_console_actions_total" in text and "ordergate_console_sessions" in text,
                text if isinstance(text, str) else repr(text))

@@ -74,6 +74,10 @@ def main():
         login(s_login, s_pw)
         t.true("overview after login", text_in("#fig-pending", "2"))
         t.true("overview chart drawn", drv.find_element(By.ID, "cancel-chart").is_displayed())
+        t.true("overview: the last reconciliation and what it found",
+               text_in("#fig-reconcile", "violated") and
+               "invariant 5 (2), shop:stock failed" in find("#fig-reconcile-detail").text,
+               find("#fig-reconcile-detail").text)
         t.eq("overview: who is logged in", drv.find_element(By.ID, "who").text, s_login)
         drv.save_screenshot(os.path.join(shots, "overview.png"))
 
@@ -108,6 +112,7 @@ def main():
         drv.find_element(By.ID, "order-search").click()
         wait.until(EC.element_to_be_clickable((By.CSS_SELECTOR, "a.order-link"))).click()
         t.true("timeline shows the order placed", text_in("#timeline", "placed"))
+        t.true("timeline shows the deadline moved, and by whom", text_in("#timeline", "deadline moved by ops"))
         find("#close-reason").send_keys("customer cancelled by phone")
         drv.find_element(By.ID, "close-btn").click()
         effects = find("#close-effects").text

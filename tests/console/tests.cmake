@@ -24,3 +24,8 @@ add_test(NAME console_browser
 set_tests_properties(console_browser PROPERTIES LABELS "db;console"
                      FIXTURES_REQUIRED "db;console_browser" TIMEOUT 120)
 endif()
+# TLS served by the console itself, with a certificate the test makes (openssl).
+add_test(NAME console_tls
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/test_tls.py
+                 $<TARGET_FILE:ordergate-console>)
+set_tests_properties(console_tls PROPERTIES LABELS "db;console" FIXTURES_REQUIRED db TIMEOUT 60)

@@ -136,6 +136,14 @@ static void test_clean_book_exits_0(void **state)
         assert_int_equal(report_count(c.output, i), 0);
     assert_non_null(strstr(c.output, "result: clean: all 18 invariants hold"));
     scanner_child_free(&c);
+    /* The run is recorded: clean, every invariant with its count, the window it checked. */
+    assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.reconcile_runs WHERE "
+                                            "result = 'clean' AND repaired = 0 AND "
+                                            "since > now() - interval '8 days' AND "
+                                            "started_at <= finished_at AND detail IS NULL AND "
+                                            "(SELECT count(*) FROM jsonb_each(violations)) = 18 "
+                                            "AND violations->>'18' = '0'"),
+                     1);
 }
 
 /* 1: the state-machine trigger disabled, a paid order put back to pending. */
@@ -250,6 +258,7 @@ static void test_inv5_repair_makes_clean(void **state)
     assert_non_null(strstr(c.output, "repair: created 1 missing late-payment exception"));
     assert_non_null(strstr(c.output, "result: clean"));
     scanner_child_free(&c);
+    assert_int_equal(testdb_scalar(f->conn, "SELECT repaired FROM ordergate.reconcile_runs"), 1);
     /* Repaired once: a second reconcile has nothing to do. */
     c = run_reconcile(f, 0, NULL);
     assert_null(strstr(c.output, "repair:"));
@@ -428,6 +437,14 @@ static void test_shop_checks(void **state)
     assert_non_null(strstr(text, "ordergate_reconcile_violations{invariant=\"shop:books\"} -1\n"));
     assert_non_null(strstr(text, "ordergate_reconcile_violations{invariant=\"2\"} 0\n"));
     assert_non_null(strstr(text, "ordergate_reconcile_last_run_success 1\n"));
+    /* The newest recorded run names the violated check and the failed one (-1). */
+    assert_int_equal(testdb_scalar(f->conn, "SELECT count(*) FROM ordergate.reconcile_runs WHERE "
+                                            "run_id = (SELECT max(run_id) FROM "
+                                            "ordergate.reconcile_runs) AND result = 'violated' "
+                                            "AND violations->>'shop:stock' = '1' AND "
+                                            "violations->>'shop:books' = '-1' AND "
+                                            "violations->>'2' = '0'"),
+                     1);
 
     snprintf(sql, sizeof(sql),
              "SELECT ordergate.drop_check('stock'), ordergate.drop_check('books');"

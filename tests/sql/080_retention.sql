@@ -32,6 +32,7 @@ SELECT * FROM ordergate.close_order('G1', 'ops', 'gate only');
 SELECT * FROM ordergate.claim_payment('NOPE', 'TU1', 1000, 'card');         -- unknown order
 SELECT ordergate.resolve_exception(id, 'ops', 'sent back') FROM ordergate.exceptions WHERE txn_no = 'TU1';
 INSERT INTO ordergate.scanner_runs (status, finished_at) VALUES ('done', now()), ('done', now()), ('failed', now());
+SELECT ordergate.reconcile_run_record(now(), NULL, r, '{}', 0, NULL) FROM unnest(ARRAY['violated', 'clean']) r;
 -- Every event published but A5's.
 UPDATE ordergate.outbox SET published_at = now() WHERE order_no <> 'A5';
 
@@ -101,6 +102,7 @@ SELECT t_eq('archive: events moved', (SELECT string_agg(order_no || ':' || event
             'A1:order_paid,A2:order_cancelled,A4:order_cancelled,A4:refund_requested,G1:order_cancelled,NOPE:reconciliation_alert');
 SELECT t_eq('archive: sold qty kept per sku', (SELECT string_agg(sku || ':' || archived_qty, ',' ORDER BY sku) FROM ordergate.inventory), 'S1:2,S2:1');
 SELECT t_eq('archive: newest scanner run kept', (SELECT count(*) FROM ordergate.scanner_runs), 1::bigint);
+SELECT t_eq('archive: newest reconciliation kept', (SELECT string_agg(result, ',') FROM ordergate.reconcile_runs), 'clean');
 SELECT t_eq('archive: column values kept', (SELECT row(a.amount_cents, a.coupon_id, a.closed_at IS NOT NULL)::text FROM ordergate.archived_orders a WHERE order_no = 'A1'), '(1000,C1,t)');
 SELECT t_eq('archive: shop data kept', (SELECT a.shop FROM ordergate.archived_orders a WHERE order_no = 'G1'), '{"lines": [{"sku_id": 4, "qty": 1}]}'::jsonb);
 SELECT t_eq('retention: books clean after', (SELECT sum(violations) FROM ordergate.reconcile()), 0::numeric);

@@ -53,7 +53,7 @@ SELECT t_eq('order service executes its functions only', pg_temp.t_fns(:'r_svc')
             'hold_for_payment,order_report,place_order,release_order,set_deadline');
 SELECT t_eq('trigger executes its functions only', pg_temp.t_fns(:'r_trg'),
             'claim_cancel,claim_reminder,due_times,exceptions_open_count,exceptions_overdue,reconcile,'
-            'reconcile_repair,record_payment_refused,scan_overdue,scan_overdue_count,scan_reminders,'
+            'reconcile_repair,reconcile_run_record,record_payment_refused,scan_overdue,scan_overdue_count,scan_reminders,'
             'scanner_lock_key,scanner_run_finish,scanner_run_progress,scanner_run_start,'
             'scanner_sweep_status');
 SELECT t_eq('relay executes its functions only', pg_temp.t_fns(:'r_rly'),
@@ -89,6 +89,7 @@ SELECT t_error('order service: outbox_lock_batch refused', $q$SELECT * FROM orde
 SELECT t_error('order service: outbox_quarantine refused', $q$SELECT ordergate.outbox_quarantine(1, 'x')$q$, '42501');
 SELECT t_error('order service: outbox_release refused', $q$SELECT ordergate.outbox_release(1)$q$, '42501');
 SELECT t_error('order service: scanner_run_start refused', $q$SELECT * FROM ordergate.scanner_run_start('0', 100, 0, 0, 'h', 1, interval '100 years', NULL)$q$, '42501');
+SELECT t_error('order service: reconcile_run_record refused', $q$SELECT ordergate.reconcile_run_record(now(), NULL, 'clean', '{}', 0, NULL)$q$, '42501');
 SELECT t_error('order service: scanner_run_finish refused', $q$SELECT * FROM ordergate.scanner_run_finish(1, 'done', 'complete', NULL, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0)$q$, '42501');
 SELECT t_error('order service: claim_cancel refused', $q$SELECT * FROM ordergate.claim_cancel(ARRAY['R2'], 'timeout_scanner')$q$, '42501');
 SELECT t_error('order service: record_payment_refused refused', $q$SELECT * FROM ordergate.record_payment_refused('p/0/1', 'R2', 'TX9', 100, 'why', 'm')$q$, '42501');
@@ -132,7 +133,18 @@ SELECT t_error('trigger: add_check refused', $q$SELECT ordergate.add_check('x', 
 SELECT t_error('trigger: drop_check refused', $q$SELECT ordergate.drop_check('x')$q$, '42501');
 SELECT t_error('trigger: add_hook refused', $q$SELECT ordergate.add_hook('paid', 'ordergate.reconcile_repair()')$q$, '42501');
 SELECT t_error('trigger: reads no table', $q$SELECT count(*) FROM ordergate.payments$q$, '42501');
+-- The scanner records its reconciliations; a bad record is refused whole.
+SELECT t_error('trigger: a reconciliation of bad result refused', $q$SELECT ordergate.reconcile_run_record(now(), NULL, 'fine', '{}', 0, NULL)$q$, '22023');
+SELECT t_error('trigger: violations not counts refused', $q$SELECT ordergate.reconcile_run_record(now(), NULL, 'violated', '{"5": "two"}', 0, NULL)$q$, '22023');
+SELECT t_error('trigger: violations below -1 refused', $q$SELECT ordergate.reconcile_run_record(now(), NULL, 'violated', '{"shop:x": -2}', 0, NULL)$q$, '22023');
+SELECT t_error('trigger: a run from the future refused', $q$SELECT ordergate.reconcile_run_record(now() + interval '1 hour', NULL, 'clean', '{}', 0, NULL)$q$, '22023');
+SELECT t_eq('trigger: a reconciliation recorded, the login as actor',
+            (SELECT ordergate.reconcile_run_record(now(), NULL, 'violated', '{"5": 2, "shop:x": -1}', 1, NULL)) > 0, true);
 RESET ROLE;
+SELECT t_eq('the refused records left nothing; the good one names its actor',
+            (SELECT string_agg(result || ':' || actor || ':' || violations::text, ',') FROM ordergate.reconcile_runs),
+            'violated:' || coalesce(nullif(current_setting('application_name'), ''), :'r_trg')
+            || ':{"5": 2, "shop:x": -1}');
 
 -- Refund results: nothing but record_refund.
 SET ROLE :"r_ref";

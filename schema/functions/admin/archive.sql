@@ -12,7 +12,8 @@
 -- to p_batch closed exceptions of no order in
 -- the hot table (unknown orders, refused payments, late payments for archived orders) with their
 -- payments and refunds, up to p_batch published outbox events of no order in the hot table, and
--- deletes up to p_batch finished scanner runs (never the newest); all older than p_before.
+-- deletes up to p_batch finished scanner runs and up to p_batch reconciliation runs (never the
+-- newest of either); all older than p_before.
 -- Pending orders, open exceptions and unpublished events are never touched.
 --
 -- Races: the orders are locked FOR UPDATE SKIP LOCKED, so an order a claim, a payment or an
@@ -31,7 +32,7 @@
 -- any other archived key fails the move (in a subtransaction) with 23505, and only then is
 -- every key of the batch probed and the move tried once more without the orders that hit one.
 --
--- Result: rows moved per table (scanner_runs: deleted), kept = rows locked as candidates but
+-- Result: rows moved per table (scanner_runs: sweep and reconciliation runs deleted), kept = rows locked as candidates but
 -- left in the hot tables: orders a payment or a refund result settled meanwhile (a later run
 -- takes them), plus skipped rows (every run meets them again until an operator resolves them;
 -- a WARNING names up to ten with the reason), more = some batch was full (call again).
@@ -451,6 +452,17 @@ BEGIN
                          LIMIT p_batch);
     GET DIAGNOSTICS n_runs = ROW_COUNT;
     v_more := v_more OR n_runs >= p_batch;
+    -- Reconciliation runs (migration 022) likewise, the newest kept; counted with the sweep's.
+    DELETE FROM reconcile_runs s
+     WHERE s.run_id IN (SELECT r.run_id
+                          FROM reconcile_runs r
+                         WHERE r.finished_at < p_before
+                           AND r.run_id < (SELECT max(m.run_id) FROM reconcile_runs m)
+                         ORDER BY r.run_id
+                         LIMIT p_batch);
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    n_runs := n_runs + v_n;
+    v_more := v_more OR v_n >= p_batch;
 
     -- Last: stock rows in sku order, locked only until the commit.
     IF v_skus IS NOT NULL THEN

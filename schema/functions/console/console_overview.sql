@@ -15,8 +15,16 @@
 --                 manual_review_max_age_seconds), as exceptions_overdue counts them
 --   outbox        backlog and the oldest unpublished event's age in seconds
 --   scanner       the newest run: status, started_at, finished_at, cancelled, age_s
+--   reconcile     the newest reconciliation (reconcile_runs): result (clean, violated, failed),
+--                 started_at, finished_at, age_s (since it finished), since (NULL: every order),
+--                 violated [{"name", "n"}] (invariants by number, shop:NAME checks; n -1: the
+--                 check failed), repaired, detail (why a failed run failed); NULL: none recorded
+-- jit = off: the planner's estimates for the sixty per-minute ranges grow with status_log (not
+-- what they read), and past jit_above_cost a call compiled and optimized its expressions first:
+-- at 10 million orders that took 1.4 s of the call's CPU for a read of about 30,000 index
+-- entries (docs/results/2026-12-07-console.md).
 CREATE OR REPLACE FUNCTION ordergate.console_overview() RETURNS jsonb
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp SET jit = off AS $$
     WITH pend AS (
         SELECT 1 FROM orders o WHERE o.status = 'pending_payment' LIMIT 10001
     ), soon AS (
@@ -119,9 +127,23 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp AS $$
                                               'finished_at', _ctl_iso(r.finished_at),
                                               'cancelled', r.cancelled,
                                               'age_s', extract(epoch FROM now() - r.started_at))
-                      FROM scanner_runs r ORDER BY r.started_at DESC LIMIT 1));
+                      FROM scanner_runs r ORDER BY r.started_at DESC LIMIT 1),
+        'reconcile', (SELECT jsonb_build_object(
+                          'run_id', r.run_id, 'result', r.result,
+                          'started_at', _ctl_iso(r.started_at),
+                          'finished_at', _ctl_iso(r.finished_at),
+                          'age_s', extract(epoch FROM now() - r.finished_at),
+                          'since', _ctl_iso(r.since),
+                          'violated', (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                                                  'name', v.key, 'n', v.value::text::bigint)
+                                                  ORDER BY v.key ~ '^shop:', length(v.key), v.key),
+                                              '[]'::jsonb)
+                                         FROM jsonb_each(r.violations) v
+                                        WHERE v.value::text <> '0'),
+                          'repaired', r.repaired, 'detail', r.detail)
+                        FROM reconcile_runs r ORDER BY r.run_id DESC LIMIT 1));
 $$;
 
 GRANT EXECUTE ON FUNCTION ordergate.console_overview() TO ordergate_console_viewer;
 COMMENT ON FUNCTION ordergate.console_overview() IS
-    'The console overview: pending and due orders, cancels, lateness, exceptions, outbox, scanner';
+    'The console overview: pending and due orders, cancels, lateness, exceptions, outbox, scanner, reconciliation';

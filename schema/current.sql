@@ -379,8 +379,6 @@ CREATE INDEX orders_closed_at_idx ON ordergate.orders USING btree (closed_at) WH
 CREATE UNIQUE INDEX orders_live_coupon_uq ON ordergate.orders USING btree (coupon_id) WHERE ((coupon_id IS NOT NULL) AND (status <> 'cancelled'::text));
 -- Pending orders by deadline: the scanner's keyset sweep and invariant 6
 CREATE INDEX orders_overdue_idx ON ordergate.orders USING btree (expire_at, order_no) WHERE (status = 'pending_payment'::text);
--- The console's order search by a field of the shop's data
-CREATE INDEX orders_shop_idx ON ordergate.orders USING gin (shop jsonb_path_ops);
 -- Sets closed_at when the status leaves pending without it
 CREATE TRIGGER orders_a_closed_at BEFORE UPDATE OF status ON ordergate.orders FOR EACH ROW WHEN (((old.status IS DISTINCT FROM new.status) AND (new.closed_at IS NULL))) EXECUTE FUNCTION ordergate.orders_closed_at();
 -- An order inserted without a currency gets default_currency
@@ -673,8 +671,6 @@ CREATE TABLE ordergate.status_log (
     CONSTRAINT status_log_pkey PRIMARY KEY (order_no, from_status),
     CONSTRAINT status_log_source_check CHECK ((source = ANY (ARRAY['timeout_consumer'::text, 'timeout_scanner'::text, 'payment_callback'::text, 'manual'::text, 'manual_payment'::text])))
 );
--- The console's cancels per minute and source, and the lateness of the latest cancels
-CREATE INDEX status_log_cancelled_idx ON ordergate.status_log USING btree (created_at) INCLUDE (source) WHERE (to_status = 'cancelled'::text);
 -- No update, no delete but by archive() (OG004)
 CREATE TRIGGER status_log_append_only BEFORE DELETE OR UPDATE ON ordergate.status_log FOR EACH STATEMENT EXECUTE FUNCTION ordergate.status_log_append_only();
 GRANT SELECT ON ordergate.status_log TO ordergate_order_service, ordergate_service;

@@ -2,8 +2,10 @@
 -- through an index:
 --   order_no  orders whose number starts with p_value (orders_pkey; C collation), by number
 --   txn_no    the order of the payment p_value (payments_pkey)
---   shop      p_value "FIELD=VALUE": orders whose shop data has that field with that text value
---             (orders_shop_idx), newest first
+--   shop      p_value "FIELD=VALUE": orders whose shop data has that field with that text value,
+--             newest first: through the shop's GIN index on orders.shop when it made one
+--             (docs/console.md, "Searching the shop's data"), else a scan bounded by the
+--             statement timeout
 CREATE OR REPLACE FUNCTION ordergate.console_orders(p_field text, p_value text, p_limit int)
 RETURNS TABLE (order_no text, status text, amount_cents bigint, currency text,
                expire_at text, created_at text, closed_at text, shop jsonb)

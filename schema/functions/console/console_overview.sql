@@ -5,7 +5,7 @@
 --                 fall due within 1, 5 and 60 minutes, counted in deadline order up to 10000
 --                 (capped: true when the hour holds more; the first buckets stay exact)
 --   cancels       [{"minute", "source", "n"}]: cancels of the last hour by minute and source
---                 (consumer, scanner, manual), from status_log_cancelled_idx
+--                 (consumer, scanner, manual), from orders_closed_at_idx and status_log's key
 --   lateness      n, p50_s, p99_s: seconds from due to cancel of the latest 1000 cancels of the
 --                 consumer and the scanner within the last hour
 --   exceptions    [{"kind", "age", "n"}]: open exceptions by kind and age (lt_1h, lt_1d, older),
@@ -19,7 +19,7 @@
 --                 started_at, finished_at, age_s (since it finished), since (NULL: every order),
 --                 violated [{"name", "n"}] (invariants by number, shop:NAME checks; n -1: the
 --                 check failed), repaired, detail (why a failed run failed); NULL: none recorded
--- jit = off: the planner's estimates for the sixty per-minute ranges grow with status_log (not
+-- jit = off: the planner's estimates for the sixty per-minute ranges grow with the tables (not
 -- what they read), and past jit_above_cost a call compiled and optimized its expressions first:
 -- at 10 million orders that took 1.4 s of the call's CPU for a read of about 30,000 index
 -- entries (docs/results/2026-12-07-console.md).
@@ -33,7 +33,9 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp SET ji
          ORDER BY o.expire_at
          LIMIT 10001
     ), cancels AS (
-        -- One short range of the index per minute, counted by source without sorting or hashing.
+        -- One short range of orders_closed_at_idx per minute (the index archive() keeps anyway:
+        -- an index of the console's own on status_log would cost every cancel a second insert),
+        -- each cancel's source from its status_log row (primary key), counted without sorting.
         SELECT m.minute, v.source, v.n
           FROM generate_series(date_trunc('minute', now()) - interval '59 minutes',
                                date_trunc('minute', now()), interval '1 minute') m(minute),
@@ -41,19 +43,24 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp SET ji
                                count(*) FILTER (WHERE s.source = 'timeout_scanner') AS scanner,
                                count(*) FILTER (WHERE s.source NOT IN ('timeout_consumer',
                                                                        'timeout_scanner')) AS manual
-                          FROM status_log s
-                         WHERE s.to_status = 'cancelled' AND s.created_at >= m.minute
-                           AND s.created_at < m.minute + interval '1 minute') c,
+                          FROM orders o
+                          JOIN status_log s ON s.order_no = o.order_no
+                                           AND s.from_status = 'pending_payment'
+                         WHERE o.status <> 'pending_payment' AND o.status = 'cancelled'
+                           AND o.closed_at >= m.minute
+                           AND o.closed_at < m.minute + interval '1 minute') c,
                LATERAL (VALUES ('consumer', c.consumer), ('scanner', c.scanner),
                                ('manual', c.manual)) v(source, n)
          WHERE v.n > 0
     ), late AS (
-        SELECT extract(epoch FROM s.created_at - o.expire_at) AS s
-          FROM (SELECT s.order_no, s.created_at FROM status_log s
-                 WHERE s.to_status = 'cancelled' AND s.created_at >= now() - interval '1 hour'
-                   AND s.source IN ('timeout_consumer', 'timeout_scanner')
-                 ORDER BY s.created_at DESC LIMIT 1000) s
-          JOIN orders o ON o.order_no = s.order_no
+        SELECT extract(epoch FROM o.closed_at - o.expire_at) AS s
+          FROM orders o
+          JOIN status_log s ON s.order_no = o.order_no AND s.from_status = 'pending_payment'
+         WHERE o.status <> 'pending_payment' AND o.status = 'cancelled'
+           AND o.closed_at >= now() - interval '1 hour'
+           AND s.source IN ('timeout_consumer', 'timeout_scanner')
+         ORDER BY o.closed_at DESC
+         LIMIT 1000
     ), exc AS (
         -- One pass over exceptions_open_kind_idx in kind order (index only: kind, age and
         -- resolution are in it), no hashing.

@@ -98,6 +98,9 @@ BEGIN
         EXECUTE r.indexdef;
     END LOOP;
 END $$;
+-- The index a shop that searches its own data makes (docs/console.md, "Searching the shop's
+-- data"); the schema has none.
+CREATE INDEX orders_shop_idx ON ordergate.orders USING gin (shop jsonb_path_ops);
 RESET session_replication_role;
 VACUUM (ANALYZE) ordergate.orders, ordergate.status_log, ordergate.payments, ordergate.exceptions;
 SQL

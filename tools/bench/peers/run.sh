@@ -8,7 +8,7 @@
 #
 # Needs the PG* environment and ORDERGATE_BROKERS of deploy/local/services.sh (pg,kafka), the
 # template database (tests/support/db_template.sh) and Go. Environment: DURATION (s, default 30),
-# PARTITIONS (8), MODE (coalesced | single), PEER_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/ordergate-peers).
+# PARTITIONS (8), MODE (coalesced | single), FLUSHERS (1), PEER_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/ordergate-peers).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../../../build}
@@ -20,11 +20,11 @@ mkdir -p "$cache"
 export GOPATH=$cache/go GOMODCACHE=$cache/go/pkg/mod GOFLAGS=-modcacherw
 (cd "$here/river" && go build -o "$cache/og_peer_river" .)
 peer=$cache/og_peer_river
-if [ "${MODE:-coalesced}" != coalesced ]; then
-    printf '#!/bin/sh\nexec %s -mode %s "$@"\n' "$peer" "$MODE" > "$cache/og_peer_river_$MODE"
-    chmod +x "$cache/og_peer_river_$MODE"
-    peer=$cache/og_peer_river_$MODE
-fi
+# The bench starts the peer with -prefix only: a wrapper carries MODE and FLUSHERS.
+printf '#!/bin/sh\nexec %s -mode %s -flushers %s "$@"\n' "$peer" "${MODE:-coalesced}" \
+    "${FLUSHERS:-1}" > "$cache/og_peer_river_run"
+chmod +x "$cache/og_peer_river_run"
+peer=$cache/og_peer_river_run
 for rate in "${rates[@]}"; do
     "$build/tools/og_bench_consumer" --phases lateness --rate "$rate" \
         --duration "${DURATION:-30}" --partitions "${PARTITIONS:-8}" --lead 60 \

@@ -47,7 +47,7 @@ func (s *singleClaimer) claim(ctx context.Context, orderNo string) error {
 	return err
 }
 
-// coalescer: one flusher per connection takes everything pending (up to 500) into one call and
+// coalescer: each flusher (-flushers, one database session each) takes everything pending (up to 500) into one call and
 // answers every job of it: a claim starts as soon as a flusher is free, never waits for company.
 type coalescer struct {
 	pool    *pgxpool.Pool
@@ -124,6 +124,7 @@ func main() {
 	burst := flag.Bool("burst", false, "insert every job at once before starting (drain)")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long")
 	workers := flag.Int("max-workers", 2000, "River MaxWorkers")
+	flushers := flag.Int("flushers", 1, "coalesced: claim calls in flight at most (1: one session, as one consumer)")
 	flag.Parse()
 	ctx := context.Background()
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
@@ -168,7 +169,7 @@ func main() {
 
 	var cl claimer = &singleClaimer{pool}
 	if *mode == "coalesced" {
-		cl = newCoalescer(pool, 4)
+		cl = newCoalescer(pool, *flushers)
 	} else if *mode != "single" {
 		log.Fatalf("unknown mode %q", *mode)
 	}

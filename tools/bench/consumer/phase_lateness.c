@@ -11,6 +11,25 @@
 /* ------------------------------------------------------------------------------------------ */
 /* Phase 2: lateness at a steady rate */
 
+/* Lateness of the orders of one prefix, the same SQL for the consumer and the peer: count, p50,
+ * p90, p99, p99.9, max, min (ms), and how many were cancelled before expire_at. */
+static PGresult *lateness_query(const char *prefix)
+{
+    const char *p[1] = {prefix};
+
+    return bench_pg_query(
+        g.conn,
+        "SELECT count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY ms), "
+        "       percentile_cont(0.9) WITHIN GROUP (ORDER BY ms), "
+        "       percentile_cont(0.99) WITHIN GROUP (ORDER BY ms), "
+        "       percentile_cont(0.999) WITHIN GROUP (ORDER BY ms), max(ms), "
+        "       min(ms), count(*) FILTER (WHERE ms < 0) "
+        "FROM (SELECT extract(epoch FROM l.created_at - o.expire_at) * 1000 AS ms "
+        "      FROM ordergate.status_log l JOIN ordergate.orders o "
+        "      USING (order_no) WHERE l.order_no LIKE $1 || '%') x",
+        1, p);
+}
+
 /* The peer queue: its own orders (prefix r), the same due times, the same database, in the same
  * minute as the consumer; it exits once every one of them has left pending_payment. */
 static void peer_start(struct bench_prog *p, const char *path)
@@ -43,24 +62,16 @@ static void peer_wait(struct bench_prog *p)
 
 static void peer_report(const struct results *r)
 {
-    PGresult *res =
-        bench_pg_query(g.conn,
-                       "SELECT count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY ms), "
-                       "       percentile_cont(0.99) WITHIN GROUP (ORDER BY ms), max(ms), "
-                       "       count(*) FILTER (WHERE ms < 0) "
-                       "FROM (SELECT extract(epoch FROM l.created_at - o.expire_at) * 1000 AS ms "
-                       "      FROM ordergate.status_log l JOIN ordergate.orders o USING (order_no) "
-                       "      WHERE l.order_no LIKE 'r%') x",
-                       0, NULL);
-    double p50 = strtod(PQgetvalue(res, 0, 1), NULL), p99 = strtod(PQgetvalue(res, 0, 2), NULL),
-           max = strtod(PQgetvalue(res, 0, 3), NULL);
+    PGresult *res = lateness_query("r");
+    double p50 = strtod(PQgetvalue(res, 0, 1), NULL), p99 = strtod(PQgetvalue(res, 0, 3), NULL),
+           max = strtod(PQgetvalue(res, 0, 5), NULL);
 
     printf("  side by side, same SQL over status_log, same due times, same database:\n");
     printf("    %-18s %6ld orders  p50 %8.1f ms  p99 %8.1f ms  max %8.1f ms  early %ld\n",
            "ordergate-consumer", r->lat_cancelled, r->lat_p50, r->lat_p99, r->lat_max,
            r->lat_early);
     printf("    %-18s %6s orders  p50 %8.1f ms  p99 %8.1f ms  max %8.1f ms  early %s\n", "peer",
-           PQgetvalue(res, 0, 0), p50, p99, max, PQgetvalue(res, 0, 4));
+           PQgetvalue(res, 0, 0), p50, p99, max, PQgetvalue(res, 0, 7));
     printf("    peer / ordergate: p50 %.2fx  p99 %.2fx  max %.2fx\n",
            r->lat_p50 > 0 ? p50 / r->lat_p50 : 0, r->lat_p99 > 0 ? p99 / r->lat_p99 : 0,
            r->lat_max > 0 ? max / r->lat_max : 0);
@@ -244,17 +255,7 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
     }
 
     {
-        PGresult *res = bench_pg_query(
-            g.conn,
-            "SELECT count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY ms), "
-            "       percentile_cont(0.9) WITHIN GROUP (ORDER BY ms), "
-            "       percentile_cont(0.99) WITHIN GROUP (ORDER BY ms), "
-            "       percentile_cont(0.999) WITHIN GROUP (ORDER BY ms), max(ms), min(ms), "
-            "       count(*) FILTER (WHERE ms < 0) "
-            "FROM (SELECT extract(epoch FROM l.created_at - o.expire_at) * 1000 AS ms "
-            "      FROM ordergate.status_log l JOIN ordergate.orders o USING (order_no) "
-            "      WHERE l.order_no LIKE 'l%') x",
-            0, NULL);
+        PGresult *res = lateness_query("l");
         r->lat_cancelled = atol(PQgetvalue(res, 0, 0));
         r->lat_p50 = strtod(PQgetvalue(res, 0, 1), NULL);
         r->lat_p90 = strtod(PQgetvalue(res, 0, 2), NULL);

@@ -162,6 +162,9 @@ int loop_run(struct consumer *c)
             loop_resume_due(c, now_wall);
             commit_take_retries(&c->commit, now_wall);
             loop_release_due(c, now_wall);
+            /* A claim may have run: the poll's timeout counts from now, not from before it. */
+            now = clock_mono_ms();
+            now_wall = clock_wall_ms();
         }
         m = rd_kafka_consumer_poll(c->rk, loop_timeout(c, now, now_wall));
         loop_watchdog(c);

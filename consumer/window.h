@@ -23,7 +23,7 @@
 
 #include "common/codec.h"
 
-/* Cancels held per partition, at most: 2048 x ~80 bytes = 160 KB per partition. */
+/* Cancels held per partition, at most: 2048 x 104 bytes = 208 KB per partition that holds any. */
 #define WINDOW_PART_MAX 2048
 /* window_next_due() when nothing waits. */
 #define WINDOW_NEVER INT64_MAX

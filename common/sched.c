@@ -17,6 +17,7 @@ struct sched {
     size_t last; /* index of the last hit: messages arrive in runs per partition */
     bool stalled;
     int64_t min_pause_ms;
+    int64_t lead_ms;
 };
 
 struct sched *sched_new(int64_t min_pause_ms)
@@ -50,6 +51,17 @@ static struct sched_part *sched_find(struct sched *s, const char *topic, int32_t
         }
     }
     return NULL;
+}
+
+/* Paused until lead_ms before due_ms, and at least min_pause_ms. */
+static void sched_pause_until(struct sched *s, struct sched_part *p, int64_t offset, int64_t due_ms,
+                              int64_t now_ms)
+{
+    int64_t at = due_ms == SCHED_ALWAYS_DUE ? now_ms : due_ms - s->lead_ms;
+
+    p->paused = true;
+    p->resume_at = at - now_ms < s->min_pause_ms ? now_ms + s->min_pause_ms : at;
+    p->seek_offset = offset;
 }
 
 static void sched_reset(struct sched *s, struct sched_part *p)
@@ -138,10 +150,24 @@ enum sched_verdict sched_offer(struct sched *s, const char *topic, int32_t parti
     }
     if (due_ms <= now_ms)
         return SCHED_DUE;
-    p->paused = true;
-    p->resume_at = due_ms - now_ms < s->min_pause_ms ? now_ms + s->min_pause_ms : due_ms;
-    p->seek_offset = offset;
+    sched_pause_until(s, p, offset, due_ms, now_ms);
     return SCHED_PAUSE;
+}
+
+bool sched_pause(struct sched *s, const char *topic, int32_t partition, int64_t offset,
+                 int64_t due_ms, int64_t now_ms)
+{
+    struct sched_part *p = sched_get(s, topic, partition);
+
+    if (p == NULL)
+        return false;
+    sched_pause_until(s, p, offset, due_ms, now_ms);
+    return true;
+}
+
+void sched_set_lead(struct sched *s, int64_t lead_ms)
+{
+    s->lead_ms = lead_ms > 0 ? lead_ms : 0;
 }
 
 size_t sched_take_resumable(struct sched *s, int64_t now_ms, sched_visit_fn fn, void *arg)

@@ -78,6 +78,15 @@ bool sched_revoke(struct sched *s, const char *topic, int32_t partition);
 enum sched_verdict sched_offer(struct sched *s, const char *topic, int32_t partition,
                                int64_t offset, int64_t due_ms, int64_t now_ms);
 
+/* Pauses the partition at offset whatever its due time (the caller's own reason: a full window),
+ * resuming it as a pause for due_ms would. False only when out of memory. */
+bool sched_pause(struct sched *s, const char *topic, int32_t partition, int64_t offset,
+                 int64_t due_ms, int64_t now_ms);
+/* Resume partitions lead_ms before their due time (default 0: at it). Only for a caller that
+ * holds messages fetched early until they fall due (consumer/window.h); anyone else would
+ * fetch a message that is not due yet and pause again. min_pause_ms still applies. */
+void sched_set_lead(struct sched *s, int64_t lead_ms);
+
 /* Hands back (and marks running) every partition we paused whose resume
  * time is <= now_ms; none while a stall is active. Returns how many. */
 size_t sched_take_resumable(struct sched *s, int64_t now_ms, sched_visit_fn fn, void *arg);

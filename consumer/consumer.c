@@ -138,10 +138,12 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     durability_init(&c->durability, c->m.commit_durable, c->m.commit_replicated);
 
     c->sched = sched_new(CONSUMER_MIN_PAUSE_MS);
-    if (c->sched == NULL) {
+    c->window = window_new();
+    if (c->sched == NULL || c->window == NULL) {
         st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
         goto fail;
     }
+    sched_set_lead(c->sched, CONSUMER_WINDOW_LEAD_MS);
     st = commit_init(&c->commit, (size_t)cfg->consumer.batch_size, err);
     if (st != OG_OK)
         goto fail;
@@ -215,6 +217,7 @@ void consumer_free(struct consumer *c)
     delay_levels_free(&c->levels);
     db_free(c->db);
     sched_free(c->sched);
+    window_free(c->window);
     kafka_topics_free(c->topics, c->ntopics);
     free(c);
 }

@@ -35,9 +35,17 @@
 #include "consumer/consumer_metrics.h"
 #include "consumer/durability.h"
 #include "consumer/relay_thread.h"
+#include "consumer/window.h"
 
 /* A paused partition stays paused at least this long (see sched_new). */
 #define CONSUMER_MIN_PAUSE_MS 50
+/* A partition paused for a due time resumes this long before it, and the cancels it then fetches
+ * wait in the window (consumer/window.h) until they fall due: the fetch round trip, the pause
+ * floor and a loaded machine's scheduling delays happen before the deadline, not after it. The
+ * refetch after a resume took up to 1.1 s on a loaded 2-core machine (librdkafka 2.0.2 sends the
+ * resumed partition's fetch only with the broker's next fetch request); 3 s covers it. At 625
+ * cancels/s per partition (5,000/s over 8) the window then holds 1,875 of its 2,048. */
+#define CONSUMER_WINDOW_LEAD_MS 3000
 /* Attempts inside one database call of the consume loop (consumer_new): one. The loop
  * retries a failed batch itself, with backoff, polling Kafka and pinging the watchdog in
  * between, so no call repeats a blocking attempt out of the loop's sight. */
@@ -88,7 +96,8 @@ struct consumer {
     rd_kafka_t *producer; /* re-schedules and dead letters (idempotent) */
     struct db *db;
     struct sched *sched;
-    char **topics; /* subscribed: the delay topics, then the others */
+    struct window *window; /* cancels fetched before their due time, claimed at it */
+    char **topics;         /* subscribed: the delay topics, then the others */
     size_t ntopics;
     /* topics end with kafka.payments_topic, then kafka.refund_results_topic, when set */
     bool has_payments, has_refunds;

@@ -48,6 +48,11 @@ struct loop_commit_wait {
 };
 
 static void loop_resume_due(struct consumer *c, int64_t now_wall);
+static void loop_release_due(struct consumer *c, int64_t now_wall);
+static bool loop_take(void *arg, const char *topic, int32_t partition,
+                      const struct window_entry *w);
+static bool loop_window(struct consumer *c, const rd_kafka_message_t *m, const char *topic,
+                        const struct codec_cancel *cancel, int64_t due, int64_t now);
 static int loop_timeout(struct consumer *c, int64_t now, int64_t now_wall);
 static void loop_message(struct consumer *c, const rd_kafka_message_t *m);
 static int64_t loop_due(struct consumer *c, const char *topic, const rd_kafka_message_t *m,
@@ -156,6 +161,10 @@ int loop_run(struct consumer *c)
         if (!c->stalled) {
             loop_resume_due(c, now_wall);
             commit_take_retries(&c->commit, now_wall);
+            loop_release_due(c, now_wall);
+            /* A claim may have run: the poll's timeout counts from now, not from before it. */
+            now = clock_mono_ms();
+            now_wall = clock_wall_ms();
         }
         m = rd_kafka_consumer_poll(c->rk, loop_timeout(c, now, now_wall));
         loop_watchdog(c);
@@ -223,6 +232,80 @@ static void loop_resume_due(struct consumer *c, int64_t now_wall)
     rd_kafka_topic_partition_list_destroy(list);
 }
 
+/* Cancels of the window whose due time has passed join the batch, which is committed at once:
+ * they are due, and lingering for company would only make them late. A cancel is taken in the
+ * millisecond after its due_ms (due_at is kept to the millisecond, expire_at to the microsecond),
+ * so on the database's clock, the same as ours, expire_at <= now() holds: never early, and no
+ * not_due round trip through a delay topic. */
+static void loop_release_due(struct consumer *c, int64_t now_wall)
+{
+    while (!c->stalled && !c->fatal && window_next_due(c->window) < now_wall) {
+        window_take_due(c->window, now_wall - 1, loop_take, c);
+        if (c->fatal || c->commit.batch.n == 0)
+            return;
+        loop_flush(c);
+    }
+}
+
+static bool loop_take(void *arg, const char *topic, int32_t partition, const struct window_entry *w)
+{
+    struct consumer *c = arg;
+    struct batch_entry *e;
+
+    if (batch_full(&c->commit.batch))
+        return false;
+    e = batch_add(&c->commit.batch, w->cancel.reminder_offset > 0 ? BATCH_REMINDER : BATCH_CANCEL,
+                  topic, partition, w->offset);
+    if (e == NULL) {
+        log_error("out_of_memory", "where=batch_add");
+        c->fatal = true;
+        return false;
+    }
+    memcpy(e->order_no, w->cancel.order_no, sizeof(e->order_no));
+    e->due_ms = w->due_ms;
+    e->reminder_offset = w->cancel.reminder_offset;
+    return true;
+}
+
+/* The window's part of a message's fate; true when it decided (the message waits in the window,
+ * or its partition was paused and sought back to it). A cancel due within CONSUMER_WINDOW_LEAD_MS
+ * waits in the window; so does any cancel behind one that waits there, due or not, since a
+ * partition's messages reach the batch in order. What cannot wait there while its partition's
+ * window holds something (a full window, an undecodable message, a cancel due beyond the lead)
+ * goes back to Kafka by a pause and a seek. Not while stalled or paused: sched decides then. */
+static bool loop_window(struct consumer *c, const rd_kafka_message_t *m, const char *topic,
+                        const struct codec_cancel *cancel, int64_t due, int64_t now)
+{
+    bool behind;
+    bool holdable = cancel != NULL && due - now <= CONSUMER_WINDOW_LEAD_MS;
+
+    if (c->stalled || sched_is_paused(c->sched, topic, m->partition))
+        return false;
+    behind = window_busy(c->window, topic, m->partition);
+    if (holdable && (behind || due > now)) {
+        switch (window_put(c->window, topic, m->partition, m->offset, due, cancel)) {
+        case WINDOW_HELD:
+            return true;
+        case WINDOW_NOMEM:
+            log_error("out_of_memory", "where=window_put");
+            c->fatal = true;
+            return true;
+        case WINDOW_FULL:
+            break;
+        }
+    } else if (!behind) {
+        return false;
+    }
+    if (!sched_pause(c->sched, topic, m->partition, m->offset, due, now)) {
+        log_error("out_of_memory", "where=sched_pause");
+        c->fatal = true;
+        return true;
+    }
+    metric_inc(c->m.deferred, 1);
+    loop_pause_seek(c, topic, m->partition, m->offset);
+    return true;
+}
+
 static int loop_timeout(struct consumer *c, int64_t now, int64_t now_wall)
 {
     int64_t t = c->cfg->consumer.poll_ms;
@@ -237,6 +320,9 @@ static int loop_timeout(struct consumer *c, int64_t now, int64_t now_wall)
     }
     if (next != SCHED_NEVER && next - now_wall < t)
         t = next - now_wall;
+    next = c->stalled ? WINDOW_NEVER : window_next_due(c->window);
+    if (next != WINDOW_NEVER && next + 1 - now_wall < t)
+        t = next + 1 - now_wall;
     next = c->stalled ? SCHED_NEVER : retry_next_at(&c->commit.retry);
     if (next != SCHED_NEVER && next - now_wall < t)
         t = next - now_wall;
@@ -286,6 +372,9 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
         if (st == OG_OK)
             due = loop_due(c, topic, m, &cancel, now);
     }
+    if (loop_window(c, m, topic, kind == LOOP_TOPIC_DELAY && st == OG_OK ? &cancel : NULL, due,
+                    now))
+        return;
     verdict = sched_offer(c->sched, topic, m->partition, m->offset, due, now);
     if (verdict == SCHED_DUE && batch_full(&c->commit.batch)) {
         /* Never more than batch_size in hand: commit first. If that fails
@@ -550,10 +639,12 @@ static void loop_assign(struct consumer *c, rd_kafka_topic_partition_list_t *par
 
     loop_log_tps(LOG_LVL_INFO, "partitions_assigned", parts,
                  coop ? " protocol=cooperative" : " protocol=eager");
-    for (int i = 0; i < parts->cnt; i++)
+    for (int i = 0; i < parts->cnt; i++) {
+        window_forget(c->window, parts->elems[i].topic, parts->elems[i].partition);
         if (sched_assign(c->sched, parts->elems[i].topic, parts->elems[i].partition))
             rd_kafka_topic_partition_list_add(pause, parts->elems[i].topic,
                                               parts->elems[i].partition);
+    }
     if (coop)
         error = rd_kafka_incremental_assign(c->rk, parts);
     else
@@ -594,6 +685,7 @@ static void loop_revoke(struct consumer *c, rd_kafka_topic_partition_list_t *par
         size_t dropped;
 
         batch_void(&c->commit.batch, parts->elems[i].topic, parts->elems[i].partition);
+        window_forget(c->window, parts->elems[i].topic, parts->elems[i].partition);
         /* Their offsets were not stored past them: the next owner claims them again. */
         dropped = retry_revoke(&c->commit.retry, parts->elems[i].topic, parts->elems[i].partition);
         if (dropped > 0)

@@ -93,6 +93,50 @@ static void test_short_not_due_claimed_locally(void **state)
     ct_teardown(&t);
 }
 
+/* Claimed at the deadline: cancels fetched before their due time wait in the consumer's window
+ * and are claimed the moment they fall due, never before. The bounds hold on a loaded 2-core
+ * machine; before the window, the 50 ms pause floor, the linger and a fetch round trip came on
+ * top of every due time. */
+static void test_claimed_at_the_deadline(void **state)
+{
+    static struct ct t;
+    struct ct_proc p;
+    char no[32];
+
+    (void)state;
+    ct_setup(&t, "cduepunct", 1, 0);
+    ct_spawn(&t, &p, "c1", t.topic, NULL);
+    ct_log_wait(&p, "event=partitions_assigned", 30000);
+    /* 40 orders due 25 ms apart from 2 s on, each with a microsecond expire_at. */
+    for (int i = 0; i < 40; i++) {
+        snprintf(no, sizeof(no), "P-%d", i);
+        ct_send_cancel(&t, t.topic, 0, no, place_floor(&t, no, 2000 + 25 * i));
+    }
+    ct_flush(&t);
+    assert_int_equal(ct_wait_scalar(&t,
+                                    "SELECT count(*) FROM ordergate.orders WHERE order_no LIKE "
+                                    "'P-%' AND status = 'cancelled'",
+                                    40, PROGRESS_MS),
+                     40);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.orders o JOIN "
+                                   "ordergate.status_log l USING (order_no) WHERE l.created_at < "
+                                   "o.expire_at"),
+                     0);
+    /* Lateness in ms: median within 250, worst within 1000. */
+    assert_int_equal(ct_scalar(&t, "SELECT (percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) <= 250 "
+                                   "AND max(ms) <= 1000)::int FROM (SELECT extract(epoch FROM "
+                                   "l.created_at - o.expire_at) * 1000 AS ms FROM ordergate.orders "
+                                   "o JOIN ordergate.status_log l USING (order_no) WHERE "
+                                   "o.order_no LIKE 'P-%') x"),
+                     1);
+    /* Fetched early and held, not refetched per message: no not_due claim, nothing re-scheduled. */
+    assert_true(ct_metric_now(&p, "ordergate_consumer_claims_total{outcome=\"not_due\"}") == 0);
+    assert_true(ct_metric_now(&p, "ordergate_consumer_rescheduled_total") == 0);
+    assert_int_equal(ct_stop(&p, SIGTERM, 30000), 0);
+    assert_int_equal(ct_committed(t.group, t.topic, 0), 40);
+    ct_teardown(&t);
+}
+
 /* Two delay levels: og.<base>.cancel.2s (2 s) and og.<base>.cancel.1m (60 s). */
 static void level_topics(struct ct *t, char *short_topic, char *long_topic, size_t size,
                          char *topics, size_t topics_size)
@@ -282,6 +326,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_short_not_due_claimed_locally, ct_cleanup),
+        cmocka_unit_test_teardown(test_claimed_at_the_deadline, ct_cleanup),
         cmocka_unit_test_teardown(test_hold_goes_to_the_level_that_fits, ct_cleanup),
         cmocka_unit_test_teardown(test_due_far_beyond_level_claimed_at_once, ct_cleanup),
         cmocka_unit_test_teardown(test_due_far_unlevelled_topic, ct_cleanup),

@@ -103,6 +103,30 @@ static void test_min_pause(void **state)
     sched_free(s);
 }
 
+/* With a lead (a caller that holds what it fetches early), a partition resumes that long before
+ * its due time, never sooner than the floor; sched_pause pauses whatever the due time. */
+static void test_lead_and_forced_pause(void **state)
+{
+    struct sched *s = sched_new(50);
+
+    (void)state;
+    sched_set_lead(s, 1000);
+    sched_assign(s, "t", 0);
+    sched_assign(s, "t", 1);
+    assert_int_equal(sched_offer(s, "t", 0, 1, T0 + 5000, T0), SCHED_PAUSE);
+    assert_int_equal(sched_next_resume(s), T0 + 4000);
+    assert_int_equal(sched_take_resumable(s, T0 + 3999, NULL, NULL), 0);
+    assert_int_equal(sched_take_resumable(s, T0 + 4000, NULL, NULL), 1);
+    /* Due within the lead: the floor. */
+    assert_int_equal(sched_offer(s, "t", 0, 2, T0 + 4500, T0 + 4000), SCHED_PAUSE);
+    assert_int_equal(sched_next_resume(s), T0 + 4050);
+    /* A forced pause of a due (or undated) message: the floor, at its offset. */
+    assert_true(sched_pause(s, "t", 1, 9, SCHED_ALWAYS_DUE, T0 + 4000));
+    assert_true(sched_is_paused(s, "t", 1));
+    assert_int_equal(sched_offer(s, "t", 1, 9, T0, T0 + 4001), SCHED_DROP);
+    sched_free(s);
+}
+
 static void test_rewind_before_seek(void **state)
 {
     struct sched *s = sched_new(0);
@@ -250,6 +274,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_due_and_wait),
         cmocka_unit_test(test_min_pause),
+        cmocka_unit_test(test_lead_and_forced_pause),
         cmocka_unit_test(test_rewind_before_seek),
         cmocka_unit_test(test_rebalance_clears),
         cmocka_unit_test(test_stall),

@@ -44,6 +44,7 @@ struct opts {
     int ahead_ms;        /* lateness: a message is produced this long before it is due */
     int lead_s;          /* lateness: start to first due time; 0 = from the size */
     int round_every;     /* lateness: every Nth expire_at 0.6 ms past its due_at; 0 = none */
+    const char *peer;    /* lateness: a peer queue's program claiming the same shape beside it */
     long waiting;        /* memory: messages due in an hour */
     long waiting_db;     /* memory: overdue orders in the database for the first messages */
     int rss_seconds;

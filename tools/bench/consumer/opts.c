@@ -161,6 +161,11 @@ int parse_args(int argc, char **argv, struct opts *o)
                    "template database (default ordergate_tpl, built by\n"
                    "tests/support/db_template.sh)",
                    &o->template_db),
+        BENCH_STR("peer", "PATH",
+                  "lateness: also run this peer program (tools/bench/peers/) on\n"
+                  "as many orders of its own (prefix r), same due times, same\n"
+                  "database, and report its lateness beside the consumer's",
+                  &o->peer),
         BENCH_STR("brokers", "LIST", "Kafka bootstrap (default $ORDERGATE_BROKERS)", &o->brokers),
         BENCH_PATH("consumer", "PATH",
                    "the consumer binary (default ../consumer/ordergate-consumer from\n"

@@ -94,12 +94,14 @@ static void test_broker_down_and_back(void **state)
                                     10, 30000),
                      10);
 
-    /* Ten more orders, due in 2 s; their messages wait in paused
-     * partitions. The broker goes away and they fall due while it is gone. */
+    /* Ten more orders, due in 5 s: beyond the consumer's window lead
+     * (CONSUMER_WINDOW_LEAD_MS, 3 s), so their messages wait in paused partitions in Kafka,
+     * not in the consumer. The broker goes away before the partitions resume (2 s) and they
+     * fall due while it is gone. */
     for (int i = 11; i <= 20; i++) {
         snprintf(order, sizeof(order), "B-%d", i);
-        ct_place(&t, order, 2000);
-        ct_send_cancel(&t, t.topic, -1, order, ct_now_ms() + 2000);
+        ct_place(&t, order, 5000);
+        ct_send_cancel(&t, t.topic, -1, order, ct_now_ms() + 5000);
     }
     ct_flush(&t);
     ct_log_wait(&p, "event=stats", 1000);

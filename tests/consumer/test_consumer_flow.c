@@ -57,10 +57,12 @@ static void test_flow(void **state)
     /* H-1: the message says "due now" but the database holds it 4 s more. */
     hold_expire = ct_place(&t, "H-1", 4000);
     ct_produce_cancel(&t, t.topic, 3, "H-1", ct_now_ms() - 10);
-    /* E-*: due in 3 s, messages due exactly at the database's expire_at
-     * (the producer is warm by now: they go out at once). */
+    /* E-*: due in 5 s, messages due exactly at the database's expire_at
+     * (the producer is warm by now: they go out at once). Beyond the window lead
+     * (CONSUMER_WINDOW_LEAD_MS, 3 s): their partitions are paused (deferred) first, then
+     * resume, and the consumer holds them until they fall due. */
     for (int i = 0; i < 4; i++) {
-        expire[i] = ct_place(&t, early_orders[i], 3000);
+        expire[i] = ct_place(&t, early_orders[i], 5000);
         ct_send_cancel(&t, i % 2 ? t.topic2 : t.topic, -1, early_orders[i], expire[i]);
     }
     ct_flush(&t);

@@ -1293,6 +1293,10 @@ FUNCTION ordergate._hooks_run(p_event text, p_nos text[], p_source text, p_conte
 -- functions/internal/_order_items_json.sql
 FUNCTION ordergate._order_items_json(p_order_no text) RETURNS jsonb;
 
+-- Internal: an order's lines checked (22023) and summed per sku, in sku order
+-- functions/internal/_order_items_parse.sql
+FUNCTION ordergate._order_items_parse(p_caller text, p_items jsonb, OUT o_skus text[], OUT o_qtys bigint[]) RETURNS record;
+
 -- Internal: a payment's exception and its refund_requested or reconciliation_alert event
 -- functions/internal/_payment_exception.sql
 FUNCTION ordergate._payment_exception(p_order_no text, p_kind text, p_txn text, p_amount bigint, p_currency text, p_resolution text, p_note text, p_channel text, p_order_status text, p_source text, p_actor text, p_coupon text, p_shop jsonb, OUT o_id bigint, OUT o_resolution text) RETURNS record;

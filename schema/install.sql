@@ -161,6 +161,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/internal/_hook_inspect.sql
 \ir functions/internal/_hooks_run.sql
 \ir functions/internal/_order_items_json.sql
+\ir functions/internal/_order_items_parse.sql
 \ir functions/internal/_payment_exception.sql
 \ir functions/internal/_reconcile_checks.sql
 \ir functions/internal/_refund_limit.sql

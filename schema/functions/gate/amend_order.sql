@@ -35,7 +35,6 @@ DECLARE
     p_items    jsonb  := amend_order.items;
     p_shop     jsonb  := amend_order.shop;
     p_operator text   := btrim(amend_order.operator);
-    v_bad      bigint;
     v_skus     text[];   -- the new lines, summed per sku, in sku order
     v_qtys     bigint[];
     v_status   text;
@@ -65,32 +64,7 @@ BEGIN
     IF p_operator IS NULL OR length(p_operator) NOT BETWEEN 1 AND 128 THEN
         PERFORM _bad_arg('amend_order: operator is required (1..128 characters)');
     END IF;
-    IF p_items IS NULL OR jsonb_typeof(p_items) <> 'array'
-       OR jsonb_array_length(p_items) > 1000 THEN
-        PERFORM _bad_arg('amend_order: items must be a JSON array of 0..1000 {"sku": text, "qty": positive integer}');
-    END IF;
-    SELECT count(*) INTO v_bad
-      FROM jsonb_array_elements(p_items) e
-     WHERE NOT CASE
-                 WHEN jsonb_typeof(e) = 'object'
-                  AND jsonb_typeof(e -> 'sku') = 'string'
-                  AND jsonb_typeof(e -> 'qty') = 'number'
-                  AND (e ->> 'qty') ~ '^[0-9]{1,10}$'
-                 THEN length(e ->> 'sku') BETWEEN 1 AND 128
-                  AND (e ->> 'qty')::bigint BETWEEN 1 AND 2147483647
-                 ELSE false
-               END;
-    IF v_bad > 0 THEN
-        PERFORM _bad_arg('amend_order: items must be a JSON array of 0..1000 {"sku": text, "qty": positive integer}');
-    END IF;
-    SELECT array_agg(s.sku ORDER BY s.sku), array_agg(s.q ORDER BY s.sku)
-      INTO v_skus, v_qtys
-      FROM (SELECT e ->> 'sku' AS sku, sum((e ->> 'qty')::bigint) AS q
-              FROM jsonb_array_elements(p_items) e
-             GROUP BY 1) s;
-    IF EXISTS (SELECT 1 FROM unnest(v_qtys) q WHERE q > 2147483647) THEN
-        PERFORM _bad_arg('amend_order: total qty per sku must fit in a 32-bit integer');
-    END IF;
+    SELECT i.o_skus, i.o_qtys INTO v_skus, v_qtys FROM _order_items_parse('amend_order', p_items) i;
 
     -- The order row first, waiting for a payment or cancel in flight.
     SELECT o.status, o.amount_cents, o.shop, o.allow_partial, o.captured_cents, o.currency

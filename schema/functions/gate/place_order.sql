@@ -40,7 +40,6 @@ DECLARE
     p_shop     jsonb       := place_order.shop;
     p_currency text        := coalesce(place_order.currency, _default_currency());
     p_partial  boolean     := coalesce(place_order.allow_partial, false);
-    v_bad      bigint;
     v_skus     text[];
     v_qtys     bigint[];
     v_state    text;
@@ -75,33 +74,7 @@ BEGIN
                                OR octet_length(p_shop::text) > 16384) THEN
         PERFORM _bad_arg('place_order: shop must be NULL or a JSON object of at most 16384 bytes');
     END IF;
-    IF p_items IS NULL OR jsonb_typeof(p_items) <> 'array'
-       OR jsonb_array_length(p_items) > 1000 THEN
-        PERFORM _bad_arg('place_order: items must be a JSON array of 0..1000 {"sku": text, "qty": positive integer}');
-    END IF;
-    SELECT count(*) INTO v_bad
-      FROM jsonb_array_elements(p_items) e
-     WHERE NOT CASE
-                 WHEN jsonb_typeof(e) = 'object'
-                  AND jsonb_typeof(e -> 'sku') = 'string'
-                  AND jsonb_typeof(e -> 'qty') = 'number'
-                  AND (e ->> 'qty') ~ '^[0-9]{1,10}$'
-                 THEN length(e ->> 'sku') BETWEEN 1 AND 128
-                  AND (e ->> 'qty')::bigint BETWEEN 1 AND 2147483647
-                 ELSE false
-               END;
-    IF v_bad > 0 THEN
-        PERFORM _bad_arg('place_order: items must be a JSON array of 0..1000 {"sku": text, "qty": positive integer}');
-    END IF;
-
-    SELECT array_agg(s.sku ORDER BY s.sku), array_agg(s.q ORDER BY s.sku)
-      INTO v_skus, v_qtys
-      FROM (SELECT e ->> 'sku' AS sku, sum((e ->> 'qty')::bigint) AS q
-              FROM jsonb_array_elements(p_items) e
-             GROUP BY 1) s;
-    IF EXISTS (SELECT 1 FROM unnest(v_qtys) q WHERE q > 2147483647) THEN
-        PERFORM _bad_arg('place_order: total qty per sku must fit in a 32-bit integer');
-    END IF;
+    SELECT i.o_skus, i.o_qtys INTO v_skus, v_qtys FROM _order_items_parse('place_order', p_items) i;
 
     -- Locks first (coupon, then inventory in sku order); every check below runs in a fresh snapshot
     -- taken after any wait, so it sees what the transactions we waited for committed.

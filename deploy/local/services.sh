@@ -18,12 +18,12 @@
 #                                     at once, as a crashed host would (fault tests; with standby)
 #   deploy/local/services.sh promote  promote the standby to primary and wait until it accepts
 #                                     writes (after kill-primary, as a failover manager would)
-#   deploy/local/services.sh kill-broker N
-#                                     SIGKILL node N of the three-node cluster, as a crashed host
+#   deploy/local/services.sh kill-broker N...
+#                                     SIGKILL nodes of the three-node cluster, as a crashed host
 #                                     would (ORDERGATE_KAFKA_NODES=3; fault tests)
-#   deploy/local/services.sh start-broker N
-#                                     start node N again with its data and ports, wait until it
-#                                     answers
+#   deploy/local/services.sh start-broker N...
+#                                     start nodes again with their data and ports, wait until
+#                                     each answers
 #   deploy/local/services.sh restart-broker N
 #                                     stop node N (SIGTERM: a controlled shutdown that moves its
 #                                     leaderships away first) and start it again
@@ -1196,26 +1196,34 @@ kcl_down() {
 
 kcl_require() { kcl_exists || die "kafka: no three-node cluster in $STATE (start with ORDERGATE_KAFKA_NODES=3 $0 up)"; }
 
-cmd_kill_broker() { # $1 = node
+cmd_kill_broker() { # $@ = nodes
     kcl_require
-    kcl_node "$1"
-    kafka_running || die "kafka: node $1 is not running"
-    local pid
-    pid=$(kafka_pid)
-    kill -KILL "$pid"
-    while proc_alive "$pid"; do sleep 0.05; done
-    log "kafka: node $1 SIGKILLed (pid $pid)"
+    local n pid
+    for n in "$@"; do
+        kcl_node "$n"
+        kafka_running || die "kafka: node $n is not running"
+        pid=$(kafka_pid)
+        kill -KILL "$pid"
+        while proc_alive "$pid"; do sleep 0.05; done
+        log "kafka: node $n SIGKILLed (pid $pid)"
+    done
 }
 
-cmd_start_broker() { # $1 = node
+# Launches every node named first, then waits for each: two stopped nodes start together (a
+# node's wait lists three brokers).
+cmd_start_broker() { # $@ = nodes
     kcl_require
-    kcl_node "$1"
-    if ! kafka_running; then
+    local n
+    for n in "$@"; do
+        kcl_node "$n"
+        kafka_running && continue
         kafka_launch
-        log "kafka: node $1 starting on 127.0.0.1:$(kafka_port) (pid $(kafka_pid))"
-    fi
-    kcl_wait_node "$1"
-    log "kafka: node $1 ready"
+        log "kafka: node $n starting on 127.0.0.1:$(kafka_port) (pid $(kafka_pid))"
+    done
+    for n in "$@"; do
+        kcl_wait_node "$n"
+        log "kafka: node $n ready"
+    done
 }
 
 cmd_restart_broker() { # $1 = node
@@ -1413,12 +1421,15 @@ case ${1:-} in
     restart-pgbouncer) cmd_restart_pgbouncer ;;
     kill-primary) cmd_kill_primary ;;
     kill-broker | start-broker | restart-broker)
-        [[ $# -eq 2 ]] || die "usage: $0 $1 N (N: 1, 2 or 3)"
+        [[ $# -ge 2 ]] || die "usage: $0 $1 N... (N: 1, 2 or 3)"
+        [[ $1 != restart-broker || $# -eq 2 ]] || die "usage: $0 restart-broker N"
         lock_state
-        case $1 in
-            kill-broker) cmd_kill_broker "$2" ;;
-            start-broker) cmd_start_broker "$2" ;;
-            restart-broker) cmd_restart_broker "$2" ;;
+        cmd=$1
+        shift
+        case $cmd in
+            kill-broker) cmd_kill_broker "$@" ;;
+            start-broker) cmd_start_broker "$@" ;;
+            restart-broker) cmd_restart_broker "$1" ;;
         esac
         ;;
     roll-brokers)

@@ -1127,13 +1127,20 @@ kcl_prepare() {
     done
     cluster_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
     echo "$cluster_id" >"$KCL_DIR/cluster.id"
+    # The three formats at once: each is a JVM start of its own.
+    local pids=()
     for n in 1 2 3; do
         kcl_node "$n"
         kcl_write_config "$n" "$(cat "$KAFKA_DIR/port")" "$voters"
         "${JAVA:-java}" -cp "$KAFKA_LIBS/*" -Dlog4j.configuration="file:$SCRIPT_DIR/kafka-log4j.properties" \
             -Dkafka.logs.dir="$KAFKA_DIR/logs" kafka.tools.StorageTool format \
-            -t "$cluster_id" -c "$KAFKA_DIR/server.properties" </dev/null >"$KAFKA_DIR/logs/format.log" 2>&1 9>&- ||
-            { tail -n 40 "$KAFKA_DIR/logs/format.log" >&2; die "kafka: formatting node $n failed"; }
+            -t "$cluster_id" -c "$KAFKA_DIR/server.properties" </dev/null >"$KAFKA_DIR/logs/format.log" 2>&1 9>&- &
+        pids+=($!)
+    done
+    for n in 1 2 3; do
+        wait "${pids[n - 1]}" && continue
+        tail -n 40 "$KCL_DIR/node-$n/logs/format.log" >&2
+        die "kafka: formatting node $n failed"
     done
 }
 

@@ -52,9 +52,12 @@ psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE DATABASE $db TEMPLATE $tpl"
 q() { psql -X -At -v ON_ERROR_STOP=1 -d "$db" -c "$1"; }
 
 export ORDERGATE_STATE_DIR=$work/services ORDERGATE_SERVICES=kafka ORDERGATE_KAFKA_NODES=3
+# Three JVMs forming a quorum on two shared cores: a minute is not always enough.
+export ORDERGATE_START_TIMEOUT=${ORDERGATE_START_TIMEOUT:-180}
 unset ORDERGATE_KAFKA_PORT ORDERGATE_KAFKA_TLS
 t0=$(date +%s.%N)
-eval "$("$services" up)"
+exports=$("$services" up) || fail "the three nodes did not start"
+eval "$exports"
 note "three nodes up in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s on $ORDERGATE_BROKERS"
 
 if [ $mode = long ]; then

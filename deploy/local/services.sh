@@ -798,6 +798,23 @@ kafka_tls_port() { cat "$KAFKA_DIR/tls.port" 2>/dev/null || true; }
 # True when the broker of this state directory was set up with the SASL_SSL listener.
 kafka_has_tls() { [[ -n $(kafka_tls_port) ]]; }
 
+# The settings the single broker and the cluster's nodes share.
+kafka_config_common() {
+    cat <<'EOF'
+# Tests create consumer groups all the time; don't hold the first join back by 3 s.
+group.initial.rebalance.delay.ms=0
+# Let fault-injection tests use short consumer session timeouts (the default floor is 6 s).
+group.min.session.timeout.ms=1000
+# Creating 50 offset partitions on first group join takes seconds on a 2-core machine.
+offsets.topic.num.partitions=8
+transaction.state.log.num.partitions=8
+# Like production: a topic exists only when someone created it (ordergatectl topics, a test, the
+# drill), so nothing passes because a first produce or subscribe created a topic by accident.
+auto.create.topics.enable=false
+num.partitions=4
+EOF
+}
+
 kafka_write_config() { # $1 = broker port, $2 = controller port, $3 = SASL_SSL port or ""
     local listeners="PLAINTEXT://127.0.0.1:$1,CONTROLLER://127.0.0.1:$2"
     local advertised="PLAINTEXT://127.0.0.1:$1"
@@ -823,18 +840,8 @@ log.dirs=$KAFKA_DIR/data
 offsets.topic.replication.factor=1
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
-# Tests create consumer groups all the time; don't hold the first join back by 3 s.
-group.initial.rebalance.delay.ms=0
-# Let fault-injection tests use short consumer session timeouts (the default floor is 6 s).
-group.min.session.timeout.ms=1000
-# Creating 50 offset partitions on first group join takes seconds on a 2-core machine.
-offsets.topic.num.partitions=8
-transaction.state.log.num.partitions=8
-# Like production: a topic exists only when someone created it (ordergatectl topics, a test, the
-# drill), so nothing passes because a first produce or subscribe created a topic by accident.
-auto.create.topics.enable=false
-num.partitions=4
 EOF
+    kafka_config_common >>"$KAFKA_DIR/server.properties"
     [[ -n $3 ]] || return 0
     cat >>"$KAFKA_DIR/server.properties" <<EOF
 
@@ -1100,13 +1107,8 @@ unclean.leader.election.enable=false
 broker.session.timeout.ms=6000
 # A follower that stops fetching leaves the in-sync set after this long (default 30 s).
 replica.lag.time.max.ms=10000
-group.initial.rebalance.delay.ms=0
-group.min.session.timeout.ms=1000
-offsets.topic.num.partitions=8
-transaction.state.log.num.partitions=8
-auto.create.topics.enable=false
-num.partitions=4
 EOC
+    kafka_config_common >>"$KAFKA_DIR/server.properties"
 }
 
 # Fresh cluster state: three nodes, each a broker port and a controller port, one cluster id,

@@ -101,8 +101,14 @@ sleep 5
 end leader
 sleep 2
 
-node=$("$services" coordinator "$group")
-[ -n "$node" ] || fail "no coordinator for $group"
+# Right after a node's return its partitions may still be electing: ask for 30 s.
+node=
+for _ in $(seq 60); do
+    node=$("$services" coordinator "$group" || true)
+    [ -z "$node" ] || break
+    sleep 0.5
+done
+[ -n "$node" ] || fail "no coordinator for $group within 30 s"
 note "coord: SIGKILL node $node (coordinates $group)"
 begin
 "$services" kill-broker "$node"

@@ -133,6 +133,10 @@ static const struct cfg_param cfg_params[] = {
      "File whose whole content is the SASL password (librdkafka's sasl.password), read at start "
      "and never logged; a missing or empty file stops the start, as a refused login does (exit "
      "2). Empty: none (kafka.properties may set sasl.password instead, not both)."},
+    {"kafka.replication", CFG_INT, S(kafka.replication), "0", 0, 32, 0, CTL, NULL,
+     "Replicas of each topic ordergatectl topics creates (3 on a production cluster, with the "
+     "brokers' min.insync.replicas = 2); more than the cluster has brokers is refused. 0: the "
+     "brokers' default.replication.factor. Topics that exist keep theirs."},
     {"kafka.queued_max_kbytes", CFG_INT, S(kafka.queued_max_kbytes), "1024", 16, 2097151, 0, CON,
      NULL,
      "Prefetch bound per partition in kilobytes (librdkafka's queued.max.messages.kbytes): a "

@@ -55,6 +55,7 @@ struct og_config {
         size_t properties_n;
         char *sasl_password_file; /* sasl.password from this file; "" = none; never logged */
         int queued_max_kbytes;    /* prefetch bound per partition: keeps memory flat */
+        int replication; /* replicas of each topic ordergatectl topics creates; 0 = broker's */
     } kafka;
 
     struct cfg_consumer {

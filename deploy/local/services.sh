@@ -18,6 +18,26 @@
 #                                     at once, as a crashed host would (fault tests; with standby)
 #   deploy/local/services.sh promote  promote the standby to primary and wait until it accepts
 #                                     writes (after kill-primary, as a failover manager would)
+#   deploy/local/services.sh kill-broker N...
+#                                     SIGKILL nodes of the three-node cluster, as a crashed host
+#                                     would (ORDERGATE_KAFKA_NODES=3; fault tests)
+#   deploy/local/services.sh start-broker N...
+#                                     start nodes again with their data and ports, wait until
+#                                     each answers
+#   deploy/local/services.sh restart-broker N
+#                                     stop node N (SIGTERM: a controlled shutdown that moves its
+#                                     leaderships away first) and start it again
+#   deploy/local/services.sh roll-brokers
+#                                     restart-broker 1, 2, 3 in turn, each only once every
+#                                     partition has all its replicas in sync again
+#   deploy/local/services.sh leader TOPIC PARTITION
+#                                     print the node id that leads the partition (nothing: none)
+#   deploy/local/services.sh coordinator GROUP
+#                                     print the node id of GROUP's coordinator (the leader of
+#                                     its __consumer_offsets partition)
+#   deploy/local/services.sh under-replicated
+#                                     print the partitions whose in-sync replicas are fewer than
+#                                     their replicas, one "topic partition isr/replicas" a line
 #   deploy/local/services.sh fetch    only resolve and cache the Kafka jars
 #   deploy/local/services.sh fetch-pom POM NAME
 #                                     resolve and cache POM's runtime jars in the cache folder NAME
@@ -46,6 +66,11 @@
 #                         a throwaway CA and broker certificate in the state directory);
 #                         default 0 (PLAINTEXT only)
 #   ORDERGATE_KAFKA_TLS_PORT  SASL_SSL port for Kafka on 127.0.0.1; default: a free one
+#   ORDERGATE_KAFKA_NODES 1 (default): one broker, every topic with one replica. 3: a KRaft
+#                         cluster of three nodes on 127.0.0.1, each controller and broker, with
+#                         replication factor 3 and min.insync.replicas 2 for every topic (the
+#                         internal ones included); ORDERGATE_BROKERS lists the three. No TLS.
+#   ORDERGATE_KAFKA_HEAP  Java heap of each broker; default 512m (one node), 384m (each of three)
 #   ORDERGATE_START_TIMEOUT  seconds to wait for each service to answer; default 60
 #
 # Several state directories can run side by side (each picks its own free ports), which is how
@@ -87,6 +112,11 @@ KAFKA_TLS_DIR=$KAFKA_DIR/tls
 # operators (the broker's own traffic stays on the PLAINTEXT and CONTROLLER listeners).
 KAFKA_SASL_USER=ordergate
 KAFKA_SASL_ADMIN=admin
+KAFKA_NODES=${ORDERGATE_KAFKA_NODES:-1}
+[[ $KAFKA_NODES == 1 || $KAFKA_NODES == 3 ]] || { echo "services: error: ORDERGATE_KAFKA_NODES must be 1 or 3" >&2; exit 2; }
+if [[ $KAFKA_NODES == 3 ]]; then KAFKA_HEAP=${ORDERGATE_KAFKA_HEAP:-384m}; else KAFKA_HEAP=${ORDERGATE_KAFKA_HEAP:-512m}; fi
+# The cluster's nodes live in $KCL_DIR/node-N; kcl_node N points the kafka_* helpers at one.
+KCL_DIR=$STATE/kafka-cluster
 
 # Ports are picked below the kernel's ephemeral range (32768+) so that outgoing connections
 # cannot take a port we are about to hand to a server.
@@ -768,6 +798,23 @@ kafka_tls_port() { cat "$KAFKA_DIR/tls.port" 2>/dev/null || true; }
 # True when the broker of this state directory was set up with the SASL_SSL listener.
 kafka_has_tls() { [[ -n $(kafka_tls_port) ]]; }
 
+# The settings the single broker and the cluster's nodes share.
+kafka_config_common() {
+    cat <<'EOF'
+# Tests create consumer groups all the time; don't hold the first join back by 3 s.
+group.initial.rebalance.delay.ms=0
+# Let fault-injection tests use short consumer session timeouts (the default floor is 6 s).
+group.min.session.timeout.ms=1000
+# Creating 50 offset partitions on first group join takes seconds on a 2-core machine.
+offsets.topic.num.partitions=8
+transaction.state.log.num.partitions=8
+# Like production: a topic exists only when someone created it (ordergatectl topics, a test, the
+# drill), so nothing passes because a first produce or subscribe created a topic by accident.
+auto.create.topics.enable=false
+num.partitions=4
+EOF
+}
+
 kafka_write_config() { # $1 = broker port, $2 = controller port, $3 = SASL_SSL port or ""
     local listeners="PLAINTEXT://127.0.0.1:$1,CONTROLLER://127.0.0.1:$2"
     local advertised="PLAINTEXT://127.0.0.1:$1"
@@ -793,18 +840,8 @@ log.dirs=$KAFKA_DIR/data
 offsets.topic.replication.factor=1
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
-# Tests create consumer groups all the time; don't hold the first join back by 3 s.
-group.initial.rebalance.delay.ms=0
-# Let fault-injection tests use short consumer session timeouts (the default floor is 6 s).
-group.min.session.timeout.ms=1000
-# Creating 50 offset partitions on first group join takes seconds on a 2-core machine.
-offsets.topic.num.partitions=8
-transaction.state.log.num.partitions=8
-# Like production: a topic exists only when someone created it (ordergatectl topics, a test, the
-# drill), so nothing passes because a first produce or subscribe created a topic by accident.
-auto.create.topics.enable=false
-num.partitions=4
 EOF
+    kafka_config_common >>"$KAFKA_DIR/server.properties"
     [[ -n $3 ]] || return 0
     cat >>"$KAFKA_DIR/server.properties" <<EOF
 
@@ -870,7 +907,7 @@ kafka_launch() {
     # Heap as asked for tests; GC flags are those of Kafka's own kafka-run-class.sh.
     (
         cd "$KAFKA_DIR"
-        exec setsid "$java" -Xms512m -Xmx512m -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+        exec setsid "$java" -Xms"$KAFKA_HEAP" -Xmx"$KAFKA_HEAP" -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
             -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent \
             -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true \
             -Dkafka.logs.dir="$KAFKA_DIR/logs" \
@@ -1022,6 +1059,259 @@ kafka_exports() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# Kafka, three nodes (ORDERGATE_KAFKA_NODES=3)
+# ---------------------------------------------------------------------------------------------
+
+# Points the single-broker helpers (kafka_running, kafka_answering, kafka_launch, kafka_down,
+# kafka_show_log) at node $1 of the cluster.
+kcl_node() {
+    [[ $1 =~ ^[1-3]$ ]] || die "kafka: node must be 1, 2 or 3, not '$1'"
+    KAFKA_DIR=$KCL_DIR/node-$1
+    KAFKA_PIDFILE=$KAFKA_DIR/kafka.pid
+}
+
+# True when the cluster of this state directory was prepared (its nodes may be down).
+kcl_exists() { [[ -f $KCL_DIR/node-1/port ]]; }
+
+kcl_brokers() {
+    local n list=
+    for n in 1 2 3; do list+=${list:+,}127.0.0.1:$(cat "$KCL_DIR/node-$n/port"); done
+    echo "$list"
+}
+
+kcl_write_config() { # $1 = node id, $2 = broker port, $3 = controller.quorum.voters
+    local cport
+    cport=$(cat "$KAFKA_DIR/controller.port")
+    cat >"$KAFKA_DIR/server.properties" <<EOC
+# Generated by deploy/local/services.sh: node $1 of three, KRaft combined mode, for fault tests.
+node.id=$1
+process.roles=broker,controller
+controller.quorum.voters=$3
+listeners=PLAINTEXT://127.0.0.1:$2,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$2
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$KAFKA_DIR/data
+
+# As production runs it: three replicas of everything, and a write acknowledged (acks=all) only
+# once two of them have it; a leader is never elected from a replica that fell out of sync.
+default.replication.factor=3
+min.insync.replicas=2
+offsets.topic.replication.factor=3
+transaction.state.log.replication.factor=3
+transaction.state.log.min.isr=2
+unclean.leader.election.enable=false
+# A SIGKILLed node is fenced after this long without a heartbeat to the controller (default 9 s),
+# so that its partitions get a new leader within a test's patience.
+broker.session.timeout.ms=6000
+# A follower that stops fetching leaves the in-sync set after this long (default 30 s).
+replica.lag.time.max.ms=10000
+EOC
+    kafka_config_common >>"$KAFKA_DIR/server.properties"
+}
+
+# Fresh cluster state: three nodes, each a broker port and a controller port, one cluster id,
+# each log dir formatted.
+kcl_prepare() {
+    local taken=() n p c voters= cluster_id
+    rm -rf "$KCL_DIR"
+    for n in 1 2 3; do
+        kcl_node "$n"
+        mkdir -p "$KAFKA_DIR/data" "$KAFKA_DIR/logs"
+        p=$(pick_port "${taken[@]}")
+        taken+=("$p")
+        c=$(pick_port "${taken[@]}")
+        taken+=("$c")
+        echo "$p" >"$KAFKA_DIR/port"
+        echo "$c" >"$KAFKA_DIR/controller.port"
+        voters+=${voters:+,}$n@127.0.0.1:$c
+    done
+    cluster_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+    echo "$cluster_id" >"$KCL_DIR/cluster.id"
+    # The three formats at once: each is a JVM start of its own.
+    local pids=()
+    for n in 1 2 3; do
+        kcl_node "$n"
+        kcl_write_config "$n" "$(cat "$KAFKA_DIR/port")" "$voters"
+        "${JAVA:-java}" -cp "$KAFKA_LIBS/*" -Dlog4j.configuration="file:$SCRIPT_DIR/kafka-log4j.properties" \
+            -Dkafka.logs.dir="$KAFKA_DIR/logs" kafka.tools.StorageTool format \
+            -t "$cluster_id" -c "$KAFKA_DIR/server.properties" </dev/null >"$KAFKA_DIR/logs/format.log" 2>&1 9>&- &
+        pids+=($!)
+    done
+    for n in 1 2 3; do
+        wait "${pids[n - 1]}" && continue
+        tail -n 40 "$KCL_DIR/node-$n/logs/format.log" >&2
+        die "kafka: formatting node $n failed"
+    done
+}
+
+# Waits until node $1 answers a metadata request that lists all three brokers; exits on its death
+# or after START_TIMEOUT.
+kcl_wait_node() {
+    local deadline=$((SECONDS + START_TIMEOUT))
+    kcl_node "$1"
+    until kafka_answering && [[ $(kcl_metadata "127.0.0.1:$(kafka_port)" | grep -cE '^ +broker [0-9]+ at') == 3 ]]; do
+        if ! kafka_running; then
+            log "kafka: node $1 exited during startup"
+            kafka_show_log
+            exit 1
+        fi
+        if ((SECONDS >= deadline)); then
+            log "kafka: node $1 gave no metadata answer listing three brokers after ${START_TIMEOUT}s"
+            kafka_show_log
+            exit 1
+        fi
+        sleep 0.5
+    done
+}
+
+# Metadata of the cluster as kcat prints it (-L), asked of broker port $1 (or of every node).
+kcl_metadata() {
+    kcat -L -b "${1:-$(kcl_brokers)}" -m 5 ${2:+-t "$2"} 2>/dev/null
+}
+
+kcl_up() {
+    command -v kcat >/dev/null || die "kcat not found (Debian: apt-get install kcat)"
+    local n all=yes
+    if kcl_exists; then
+        for n in 1 2 3; do kcl_node "$n"; kafka_running || all=; done
+        if [[ -n $all ]]; then
+            for n in 1 2 3; do kcl_wait_node "$n"; done
+            log "kafka: cluster already running on $(kcl_brokers)"
+            return 0
+        fi
+        for n in 1 2 3; do kcl_node "$n"; kafka_down; done
+    fi
+    command -v "${JAVA:-java}" >/dev/null || die "java not found (Debian: apt-get install openjdk-17-jre-headless)"
+    kafka_fetch
+    local t0=$SECONDS
+    kcl_prepare
+    # All three at once: none finishes starting before a quorum of controllers has elected a leader.
+    for n in 1 2 3; do kcl_node "$n"; kafka_launch; done
+    log "kafka: starting $KAFKA_VERSION, three nodes on $(kcl_brokers), heap $KAFKA_HEAP each"
+    for n in 1 2 3; do kcl_wait_node "$n"; done
+    log "kafka: cluster ready on $(kcl_brokers) in $((SECONDS - t0)) s (pids $(cat "$KCL_DIR"/node-*/kafka.pid | tr '\n' ' '))"
+}
+
+kcl_down() {
+    local n
+    for n in 1 2 3; do
+        kcl_node "$n"
+        [[ -d $KAFKA_DIR ]] || continue
+        if kafka_running; then proc_stop "kafka node $n" "$(kafka_pid)" 20; fi
+    done
+}
+
+kcl_require() { kcl_exists || die "kafka: no three-node cluster in $STATE (start with ORDERGATE_KAFKA_NODES=3 $0 up)"; }
+
+cmd_kill_broker() { # $@ = nodes
+    kcl_require
+    local n pid
+    for n in "$@"; do
+        kcl_node "$n"
+        kafka_running || die "kafka: node $n is not running"
+        pid=$(kafka_pid)
+        kill -KILL "$pid"
+        while proc_alive "$pid"; do sleep 0.05; done
+        log "kafka: node $n SIGKILLed (pid $pid)"
+    done
+}
+
+# Launches every node named first, then waits for each: two stopped nodes start together (a
+# node's wait lists three brokers).
+cmd_start_broker() { # $@ = nodes
+    kcl_require
+    local n
+    for n in "$@"; do
+        kcl_node "$n"
+        kafka_running && continue
+        kafka_launch
+        log "kafka: node $n starting on 127.0.0.1:$(kafka_port) (pid $(kafka_pid))"
+    done
+    for n in "$@"; do
+        kcl_wait_node "$n"
+        log "kafka: node $n ready"
+    done
+}
+
+cmd_restart_broker() { # $1 = node
+    kcl_require
+    kcl_node "$1"
+    kafka_down
+    cmd_start_broker "$1"
+}
+
+# Every "topic partition isr/replicas" with fewer in-sync replicas than replicas.
+kcl_under_replicated() {
+    kcl_metadata | awk '
+        /^  topic "/ { t = $2; gsub(/"/, "", t) }
+        /^    partition / {
+            p = $2; sub(/,$/, "", p)
+            r = $0; sub(/.*replicas: /, "", r); sub(/,? isrs:.*/, "", r)
+            i = $0; sub(/.*isrs: /, "", i); sub(/[^0-9,].*/, "", i)
+            nr = split(r, a, ","); ni = split(i, b, ",")
+            if (ni < nr) printf "%s %s %d/%d\n", t, p, ni, nr
+        }'
+}
+
+# Waits until no partition is under-replicated (a restarted node has caught up).
+kcl_wait_in_sync() {
+    local deadline=$((SECONDS + START_TIMEOUT)) out
+    while out=$(kcl_under_replicated) && [[ -n $out ]]; do
+        ((SECONDS < deadline)) || die "kafka: partitions still under-replicated after ${START_TIMEOUT}s: $(head -n 3 <<<"$out" | tr '\n' ';')"
+        sleep 0.5
+    done
+}
+
+cmd_roll_brokers() {
+    kcl_require
+    local n t0
+    for n in 1 2 3; do
+        kcl_wait_in_sync
+        t0=$SECONDS
+        cmd_restart_broker "$n"
+        kcl_wait_in_sync
+        log "kafka: node $n rolled in $((SECONDS - t0)) s, every partition in sync again"
+    done
+}
+
+cmd_leader() { # $1 = topic, $2 = partition
+    kcl_require
+    kcl_metadata "" "$1" | awk -v p="$2" '$1 == "partition" && $2 == p "," { l = $4; sub(/,$/, "", l); if (l >= 0) print l }'
+}
+
+# The coordinator of a group is the leader of __consumer_offsets partition
+# (String.hashCode(group) & 0x7fffffff) % offsets.topic.num.partitions.
+cmd_coordinator() { # $1 = group
+    kcl_require
+    local h=0 i c nparts
+    for ((i = 0; i < ${#1}; i++)); do
+        printf -v c '%d' "'${1:i:1}"
+        h=$(((h * 31 + c) & 0xffffffff))
+    done
+    nparts=$(sed -n 's/^offsets.topic.num.partitions=//p' "$KCL_DIR/node-1/server.properties")
+    cmd_leader __consumer_offsets $(((h & 0x7fffffff) % nparts))
+}
+
+kcl_exports() {
+    printf 'export ORDERGATE_BROKERS=%q\n' "$(kcl_brokers)"
+    printf 'export ORDERGATE_KAFKA_NODES=3\n'
+}
+
+kcl_status() {
+    local n
+    for n in 1 2 3; do
+        kcl_node "$n"
+        if kafka_running; then
+            echo "kafka node $n: running (pid $(kafka_pid)) on 127.0.0.1:$(kafka_port)"
+        else
+            echo "kafka node $n: not running (port $(kafka_port))"
+        fi
+    done
+}
+
+# ---------------------------------------------------------------------------------------------
 # Commands
 # ---------------------------------------------------------------------------------------------
 
@@ -1033,10 +1323,14 @@ cmd_up() {
     if wants pg; then pg_up; fi
     if wants pgbouncer; then pgb_up; fi
     if wants standby; then sb_up; fi
-    if wants kafka; then kafka_up; fi
+    if wants kafka && [[ $KAFKA_NODES == 3 ]]; then
+        [[ $KAFKA_TLS != 1 ]] || die "kafka: ORDERGATE_KAFKA_TLS=1 is for the single broker only"
+        kcl_up
+    elif wants kafka; then kafka_up; fi
     if wants pg; then pg_exports; fi
     if wants standby; then sb_exports; fi
-    if wants kafka; then kafka_exports; fi
+    if wants kafka && [[ $KAFKA_NODES == 3 ]]; then kcl_exports
+    elif wants kafka; then kafka_exports; fi
     if wants pgbouncer; then pgb_exports; fi
 }
 
@@ -1055,6 +1349,7 @@ cmd_env() {
     pg_set_paths
     if pg_running && [[ -n $(pg_port) ]]; then pg_exports; any=yes; fi
     if kafka_running; then kafka_exports; any=yes; fi
+    if kcl_exists; then kcl_exports; any=yes; fi
     pgb_set_paths
     if pgb_running; then pgb_exports; any=yes; fi
     sb_set_paths
@@ -1073,7 +1368,9 @@ cmd_status() {
         echo "postgresql: not running"
         if wants pg; then ok=; fi
     fi
-    if kafka_running; then
+    if kcl_exists; then
+        kcl_status
+    elif kafka_running; then
         echo "kafka: running $KAFKA_VERSION (pid $(kafka_pid)) on $(kafka_listeners)"
     else
         echo "kafka: not running"
@@ -1100,6 +1397,7 @@ cmd_down() {
     lock_state
     # Stop everything this state dir started, whatever ORDERGATE_SERVICES says now.
     kafka_down
+    kcl_down
     pgb_down
     sb_down
     pg_down
@@ -1131,6 +1429,34 @@ case ${1:-} in
     status) cmd_status ;;
     restart-pgbouncer) cmd_restart_pgbouncer ;;
     kill-primary) cmd_kill_primary ;;
+    kill-broker | start-broker | restart-broker)
+        [[ $# -ge 2 ]] || die "usage: $0 $1 N... (N: 1, 2 or 3)"
+        [[ $1 != restart-broker || $# -eq 2 ]] || die "usage: $0 restart-broker N"
+        lock_state
+        cmd=$1
+        shift
+        case $cmd in
+            kill-broker) cmd_kill_broker "$@" ;;
+            start-broker) cmd_start_broker "$@" ;;
+            restart-broker) cmd_restart_broker "$1" ;;
+        esac
+        ;;
+    roll-brokers)
+        lock_state
+        cmd_roll_brokers
+        ;;
+    leader)
+        [[ $# -eq 3 && $3 =~ ^[0-9]+$ ]] || die "usage: $0 leader TOPIC PARTITION"
+        cmd_leader "$2" "$3"
+        ;;
+    coordinator)
+        [[ $# -eq 2 ]] || die "usage: $0 coordinator GROUP"
+        cmd_coordinator "$2"
+        ;;
+    under-replicated)
+        kcl_require
+        kcl_under_replicated
+        ;;
     promote) cmd_promote ;;
     env) cmd_env ;;
     fetch)

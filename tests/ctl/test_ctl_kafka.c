@@ -1,6 +1,8 @@
 /* ordergatectl schedule against the real broker: the delayed cancel message
  * arrives on a fresh topic with the contract's key and value, read back with
- * a plain librdkafka consumer. */
+ * a plain librdkafka consumer. ordergatectl topics: the replication that
+ * kafka.replication names, and a refusal of more than the cluster's brokers
+ * (against one broker or the three-node cluster of services.sh alike). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -9,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <librdkafka/rdkafka.h>
@@ -244,10 +247,120 @@ static void test_schedule_delivers_contract_message(void **state)
     testdb_drop(&t);
 }
 
+/* Brokers the cluster lists, and replicas of each partition of topic: -1
+ * when it is not listed, 0 when its partitions disagree. */
+static int cluster_brokers(rd_kafka_t *rk)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    int n;
+
+    assert_int_equal(rd_kafka_metadata(rk, 0, NULL, &md, 5000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    n = md->broker_cnt;
+    rd_kafka_metadata_destroy(md);
+    return n;
+}
+
+static int topic_replicas(rd_kafka_t *rk, const char *topic)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    int replicas = -1;
+
+    if (rd_kafka_metadata(rk, 1, NULL, &md, 5000) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        return -1;
+    for (int i = 0; i < md->topic_cnt; i++) {
+        const struct rd_kafka_metadata_topic *t = &md->topics[i];
+
+        if (strcmp(t->topic, topic) != 0 || t->err != RD_KAFKA_RESP_ERR_NO_ERROR)
+            continue;
+        replicas = t->partition_cnt > 0 ? t->partitions[0].replica_cnt : -1;
+        for (int p = 1; p < t->partition_cnt; p++)
+            if (t->partitions[p].replica_cnt != replicas)
+                replicas = 0;
+    }
+    rd_kafka_metadata_destroy(md);
+    return replicas;
+}
+
+/* A configuration file naming every topic ordergatectl topics creates after
+ * base, with kafka.replication = replication. */
+static void topics_conf(char *path, size_t size, const char *base, int replication)
+{
+    FILE *f;
+    int fd;
+
+    snprintf(path, size, "%s/og_ctl_topics_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    fd = mkstemp(path);
+    assert_true(fd >= 0);
+    f = fdopen(fd, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "kafka = { topics = \"%s.15m\"; dead_letter_topic = \"%s.dlq\"; replication = %d; };\n"
+            "outbox = { topic = \"%s.events\"; refund_topic = \"%s.refunds\";\n"
+            "           alert_topic = \"%s.alerts\"; };\n",
+            base, base, replication, base, base, base);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void test_topics_replication(void **state)
+{
+    char base[96], conf[256], topic[160], rflag[16];
+    const char *suffix[] = {"15m", "dlq", "events", "refunds", "alerts"};
+    char errstr[256];
+    rd_kafka_conf_t *kc = rd_kafka_conf_new();
+    rd_kafka_t *rk;
+    struct ctl_result r;
+    int brokers;
+
+    (void)state;
+    conf_set(kc, "bootstrap.servers", testutil_brokers());
+    rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, errstr, sizeof(errstr));
+    assert_non_null(rk);
+    brokers = cluster_brokers(rk);
+    assert_true(brokers >= 1);
+    testutil_unique(base, sizeof(base), "ctl.topics");
+    snprintf(topic, sizeof(topic), "%s.15m", base);
+
+    /* 1. One replica more than the cluster has brokers: refused before any
+     * topic is made, by the configuration and by the flag alike. */
+    topics_conf(conf, sizeof(conf), base, brokers + 1);
+    ctl_run(&r, "topics", "--config", conf, "--brokers", testutil_brokers(), NULL);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "the cluster has"));
+    ctl_result_free(&r);
+    unlink(conf);
+    topics_conf(conf, sizeof(conf), base, 1);
+    snprintf(rflag, sizeof(rflag), "%d", brokers + 1);
+    ctl_run(&r, "topics", "--config", conf, "--brokers", testutil_brokers(), "--replication", rflag,
+            NULL);
+    assert_int_equal(r.status, 2);
+    ctl_result_free(&r);
+    assert_int_equal(topic_replicas(rk, topic), -1);
+    unlink(conf);
+
+    /* 2. As many replicas as brokers: every topic is made with that many, on
+     * every partition. */
+    topics_conf(conf, sizeof(conf), base, brokers);
+    ctl_run(&r, "topics", "--config", conf, "--brokers", testutil_brokers(), "--json", NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(r.json);
+    assert_int_equal(ctl_json_i(r.json, "replication"), brokers);
+    assert_int_equal(ctl_json_i(r.json, "brokers"), brokers);
+    ctl_result_free(&r);
+    unlink(conf);
+    for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++) {
+        snprintf(topic, sizeof(topic), "%s.%s", base, suffix[i]);
+        for (int k = 0; k < 50 && topic_replicas(rk, topic) != brokers; k++)
+            testutil_sleep_ms(100);
+        assert_int_equal(topic_replicas(rk, topic), brokers);
+    }
+    rd_kafka_destroy(rk);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_schedule_delivers_contract_message),
+        cmocka_unit_test(test_topics_replication),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,13 +1,29 @@
 /* ordergatectl topics: creates the topics the configuration names (delay
  * topics, dead letters, payment results, outbox events) so a new
  * installation or a demo does not depend on the broker auto-creating them
- * with whatever defaults it has. Existing topics are left as they are. */
+ * with whatever defaults it has. Existing topics are left as they are.
+ * The replication is kafka.replication's (or --replication's), refused
+ * before anything is created when it exceeds the brokers the cluster lists:
+ * the broker would refuse each topic anyway, after some had been made. */
 #include <librdkafka/rdkafka.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/kafka.h"
 #include "tools/ctl/ctl.h"
+
+/* The brokers the cluster's metadata lists (what a replica can be put on). */
+static enum og_status topics_brokers(rd_kafka_t *rk, int *brokers, struct og_error *err)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_resp_err_t code = rd_kafka_metadata(rk, 0, NULL, &md, 10000);
+
+    if (code != RD_KAFKA_RESP_ERR_NO_ERROR)
+        return kafka_error_set(err, code, "cluster metadata");
+    *brokers = md->broker_cnt;
+    rd_kafka_metadata_destroy(md);
+    return OG_OK;
+}
 
 static enum og_status topics_run(struct ctl *ctl, const struct opt_args *a, json_t **result,
                                  struct og_error *err)
@@ -18,7 +34,8 @@ static enum og_status topics_run(struct ctl *ctl, const struct opt_args *a, json
                             cfg->outbox.refund_topic,        cfg->outbox.alert_topic};
     char **delay = NULL;
     size_t ndelay = 0;
-    int64_t partitions = 4, replication = -1;
+    int64_t partitions = 4, replication = cfg->kafka.replication > 0 ? cfg->kafka.replication : -1;
+    int brokers = 0;
     rd_kafka_t *rk = NULL;
     json_t *list = json_array();
     enum og_status st;
@@ -35,6 +52,17 @@ static enum og_status topics_run(struct ctl *ctl, const struct opt_args *a, json
         st = kafka_connect_check(cfg, CTL_PROG "-check", KAFKA_CONNECT_CHECK_MS, err);
     if (st == OG_OK)
         st = kafka_producer_new(cfg, CTL_PROG, NULL, &rk, err);
+    if (st == OG_OK)
+        st = topics_brokers(rk, &brokers, err);
+    if (st == OG_OK && replication > brokers)
+        st = og_error_set(err, OG_ERR_ARG, false,
+                          "replication %lld: the cluster has %d broker%s; nothing created",
+                          (long long)replication, brokers, brokers == 1 ? "" : "s");
+    if (st == OG_OK) {
+        ctl_json_set(*result, "brokers", json_integer(brokers));
+        ctl_json_set(*result, "replication",
+                     replication > 0 ? json_integer(replication) : json_string("default"));
+    }
     for (size_t i = 0; st == OG_OK && i < ndelay + sizeof(single) / sizeof(single[0]); i++) {
         const char *name = i < ndelay ? delay[i] : single[i - ndelay];
         bool created = false;
@@ -67,7 +95,8 @@ static void topics_text(const json_t *r, FILE *out)
 
 static const struct opt topics_opts[] = {
     {"partitions", "N", OPT_ARG, "partitions of each new topic (default 4)", NULL, 0, 0},
-    {"replication", "N", OPT_ARG, "replication factor of each new topic (default: broker's)", NULL,
+    {"replication", "N", OPT_ARG,
+     "replication factor of each new topic (default: kafka.replication, else the broker's)", NULL,
      0, 0},
     {NULL, NULL, 0, NULL, NULL, 0, 0},
 };

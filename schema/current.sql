@@ -161,6 +161,25 @@ CREATE TABLE ordergate.console_audit (
 );
 GRANT SELECT ON ordergate.console_audit TO ordergate_order_service, ordergate_service;
 
+-- Cancels per finished minute by source, for the console's overview (written by the scanner's sweep)
+CREATE TABLE ordergate.console_cancel_minutes (
+    -- The minute (its start): orders cancelled with closed_at in it; every minute rolled has a row, zeros too
+    minute timestamp with time zone NOT NULL,
+    -- Cancelled by the consumer (timeout_consumer)
+    consumer integer NOT NULL,
+    -- Cancelled by the scanner (timeout_scanner)
+    scanner integer NOT NULL,
+    -- Cancelled by hand (close_order, the console)
+    manual integer NOT NULL,
+    -- When the minute was counted
+    rolled_at timestamp with time zone NOT NULL DEFAULT clock_timestamp(),
+    CONSTRAINT console_cancel_minutes_pkey PRIMARY KEY (minute),
+    CONSTRAINT console_cancel_minutes_consumer_check CHECK ((consumer >= 0)),
+    CONSTRAINT console_cancel_minutes_manual_check CHECK ((manual >= 0)),
+    CONSTRAINT console_cancel_minutes_scanner_check CHECK ((scanner >= 0))
+);
+GRANT SELECT ON ordergate.console_cancel_minutes TO ordergate_order_service, ordergate_service;
+
 -- Coupons: available, locked by a pending order, or used by a paid one (invariant 3)
 CREATE TABLE ordergate.coupons (
     -- The coupon: 1..128 characters
@@ -1272,6 +1291,14 @@ FUNCTION ordergate._charge_end(p_order_no text, p_charge_ref text, p_state text,
 -- Internal: records one console write with the login as its actor
 -- functions/internal/_console_audit.sql
 FUNCTION ordergate._console_audit(p_action text, p_target text, p_outcome text, p_detail jsonb) RETURNS void;
+
+-- Internal: cancels per minute by source, counted from orders and status_log
+-- functions/internal/_console_cancels.sql, SET jit=off
+FUNCTION ordergate._console_cancels(p_from timestamp with time zone, p_to timestamp with time zone) RETURNS TABLE(minute timestamp with time zone, consumer integer, scanner integer, manual integer);
+
+-- Internal: counts the finished minutes' cancels into console_cancel_minutes (the scanner's sweep)
+-- functions/internal/_console_cancels_rollup.sql
+FUNCTION ordergate._console_cancels_rollup() RETURNS integer;
 
 -- Internal: a timestamp as contract text, UTC to the millisecond
 -- functions/internal/_ctl_iso.sql

@@ -70,6 +70,9 @@ INSERT INTO ordergate.schema_migrations (version) VALUES ('020');
 RESET ROLE;
 \ir migrations/022_reconcile_runs.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('022');
+RESET ROLE;
+\ir migrations/023_console_cancel_minutes.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('023');
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 -- Bodies are checked when called (and by the tests, which call every function): a SQL
@@ -156,6 +159,8 @@ SET LOCAL check_function_bodies = off;
 \ir functions/internal/_cancel_reschedule.sql
 \ir functions/internal/_charge_end.sql
 \ir functions/internal/_console_audit.sql
+\ir functions/internal/_console_cancels.sql
+\ir functions/internal/_console_cancels_rollup.sql
 \ir functions/internal/_ctl_iso.sql
 \ir functions/internal/_default_currency.sql
 \ir functions/internal/_hook_inspect.sql

@@ -5,7 +5,10 @@
 --                 fall due within 1, 5 and 60 minutes, counted in deadline order up to 10000
 --                 (capped: true when the hour holds more; the first buckets stay exact)
 --   cancels       [{"minute", "source", "n"}]: cancels of the last hour by minute and source
---                 (consumer, scanner, manual), from orders_closed_at_idx and status_log's key
+--                 (consumer, scanner, manual): the minutes the scanner's sweep counted
+--                 (console_cancel_minutes), the rest from orders_closed_at_idx and status_log's key
+--   cancels_live_from  the first minute counted from the orders themselves (the minutes before
+--                 it come from the sweep's counts)
 --   lateness      n, p50_s, p99_s: seconds from due to cancel of the latest 1000 cancels of the
 --                 consumer and the scanner within the last hour
 --   exceptions    [{"kind", "age", "n"}]: open exceptions by kind and age (lt_1h, lt_1d, older),
@@ -32,25 +35,27 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp SET ji
          WHERE o.status = 'pending_payment' AND o.expire_at < now() + interval '60 minutes'
          ORDER BY o.expire_at
          LIMIT 10001
+    ), rolled AS (
+        -- The finished minutes the scanner's sweep counted (console_cancel_minutes), sixty rows
+        -- at most; the minutes after the newest of them are counted here from orders and
+        -- status_log (_console_cancels: one lookup per cancel), a few minutes while the scanner
+        -- runs, the whole hour when it does not.
+        SELECT r.minute, r.consumer, r.scanner, r.manual
+          FROM console_cancel_minutes r
+         WHERE r.minute >= date_trunc('minute', now()) - interval '59 minutes'
+           AND r.minute <= date_trunc('minute', now())
+    ), live_from AS (
+        SELECT greatest(max(r.minute) + interval '1 minute',
+                        date_trunc('minute', now()) - interval '59 minutes') AS minute
+          FROM rolled r
     ), cancels AS (
-        -- One short range of orders_closed_at_idx per minute (the index archive() keeps anyway:
-        -- an index of the console's own on status_log would cost every cancel a second insert),
-        -- each cancel's source from its status_log row (primary key), counted without sorting.
         SELECT m.minute, v.source, v.n
-          FROM generate_series(date_trunc('minute', now()) - interval '59 minutes',
-                               date_trunc('minute', now()), interval '1 minute') m(minute),
-               LATERAL (SELECT count(*) FILTER (WHERE s.source = 'timeout_consumer') AS consumer,
-                               count(*) FILTER (WHERE s.source = 'timeout_scanner') AS scanner,
-                               count(*) FILTER (WHERE s.source NOT IN ('timeout_consumer',
-                                                                       'timeout_scanner')) AS manual
-                          FROM orders o
-                          JOIN status_log s ON s.order_no = o.order_no
-                                           AND s.from_status = 'pending_payment'
-                         WHERE o.status <> 'pending_payment' AND o.status = 'cancelled'
-                           AND o.closed_at >= m.minute
-                           AND o.closed_at < m.minute + interval '1 minute') c,
-               LATERAL (VALUES ('consumer', c.consumer), ('scanner', c.scanner),
-                               ('manual', c.manual)) v(source, n)
+          FROM (SELECT * FROM rolled
+                UNION ALL
+                SELECT c.* FROM live_from f,
+                       _console_cancels(f.minute, date_trunc('minute', now()) + interval '1 minute') c) m,
+               LATERAL (VALUES ('consumer', m.consumer), ('scanner', m.scanner),
+                               ('manual', m.manual)) v(source, n)
          WHERE v.n > 0
     ), late AS (
         SELECT extract(epoch FROM o.closed_at - o.expire_at) AS s
@@ -105,6 +110,7 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp SET ji
                                                                  'source', m.source, 'n', m.n)
                                               ORDER BY m.minute, m.source), '[]'::jsonb)
                       FROM cancels m),
+        'cancels_live_from', (SELECT _ctl_iso(f.minute) FROM live_from f),
         'lateness', (SELECT jsonb_build_object(
                          'n', count(*),
                          'p50_s', percentile_cont(0.5) WITHIN GROUP (ORDER BY l.s),

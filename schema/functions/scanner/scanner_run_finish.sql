@@ -1,7 +1,10 @@
 -- scanner_run_finish: the final counters, checkpoint and status ('done' or 'failed') with the
 -- reason and detail, the duration; then releases the sweep lease if this run holds it. A run
 -- already marked 'crashed' (its lease expired and another run took over) still gets its real
--- ending recorded. Returns the row's status and duration afterwards (no row: no such run).
+-- ending recorded. Then counts the finished minutes' cancels for the console's overview
+-- (_console_cancels_rollup: once a sweep, never on the claim path); a failure there is a warning
+-- and leaves the run's ending as recorded (the overview then counts those minutes itself).
+-- Returns the row's status and duration afterwards (no row: no such run).
 CREATE OR REPLACE FUNCTION ordergate.scanner_run_finish(p_run_id bigint, p_status text, p_stop_reason text,
                                              p_detail text, p_batches int, p_scanned bigint,
                                              p_cancelled bigint, p_already_cancelled bigint,
@@ -43,6 +46,12 @@ BEGIN
     UPDATE scanner_lease l
        SET run_id = NULL, taken_at = NULL, expires_at = NULL
      WHERE l.run_id = p_run_id;
+
+    BEGIN
+        PERFORM _console_cancels_rollup();
+    EXCEPTION WHEN OTHERS THEN
+        RAISE WARNING 'scanner_run_finish: the console''s cancel counts not updated: %', SQLERRM;
+    END;
 
     RETURN QUERY SELECT r.status, r.duration_ms FROM scanner_runs r WHERE r.run_id = p_run_id;
 END

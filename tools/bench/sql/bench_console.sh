@@ -16,6 +16,19 @@
 # generated rows (about 60 ms on an idle core of a current machine): read the others against it.
 # Drops the database.
 #
+# The overview is measured twice: before any scanner sweep counted the minutes (the whole hour's
+# cancels counted from orders and status_log, as on a gate without a scanner), then as it reads
+# with the scanner's default schedule at its worst: the sweep's per-minute counts
+# (console_cancel_minutes) eight minutes old (a sweep every 300 s, the newest two minutes never
+# counted), the eight minutes after them counted from the orders.
+#
+# ORDERGATE_BENCH_DB=NAME keeps the database afterwards and, when it exists, reuses it after a
+# schema change: it applies the tree's migrations the database has not recorded and every function
+# file (as install.sql lists them), moves the last hour's cancels to the hour before now (a load
+# takes minutes at 10 million orders; the hour it loaded drifts out of the overview's window) and
+# forgets the sweep's counts. ORDERGATE_BENCH_SHOP_GIN=0 measures the shop-field search without
+# the shop's GIN index (dropped when there; the default 1 builds it when missing).
+#
 # Connection: libpq's environment; the role must create databases (superuser on a throwaway
 # cluster).
 set -euo pipefail
@@ -23,6 +36,7 @@ set -euo pipefail
 orders=${1:-3000000}
 excs=${2:-100000}
 runs=${3:-20}
+gin=${ORDERGATE_BENCH_SHOP_GIN:-1}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../../.." && pwd)
 pgbin=${PG_BINDIR:-/usr/lib/postgresql/15/bin}
@@ -34,13 +48,47 @@ db=${ORDERGATE_BENCH_DB:-$db}
 
 loaded=$("${psql[@]}" -At -d postgres -c "SELECT count(*) FROM pg_database WHERE datname = '$db'")
 if [ "$loaded" = 1 ] && [ -n "${ORDERGATE_BENCH_DB:-}" ]; then
-    echo "bench: reusing $db as it is"
+    echo "bench: reusing $db with the schema of $top/schema"
+    # The migrations it has not recorded, each as install.sql applies it, then every function
+    # file in one transaction (bodies checked when called, as install.sql does).
+    for f in "$top"/schema/migrations/[0-9]*.sql; do
+        v=$(basename "$f"); v=${v%%_*}
+        if [ "$("${psql[@]}" -At -d "$db" -c "SELECT count(*) FROM ordergate.schema_migrations WHERE version = '$v'")" = 0 ]; then
+            echo "bench: applying $(basename "$f")"
+            { cat "$f"; echo "RESET ROLE; INSERT INTO ordergate.schema_migrations (version) VALUES ('$v');"; } |
+                "${psql[@]}" -1 -d "$db" -f - >/dev/null
+        fi
+    done
+    {
+        echo "SET LOCAL ROLE ordergate_owner; SET LOCAL search_path = ordergate, pg_temp;"
+        echo "SET LOCAL check_function_bodies = off;"
+        sed -n 's|^\\ir \(functions/.*\.sql\)$|\\i '"$top"'/schema/\1|p' "$top/schema/install.sql"
+    } | "${psql[@]}" -1 -d "$db" -f - >/dev/null
+    "${psql[@]}" -d "$db" <<'SQL'
+-- The last hour's cancels as the load wrote them (g < 60000, not pending), due and closed again
+-- relative to now; their status log with them. Triggers off: the rows are rewritten, not moved
+-- through the gate.
+SET session_replication_role = replica;
+UPDATE ordergate.orders o
+   SET expire_at = t.e, original_expire_at = t.e,
+       created_at = t.e - interval '30 minutes', closed_at = t.e + (t.g % 7) * interval '100 milliseconds'
+  FROM (SELECT g, 'B' || g AS order_no, now() - (g % 3600) * interval '1 second' - interval '2 seconds' AS e
+          FROM generate_series(1, 59999) g WHERE g % 10 <> 0) t
+ WHERE o.order_no = t.order_no;
+UPDATE ordergate.status_log s SET created_at = o.closed_at
+  FROM ordergate.orders o
+ WHERE o.order_no = s.order_no AND s.from_status = 'pending_payment'
+   AND o.order_no IN (SELECT 'B' || g FROM generate_series(1, 59999) g WHERE g % 10 <> 0);
+RESET session_replication_role;
+DELETE FROM ordergate.console_cancel_minutes;
+VACUUM (ANALYZE) ordergate.orders, ordergate.status_log, ordergate.console_cancel_minutes;
+SQL
 else
 "${psql[@]}" -d postgres -c "CREATE DATABASE \"$db\" TEMPLATE template0" >/dev/null
 "${psql[@]}" -d "$db" -f "$top/schema/install.sql" >/dev/null
 start=$(date +%s)
 echo "bench: loading $orders orders and $excs exceptions"
-"${psql[@]}" -d "$db" -v n="$orders" -v x="$excs" <<'SQL'
+"${psql[@]}" -d "$db" -v n="$orders" -v x="$excs" -v gin="$gin" <<'SQL'
 -- A bulk load: no trigger or foreign-key check per row (every value is given), and the secondary
 -- indexes built once at the end instead of row by row (the same definitions, read back from the
 -- catalog).
@@ -100,13 +148,25 @@ BEGIN
 END $$;
 -- The index a shop that searches its own data makes (docs/console.md, "Searching the shop's
 -- data"); the schema has none.
+\if :gin
 CREATE INDEX orders_shop_idx ON ordergate.orders USING gin (shop jsonb_path_ops);
+\endif
 RESET session_replication_role;
 VACUUM (ANALYZE) ordergate.orders, ordergate.status_log, ordergate.payments, ordergate.exceptions;
 SQL
 echo "bench: loaded in $(( $(date +%s) - start )) s:" \
     "$("${psql[@]}" -At -d "$db" -c "SELECT count(*) || ' orders, ' || (SELECT count(*) FROM ordergate.exceptions) || ' exceptions (' || (SELECT count(*) FROM ordergate.exceptions WHERE state = 'open') || ' open), ' || (SELECT count(*) FROM ordergate.orders WHERE status = 'pending_payment') || ' pending' FROM ordergate.orders")"
 fi
+
+# The shop's GIN index as asked (a reused database may have it or not).
+if [ "$gin" = 0 ]; then
+    "${psql[@]}" -d "$db" -c "DROP INDEX IF EXISTS ordergate.orders_shop_idx"
+else
+    "${psql[@]}" -d "$db" -c "SET maintenance_work_mem = '256MB'" \
+        -c "CREATE INDEX IF NOT EXISTS orders_shop_idx ON ordergate.orders USING gin (shop jsonb_path_ops)"
+fi
+echo "bench: shop GIN index: $("${psql[@]}" -At -d "$db" -c "SELECT CASE WHEN to_regclass('ordergate.orders_shop_idx') IS NULL THEN 'none' ELSE pg_size_pretty(pg_relation_size('ordergate.orders_shop_idx')) END");" \
+    "cancels in the last hour: $("${psql[@]}" -At -d "$db" -c "SELECT count(*) FROM ordergate.orders WHERE status = 'cancelled' AND closed_at >= now() - interval '1 hour' AND status <> 'pending_payment'")"
 
 # A page deep in the open queue: the cursor of its 50,000th newest open exception... or the last.
 cursor=$("${psql[@]}" -At -d "$db" -c "SELECT created_at || '|' || id FROM ordergate.exceptions WHERE state = 'open' ORDER BY created_at DESC, id DESC OFFSET least(30000, (SELECT count(*) - 1 FROM ordergate.exceptions WHERE state = 'open')) LIMIT 1")
@@ -116,7 +176,11 @@ before_id=${cursor#*|}
 # name|statement
 queries=(
 "peer: count(*) of generate_series(1, 10^6)|SELECT count(*) FROM generate_series(1, 1000000)"
-"overview|SELECT ordergate.console_overview()"
+"=|DELETE FROM ordergate.console_cancel_minutes"
+"overview, before any sweep (hour from orders)|SELECT ordergate.console_overview()"
+"=|SELECT ordergate._console_cancels_rollup() AS minutes_counted"
+"=|DELETE FROM ordergate.console_cancel_minutes WHERE minute >= date_trunc('minute', now()) - interval '8 minutes'"
+"overview (sweep's counts 8 min old)|SELECT ordergate.console_overview()"
 "exceptions, open, first page|SELECT * FROM ordergate.console_exceptions('open', NULL, NULL, NULL, NULL, NULL, NULL, 50)"
 "exceptions, open, page 600|SELECT * FROM ordergate.console_exceptions('open', NULL, NULL, NULL, NULL, '$before_at', $before_id, 50)"
 "exceptions, open, kind+channel+amount|SELECT * FROM ordergate.console_exceptions('open', 'overpaid', NULL, 5000, 'bank', NULL, NULL, 50)"
@@ -135,6 +199,11 @@ printf '%-40s %10s %10s %10s\n' "console read ($orders orders, $excs exceptions)
 for q in "${queries[@]}"; do
     name=${q%%|*}
     stmt=${q#*|}
+    if [ "$name" = "=" ]; then
+        # A step between reads (the sweep's counts), run once, not measured.
+        "${psql[@]}" -At -d "$db" -c "$stmt" >/dev/null
+        continue
+    fi
     {
         echo 'SELECT pg_backend_pid() AS pid \gset'
         echo '\setenv OG_PID :pid'

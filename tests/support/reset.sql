@@ -12,7 +12,7 @@ BEGIN
              ordergate.charges, ordergate.archived_charges, ordergate.amendments,
              ordergate.archived_amendments, ordergate.deadline_changes,
              ordergate.archived_deadline_changes, ordergate.reminders, ordergate.archived_reminders,
-             ordergate.reconcile_runs
+             ordergate.reconcile_runs, ordergate.console_cancel_minutes
              RESTART IDENTITY;
     UPDATE ordergate.settings SET value = '5000' WHERE key = 'auto_refund_limit_cents';
     UPDATE ordergate.settings SET value = '900' WHERE key = 'max_hold_seconds';

@@ -135,6 +135,22 @@ class Env:
                                                   '{"1": 0, "5": 2, "shop:stock": -1}', 0, NULL);
         """)
 
+    def amended_reminded_order(self, order_no):
+        """A pending gate-only order with a sent payment reminder (1800 s before its deadline,
+        sent once the deadline moved to 1799 s ahead) and then an amendment by the operator "ops2"
+        (amount 1000 -> 1200), as the consumer and an order service write them."""
+        self.sql("""
+            SELECT ordergate.set_setting('reminder_before_seconds', '1800');
+            SELECT ordergate.place_order(%(o)s, 1000, '[]', NULL, now() + interval '1801 seconds');
+            SELECT ordergate.set_setting('reminder_before_seconds', '');
+            SELECT * FROM ordergate.set_deadline(%(o)s, now() + interval '1799 seconds', 'ops');
+        """, {"o": order_no})
+        sent = self.one("SELECT outcome FROM ordergate.claim_reminder(%s, 1800)", (order_no,))
+        amended = self.one("SELECT outcome FROM ordergate.amend_order(%s, 1200, '[]', NULL, 'ops2')",
+                           (order_no,))
+        if (sent, amended) != ("sent", "amended"):
+            fail("setting up %s: reminder %s, amendment %s" % (order_no, sent, amended))
+
     def start(self):
         logf = open(self.log, "w")
         self.proc = subprocess.Popen([self.bin, "--config", self.conf], stdout=logf,

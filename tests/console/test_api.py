@@ -3,9 +3,12 @@ refused every write (403, nothing changed); a support operator resolves, decides
 closes an order, each attributed to their login in the gate's own records and the audit trail;
 an admin reads and changes settings. Bad input gets a 4xx and changes nothing; a write without
 the CSRF token is refused; a wrong password is refused and then rate-limited; exception pages
-follow each other without a gap or a repeat.
+follow each other without a gap or a repeat. The overview shows a real scanner sweep (its run, its
+cancel, the minutes it counted) and a failed reconciliation; the timeline an order's amendments
+and reminders.
 
-    test_api.py PATH/TO/ordergate-console"""
+    test_api.py PATH/TO/ordergate-console PATH/TO/ordergate-scanner"""
+import subprocess
 import sys
 
 from console_env import Checks, Env
@@ -24,6 +27,7 @@ def state(env):
 
 
 def main():
+    scanner_bin = sys.argv[2]
     env = Env(sys.argv[1], "api", "login_failures = 3;")
     t = Checks()
     try:
@@ -226,6 +230,46 @@ def main():
         t.eq("pages: every exception once", sorted(i for _, i in seen),
              sorted(r[0] for r in env.sql("SELECT id FROM ordergate.exceptions")))
         t.eq("pages: newest first", seen, sorted(seen, reverse=True))
+
+        # The overview after a sweep of the real scanner: its run, its cancel, and the minutes it
+        # counted for the overview (the ones not counted yet read from the orders).
+        st, o = viewer.call("GET", "/api/overview")
+        t.eq("overview: no sweep yet", (st, o["scanner"]), (200, None))
+        env.sql("SELECT ordergate.place_order('S1', 500, '[]', NULL, now() - interval '5 seconds')")
+        sweep = subprocess.run([scanner_bin, "--db", "dbname=" + env.db, "--grace", "0"],
+                               capture_output=True, text=True, timeout=60)
+        t.true("a scanner sweep ran (exit 0)", sweep.returncode == 0, sweep.stdout + sweep.stderr)
+        st, o = viewer.call("GET", "/api/overview")
+        sc = o["scanner"]
+        t.eq("overview: the sweep, done, one cancel",
+             (st, sc["status"], sc["cancelled"], sc["finished_at"] >= sc["started_at"]), (200, "done", 1, True))
+        t.true("overview: the sweep's age", 0 <= sc["age_s"] < 60, sc["age_s"])
+        t.eq("overview: the sweep's cancel among the hour's, with the two closes by hand",
+             {src: sum(c["n"] for c in o["cancels"] if c["source"] == src) for src in ("consumer", "scanner", "manual")},
+             {"consumer": 0, "scanner": 1, "manual": 2})
+        t.eq("the sweep counted the hour's finished minutes for the overview",
+             env.one("SELECT count(*) FROM ordergate.console_cancel_minutes"), 58)
+        t.true("overview: only the minutes after the sweep's counts read from the orders",
+               env.one("SELECT %s::timestamptz >= date_trunc('minute', now()) - interval '3 minutes'",
+                       (o["cancels_live_from"],)), o["cancels_live_from"])
+
+        # A reconciliation that could not run: failed, with its reason, not clean.
+        env.sql("SELECT ordergate.reconcile_run_record(now() - interval '40 seconds', NULL, 'failed', '{}', 0, "
+                "'canceling statement due to statement timeout')")
+        st, o = viewer.call("GET", "/api/overview")
+        r = o["reconcile"]
+        t.eq("overview: the last reconciliation failed, and why",
+             (st, r["result"], r["violated"], r["detail"]),
+             (200, "failed", [], "canceling statement due to statement timeout"))
+
+        # An order's amendments and payment reminders on its timeline.
+        env.amended_reminded_order("R1")
+        st, o = viewer.call("GET", "/api/orders/R1")
+        t.eq("timeline: the amendment, by whom, before and after",
+             (st, [(m["operator"], m["before"]["amount_cents"], m["after"]["amount_cents"]) for m in o["amendments"]]),
+             (200, [("ops2", 1000, 1200)]))
+        t.eq("timeline: the reminder sent", [(m["offset_seconds"], m["state"], m["sent_at"] is not None)
+                                             for m in o["reminders"]], [(1800, "sent", True)])
 
         # Logout ends the session.
         st, _ = viewer.call("POST", "/api/logout", {})

@@ -10,7 +10,7 @@ set_tests_properties(console_cli PROPERTIES LABELS "unit;console" TIMEOUT 30)
 add_dependencies(unit_tests ordergate-console)
 add_test(NAME console_api
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/test_api.py
-                 $<TARGET_FILE:ordergate-console>)
+                 $<TARGET_FILE:ordergate-console> $<TARGET_FILE:ordergate-scanner>)
 set_tests_properties(console_api PROPERTIES LABELS "db;console" FIXTURES_REQUIRED db TIMEOUT 60)
 # The browser test runs no C that console_api does not run too: once, outside the sanitizer build.
 if(NOT OG_SANITIZE)

@@ -4,10 +4,12 @@ exception by kind and resolves it with a note, approves a refund, finds an order
 timeline, and closes a pending order with a reason after the confirmation: each lands in the
 database with their login as actor. A viewer sees no action button, and the API refuses the
 writes the viewer's own session tries (nothing changes). Wrong passwords are refused, then
-rate-limited. Screenshots of each page go to DIR.
+rate-limited. After a sweep of the real scanner and a failed reconciliation the overview shows
+both, and an order's timeline its amendment and reminder. Screenshots of each page go to DIR.
 
-    test_browser.py PATH/TO/ordergate-console DIR"""
+    test_browser.py PATH/TO/ordergate-console DIR PATH/TO/ordergate-scanner"""
 import os
+import subprocess
 import sys
 
 from selenium import webdriver
@@ -37,7 +39,7 @@ def browser():
 
 
 def main():
-    bin_path, shots = sys.argv[1], sys.argv[2]
+    bin_path, shots, scanner_bin = sys.argv[1], sys.argv[2], sys.argv[3]
     os.makedirs(shots, exist_ok=True)
     env = Env(bin_path, "web")
     t = Checks()
@@ -162,6 +164,25 @@ def main():
               env.one("SELECT state FROM ordergate.exceptions WHERE id = %s", (exc_late,)),
               env.one("SELECT count(*) FROM ordergate.console_audit WHERE actor = %s", (v_login,))),
              ("pending_payment", "open", 0))
+
+        # After a sweep of the real scanner and a reconciliation that could not run, the overview
+        # shows both; an order's amendment and sent reminder show on its timeline.
+        env.sql("SELECT ordergate.place_order('S1', 500, '[]', NULL, now() - interval '5 seconds')")
+        sweep = subprocess.run([scanner_bin, "--db", "dbname=" + env.db, "--grace", "0"],
+                               capture_output=True, text=True, timeout=60)
+        t.true("a scanner sweep ran (exit 0)", sweep.returncode == 0, sweep.stdout + sweep.stderr)
+        env.sql("SELECT ordergate.reconcile_run_record(now() - interval '40 seconds', NULL, 'failed', '{}', 0, "
+                "'canceling statement due to statement timeout')")
+        env.amended_reminded_order("R1")
+        go("#/overview")
+        t.true("overview: the sweep, done, its cancel", text_in("#fig-scanner", "done") and
+               "1 cancelled" in find("#fig-scanner").text, find("#fig-scanner").text)
+        t.true("overview: the reconciliation failed, and why",
+               text_in("#fig-reconcile", "failed") and "bad" in find("#fig-reconcile").get_attribute("class") and
+               "statement timeout" in find("#fig-reconcile-detail").text, find("#fig-reconcile-detail").text)
+        go("#/order/R1")
+        t.true("timeline: the amendment, by whom", text_in("#timeline", "amended by ops2"))
+        t.true("timeline: the reminder sent", text_in("#timeline", "reminder 1800 s before the deadline: sent"))
         find("#logout").click()
 
         # The admin's settings page, for the docs.

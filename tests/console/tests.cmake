@@ -20,7 +20,8 @@ set_tests_properties(fixture_console_browser PROPERTIES FIXTURES_SETUP console_b
                      LABELS "console" TIMEOUT 300)
 add_test(NAME console_browser
          COMMAND ${OG_CONSOLE_VENV}/bin/python ${CMAKE_CURRENT_LIST_DIR}/test_browser.py
-                 $<TARGET_FILE:ordergate-console> ${PROJECT_BINARY_DIR}/console-screenshots)
+                 $<TARGET_FILE:ordergate-console> ${PROJECT_BINARY_DIR}/console-screenshots
+                 $<TARGET_FILE:ordergate-scanner>)
 set_tests_properties(console_browser PROPERTIES LABELS "db;console"
                      FIXTURES_REQUIRED "db;console_browser" TIMEOUT 120)
 endif()

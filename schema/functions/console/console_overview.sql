@@ -66,24 +66,27 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = ordergate, pg_temp SET ji
            AND s.source IN ('timeout_consumer', 'timeout_scanner')
          ORDER BY o.closed_at DESC
          LIMIT 1000
+    ), bounds AS MATERIALIZED (
+        -- The open exceptions' age limits, computed once: compared per row, each FILTER below
+        -- would compute its now() - interval again for every one of the open exceptions.
+        SELECT now() - interval '1 hour' AS h1, now() - interval '1 day' AS d1,
+               now() - make_interval(secs => _setting_bigint('refund_confirm_seconds', 86400))
+                   AS refund_due,
+               now() - make_interval(secs => _setting_bigint('manual_review_max_age_seconds',
+                                                             259200)) AS review_due
     ), exc AS (
         -- One pass over exceptions_open_kind_idx in kind order (index only: kind, age and
         -- resolution are in it), no hashing.
         SELECT e.kind,
-               count(*) FILTER (WHERE e.created_at > now() - interval '1 hour') AS lt_1h,
-               count(*) FILTER (WHERE e.created_at <= now() - interval '1 hour'
-                                  AND e.created_at > now() - interval '1 day') AS lt_1d,
-               count(*) FILTER (WHERE e.created_at <= now() - interval '1 day') AS older,
+               count(*) FILTER (WHERE e.created_at > b.h1) AS lt_1h,
+               count(*) FILTER (WHERE e.created_at <= b.h1 AND e.created_at > b.d1) AS lt_1d,
+               count(*) FILTER (WHERE e.created_at <= b.d1) AS older,
                count(*) FILTER (WHERE e.resolution = 'auto_refund') AS requested,
                count(*) FILTER (WHERE e.resolution = 'auto_refund'
-                                  AND e.created_at < (SELECT now() - make_interval(
-                                          secs => _setting_bigint('refund_confirm_seconds',
-                                                                  86400)))) AS unconfirmed,
+                                  AND e.created_at < b.refund_due) AS unconfirmed,
                count(*) FILTER (WHERE e.resolution = 'manual_review'
-                                  AND e.created_at < (SELECT now() - make_interval(
-                                          secs => _setting_bigint('manual_review_max_age_seconds',
-                                                                  259200)))) AS overdue
-          FROM exceptions e
+                                  AND e.created_at < b.review_due) AS overdue
+          FROM bounds b, exceptions e
          WHERE e.state = 'open'
          GROUP BY e.kind
     )

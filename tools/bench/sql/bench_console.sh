@@ -22,6 +22,12 @@
 # (console_cancel_minutes) eight minutes old (a sweep every 300 s, the newest two minutes never
 # counted), the eight minutes after them counted from the orders.
 #
+# ORDERGATE_BENCH_EXPLAIN=FILE writes to FILE, after each overview row, the plan of a further
+# overview call with each part's actual time and buffers (auto_explain of its statements, those
+# over 1 ms): in its top statement the InitPlans follow the result's keys in order (pending, due,
+# cancels, cancels_live_from, lateness, exceptions, refunds, outbox, scanner, reconcile), and
+# the minutes counted from the orders are the separate plan of _console_cancels.
+#
 # ORDERGATE_BENCH_DB=NAME keeps the database afterwards and, when it exists, reuses it after a
 # schema change: it applies the tree's migrations the database has not recorded and every function
 # file (as install.sql lists them), moves the last hour's cancels to the hour before now (a load
@@ -217,6 +223,18 @@ for q in "${queries[@]}"; do
         'BEGIN { printf "%.1f", (b - a) * 1000 / hz / n }')
     printf '%-40s %10s %10s %10s\n' "$name" "$(echo "$sorted" | sed -n "$(( (runs + 1) / 2 ))p")" \
         "$(echo "$sorted" | tail -1)" "$cpu"
+    if [ -n "${ORDERGATE_BENCH_EXPLAIN:-}" ] && [[ $name == overview* ]]; then
+        echo "== $name ($orders orders, $excs exceptions)" >>"$ORDERGATE_BENCH_EXPLAIN"
+        "${psql[@]}" -d "$db" >>"$ORDERGATE_BENCH_EXPLAIN" 2>&1 <<SQL
+LOAD 'auto_explain';
+SET auto_explain.log_min_duration = 1;
+SET auto_explain.log_analyze = on;
+SET auto_explain.log_buffers = on;
+SET auto_explain.log_nested_statements = on;
+SET client_min_messages = log;
+$stmt \g /dev/null
+SQL
+    fi
 done
 rm -rf "$work"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores (wall times grow with it; CPU ms is" \

@@ -171,7 +171,7 @@ else
     "${psql[@]}" -d "$db" -c "SET maintenance_work_mem = '256MB'" \
         -c "CREATE INDEX IF NOT EXISTS orders_shop_idx ON ordergate.orders USING gin (shop jsonb_path_ops)"
 fi
-echo "bench: shop GIN index: $("${psql[@]}" -At -d "$db" -c "SELECT CASE WHEN to_regclass('ordergate.orders_shop_idx') IS NULL THEN 'none' ELSE pg_size_pretty(pg_relation_size('ordergate.orders_shop_idx')) END");" \
+echo "bench: shop GIN index: $("${psql[@]}" -At -d "$db" -c "SELECT coalesce(pg_size_pretty(pg_relation_size(to_regclass('ordergate.orders_shop_idx'))), 'none')");" \
     "cancels in the last hour: $("${psql[@]}" -At -d "$db" -c "SELECT count(*) FROM ordergate.orders WHERE status = 'cancelled' AND closed_at >= now() - interval '1 hour' AND status <> 'pending_payment'")"
 
 # A page deep in the open queue: the cursor of its 50,000th newest open exception... or the last.

@@ -2,8 +2,8 @@
 -- whether the minutes come from console_cancel_minutes or from the orders; it reads the counted
 -- minutes from the table (a changed count shows) and only the minutes after them from the
 -- orders; _console_cancels_rollup counts a finished minute once, two minutes after it ended,
--- the last hour's at most, paid orders and older cancels left out, and deletes rows older than a
--- day; scanner_run_finish calls it at the end of a sweep. Each check runs in one transaction, so
+-- the last hour's at most, 15 a call oldest first, paid orders and older cancels left out, and
+-- deletes rows older than a day; scanner_run_finish calls it at the end of a sweep. Each check runs in one transaction, so
 -- that now() and its minute stay put.
 
 SELECT og_reset();
@@ -44,7 +44,14 @@ SELECT t_eq('nothing counted yet: the hour from the orders',
             pg_temp.cancels(), '-10:consumer:2,-7:scanner:1,-4:manual:1,-3:consumer:1,-2:consumer:1,0:consumer:1');
 SELECT t_eq('nothing counted yet: live from the hour''s first minute', pg_temp.live_from(), -59);
 CREATE TEMP TABLE before_rollup AS SELECT ordergate.console_overview() -> 'cancels' AS c;
-SELECT t_eq('rollup: the hour''s minutes that ended two minutes ago, zeros too', ordergate._console_cancels_rollup(), 58);
+SELECT t_eq('rollup: the hour''s oldest 15 minutes first, zeros too', ordergate._console_cancels_rollup(), 15);
+SELECT t_eq('rollup: the newest minute counted so far',
+            (SELECT max(minute) FROM ordergate.console_cancel_minutes), date_trunc('minute', now()) - interval '46 minutes');
+SELECT t_eq('partly counted: live from the first minute not counted', pg_temp.live_from(), -45);
+SELECT t_eq('partly counted: the same cancels', ordergate.console_overview() -> 'cancels', (SELECT c FROM before_rollup));
+SELECT t_eq('rollup: the next 15, 15, then the 13 that ended two minutes ago',
+            ordergate._console_cancels_rollup() || ',' || ordergate._console_cancels_rollup() || ','
+            || ordergate._console_cancels_rollup(), '15,15,13');
 SELECT t_eq('rollup: counts, not the paid one, not the one 61 minutes ago, not the minute still open',
             (SELECT sum(consumer) || '/' || sum(scanner) || '/' || sum(manual) FROM ordergate.console_cancel_minutes), '3/1/1');
 SELECT t_eq('rollup: the newest minute counted ended two to three minutes ago',
@@ -69,7 +76,11 @@ SELECT pg_temp.shift_now();
 SELECT run_id AS sweep FROM ordergate.scanner_run_start('0', 100, 0, 0, 'h', 1, interval '1 minute', NULL) WHERE kind = 'run' \gset
 SELECT t_eq('no counts before the sweep finishes', (SELECT count(*) FROM ordergate.console_cancel_minutes), 0::bigint);
 SELECT t_eq('sweep finishes', (SELECT status FROM ordergate.scanner_run_finish(:sweep, 'done', 'complete', NULL, 1, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0)), 'done');
-SELECT t_eq('the sweep counted the hour''s finished minutes',
+SELECT t_eq('the sweep counted the hour''s oldest 15 minutes',
+            (SELECT count(*) || ':' || min(minute - date_trunc('minute', now())) FROM ordergate.console_cancel_minutes), '15:-01:00:00');
+-- The sweeps after it count the rest (the same call, again: one a sweep).
+SELECT ordergate._console_cancels_rollup() FROM generate_series(1, 3);
+SELECT t_eq('the sweeps counted the hour''s finished minutes',
             (SELECT count(*) || ':' || sum(consumer) || '/' || sum(scanner) || '/' || sum(manual) FROM ordergate.console_cancel_minutes), '58:3/1/1');
 ROLLBACK;
 

@@ -2,8 +2,9 @@
 -- reason and detail, the duration; then releases the sweep lease if this run holds it. A run
 -- already marked 'crashed' (its lease expired and another run took over) still gets its real
 -- ending recorded. Then counts the finished minutes' cancels for the console's overview
--- (_console_cancels_rollup: once a sweep, never on the claim path); a failure there is a warning
--- and leaves the run's ending as recorded (the overview then counts those minutes itself).
+-- (_console_cancels_rollup: once a sweep, never on the claim path); a failure there, the
+-- statement timeout included, is a warning and leaves the run's ending as recorded (the overview
+-- then counts those minutes itself).
 -- Returns the row's status and duration afterwards (no row: no such run).
 CREATE OR REPLACE FUNCTION ordergate.scanner_run_finish(p_run_id bigint, p_status text, p_stop_reason text,
                                              p_detail text, p_batches int, p_scanned bigint,
@@ -49,7 +50,7 @@ BEGIN
 
     BEGIN
         PERFORM _console_cancels_rollup();
-    EXCEPTION WHEN OTHERS THEN
+    EXCEPTION WHEN OTHERS OR query_canceled THEN
         RAISE WARNING 'scanner_run_finish: the console''s cancel counts not updated: %', SQLERRM;
     END;
 

@@ -1,7 +1,8 @@
 # The operator's console (ordergate-console) against real PostgreSQL: its JSON API with each role
 # (console_api), and its pages in Debian's Chromium driven by Selenium (console_browser; the
 # driver's virtualenv is made by the fixture_console_browser fixture, tests/console/browser_env.sh).
-# Both run on Debian's python3 (psycopg2). The unit tests of the request handling are
+# Both run on Debian's python3 (psycopg2) and a sweep of the real ordergate-scanner, whose run the
+# overview then shows. The unit tests of the request handling are
 # unit_console (tests/unit/test_console.c).
 set(OG_CONSOLE_VENV ${PROJECT_BINARY_DIR}/console-venv)
 # The command line and --check-config: no database, no network.

@@ -5,8 +5,10 @@
  * orders that fell due meanwhile are cancelled exactly once.
  *
  * Two running instances with one id are a misconfiguration: the broker fences the older one,
- * which logs one group_instance_fenced line and exits 2, while the newer one goes on and
- * cancels every order exactly once. */
+ * which first joins again under its id (a fence can also be the coordinator's doing,
+ * consumer/fence.h) and so fences the newer one, which does the same; fenced a second time
+ * soon after its rejoin, the older one logs one group_instance_fenced line and exits 2, while
+ * the newer one goes on and cancels every order exactly once. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -104,8 +106,11 @@ static void test_same_instance_id_fenced(void **state)
     assert_exactly_once(&t, 20);
 
     ct_spawn(&t, &second, "second", t.topic, "--group-instance-id", "og-test-twin", NULL);
-    /* The older member is the one fenced: one clear line, exit 2 (configuration). */
+    /* The older member is the one fenced, twice: a rejoin, then one clear line and exit 2
+     * (configuration). */
     assert_int_equal(ct_wait_exit(&first, 30000), 2);
+    assert_int_equal(ct_log_count(&first, "event=group_instance_rejoin"), 1);
+    assert_int_equal(ct_log_count(&first, "event=group_rejoin "), 1);
     assert_int_equal(ct_log_count(&first, "event=group_instance_fenced"), 1);
     assert_true(ct_log_has(&first, "instance_id=og-test-twin"));
     assert_false(ct_log_has(&first, "event=consumer_fatal"));
@@ -118,6 +123,9 @@ static void test_same_instance_id_fenced(void **state)
     place_due(&t, "F", 21, 20);
     assert_exactly_once(&t, 40);
     assert_false(ct_log_has(&second, "event=group_instance_fenced"));
+    /* Fenced once by the older one's rejoin, it joined again and kept the id. */
+    assert_int_equal(ct_log_count(&second, "event=group_instance_rejoin"), 1);
+    assert_int_equal(ct_log_count(&second, "event=group_rejoin "), 1);
     assert_int_equal(ct_stop(&second, SIGTERM, 15000), 0);
     ct_teardown(&t);
 }

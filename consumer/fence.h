@@ -1,0 +1,67 @@
+/* A fenced group.instance.id (FENCED_INSTANCE_ID): a takeover or the group coordinator moving.
+ *
+ * The broker fences a static member when another JoinGroup with its group.instance.id replaced
+ * its member id. Two causes look the same to the fenced process:
+ *   - a takeover: another live process runs with the same id (a misconfiguration). Restarting
+ *     would fence the other one in turn, so the process exits 2 (docs/consumer.md, "Takeover");
+ *   - the coordinator's broker died: with librdkafka 2.0.2 against a three-broker Kafka 3.9
+ *     cluster, the new coordinator fenced both static members of a group on their next
+ *     OffsetCommit, with nobody else holding their ids (docs/results, the cluster drill).
+ * The process tells them apart by rejoining: the first fence drops everything the member held
+ * (batch, window, retries, pauses: their offsets were never stored, so they are delivered
+ * again) and, FENCE_BACKOFF_MS later, joins with a new handle under the same id. A fence of
+ * its own making is over then. A live twin answers the rejoin the same way: it is fenced by
+ * it, rejoins FENCE_BACKOFF_MS later and fences this process again, within FENCE_QUIET_MS of
+ * its rejoin, which is the takeover's proof: exit 2, and the twin, whose rejoin stood, keeps
+ * the id. Two coordinator moves within FENCE_QUIET_MS of a rejoin are read as a takeover too
+ * (exit 2 where a restart would have helped: a supervisor that restarts on exit 2 still does).
+ *
+ * Never two claimants of one partition's offsets: a fenced handle can commit no offset (the
+ * broker refuses the member id, librdkafka refuses every commit after the fatal error), the
+ * loop makes no claim from the fence until the new member is assigned partitions, and the
+ * old handle is destroyed without a final commit. What a twin's claim in flight may still do
+ * is decided by the database gate, as on any redelivery.
+ *
+ * This file owns the decision and the replacement of the group member; the loop
+ * (consumer/loop.c) asks for the decision on a fatal error and subscribes the new member. */
+#ifndef OG_CONSUMER_FENCE_H
+#define OG_CONSUMER_FENCE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+/* From the fence to the new member's JoinGroup: long enough for the coordinator to settle on
+ * the fenced join, short against the session timeout the partitions are idle for anyway. */
+#define FENCE_BACKOFF_MS 1000
+/* A fence this soon after a rejoin is a live twin's answer to it. A twin answers within its
+ * own FENCE_BACKOFF_MS plus a handle's start and a JoinGroup (a few seconds on a loaded
+ * machine); the coordinator's moves of a rolling restart came 37-67 s apart. */
+#define FENCE_QUIET_MS 30000
+
+struct consumer;
+
+struct fence {
+    bool pending;         /* fenced: no claim; a new member joins at rejoin_at_ms */
+    int64_t rejoin_at_ms; /* monotonic */
+    int64_t joined_ms;    /* monotonic, when the last rejoin was made; 0: none yet */
+    unsigned rejoins;     /* rejoins made in this process's life */
+};
+
+enum fence_action {
+    FENCE_REJOIN, /* f->pending is set: drop what the member held, join again at rejoin_at_ms */
+    FENCE_EXIT    /* a takeover: exit 2 */
+};
+
+/* What to do on a FENCED_INSTANCE_ID at now_ms (monotonic). Called once per fence: not while
+ * f->pending. */
+enum fence_action fence_decide(struct fence *f, int64_t now_ms);
+
+/* Replaces c's fenced group member: forgets what it held (its assignment's batch entries,
+ * window, retries and pauses), builds a new handle (consumer_member_new), destroys the old one
+ * without a final commit or LeaveGroup, and clears f->pending. The caller subscribes the new
+ * member. On failure c keeps the old (fenced) handle, err says why, and the caller stops. */
+enum og_status fence_rejoin(struct consumer *c, int64_t now_ms, struct og_error *err);
+
+#endif

@@ -8,7 +8,10 @@
  * which first joins again under its id (a fence can also be the coordinator's doing,
  * consumer/fence.h) and so fences the newer one, which does the same; fenced a second time
  * soon after its rejoin, the older one logs one group_instance_fenced line and exits 2, while
- * the newer one goes on and cancels every order exactly once. */
+ * the newer one goes on and cancels every order exactly once.
+ *
+ * Fenced by a join of its id whose process is gone (what a coordinator that moves does to a
+ * static member), a consumer joins again and works on. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -130,11 +133,47 @@ static void test_same_instance_id_fenced(void **state)
     ct_teardown(&t);
 }
 
+/* Fenced with nobody left holding the id, as when the coordinator's broker dies (the new
+ * coordinator fenced both static members of the cluster drill's group, consumer/fence.h): here
+ * a process joins with A's id and is gone before A answers. A joins again under its id, once,
+ * and goes on cancelling every order exactly once; it does not exit. */
+static void test_fenced_by_departed_twin_rejoins(void **state)
+{
+    static struct ct t;
+    struct ct_proc a, ghost;
+
+    (void)state;
+    ct_setup(&t, "cghost", PARTS, 0);
+    place_due(&t, "G", 1, 20);
+    ct_spawn(&t, &a, "a", t.topic, "--group-instance-id", "og-test-ghost", NULL);
+    ct_log_wait(&a, "event=partitions_assigned", 30000);
+    assert_exactly_once(&t, 20);
+
+    /* The ghost takes A's place and stops at once (SIGSTOP: it answers nothing more), then dies
+     * once A has been fenced, before A's rejoin (FENCE_BACKOFF_MS later). */
+    ct_spawn(&t, &ghost, "ghost", t.topic, "--group-instance-id", "og-test-ghost", NULL);
+    ct_log_wait(&ghost, "event=partitions_assigned", 30000);
+    kill(ghost.pid, SIGSTOP);
+    ct_log_wait(&a, "event=group_instance_", 30000);
+    assert_int_equal(ct_stop(&ghost, SIGKILL, 10000), 128 + SIGKILL);
+
+    ct_log_wait(&a, "event=group_rejoin ", 30000);
+    place_due(&t, "G", 21, 20);
+    assert_exactly_once(&t, 40);
+    assert_int_equal(ct_log_count(&a, "event=group_instance_rejoin"), 1);
+    assert_false(ct_log_has(&a, "event=group_instance_fenced"));
+    assert_int_equal(ct_stop(&a, SIGTERM, 15000), 0);
+    for (int part = 0; part < PARTS; part++)
+        assert_int_equal(ct_committed(t.group, t.topic, part), ct_end_offset(t.topic, part));
+    ct_teardown(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_restart_keeps_partitions, ct_cleanup),
         cmocka_unit_test_teardown(test_same_instance_id_fenced, ct_cleanup),
+        cmocka_unit_test_teardown(test_fenced_by_departed_twin_rejoins, ct_cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

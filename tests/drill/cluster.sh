@@ -22,7 +22,11 @@
 # it lateness fell back to what it was before the first fault (the group whole and claiming).
 #
 # Uses the test suite's PostgreSQL (a database of its own from the template) and starts its own
-# three nodes in a state directory of its own, removed at the end.
+# three nodes in a state directory of its own, removed at the end. With
+# ORDERGATE_CLUSTER_STATE=DIR it uses the three nodes already running in that state directory
+# of deploy/local/services.sh instead (ORDERGATE_KAFKA_NODES=3 ... up), and leaves them running.
+# With ORDERGATE_CLUSTER_KEEP=DIR it copies the drill's log (the consumers' warnings included)
+# and report there at the end.
 set -euo pipefail
 build=$1
 shift
@@ -40,9 +44,12 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/og-cluster.XXXXXX")
 db="og_cluster_$$"
 tpl=${ORDERGATE_TEMPLATE_DB:-ordergate_tpl}
 drill_pid=
+own_cluster=yes
+[ -z "${ORDERGATE_CLUSTER_STATE:-}" ] || own_cluster=
 cleanup() {
     [ -z "$drill_pid" ] || kill -KILL "$drill_pid" 2>/dev/null || true
-    ORDERGATE_STATE_DIR=$work/services "$services" down >/dev/null 2>&1 || true
+    [ -z "${ORDERGATE_CLUSTER_KEEP:-}" ] || cp "$work/drill.log" "$work/report.json" "$ORDERGATE_CLUSTER_KEEP/" 2>/dev/null || true
+    [ -z "$own_cluster" ] || ORDERGATE_STATE_DIR=$work/services "$services" down >/dev/null 2>&1 || true
     psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
     rm -rf "$work"
 }
@@ -51,7 +58,7 @@ trap cleanup EXIT
 psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE DATABASE $db TEMPLATE $tpl"
 q() { psql -X -At -v ON_ERROR_STOP=1 -d "$db" -c "$1"; }
 
-export ORDERGATE_STATE_DIR=$work/services ORDERGATE_SERVICES=kafka ORDERGATE_KAFKA_NODES=3
+export ORDERGATE_STATE_DIR=${ORDERGATE_CLUSTER_STATE:-$work/services} ORDERGATE_SERVICES=kafka ORDERGATE_KAFKA_NODES=3
 # Three JVMs forming a quorum on two shared cores: a minute is not always enough.
 export ORDERGATE_START_TIMEOUT=${ORDERGATE_START_TIMEOUT:-180}
 unset ORDERGATE_KAFKA_PORT ORDERGATE_KAFKA_TLS
@@ -65,6 +72,7 @@ if [ $mode = long ]; then
 else
     args=(--orders 1500 --consumers 2 --lead-ms 3000 --spread-ms 150000 --jitter-ms 1500 --settle-s 120)
 fi
+: >"$work/drill.log"
 "$ctl" drill --db "dbname=$db" --brokers "$ORDERGATE_BROKERS" --json --schedule-in-db \
     --loss-ratio 0 --seed 24 "${args[@]}" "$@" >"$work/report.json" 2>"$work/drill.log" &
 drill_pid=$!
@@ -138,6 +146,16 @@ wait "$drill_pid"
 rc=$?
 set -e
 drill_pid=
+# No consumer stopped on a fence: a group.instance.id the broker fenced with nobody else holding
+# it (the coordinator moved) is joined again (consumer/fence.h); exit 2 would mean a takeover,
+# and nothing here starts a second consumer with the same id. The consumers log at warn level
+# into the drill's log.
+rejoins=$(grep -c 'event=group_instance_rejoin' "$work/drill.log" || true)
+fenced=$(grep -c 'event=group_instance_fenced' "$work/drill.log" || true)
+timeouts=$(grep -c 'fac=SESSTMOUT' "$work/drill.log" || true)
+note "group: $rejoins rejoins after a fence, $timeouts sessions timed out, $fenced consumers stopped on a fence"
+[ "$fenced" = 0 ] || { grep -a 'group_instance_\|FENCED\|fenced' "$work/drill.log" | tail -n 20 >&2; fail "$fenced consumers exited on a fence (group_instance_fenced)"; }
+
 violations=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["violations"])' "$work/report.json" 2>/dev/null || echo missing)
 [ $rc -eq 0 ] && [ "$violations" = 0 ] || { tail -n 60 "$work/drill.log" >&2; cat "$work/report.json" >&2; fail "drill exit $rc, violations $violations"; }
 

@@ -44,11 +44,13 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/og-cluster.XXXXXX")
 db="og_cluster_$$"
 tpl=${ORDERGATE_TEMPLATE_DB:-ordergate_tpl}
 drill_pid=
+watch_pid=
 own_cluster=yes
 [ -z "${ORDERGATE_CLUSTER_STATE:-}" ] || own_cluster=
 cleanup() {
     [ -z "$drill_pid" ] || kill -KILL "$drill_pid" 2>/dev/null || true
-    [ -z "${ORDERGATE_CLUSTER_KEEP:-}" ] || cp "$work/drill.log" "$work/report.json" "$ORDERGATE_CLUSTER_KEEP/" 2>/dev/null || true
+    [ -z "$watch_pid" ] || kill -TERM "$watch_pid" 2>/dev/null || true
+    [ -z "${ORDERGATE_CLUSTER_KEEP:-}" ] || cp "$work/drill.log" "$work/report.json" "$work/group.log" "$ORDERGATE_CLUSTER_KEEP/" 2>/dev/null || true
     [ -z "$own_cluster" ] || ORDERGATE_STATE_DIR=$work/services "$services" down >/dev/null 2>&1 || true
     psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
     rm -rf "$work"
@@ -67,10 +69,11 @@ exports=$("$services" up) || fail "the three nodes did not start"
 eval "$exports"
 note "three nodes up in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s on $ORDERGATE_BROKERS"
 
+consumers=2
 if [ $mode = long ]; then
-    args=(--orders 10000 --consumers 2 --lead-ms 5000 --spread-ms 420000 --jitter-ms 3000 --settle-s 300)
+    args=(--orders 10000 --consumers $consumers --lead-ms 5000 --spread-ms 420000 --jitter-ms 3000 --settle-s 300)
 else
-    args=(--orders 1500 --consumers 2 --lead-ms 3000 --spread-ms 150000 --jitter-ms 1500 --settle-s 120)
+    args=(--orders 1500 --consumers $consumers --lead-ms 3000 --spread-ms 150000 --jitter-ms 1500 --settle-s 120)
 fi
 : >"$work/drill.log"
 "$ctl" drill --db "dbname=$db" --brokers "$ORDERGATE_BROKERS" --json --schedule-in-db \
@@ -87,6 +90,10 @@ until grep -aq '\[+[0-9.]*s\]' "$work/drill.log"; do
 done
 prefix=$(q "select split_part(min(order_no), '-', 1) from ordergate.orders")
 group=ordergate-drill-$prefix
+# The group as its coordinator describes it (state, members, partitions assigned), a line per
+# change, for "whole again" below.
+"$build/tests/og_group_watch" "$ORDERGATE_BROKERS" "$group" 500 >"$work/group.log" 2>/dev/null &
+watch_pid=$!
 # The node that leads the most partitions of the drill's delay topics (one per level).
 md=$(kcat -L -b "$ORDERGATE_BROKERS" -m 5)
 delay_leader=$(awk -v re='^"ordergate[.]drill[.]'"$prefix"'[.][0-9]+[smhd]"$' '
@@ -146,6 +153,10 @@ wait "$drill_pid"
 rc=$?
 set -e
 drill_pid=
+drill_end=$(now)
+kill -TERM "$watch_pid" 2>/dev/null || true
+wait "$watch_pid" 2>/dev/null || true
+watch_pid=
 # No consumer stopped on a fence: a group.instance.id the broker fenced with nobody else holding
 # it (the coordinator moved) is joined again (consumer/fence.h); exit 2 would mean a takeover,
 # and nothing here starts a second consumer with the same id. The consumers log at warn level
@@ -216,5 +227,12 @@ for f in "${faults[@]}"; do
     case $line in *"cancelled after: 0;"*) bad+=" $name(none after)" ;; esac
     case $name:$line in leader:*"cancelled during: 0;"* | coord:*"cancelled during: 0;"*) bad+=" $name(none during)" ;; esac
 done
+
+# Per fault: how long the group was not whole (every consumer a member, every partition assigned,
+# Stable, as before the first fault) from the fault's start until the next one (or the drill's
+# end), and when it was whole again for good, counted from the fault's end (negative: before the
+# broker was back). "unanswered" (no coordinator answered) counts as not whole.
+python3 "$here/cluster_group.py" "$work/group.log" "$consumers" "$drill_end" "${faults[@]}" |
+    while read -r l; do note "$l"; done
 [ -z "$bad" ] || fail "the consumers did not cancel while a broker was down, or not after a fault:$bad"
 note "passed"

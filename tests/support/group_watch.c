@@ -80,10 +80,22 @@ static int group_watch_describe(rd_kafka_t *rk, rd_kafka_queue_t *q, const char 
     return ok;
 }
 
+/* A client of brokers, or NULL (errstr says why). */
+static rd_kafka_t *group_watch_client(const char *brokers, char *errstr, size_t size)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, errstr, size) != RD_KAFKA_CONF_OK ||
+        rd_kafka_conf_set(conf, "log_level", "0", errstr, size) != RD_KAFKA_CONF_OK) {
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    return rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, size);
+}
+
 int main(int argc, char **argv)
 {
     char errstr[512], line[128], last[128] = "";
-    rd_kafka_conf_t *conf;
     rd_kafka_queue_t *q;
     rd_kafka_t *rk;
     int interval = argc > 3 ? atoi(argv[3]) : 500;
@@ -94,15 +106,7 @@ int main(int argc, char **argv)
     }
     signal(SIGTERM, group_watch_on_signal);
     signal(SIGINT, group_watch_on_signal);
-    conf = rd_kafka_conf_new();
-    if (rd_kafka_conf_set(conf, "bootstrap.servers", argv[1], errstr, sizeof(errstr)) !=
-            RD_KAFKA_CONF_OK ||
-        rd_kafka_conf_set(conf, "log_level", "0", errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK) {
-        fprintf(stderr, "og_group_watch: %s\n", errstr);
-        rd_kafka_conf_destroy(conf);
-        return 2;
-    }
-    rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    rk = group_watch_client(argv[1], errstr, sizeof(errstr));
     if (rk == NULL) {
         fprintf(stderr, "og_group_watch: %s\n", errstr);
         return 2;
@@ -113,7 +117,18 @@ int main(int argc, char **argv)
         long long t0 = group_watch_now_ms();
         long long left;
 
-        group_watch_describe(rk, q, argv[2], interval, line, sizeof(line));
+        if (!group_watch_describe(rk, q, argv[2], interval, line, sizeof(line))) {
+            /* librdkafka 2.0.2's admin client kept asking the coordinator whose broker had
+             * died, unanswered for minutes while a new client got an answer at once: a new
+             * client after every miss. */
+            rd_kafka_t *fresh = group_watch_client(argv[1], errstr, sizeof(errstr));
+            if (fresh != NULL) {
+                rd_kafka_queue_destroy(q);
+                rd_kafka_destroy(rk);
+                rk = fresh;
+                q = rd_kafka_queue_new(rk);
+            }
+        }
         if (strcmp(line, last) != 0) {
             printf("%lld %s\n", t0, line);
             snprintf(last, sizeof(last), "%s", line);

@@ -96,19 +96,26 @@ static void test_restart_keeps_partitions(void **state)
     ct_teardown(&t);
 }
 
+/* A consumer under instance id `id` that has cancelled 20 orders (<prefix>-1..20), then a second
+ * process started under the same id. */
+static void start_twins(struct ct *t, const char *tag, const char *prefix, const char *id,
+                        struct ct_proc *first, struct ct_proc *second)
+{
+    ct_setup(t, tag, PARTS, 0);
+    place_due(t, prefix, 1, 20);
+    ct_spawn(t, first, "first", t->topic, "--group-instance-id", id, NULL);
+    ct_log_wait(first, "event=partitions_assigned", 30000);
+    assert_exactly_once(t, 20);
+    ct_spawn(t, second, "second", t->topic, "--group-instance-id", id, NULL);
+}
+
 static void test_same_instance_id_fenced(void **state)
 {
     static struct ct t;
     struct ct_proc first, second;
 
     (void)state;
-    ct_setup(&t, "cfence", PARTS, 0);
-    place_due(&t, "F", 1, 20);
-    ct_spawn(&t, &first, "first", t.topic, "--group-instance-id", "og-test-twin", NULL);
-    ct_log_wait(&first, "event=partitions_assigned", 30000);
-    assert_exactly_once(&t, 20);
-
-    ct_spawn(&t, &second, "second", t.topic, "--group-instance-id", "og-test-twin", NULL);
+    start_twins(&t, "cfence", "F", "og-test-twin", &first, &second);
     /* The older member is the one fenced, twice: a rejoin, then one clear line and exit 2
      * (configuration). */
     assert_int_equal(ct_wait_exit(&first, 30000), 2);
@@ -143,15 +150,9 @@ static void test_fenced_by_departed_twin_rejoins(void **state)
     struct ct_proc a, ghost;
 
     (void)state;
-    ct_setup(&t, "cghost", PARTS, 0);
-    place_due(&t, "G", 1, 20);
-    ct_spawn(&t, &a, "a", t.topic, "--group-instance-id", "og-test-ghost", NULL);
-    ct_log_wait(&a, "event=partitions_assigned", 30000);
-    assert_exactly_once(&t, 20);
-
     /* The ghost takes A's place and stops at once (SIGSTOP: it answers nothing more), then dies
      * once A has been fenced, before A's rejoin (FENCE_BACKOFF_MS later). */
-    ct_spawn(&t, &ghost, "ghost", t.topic, "--group-instance-id", "og-test-ghost", NULL);
+    start_twins(&t, "cghost", "G", "og-test-ghost", &a, &ghost);
     ct_log_wait(&ghost, "event=partitions_assigned", 30000);
     kill(ghost.pid, SIGSTOP);
     ct_log_wait(&a, "event=group_instance_", 30000);

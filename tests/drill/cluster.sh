@@ -8,8 +8,8 @@
 #
 # Faults, in this order, while due times keep falling (--spread-ms):
 #   leader   SIGKILL the node leading the most delay topic partitions; start it again 5 s later
-#   coord    SIGKILL the node coordinating the drill's consumer group; start it again 5 s later
 # with --long:
+#   coord    SIGKILL the node coordinating the drill's consumer group; start it again 5 s later
 #   roll     a rolling restart of the three nodes (each waits until every partition is in sync)
 # and last:
 #   isr      SIGKILL the two nodes that do not coordinate the group, so that min.insync.replicas
@@ -21,10 +21,11 @@
 #
 # Passes when the drill reports 0 violations (its ledger: no cancel lost, none applied twice,
 # every cancel_scheduled event published), every event the relays marked published is in Kafka
-# at least once (by its ordergate-event-id header), the consumers cancelled while one broker was
-# down and again after every fault. Prints, for each fault, the lateness of the consumers'
-# cancellations of the orders due while it lasted and in the 30 s after it, and how long after
-# it lateness fell back to what it was before the first fault (the group whole and claiming).
+# at least once (by its ordergate-event-id header), no consumer exited on a fence, the consumers
+# cancelled while one broker was down and again after every fault. Prints, for each fault, the
+# lateness of the consumers' cancellations of the orders due while it lasted and in the 30 s
+# after it, how long after it lateness fell back to what it was before the first fault, and how
+# long the consumer group was not whole and when it was whole again.
 #
 # Uses the test suite's PostgreSQL (a database of its own from the template) and starts its own
 # three nodes in a state directory of its own, removed at the end. With
@@ -78,7 +79,7 @@ consumers=2
 if [ $mode = long ]; then
     args=(--orders 10000 --consumers $consumers --lead-ms 5000 --spread-ms 420000 --jitter-ms 3000 --settle-s 300)
 else
-    args=(--orders 1500 --consumers $consumers --lead-ms 3000 --spread-ms 150000 --jitter-ms 1500 --settle-s 120)
+    args=(--orders 1500 --consumers $consumers --lead-ms 3000 --spread-ms 180000 --jitter-ms 1500 --settle-s 120)
 fi
 : >"$work/drill.log"
 "$ctl" drill --db "dbname=$db" --brokers "$ORDERGATE_BROKERS" --json --schedule-in-db \
@@ -134,22 +135,21 @@ coordinator() {
     [ -n "$n" ] || fail "no coordinator for $group within 30 s"
     echo "$n"
 }
-node=$(coordinator)
-note "coord: SIGKILL node $node (coordinates $group)"
-begin
-"$services" kill-broker "$node"
-sleep 5
-"$services" start-broker "$node"
-end coord
-
 if [ $mode = long ]; then
+    node=$(coordinator)
+    note "coord: SIGKILL node $node (coordinates $group)"
+    begin
+    "$services" kill-broker "$node"
+    sleep 5
+    "$services" start-broker "$node"
+    end coord
     sleep 10
     note "roll: restarting nodes 1, 2, 3 in turn"
     begin
     "$services" roll-brokers
     end roll
+    sleep 10
 fi
-sleep 10
 node=$(coordinator)
 others=$(printf '%s\n' 1 2 3 | grep -vx "$node" | tr '\n' ' ')
 note "isr: SIGKILL nodes ${others% } for 10 s (node $node, the coordinator, left alone: below min.insync.replicas)"
@@ -161,12 +161,18 @@ sleep 10
 "$services" start-broker $others
 end isr
 
+# Once the drill says its triggers drained it stops the consumers: the group's end is not a fault.
+drill_end=
+while kill -0 "$drill_pid" 2>/dev/null; do
+    [ -n "$drill_end" ] || ! grep -aq 'triggers drained' "$work/drill.log" || drill_end=$(now)
+    sleep 0.5
+done
 set +e
 wait "$drill_pid"
 rc=$?
 set -e
 drill_pid=
-drill_end=$(now)
+[ -n "$drill_end" ] || drill_end=$(now)
 kill -TERM "$watch_pid" 2>/dev/null || true
 wait "$watch_pid" 2>/dev/null || true
 watch_pid=
@@ -237,13 +243,16 @@ for f in "${faults[@]}"; do
                      'never'))
           from w")
     note "fault $name: $line"
-    case $line in *"cancelled after: 0;"*) bad+=" $name(none after)" ;; esac
+    # A fault that ended after the last due time (a slow restart on a loaded machine) leaves
+    # nothing to cancel after it.
+    case $line in *"due in the 30 s after: n=0 "*) note "fault $name: no order fell due after it" ;;
+    *"cancelled after: 0;"*) bad+=" $name(none after)" ;; esac
     case $name:$line in leader:*"cancelled during: 0;"* | coord:*"cancelled during: 0;"*) bad+=" $name(none during)" ;; esac
 done
 
-# Per fault: how long the group was not whole (every consumer a member, every partition assigned,
-# Stable, as before the first fault) from the fault's start until the next one (or the drill's
-# end), and when it was whole again for good, counted from the fault's end (negative: before the
+# Per fault: how long the group was not whole (Stable, every consumer a member, as many partitions
+# assigned as it ever had) from the fault's start until the next one (or until the triggers
+# drained), and when it was whole again for good, counted from the fault's end (negative: before the
 # broker was back). "unanswered" (no coordinator answered) counts as not whole.
 python3 "$here/cluster_group.py" "$work/group.log" "$consumers" "$drill_end" "${faults[@]}" |
     while read -r l; do note "$l"; done

@@ -5,8 +5,9 @@
 
 GROUP_LOG is og_group_watch's output (tests/support/group_watch.c): "<unix ms> <state> <members>
 <partitions>" a line per change. The group is whole when it is Stable with CONSUMERS members and
-as many partitions assigned as before the first fault. For each fault (times in unix seconds),
-from its begin until the next fault's begin (the last: until DRILL_END), one line: how long the
+as many partitions assigned as it ever had so. For each fault (times in unix seconds),
+from its begin until the next fault's begin (the last: until DRILL_END, when the drill
+said its triggers drained and began stopping the consumers), one line: how long the
 group was not whole and when it was whole again for good, counted from the fault's end (negative:
 before the broker was back). "unanswered" (no coordinator answered) counts as not whole. Prints,
 never judges: the times depend on the machine's load."""
@@ -24,10 +25,9 @@ def main():
                 rows.append((int(w[0]) / 1000.0, w[1], int(w[2]), int(w[3])))
     if not faults:
         return
-    b0 = float(faults[0][1])
-    full = max([r[3] for r in rows if r[0] < b0 and r[1] == "Stable" and r[2] == n], default=None)
+    full = max([r[3] for r in rows if r[1] == "Stable" and r[2] == n], default=None)
     if full is None:
-        print("group: never whole before the first fault (%d changes watched)" % len(rows))
+        print("group: never Stable with %d members (%d changes watched)" % (n, len(rows)))
         return
 
     def whole(r):
@@ -52,7 +52,7 @@ def main():
         else:
             print("fault %s: group not whole for %.1f s (%s); not whole again before %s"
                   % (name, broken, states,
-                     "the next fault" if i + 1 < len(faults) else "the drill's end"))
+                     "the next fault" if i + 1 < len(faults) else "the triggers drained"))
 
 
 if __name__ == "__main__":

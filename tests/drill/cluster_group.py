@@ -10,7 +10,8 @@ from its begin until the next fault's begin (the last: until DRILL_END, when the
 said its triggers drained and began stopping the consumers), one line: how long the
 group was not whole and when it was whole again for good, counted from the fault's end (negative:
 before the broker was back). "unanswered" (no coordinator answered) counts as not whole. Prints,
-never judges: the times depend on the machine's load."""
+never judges: the times depend on the machine's load. Counts from the moment the group was first
+whole (the consumers start with the race, just before the first fault)."""
 import sys
 
 
@@ -33,8 +34,10 @@ def main():
     def whole(r):
         return r is not None and r[1] == "Stable" and r[2] == n and r[3] == full
 
+    # The consumers start with the race: the group forming is not a fault's doing.
+    formed = min(r[0] for r in rows if whole(r))
     for i, (name, b, e) in enumerate(faults):
-        b, e = float(b), float(e)
+        b, e = max(float(b), formed), float(e)
         stop = float(faults[i + 1][1]) if i + 1 < len(faults) else end
         before = [r for r in rows if r[0] <= b]
         seq = ([before[-1]] if before else [None]) + [r for r in rows if b < r[0] < stop]

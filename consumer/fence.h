@@ -4,9 +4,11 @@
  * its member id. Two causes look the same to the fenced process:
  *   - a takeover: another live process runs with the same id (a misconfiguration). Restarting
  *     would fence the other one in turn, so the process exits 2 (docs/consumer.md, "Takeover");
- *   - the coordinator's broker died: with librdkafka 2.0.2 against a three-broker Kafka 3.9
- *     cluster, the new coordinator fenced both static members of a group on their next
- *     OffsetCommit, with nobody else holding their ids (docs/results, the cluster drill).
+ *   - the coordinator stopped answering for longer than the session timeout (its broker died,
+ *     or it was left without the in-sync replicas to write the group's offsets): librdkafka
+ *     2.0.2 times the session out, joins again, and its next OffsetCommit is refused with
+ *     FENCED_INSTANCE_ID with nobody else holding the id. Both consumers of the three-broker
+ *     drill's group stopped so (tests/drill/cluster.sh, fault isr).
  * The process tells them apart by rejoining: the first fence drops everything the member held
  * (batch, window, retries, pauses: their offsets were never stored, so they are delivered
  * again) and, FENCE_BACKOFF_MS later, joins with a new handle under the same id. A fence of

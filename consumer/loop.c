@@ -753,11 +753,12 @@ static void loop_kafka_fatal(struct consumer *c)
         return;
     }
     if (fence_decide(&c->fence, clock_mono_ms()) == FENCE_REJOIN) {
-        log_warn("group_instance_rejoin",
-                 "group=%s instance_id=%s backoff_ms=%d note=\"the broker fenced this member's "
-                 "group.instance.id (a coordinator that moved does this too); joining again "
-                 "under it; fenced again within %d s, it is another consumer's: exit 2\"",
-                 c->cfg->kafka.group, c->instance_id, FENCE_BACKOFF_MS, FENCE_QUIET_MS / 1000);
+        log_warn(
+            "group_instance_rejoin",
+            "group=%s instance_id=%s backoff_ms=%d note=\"the broker fenced this member's "
+            "group.instance.id (a coordinator that stopped answering does this too); joining again "
+            "under it; fenced again within %d s, it is another consumer's: exit 2\"",
+            c->cfg->kafka.group, c->instance_id, FENCE_BACKOFF_MS, FENCE_QUIET_MS / 1000);
         return;
     }
     c->fatal = true;

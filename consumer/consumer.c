@@ -82,10 +82,8 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
      * database.retry_max if smaller): the loop never blocks longer than one attempt (the
      * watchdog budget in consumer/consumer.h). */
     const struct cfg_db_open_opts db_opts = {.max_attempts = CONSUMER_DB_ATTEMPTS};
-    rd_kafka_conf_t *conf = NULL;
     char **delay = NULL;
     size_t ndelay = 0;
-    char errstr[512];
     enum og_status st;
 
     if (c == NULL) {
@@ -162,22 +160,12 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     st = kafka_group_instance_id(cfg, c->instance_id, sizeof(c->instance_id), err);
     if (st != OG_OK)
         goto fail;
-    st = kafka_conf_new(cfg, KAFKA_ROLE_CONSUMER, "ordergate-consumer", &conf, err);
+    st = consumer_member_new(c, err);
     if (st != OG_OK)
         goto fail;
-    loop_attach(c, conf); /* also the database's call hook and the commit's progress */
-    c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
-    if (c->rk == NULL) {
-        rd_kafka_conf_destroy(conf);
-        st = og_error_set(err, OG_ERR_CONFIG, false, "cannot create Kafka consumer: %s", errstr);
-        goto fail;
-    }
-    conf = NULL; /* owned by the handle now */
-    /* Rebalances, errors and commits are all served by consumer_poll. */
-    rd_kafka_poll_set_consumer(c->rk);
-    /* What the commit protocol works with (its progress callback is the loop's, above). */
+    /* What the commit protocol works with (its progress callback is the loop's, and the group
+     * member is set by consumer_member_new). */
     c->commit.env.cfg = cfg;
-    c->commit.env.rk = c->rk;
     c->commit.env.producer = c->producer;
     c->commit.env.db = c->db;
     c->commit.env.topics = c->topics;
@@ -191,6 +179,27 @@ fail:
     kafka_topics_free(delay, ndelay);
     consumer_free(c);
     return NULL;
+}
+
+enum og_status consumer_member_new(struct consumer *c, struct og_error *err)
+{
+    rd_kafka_conf_t *conf = NULL;
+    char errstr[512];
+    enum og_status st;
+
+    st = kafka_conf_new(c->cfg, KAFKA_ROLE_CONSUMER, "ordergate-consumer", &conf, err);
+    if (st != OG_OK)
+        return st;
+    loop_attach(c, conf); /* also the database's call hook and the commit's progress */
+    c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+    if (c->rk == NULL) {
+        rd_kafka_conf_destroy(conf);
+        return og_error_set(err, OG_ERR_CONFIG, false, "cannot create Kafka consumer: %s", errstr);
+    }
+    /* Rebalances, errors and commits are all served by consumer_poll. */
+    rd_kafka_poll_set_consumer(c->rk);
+    c->commit.env.rk = c->rk;
+    return OG_OK;
 }
 
 void consumer_free(struct consumer *c)

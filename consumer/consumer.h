@@ -10,6 +10,7 @@
  *   commit.{c,h}      the commit protocol that finishes a batch (the order of its steps);
  *   batch.{c,h}       the batch container;   retry.{c,h}  the local retry set;
  *   levels.{c,h}      a topic's delay level, a re-schedule's topic;
+ *   fence.{c,h}       a fenced group.instance.id: rejoin or exit 2, the member replaced;
  *   durability.{c,h}  the server's commit durability;
  *   relay_thread.{c,h} the outbox relay thread;   consumer_metrics.{c,h} the metrics.
  * Lower files never call up: the commit protocol reports progress through a callback the loop
@@ -34,6 +35,7 @@
 #include "consumer/commit.h"
 #include "consumer/consumer_metrics.h"
 #include "consumer/durability.h"
+#include "consumer/fence.h"
 #include "consumer/relay_thread.h"
 #include "consumer/window.h"
 
@@ -113,10 +115,11 @@ struct consumer {
     int64_t retry_at_ms; /* monotonic; next flush attempt while stalled */
     int attempts;        /* consecutive failed flushes (backoff) */
     bool fatal;
-    bool fenced;  /* the broker fenced our group.instance.id: another member has it */
-    bool closed;  /* the group membership was closed (loop_shutdown) */
-    bool abandon; /* something did not stop in time (the membership, the relay): the
-                   * process exits without taking the rest down (main.c) */
+    bool fenced;        /* the broker fenced our group.instance.id: another member has it */
+    struct fence fence; /* fenced, maybe by ourselves: the rejoin (consumer/fence.h) */
+    bool closed;        /* the group membership was closed (loop_shutdown) */
+    bool abandon;       /* something did not stop in time (the membership, the relay): the
+                         * process exits without taking the rest down (main.c) */
     struct durability durability;
     int64_t next_gauges_ms, next_stats_ms;
     int64_t watchdog_every_ms; /* 0: no systemd watchdog */
@@ -135,6 +138,11 @@ enum og_status consumer_check_config(const struct og_config *cfg, struct og_erro
  * protocol's batch and retry set, the database client (not connected), the producer and the
  * group member with the loop's callbacks (loop_attach). NULL on failure, err says why. */
 struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err);
+/* Builds c's group member (c->rk, and the commit protocol's c->commit.env.rk): a consumer
+ * handle with the loop's callbacks (loop_attach), not subscribed. consumer_new calls it, and
+ * fence_rejoin for a new member under the same group.instance.id. Errors are OG_ERR_CONFIG,
+ * with c->rk NULL. */
+enum og_status consumer_member_new(struct consumer *c, struct og_error *err);
 /* Takes c down in a safe order (c may be NULL). With c->abandon set it frees nothing: something
  * that did not stop in time may still use c, and the process exits right after (main.c). */
 void consumer_free(struct consumer *c);

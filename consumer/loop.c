@@ -73,6 +73,7 @@ static void loop_assign(struct consumer *c, rd_kafka_topic_partition_list_t *par
 static void loop_revoke(struct consumer *c, rd_kafka_topic_partition_list_t *parts, bool coop);
 static void loop_error_cb(rd_kafka_t *rk, int code, const char *reason, void *opaque);
 static void loop_kafka_fatal(struct consumer *c);
+static void loop_rejoin(struct consumer *c);
 static int loop_stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque);
 static void loop_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                            rd_kafka_topic_partition_list_t *offsets, void *opaque);
@@ -158,6 +159,10 @@ int loop_run(struct consumer *c)
         int64_t now_wall = clock_wall_ms();
         rd_kafka_message_t *m;
 
+        if (c->fence.pending) {
+            loop_rejoin(c);
+            continue;
+        }
         if (!c->stalled) {
             loop_resume_due(c, now_wall);
             commit_take_retries(&c->commit, now_wall);
@@ -172,6 +177,8 @@ int loop_run(struct consumer *c)
             loop_message(c, m);
             rd_kafka_message_destroy(m);
         }
+        if (c->fence.pending)
+            continue; /* no claim by a fenced member */
         /* Delivery reports of re-schedules and dead letters, producer errors. */
         rd_kafka_poll(c->producer, 0);
         now = clock_mono_ms();
@@ -349,7 +356,7 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
         metric_inc(c->m.kafka_errors, 1);
         if (m->err == RD_KAFKA_RESP_ERR__FATAL)
             loop_kafka_fatal(c);
-        if (c->fenced)
+        if (c->fenced || c->fence.pending)
             return; /* said once, by loop_kafka_fatal */
         log_warn("consume_error", "topic=%s partition=%" PRId32 " error=%s reason=\"%.200s\"",
                  m->rkt ? rd_kafka_topic_name(m->rkt) : "-", m->partition,
@@ -721,7 +728,7 @@ static void loop_error_cb(rd_kafka_t *rk, int code, const char *reason, void *op
     metric_inc(c->m.kafka_errors, 1);
     if (code == RD_KAFKA_RESP_ERR__FATAL) {
         loop_kafka_fatal(c);
-        if (c->fenced)
+        if (c->fenced || c->fence.pending)
             return;
     }
     kafka_error_cb(rk, code, reason, NULL);
@@ -729,25 +736,65 @@ static void loop_error_cb(rd_kafka_t *rk, int code, const char *reason, void *op
         c->kafka_ok = false;
 }
 
-/* A fatal error of the group member. FENCED_INSTANCE_ID means another process joined with our
+/* A fatal error of the group member. FENCED_INSTANCE_ID is a rejoin the first time
+ * (consumer/fence.h); fenced again soon after it, another process joined with our
  * group.instance.id and the broker gave it our place: one line that says what to fix (exit 2,
  * since restarting would fence the other one in turn). librdkafka reports a fatal error on
  * several paths (error callback, a consume error, a failed commit): whichever comes first
- * says it, once. */
+ * decides, once per member. */
 static void loop_kafka_fatal(struct consumer *c)
 {
     char why[512];
 
-    c->fatal = true;
-    if (c->fenced ||
-        rd_kafka_fatal_error(c->rk, why, sizeof(why)) != RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID)
+    if (c->fenced || c->fence.pending)
         return;
+    if (rd_kafka_fatal_error(c->rk, why, sizeof(why)) != RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID) {
+        c->fatal = true;
+        return;
+    }
+    if (fence_decide(&c->fence, clock_mono_ms()) == FENCE_REJOIN) {
+        log_warn(
+            "group_instance_rejoin",
+            "group=%s instance_id=%s backoff_ms=%d note=\"the broker fenced this member's "
+            "group.instance.id (a coordinator that stopped answering does this too); joining again "
+            "under it; fenced again within %d s, it is another consumer's: exit 2\"",
+            c->cfg->kafka.group, c->instance_id, FENCE_BACKOFF_MS, FENCE_QUIET_MS / 1000);
+        return;
+    }
+    c->fatal = true;
     c->fenced = true;
     log_error("group_instance_fenced",
               "group=%s instance_id=%s note=\"another consumer joined this group with the same "
               "group.instance.id; give each instance its own (kafka.group_instance_id, "
               "--group-instance-id or ORDERGATE_INSTANCE); exiting\"",
               c->cfg->kafka.group, c->instance_id);
+}
+
+/* Fenced (loop_kafka_fatal chose a rejoin): no claim and no poll of the fenced member until
+ * the backoff is over, then a new member under the same id, subscribed. The watchdog is fed
+ * while waiting; a stop signal cuts the wait. */
+static void loop_rejoin(struct consumer *c)
+{
+    struct og_error err = {0};
+    int64_t now = clock_mono_ms();
+    char q[600];
+
+    if (now < c->fence.rejoin_at_ms) {
+        int64_t left = c->fence.rejoin_at_ms - now;
+        clock_sleep_until_flag(left < CONSUMER_WATCHDOG_EVERY_MS ? (long)left
+                                                                 : CONSUMER_WATCHDOG_EVERY_MS,
+                               &signals_stop, NULL);
+        loop_watchdog(c);
+        return;
+    }
+    if (fence_rejoin(c, now, &err) != OG_OK) {
+        log_error("group_rejoin_failed", "error=%s", log_quote(q, sizeof(q), err.msg));
+        c->fatal = true;
+        return;
+    }
+    c->kafka_ok = false; /* until the new member is assigned partitions */
+    if (loop_subscribe(c) != 0)
+        c->fatal = true;
 }
 
 /* Broker reachability for /readyz: the error callback says when every
@@ -790,7 +837,7 @@ static void loop_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             loop_log_tps(LOG_LVL_DEBUG, "offsets_committed", offsets, NULL);
     } else if (err == RD_KAFKA_RESP_ERR__FATAL) {
         loop_kafka_fatal(c);
-        if (!c->fenced)
+        if (!c->fenced && !c->fence.pending)
             log_warn("commit_failed", "error=%s", rd_kafka_err2name(err));
     } else if (err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
         /* The next auto-commit carries the same or newer offsets. */
@@ -975,8 +1022,10 @@ static void loop_shutdown(struct consumer *c)
     notify_send("STOPPING=1");
     log_info("shutdown_begin", "batch=%zu", c->commit.batch.n);
     /* Only while the database answers: a call to a database that is away may block for a
-     * whole connect_timeout, and the unfinished batch is delivered again anyway. */
-    while (c->commit.batch.n > 0 && c->db_ok && clock_mono_ms() < t0 + LOOP_SHUTDOWN_BATCH_MS) {
+     * whole connect_timeout, and the unfinished batch is delivered again anyway. Not by a
+     * fenced member: its partitions may be another's already. */
+    while (c->commit.batch.n > 0 && c->db_ok && !c->fenced && !c->fence.pending &&
+           clock_mono_ms() < t0 + LOOP_SHUTDOWN_BATCH_MS) {
         if (commit_flush(&c->commit, 1000) == COMMIT_DONE)
             break;
         /* Fetch nothing more; keep serving the group while we wait. */

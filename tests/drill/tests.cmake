@@ -49,9 +49,14 @@ add_test(NAME drill_failover COMMAND ${CMAKE_CURRENT_LIST_DIR}/failover.sh ${PRO
 set_tests_properties(drill_failover PROPERTIES
                      FIXTURES_REQUIRED kafka LABELS "kafka;drill;failover" TIMEOUT 600)
 # Three brokers (replication factor 3, min.insync.replicas 2, services.sh with
-# ORDERGATE_KAFKA_NODES=3) lose the delay topics' leader and the group's coordinator to SIGKILL in
-# the middle of the race; the database schedules the cancels, so the relays publish through them.
-# The longer run adds a rolling restart and two nodes lost at once: cluster.sh BUILD_DIR --long.
+# ORDERGATE_KAFKA_NODES=3) lose the delay topics' leader to SIGKILL in the middle of the race, then
+# the two nodes that do not coordinate the group for 10 s (the consumers are fenced and must join
+# again); the database schedules the cancels, so the relays publish through them. The longer run
+# adds the coordinator's SIGKILL and a rolling restart: cluster.sh BUILD_DIR --long.
+# og_group_watch: the group's state, members and assigned partitions as its coordinator
+# describes them, a line per change, for cluster.sh's "whole again" per fault.
+add_executable(og_group_watch ${PROJECT_SOURCE_DIR}/tests/support/group_watch.c)
+target_link_libraries(og_group_watch PRIVATE PkgConfig::RDKAFKA)
 add_test(NAME drill_cluster COMMAND ${CMAKE_CURRENT_LIST_DIR}/cluster.sh ${PROJECT_BINARY_DIR})
 set_tests_properties(drill_cluster PROPERTIES
                      FIXTURES_REQUIRED db LABELS "kafka;drill;cluster" TIMEOUT 600)

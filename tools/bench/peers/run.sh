@@ -5,13 +5,16 @@
 # figure from the same SQL over status_log (tools/bench/consumer/peer.c), with ratios.
 #
 #   tools/bench/peers/run.sh [--quick] [--build DIR] [--rates "1000 5000"] [--duration S]
-#                            [--burst N] [--systems LIST] [--out DIR]
+#                            [--burst N] [--single-burst N] [--systems LIST] [--out DIR]
+#   tools/bench/peers/run.sh --summary LINES     (the table again from a run's "lines" file)
 #
 # Steady (og_bench_consumer's lateness phase with --peer): for each rate, one run per peer, the
 # consumer and that peer side by side on orders of their own with the same due times (each pair
 # in its own run: all five at once would be five times the rate on one database). Burst
 # (og_bench_consumer's burst phase, no ANALYZE): one run per system, each on a fresh database of
-# the same shape, the gate alone measured before and after in each run.
+# the same shape, the gate alone measured before and after in each run. The one-job-per-claim
+# shapes drain a smaller burst (--single-burst, beside the consumer on the same size): at their
+# rate on this machine, 100,000 would take 10 to 20 minutes each.
 #
 # Builds the peers first: River's Go modules and pg-boss's npm packages are fetched into a cache
 # outside the repository (PEER_CACHE, default ${XDG_CACHE_HOME:-~/.cache}/ordergate-peers; go.sum
@@ -31,13 +34,17 @@ Options (defaults fit a loaded 2-core machine):
   --duration S     seconds of due times of a steady workload (default 20)
   --lead S         steady: setup time before the first due time (default 60)
   --burst N        orders due at once in the burst (default 100000; 0: no burst)
+  --single-burst N the burst of the single shapes, and the consumer's beside it (default
+                   10000; 0: none)
   --burst-lead S   burst: setup time before the due second (default 60 + N/2000)
   --ceiling N      orders of each gate-alone measurement (default 10000)
   --partitions N   the consumer's topic partitions (default 8)
   --systems LIST   peers to run, comma-separated, of river-coalesced, river-single,
                    pgboss-coalesced, pgboss-single (default all four; the consumer always runs)
   --out DIR        where the runs' full output goes (default a new directory under /tmp)
-  --quick          a smoke run: --rates 200 --duration 5 --lead 30 --burst 5000 --ceiling 2000
+  --quick          a smoke run: --rates 200 --duration 5 --lead 20 --burst 3000
+                   --single-burst 0 --burst-lead 20 --ceiling 1000
+  --summary LINES  print the table of a run's "lines" file and exit
 EOF
 }
 
@@ -46,7 +53,9 @@ rates="1000 5000"
 duration=20
 lead=60
 burst=100000
+single_burst=10000
 burst_lead=
+summary=
 ceiling=10000
 partitions=8
 systems=river-coalesced,river-single,pgboss-coalesced,pgboss-single
@@ -58,16 +67,56 @@ while [ $# -gt 0 ]; do
     --duration) duration=$2; shift 2 ;;
     --lead) lead=$2; shift 2 ;;
     --burst) burst=$2; shift 2 ;;
+    --single-burst) single_burst=$2; shift 2 ;;
     --burst-lead) burst_lead=$2; shift 2 ;;
     --ceiling) ceiling=$2; shift 2 ;;
     --partitions) partitions=$2; shift 2 ;;
     --systems) systems=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    --quick) rates=200 duration=5 lead=30 burst=5000 ceiling=2000; shift ;;
+    --quick) rates=200 duration=5 lead=20 burst=3000 single_burst=0 burst_lead=20 ceiling=1000; shift ;;
+    --summary) summary=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
     esac
 done
+# One line per system and workload. Steady: the consumer's line of each pair, then the peer's,
+# with the peer's lateness over the consumer's of the same run. Burst: drain, and its rate over
+# the gate alone of its own run and over the consumer's.
+summarize() { # the lines file
+    awk '
+function kv(line, key,   m) {
+    if (match(line, " " key "=[^ ]*")) return substr(line, RSTART + length(key) + 2, RLENGTH - length(key) - 2)
+    return ""
+}
+function ratio(a, b) { return b > 0 ? sprintf("%.2fx", a / b) : "-" }
+{
+    sys = kv($0, "system"); wl = kv($0, "workload"); n++
+    s[n] = sys; w[n] = wl; line[n] = $0
+    if (sys == "ordergate-consumer" && wl ~ /^burst/) cons_burst[wl] = kv($0, "drain_s")
+}
+END {
+    printf "%-20s %-16s %8s %9s %8s %9s %9s %9s %6s %6s  %s\n", "system", "workload", "orders", "drain s",
+        "rate/s", "p50 ms", "p99 ms", "max ms", "early", "left", "ratios"
+    for (i = 1; i <= n; i++) {
+        l = line[i]
+        r = ""
+        if (w[i] ~ /^steady/ && s[i] != "ordergate-consumer" && i > 1 && s[i - 1] == "ordergate-consumer" && w[i - 1] == w[i])
+            r = sprintf("/ consumer beside it: p50 %s p99 %s max %s", ratio(kv(l, "p50_ms"), kv(line[i - 1], "p50_ms")),
+                ratio(kv(l, "p99_ms"), kv(line[i - 1], "p99_ms")), ratio(kv(l, "max_ms"), kv(line[i - 1], "max_ms")))
+        if (w[i] ~ /^burst/) {
+            r = sprintf("rate / gate alone %s", ratio(kv(l, "rate"), kv(l, "gate_alone")))
+            if (s[i] != "ordergate-consumer" && cons_burst[w[i]] > 0)
+                r = r sprintf("; drain / consumer %s", ratio(kv(l, "drain_s"), cons_burst[w[i]]))
+        }
+        printf "%-20s %-16s %8s %9.2f %8s %9.1f %9.1f %9.1f %6s %6s  %s\n", s[i], w[i], kv(l, "orders"), kv(l, "drain_s"),
+            kv(l, "rate"), kv(l, "p50_ms"), kv(l, "p99_ms"), kv(l, "max_ms"), kv(l, "early"), kv(l, "left"), r
+    }
+}' "$1"
+}
+if [ -n "$summary" ]; then
+    summarize "$summary"
+    exit 0
+fi
 [ -n "$burst_lead" ] || burst_lead=$((60 + burst / 2000))
 bench=$build/tools/og_bench_consumer
 [ -x "$bench" ] || { echo "run.sh: no $bench (build og_bench_consumer first)" >&2; exit 1; }
@@ -119,7 +168,7 @@ commit=$(git -C "$repo" rev-parse --short HEAD)
 {
     echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'); commit: $commit$(git -C "$repo" diff --quiet HEAD || echo ' (with uncommitted changes)')"
     echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); cores: $(nproc)"
-    echo "command: $0 --rates \"$rates\" --duration $duration --lead $lead --burst $burst --burst-lead $burst_lead --ceiling $ceiling --partitions $partitions --systems $systems"
+    echo "command: $0 --rates \"$rates\" --duration $duration --lead $lead --burst $burst --single-burst $single_burst --burst-lead $burst_lead --ceiling $ceiling --partitions $partitions --systems $systems"
 } | tee "$out/header"
 
 run() { # log file, og_bench_consumer arguments...
@@ -139,47 +188,27 @@ for rate in $rates; do
             --lead "$lead" "${common[@]}" --peer "$cache/peer-$p" --peer-name "$p"
     done
 done
+burst_run() { # orders, system (ordergate or a peer)
+    local extra=()
+    [ "$2" = ordergate ] || extra=(--peer "$cache/peer-$2" --peer-name "$2")
+    run "$out/burst-$1-$2.log" --phases burst --burst-orders "$1" --burst-stats none \
+        --burst-lead "$burst_lead" "${common[@]}" "${extra[@]}"
+}
 if [ "$burst" -gt 0 ]; then
-    run "$out/burst-ordergate.log" --phases burst --burst-orders "$burst" --burst-stats none \
-        --burst-lead "$burst_lead" "${common[@]}"
+    burst_run "$burst" ordergate
     for p in "${peers[@]}"; do
-        run "$out/burst-$p.log" --phases burst --burst-orders "$burst" --burst-stats none \
-            --burst-lead "$burst_lead" "${common[@]}" --peer "$cache/peer-$p" --peer-name "$p"
+        case $p in *-single) [ "$single_burst" -gt 0 ] && continue ;; esac
+        burst_run "$burst" "$p"
+    done
+fi
+if [ "$single_burst" -gt 0 ] && [[ ,$systems, == *-single,* ]]; then
+    burst_run "$single_burst" ordergate
+    for p in "${peers[@]}"; do
+        case $p in *-single) burst_run "$single_burst" "$p" ;; esac
     done
 fi
 
-# One line per system and workload. Steady: the consumer's line of each pair, then the peer's,
-# with the peer's lateness over the consumer's of the same run. Burst: drain, and its rate over
-# the gate alone of its own run and over the consumer's.
 echo
 cat "$out/header"
-awk '
-function kv(line, key,   m) {
-    if (match(line, " " key "=[^ ]*")) return substr(line, RSTART + length(key) + 2, RLENGTH - length(key) - 2)
-    return ""
-}
-function ratio(a, b) { return b > 0 ? sprintf("%.2fx", a / b) : "-" }
-{
-    sys = kv($0, "system"); wl = kv($0, "workload"); n++
-    s[n] = sys; w[n] = wl; line[n] = $0
-    if (sys == "ordergate-consumer" && wl ~ /^burst/) cons_burst[wl] = kv($0, "drain_s")
-}
-END {
-    printf "%-20s %-16s %8s %9s %8s %9s %9s %9s %6s %6s  %s\n", "system", "workload", "orders", "drain s",
-        "rate/s", "p50 ms", "p99 ms", "max ms", "early", "left", "ratios"
-    for (i = 1; i <= n; i++) {
-        l = line[i]
-        r = ""
-        if (w[i] ~ /^steady/ && s[i] != "ordergate-consumer" && i > 1 && s[i - 1] == "ordergate-consumer" && w[i - 1] == w[i])
-            r = sprintf("/ consumer beside it: p50 %s p99 %s max %s", ratio(kv(l, "p50_ms"), kv(line[i - 1], "p50_ms")),
-                ratio(kv(l, "p99_ms"), kv(line[i - 1], "p99_ms")), ratio(kv(l, "max_ms"), kv(line[i - 1], "max_ms")))
-        if (w[i] ~ /^burst/) {
-            r = sprintf("rate / gate alone %s", ratio(kv(l, "rate"), kv(l, "gate_alone")))
-            if (s[i] != "ordergate-consumer" && cons_burst[w[i]] > 0)
-                r = r sprintf("; drain / consumer %s", ratio(kv(l, "drain_s"), cons_burst[w[i]]))
-        }
-        printf "%-20s %-16s %8s %9.2f %8s %9.1f %9.1f %9.1f %6s %6s  %s\n", s[i], w[i], kv(l, "orders"), kv(l, "drain_s"),
-            kv(l, "rate"), kv(l, "p50_ms"), kv(l, "p99_ms"), kv(l, "max_ms"), kv(l, "early"), kv(l, "left"), r
-    }
-}' "$lines" | tee "$out/summary"
+summarize "$lines" | tee "$out/summary"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg); full output: $out"

@@ -232,6 +232,8 @@ void phase_memory(const struct opts *o, const char *run, struct results *r);
 /* tools/bench/consumer/peer.c */
 void peer_start(struct bench_prog *p, const char *path, const char *prefix, int64_t burst_ms);
 bool peer_wait(struct bench_prog *p, int timeout_s);
+/* The same figures for every system: lateness, drain and what is left, of one prefix. */
+PGresult *peer_query(const char *prefix);
 void peer_report(const struct results *r);
 void peer_line(const char *system, const char *workload, const char *prefix, double gate_alone);
 void peer_burst(const struct opts *o, int64_t due_ms, struct burst_result *b);

@@ -11,25 +11,6 @@
 /* ------------------------------------------------------------------------------------------ */
 /* Phase 2: lateness at a steady rate */
 
-/* Lateness of the orders of one prefix, the same SQL for the consumer and the peer: count, p50,
- * p90, p99, p99.9, max, min (ms), and how many were cancelled before expire_at. */
-static PGresult *lateness_query(const char *prefix)
-{
-    const char *p[1] = {prefix};
-
-    return bench_pg_query(
-        g.conn,
-        "SELECT count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY ms), "
-        "       percentile_cont(0.9) WITHIN GROUP (ORDER BY ms), "
-        "       percentile_cont(0.99) WITHIN GROUP (ORDER BY ms), "
-        "       percentile_cont(0.999) WITHIN GROUP (ORDER BY ms), max(ms), "
-        "       min(ms), count(*) FILTER (WHERE ms < 0) "
-        "FROM (SELECT extract(epoch FROM l.created_at - o.expire_at) * 1000 AS ms "
-        "      FROM ordergate.status_log l JOIN ordergate.orders o "
-        "      USING (order_no) WHERE l.order_no LIKE $1 || '%') x",
-        1, p);
-}
-
 void phase_lateness(const struct opts *o, const char *run, struct results *r)
 {
     char topic[160], group[160], base[128], *metrics = malloc(METRICS_MAX_BYTES);
@@ -209,7 +190,7 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
     }
 
     {
-        PGresult *res = lateness_query("l");
+        PGresult *res = peer_query("l");
         r->lat_cancelled = atol(PQgetvalue(res, 0, 0));
         r->lat_p50 = strtod(PQgetvalue(res, 0, 1), NULL);
         r->lat_p90 = strtod(PQgetvalue(res, 0, 2), NULL);

@@ -107,18 +107,26 @@ async function main () {
   const finished = new Promise(resolve => { finish = resolve })
   if (dues.length === 0) finish()
   const ids = []
-  const wakeAll = () => { for (const id of ids) boss.notifyWorker(id) }
+  let nextWake = 0
+  // Wakes as many workers as there are new jobs (round robin): waking every worker for every
+  // insert would have them all fetch back to back, one job each, a busy poll that fills the pool.
+  const wake = jobs => {
+    for (let i = 0; i < Math.min(jobs, ids.length); i++) {
+      boss.notifyWorker(ids[nextWake++ % ids.length])
+    }
+  }
 
   // pg-boss's batch handler: every job of the fetch in one claim_cancel call. An order that came
   // back busy or not_due is not cancelled: the handler fails, pg-boss retries the batch's jobs
   // (the cancelled ones then come back already_cancelled).
-  const handler = async jobs => {
+  const handler = async (self, jobs) => {
     const r = await pool.query(CLAIM_SQL, [jobs.map(j => j.data.o)])
     claims++
     won += r.rows[0].won
     if (won >= dues.length) finish()
-    // A full fetch says more jobs wait: fetch again now instead of one batch per polling interval.
-    if (jobs.length === o.batch) wakeAll()
+    // A full fetch says more jobs may wait: this worker fetches again at once instead of one
+    // fetch per polling interval (an empty fetch then sends it back to polling).
+    if (jobs.length === o.batch) boss.notifyWorker(self.id)
     if (r.rows[0].again > 0) {
       again += r.rows[0].again
       throw new Error(`${r.rows[0].again} orders busy or not due`)
@@ -126,7 +134,10 @@ async function main () {
   }
   const startWorkers = async () => {
     for (let i = 0; i < o.workers; i++) {
-      ids.push(await boss.work(QUEUE, { batchSize: o.batch, pollingIntervalSeconds: o.pollS }, handler))
+      const self = {}
+      self.id = await boss.work(QUEUE, { batchSize: o.batch, pollingIntervalSeconds: o.pollS },
+        jobs => handler(self, jobs))
+      ids.push(self.id)
     }
   }
   const insert = async batch => {
@@ -134,7 +145,7 @@ async function main () {
       await boss.insert(batch.slice(i, i + 5000).map(d => ({ name: QUEUE, data: { o: d.no } })))
     }
     // The inserting process wakes its own workers (pg-boss has no cross-process wake-up).
-    wakeAll()
+    wake(batch.length)
   }
 
   let start = Date.now()

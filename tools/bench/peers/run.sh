@@ -108,6 +108,8 @@ END {
             if (s[i] != "ordergate-consumer" && cons_burst[w[i]] > 0)
                 r = r sprintf("; drain / consumer %s", ratio(kv(l, "drain_s"), cons_burst[w[i]]))
         }
+        if (kv(l, "left") > 0)
+            r = "NOT DONE: lateness of the cancelled only " r
         printf "%-20s %-16s %8s %9.2f %8s %9.1f %9.1f %9.1f %6s %6s  %s\n", s[i], w[i], kv(l, "orders"), kv(l, "drain_s"),
             kv(l, "rate"), kv(l, "p50_ms"), kv(l, "p99_ms"), kv(l, "max_ms"), kv(l, "early"), kv(l, "left"), r
     }

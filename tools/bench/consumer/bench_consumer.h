@@ -34,19 +34,21 @@
 
 struct opts {
     bool e2e, lateness, memory, burst;
-    long orders;         /* e2e backlog */
-    long ceiling_orders; /* per ceiling measurement */
-    int slice_s;         /* e2e: consumer seconds between paired gate slices; 0 = none */
-    int slice_ms;        /* e2e: length of one paired gate slice */
-    long slice_pool;     /* e2e: orders loaded for the paired slices */
-    int rate;            /* lateness: due orders per second */
-    int duration;        /* lateness: seconds */
-    int ahead_ms;        /* lateness: a message is produced this long before it is due */
-    int lead_s;          /* lateness: start to first due time; 0 = from the size */
-    int round_every;     /* lateness: every Nth expire_at 0.6 ms past its due_at; 0 = none */
-    const char *peer;    /* lateness: a peer queue's program claiming the same shape beside it */
-    long waiting;        /* memory: messages due in an hour */
-    long waiting_db;     /* memory: overdue orders in the database for the first messages */
+    long orders;           /* e2e backlog */
+    long ceiling_orders;   /* per ceiling measurement */
+    int slice_s;           /* e2e: consumer seconds between paired gate slices; 0 = none */
+    int slice_ms;          /* e2e: length of one paired gate slice */
+    long slice_pool;       /* e2e: orders loaded for the paired slices */
+    int rate;              /* lateness: due orders per second */
+    int duration;          /* lateness: seconds */
+    int ahead_ms;          /* lateness: a message is produced this long before it is due */
+    int lead_s;            /* lateness: start to first due time; 0 = from the size */
+    int round_every;       /* lateness: every Nth expire_at 0.6 ms past its due_at; 0 = none */
+    const char *peer;      /* a peer queue's program: beside the consumer (lateness), instead of
+                              it (burst) */
+    const char *peer_name; /* its name in the "peers:" lines (default: the program's file name) */
+    long waiting;          /* memory: messages due in an hour */
+    long waiting_db;       /* memory: overdue orders in the database for the first messages */
     int rss_seconds;
     long burst_orders;  /* burst: orders due in the same second */
     int consumers;      /* burst: consumer instances, one group */
@@ -226,6 +228,15 @@ void burst_summary(const struct opts *o, const struct results *r);
 
 /* tools/bench/consumer/phase_memory.c */
 void phase_memory(const struct opts *o, const char *run, struct results *r);
+
+/* tools/bench/consumer/peer.c */
+void peer_start(struct bench_prog *p, const char *path, const char *prefix, int64_t burst_ms);
+bool peer_wait(struct bench_prog *p, int timeout_s);
+/* The same figures for every system: lateness, drain and what is left, of one prefix. */
+PGresult *peer_query(const char *prefix);
+void peer_report(const struct results *r);
+void peer_line(const char *system, const char *workload, const char *prefix, double gate_alone);
+void peer_burst(const struct opts *o, int64_t due_ms, struct burst_result *b);
 
 /* tools/bench/consumer/opts.c */
 int parse_args(int argc, char **argv, struct opts *o);

@@ -164,8 +164,13 @@ int parse_args(int argc, char **argv, struct opts *o)
         BENCH_STR("peer", "PATH",
                   "lateness: also run this peer program (tools/bench/peers/) on\n"
                   "as many orders of its own (prefix r), same due times, same\n"
-                  "database, and report its lateness beside the consumer's",
+                  "database, and report its lateness beside the consumer's;\n"
+                  "burst: the peer drains the burst instead of the consumers",
                   &o->peer),
+        BENCH_STR("peer-name", "NAME",
+                  "the peer's name in the \"peers:\" lines (default: the file name\n"
+                  "of --peer)",
+                  &o->peer_name),
         BENCH_STR("brokers", "LIST", "Kafka bootstrap (default $ORDERGATE_BROKERS)", &o->brokers),
         BENCH_PATH("consumer", "PATH",
                    "the consumer binary (default ../consumer/ordergate-consumer from\n"
@@ -230,6 +235,8 @@ int parse_args(int argc, char **argv, struct opts *o)
                         "Connection: libpq's environment (PGHOST, PGPORT, PGUSER: a superuser).\n",
                         rows, argc, argv) != 0)
         return -1;
+    if (o->peer != NULL && o->peer_name == NULL)
+        o->peer_name = strrchr(o->peer, '/') != NULL ? strrchr(o->peer, '/') + 1 : o->peer;
     if (o->burst_place && o->burst_skus > BURST_PLACE_SKUS) {
         fprintf(stderr,
                 PROG ": --burst-load place takes --burst-skus %d at most (a flash sale's "

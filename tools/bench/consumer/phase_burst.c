@@ -15,7 +15,11 @@
  * behind the run's back: the statistics a flash sale meets when its orders arrive faster than
  * autovacuum_naptime), once after ANALYZE. Every claim batch of the consumers is timed: each
  * logs its claim call's time (batch_committed, claim_ms, at debug level, which the phase's
- * consumers always run at). */
+ * consumers always run at).
+ *
+ * With --peer, a peer queue (tools/bench/consumer/peer.c) drains the same burst instead of the
+ * consumers: its jobs queued before the due second, its workers started at it; the setup, the
+ * gate alone before and after, and the figures from status_log are the same. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -316,8 +320,10 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     snprintf(base, sizeof(base), "ogbench.%s.burst-%s", run, how);
     snprintf(topic, sizeof(topic), "%s.cancel", base);
     snprintf(group, sizeof(group), "%s.group", base);
-    topic_create(o, topic, o->partitions);
-    (void)produce_backlog(o, topic, "b", n, due_ms);
+    if (o->peer == NULL) {
+        topic_create(o, topic, o->partitions);
+        (void)produce_backlog(o, topic, "b", n, due_ms);
+    }
 
     /* The gate alone on the same database before the consumers start: no statistics either. */
     cdb = ceiling_session();
@@ -325,6 +331,12 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     if (nc > 1)
         b->ceil_par = ceiling_parallel(o, "m", ceil_n, nc);
     bench_pg_exec(g.conn, "CHECKPOINT");
+    if (o->peer != NULL) {
+        /* No consumer: the peer drains the burst, and the figures below are taken alike. */
+        b->consumers = 0;
+        peer_burst(o, due_ms, b);
+        goto drained;
+    }
 
     for (int i = 0; i < nc; i++) {
         char tag[48];
@@ -438,34 +450,34 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
         (void)bench_prog_stop(&c[i]);
     burst_claim_times(c, nc, b);
 
-    {
-        char due[24];
-        const char *p[1] = {due};
-        PGresult *res;
-        long got;
-        snprintf(due, sizeof(due), "%lld", (long long)due_ms);
-        res = bench_pg_query(
-            g.conn,
-            "SELECT count(*), min(ms), max(ms), "
-            "       percentile_cont(0.5) WITHIN GROUP (ORDER BY late), "
-            "       percentile_cont(0.99) WITHIN GROUP (ORDER BY late), max(late), "
-            "       count(*) FILTER (WHERE late < 0) "
-            "FROM (SELECT extract(epoch FROM l.created_at) * 1000 - $1::bigint AS ms, "
-            "             extract(epoch FROM l.created_at - o.expire_at) * 1000 AS late "
-            "      FROM ordergate.status_log l JOIN ordergate.orders o USING (order_no) "
-            "      WHERE l.order_no LIKE 'b%') x",
-            1, p);
-        got = atol(PQgetvalue(res, 0, 0));
-        b->first_claim_s = strtod(PQgetvalue(res, 0, 1), NULL) / 1000.0;
-        b->last_claim_s = strtod(PQgetvalue(res, 0, 2), NULL) / 1000.0;
-        b->p50 = strtod(PQgetvalue(res, 0, 3), NULL);
-        b->p99 = strtod(PQgetvalue(res, 0, 4), NULL);
-        b->max = strtod(PQgetvalue(res, 0, 5), NULL);
-        if (got != n || atol(PQgetvalue(res, 0, 6)) != 0)
-            bench_die("burst: %ld status_log rows for %ld orders, %s before expire_at", got, n,
-                      PQgetvalue(res, 0, 6));
-        PQclear(res);
-    }
+drained : {
+    char due[24];
+    const char *p[1] = {due};
+    PGresult *res;
+    long got;
+    snprintf(due, sizeof(due), "%lld", (long long)due_ms);
+    res =
+        bench_pg_query(g.conn,
+                       "SELECT count(*), min(ms), max(ms), "
+                       "       percentile_cont(0.5) WITHIN GROUP (ORDER BY late), "
+                       "       percentile_cont(0.99) WITHIN GROUP (ORDER BY late), max(late), "
+                       "       count(*) FILTER (WHERE late < 0) "
+                       "FROM (SELECT extract(epoch FROM l.created_at) * 1000 - $1::bigint AS ms, "
+                       "             extract(epoch FROM l.created_at - o.expire_at) * 1000 AS late "
+                       "      FROM ordergate.status_log l JOIN ordergate.orders o USING (order_no) "
+                       "      WHERE l.order_no LIKE 'b%') x",
+                       1, p);
+    got = atol(PQgetvalue(res, 0, 0));
+    b->first_claim_s = strtod(PQgetvalue(res, 0, 1), NULL) / 1000.0;
+    b->last_claim_s = strtod(PQgetvalue(res, 0, 2), NULL) / 1000.0;
+    b->p50 = strtod(PQgetvalue(res, 0, 3), NULL);
+    b->p99 = strtod(PQgetvalue(res, 0, 4), NULL);
+    b->max = strtod(PQgetvalue(res, 0, 5), NULL);
+    if (got != n || atol(PQgetvalue(res, 0, 6)) != 0)
+        bench_die("burst: %ld status_log rows for %ld orders, %s before expire_at", got, n,
+                  PQgetvalue(res, 0, 6));
+    PQclear(res);
+}
 
     /* The gate alone again, after the consumers, same database. */
     ceiling_run(o, cdb, "h", 0, ceil_n, 0, &ca, true);
@@ -480,9 +492,11 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     bench_cpu_pressure(b->psi, sizeof(b->psi));
     b->done = true;
 
-    printf("  ready: every partition paused %.1f s before the due second; orders reltuples %.0f, "
-           "%.0f pg_stats rows on orders at that moment\n",
-           b->ready_s, b->reltuples, b->stats_rows);
+    if (o->peer == NULL)
+        printf(
+            "  ready: every partition paused %.1f s before the due second; orders reltuples %.0f, "
+            "%.0f pg_stats rows on orders at that moment\n",
+            b->ready_s, b->reltuples, b->stats_rows);
     printf("  drain: last cancel committed %.2f s after the due second (consumers' counters "
            "polled every %d ms) = %.0f orders/s; claims started from +%.2f s to +%.2f s "
            "(status_log)\n",
@@ -500,9 +514,11 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
            100 * b->rate * 2 / (b->ceil_before + b->ceil_after));
     if (nc > 1)
         printf("; / %d sessions at once: %.1f %%", nc, 100 * b->rate / b->ceil_par);
-    printf("\n  consumers: %.0f batches, mean %.1f messages, claim round trip mean %.1f ms, "
-           "not_due %.0f, busy %.0f\n",
-           b->batches, b->batch_mean, b->db_mean_ms, b->not_due, b->busy);
+    printf("\n");
+    if (o->peer == NULL)
+        printf("  consumers: %.0f batches, mean %.1f messages, claim round trip mean %.1f ms, "
+               "not_due %.0f, busy %.0f\n",
+               b->batches, b->batch_mean, b->db_mean_ms, b->not_due, b->busy);
     if (b->claim_batches > 0)
         printf(
             "  claim batches: %ld, claim call p50 %.1f ms, p99 %.1f ms, max %.1f ms (every batch: "
@@ -510,7 +526,7 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
             "counted %.0f batches)\n",
             b->claim_batches, b->claim_p50_ms, b->claim_p99_ms, b->claim_max_ms, b->claim_lines,
             b->batches);
-    else
+    else if (o->peer == NULL)
         printf("  claim batches: no claim_ms in the consumers' %ld batch_committed lines (a "
                "consumer built before batch_committed carried it?)\n",
                b->claim_lines);
@@ -518,11 +534,19 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
         printf("  placement: %ld orders through place_order from %d sessions in %.1f s = %.0f "
                "orders/s, slowest call %.0f ms\n",
                n, o->burst_clients, b->place_s, (double)n / b->place_s, b->place_max_ms);
-    printf("  cpu from the due second to drained (%.1f s): consumers %.1f s, their backends %.1f "
-           "s, broker %.1f s; WAL %.2f KB/order\n",
-           b->wall_s, b->consumer_cpu, b->backend_cpu, b->broker_cpu, b->wal_kb_per_order);
+    if (o->peer == NULL)
+        printf(
+            "  cpu from the due second to drained (%.1f s): consumers %.1f s, their backends %.1f "
+            "s, broker %.1f s; WAL %.2f KB/order\n",
+            b->wall_s, b->consumer_cpu, b->backend_cpu, b->broker_cpu, b->wal_kb_per_order);
     printf("  reconcile: %ld violations; load average %s, cpu pressure avg60 %s at the end\n",
            b->violations, b->load, b->psi);
+    {
+        char workload[48];
+        snprintf(workload, sizeof(workload), "burst-%ld%s", n, analyzed ? "-analyzed" : "");
+        peer_line(o->peer != NULL ? o->peer_name : "ordergate-consumer", workload, "b",
+                  (b->ceil_before + b->ceil_after) / 2);
+    }
     fflush(stdout);
     if (!g.keep) {
         db_drop();

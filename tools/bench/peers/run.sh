@@ -1,32 +1,216 @@
 #!/usr/bin/env bash
-# Side by side: ordergate-consumer and River claiming the same shape of cancels (same due times,
-# same gate SQL, same database, same minute), lateness p50/p99/max of each from the same SQL over
-# status_log, and the ratios. Builds the River peer first (its modules are fetched into a cache
-# outside the repository; nothing fetched is committed).
+# The peers, one command: ordergate-consumer, River (coalesced and single) and pg-boss (coalesced
+# and single) on the same gate SQL (ordergate.claim_cancel), the same database and the same order
+# shapes, at the steady rates and in the burst; one line per system and workload at the end, every
+# figure from the same SQL over status_log (tools/bench/consumer/peer.c), with ratios.
 #
-#   tools/bench/peers/run.sh [BUILD_DIR] [RATE...]     (default: build, rates 1000 5000)
+#   tools/bench/peers/run.sh [--quick] [--build DIR] [--rates "1000 5000"] [--duration S]
+#                            [--burst N] [--single-burst N] [--systems LIST] [--out DIR]
+#   tools/bench/peers/run.sh --summary LINES     (the table again from a run's "lines" file)
 #
-# Needs the PG* environment and ORDERGATE_BROKERS of deploy/local/services.sh (pg,kafka), the
-# template database (tests/support/db_template.sh) and Go. Environment: DURATION (s, default 30),
-# PARTITIONS (8), MODE (coalesced | single), FLUSHERS (1), PEER_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/ordergate-peers).
+# Steady (og_bench_consumer's lateness phase with --peer): for each rate, one run per peer, the
+# consumer and that peer side by side on orders of their own with the same due times (each pair
+# in its own run: all five at once would be five times the rate on one database). Burst
+# (og_bench_consumer's burst phase, no ANALYZE): one run per system, each on a fresh database of
+# the same shape, the gate alone measured before and after in each run. The one-job-per-claim
+# shapes drain a smaller burst (--single-burst, beside the consumer on the same size): at their
+# rate on this machine, 100,000 would take 10 to 20 minutes each.
+#
+# Builds the peers first: River's Go modules and pg-boss's npm packages are fetched into a cache
+# outside the repository (PEER_CACHE, default ${XDG_CACHE_HOME:-~/.cache}/ordergate-peers; go.sum
+# and package-lock.json pin them); nothing fetched is committed. Needs Go, Node 20 and npm, the PG*
+# environment and ORDERGATE_BROKERS of deploy/local/services.sh (pg,kafka) and the template
+# database (tests/support/db_template.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-build=${1:-$here/../../../build}
-shift || true
-rates=("$@")
-[ ${#rates[@]} -gt 0 ] || rates=(1000 5000)
-cache=${PEER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ordergate-peers}
-mkdir -p "$cache"
-export GOPATH=$cache/go GOMODCACHE=$cache/go/pkg/mod GOFLAGS=-modcacherw
-(cd "$here/river" && go build -o "$cache/og_peer_river" .)
-peer=$cache/og_peer_river
-# The bench starts the peer with -prefix only: a wrapper carries MODE and FLUSHERS.
-printf '#!/bin/sh\nexec %s -mode %s -flushers %s "$@"\n' "$peer" "${MODE:-coalesced}" \
-    "${FLUSHERS:-1}" > "$cache/og_peer_river_run"
-chmod +x "$cache/og_peer_river_run"
-peer=$cache/og_peer_river_run
-for rate in "${rates[@]}"; do
-    "$build/tools/og_bench_consumer" --phases lateness --rate "$rate" \
-        --duration "${DURATION:-30}" --partitions "${PARTITIONS:-8}" --lead 60 \
-        --ceiling-orders 2000 --no-gate-bench --peer "$peer"
+repo=$(cd "$here/../../.." && pwd)
+
+usage() {
+    sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+    cat <<'EOF'
+Options (defaults fit a loaded 2-core machine):
+  --build DIR      the build directory (default: build/ of the repository)
+  --rates LIST     steady workloads, due orders/s each (default "1000 5000")
+  --duration S     seconds of due times of a steady workload (default 20)
+  --lead S         steady: setup time before the first due time (default 60)
+  --burst N        orders due at once in the burst (default 100000; 0: no burst)
+  --single-burst N the burst of the single shapes, and the consumer's beside it (default
+                   10000; 0: none)
+  --burst-lead S   burst: setup time before the due second (default 60 + N/2000)
+  --ceiling N      orders of each gate-alone measurement (default 10000)
+  --partitions N   the consumer's topic partitions (default 8)
+  --systems LIST   peers to run, comma-separated, of river-coalesced, river-single,
+                   pgboss-coalesced, pgboss-single (default all four; the consumer always runs)
+  --out DIR        where the runs' full output goes (default a new directory under /tmp)
+  --quick          a smoke run: --rates 200 --duration 5 --lead 20 --burst 3000
+                   --single-burst 0 --burst-lead 20 --ceiling 1000
+  --summary LINES  print the table of a run's "lines" file and exit
+EOF
+}
+
+build=$repo/build
+rates="1000 5000"
+duration=20
+lead=60
+burst=100000
+single_burst=10000
+burst_lead=
+summary=
+ceiling=10000
+partitions=8
+systems=river-coalesced,river-single,pgboss-coalesced,pgboss-single
+out=
+while [ $# -gt 0 ]; do
+    case $1 in
+    --build) build=$2; shift 2 ;;
+    --rates) rates=$2; shift 2 ;;
+    --duration) duration=$2; shift 2 ;;
+    --lead) lead=$2; shift 2 ;;
+    --burst) burst=$2; shift 2 ;;
+    --single-burst) single_burst=$2; shift 2 ;;
+    --burst-lead) burst_lead=$2; shift 2 ;;
+    --ceiling) ceiling=$2; shift 2 ;;
+    --partitions) partitions=$2; shift 2 ;;
+    --systems) systems=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --quick) rates=200 duration=5 lead=20 burst=3000 single_burst=0 burst_lead=20 ceiling=1000; shift ;;
+    --summary) summary=$2; shift 2 ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "run.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
+    esac
 done
+# One line per system and workload. Steady: the consumer's line of each pair, then the peer's,
+# with the peer's lateness over the consumer's of the same run. Burst: drain, and its rate over
+# the gate alone of its own run and over the consumer's.
+summarize() { # the lines file
+    awk '
+function kv(line, key,   m) {
+    if (match(line, " " key "=[^ ]*")) return substr(line, RSTART + length(key) + 2, RLENGTH - length(key) - 2)
+    return ""
+}
+function ratio(a, b) { return b > 0 ? sprintf("%.2fx", a / b) : "-" }
+{
+    sys = kv($0, "system"); wl = kv($0, "workload"); n++
+    s[n] = sys; w[n] = wl; line[n] = $0
+    if (sys == "ordergate-consumer" && wl ~ /^burst/) cons_burst[wl] = kv($0, "drain_s")
+}
+END {
+    printf "%-20s %-16s %8s %9s %8s %9s %9s %9s %6s %6s  %s\n", "system", "workload", "orders", "drain s",
+        "rate/s", "p50 ms", "p99 ms", "max ms", "early", "left", "ratios"
+    for (i = 1; i <= n; i++) {
+        l = line[i]
+        r = ""
+        if (w[i] ~ /^steady/ && s[i] != "ordergate-consumer" && i > 1 && s[i - 1] == "ordergate-consumer" && w[i - 1] == w[i])
+            r = sprintf("/ consumer beside it: p50 %s p99 %s max %s", ratio(kv(l, "p50_ms"), kv(line[i - 1], "p50_ms")),
+                ratio(kv(l, "p99_ms"), kv(line[i - 1], "p99_ms")), ratio(kv(l, "max_ms"), kv(line[i - 1], "max_ms")))
+        if (w[i] ~ /^burst/) {
+            r = sprintf("rate / gate alone %s", ratio(kv(l, "rate"), kv(l, "gate_alone")))
+            if (s[i] != "ordergate-consumer" && cons_burst[w[i]] > 0)
+                r = r sprintf("; drain / consumer %s", ratio(kv(l, "drain_s"), cons_burst[w[i]]))
+        }
+        if (kv(l, "left") > 0)
+            r = "NOT DONE: lateness of the cancelled only " r
+        printf "%-20s %-16s %8s %9.2f %8s %9.1f %9.1f %9.1f %6s %6s  %s\n", s[i], w[i], kv(l, "orders"), kv(l, "drain_s"),
+            kv(l, "rate"), kv(l, "p50_ms"), kv(l, "p99_ms"), kv(l, "max_ms"), kv(l, "early"), kv(l, "left"), r
+    }
+}' "$1"
+}
+if [ -n "$summary" ]; then
+    summarize "$summary"
+    exit 0
+fi
+[ -n "$burst_lead" ] || burst_lead=$((60 + burst / 2000))
+bench=$build/tools/og_bench_consumer
+[ -x "$bench" ] || { echo "run.sh: no $bench (build og_bench_consumer first)" >&2; exit 1; }
+[ -n "$out" ] || out=$(mktemp -d /tmp/og-peers-run.XXXXXX)
+mkdir -p "$out"
+
+# The peers, built or installed into the cache when what pins them changed.
+cache=${PEER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ordergate-peers}
+mkdir -p "$cache/pgboss"
+case ,$systems, in
+*,river-*)
+    export GOPATH=$cache/go GOMODCACHE=$cache/go/pkg/mod GOFLAGS=-modcacherw
+    (cd "$here/river" && go build -o "$cache/og_peer_river" .)
+    ;;
+esac
+case ,$systems, in
+*,pgboss-*)
+    node_major=$(node -p 'process.versions.node.split(".")[0]')
+    [ "$node_major" -ge 20 ] || { echo "run.sh: pg-boss's peer needs Node 20 or later" >&2; exit 1; }
+    if ! cmp -s "$here/pgboss/package-lock.json" "$cache/pgboss/package-lock.json" ||
+        [ ! -d "$cache/pgboss/node_modules/pg-boss" ]; then
+        cp "$here/pgboss/package.json" "$here/pgboss/package-lock.json" "$cache/pgboss/"
+        (cd "$cache/pgboss" && npm ci --omit=dev --no-audit --no-fund --cache "$cache/npm" >&2)
+    fi
+    ;;
+esac
+# og_bench_consumer starts a peer with its protocol's arguments only: a wrapper per system adds
+# the shape.
+wrapper() { # name, command...
+    local name=$1
+    shift
+    { printf '#!/bin/sh\nexec'; printf ' %q' "$@"; printf ' "$@"\n'; } > "$cache/peer-$name"
+    chmod +x "$cache/peer-$name"
+}
+wrapper river-coalesced "$cache/og_peer_river" -mode coalesced -flushers 1
+wrapper river-single "$cache/og_peer_river" -mode single
+wrapper pgboss-coalesced env NODE_PATH="$cache/pgboss/node_modules" node "$here/pgboss/main.js" \
+    -mode coalesced
+wrapper pgboss-single env NODE_PATH="$cache/pgboss/node_modules" node "$here/pgboss/main.js" \
+    -mode single
+
+IFS=, read -r -a peers <<< "$systems"
+for p in "${peers[@]}"; do
+    [ -x "$cache/peer-$p" ] || { echo "run.sh: unknown system $p" >&2; exit 2; }
+done
+lines=$out/lines
+: > "$lines"
+commit=$(git -C "$repo" rev-parse --short HEAD)
+{
+    echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'); commit: $commit$(git -C "$repo" diff --quiet HEAD || echo ' (with uncommitted changes)')"
+    echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); cores: $(nproc)"
+    echo "command: $0 --rates \"$rates\" --duration $duration --lead $lead --burst $burst --single-burst $single_burst --burst-lead $burst_lead --ceiling $ceiling --partitions $partitions --systems $systems"
+} | tee "$out/header"
+
+run() { # log file, og_bench_consumer arguments...
+    local log=$1
+    shift
+    echo "== $(date -u +%H:%M:%S) load $(cut -d' ' -f1 /proc/loadavg): og_bench_consumer $* (log $log)"
+    if ! "$bench" "$@" > "$log" 2>&1; then
+        echo "   FAILED: tail of $log:"
+        tail -5 "$log" | sed 's/^/   /'
+    fi
+    grep '^peers: ' "$log" | tee -a "$lines" | sed 's/^/   /' || true
+}
+common=(--no-gate-bench --partitions "$partitions" --ceiling-orders "$ceiling")
+for rate in $rates; do
+    for p in "${peers[@]}"; do
+        run "$out/steady-$rate-$p.log" --phases lateness --rate "$rate" --duration "$duration" \
+            --lead "$lead" "${common[@]}" --peer "$cache/peer-$p" --peer-name "$p"
+    done
+done
+burst_run() { # orders, system (ordergate or a peer)
+    local extra=()
+    [ "$2" = ordergate ] || extra=(--peer "$cache/peer-$2" --peer-name "$2")
+    run "$out/burst-$1-$2.log" --phases burst --burst-orders "$1" --burst-stats none \
+        --burst-lead "$burst_lead" "${common[@]}" "${extra[@]}"
+}
+if [ "$burst" -gt 0 ]; then
+    burst_run "$burst" ordergate
+    for p in "${peers[@]}"; do
+        case $p in *-single) [ "$single_burst" -gt 0 ] && continue ;; esac
+        burst_run "$burst" "$p"
+    done
+fi
+if [ "$single_burst" -gt 0 ] && [[ ,$systems, == *-single,* ]]; then
+    burst_run "$single_burst" ordergate
+    for p in "${peers[@]}"; do
+        case $p in *-single) burst_run "$single_burst" "$p" ;; esac
+    done
+fi
+
+echo
+cat "$out/header"
+summarize "$lines" | tee "$out/summary"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg); full output: $out"

@@ -7,8 +7,9 @@
 // workers claim through ordergate.claim_cancel, the gate SQL the consumer calls, either coalesced
 // in-process into calls of up to 500 order numbers (-mode coalesced, the fastest open-source
 // configuration) or one call per job (-mode single, as River documents a worker). With -burst, every
-// job is inserted at once before the client starts, for the drain measurement. It exits when every
-// order of the prefix has left pending_payment or after -timeout.
+// job is inserted at once before the client starts (at -start-at, epoch milliseconds, when given),
+// for the drain measurement. It exits when every order of the prefix came back cancelled from its
+// claims (counted in-process: no query polls the database) or after -timeout.
 package main
 
 import (
@@ -19,9 +20,9 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -39,12 +40,32 @@ type claimer interface {
 	claim(ctx context.Context, orderNo string) error
 }
 
+// won counts the orders that came back cancelled: the program is done when it reaches the
+// orders loaded.
+var won atomic.Int64
+
+const claimSQL = "SELECT count(*) FILTER (WHERE outcome = 'cancelled'), " +
+	"count(*) FILTER (WHERE outcome IN ('busy', 'not_due')) " +
+	"FROM ordergate.claim_cancel($1::text[], 'timeout_consumer')"
+
+// claimCall is one claim_cancel call; an order that came back busy or not_due is not cancelled,
+// and the error has River retry its job.
+func claimCall(ctx context.Context, pool *pgxpool.Pool, nos []string) error {
+	var w, again int64
+	if err := pool.QueryRow(ctx, claimSQL, nos).Scan(&w, &again); err != nil {
+		return err
+	}
+	won.Add(w)
+	if again > 0 {
+		return fmt.Errorf("%d orders busy or not due", again)
+	}
+	return nil
+}
+
 type singleClaimer struct{ pool *pgxpool.Pool }
 
 func (s *singleClaimer) claim(ctx context.Context, orderNo string) error {
-	_, err := s.pool.Exec(ctx, "SELECT * FROM ordergate.claim_cancel($1::text[], 'timeout_consumer')",
-		[]string{orderNo})
-	return err
+	return claimCall(ctx, s.pool, []string{orderNo})
 }
 
 // coalescer: each flusher (-flushers, one database session each) takes everything pending (up to 500) into one call and
@@ -96,8 +117,7 @@ func (c *coalescer) flusher() {
 		for i, p := range batch {
 			nos[i] = p.orderNo
 		}
-		_, err := c.pool.Exec(context.Background(),
-			"SELECT * FROM ordergate.claim_cancel($1::text[], 'timeout_consumer')", nos)
+		err := claimCall(context.Background(), c.pool, nos)
 		for _, p := range batch {
 			p.done <- err
 		}
@@ -122,6 +142,7 @@ func main() {
 	prefix := flag.String("prefix", "r", "order_no prefix of the orders to cancel")
 	mode := flag.String("mode", "coalesced", "coalesced | single")
 	burst := flag.Bool("burst", false, "insert every job at once before starting (drain)")
+	startAt := flag.Int64("start-at", 0, "burst: start the client at this time (epoch ms; 0: at once)")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long")
 	workers := flag.Int("max-workers", 2000, "River MaxWorkers")
 	flushers := flag.Int("flushers", 1, "coalesced: claim calls in flight at most (1: one session, as one consumer)")
@@ -203,8 +224,16 @@ func main() {
 			}
 			insert(dues[i:j])
 		}
-		start = time.Now()
 		log.Printf("event=inserted jobs=%d", len(dues))
+		start = time.Now()
+		if *startAt > 0 {
+			at := time.UnixMilli(*startAt)
+			if start.After(at) {
+				log.Fatalf("event=error inserting ended %v past -start-at", start.Sub(at))
+			}
+			time.Sleep(time.Until(at))
+			start = at
+		}
 	}
 	if err := client.Start(ctx); err != nil {
 		log.Fatal(err)
@@ -228,22 +257,14 @@ func main() {
 		}()
 	}
 	deadline := time.Now().Add(*timeout)
-	for {
-		var left int64
-		if err := pool.QueryRow(ctx, "SELECT count(*) FROM ordergate.orders WHERE order_no LIKE $1 "+
-			"|| '%' AND status = 'pending_payment'", *prefix).Scan(&left); err != nil && err != pgx.ErrNoRows {
-			log.Fatal(err)
-		}
-		if left == 0 {
-			break
-		}
+	for won.Load() < int64(len(dues)) {
 		if time.Now().After(deadline) {
-			log.Printf("event=timeout left=%d", left)
+			log.Printf("event=timeout left=%d", int64(len(dues))-won.Load())
 			os.Exit(1)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(time.Millisecond)
 	}
-	fmt.Printf("event=done orders=%d seconds=%.3f\n", len(dues), time.Since(start).Seconds())
+	log.Printf("event=done orders=%d seconds=%.3f", len(dues), time.Since(start).Seconds())
 	stopCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	_ = client.Stop(stopCtx)

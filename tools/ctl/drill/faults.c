@@ -18,9 +18,11 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/child.h"
 #include "common/clock.h"
@@ -236,7 +238,8 @@ static int drill_faults_exec(const struct drill *d, const struct drill_fault *f,
     int rc;
 
     drill_report_progress(d, "fault %s: %s", f->name, apply ? "apply" : "clear");
-    rc = child_run(argv, NULL, DRILL_FAULTS_CMD_MS, &err);
+    /* Its output goes to stderr with the drill's progress: stdout is the report's. */
+    rc = child_run(argv, &(struct child_opts){.out_fd = STDERR_FILENO}, DRILL_FAULTS_CMD_MS, &err);
     if (rc != 0)
         drill_report_finding("fault %s: its %s command %s %d%s%s", f->name,
                              apply ? "apply" : "clear", rc < 0 ? "failed:" : "exited with", rc,
@@ -354,7 +357,7 @@ static const struct db_stmt drill_faults_stmt_window = {
     "       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY late) FILTER (WHERE after), 0), "
     "       coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY late) FILTER (WHERE after), 0), "
     "       coalesce(max(late) FILTER (WHERE after), 0), "
-    "       (SELECT greatest(0, min(w1.due) - $4::float8) FROM w w1 WHERE w1.after AND NOT EXISTS "
+    "       (SELECT min(w1.due) - $4::float8 FROM w w1 WHERE w1.after AND NOT EXISTS "
     "          (SELECT 1 FROM w w2 WHERE w2.after AND w2.due >= w1.due AND w2.late > $5::float8)) "
     "  FROM w",
     6};
@@ -408,10 +411,11 @@ json_t *drill_faults_report(const struct drill *d, struct db *db)
                     json_pack("{s:I,s:f,s:f,s:f}", "count", (json_int_t)atol(PQgetvalue(res, 0, 4)),
                               "p50_ms", atof(PQgetvalue(res, 0, 5)), "p99_ms",
                               atof(PQgetvalue(res, 0, 6)), "max_ms", atof(PQgetvalue(res, 0, 7))));
+                /* An order due right at the clearing counts from it. */
                 ctl_json_set(j, "normal_after_s",
                              PQgetisnull(res, 0, 8)
                                  ? json_null()
-                                 : json_real(atof(PQgetvalue(res, 0, 8)) / 1000.0));
+                                 : json_real(fmax(0.0, atof(PQgetvalue(res, 0, 8))) / 1000.0));
                 PQclear(res);
             } else {
                 drill_report_finding("fault %s: %s", f->name, err.msg);
@@ -453,16 +457,17 @@ void drill_faults_text(const json_t *r, FILE *out)
                 (int)drill_faults_num(f, "clear_exit"));
         if (dur == NULL || aft == NULL)
             continue;
-        fprintf(out, "    due during    n=%-6.0f p50 %.0f  p99 %.0f  max %.0f ms\n",
+        fprintf(out, "    due during it         n=%-6.0f p50 %.0f  p99 %.0f  max %.0f ms\n",
                 drill_faults_num(dur, "count"), drill_faults_num(dur, "p50_ms"),
                 drill_faults_num(dur, "p99_ms"), drill_faults_num(dur, "max_ms"));
-        fprintf(out, "    due 30 s after n=%-6.0f p50 %.0f  p99 %.0f  max %.0f ms\n",
+        fprintf(out, "    due in the 30 s after n=%-6.0f p50 %.0f  p99 %.0f  max %.0f ms\n",
                 drill_faults_num(aft, "count"), drill_faults_num(aft, "p50_ms"),
                 drill_faults_num(aft, "p99_ms"), drill_faults_num(aft, "max_ms"));
         if (json_is_number(normal))
             fprintf(out, "    lateness normal again %.1f s after it was cleared\n",
                     json_number_value(normal));
         else
-            fprintf(out, "    lateness not normal again within 30 s of its clearing\n");
+            fprintf(out, "    lateness not normal again within 30 s of its clearing (or no order "
+                         "due then)\n");
     }
 }

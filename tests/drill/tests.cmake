@@ -52,6 +52,14 @@ set_tests_properties(drill_failover PROPERTIES
 # ORDERGATE_KAFKA_NODES=3) lose the delay topics' leader and the group's coordinator to SIGKILL in
 # the middle of the race; the database schedules the cancels, so the relays publish through them.
 # The longer run adds a rolling restart and two nodes lost at once: cluster.sh BUILD_DIR --long.
+# Toxiproxy between every program and PostgreSQL and the broker (a broker of its own that
+# advertises the proxy's port); the fault plan tests/drill/faults/ci.plan loses the broker for
+# 8 s, silences the database for 32 s (longer than every bound of a call) and resets connections
+# as claims and commits come back; 2000 orders due over 80 s, about 2 minutes. The large run:
+# chaos.sh BUILD_DIR --long (tests/drill/faults/local.plan).
+add_test(NAME drill_chaos COMMAND ${CMAKE_CURRENT_LIST_DIR}/chaos.sh ${PROJECT_BINARY_DIR})
+set_tests_properties(drill_chaos PROPERTIES
+                     FIXTURES_REQUIRED db LABELS "kafka;drill;chaos" TIMEOUT 420)
 add_test(NAME drill_cluster COMMAND ${CMAKE_CURRENT_LIST_DIR}/cluster.sh ${PROJECT_BINARY_DIR})
 set_tests_properties(drill_cluster PROPERTIES
                      FIXTURES_REQUIRED db LABELS "kafka;drill;cluster" TIMEOUT 600)

@@ -49,8 +49,9 @@ cleanup() {
     fi
     [ -z "$drill_pid" ] || kill -TERM "$drill_pid" 2>/dev/null || true
     [ -z "$drill_pid" ] || wait "$drill_pid" 2>/dev/null || true
-    ORDERGATE_STATE_DIR=$work/services "$services" down >/dev/null 2>&1 || true
+    # Toxiproxy first: services.sh down removes the state directory with its pid file.
     ORDERGATE_STATE_DIR=$work/services "$toxiproxy" down >/dev/null 2>&1 || true
+    ORDERGATE_STATE_DIR=$work/services "$services" down >/dev/null 2>&1 || true
     psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
     rm -rf "$work"
 }

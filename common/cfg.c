@@ -78,8 +78,10 @@ static const struct cfg_param cfg_params[] = {
     {"database.statement_timeout_ms", CFG_INT, S(database.statement_timeout_ms), "20000", 0,
      86400000, 0, CON | SCN | CNS, NULL,
      "Longest statement, in milliseconds (PostgreSQL's statement_timeout, set for each "
-     "transaction); the scanner's --reconcile, one long read, is not bound by it. 0: the "
-     "server's, the role's or the conninfo's value."},
+     "transaction); the scanner's --reconcile, one long read, is not bound by it. A call also "
+     "waits for the server's reply at most this long plus 10 s, then drops the connection as lost "
+     "and repeats the call (a server silent behind a proxy, which keepalives cannot see). 0: the "
+     "server's, the role's or the conninfo's value, and no bound on the reply."},
     {"database.pool_mode", CFG_STR, S(database.pool_mode), "session", 0, 0, 0,
      CON | SCN | CTL | CNS, NULL,
      "How the programs talk to the server: session (a direct connection, or a pooler in session "

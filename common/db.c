@@ -1,6 +1,7 @@
 #include "common/db.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,10 @@ struct db {
     void *on_connect_arg;
     const char *local_name, *local_value; /* db_set_local; NULL: none */
     const char *cur_stmt;                 /* the statement db_run is running, for db_outage_note */
+    /* The wait for the reply of the call under way ends at this instant (clock_mono_us; 0: no
+     * bound); no_reply: it did, and the connection is dropped as lost (db_wait_result). */
+    int64_t reply_deadline_us;
+    bool no_reply;
     /* A connection lost or refused, not yet reported (db_outage_note, db_outage_report). */
     struct {
         bool open;
@@ -227,6 +232,74 @@ static void db_disconnect(struct db *db)
         PQfinish(db->conn);
     db->conn = NULL;
     db->nprepared = 0;
+    db->no_reply = false;
+}
+
+/* The bound of the replies of one call, from now: database.statement_timeout_ms, after which the
+ * server ends the statement itself, plus DB_REPLY_SLACK_MS. Keepalives and tcp_user_timeout only
+ * see a peer that stops acknowledging: a server that is gone behind a proxy, a pooler or a load
+ * balancer that still acknowledges (or a backend that hangs) leaves a TCP connection that is
+ * healthy and silent, and without this bound the call would wait on it for ever. A session
+ * without a statement timeout (--reconcile's long read, ordergatectl's own reads) waits as long
+ * as the server takes. */
+static void db_reply_arm(struct db *db)
+{
+    db->no_reply = false;
+    db->reply_deadline_us =
+        db->session.statement_timeout_ms > 0
+            ? clock_mono_us() +
+                  ((int64_t)db->session.statement_timeout_ms + DB_REPLY_SLACK_MS) * 1000
+            : 0;
+}
+
+/* PQgetResult within the call's bound: NULL with db->no_reply raised when nothing complete
+ * came in time (the caller then treats the connection as lost and drops it). */
+static PGresult *db_wait_result(struct db *db)
+{
+    if (db->no_reply)
+        return NULL;
+    while (PQisBusy(db->conn)) {
+        struct pollfd p = {.fd = PQsocket(db->conn), .events = POLLIN};
+        int timeout_ms = -1;
+        if (db->reply_deadline_us > 0) {
+            int64_t left = (db->reply_deadline_us - clock_mono_us() + 999) / 1000;
+            timeout_ms = left > 0 ? (int)(left < INT32_MAX ? left : INT32_MAX) : 0;
+        }
+        int n = poll(&p, 1, timeout_ms);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0) {
+            db->no_reply = true;
+            return NULL;
+        }
+        /* A broken connection: PQgetResult below says so. */
+        if (n < 0 || PQconsumeInput(db->conn) != 1)
+            break;
+    }
+    return PQgetResult(db->conn);
+}
+
+/* What PQexec returns (its last result, or the first error), each reply within the call's bound;
+ * sent is PQsend*'s answer. NULL when nothing came in time, or nothing could be sent. */
+static PGresult *db_collect(struct db *db, int sent)
+{
+    PGresult *keep = NULL, *x;
+
+    if (sent != 1)
+        return NULL;
+    while ((x = db_wait_result(db)) != NULL) {
+        if (keep != NULL && PQresultStatus(keep) == PGRES_FATAL_ERROR) {
+            PQclear(x);
+            continue;
+        }
+        PQclear(keep);
+        keep = x;
+    }
+    if (db->no_reply) {
+        PQclear(keep);
+        return NULL;
+    }
+    return keep;
 }
 
 /* Remembers a lost or refused connection; the first one of an outage names it. db->cur_stmt
@@ -273,10 +346,19 @@ static enum og_status db_result_error(struct db *db, PGresult *res, struct og_er
 {
     const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     const char *msg = res != NULL ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-    bool lost = PQstatus(db->conn) != CONNECTION_OK;
+    bool lost = PQstatus(db->conn) != CONNECTION_OK || db->no_reply;
     bool retriable = lost || db_sqlstate_retriable(state);
+    char no_reply[160];
     enum og_status st;
 
+    if (db->no_reply) {
+        snprintf(no_reply, sizeof(no_reply),
+                 "no reply from the server within %d ms (database.statement_timeout_ms + %d ms): "
+                 "connection dropped",
+                 db->session.statement_timeout_ms, DB_REPLY_SLACK_MS);
+        msg = no_reply;
+        state = NULL;
+    }
     if (msg == NULL)
         msg = PQerrorMessage(db->conn);
     st = og_error_set(
@@ -420,7 +502,7 @@ static enum og_status db_prepare(struct db *db, const struct db_stmt *stmt, stru
             return OG_OK;
     if (db->nprepared == DB_MAX_PREPARED)
         return og_error_set(err, OG_ERR_INTERNAL, false, "too many prepared statements");
-    res = PQprepare(db->conn, stmt->name, stmt->sql, stmt->nparams, NULL);
+    res = db_collect(db, PQsendPrepare(db->conn, stmt->name, stmt->sql, stmt->nparams, NULL));
     if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
         st = db_result_error(db, res, err);
     else
@@ -477,9 +559,10 @@ static PGresult *db_run_bounded(struct db *db, const struct db_stmt *stmt,
     int stage = 0; /* 0: the bounds' results, 1: the statement's, 2: the Sync */
 
     if (PQtransactionStatus(db->conn) != PQTRANS_IDLE || !db_bounds_text(db, lock, stm, bp))
-        return named
-                   ? PQexecPrepared(db->conn, stmt->name, stmt->nparams, params, NULL, NULL, 0)
-                   : PQexecParams(db->conn, stmt->sql, stmt->nparams, NULL, params, NULL, NULL, 0);
+        return db_collect(db, named ? PQsendQueryPrepared(db->conn, stmt->name, stmt->nparams,
+                                                          params, NULL, NULL, 0)
+                                    : PQsendQueryParams(db->conn, stmt->sql, stmt->nparams, NULL,
+                                                        params, NULL, NULL, 0));
     if (PQenterPipelineMode(db->conn) != 1)
         return NULL;
     if (PQsendQueryParams(db->conn, db_sql_local_bounds, 4, NULL, bp, NULL, NULL, 0) != 1 ||
@@ -491,7 +574,13 @@ static PGresult *db_run_bounded(struct db *db, const struct db_stmt *stmt,
         return NULL;
     }
     while (stage <= 2) {
-        x = PQgetResult(db->conn);
+        x = db_wait_result(db);
+        if (x == NULL && db->no_reply) {
+            /* Silent past the bound: the pipeline is abandoned with the connection. */
+            PQclear(keep);
+            *reset = true;
+            return NULL;
+        }
         if (x == NULL) {
             /* NULL ends one query's results; a broken connection gives nothing more. */
             if (PQstatus(db->conn) != CONNECTION_OK || stage == 2)
@@ -553,6 +642,7 @@ enum og_status db_run(struct db *db, const struct db_stmt *stmt, const char *con
     db_hook(db, true);
     db->cur_stmt = stmt->name;
     st = db_open(db, err);
+    db_reply_arm(db);
     if (st == OG_OK && !db->session.transaction_pool) {
         st = db_prepare(db, stmt, err);
         if (st != OG_OK && err != NULL && (strcmp(err->sqlstate, "42P05") == 0)) {
@@ -609,7 +699,8 @@ enum og_status db_exec(struct db *db, const char *sql, struct og_error *err)
     if (st != OG_OK)
         goto out;
     bool was_idle = PQtransactionStatus(db->conn) == PQTRANS_IDLE;
-    r = PQexec(db->conn, sql);
+    db_reply_arm(db);
+    r = db_collect(db, PQsendQuery(db->conn, sql));
     if (r == NULL ||
         (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK))
         st = db_result_error(db, r, err);
@@ -619,7 +710,8 @@ enum og_status db_exec(struct db *db, const char *sql, struct og_error *err)
     const char *bp[4];
     if (st == OG_OK && was_idle && PQtransactionStatus(db->conn) == PQTRANS_INTRANS &&
         db_bounds_text(db, lock, stm, bp)) {
-        r = PQexecParams(db->conn, db_sql_local_bounds, 4, NULL, bp, NULL, NULL, 0);
+        r = db_collect(
+            db, PQsendQueryParams(db->conn, db_sql_local_bounds, 4, NULL, bp, NULL, NULL, 0));
         if (r == NULL || PQresultStatus(r) != PGRES_TUPLES_OK)
             st = db_result_error(db, r, err);
         PQclear(r);

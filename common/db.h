@@ -68,6 +68,12 @@ typedef void (*db_call_hook)(void *arg, bool begin);
 #define DB_KEEPALIVES_INTERVAL "5"
 #define DB_KEEPALIVES_COUNT    "3"
 #define DB_TCP_USER_TIMEOUT_MS "20000"
+/* A call waits for the server's reply at most database.statement_timeout_ms + this long (not at
+ * all bounded when the statement timeout is 0): past it the connection is taken as lost, dropped,
+ * and the call fails transiently (08006), so db_call repeats it on a new connection. This bounds
+ * a server that keeps the TCP connection up and stops answering, which keepalives and
+ * tcp_user_timeout cannot see (a proxy or pooler in front acknowledges for it). */
+#define DB_REPLY_SLACK_MS 10000
 
 struct db;
 

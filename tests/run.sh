@@ -52,7 +52,7 @@ debs=(build-essential cmake ninja-build pkg-config git clang-format
 [ $quick = 1 ] ||
     debs+=(postgresql-15 postgresql-client-15 kcat openssl clang libclang-rt-14-dev
            openjdk-17-jdk-headless maven python3 python3-yaml python3-psycopg2 systemd prometheus
-           pgbouncer chromium chromium-driver python3-venv)
+           pgbouncer chromium chromium-driver python3-venv golang-go)
 missing=()
 for p in "${debs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -61,6 +61,8 @@ done
 # Debian's packages serves as well.
 if command -v javac >/dev/null; then missing=("${missing[@]/openjdk-17-jdk-headless}"); fi
 if command -v mvn >/dev/null; then missing=("${missing[@]/maven}"); fi
+# A Go toolchain installed outside Debian's packages builds Toxiproxy as well.
+if command -v go >/dev/null; then missing=("${missing[@]/golang-go}"); fi
 read -r -a missing <<<"${missing[*]:-}"
 if [ ${#missing[@]} -gt 0 ]; then
     step "installing ${missing[*]}"
@@ -125,6 +127,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+# Toxiproxy for the chaos drill (ctest drill_chaos, label chaos), built once into the cache with
+# the Go toolchain; a build that fails here makes that test fail (it tries again), never skip.
+step "Toxiproxy for the chaos drill (cached)"
+deploy/local/toxiproxy.sh install >/dev/null ||
+    echo "run.sh: deploy/local/toxiproxy.sh install failed: drill_chaos will fail" >&2
 if [ "${ORDERGATE_USE_EXISTING:-0}" != 1 ]; then
     step "fetching Kafka jars (cached)"
     deploy/local/services.sh fetch

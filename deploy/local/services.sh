@@ -62,6 +62,12 @@
 #                         that clients really share them
 #   ORDERGATE_PG_PORT     TCP port for PostgreSQL on 127.0.0.1; default: a free one
 #   ORDERGATE_KAFKA_PORT  PLAINTEXT port for Kafka on 127.0.0.1; default: a free one
+#   ORDERGATE_KAFKA_ADVERTISED_PORT  the port the single broker advertises for its PLAINTEXT
+#                         listener instead of its own: a TCP proxy's on 127.0.0.1 (Toxiproxy,
+#                         tests/drill/chaos.sh) that forwards to ORDERGATE_KAFKA_PORT, so clients
+#                         that reconnect to the address the broker advertises stay behind the
+#                         proxy; the proxy must exist for clients to reach the broker at all.
+#                         Default: the broker's own port
 #   ORDERGATE_KAFKA_TLS   1: the broker also gets a SASL_SSL listener (SCRAM-SHA-512 users,
 #                         a throwaway CA and broker certificate in the state directory);
 #                         default 0 (PLAINTEXT only)
@@ -817,7 +823,7 @@ EOF
 
 kafka_write_config() { # $1 = broker port, $2 = controller port, $3 = SASL_SSL port or ""
     local listeners="PLAINTEXT://127.0.0.1:$1,CONTROLLER://127.0.0.1:$2"
-    local advertised="PLAINTEXT://127.0.0.1:$1"
+    local advertised="PLAINTEXT://127.0.0.1:${ORDERGATE_KAFKA_ADVERTISED_PORT:-$1}"
     local protocols="CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
     if [[ -n $3 ]]; then
         listeners+=",SASL_SSL://127.0.0.1:$3"

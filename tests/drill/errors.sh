@@ -8,7 +8,9 @@
 #      (the drill's own Kafka clients read the configuration's kafka.properties), no
 #      configuration directory left in TMPDIR;
 #   2. a database that does not exist: exit 1, one line that says so;
-#   3. options that do not go together, or a malformed one: exit 2 (usage), nothing placed.
+#   3. options that do not go together, or a malformed one: exit 2 (usage), nothing placed;
+#   4. a bad --faults plan: exit 2, one line naming the file and line, nothing placed and no
+#      fault's command run.
 set -euo pipefail
 build=$1
 db="og_drill_errors_$$"
@@ -63,4 +65,29 @@ drill drill --db "dbname=$db" --currencies EUR,EUR
 drill drill --db "dbname=$db" --parts-ratio 0.6 --charge-ratio 0.5
 [ "$rc" = 2 ] || { cat "$work/err" >&2; fail "--parts-ratio + --charge-ratio > 1: exit $rc, expected 2"; }
 [ "$(orders)" = "$before" ] || fail "money options refused: orders placed"
-echo "errors.sh: ok (one line each; exit 1, 1, 2, 2, 2, 2)"
+# A bad fault plan: refused before anything changes. The good first fault's apply would leave
+# a file behind.
+plan_case() { # $1 = what, $2 = the bad block, $3 = the line expected in the message
+    {
+        printf '# a plan\n[ok]\nstart = 1s\nduration = 2s\napply = touch %s\nclear = true\n' "$work/applied"
+        printf '%b' "$2"
+    } >"$work/plan"
+    drill drill --db "dbname=$db" --orders 20 --faults "$work/plan"
+    [ "$rc" = 2 ] || { cat "$work/err" >&2; fail "plan $1: exit $rc, expected 2"; }
+    [ "$(errors | wc -l)" = 1 ] && errors | grep -q "^ordergatectl drill: --faults: $work/plan:$3: " ||
+        { cat "$work/err" >&2; fail "plan $1: not one line naming $work/plan:$3"; }
+    [ ! -e "$work/applied" ] || fail "plan $1: a fault was applied"
+}
+plan_case "unknown key" '[b]\nstart = 1s\nlasts = 2s\n' 9
+plan_case "bad duration" '[b]\nstart = 1s\nduration = 2h\n' 9
+plan_case "no clear" '[b]\nstart = 1s\nduration = 2s\napply = true\n' 7
+plan_case "name twice" '[ok]\n' 7
+printf 'start = 1s\n' >"$work/plan"
+drill drill --db "dbname=$db" --orders 20 --faults "$work/plan"
+[ "$rc" = 2 ] && errors | grep -q -- "--faults: $work/plan:1: expected \[name\]" ||
+    { cat "$work/err" >&2; fail "plan without a name: exit $rc, expected 2 naming line 1"; }
+[ "$(orders)" = "$before" ] || fail "bad plans: orders placed"
+drill drill --db "dbname=$db" --orders 20 --faults "$work/none.plan"
+[ "$rc" = 2 ] && errors | grep -q -- "--faults: $work/none.plan: No such file" ||
+    { cat "$work/err" >&2; fail "missing plan: exit $rc, expected 2 naming it"; }
+echo "errors.sh: ok (one line each; exit 1, 1, 2, 2, 2, 2; bad plans 2)"

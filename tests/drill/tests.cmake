@@ -48,6 +48,14 @@ set_tests_properties(drill_pgbouncer PROPERTIES
 add_test(NAME drill_failover COMMAND ${CMAKE_CURRENT_LIST_DIR}/failover.sh ${PROJECT_BINARY_DIR})
 set_tests_properties(drill_failover PROPERTIES
                      FIXTURES_REQUIRED kafka LABELS "kafka;drill;failover" TIMEOUT 600)
+# Toxiproxy between every program and PostgreSQL and the broker (a broker of its own that
+# advertises the proxy's port); the fault plan tests/drill/faults/ci.plan loses the broker for
+# 8 s, silences the database for 32 s (longer than every bound of a call) and resets connections
+# as claims and commits come back; 2000 orders due over 80 s, about 2 minutes. The large run:
+# chaos.sh BUILD_DIR --long (tests/drill/faults/local.plan).
+add_test(NAME drill_chaos COMMAND ${CMAKE_CURRENT_LIST_DIR}/chaos.sh ${PROJECT_BINARY_DIR})
+set_tests_properties(drill_chaos PROPERTIES
+                     FIXTURES_REQUIRED db LABELS "kafka;drill;chaos" TIMEOUT 420)
 # Three brokers (replication factor 3, min.insync.replicas 2, services.sh with
 # ORDERGATE_KAFKA_NODES=3) lose the delay topics' leader to SIGKILL in the middle of the race, then
 # the two nodes that do not coordinate the group for 10 s (the consumers are fenced and must join

@@ -3,6 +3,7 @@
  * with their SQLSTATE and retriability, and every session is bounded (lock and
  * statement timeouts, TCP keepalives). */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "common/clock.h"
 #include "common/db.h"
 #include "support/testdb.h"
 
@@ -173,6 +175,53 @@ static void test_session_bounds(void **state)
     testdb_drop(&t);
 }
 
+/* A server that keeps the connection up and stops answering (its backend stopped here; behind
+ * a proxy or pooler a database host gone silent looks the same, and keepalives and
+ * tcp_user_timeout see nothing, the kernel acknowledging every byte): a call, in a pipeline or
+ * in a transaction (its COMMIT), fails within database.statement_timeout_ms + DB_REPLY_SLACK_MS
+ * as a lost connection (08006, retriable), and the connection is dropped. */
+static void test_silent_server(void **state)
+{
+    struct testdb t;
+    struct db_retry retry = {.max_attempts = 1, .base_ms = 1, .cap_ms = 2};
+    struct db_session session = {.lock_timeout_ms = 300, .statement_timeout_ms = 500};
+    struct og_error err = {0};
+    struct db *db;
+    int pid;
+    int64_t t0, ms;
+
+    (void)state;
+    testdb_create(&t, "groundsilent");
+    db = db_new(t.conninfo, NULL, "test_pg_ground", &retry, NULL);
+    assert_non_null(db);
+    assert_int_equal(db_set_session(db, &session, &err), OG_OK);
+    for (int commit = 0; commit < 2; commit++) {
+        assert_int_equal(db_call(db, &stmt_show, NULL, NULL, &err), OG_OK);
+        if (commit)
+            assert_int_equal(db_exec(db, "BEGIN", &err), OG_OK);
+        pid = PQbackendPID(db_conn(db));
+        assert_true(pid > 0);
+        assert_int_equal(kill(pid, SIGSTOP), 0);
+        t0 = clock_mono_ms();
+        if (commit)
+            assert_int_equal(db_exec(db, "COMMIT", &err), OG_ERR_DB);
+        else
+            assert_int_equal(db_call(db, &stmt_show, NULL, NULL, &err), OG_ERR_DB);
+        ms = clock_mono_ms() - t0;
+        assert_int_equal(kill(pid, SIGCONT), 0);
+        assert_true(err.retriable);
+        assert_string_equal(err.sqlstate, "08006");
+        assert_non_null(strstr(err.msg, "database.statement_timeout_ms"));
+        assert_null(db_conn(db));
+        assert_true(ms >= 500 + DB_REPLY_SLACK_MS - 100);
+        assert_true(ms < 500 + DB_REPLY_SLACK_MS + 5000);
+    }
+    /* The next call connects again. */
+    assert_int_equal(db_call(db, &stmt_show, NULL, NULL, &err), OG_OK);
+    db_free(db);
+    testdb_drop(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -180,6 +229,7 @@ int main(void)
         cmocka_unit_test(test_db_call_errors),
         cmocka_unit_test(test_unreachable_is_retriable),
         cmocka_unit_test(test_session_bounds),
+        cmocka_unit_test(test_silent_server),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

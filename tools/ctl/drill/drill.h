@@ -13,6 +13,8 @@
  *   race.c      payments, holds and closes; waiting for the triggers (drill_race_*)
  *   ledger.c    every answer against the final state, reconcile, the relays (drill_ledger_*)
  *   report.c    progress and findings on stderr, the report and its text (drill_report_*)
+ *   faults.c    --faults: the plan, its commands at their times, each fault's lateness
+ *               (drill_faults_*)
  *
  * Errors: a function that can fail returns enum og_status and fills a struct og_error
  * (common/error.h); it prints nothing. run.c hands the first failure to ordergatectl's main,
@@ -24,6 +26,8 @@
 #include <jansson.h>
 #include <librdkafka/rdkafka.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,6 +49,8 @@
 /* A charge's bound: the order is protected this long after the charge begins (begin_charge's
  * max_seconds); the charge ends well within it (plan.c). */
 #define DRILL_CHARGE_SECONDS 5
+/* --faults: at most this many faults in a plan. */
+#define DRILL_MAX_FAULTS 32
 
 /* The options (options.c). */
 struct drill_opts {
@@ -120,6 +126,18 @@ struct drill_order {
     enum order_status final_status; /* ledger.c */
 };
 
+/* One fault of a --faults plan (faults.c): start and duration relative to T; what the thread
+ * did (applied_ms, cleared_ms: wall clock; exit statuses of the commands). */
+struct drill_fault {
+    char name[64];
+    int line; /* of its [name] in the plan */
+    int64_t start_ms, duration_ms;
+    char *apply, *clear;
+    unsigned applied : 1, cleared : 1;
+    int64_t applied_ms, cleared_ms;
+    int apply_status, clear_status;
+};
+
 enum drill_action_kind {
     DRILL_ACT_HOLD,
     DRILL_ACT_PAY,
@@ -179,6 +197,14 @@ struct drill {
     int remind_set;
     long reminders_total, reminders_sent, reminders_skipped, reminders_pending;
     int scanner_status;
+    /* --faults (faults.c): the plan, and its thread, which alone writes the faults' records
+     * until faults_done is raised. */
+    const char *faults_path;
+    struct drill_fault *faults;
+    int nfaults;
+    pthread_t faults_tid;
+    int faults_running;
+    volatile sig_atomic_t faults_stop, faults_done;
     long violations;
     long ledger_violations;
     json_t *reconcile;
@@ -326,5 +352,24 @@ json_t *drill_report_make(const struct drill *d, struct db *db, const struct dri
                           double seconds);
 /* The report as text, from the object --json prints. */
 void drill_report_text(const json_t *r, FILE *out);
+
+/* ---- faults.c --------------------------------------------------------------------------- */
+
+/* Reads the plan at path into d->faults; OG_ERR_ARG naming the file and line of the first
+ * error (nothing kept then). */
+enum og_status drill_faults_load(struct drill *d, const char *path, struct og_error *err);
+void drill_faults_free(struct drill *d);
+/* Once T is known: the thread that applies and clears each fault at its time. */
+enum og_status drill_faults_start(struct drill *d, struct og_error *err);
+/* Asks the thread to stop, clears every fault applied and not cleared, joins it. Idempotent. */
+void drill_faults_stop(struct drill *d);
+/* Wall-clock end of the plan's last fault as planned (0 without a plan). */
+int64_t drill_faults_last_end_ms(const struct drill *d);
+/* Apply or clear commands that failed. */
+int drill_faults_failed(const struct drill *d);
+/* The report's "faults": each fault's times and the lateness of the orders due during it and
+ * in the 30 s after, and how long until lateness was normal again. */
+json_t *drill_faults_report(const struct drill *d, struct db *db);
+void drill_faults_text(const json_t *r, FILE *out);
 
 #endif

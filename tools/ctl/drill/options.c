@@ -53,6 +53,10 @@ const struct opt drill_options[] = {
      "with --schedule-in-db: payment reminders at these offsets in seconds before each deadline, "
      "the setting reminder_before_seconds for the drill's time (3,1; '' for none)",
      NULL, 0, 0},
+    {"faults", "PLAN", OPT_ARG,
+     "apply and clear the faults of this plan at their times after T, and report what each did "
+     "to lateness (docs/ordergatectl.md)",
+     NULL, 0, 0},
     {"bin-dir", "DIR", OPT_ARG, "where ordergate-consumer and ordergate-scanner are", NULL, 0, 0},
     {NULL, NULL, 0, NULL, NULL, 0, 0},
 };

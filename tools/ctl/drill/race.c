@@ -221,6 +221,13 @@ static void *drill_race_worker(void *arg)
         drill_report_finding("payer %d: %s", w->index, err.msg);
         return NULL;
     }
+    /* A payer is an order service: its calls have the services' bounds, so that a database
+     * that stops answering (--faults) fails a call, which db_call repeats, instead of holding
+     * the payer for ever. */
+    {
+        struct db_session bounded = cfg_db_session(d->cfg);
+        db_set_session(db, &bounded, NULL);
+    }
     for (long a = 0; a < d->nactions && !signals_stop; a++) {
         const struct drill_action *act = &d->actions[a];
         struct drill_order *o = &d->orders[act->order];
@@ -322,6 +329,9 @@ static void drill_race_wait(struct drill *d, struct db *db)
         if (d->orders[i].deadline && d->orders[i].deadline_to_ms > last_action)
             last_action = d->orders[i].deadline_to_ms;
     }
+    /* A plan's faults run to their end and the 30 s after it, whose lateness the report gives. */
+    if (d->nfaults > 0 && drill_faults_last_end_ms(d) + 30000 > last_action)
+        last_action = drill_faults_last_end_ms(d) + 30000;
     deadline = last_action + (int64_t)d->o.settle_s * 1000;
     while (!signals_stop && clock_wall_ms() < deadline) {
         int64_t now = clock_wall_ms();
@@ -346,7 +356,7 @@ static void drill_race_wait(struct drill *d, struct db *db)
             }
             if (left == 0 && unpublished == 0 && group != NULL)
                 lag = drill_kafka_lag(d, group);
-            if (left == 0 && unpublished == 0 && (group == NULL || lag == 0))
+            if (left == 0 && unpublished == 0 && (group == NULL || lag == 0) && d->faults_done)
                 break;
         }
         if (now - last_report >= 2000) {
@@ -392,8 +402,20 @@ enum og_status drill_race_run(struct drill *d, struct db *db, struct og_error *e
         started++;
     }
     if (st == OG_OK)
+        st = drill_faults_start(d, err);
+    if (st == OG_OK) {
+        /* The race's own looks are bounded as the services' calls are (a fault may silence the
+         * database); the reads after it are the drill's own again. */
+        struct db_session bounded = cfg_db_session(d->cfg), unbounded = bounded;
+        unbounded.lock_timeout_ms = unbounded.statement_timeout_ms = 0;
+        db_set_session(db, &bounded, NULL);
         drill_race_wait(d, db);
+        db_set_session(db, &unbounded, NULL);
+    } else {
+        signals_stop = 1;
+    }
     for (int t = 0; t < started; t++)
         pthread_join(tids[t], NULL);
+    drill_faults_stop(d);
     return st;
 }

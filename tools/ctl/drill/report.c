@@ -140,6 +140,8 @@ json_t *drill_report_make(const struct drill *d, struct db *db, const struct dri
     ctl_json_set(j, "seconds", json_real(seconds));
     ctl_json_set(j, "lateness_consumer", drill_report_lateness(db, d->prefix, "timeout_consumer"));
     ctl_json_set(j, "lateness_scanner", drill_report_lateness(db, d->prefix, "timeout_scanner"));
+    if (d->nfaults > 0)
+        ctl_json_set(j, "faults", drill_faults_report(d, db));
     ctl_json_set(j, "reconcile", d->reconcile ? json_incref(d->reconcile) : json_null());
     return j;
 }
@@ -235,6 +237,7 @@ void drill_report_text(const json_t *r, FILE *out)
     }
     drill_report_text_lateness(out, "consumer", json_object_get(r, "lateness_consumer"));
     drill_report_text_lateness(out, "scanner", json_object_get(r, "lateness_scanner"));
+    drill_faults_text(json_object_get(r, "faults"), out);
     fprintf(out, "  reconciliation violations %ld, ledger violations %ld\n", total - ledger,
             ledger);
     fprintf(out, "  VIOLATIONS %ld: %s\n", total,

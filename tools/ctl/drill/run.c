@@ -224,12 +224,18 @@ static enum og_status drill_run(struct ctl *ctl, const struct opt_args *a, json_
     drill_options_defaults(&d.o);
     if (drill_options_parse(&d.o, a, err) != OG_OK)
         return err->status;
+    /* A bad plan is usage: refused before the drill changes anything. */
+    if ((d.faults_path = opt_arg(a, "faults")) != NULL &&
+        drill_faults_load(&d, d.faults_path, err) != OG_OK)
+        return err->status;
     t0 = clock_mono_ms();
     d.start_ms = clock_wall_ms();
     d.t_ms = d.start_ms;
     drill_run_names(&d);
-    if (drill_children_find(&d, err) != OG_OK)
+    if (drill_children_find(&d, err) != OG_OK) {
+        drill_faults_free(&d);
         return err->status;
+    }
     drill_run_signals_install(old_signals);
     st = drill_setup_db(&d, "ordergatectl-drill", &db, err);
     if (st == OG_OK)
@@ -255,11 +261,16 @@ static enum og_status drill_run(struct ctl *ctl, const struct opt_args *a, json_
     if (d.violations + d.ledger_violations > 0)
         st = og_error_set(err, OG_ERR_INTERNAL, false, "%ld violations: the gate did not hold",
                           d.violations + d.ledger_violations);
+    else if (drill_faults_failed(&d) > 0)
+        st = og_error_set(err, OG_ERR_INTERNAL, false,
+                          "--faults: %d faults' commands failed (the report says which)",
+                          drill_faults_failed(&d));
 out:
     /* A drill that could not complete exits 1 (its --help), a bad setting met on the way
      * included: only its options and its programs are checked as usage (exit 2). */
     if (st == OG_ERR_ARG || st == OG_ERR_CONFIG)
         st = err->status = OG_ERR_INTERNAL;
+    drill_faults_stop(&d);
     drill_children_kill(&d);
     if (drill_sched_restore(&d, db, &restore_err) != OG_OK)
         drill_report_finding("%s", restore_err.msg);
@@ -269,6 +280,7 @@ out:
     if (producer != NULL)
         rd_kafka_destroy(producer);
     json_decref(d.reconcile);
+    drill_faults_free(&d);
     free(d.orders);
     free(d.actions);
     db_free(db);

@@ -1,6 +1,7 @@
 #include "common/db.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,9 @@ struct db {
     void *hook_arg;
     db_connect_hook on_connect;
     void *on_connect_arg;
+    db_wait_hook on_wait; /* db_set_wait_hook; NULL: libpq blocks in PQgetResult */
+    void *on_wait_arg;
+    int wait_every_ms;
     const char *local_name, *local_value; /* db_set_local; NULL: none */
     const char *cur_stmt;                 /* the statement db_run is running, for db_outage_note */
     /* A connection lost or refused, not yet reported (db_outage_note, db_outage_report). */
@@ -435,6 +439,37 @@ void db_set_local(struct db *db, const char *name, const char *value)
     db->local_value = name != NULL ? value : NULL;
 }
 
+void db_set_wait_hook(struct db *db, db_wait_hook fn, void *arg, int every_ms)
+{
+    db->on_wait = fn;
+    db->on_wait_arg = arg;
+    db->wait_every_ms = every_ms < 1 ? 1 : every_ms > 1000 ? 1000 : every_ms;
+}
+
+/* With a wait hook: until libpq has the next result in hand, waits for the socket in slices of
+ * wait_every_ms and calls the hook between them. Returns when a result can be read without
+ * blocking or the connection failed (PQgetResult then says how): the hook runs first, then
+ * each slice without an answer. The overall wait is bounded as
+ * PQgetResult's would be, by the server's statement_timeout and the connection's keepalives. */
+static void db_wait_result(struct db *db)
+{
+    if (db->on_wait == NULL)
+        return;
+    while (PQisBusy(db->conn)) {
+        struct pollfd p = {.fd = PQsocket(db->conn), .events = POLLIN};
+        int r;
+
+        if (p.fd < 0)
+            return;
+        db->on_wait(db->on_wait_arg);
+        r = poll(&p, 1, db->wait_every_ms);
+        if (r < 0 && errno != EINTR)
+            return;
+        if (r > 0 && PQconsumeInput(db->conn) != 1)
+            return;
+    }
+}
+
 /* The parameters of db_sql_local_bounds: the bounds as set_config values ("5000ms"), NULL for
  * a bound left to the server, then db_set_local's name and value (NULL: none). False when
  * there is nothing to set. */
@@ -491,6 +526,7 @@ static PGresult *db_run_bounded(struct db *db, const struct db_stmt *stmt,
         return NULL;
     }
     while (stage <= 2) {
+        db_wait_result(db);
         x = PQgetResult(db->conn);
         if (x == NULL) {
             /* NULL ends one query's results; a broken connection gives nothing more. */

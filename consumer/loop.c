@@ -63,6 +63,7 @@ static void loop_dead_letter(struct consumer *c, const rd_kafka_message_t *m, co
                              enum loop_topic kind, const struct og_error *why);
 static char *loop_copy(const void *data, size_t len, size_t max, size_t *out_len);
 static void loop_flush(struct consumer *c, bool intake);
+static void loop_log_in_hand(const struct batch_entry *e, int64_t fetched_ms, const char *via);
 static void loop_intake(void *arg);
 static void loop_intake_message(struct consumer *c, rd_kafka_message_t *m);
 static bool loop_intake_holds(const struct consumer *c, const char *topic, int32_t partition);
@@ -277,7 +278,22 @@ static bool loop_take(void *arg, const char *topic, int32_t partition, const str
     memcpy(e->order_no, w->cancel.order_no, sizeof(e->order_no));
     e->due_ms = w->due_ms;
     e->reminder_offset = w->cancel.reminder_offset;
+    loop_log_in_hand(e, w->fetched_ms, "window");
     return true;
+}
+
+/* Where a cancel's lateness comes from, one debug line per cancel as it joins the batch: when its
+ * message was polled and when it joined, each against its due time (negative: before it). A tail
+ * with fetched_vs_due_ms > 0 came late from the broker (a refetch after a resume, the producer);
+ * one with joined much later than fetched waited for the loop (the claim in flight before it). */
+static void loop_log_in_hand(const struct batch_entry *e, int64_t fetched_ms, const char *via)
+{
+    if (!log_enabled(LOG_LVL_DEBUG))
+        return;
+    log_debug("cancel_in_hand",
+              "order_no=%s via=%s due_ms=%" PRId64 " fetched_vs_due_ms=%" PRId64
+              " joined_vs_due_ms=%" PRId64,
+              e->order_no, via, e->due_ms, fetched_ms - e->due_ms, clock_wall_ms() - e->due_ms);
 }
 
 /* The window's part of a message's fate; true when it decided (the message waits in the window,
@@ -296,7 +312,7 @@ static bool loop_window(struct consumer *c, const rd_kafka_message_t *m, const c
         return false;
     behind = window_busy(c->window, topic, m->partition);
     if (holdable && (behind || due > now)) {
-        switch (window_put(c->window, topic, m->partition, m->offset, due, cancel)) {
+        switch (window_put(c->window, topic, m->partition, m->offset, due, now, cancel)) {
         case WINDOW_HELD:
             return true;
         case WINDOW_NOMEM:
@@ -435,6 +451,7 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
             memcpy(e->order_no, cancel.order_no, sizeof(e->order_no));
             e->due_ms = due;
             e->reminder_offset = cancel.reminder_offset;
+            loop_log_in_hand(e, now, "direct");
         }
     }
     if (batch_full(&c->commit.batch))
@@ -574,7 +591,7 @@ static void loop_intake_message(struct consumer *c, rd_kafka_message_t *m)
                 cancel.due_ms += 1; /* as loop_message: never before its due time */
             int64_t due = loop_due(c, topic, m, &cancel, now);
             if (due - now <= CONSUMER_WINDOW_LEAD_MS) {
-                switch (window_put(c->window, topic, m->partition, m->offset, due, &cancel)) {
+                switch (window_put(c->window, topic, m->partition, m->offset, due, now, &cancel)) {
                 case WINDOW_HELD:
                     c->kafka_ok = true;
                     metric_inc(consumed, 1);

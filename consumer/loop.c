@@ -30,6 +30,10 @@
 #define LOOP_SHUTDOWN_RELAY_MS  7500   /* the outbox relay thread joined */
 #define LOOP_SHUTDOWN_MS        8000   /* the producer flushed */
 #define LOOP_STATS_INTERVAL     "5000" /* librdkafka statistics, for broker reachability */
+/* The debug line of a late cancel (loop_log_in_hand): later than this, at most this many a second.
+ */
+#define LOOP_LATE_LOG_MS    50
+#define LOOP_LATE_LOG_PER_S 100
 
 /* What a subscribed topic carries. */
 enum loop_topic { LOOP_TOPIC_DELAY, LOOP_TOPIC_PAYMENTS, LOOP_TOPIC_REFUNDS };
@@ -282,18 +286,37 @@ static bool loop_take(void *arg, const char *topic, int32_t partition, const str
     return true;
 }
 
-/* Where a cancel's lateness comes from, one debug line per cancel as it joins the batch: when its
- * message was polled and when it joined, each against its due time (negative: before it). A tail
- * with fetched_vs_due_ms > 0 came late from the broker (a refetch after a resume, the producer);
- * one with joined much later than fetched waited for the loop (the claim in flight before it). */
+/* Where a cancel's lateness comes from, one debug line per cancel that joins the batch more than
+ * LOOP_LATE_LOG_MS after its due time (at most LOOP_LATE_LOG_PER_S lines a second; the next line
+ * says how many were left out): when its message was polled and when it joined, each against its
+ * due time (negative: before it). A tail with fetched_vs_due_ms > 0 came late from the broker (a
+ * refetch after a resume, the producer); one that joined much later than it was fetched waited for
+ * the loop (the claim in flight before it). */
 static void loop_log_in_hand(const struct batch_entry *e, int64_t fetched_ms, const char *via)
 {
+    static int64_t second;
+    static long lines, left_out;
+    int64_t now;
+
     if (!log_enabled(LOG_LVL_DEBUG))
         return;
-    log_debug("cancel_in_hand",
+    now = clock_wall_ms();
+    if (now - e->due_ms <= LOOP_LATE_LOG_MS)
+        return;
+    if (now / 1000 != second) {
+        second = now / 1000;
+        lines = 0;
+    }
+    if (lines >= LOOP_LATE_LOG_PER_S) {
+        left_out++;
+        return;
+    }
+    lines++;
+    log_debug("cancel_late",
               "order_no=%s via=%s due_ms=%" PRId64 " fetched_vs_due_ms=%" PRId64
-              " joined_vs_due_ms=%" PRId64,
-              e->order_no, via, e->due_ms, fetched_ms - e->due_ms, clock_wall_ms() - e->due_ms);
+              " joined_vs_due_ms=%" PRId64 " left_out=%ld",
+              e->order_no, via, e->due_ms, fetched_ms - e->due_ms, now - e->due_ms, left_out);
+    left_out = 0;
 }
 
 /* The window's part of a message's fate; true when it decided (the message waits in the window,

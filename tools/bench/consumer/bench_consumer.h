@@ -115,7 +115,8 @@ struct burst_result {
     /* Each batch's claim call, from the consumers' batch_committed debug lines (claim_ms). */
     long claim_batches, claim_lines; /* batches that claimed; batch_committed lines in all */
     double claim_p50_ms, claim_p99_ms, claim_max_ms;
-    long violations; /* -1: not checked */
+    double claim_sum_ms; /* every claim call's wall time added up: the database busy with them */
+    long violations;     /* -1: not checked */
     char load[64], psi[32];
 };
 

@@ -240,8 +240,10 @@ static void burst_claim_times(const struct bench_prog *c, int nc, struct burst_r
         all = grown;
         b->claim_lines += lines > 0 ? lines : 0;
         for (size_t k = 0; k < nv; k++)
-            if (v[k] > 0)
+            if (v[k] > 0) {
                 all[n++] = v[k];
+                b->claim_sum_ms += v[k];
+            }
         free(v);
     }
     b->claim_batches = (long)n;
@@ -507,9 +509,11 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
         printf(
             "  claim batches: %ld, claim call p50 %.1f ms, p99 %.1f ms, max %.1f ms (every batch: "
             "claim_ms of the consumers' batch_committed debug lines, %ld lines; the metrics "
-            "counted %.0f batches)\n",
+            "counted %.0f batches); claims outstanding %.1f s of the %.2f s drain (%.1f %%, over "
+            "%d consumer(s): the rest is the database idle between one consumer's claims)\n",
             b->claim_batches, b->claim_p50_ms, b->claim_p99_ms, b->claim_max_ms, b->claim_lines,
-            b->batches);
+            b->batches, b->claim_sum_ms / 1000.0, b->drain_s,
+            b->drain_s > 0 ? 100.0 * b->claim_sum_ms / 1000.0 / b->drain_s / nc : 0, nc);
     else
         printf("  claim batches: no claim_ms in the consumers' %ld batch_committed lines (a "
                "consumer built before batch_committed carried it?)\n",

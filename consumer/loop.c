@@ -30,8 +30,7 @@
 #define LOOP_SHUTDOWN_RELAY_MS  7500   /* the outbox relay thread joined */
 #define LOOP_SHUTDOWN_MS        8000   /* the producer flushed */
 #define LOOP_STATS_INTERVAL     "5000" /* librdkafka statistics, for broker reachability */
-/* The debug line of a late cancel (loop_log_in_hand): later than this, at most this many a second.
- */
+/* A late cancel's debug line (loop_log_in_hand): later than this, at most this many a second. */
 #define LOOP_LATE_LOG_MS    50
 #define LOOP_LATE_LOG_PER_S 100
 

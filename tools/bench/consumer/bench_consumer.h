@@ -109,6 +109,7 @@ struct burst_result {
     double ceil_p99_ms;
     double reltuples, stats_rows; /* orders' reltuples and pg_stats rows at the due second */
     double consumer_cpu, backend_cpu, broker_cpu, wall_s; /* due second to drained */
+    double rss_max_mb; /* the largest consumer's VmRSS, sampled once a second while it drains */
     double wal_kb_per_order;
     double batches, batch_mean, db_mean_ms, not_due, busy;
     double place_s, place_max_ms; /* placement through place_order, when placed */

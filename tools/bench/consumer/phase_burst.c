@@ -401,7 +401,13 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
             }
             now = bench_mono_s();
             if (now >= next_line) {
-                bench_progress("burst t=+%.0fs cancelled %.0f of %ld", now - t_due, done, n);
+                for (int i = 0; i < nc; i++) {
+                    double rss = bench_proc_vm_mb(c[i].pid, "VmRSS:");
+                    if (rss > b->rss_max_mb)
+                        b->rss_max_mb = rss;
+                }
+                bench_progress("burst t=+%.0fs cancelled %.0f of %ld; consumer rss max %.1f MB",
+                               now - t_due, done, n, b->rss_max_mb);
                 next_line += 1;
             }
             if (clock_wall_ms() > give_up)
@@ -413,6 +419,11 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     b->wall_s = bench_mono_s() - t_due;
     b->drain_s = (double)(end_ms - due_ms) / 1000.0;
     b->rate = (double)n / b->drain_s;
+    for (int i = 0; i < nc; i++) {
+        double rss = bench_proc_vm_mb(c[i].pid, "VmRSS:");
+        if (rss > b->rss_max_mb)
+            b->rss_max_mb = rss;
+    }
     b->consumer_cpu = consumers_cpu(c, nc) - c0;
     b->backend_cpu = consumer_backends_cpu() - b0;
     b->broker_cpu = k0 >= 0 ? bench_proc_cpu_s(broker) - k0 : -1;
@@ -523,8 +534,10 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
                "orders/s, slowest call %.0f ms\n",
                n, o->burst_clients, b->place_s, (double)n / b->place_s, b->place_max_ms);
     printf("  cpu from the due second to drained (%.1f s): consumers %.1f s, their backends %.1f "
-           "s, broker %.1f s; WAL %.2f KB/order\n",
-           b->wall_s, b->consumer_cpu, b->backend_cpu, b->broker_cpu, b->wal_kb_per_order);
+           "s, broker %.1f s; WAL %.2f KB/order; consumer rss max %.1f MB (VmRSS, the largest "
+           "consumer, once a second)\n",
+           b->wall_s, b->consumer_cpu, b->backend_cpu, b->broker_cpu, b->wal_kb_per_order,
+           b->rss_max_mb);
     printf("  reconcile: %ld violations; load average %s, cpu pressure avg60 %s at the end\n",
            b->violations, b->load, b->psi);
     fflush(stdout);

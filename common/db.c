@@ -453,7 +453,9 @@ void db_set_wait_hook(struct db *db, db_wait_hook fn, void *arg, int every_ms)
  * PQgetResult's would be, by the server's statement_timeout and the connection's keepalives. */
 static void db_wait_result(struct db *db)
 {
-    if (db->on_wait == NULL)
+    /* Everything sent first (PQpipelineSync pushes it; a libpq that only buffers would leave the
+     * server waiting for what we wait on): PQgetResult would flush it, PQisBusy does not. */
+    if (db->on_wait == NULL || PQflush(db->conn) != 0)
         return;
     while (PQisBusy(db->conn)) {
         struct pollfd p = {.fd = PQsocket(db->conn), .events = POLLIN};

@@ -29,6 +29,9 @@ struct db {
     void *hook_arg;
     db_connect_hook on_connect;
     void *on_connect_arg;
+    db_wait_hook on_wait; /* db_set_wait_hook; NULL: db_wait_result polls without it */
+    void *on_wait_arg;
+    int wait_every_ms;
     const char *local_name, *local_value; /* db_set_local; NULL: none */
     const char *cur_stmt;                 /* the statement db_run is running, for db_outage_note */
     /* The wait for the reply of the call under way ends at this instant (clock_mono_us; 0: no
@@ -253,27 +256,42 @@ static void db_reply_arm(struct db *db)
 }
 
 /* PQgetResult within the call's bound: NULL with db->no_reply raised when nothing complete
- * came in time (the caller then treats the connection as lost and drops it). */
-static PGresult *db_wait_result(struct db *db)
+ * came in time (the caller then treats the connection as lost and drops it). With hook and a
+ * wait hook installed (db_set_wait_hook: the bounded pipeline path only) the wait is cut into
+ * slices of wait_every_ms, the hook run before each; the bound is the same. */
+static PGresult *db_wait_result(struct db *db, bool hook)
 {
     if (db->no_reply)
         return NULL;
+    /* Everything sent first: PQgetResult would flush what a pipeline left buffered, PQisBusy
+     * does not, and the server would wait on what we wait for. A failed flush is a broken
+     * connection, which PQgetResult reports. */
+    if (PQflush(db->conn) != 0)
+        return PQgetResult(db->conn);
     while (PQisBusy(db->conn)) {
         struct pollfd p = {.fd = PQsocket(db->conn), .events = POLLIN};
-        int timeout_ms = -1;
+        int timeout_ms = -1, n;
+
+        if (p.fd < 0)
+            break;
         if (db->reply_deadline_us > 0) {
             int64_t left = (db->reply_deadline_us - clock_mono_us() + 999) / 1000;
-            timeout_ms = left > 0 ? (int)(left < INT32_MAX ? left : INT32_MAX) : 0;
+            if (left <= 0) {
+                db->no_reply = true;
+                return NULL;
+            }
+            timeout_ms = left < INT32_MAX ? (int)left : INT32_MAX;
         }
-        int n = poll(&p, 1, timeout_ms);
+        if (hook && db->on_wait != NULL) {
+            db->on_wait(db->on_wait_arg);
+            if (timeout_ms < 0 || timeout_ms > db->wait_every_ms)
+                timeout_ms = db->wait_every_ms;
+        }
+        n = poll(&p, 1, timeout_ms);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n == 0) {
-            db->no_reply = true;
-            return NULL;
-        }
         /* A broken connection: PQgetResult below says so. */
-        if (n < 0 || PQconsumeInput(db->conn) != 1)
+        if (n < 0 || (n > 0 && PQconsumeInput(db->conn) != 1))
             break;
     }
     return PQgetResult(db->conn);
@@ -287,7 +305,7 @@ static PGresult *db_collect(struct db *db, int sent)
 
     if (sent != 1)
         return NULL;
-    while ((x = db_wait_result(db)) != NULL) {
+    while ((x = db_wait_result(db, false)) != NULL) {
         if (keep != NULL && PQresultStatus(keep) == PGRES_FATAL_ERROR) {
             PQclear(x);
             continue;
@@ -517,6 +535,13 @@ void db_set_local(struct db *db, const char *name, const char *value)
     db->local_value = name != NULL ? value : NULL;
 }
 
+void db_set_wait_hook(struct db *db, db_wait_hook fn, void *arg, int every_ms)
+{
+    db->on_wait = fn;
+    db->on_wait_arg = arg;
+    db->wait_every_ms = every_ms < 1 ? 1 : every_ms > 1000 ? 1000 : every_ms;
+}
+
 /* The parameters of db_sql_local_bounds: the bounds as set_config values ("5000ms"), NULL for
  * a bound left to the server, then db_set_local's name and value (NULL: none). False when
  * there is nothing to set. */
@@ -574,7 +599,7 @@ static PGresult *db_run_bounded(struct db *db, const struct db_stmt *stmt,
         return NULL;
     }
     while (stage <= 2) {
-        x = db_wait_result(db);
+        x = db_wait_result(db, true);
         if (x == NULL && db->no_reply) {
             /* Silent past the bound: the pipeline is abandoned with the connection. */
             PQclear(keep);

@@ -124,6 +124,16 @@ void db_forget_password(struct db *db);
 /* Installs (fn NULL: removes) the call hook. */
 void db_set_call_hook(struct db *db, db_call_hook fn, void *arg);
 
+/* Called while db_run waits for the server's answer to a statement sent in one pipeline (the
+ * bounded path: db_set_session gave bounds), at least every every_ms while the answer is
+ * outstanding and once right after the statement went out, from the calling thread: a caller's
+ * other work overlaps the round trip (the consumer takes in its next messages while a claim is
+ * in flight). The hook must be short and must not use db. The wait itself keeps its bounds (the
+ * statement_timeout, the keepalives); only how the thread spends it changes. */
+typedef void (*db_wait_hook)(void *arg);
+/* Installs (fn NULL: removes) the wait hook; every_ms 1..1000. */
+void db_set_wait_hook(struct db *db, db_wait_hook fn, void *arg, int every_ms);
+
 /* Called with each new connection right after it opened (db_connect and the reconnects of
  * db_call alike), from the calling thread: a caller's own per-connection setup
  * (common/hook_timing.h: a notice receiver). transaction_pool: the session's

@@ -137,7 +137,8 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
 
     c->sched = sched_new(CONSUMER_MIN_PAUSE_MS);
     c->window = window_new();
-    if (c->sched == NULL || c->window == NULL) {
+    c->intake = calloc(CONSUMER_INTAKE_MAX, sizeof(*c->intake));
+    if (c->sched == NULL || c->window == NULL || c->intake == NULL) {
         st = og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
         goto fail;
     }
@@ -212,6 +213,16 @@ void consumer_free(struct consumer *c)
         return;
     if (!relay_thread_stop(&c->relay, clock_mono_ms() + 1000))
         return;
+    /* Messages still in the intake queue (loop_shutdown hands them back first; a consumer
+     * that never ran has none) belong to the group member: before it goes. */
+    for (size_t i = 0; c->intake != NULL && i < c->intake_n; i++) {
+        rd_kafka_message_t *m = c->intake[(c->intake_head + i) % CONSUMER_INTAKE_MAX];
+        if (m != NULL)
+            rd_kafka_message_destroy(m);
+    }
+    c->intake_n = 0;
+    if (c->intake_rebalance != NULL)
+        rd_kafka_topic_partition_list_destroy(c->intake_rebalance);
     if (c->rk != NULL)
         rd_kafka_destroy(c->rk);
     if (c->producer != NULL) {
@@ -227,6 +238,7 @@ void consumer_free(struct consumer *c)
     db_free(c->db);
     sched_free(c->sched);
     window_free(c->window);
+    free(c->intake);
     kafka_topics_free(c->topics, c->ntopics);
     free(c);
 }

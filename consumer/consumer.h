@@ -48,6 +48,13 @@
  * resumed partition's fetch only with the broker's next fetch request); 3 s covers it. At 625
  * cancels/s per partition (5,000/s over 8) the window then holds 1,875 of its 2,048. */
 #define CONSUMER_WINDOW_LEAD_MS 3000
+/* While a flush of the consume loop waits for the database, the loop takes in its next messages
+ * (loop.c, loop_intake): decoded cancels due within the lead go into the window, anything else
+ * into the intake queue, handled in order right after the flush. At most this many messages
+ * waiting in that queue, and the database's answer is looked at least every
+ * CONSUMER_INTAKE_EVERY_MS while the intake runs. */
+#define CONSUMER_INTAKE_MAX      1024
+#define CONSUMER_INTAKE_EVERY_MS 1
 /* Attempts inside one database call of the consume loop (consumer_new): one. The loop
  * retries a failed batch itself, with backoff, polling Kafka and pinging the watchdog in
  * between, so no call repeats a blocking attempt out of the loop's sight. */
@@ -110,6 +117,15 @@ struct consumer {
     char instance_id[KAFKA_INSTANCE_ID_MAX + 1]; /* "" = dynamic membership */
     /* Readiness, written by the loop and (through commit.env) the commit protocol. */
     bool db_ok, kafka_ok;
+    /* The intake while a flush waits for the database (loop.c, loop_intake). */
+    bool intake_on;              /* a flush of the loop's runs: the database's wait hook polls */
+    bool intake_draining;        /* the queue is being handled (a nested flush leaves it) */
+    size_t intake_taken;         /* messages taken in during the current flush */
+    rd_kafka_message_t **intake; /* ring of CONSUMER_INTAKE_MAX messages, handled in order */
+    size_t intake_head, intake_n;
+    /* A rebalance served during the intake, applied right after the flush: NULL when none. */
+    rd_kafka_topic_partition_list_t *intake_rebalance;
+    rd_kafka_resp_err_t intake_rebalance_err;
     /* The loop's own state (loop.c). */
     bool stalled;        /* the batch could not commit: every partition is paused */
     int64_t retry_at_ms; /* monotonic; next flush attempt while stalled */

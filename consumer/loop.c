@@ -30,6 +30,9 @@
 #define LOOP_SHUTDOWN_RELAY_MS  7500   /* the outbox relay thread joined */
 #define LOOP_SHUTDOWN_MS        8000   /* the producer flushed */
 #define LOOP_STATS_INTERVAL     "5000" /* librdkafka statistics, for broker reachability */
+/* A late cancel's debug line (loop_log_in_hand): later than this, at most this many a second. */
+#define LOOP_LATE_LOG_MS    50
+#define LOOP_LATE_LOG_PER_S 100
 
 /* What a subscribed topic carries. */
 enum loop_topic { LOOP_TOPIC_DELAY, LOOP_TOPIC_PAYMENTS, LOOP_TOPIC_REFUNDS };
@@ -62,7 +65,14 @@ static struct metric *loop_topic_metric(struct consumer *c, const char *topic,
 static void loop_dead_letter(struct consumer *c, const rd_kafka_message_t *m, const char *topic,
                              enum loop_topic kind, const struct og_error *why);
 static char *loop_copy(const void *data, size_t len, size_t max, size_t *out_len);
-static void loop_flush(struct consumer *c);
+static void loop_flush(struct consumer *c, bool intake);
+static void loop_log_in_hand(const struct batch_entry *e, int64_t fetched_ms, const char *via);
+static void loop_intake(void *arg);
+static void loop_intake_message(struct consumer *c, rd_kafka_message_t *m);
+static bool loop_intake_holds(const struct consumer *c, const char *topic, int32_t partition);
+static void loop_intake_drain(struct consumer *c);
+static void loop_intake_forget(struct consumer *c, const char *topic, int32_t partition);
+static void loop_intake_clear(struct consumer *c);
 static void loop_stall(struct consumer *c);
 static void loop_unstall(struct consumer *c);
 static void loop_pause_seek(struct consumer *c, const char *topic, int32_t partition,
@@ -102,6 +112,7 @@ void loop_attach(struct consumer *c, rd_kafka_conf_t *conf)
     size_t size = sizeof(interval);
 
     db_set_call_hook(c->db, loop_db_hook, c);
+    db_set_wait_hook(c->db, loop_intake, c, CONSUMER_INTAKE_EVERY_MS);
     c->commit.env.progress = loop_progress;
     c->commit.env.progress_arg = c;
     rd_kafka_conf_set_opaque(conf, c);
@@ -163,6 +174,7 @@ int loop_run(struct consumer *c)
             loop_rejoin(c);
             continue;
         }
+        loop_intake_drain(c);
         if (!c->stalled) {
             loop_resume_due(c, now_wall);
             commit_take_retries(&c->commit, now_wall);
@@ -184,11 +196,11 @@ int loop_run(struct consumer *c)
         now = clock_mono_ms();
         if (c->stalled) {
             if (now >= c->retry_at_ms)
-                loop_flush(c);
+                loop_flush(c, true);
         } else if (c->commit.batch.n > 0 &&
                    (batch_full(&c->commit.batch) ||
                     now >= c->commit.batch.first_ms + c->cfg->consumer.linger_ms)) {
-            loop_flush(c);
+            loop_flush(c, true);
         }
         loop_periodic(c, now);
     }
@@ -250,7 +262,13 @@ static void loop_release_due(struct consumer *c, int64_t now_wall)
         window_take_due(c->window, now_wall - 1, loop_take, c);
         if (c->fatal || c->commit.batch.n == 0)
             return;
-        loop_flush(c);
+        loop_flush(c, true);
+        /* What the flush's intake queued goes behind the window's entries, and a partition
+         * whose window ran full resumes: the next batch is in hand when this one commits. */
+        loop_intake_drain(c);
+        now_wall = clock_wall_ms();
+        if (!c->stalled)
+            loop_resume_due(c, now_wall);
     }
 }
 
@@ -271,7 +289,41 @@ static bool loop_take(void *arg, const char *topic, int32_t partition, const str
     memcpy(e->order_no, w->cancel.order_no, sizeof(e->order_no));
     e->due_ms = w->due_ms;
     e->reminder_offset = w->cancel.reminder_offset;
+    loop_log_in_hand(e, w->fetched_ms, "window");
     return true;
+}
+
+/* Where a cancel's lateness comes from, one debug line per cancel that joins the batch more than
+ * LOOP_LATE_LOG_MS after its due time (at most LOOP_LATE_LOG_PER_S lines a second; the next line
+ * says how many were left out): when its message was polled and when it joined, each against its
+ * due time (negative: before it). A tail with fetched_vs_due_ms > 0 came late from the broker (a
+ * refetch after a resume, the producer); one that joined much later than it was fetched waited for
+ * the loop (the claim in flight before it). */
+static void loop_log_in_hand(const struct batch_entry *e, int64_t fetched_ms, const char *via)
+{
+    static int64_t second;
+    static long lines, left_out;
+    int64_t now;
+
+    if (!log_enabled(LOG_LVL_DEBUG))
+        return;
+    now = clock_wall_ms();
+    if (now - e->due_ms <= LOOP_LATE_LOG_MS)
+        return;
+    if (now / 1000 != second) {
+        second = now / 1000;
+        lines = 0;
+    }
+    if (lines >= LOOP_LATE_LOG_PER_S) {
+        left_out++;
+        return;
+    }
+    lines++;
+    log_debug("cancel_late",
+              "order_no=%s via=%s due_ms=%" PRId64 " fetched_vs_due_ms=%" PRId64
+              " joined_vs_due_ms=%" PRId64 " left_out=%ld",
+              e->order_no, via, e->due_ms, fetched_ms - e->due_ms, now - e->due_ms, left_out);
+    left_out = 0;
 }
 
 /* The window's part of a message's fate; true when it decided (the message waits in the window,
@@ -290,7 +342,7 @@ static bool loop_window(struct consumer *c, const rd_kafka_message_t *m, const c
         return false;
     behind = window_busy(c->window, topic, m->partition);
     if (holdable && (behind || due > now)) {
-        switch (window_put(c->window, topic, m->partition, m->offset, due, cancel)) {
+        switch (window_put(c->window, topic, m->partition, m->offset, due, now, cancel)) {
         case WINDOW_HELD:
             return true;
         case WINDOW_NOMEM:
@@ -385,8 +437,9 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
     verdict = sched_offer(c->sched, topic, m->partition, m->offset, due, now);
     if (verdict == SCHED_DUE && batch_full(&c->commit.batch)) {
         /* Never more than batch_size in hand: commit first. If that fails
-         * we are stalled and the message waits in Kafka like the rest. */
-        loop_flush(c);
+         * we are stalled and the message waits in Kafka like the rest. No intake: this
+         * message is in hand, and what comes after it must not overtake it. */
+        loop_flush(c, false);
         if (c->stalled)
             verdict = sched_offer(c->sched, topic, m->partition, m->offset, due, now);
     }
@@ -428,10 +481,11 @@ static void loop_message(struct consumer *c, const rd_kafka_message_t *m)
             memcpy(e->order_no, cancel.order_no, sizeof(e->order_no));
             e->due_ms = due;
             e->reminder_offset = cancel.reminder_offset;
+            loop_log_in_hand(e, now, "direct");
         }
     }
     if (batch_full(&c->commit.batch))
-        loop_flush(c);
+        loop_flush(c, !c->intake_draining);
 }
 
 /* The due time a cancel message is scheduled by: its due_at, unless that lies beyond its
@@ -521,10 +575,157 @@ static char *loop_copy(const void *data, size_t len, size_t max, size_t *out_len
     return copy;
 }
 
-static void loop_flush(struct consumer *c)
+/* ------------------------------------------------------------------------------------------ */
+/* The intake: while a flush waits for the database (common/db.h's wait hook), the loop takes in
+ * the next messages, so that the next batch is decoded and in the window when this one commits,
+ * instead of the database idling while the loop polls and decodes between claims. Stores no
+ * offset and touches neither the batch nor the retry set: what the intake took reaches the
+ * batch only through the window or the intake queue after the flush, in each partition's order,
+ * and so its offset is stored only after its own claim has committed. */
+
+static void loop_intake(void *arg)
 {
-    enum commit_result r = commit_flush(&c->commit, COMMIT_DELIVERY_WAIT_MS);
-    int64_t now = clock_mono_ms();
+    struct consumer *c = arg;
+    size_t cap = (size_t)c->cfg->consumer.batch_size;
+
+    /* One batch's worth per flush: the window holds it, the rest waits in librdkafka's queue. */
+    while (c->intake_on && !c->fatal && !signals_stop && c->intake_rebalance == NULL &&
+           c->intake_taken < cap && c->intake_n < CONSUMER_INTAKE_MAX) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, 0);
+
+        if (m == NULL)
+            return;
+        c->intake_taken++;
+        loop_intake_message(c, m);
+    }
+}
+
+/* A cancel due within the lead goes into the window (due or not: it is the next batch), unless
+ * its partition is paused or already has a message in the intake queue; anything else waits in
+ * the queue for loop_message, behind what its partition has in the window. */
+static void loop_intake_message(struct consumer *c, rd_kafka_message_t *m)
+{
+    struct codec_cancel cancel;
+    struct og_error err = {0};
+    enum loop_topic kind;
+    const char *topic;
+    int64_t now = clock_wall_ms();
+
+    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR && !c->stalled) {
+        topic = rd_kafka_topic_name(m->rkt);
+        struct metric *consumed = loop_topic_metric(c, topic, &kind);
+        if (kind == LOOP_TOPIC_DELAY && !sched_is_paused(c->sched, topic, m->partition) &&
+            !loop_intake_holds(c, topic, m->partition) &&
+            codec_decode_cancel(m->key, m->key_len, m->payload, m->len, &cancel, &err) == OG_OK) {
+            if (cancel.reminder_offset > 0)
+                cancel.due_ms += 1; /* as loop_message: never before its due time */
+            int64_t due = loop_due(c, topic, m, &cancel, now);
+            if (due - now <= CONSUMER_WINDOW_LEAD_MS) {
+                switch (window_put(c->window, topic, m->partition, m->offset, due, now, &cancel)) {
+                case WINDOW_HELD:
+                    c->kafka_ok = true;
+                    metric_inc(consumed, 1);
+                    rd_kafka_message_destroy(m);
+                    return;
+                case WINDOW_NOMEM:
+                    log_error("out_of_memory", "where=window_put");
+                    c->fatal = true;
+                    rd_kafka_message_destroy(m);
+                    return;
+                case WINDOW_FULL:
+                    break; /* loop_message pauses and seeks the partition to it */
+                }
+            }
+        }
+    }
+    c->intake[(c->intake_head + c->intake_n) % CONSUMER_INTAKE_MAX] = m;
+    c->intake_n++;
+}
+
+/* Whether the intake queue holds a message of the partition: then its later ones go there too. */
+static bool loop_intake_holds(const struct consumer *c, const char *topic, int32_t partition)
+{
+    for (size_t i = 0; i < c->intake_n; i++) {
+        const rd_kafka_message_t *q = c->intake[(c->intake_head + i) % CONSUMER_INTAKE_MAX];
+        if (q != NULL && q->err == RD_KAFKA_RESP_ERR_NO_ERROR && q->partition == partition &&
+            strcmp(rd_kafka_topic_name(q->rkt), topic) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* The intake queue, in order, through loop_message, as if each had been polled now. Its own
+ * flushes (a full batch) take nothing in: the queue is handled first. */
+static void loop_intake_drain(struct consumer *c)
+{
+    if (c->intake_draining)
+        return;
+    c->intake_draining = true;
+    while (c->intake_n > 0 && !c->fatal) {
+        rd_kafka_message_t *m = c->intake[c->intake_head];
+
+        c->intake[c->intake_head] = NULL;
+        c->intake_head = (c->intake_head + 1) % CONSUMER_INTAKE_MAX;
+        c->intake_n--;
+        if (m != NULL) {
+            loop_message(c, m);
+            rd_kafka_message_destroy(m);
+        }
+    }
+    c->intake_draining = false;
+}
+
+/* A revoked partition's queued messages go back to Kafka with it (their offsets were never
+ * stored: its next owner reads them again). */
+static void loop_intake_forget(struct consumer *c, const char *topic, int32_t partition)
+{
+    for (size_t i = 0; i < c->intake_n; i++) {
+        size_t at = (c->intake_head + i) % CONSUMER_INTAKE_MAX;
+        rd_kafka_message_t *q = c->intake[at];
+        if (q != NULL && q->partition == partition && q->rkt != NULL &&
+            strcmp(rd_kafka_topic_name(q->rkt), topic) == 0) {
+            rd_kafka_message_destroy(q);
+            c->intake[at] = NULL;
+        }
+    }
+}
+
+/* Every queued message, before a fenced member's handle goes (fence_rejoin): they are that
+ * handle's, and their offsets were never stored, so the new member reads them again. */
+static void loop_intake_clear(struct consumer *c)
+{
+    while (c->intake_n > 0) {
+        rd_kafka_message_t *m = c->intake[c->intake_head];
+
+        c->intake[c->intake_head] = NULL;
+        c->intake_head = (c->intake_head + 1) % CONSUMER_INTAKE_MAX;
+        c->intake_n--;
+        if (m != NULL)
+            rd_kafka_message_destroy(m);
+    }
+}
+
+/* intake: while the flush waits for the database, the next messages are taken in
+ * (loop_intake); only where no message is in hand, so nothing overtakes one of its partition. */
+static void loop_flush(struct consumer *c, bool intake)
+{
+    enum commit_result r;
+    int64_t now;
+
+    c->intake_on = intake;
+    c->intake_taken = 0;
+    r = commit_flush(&c->commit, COMMIT_DELIVERY_WAIT_MS);
+    c->intake_on = false;
+    now = clock_mono_ms();
+    /* A rebalance served by the intake's poll, applied now that the batch is settled (its
+     * revoke finishes or voids the batch as the callback would have). */
+    if (c->intake_rebalance != NULL) {
+        rd_kafka_topic_partition_list_t *parts = c->intake_rebalance;
+
+        c->intake_rebalance = NULL;
+        loop_rebalance_cb(c->rk, c->intake_rebalance_err, parts, c);
+        rd_kafka_topic_partition_list_destroy(parts);
+    }
 
     switch (r) {
     case COMMIT_DONE:
@@ -627,6 +828,18 @@ static void loop_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     struct consumer *c = opaque;
     bool coop = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
 
+    if (c->intake_on) {
+        /* Served by the intake's poll while a claim is outstanding: the batch is mid-protocol,
+         * so the (un)assignment waits for the flush's end (loop_flush), and the intake polls
+         * nothing more meanwhile. librdkafka holds the rebalance until we assign. */
+        c->intake_rebalance = rd_kafka_topic_partition_list_copy(parts);
+        c->intake_rebalance_err = err;
+        if (c->intake_rebalance == NULL) {
+            log_error("out_of_memory", "where=rebalance_copy");
+            c->fatal = true;
+        }
+        return;
+    }
     metric_inc(c->m.rebalances, 1);
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         loop_assign(c, parts, coop);
@@ -693,6 +906,7 @@ static void loop_revoke(struct consumer *c, rd_kafka_topic_partition_list_t *par
 
         batch_void(&c->commit.batch, parts->elems[i].topic, parts->elems[i].partition);
         window_forget(c->window, parts->elems[i].topic, parts->elems[i].partition);
+        loop_intake_forget(c, parts->elems[i].topic, parts->elems[i].partition);
         /* Their offsets were not stored past them: the next owner claims them again. */
         dropped = retry_revoke(&c->commit.retry, parts->elems[i].topic, parts->elems[i].partition);
         if (dropped > 0)
@@ -787,6 +1001,7 @@ static void loop_rejoin(struct consumer *c)
         loop_watchdog(c);
         return;
     }
+    loop_intake_clear(c);
     if (fence_rejoin(c, now, &err) != OG_OK) {
         log_error("group_rejoin_failed", "error=%s", log_quote(q, sizeof(q), err.msg));
         c->fatal = true;
@@ -1021,6 +1236,8 @@ static void loop_shutdown(struct consumer *c)
     loop_guard_arm();
     notify_send("STOPPING=1");
     log_info("shutdown_begin", "batch=%zu", c->commit.batch.n);
+    /* Messages taken in during the last flush, in order, as a turn would have. */
+    loop_intake_drain(c);
     /* Only while the database answers: a call to a database that is away may block for a
      * whole connect_timeout, and the unfinished batch is delivered again anyway. Not by a
      * fenced member: its partitions may be another's already. */

@@ -49,7 +49,8 @@ bool window_busy(const struct window *w, const char *topic, int32_t partition)
 }
 
 enum window_put_result window_put(struct window *w, const char *topic, int32_t partition,
-                                  int64_t offset, int64_t due_ms, const struct codec_cancel *c)
+                                  int64_t offset, int64_t due_ms, int64_t fetched_ms,
+                                  const struct codec_cancel *c)
 {
     struct window_part *p = window_find(w, topic, partition);
     struct window_entry *e;
@@ -82,6 +83,7 @@ enum window_put_result window_put(struct window *w, const char *topic, int32_t p
     e = &p->ring[(p->head + p->n) % WINDOW_PART_MAX];
     e->offset = offset;
     e->due_ms = due_ms;
+    e->fetched_ms = fetched_ms;
     e->cancel = *c;
     p->n++;
     w->total++;

@@ -23,7 +23,7 @@
 
 #include "common/codec.h"
 
-/* Cancels held per partition, at most: 2048 x 104 bytes = 208 KB per partition that holds any. */
+/* Cancels held per partition, at most: 2048 x 112 bytes = 224 KB per partition that holds any. */
 #define WINDOW_PART_MAX 2048
 /* window_next_due() when nothing waits. */
 #define WINDOW_NEVER INT64_MAX
@@ -36,7 +36,8 @@ enum window_put_result {
 
 struct window_entry {
     int64_t offset;
-    int64_t due_ms; /* wall ms: taken when due_ms <= now */
+    int64_t due_ms;     /* wall ms: taken when due_ms <= now */
+    int64_t fetched_ms; /* wall ms it came in (the debug log's fetched-vs-due of each cancel) */
     struct codec_cancel cancel;
 };
 
@@ -52,8 +53,10 @@ void window_free(struct window *w);
 
 /* Whether the partition holds anything: then every later message of it must go behind. */
 bool window_busy(const struct window *w, const char *topic, int32_t partition);
+/* fetched_ms: when the message was polled, kept for the caller's diagnosis only. */
 enum window_put_result window_put(struct window *w, const char *topic, int32_t partition,
-                                  int64_t offset, int64_t due_ms, const struct codec_cancel *c);
+                                  int64_t offset, int64_t due_ms, int64_t fetched_ms,
+                                  const struct codec_cancel *c);
 /* Takes, partition by partition and in order, every head entry due at now_ms (due_ms <= now_ms),
  * until fn refuses one. Returns how many were taken. */
 size_t window_take_due(struct window *w, int64_t now_ms, window_take_fn fn, void *arg);

@@ -52,3 +52,6 @@ set_tests_properties(consumer_pgbouncer PROPERTIES RUN_SERIAL TRUE)
 # The health endpoint under a connection flood from one peer: the health-file probe, another
 # peer's requests and the idle timeout. librdkafka's mock cluster: needs only PostgreSQL.
 og_consumer_test(consumer_health LABELS db FIXTURES db TIMEOUT 150)
+# Messages taken in while a claim waits for the database (held by a lock): no offset stored
+# before the claim that covers it commits, also when the claim's connection drops meanwhile.
+og_consumer_test(consumer_intake LABELS kafka FIXTURES db kafka TIMEOUT 150)

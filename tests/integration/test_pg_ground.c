@@ -1,7 +1,8 @@
 /* Ground truth for the database layer: the throwaway PostgreSQL answers
  * through libpq, the template carries the schema, db_call reports errors
- * with their SQLSTATE and retriability, and every session is bounded (lock and
- * statement timeouts, TCP keepalives). */
+ * with their SQLSTATE and retriability, every session is bounded (lock and
+ * statement timeouts, TCP keepalives), and a wait hook runs while an answer is
+ * outstanding. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -222,6 +223,50 @@ static void test_silent_server(void **state)
     testdb_drop(&t);
 }
 
+/* The wait hook: called while a statement's answer is outstanding (here a 200 ms sleep, so at
+ * least a few times at 1 ms slices), never with the answer in hand, and the answer is the
+ * statement's; a statement that fails while the hook runs fails as without it. */
+static const struct db_stmt stmt_nap = {"ground_nap", "SELECT pg_sleep(0.2), $1::int", 1};
+
+static void wait_count(void *arg)
+{
+    (*(int *)arg)++;
+}
+
+static void test_wait_hook(void **state)
+{
+    struct testdb t;
+    struct db_retry retry = {.max_attempts = 1, .base_ms = 1, .cap_ms = 2};
+    struct db_session session = {.lock_timeout_ms = 300, .statement_timeout_ms = 700};
+    struct og_error err = {0};
+    PGresult *res = NULL;
+    const char *seven[] = {"7"};
+    struct db *db;
+    int calls = 0;
+
+    (void)state;
+    testdb_create(&t, "groundwait");
+    db = db_new(t.conninfo, NULL, "test_pg_ground", &retry, NULL);
+    assert_non_null(db);
+    assert_int_equal(db_set_session(db, &session, &err), OG_OK);
+    db_set_wait_hook(db, wait_count, &calls, 1);
+    assert_int_equal(db_call(db, &stmt_nap, seven, &res, &err), OG_OK);
+    assert_string_equal(PQgetvalue(res, 0, 1), "7");
+    PQclear(res);
+    if (calls < 3)
+        fail_msg("wait hook called %d times during a 200 ms statement", calls);
+    /* Past the statement_timeout: 57014, as without the hook. */
+    assert_int_equal(db_call(db, &stmt_sleep, NULL, NULL, &err), OG_ERR_DB);
+    assert_string_equal(err.sqlstate, "57014");
+    /* Removed: not called any more. */
+    db_set_wait_hook(db, NULL, NULL, 1);
+    calls = 0;
+    assert_int_equal(db_call(db, &stmt_nap, seven, NULL, &err), OG_OK);
+    assert_int_equal(calls, 0);
+    db_free(db);
+    testdb_drop(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -230,6 +275,7 @@ int main(void)
         cmocka_unit_test(test_unreachable_is_retriable),
         cmocka_unit_test(test_session_bounds),
         cmocka_unit_test(test_silent_server),
+        cmocka_unit_test(test_wait_hook),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

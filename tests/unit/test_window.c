@@ -49,10 +49,10 @@ static void test_order_and_due(void **state)
     (void)state;
     assert_false(window_busy(w, "t", 0));
     assert_int_equal(window_next_due(w), WINDOW_NEVER);
-    assert_int_equal(window_put(w, "t", 0, 7, a.due_ms, &a), WINDOW_HELD);
+    assert_int_equal(window_put(w, "t", 0, 7, a.due_ms, 0, &a), WINDOW_HELD);
     /* Due earlier, but behind A in its partition: it waits for A (offsets stay in order). */
-    assert_int_equal(window_put(w, "t", 0, 8, b.due_ms, &b), WINDOW_HELD);
-    assert_int_equal(window_put(w, "t", 1, 3, c.due_ms, &c), WINDOW_HELD);
+    assert_int_equal(window_put(w, "t", 0, 8, b.due_ms, 0, &b), WINDOW_HELD);
+    assert_int_equal(window_put(w, "t", 1, 3, c.due_ms, 0, &c), WINDOW_HELD);
     assert_true(window_busy(w, "t", 0));
     assert_int_equal(window_count(w), 3);
     assert_int_equal(window_next_due(w), T0 + 10);
@@ -82,10 +82,10 @@ static void test_bound_and_forget(void **state)
 
     (void)state;
     for (int64_t i = 0; i < WINDOW_PART_MAX; i++)
-        assert_int_equal(window_put(w, "t", 0, i, T0 + i, &a), WINDOW_HELD);
+        assert_int_equal(window_put(w, "t", 0, i, T0 + i, 0, &a), WINDOW_HELD);
     /* Full: the caller pauses and seeks; another partition still has room. */
-    assert_int_equal(window_put(w, "t", 0, WINDOW_PART_MAX, T0, &a), WINDOW_FULL);
-    assert_int_equal(window_put(w, "u", 0, 0, T0 + 1, &a), WINDOW_HELD);
+    assert_int_equal(window_put(w, "t", 0, WINDOW_PART_MAX, T0, 0, &a), WINDOW_FULL);
+    assert_int_equal(window_put(w, "u", 0, 0, T0 + 1, 0, &a), WINDOW_HELD);
     assert_int_equal(window_count(w), WINDOW_PART_MAX + 1);
     /* Revoked: forgotten, the other partition untouched. */
     window_forget(w, "t", 0);

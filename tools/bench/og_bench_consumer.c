@@ -21,7 +21,8 @@
  *             Lateness = status_log.created_at - expire_at per order (SQL
  *             percentiles), and the consumer's own lateness histogram. With
  *             --round-every N every Nth order expires 0.6 ms into the millisecond
- *             its message names (a producer that rounds due_at down).
+ *             its message names (a producer that rounds due_at down). --consumers N:
+ *             N members of one group.
  *   memory    --waiting messages due in an hour, produced at full speed; the
  *             consumer's VmRSS every second for --rss-seconds once every partition
  *             is assigned and paused. The first messages of every partition have

@@ -111,13 +111,15 @@ struct burst_result {
     double ceil_p99_ms;
     double reltuples, stats_rows; /* orders' reltuples and pg_stats rows at the due second */
     double consumer_cpu, backend_cpu, broker_cpu, wall_s; /* due second to drained */
+    double rss_max_mb; /* the largest consumer's VmRSS, sampled once a second while it drains */
     double wal_kb_per_order;
     double batches, batch_mean, db_mean_ms, not_due, busy;
     double place_s, place_max_ms; /* placement through place_order, when placed */
     /* Each batch's claim call, from the consumers' batch_committed debug lines (claim_ms). */
     long claim_batches, claim_lines; /* batches that claimed; batch_committed lines in all */
     double claim_p50_ms, claim_p99_ms, claim_max_ms;
-    long violations; /* -1: not checked */
+    double claim_sum_ms; /* every claim call's wall time added up: the database busy with them */
+    long violations;     /* -1: not checked */
     char load[64], psi[32];
 };
 

@@ -244,8 +244,10 @@ static void burst_claim_times(const struct bench_prog *c, int nc, struct burst_r
         all = grown;
         b->claim_lines += lines > 0 ? lines : 0;
         for (size_t k = 0; k < nv; k++)
-            if (v[k] > 0)
+            if (v[k] > 0) {
                 all[n++] = v[k];
+                b->claim_sum_ms += v[k];
+            }
         free(v);
     }
     b->claim_batches = (long)n;
@@ -411,7 +413,13 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
             }
             now = bench_mono_s();
             if (now >= next_line) {
-                bench_progress("burst t=+%.0fs cancelled %.0f of %ld", now - t_due, done, n);
+                for (int i = 0; i < nc; i++) {
+                    double rss = bench_proc_vm_mb(c[i].pid, "VmRSS:");
+                    if (rss > b->rss_max_mb)
+                        b->rss_max_mb = rss;
+                }
+                bench_progress("burst t=+%.0fs cancelled %.0f of %ld; consumer rss max %.1f MB",
+                               now - t_due, done, n, b->rss_max_mb);
                 next_line += 1;
             }
             if (clock_wall_ms() > give_up)
@@ -423,6 +431,11 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     b->wall_s = bench_mono_s() - t_due;
     b->drain_s = (double)(end_ms - due_ms) / 1000.0;
     b->rate = (double)n / b->drain_s;
+    for (int i = 0; i < nc; i++) {
+        double rss = bench_proc_vm_mb(c[i].pid, "VmRSS:");
+        if (rss > b->rss_max_mb)
+            b->rss_max_mb = rss;
+    }
     b->consumer_cpu = consumers_cpu(c, nc) - c0;
     b->backend_cpu = consumer_backends_cpu() - b0;
     b->broker_cpu = k0 >= 0 ? bench_proc_cpu_s(broker) - k0 : -1;
@@ -523,9 +536,11 @@ drained : {
         printf(
             "  claim batches: %ld, claim call p50 %.1f ms, p99 %.1f ms, max %.1f ms (every batch: "
             "claim_ms of the consumers' batch_committed debug lines, %ld lines; the metrics "
-            "counted %.0f batches)\n",
+            "counted %.0f batches); claims outstanding %.1f s of the %.2f s drain (%.1f %%, over "
+            "%d consumer(s): the rest is the database idle between one consumer's claims)\n",
             b->claim_batches, b->claim_p50_ms, b->claim_p99_ms, b->claim_max_ms, b->claim_lines,
-            b->batches);
+            b->batches, b->claim_sum_ms / 1000.0, b->drain_s,
+            b->drain_s > 0 ? 100.0 * b->claim_sum_ms / 1000.0 / b->drain_s / nc : 0, nc);
     else if (o->peer == NULL)
         printf("  claim batches: no claim_ms in the consumers' %ld batch_committed lines (a "
                "consumer built before batch_committed carried it?)\n",
@@ -535,10 +550,11 @@ drained : {
                "orders/s, slowest call %.0f ms\n",
                n, o->burst_clients, b->place_s, (double)n / b->place_s, b->place_max_ms);
     if (o->peer == NULL)
-        printf(
-            "  cpu from the due second to drained (%.1f s): consumers %.1f s, their backends %.1f "
-            "s, broker %.1f s; WAL %.2f KB/order\n",
-            b->wall_s, b->consumer_cpu, b->backend_cpu, b->broker_cpu, b->wal_kb_per_order);
+        printf("  cpu from the due second to drained (%.1f s): consumers %.1f s, their backends "
+               "%.1f s, broker %.1f s; WAL %.2f KB/order; consumer rss max %.1f MB (VmRSS, the "
+               "largest consumer, once a second)\n",
+               b->wall_s, b->consumer_cpu, b->backend_cpu, b->broker_cpu, b->wal_kb_per_order,
+               b->rss_max_mb);
     printf("  reconcile: %ld violations; load average %s, cpu pressure avg60 %s at the end\n",
            b->violations, b->load, b->psi);
     {

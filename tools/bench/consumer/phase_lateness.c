@@ -11,6 +11,28 @@
 /* ------------------------------------------------------------------------------------------ */
 /* Phase 2: lateness at a steady rate */
 
+/* The cancels of every consumer of the phase, from their metrics; done when one did not answer. */
+static long lateness_done(const struct bench_prog *c, const struct bench_prog *more, int nmore,
+                          char *metrics, long done)
+{
+    double sum;
+
+    if (!bench_metrics_get(c->port, metrics, METRICS_MAX_BYTES))
+        return done;
+    sum = bench_prom(metrics, "ordergate_consumer_claims_total{outcome=\"cancelled\"}");
+    for (int i = 0; i < nmore; i++) {
+        char *buf = malloc(METRICS_MAX_BYTES);
+        bool ok = buf != NULL && bench_metrics_get(more[i].port, buf, METRICS_MAX_BYTES);
+        double v =
+            ok ? bench_prom(buf, "ordergate_consumer_claims_total{outcome=\"cancelled\"}") : -1;
+        free(buf);
+        if (!ok)
+            return done;
+        sum += v > 0 ? v : 0;
+    }
+    return (long)sum;
+}
+
 void phase_lateness(const struct opts *o, const char *run, struct results *r)
 {
     char topic[160], group[160], base[128], *metrics = malloc(METRICS_MAX_BYTES);
@@ -20,6 +42,11 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
     double setup_start = bench_mono_s(), next_line, last_line_t, prod_t0, prod_t1, lat_t0;
     long last_line_n = 0, done = 0, produced = 0;
     struct bench_prog c, peer = {.pid = 0};
+    /* --consumers N: N - 1 more members of the same group (the figures of the consumer's own
+     * metrics, its CPU and RSS, are the first one's; the lateness is everyone's, from status_log)
+     */
+    struct bench_prog more[7];
+    int nmore = o->consumers - 1;
     struct sampler s;
     struct bench_hist h_late, h_batch, h_db;
     rd_kafka_t *rk;
@@ -89,7 +116,16 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
     launch_config(o, &c, "lateness", base);
     launch_consumer(o, &c, "lateness", topic, group);
     bench_prog_port(&c);
+    for (int i = 0; i < nmore; i++) {
+        char tag[32];
+        snprintf(tag, sizeof(tag), "lateness-%d", i + 1);
+        launch_config(o, &more[i], tag, base);
+        launch_consumer(o, &more[i], tag, topic, group);
+        bench_prog_port(&more[i]);
+    }
     bench_prog_wait_log(&c, "event=partitions_assigned", 60);
+    for (int i = 0; i < nmore; i++)
+        bench_prog_wait_log(&more[i], "event=partitions_assigned", 60);
     {
         pid_t backend = 0;
         for (int i = 0; i < 200 && backend == 0; i++) {
@@ -125,6 +161,8 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
 
         bench_check_stop();
         bench_prog_alive(&c);
+        for (int i = 0; i < nmore; i++)
+            bench_prog_alive(&more[i]);
         while (produced < n && t0_ms + produced * 1000 / o->rate - o->ahead_ms <= now) {
             char key[32], value[160], iso[32];
             int64_t due = t0_ms + produced * 1000 / o->rate;
@@ -139,9 +177,7 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
         }
         rd_kafka_poll(rk, 0);
         if (m >= next_line || (produced == n && now > end_ms + 60000)) {
-            if (bench_metrics_get(c.port, metrics, METRICS_MAX_BYTES))
-                done = (long)bench_prom(metrics,
-                                        "ordergate_consumer_claims_total{outcome=\"cancelled\"}");
+            done = lateness_done(&c, more, nmore, metrics, done);
             sampler_rss(&s);
             bench_progress(
                 "lateness t=%+.0fs produced %ld cancelled %ld (%.0f/s over the last %.0f s) "
@@ -162,9 +198,7 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
         }
         if (produced == n && now > end_ms) {
             /* Every message is out: look at the count more often. */
-            if (bench_metrics_get(c.port, metrics, METRICS_MAX_BYTES))
-                done = (long)bench_prom(metrics,
-                                        "ordergate_consumer_claims_total{outcome=\"cancelled\"}");
+            done = lateness_done(&c, more, nmore, metrics, done);
             sampler_rss(&s);
             if (done >= n)
                 break;
@@ -185,6 +219,9 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
     if (!bench_metrics_get(c.port, metrics, METRICS_MAX_BYTES))
         metrics[0] = '\0';
     r->lat_exit = bench_prog_stop(&c);
+    for (int i = 0; i < nmore; i++)
+        if (bench_prog_stop(&more[i]) != 0 && r->lat_exit == 0)
+            r->lat_exit = 1;
     if (o->peer != NULL)
         (void)peer_wait(&peer, 60 + o->duration);
     {
@@ -215,9 +252,10 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
         r->lat_rounded_max = strtod(PQgetvalue(res, 0, 0), NULL);
         PQclear(res);
     }
-    printf("  produced at %.0f msg/s (target %d) over %d partitions; consumer exit status %d; rss "
-           "max %.1f MB\n",
-           r->lat_produce_rate, o->rate, o->partitions, r->lat_exit, r->lat_rss_max);
+    printf("  produced at %.0f msg/s (target %d) over %d partitions; %d consumer(s) in one group, "
+           "exit status %d; rss max %.1f MB%s\n",
+           r->lat_produce_rate, o->rate, o->partitions, o->consumers, r->lat_exit, r->lat_rss_max,
+           nmore > 0 ? " (the first consumer's; its metrics, CPU and batches below too)" : "");
     printf(
         "  cpu over %.0f s: consumer %.1f s (%.0f %%), its backend %.1f s (%.0f %%), broker %.1f "
         "s (%.0f %%)\n",

@@ -71,6 +71,15 @@ checks = [
     ("releases by staff", r["releases"] > 0),
     ("amendments by staff", r["amendments"] > 0),
     ("deadlines moved by staff", r["deadlines_moved"] > 0),
+    # The consumer's lateness split by whether the order's due time moved after its message
+    # was written (a later deadline, a charge pending at it): the parts add up, and a drill
+    # whose charges failed has such orders (a failed charge's order is cancelled by a trigger).
+    ("consumer lateness split adds up",
+     r["lateness_consumer_due_kept"]["count"] + r["lateness_consumer_due_moved"]["count"]
+     == r["lateness_consumer"]["count"]),
+    ("orders whose due time moved counted",
+     r["charges_failed"] == 0 or r["lateness_consumer_due_moved"]["count"]
+     + r["lateness_scanner"]["count"] > 0),
 ]
 bad = [name for name, ok in checks if not ok]
 for name in bad:

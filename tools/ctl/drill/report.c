@@ -34,25 +34,38 @@ void drill_report_finding(const char *fmt, ...)
     fputc('\n', stderr);
 }
 
+/* $3 picks the orders: 'all'; 'moved', those whose due time moved after their first cancel
+ * message was written (staff set a later deadline, or a charge was pending at the deadline:
+ * the claim answered not_due and the consumer re-scheduled the message); 'kept', the others.
+ * With the drill sending the messages (no --schedule-in-db), nothing writes a moved order a new
+ * message: the consumer re-schedules the old one to its topic, which has no delay level, behind
+ * every message the drill sent, due up to --spread-ms later, so such an order waits for them
+ * (docs/consumer.md, "Delay levels") unless a sweep of the scanner comes first. */
 static const struct db_stmt drill_report_stmt_lateness = {
     "drill_lateness",
     "SELECT count(*), "
     "       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY l), 0), "
     "       coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY l), 0), coalesce(max(l), 0) "
-    "  FROM (SELECT extract(epoch FROM s.created_at - o.expire_at) * 1000 AS l "
+    "  FROM (SELECT extract(epoch FROM s.created_at - o.expire_at) * 1000 AS l, "
+    "               EXISTS (SELECT 1 FROM ordergate.deadline_changes c "
+    "                        WHERE c.order_no = o.order_no AND c.after > c.before) "
+    "            OR EXISTS (SELECT 1 FROM ordergate.charges h WHERE h.order_no = o.order_no) "
+    "               AS moved "
     "          FROM ordergate.status_log s JOIN ordergate.orders o USING (order_no) "
-    "         WHERE starts_with(o.order_no, $1) AND s.source = $2) x",
-    2};
+    "         WHERE starts_with(o.order_no, $1) AND s.source = $2) x "
+    " WHERE $3::text = 'all' OR moved = ($3::text = 'moved')",
+    3};
 
 /* Lateness of the cancellations of one source, in milliseconds; JSON null when unknown. */
-static json_t *drill_report_lateness(struct db *db, const char *prefix, const char *source)
+static json_t *drill_report_lateness(struct db *db, const char *prefix, const char *source,
+                                     const char *which)
 {
     PGresult *res = NULL;
     struct og_error err = {0};
     json_t *j;
 
-    if (db_call(db, &drill_report_stmt_lateness, (const char *[]){prefix, source}, &res, &err) !=
-        OG_OK)
+    if (db_call(db, &drill_report_stmt_lateness, (const char *[]){prefix, source, which}, &res,
+                &err) != OG_OK)
         return json_null();
     j = json_pack("{s:I,s:f,s:f,s:f}", "count", (json_int_t)atol(PQgetvalue(res, 0, 0)), "p50_ms",
                   atof(PQgetvalue(res, 0, 1)), "p99_ms", atof(PQgetvalue(res, 0, 2)), "max_ms",
@@ -138,8 +151,16 @@ json_t *drill_report_make(const struct drill *d, struct db *db, const struct dri
                                (json_int_t)d->reminders_skipped, "pending",
                                (json_int_t)d->reminders_pending));
     ctl_json_set(j, "seconds", json_real(seconds));
-    ctl_json_set(j, "lateness_consumer", drill_report_lateness(db, d->prefix, "timeout_consumer"));
-    ctl_json_set(j, "lateness_scanner", drill_report_lateness(db, d->prefix, "timeout_scanner"));
+    ctl_json_set(j, "lateness_consumer",
+                 drill_report_lateness(db, d->prefix, "timeout_consumer", "all"));
+    /* The consumer's cancels split by whether the order's due time moved (the statement says
+     * why the moved ones are late when the drill sends the messages). */
+    ctl_json_set(j, "lateness_consumer_due_kept",
+                 drill_report_lateness(db, d->prefix, "timeout_consumer", "kept"));
+    ctl_json_set(j, "lateness_consumer_due_moved",
+                 drill_report_lateness(db, d->prefix, "timeout_consumer", "moved"));
+    ctl_json_set(j, "lateness_scanner",
+                 drill_report_lateness(db, d->prefix, "timeout_scanner", "all"));
     if (d->nfaults > 0)
         ctl_json_set(j, "faults", drill_faults_report(d, db));
     ctl_json_set(j, "reconcile", d->reconcile ? json_incref(d->reconcile) : json_null());
@@ -153,7 +174,7 @@ static long drill_report_count(const json_t *r, const char *key)
 
 static void drill_report_text_lateness(FILE *out, const char *who, const json_t *lat)
 {
-    fprintf(out, "  lateness %-9s  p50 %.0f ms  p99 %.0f ms  max %.0f ms  (n=%ld)\n", who,
+    fprintf(out, "  lateness %-11s  p50 %.0f ms  p99 %.0f ms  max %.0f ms  (n=%ld)\n", who,
             json_real_value(json_object_get(lat, "p50_ms")),
             json_real_value(json_object_get(lat, "p99_ms")),
             json_real_value(json_object_get(lat, "max_ms")), drill_report_count(lat, "count"));
@@ -236,6 +257,14 @@ void drill_report_text(const json_t *r, FILE *out)
                 fprintf(out, "  on %-33s %10ld\n", topic, (long)json_integer_value(count));
     }
     drill_report_text_lateness(out, "consumer", json_object_get(r, "lateness_consumer"));
+    drill_report_text_lateness(out, "  due kept", json_object_get(r, "lateness_consumer_due_kept"));
+    drill_report_text_lateness(out, "  due moved",
+                               json_object_get(r, "lateness_consumer_due_moved"));
+    if (!by_db &&
+        drill_report_count(json_object_get(r, "lateness_consumer_due_moved"), "count") > 0)
+        fprintf(out, "  (due moved: a later deadline or a charge pending at it; nothing sent such "
+                     "an order a new message, so the consumer re-scheduled its old one behind the "
+                     "drill's later ones: late by up to --spread-ms, by design)\n");
     drill_report_text_lateness(out, "scanner", json_object_get(r, "lateness_scanner"));
     drill_faults_text(json_object_get(r, "faults"), out);
     fprintf(out, "  reconciliation violations %ld, ledger violations %ld\n", total - ledger,

@@ -958,14 +958,24 @@ kafka_prepare() {
         done
     fi
     kafka_write_config "$port" "$cport" "$tport"
-    # A random 16-byte id in Kafka's URL-safe base64 form; saves the JVM start of `random-uuid`.
     local cluster_id
-    cluster_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+    cluster_id=$(kafka_cluster_id)
     echo "$cluster_id" >"$KAFKA_DIR/cluster.id"
     "${JAVA:-java}" -cp "$KAFKA_LIBS/*" -Dlog4j.configuration="file:$SCRIPT_DIR/kafka-log4j.properties" \
         -Dkafka.logs.dir="$KAFKA_DIR/logs" kafka.tools.StorageTool format \
         -t "$cluster_id" -c "$KAFKA_DIR/server.properties" "${scram[@]}" </dev/null >"$KAFKA_DIR/logs/format.log" 2>&1 9>&- ||
         { tail -n 40 "$KAFKA_DIR/logs/format.log" >&2; die "kafka: formatting $KAFKA_DIR/data failed"; }
+}
+
+# A random 16-byte cluster id in Kafka's URL-safe base64 form (saves the JVM start of
+# `kafka-storage random-uuid`). Never one that starts with '-' (1 in 64 would): the format tool
+# reads it as an option and refuses, and the broker does not start.
+kafka_cluster_id() {
+    local id=-
+    while [[ $id == -* ]]; do
+        id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+    done
+    printf '%s\n' "$id"
 }
 
 # The first wait of a start: until the broker answers, its process is gone, or START_TIMEOUT.
@@ -1133,7 +1143,7 @@ kcl_prepare() {
         echo "$c" >"$KAFKA_DIR/controller.port"
         voters+=${voters:+,}$n@127.0.0.1:$c
     done
-    cluster_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+    cluster_id=$(kafka_cluster_id)
     echo "$cluster_id" >"$KCL_DIR/cluster.id"
     # The three formats at once: each is a JVM start of its own.
     local pids=()

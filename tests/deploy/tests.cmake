@@ -19,3 +19,11 @@ if(NOT OG_SANITIZE)
            COMMAND ${PROJECT_SOURCE_DIR}/deploy/validate.sh --build-dir ${PROJECT_BINARY_DIR})
   set_tests_properties(deploy_validate PROPERTIES LABELS deploy TIMEOUT 900)
 endif()
+
+# The Kafka cluster ids deploy/local/services.sh makes never start with '-' (the format tool would
+# read one as an option and the broker would not start: 1 start in 64 failed so).
+# No binary involved: once is enough, in the normal build.
+if(NOT OG_SANITIZE)
+  add_test(NAME deploy_cluster_id COMMAND ${CMAKE_CURRENT_LIST_DIR}/cluster_id.sh)
+  set_tests_properties(deploy_cluster_id PROPERTIES LABELS deploy TIMEOUT 120)
+endif()

@@ -229,7 +229,12 @@ static void test_retry_after_deadlock(void **state)
     snprintf(sql, sizeof(sql), "ALTER DATABASE %s SET deadlock_timeout = '2s'", g->t.name);
     testdb_exec(g->sql, sql);
     db_free(g->db);
-    g->db = testdb_open(&g->t, GFX_APP);
+    /* The repeat waits 1 to 2 s: since a timeout cancel skips a locked order row, a repeat that
+     * came before the locker's ROLLBACK below would find order A still locked by it and answer
+     * busy (testdb_open's 5 to 10 ms lost that race on a loaded machine). */
+    g->db = db_new(g->t.conninfo, NULL, GFX_APP,
+                   &(struct db_retry){.max_attempts = 5, .base_ms = 2000, .cap_ms = 2000}, NULL);
+    assert_non_null(g->db);
     locker = testdb_connect(&g->t);
     testdb_exec(locker, "SET deadlock_timeout = '30s'");
     testdb_exec(locker, "BEGIN");

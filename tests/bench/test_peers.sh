@@ -107,6 +107,28 @@ grep -q '^ordergate-consumer *burst-100000 .*rate / gate alone 0.80x$' "$out/tab
 grep -q '^river-coalesced *burst-100000 .*0.33x; drain / consumer 3.00x$' "$out/table" ||
     fail "the peer's burst drain against the consumer's"
 
+# run.sh's runs in apart mode, with an og_bench_consumer that prints canned lines (no peers: none
+# is built): the consumer alone before and after, then two consumers, whose run fails without its
+# line. A line per run in that order, tagged with its mode and pass.
+mkdir -p "$out/fake/tools"
+cat > "$out/fake/tools/og_bench_consumer" <<'FAKE'
+#!/bin/sh
+case " $* " in *" --consumers 2 "*) echo "lateness: setup took 99 s"; exit 1 ;; esac
+echo "peers: system=ordergate-consumer workload=steady-100/s orders=500 drain_s=5.000 rate=100 p50_ms=$FAKE_P50 p99_ms=20.0 max_ms=40.0 early=0 left=0 gate_alone=3000 consumers=1"
+FAKE
+chmod +x "$out/fake/tools/og_bench_consumer"
+FAKE_P50=5.0 PEER_CACHE=$out/cache "$repo/tools/bench/peers/run.sh" --build "$out/fake" \
+    --rates 100 --systems "" --burst 0 --single-burst 0 --out "$out/run" > "$out/run.log" 2>&1 ||
+    { cat "$out/run.log"; fail "run.sh with no peers failed"; }
+sed -n 's/^peers: system=\([^ ]*\) .*consumers=\([0-9]\).*mode=\([a-z]*\).*/\1 \2 \3/p' \
+    "$out/run/lines" | tr '\n' ';' > "$out/order"
+[ "$(cat "$out/order")" = "ordergate-consumer 1 apart;ordergate-consumer 1 apart;ordergate-consumer 2 apart;" ] ||
+    fail "apart's runs: $(cat "$out/order")"
+grep -q '^ordergate-consumer *steady-100/s *apart .*after the peers; / before them: p50 1.00x' \
+    "$out/run/summary" || { cat "$out/run/summary"; fail "apart's second consumer run"; }
+grep -q '^ordergate-consumer x2 *steady-100/s *apart .*FAILED: the run ended without its figures' \
+    "$out/run/summary" || { cat "$out/run/summary"; fail "a run without its line"; }
+
 "$repo/tools/bench/peers/run.sh" --steady sideways --summary "$out/lines" > /dev/null 2>&1 &&
     fail "run.sh took --steady sideways"
 

@@ -123,7 +123,7 @@ function ratios(l, p50, p99, max) {
     k = kv($0, "consumers"); if (k == "") k = sys == "ordergate-consumer" ? 1 : 0
     s[n] = sys; w[n] = wl; m[n] = md; c[n] = k; line[n] = $0
     if (sys == "ordergate-consumer" && wl ~ /^burst/) cons_burst[wl] = kv($0, "drain_s")
-    if (sys == "ordergate-consumer" && md == "apart" && k == 1) {
+    if (sys == "ordergate-consumer" && md == "apart" && k == 1 && kv($0, "run_failed") != 1) {
         # The consumer alone, one instance: its runs of this rate, for the mean.
         base_n[wl]++; base_50[wl] += kv($0, "p50_ms"); base_99[wl] += kv($0, "p99_ms"); base_max[wl] += kv($0, "max_ms")
         if (kv($0, "pass") == 1) first[wl] = $0
@@ -140,7 +140,7 @@ END {
                 r = sprintf("alone, after the peers; / before them: %s", ratios(l, kv(first[w[i]], "p50_ms"),
                     kv(first[w[i]], "p99_ms"), kv(first[w[i]], "max_ms")))
             else
-                r = kv(l, "pass") == 1 ? "alone, before the peers" : "alone"
+                r = kv(l, "pass") == 1 ? "alone, before the peers" : kv(l, "pass") == 2 ? "alone, after the peers" : "alone"
         } else if (m[i] == "apart" && base_n[w[i]] > 0) {
             r = sprintf("alone; / one consumer alone (mean of %d): %s", base_n[w[i]],
                 ratios(l, base_50[w[i]] / base_n[w[i]], base_99[w[i]] / base_n[w[i]], base_max[w[i]] / base_n[w[i]]))
@@ -159,6 +159,11 @@ END {
         if (kv(l, "left") > 0)
             r = "FAILED: " kv(l, "left") " left, lateness of the cancelled only" (r == "" ? "" : "; " r)
         name = c[i] > 1 ? s[i] " x" c[i] : s[i]
+        if (kv(l, "run_failed") == 1) {
+            printf "%-22s %-16s %-6s %8s %9s %8s %9s %9s %9s %6s %6s  %s\n", name, w[i], m[i], "-", "-", "-", "-", "-",
+                "-", "-", "-", "FAILED: the run ended without its figures (see its log)"
+            continue
+        }
         printf "%-22s %-16s %-6s %8s %9.2f %8s %9.1f %9.1f %9.1f %6s %6s  %s\n", name, w[i], m[i], kv(l, "orders"),
             kv(l, "drain_s"), kv(l, "rate"), kv(l, "p50_ms"), kv(l, "p99_ms"), kv(l, "max_ms"), kv(l, "early"),
             kv(l, "left"), r
@@ -230,47 +235,62 @@ commit=$(git -C "$repo" rev-parse --short HEAD)
     echo "command: $0 --rates \"$rates\" --duration $duration --lead $lead --steady $steady --consumers \"$consumer_counts\" --burst $burst --single-burst $single_burst --burst-lead $burst_lead --ceiling $ceiling --partitions $partitions --systems $systems"
 } | tee "$out/header"
 
-run() { # tags (" key=value" added to the run's lines), log file, og_bench_consumer arguments...
-    local tags=$1 log=$2
-    shift 2
+# One og_bench_consumer run. It prints all its lines or none: a run that ended without them
+# (setup too slow, a process that died) leaves a run_failed line for each system it was to
+# measure ("system workload [consumers]", ;-separated), so the table shows the gap.
+run() { # tags (" key=value" added to the run's lines), log file, its systems, og_bench_consumer arguments...
+    local tags=$1 log=$2 want=$3 got w
+    shift 3
     echo "== $(date -u +%H:%M:%S) load $(cut -d' ' -f1 /proc/loadavg): og_bench_consumer $* (log $log)"
     if ! "$bench" "$@" > "$log" 2>&1; then
         echo "   FAILED: tail of $log:"
         tail -5 "$log" | sed 's/^/   /'
     fi
-    { grep '^peers: ' "$log" || true; } | sed "s|\$|$tags|" | tee -a "$lines" | sed 's/^/   /'
+    got=$(grep '^peers: ' "$log" || true)
+    if [ -z "$got" ]; then
+        IFS=';' read -r -a want <<< "$want"
+        for w in "${want[@]}"; do
+            read -r -a w <<< "$w"
+            got+="peers: system=${w[0]} workload=${w[1]}${w[2]:+ consumers=${w[2]}} run_failed=1"$'\n'
+        done
+    fi
+    printf '%s\n' "$got" | sed '/^$/d' | sed "s|\$|$tags|" | tee -a "$lines" | sed 's/^/   /'
 }
 common=(--no-gate-bench --partitions "$partitions" --ceiling-orders "$ceiling")
-steady_run() { # tags, log name, og_bench_consumer arguments beyond the workload's...
-    local tags=$1 name=$2
-    shift 2
-    run "$tags" "$out/steady-$rate-$name.log" --phases lateness --rate "$rate" \
+steady_run() { # tags, log name, its systems, og_bench_consumer arguments beyond the workload's...
+    local tags=$1 name=$2 want=$3
+    shift 3
+    run "$tags" "$out/steady-$rate-$name.log" "$want" --phases lateness --rate "$rate" \
         --duration "$duration" --lead "$lead" "${common[@]}" "$@"
 }
 for rate in $rates; do
     if [ "$steady" != beside ]; then
         # Each system alone; the consumer before and after the peers, so the machine's drift
         # between the first run and the last shows.
-        steady_run " mode=apart pass=1" consumer-1 --consumers 1
+        wl=steady-$rate/s
+        steady_run " mode=apart pass=1" consumer-1 "ordergate-consumer $wl 1" --consumers 1
         for p in "${peers[@]}"; do
-            steady_run " mode=apart" "$p-alone" --peer "$cache/peer-$p" --peer-name "$p" --peer-only
+            steady_run " mode=apart" "$p-alone" "$p $wl 0" --peer "$cache/peer-$p" \
+                --peer-name "$p" --peer-only
         done
-        steady_run " mode=apart pass=2" consumer-2 --consumers 1
+        steady_run " mode=apart pass=2" consumer-2 "ordergate-consumer $wl 1" --consumers 1
         for k in $consumer_counts; do
-            [ "$k" = 1 ] || steady_run " mode=apart" "consumers-$k" --consumers "$k"
+            [ "$k" = 1 ] || steady_run " mode=apart" "consumers-$k" "ordergate-consumer $wl $k" \
+                --consumers "$k"
         done
     fi
     if [ "$steady" != apart ]; then
         for p in "${peers[@]}"; do
-            steady_run " mode=beside" "$p" --peer "$cache/peer-$p" --peer-name "$p"
+            steady_run " mode=beside" "$p" "ordergate-consumer steady-$rate/s 1;$p steady-$rate/s 0" \
+                --peer "$cache/peer-$p" --peer-name "$p"
         done
     fi
 done
 burst_run() { # orders, system (ordergate or a peer)
-    local extra=()
-    [ "$2" = ordergate ] || extra=(--peer "$cache/peer-$2" --peer-name "$2")
-    run " mode=alone" "$out/burst-$1-$2.log" --phases burst --burst-orders "$1" --burst-stats none \
-        --burst-lead "$burst_lead" "${common[@]}" "${extra[@]}"
+    local extra=() sys=ordergate-consumer
+    [ "$2" = ordergate ] || extra=(--peer "$cache/peer-$2" --peer-name "$2") sys=$2
+    run " mode=alone" "$out/burst-$1-$2.log" "$sys burst-$1" --phases burst --burst-orders "$1" \
+        --burst-stats none --burst-lead "$burst_lead" "${common[@]}" "${extra[@]}"
 }
 if [ "$burst" -gt 0 ]; then
     burst_run "$burst" ordergate

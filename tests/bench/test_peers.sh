@@ -11,7 +11,8 @@
 #      peer's;
 #   3. run.sh's table from canned lines: apart (a peer over the mean of the consumer's two runs
 #      alone, the second run over the first, two consumers, FAILED lines), beside (the ratios
-#      against the consumer of the same run) and the burst;
+#      against the consumer of the same run) and the burst; and run.sh's apart runs in their order
+#      with an og_bench_consumer that prints canned lines, one of its runs failing;
 #   4. pg-boss's lock file still pins what package.json asks for.
 # Needs PostgreSQL and the template database (the db fixture); fails without them.
 #   tests/bench/test_peers.sh BUILD_DIR

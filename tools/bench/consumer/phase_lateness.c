@@ -120,6 +120,20 @@ static void lateness_figures(const char *prefix, struct results *r)
     PQclear(res);
 }
 
+/* The gate alone and the lateness figures of the run, as lateness_figures read them. */
+static void lateness_print_figures(const struct opts *o, const struct results *r)
+{
+    printf("  gate alone right after the run, same database, one session, batch %d: %.0f orders/s "
+           "(%d/s is %.0f %% of it)\n",
+           o->batch_size, r->lat_ceiling, o->rate, 100.0 * o->rate / r->lat_ceiling);
+    printf("  lateness = status_log.created_at (claim transaction start) - expire_at, %ld "
+           "orders:\n",
+           r->lat_cancelled);
+    printf("    p50 %.1f ms  p90 %.1f ms  p99 %.1f ms  p99.9 %.1f ms  max %.1f ms  min %.1f ms; "
+           "cancelled before expire_at: %ld\n",
+           r->lat_p50, r->lat_p90, r->lat_p99, r->lat_p999, r->lat_max, r->lat_min, r->lat_early);
+}
+
 /* --peer-only: the peer alone on its orders (prefix r), nothing else claiming; no topic, no
  * consumer, no broker. The same due times, figures and checks as the consumer's run: the summary's
  * lateness rows are then the peer's. The peer has until 60 s after the last due time, as the
@@ -144,15 +158,7 @@ static void lateness_peer_only(const struct opts *o, struct results *r, long n, 
     r->lat_ceiling = lateness_gate_alone(o);
     lateness_figures("r", r);
     printf("  the peer %s alone, %.0f s from its start to done\n", o->peer_name, r->lat_wall);
-    printf("  gate alone right after the run, same database, one session, batch %d: %.0f orders/s "
-           "(%d/s is %.0f %% of it)\n",
-           o->batch_size, r->lat_ceiling, o->rate, 100.0 * o->rate / r->lat_ceiling);
-    printf("  lateness = status_log.created_at (claim transaction start) - expire_at, %ld "
-           "orders:\n",
-           r->lat_cancelled);
-    printf("    p50 %.1f ms  p90 %.1f ms  p99 %.1f ms  p99.9 %.1f ms  max %.1f ms  min %.1f ms; "
-           "cancelled before expire_at: %ld\n",
-           r->lat_p50, r->lat_p90, r->lat_p99, r->lat_p999, r->lat_max, r->lat_min, r->lat_early);
+    lateness_print_figures(o, r);
     snprintf(r->lat_h50, sizeof(r->lat_h50), "-");
     snprintf(r->lat_h99, sizeof(r->lat_h99), "-");
     snprintf(workload, sizeof(workload), "steady-%d/s", o->rate);
@@ -340,15 +346,7 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
         r->lat_wall, r->lat_consumer_cpu, 100 * r->lat_consumer_cpu / r->lat_wall,
         r->lat_backend_cpu, 100 * r->lat_backend_cpu / r->lat_wall, r->lat_broker_cpu,
         100 * r->lat_broker_cpu / r->lat_wall);
-    printf("  gate alone right after the run, same database, one session, batch %d: %.0f orders/s "
-           "(%d/s is %.0f %% of it)\n",
-           o->batch_size, r->lat_ceiling, o->rate, 100.0 * o->rate / r->lat_ceiling);
-    printf("  lateness = status_log.created_at (claim transaction start) - expire_at, %ld "
-           "orders:\n",
-           r->lat_cancelled);
-    printf("    p50 %.1f ms  p90 %.1f ms  p99 %.1f ms  p99.9 %.1f ms  max %.1f ms  min %.1f ms; "
-           "cancelled before expire_at: %ld\n",
-           r->lat_p50, r->lat_p90, r->lat_p99, r->lat_p999, r->lat_max, r->lat_min, r->lat_early);
+    lateness_print_figures(o, r);
     if (o->round_every > 0)
         printf("    ms-rounded due_at (every %d-th order, %ld orders): their max %.1f ms\n",
                o->round_every, r->lat_rounded, r->lat_rounded_max);

@@ -239,7 +239,8 @@ commit=$(git -C "$repo" rev-parse --short HEAD)
 # (setup too slow, a process that died) leaves a run_failed line for each system it was to
 # measure ("system workload [consumers]", ;-separated), so the table shows the gap.
 run() { # tags (" key=value" added to the run's lines), log file, its systems, og_bench_consumer arguments...
-    local tags=$1 log=$2 want=$3 got w
+    local tags=$1 log=$2 want=() got w f
+    IFS=';' read -r -a want <<< "$3"
     shift 3
     echo "== $(date -u +%H:%M:%S) load $(cut -d' ' -f1 /proc/loadavg): og_bench_consumer $* (log $log)"
     if ! "$bench" "$@" > "$log" 2>&1; then
@@ -248,10 +249,9 @@ run() { # tags (" key=value" added to the run's lines), log file, its systems, o
     fi
     got=$(grep '^peers: ' "$log" || true)
     if [ -z "$got" ]; then
-        IFS=';' read -r -a want <<< "$want"
         for w in "${want[@]}"; do
-            read -r -a w <<< "$w"
-            got+="peers: system=${w[0]} workload=${w[1]}${w[2]:+ consumers=${w[2]}} run_failed=1"$'\n'
+            read -r -a f <<< "$w"
+            got+="peers: system=${f[0]} workload=${f[1]}${f[2]:+ consumers=${f[2]}} run_failed=1"$'\n'
         done
     fi
     printf '%s\n' "$got" | sed '/^$/d' | sed "s|\$|$tags|" | tee -a "$lines" | sed 's/^/   /'

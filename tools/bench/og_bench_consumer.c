@@ -22,7 +22,8 @@
  *             percentiles), and the consumer's own lateness histogram. With
  *             --round-every N every Nth order expires 0.6 ms into the millisecond
  *             its message names (a producer that rounds due_at down). --consumers N:
- *             N members of one group.
+ *             N members of one group. --peer: a peer queue beside the consumer on
+ *             orders of its own; with --peer-only, the peer alone, no consumer.
  *   memory    --waiting messages due in an hour, produced at full speed; the
  *             consumer's VmRSS every second for --rss-seconds once every partition
  *             is assigned and paused. The first messages of every partition have

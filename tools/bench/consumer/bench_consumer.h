@@ -47,6 +47,7 @@ struct opts {
     const char *peer;      /* a peer queue's program: beside the consumer (lateness), instead of
                               it (burst) */
     const char *peer_name; /* its name in the "peers:" lines (default: the program's file name) */
+    bool peer_only;        /* lateness: the peer alone, no consumer (and no broker) */
     long waiting;          /* memory: messages due in an hour */
     long waiting_db;       /* memory: overdue orders in the database for the first messages */
     int rss_seconds;
@@ -238,6 +239,9 @@ bool peer_wait(struct bench_prog *p, int timeout_s);
 PGresult *peer_query(const char *prefix);
 void peer_report(const struct results *r);
 void peer_line(const char *system, const char *workload, const char *prefix, double gate_alone);
+/* peer_line with consumers=N at its end: how many consumers claimed (0: a peer alone). */
+void peer_line_consumers(const char *system, const char *workload, const char *prefix,
+                         double gate_alone, int consumers);
 void peer_burst(const struct opts *o, int64_t due_ms, struct burst_result *b);
 
 /* tools/bench/consumer/opts.c */

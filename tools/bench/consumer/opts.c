@@ -172,6 +172,11 @@ int parse_args(int argc, char **argv, struct opts *o)
                   "the peer's name in the \"peers:\" lines (default: the file name\n"
                   "of --peer)",
                   &o->peer_name),
+        BENCH_ON("peer-only",
+                 "lateness: the peer alone on its orders (prefix r), with no\n"
+                 "consumer, no topic and no broker: a system's punctuality with\n"
+                 "nothing else claiming (needs --peer)",
+                 &o->peer_only),
         BENCH_STR("brokers", "LIST", "Kafka bootstrap (default $ORDERGATE_BROKERS)", &o->brokers),
         BENCH_PATH("consumer", "PATH",
                    "the consumer binary (default ../consumer/ordergate-consumer from\n"
@@ -236,6 +241,16 @@ int parse_args(int argc, char **argv, struct opts *o)
                         "Connection: libpq's environment (PGHOST, PGPORT, PGUSER: a superuser).\n",
                         rows, argc, argv) != 0)
         return -1;
+    if (o->peer_only && o->peer == NULL) {
+        fprintf(stderr, PROG ": --peer-only needs --peer\n");
+        return -1;
+    }
+    if (o->peer_only && o->round_every > 0) {
+        /* The rounded expire_at are the consumer's orders' (prefix l), which a peer-only run has
+         * none of. */
+        fprintf(stderr, PROG ": --peer-only takes no --round-every\n");
+        return -1;
+    }
     if (o->peer != NULL && o->peer_name == NULL)
         o->peer_name = strrchr(o->peer, '/') != NULL ? strrchr(o->peer, '/') + 1 : o->peer;
     if (o->burst_place && o->burst_skus > BURST_PLACE_SKUS) {

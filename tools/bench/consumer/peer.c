@@ -52,7 +52,7 @@ bool peer_wait(struct bench_prog *p, int timeout_s)
         bench_sleep_ms(100);
     }
     if (!done)
-        printf("  peer: not done %d s after the consumer (see %s)\n", timeout_s, p->log);
+        printf("  peer: not done within %d s (see %s)\n", timeout_s, p->log);
     bench_prog_stop(p);
     return done;
 }
@@ -81,22 +81,39 @@ PGresult *peer_query(const char *prefix)
         1, p);
 }
 
-void peer_line(const char *system, const char *workload, const char *prefix, double gate_alone)
+/* consumers < 0: the line has no consumers= key (the burst's lines, one system per run). */
+static void peer_print_line(const char *system, const char *workload, const char *prefix,
+                            double gate_alone, int consumers)
 {
     PGresult *res = peer_query(prefix);
     long n = atol(PQgetvalue(res, 0, 0));
     double drain = strtod(PQgetvalue(res, 0, 8), NULL);
+    char tail[32] = "";
 
+    if (consumers >= 0)
+        snprintf(tail, sizeof(tail), " consumers=%d", consumers);
     /* One line, key=value, for tools/bench/peers/run.sh; gate_alone: the gate alone in one
-     * session on the same database in the same run (orders/s), the figure the load moves. */
+     * session on the same database in the same run (orders/s), the figure the load moves. New
+     * keys go at the end: run.sh reads the lines of earlier runs too. */
     printf("peers: system=%s workload=%s orders=%ld drain_s=%.3f rate=%.0f p50_ms=%.1f "
-           "p99_ms=%.1f max_ms=%.1f early=%s left=%s gate_alone=%.0f\n",
+           "p99_ms=%.1f max_ms=%.1f early=%s left=%s gate_alone=%.0f%s\n",
            system, workload, n, drain, drain > 0 ? (double)n / drain : 0,
            strtod(PQgetvalue(res, 0, 1), NULL), strtod(PQgetvalue(res, 0, 3), NULL),
            strtod(PQgetvalue(res, 0, 5), NULL), PQgetvalue(res, 0, 7), PQgetvalue(res, 0, 9),
-           gate_alone);
+           gate_alone, tail);
     fflush(stdout);
     PQclear(res);
+}
+
+void peer_line(const char *system, const char *workload, const char *prefix, double gate_alone)
+{
+    peer_print_line(system, workload, prefix, gate_alone, -1);
+}
+
+void peer_line_consumers(const char *system, const char *workload, const char *prefix,
+                         double gate_alone, int consumers)
+{
+    peer_print_line(system, workload, prefix, gate_alone, consumers);
 }
 
 /* The side-by-side lateness of the consumer's orders (l) and the peer's (r). */

@@ -33,41 +33,20 @@ static long lateness_done(const struct bench_prog *c, const struct bench_prog *m
     return (long)sum;
 }
 
-void phase_lateness(const struct opts *o, const char *run, struct results *r)
+/* The phase's database: n orders of prefix l (the consumer's, unless --peer-only) and, with a
+ * peer, as many of prefix r with the same due times, from t0_ms at o->rate a second; overdue
+ * orders of prefix g for the gate alone. */
+static void lateness_load(const struct opts *o, struct results *r, long n, int64_t t0_ms)
 {
-    char topic[160], group[160], base[128], *metrics = malloc(METRICS_MAX_BYTES);
-    long n = (long)o->rate * o->duration;
-    int lead = o->lead_s > 0 ? o->lead_s : 20 + (int)(n / 7500);
-    int64_t t0_ms = clock_wall_ms() + (int64_t)lead * 1000, end_ms;
-    double setup_start = bench_mono_s(), next_line, last_line_t, prod_t0, prod_t1, lat_t0;
-    long last_line_n = 0, done = 0, produced = 0;
-    struct bench_prog c, peer = {.pid = 0};
-    /* --consumers N: N - 1 more members of the same group (the figures of the consumer's own
-     * metrics, its CPU and RSS, are the first one's; the lateness is everyone's, from status_log)
-     */
-    struct bench_prog more[7];
-    int nmore = o->consumers - 1;
-    struct sampler s;
-    struct bench_hist h_late, h_batch, h_db;
-    rd_kafka_t *rk;
-    rd_kafka_topic_t *rkt;
-    /* Messages go out ahead_ms before they are due, so the producer may
-     * linger a little without making anything late; 5 ms batches of a few
-     * messages cost the broker (on the same 2 cores) ~2.5x the CPU. */
-    char linger[16];
-    const char *props[] = {"linger.ms", linger, "compression.codec", o->compression, NULL};
+    /* The due times are checked on the consumer's orders, or the peer's when it runs alone. */
+    const char *checked = o->peer_only ? "r" : "l";
 
-    if (metrics == NULL)
-        bench_die("out of memory");
-    printf("\n== lateness: %d due orders/s for %d s (%ld orders), produced %d ms ahead (producer "
-           "linger.ms %d) ==\n",
-           o->rate, o->duration, n, o->ahead_ms, o->ahead_ms / 4 < 50 ? o->ahead_ms / 4 : 50);
-    fflush(stdout);
     r->lat = true;
     r->lat_orders = n;
     db_fresh(o);
     db_stock(o);
-    db_load(o, "l", n, t0_ms, o->rate);
+    if (!o->peer_only)
+        db_load(o, "l", n, t0_ms, o->rate);
     if (o->peer != NULL)
         db_load(o, "r", n, t0_ms, o->rate);
     if (o->round_every > 0) {
@@ -99,7 +78,7 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
         const char *p[1] = {no};
         long last = n - 1;
         int64_t want = t0_ms + (int64_t)last * 1000 / o->rate, got;
-        snprintf(no, sizeof(no), "l%ld", last);
+        snprintf(no, sizeof(no), "%s%ld", checked, last);
         got = (int64_t)bench_pg_num(g.conn,
                                     "SELECT floor(extract(epoch FROM expire_at) * 1000)::bigint "
                                     "FROM ordergate.orders WHERE order_no = $1",
@@ -107,7 +86,127 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
         if (got != want)
             bench_die("lateness: expire_at of %s is %lld ms, the message says %lld", no,
                       (long long)got, (long long)want);
-        msg_check(no, want);
+        if (!o->peer_only)
+            msg_check(no, want);
+    }
+}
+
+/* The gate alone in one session on the phase's database (the overdue orders of prefix g), right
+ * after the systems measured: orders/s. */
+static double lateness_gate_alone(const struct opts *o)
+{
+    struct db *cdb = ceiling_session();
+    struct ceiling cr;
+
+    ceiling_run(o, cdb, "g", 0, o->ceiling_orders, 0, &cr, true);
+    db_free(cdb);
+    return cr.rate;
+}
+
+/* The lateness figures of the orders of prefix, from status_log (peer_query: the same SQL for
+ * every system). */
+static void lateness_figures(const char *prefix, struct results *r)
+{
+    PGresult *res = peer_query(prefix);
+
+    r->lat_cancelled = atol(PQgetvalue(res, 0, 0));
+    r->lat_p50 = strtod(PQgetvalue(res, 0, 1), NULL);
+    r->lat_p90 = strtod(PQgetvalue(res, 0, 2), NULL);
+    r->lat_p99 = strtod(PQgetvalue(res, 0, 3), NULL);
+    r->lat_p999 = strtod(PQgetvalue(res, 0, 4), NULL);
+    r->lat_max = strtod(PQgetvalue(res, 0, 5), NULL);
+    r->lat_min = strtod(PQgetvalue(res, 0, 6), NULL);
+    r->lat_early = atol(PQgetvalue(res, 0, 7));
+    PQclear(res);
+}
+
+/* The gate alone and the lateness figures of the run, as lateness_figures read them. */
+static void lateness_print_figures(const struct opts *o, const struct results *r)
+{
+    printf("  gate alone right after the run, same database, one session, batch %d: %.0f orders/s "
+           "(%d/s is %.0f %% of it)\n",
+           o->batch_size, r->lat_ceiling, o->rate, 100.0 * o->rate / r->lat_ceiling);
+    printf("  lateness = status_log.created_at (claim transaction start) - expire_at, %ld "
+           "orders:\n",
+           r->lat_cancelled);
+    printf("    p50 %.1f ms  p90 %.1f ms  p99 %.1f ms  p99.9 %.1f ms  max %.1f ms  min %.1f ms; "
+           "cancelled before expire_at: %ld\n",
+           r->lat_p50, r->lat_p90, r->lat_p99, r->lat_p999, r->lat_max, r->lat_min, r->lat_early);
+}
+
+/* --peer-only: the peer alone on its orders (prefix r), nothing else claiming; no topic, no
+ * consumer, no broker. The same due times, figures and checks as the consumer's run: the summary's
+ * lateness rows are then the peer's. The peer has until 60 s after the last due time, as the
+ * consumer has. */
+static void lateness_peer_only(const struct opts *o, struct results *r, long n, int64_t t0_ms,
+                               int lead, double setup_start)
+{
+    struct bench_prog peer = {.pid = 0};
+    int64_t end_ms = t0_ms + (int64_t)(n - 1) * 1000 / o->rate;
+    double t0;
+    char workload[32];
+
+    peer_start(&peer, o->peer, "r", 0);
+    if (clock_wall_ms() > t0_ms - 1000)
+        bench_die("lateness: setup took %.0f s, longer than the lead of %d s; rerun with --lead %d",
+                  bench_mono_s() - setup_start, lead, (int)(bench_mono_s() - setup_start) * 2 + 10);
+    bench_progress("setup took %.0f s of the %d s lead; first order due in %.1f s",
+                   bench_mono_s() - setup_start, lead, (double)(t0_ms - clock_wall_ms()) / 1000.0);
+    t0 = bench_mono_s();
+    (void)peer_wait(&peer, (int)((end_ms - clock_wall_ms()) / 1000) + 60);
+    r->lat_wall = bench_mono_s() - t0;
+    r->lat_ceiling = lateness_gate_alone(o);
+    lateness_figures("r", r);
+    printf("  the peer %s alone, %.0f s from its start to done\n", o->peer_name, r->lat_wall);
+    lateness_print_figures(o, r);
+    snprintf(r->lat_h50, sizeof(r->lat_h50), "-");
+    snprintf(r->lat_h99, sizeof(r->lat_h99), "-");
+    snprintf(workload, sizeof(workload), "steady-%d/s", o->rate);
+    peer_line_consumers(o->peer_name, workload, "r", r->lat_ceiling, 0);
+    fflush(stdout);
+    if (!g.keep)
+        db_drop();
+}
+
+void phase_lateness(const struct opts *o, const char *run, struct results *r)
+{
+    char topic[160], group[160], base[128], *metrics = malloc(METRICS_MAX_BYTES);
+    long n = (long)o->rate * o->duration;
+    int lead = o->lead_s > 0 ? o->lead_s : 20 + (int)(n / 7500);
+    int64_t t0_ms = clock_wall_ms() + (int64_t)lead * 1000, end_ms;
+    double setup_start = bench_mono_s(), next_line, last_line_t, prod_t0, prod_t1, lat_t0;
+    long last_line_n = 0, done = 0, produced = 0;
+    struct bench_prog c, peer = {.pid = 0};
+    /* --consumers N: N - 1 more members of the same group (the figures of the consumer's own
+     * metrics, its CPU and RSS, are the first one's; the lateness is everyone's, from status_log)
+     */
+    struct bench_prog more[7];
+    int nmore = o->consumers - 1;
+    struct sampler s;
+    struct bench_hist h_late, h_batch, h_db;
+    rd_kafka_t *rk;
+    rd_kafka_topic_t *rkt;
+    /* Messages go out ahead_ms before they are due, so the producer may
+     * linger a little without making anything late; 5 ms batches of a few
+     * messages cost the broker (on the same 2 cores) ~2.5x the CPU. */
+    char linger[16];
+    const char *props[] = {"linger.ms", linger, "compression.codec", o->compression, NULL};
+
+    if (metrics == NULL)
+        bench_die("out of memory");
+    if (o->peer_only)
+        printf("\n== lateness: %d due orders/s for %d s (%ld orders), the peer %s alone ==\n",
+               o->rate, o->duration, n, o->peer_name);
+    else
+        printf("\n== lateness: %d due orders/s for %d s (%ld orders), produced %d ms ahead "
+               "(producer linger.ms %d) ==\n",
+               o->rate, o->duration, n, o->ahead_ms, o->ahead_ms / 4 < 50 ? o->ahead_ms / 4 : 50);
+    fflush(stdout);
+    lateness_load(o, r, n, t0_ms);
+    if (o->peer_only) {
+        lateness_peer_only(o, r, n, t0_ms, lead, setup_start);
+        free(metrics);
+        return;
     }
     snprintf(base, sizeof(base), "ogbench.%s.lat", run);
     snprintf(topic, sizeof(topic), "%s.cancel", base);
@@ -187,11 +286,10 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
             last_line_n = done;
             last_line_t = m;
             next_line = m + 10;
-            if (produced == n && now > end_ms + 60000 && o->peer == NULL)
-                bench_die("lateness: %ld of %ld cancelled 60 s after the last due time", done, n);
             if (produced == n && now > end_ms + 60000) {
-                /* Beside a peer, the database may be beyond its capacity: the lines say how many
-                 * each system left instead of the run ending without them. */
+                /* The database may be beyond its capacity (beside a peer, or on a loaded
+                 * machine): the figures and the lines say how many were left instead of the run
+                 * ending without them; the summary's "orders cancelled" row fails. */
                 printf("  consumer: %ld of %ld cancelled 60 s after the last due time\n", done, n);
                 break;
             }
@@ -224,25 +322,11 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
             r->lat_exit = 1;
     if (o->peer != NULL)
         (void)peer_wait(&peer, 60 + o->duration);
-    {
-        struct db *cdb = ceiling_session();
-        struct ceiling cr;
-        ceiling_run(o, cdb, "g", 0, o->ceiling_orders, 0, &cr, true);
-        db_free(cdb);
-        r->lat_ceiling = cr.rate;
-    }
+    r->lat_ceiling = lateness_gate_alone(o);
 
     {
-        PGresult *res = peer_query("l");
-        r->lat_cancelled = atol(PQgetvalue(res, 0, 0));
-        r->lat_p50 = strtod(PQgetvalue(res, 0, 1), NULL);
-        r->lat_p90 = strtod(PQgetvalue(res, 0, 2), NULL);
-        r->lat_p99 = strtod(PQgetvalue(res, 0, 3), NULL);
-        r->lat_p999 = strtod(PQgetvalue(res, 0, 4), NULL);
-        r->lat_max = strtod(PQgetvalue(res, 0, 5), NULL);
-        r->lat_min = strtod(PQgetvalue(res, 0, 6), NULL);
-        r->lat_early = atol(PQgetvalue(res, 0, 7));
-        PQclear(res);
+        PGresult *res;
+        lateness_figures("l", r);
         res = bench_pg_query(g.conn,
                              "SELECT coalesce(max(extract(epoch FROM l.created_at - o.expire_at) "
                              "* 1000), 0) FROM ordergate.status_log l JOIN ordergate.orders o "
@@ -262,15 +346,7 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
         r->lat_wall, r->lat_consumer_cpu, 100 * r->lat_consumer_cpu / r->lat_wall,
         r->lat_backend_cpu, 100 * r->lat_backend_cpu / r->lat_wall, r->lat_broker_cpu,
         100 * r->lat_broker_cpu / r->lat_wall);
-    printf("  gate alone right after the run, same database, one session, batch %d: %.0f orders/s "
-           "(%d/s is %.0f %% of it)\n",
-           o->batch_size, r->lat_ceiling, o->rate, 100.0 * o->rate / r->lat_ceiling);
-    printf("  lateness = status_log.created_at (claim transaction start) - expire_at, %ld "
-           "orders:\n",
-           r->lat_cancelled);
-    printf("    p50 %.1f ms  p90 %.1f ms  p99 %.1f ms  p99.9 %.1f ms  max %.1f ms  min %.1f ms; "
-           "cancelled before expire_at: %ld\n",
-           r->lat_p50, r->lat_p90, r->lat_p99, r->lat_p999, r->lat_max, r->lat_min, r->lat_early);
+    lateness_print_figures(o, r);
     if (o->round_every > 0)
         printf("    ms-rounded due_at (every %d-th order, %ld orders): their max %.1f ms\n",
                o->round_every, r->lat_rounded, r->lat_rounded_max);
@@ -302,12 +378,16 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
                bench_prom(metrics, "ordergate_consumer_retries_total{reason=\"busy\"}"),
                bench_prom(metrics, "ordergate_consumer_rescheduled_total"));
     }
-    if (o->peer != NULL) {
+    {
+        /* The consumer's line whether a peer ran beside it or not: tools/bench/peers/run.sh
+         * compares a peer alone with the consumer alone, each from a run of its own. */
         char workload[32];
-        peer_report(r);
         snprintf(workload, sizeof(workload), "steady-%d/s", o->rate);
-        peer_line("ordergate-consumer", workload, "l", r->lat_ceiling);
-        peer_line(o->peer_name, workload, "r", r->lat_ceiling);
+        if (o->peer != NULL)
+            peer_report(r);
+        peer_line_consumers("ordergate-consumer", workload, "l", r->lat_ceiling, o->consumers);
+        if (o->peer != NULL)
+            peer_line_consumers(o->peer_name, workload, "r", r->lat_ceiling, 0);
     }
     print_seeks(&c);
     fflush(stdout);

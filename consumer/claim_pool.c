@@ -4,7 +4,8 @@
  * Owns the workers, their sessions and their copies of a part's order numbers and rows. Must not
  * touch the batch, the retry set, Kafka or the loop's session: what a worker reads of the
  * caller's part it copies while the caller is blocked in claim_pool_wait, and it writes the
- * answer back only while the caller still waits for it (not after the caller gave the part up). */
+ * answer back only while the caller still waits for it (not after the caller gave the part up).
+ * After claim_pool_new the workers read nothing of the configuration. */
 #define _GNU_SOURCE /* pthread_timedjoin_np */
 #include <pthread.h>
 #include <stdio.h>
@@ -40,7 +41,7 @@ struct claim_pool_worker {
 };
 
 struct claim_pool {
-    const struct og_config *cfg;
+    long retry_base_ms, retry_cap_ms; /* database.retry_base_ms, retry_cap_ms: connect backoff */
     struct metric *connected;
     volatile sig_atomic_t *stop_flag;
     int wait_ms;
@@ -64,22 +65,14 @@ static void claim_pool_deadline(struct timespec *ts, int64_t ms)
     }
 }
 
-/* Makes (again) and connects w's session, on w's thread; logs a failure on its first attempt
- * and every CLAIM_POOL_LOG_EVERY. */
+/* Connects w's session, on w's thread; logs a failure on its first attempt and every
+ * CLAIM_POOL_LOG_EVERY. */
 static bool claim_pool_connect(struct claim_pool_worker *w, int attempt)
 {
-    struct claim_pool *p = w->pool;
-    /* One attempt per call, as on the loop's session: a part that fails is claimed again with
-     * its batch by the loop, which backs off and keeps polling meanwhile. */
-    const struct cfg_db_open_opts opts = {.max_attempts = 1};
     struct og_error err = {0};
-    enum og_status st = OG_OK;
+    enum og_status st = db_connect(w->db, &err);
     char q[600];
 
-    if (w->db == NULL)
-        st = cfg_db_open(p->cfg, w->app_name, &opts, p->stop_flag, &w->db, &err);
-    if (st == OG_OK)
-        st = db_connect(w->db, &err);
     if (st == OG_OK) {
         log_info("claim_session_connected", "session=%d application_name=%s attempts=%d", w->index,
                  w->app_name, attempt + 1);
@@ -91,13 +84,6 @@ static bool claim_pool_connect(struct claim_pool_worker *w, int attempt)
                  "this one is connected again with backoff\"",
                  w->index, attempt + 1, log_quote(q, sizeof(q), err.msg));
     return false;
-}
-
-/* Takes w's session down: the next connect makes a new one. */
-static void claim_pool_drop(struct claim_pool_worker *w)
-{
-    db_free(w->db);
-    w->db = NULL;
 }
 
 static void *claim_pool_main(void *arg)
@@ -118,8 +104,7 @@ static void *claim_pool_main(void *arg)
             pthread_mutex_unlock(&p->lock);
             bool ok = claim_pool_connect(w, attempt);
             if (!ok) {
-                clock_sleep_until_flag(clock_backoff_ms(p->cfg->database.retry_base_ms,
-                                                        p->cfg->database.retry_cap_ms, attempt),
+                clock_sleep_until_flag(clock_backoff_ms(p->retry_base_ms, p->retry_cap_ms, attempt),
                                        &p->stop, NULL);
                 attempt++;
             }
@@ -172,7 +157,7 @@ static void *claim_pool_main(void *arg)
                      "session=%d status=%s msg=\"its claim answered after the loop stopped "
                      "waiting for it; connected anew\"",
                      w->index, og_status_str(st));
-            claim_pool_drop(w);
+            db_close(w->db);
             pthread_mutex_lock(&p->lock);
             continue;
         }
@@ -195,11 +180,14 @@ static void *claim_pool_main(void *arg)
 }
 
 enum og_status claim_pool_new(const struct og_config *cfg, int workers, int wait_ms,
-                              struct metric *connected, volatile sig_atomic_t *stop,
-                              struct claim_pool **out, struct og_error *err)
+                              struct metric *connected, struct hook_timing *timing,
+                              volatile sig_atomic_t *stop, struct claim_pool **out,
+                              struct og_error *err)
 {
+    const struct cfg_db_open_opts opts = {.max_attempts = 1};
     struct claim_pool *p;
     pthread_condattr_t attr;
+    enum og_status st;
     size_t cap = cfg->consumer.batch_size > 0 ? (size_t)cfg->consumer.batch_size : 1;
 
     *out = NULL;
@@ -211,7 +199,8 @@ enum og_status claim_pool_new(const struct og_config *cfg, int workers, int wait
     p = calloc(1, sizeof(*p));
     if (p == NULL)
         return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
-    p->cfg = cfg;
+    p->retry_base_ms = cfg->database.retry_base_ms;
+    p->retry_cap_ms = cfg->database.retry_cap_ms;
     p->connected = connected;
     p->stop_flag = stop;
     p->wait_ms = wait_ms;
@@ -235,6 +224,17 @@ enum og_status claim_pool_new(const struct og_config *cfg, int workers, int wait
             claim_pool_stop(&p, 0);
             return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
         }
+        /* Made here, not on the worker's thread: after this the workers never read cfg, so a
+         * worker that does not stop in time (claim_pool_stop) cannot outlive it in use. One
+         * attempt per call, as on the loop's session: a part that fails is claimed again with
+         * its batch by the loop, which backs off and keeps polling meanwhile. */
+        st = cfg_db_open(cfg, w->app_name, &opts, stop, &w->db, err);
+        if (st != OG_OK) {
+            claim_pool_stop(&p, 0);
+            return st;
+        }
+        if (timing != NULL)
+            hook_timing_attach(w->db, timing); /* not connected yet: cannot fail */
     }
     *out = p;
     return OG_OK;
@@ -361,7 +361,7 @@ bool claim_pool_stop(struct claim_pool **pp, int64_t deadline_ms)
         w->running = false;
     }
     for (size_t i = 0; i < p->nworkers; i++) {
-        claim_pool_drop(&p->w[i]);
+        db_free(p->w[i].db);
         free(p->w[i].nos);
         free(p->w[i].names);
         free(p->w[i].rows);

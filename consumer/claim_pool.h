@@ -26,6 +26,7 @@
 #include "common/cfg.h"
 #include "common/error.h"
 #include "common/gate.h"
+#include "common/hook_timing.h"
 #include "common/metrics.h"
 
 /* The most sessions consumer.claim_sessions allows (the loop's own and 7 workers). */
@@ -50,12 +51,15 @@ struct claim_pool;
 /* workers (0..CLAIM_POOL_SESSIONS_MAX - 1) sessions made from cfg like the loop's (nothing
  * connected, no thread started: the first claim_pool_ready does). wait_ms bounds
  * claim_pool_wait. connected: the gauge of the workers' sessions connected (each worker adds
- * its own while connected), may be NULL. stop: the
- * process's stop flag, for the sessions' retries. *out is NULL when workers is 0. cfg,
- * connected and stop must outlive the pool. */
+ * its own while connected), may be NULL. timing: the hooks' wall-time histogram the loop's
+ * session feeds (common/hook_timing.h; its metric updates are safe from any thread), attached
+ * to every worker's session too; NULL: none. stop: the
+ * process's stop flag, for the sessions' retries. *out is NULL when workers is 0. connected
+ * and stop must outlive the pool; cfg is read only here. */
 enum og_status claim_pool_new(const struct og_config *cfg, int workers, int wait_ms,
-                              struct metric *connected, volatile sig_atomic_t *stop,
-                              struct claim_pool **out, struct og_error *err);
+                              struct metric *connected, struct hook_timing *timing,
+                              volatile sig_atomic_t *stop, struct claim_pool **out,
+                              struct og_error *err);
 /* Starts the workers on the first call (each connects on its own thread) and returns how many
  * are connected and idle now: the parts a claim may hand out besides the loop's own. pool may
  * be NULL (0). */

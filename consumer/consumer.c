@@ -158,7 +158,8 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     /* The other claim sessions, made like c->db (threads and connections: the first flush). */
     st = claim_pool_new(cfg, cfg->consumer.claim_sessions - 1,
                         CONSUMER_CLAIM_WAIT_MS(cfg->database.statement_timeout_ms),
-                        c->m.claim_sessions_connected, &signals_stop, &c->claim_pool, err);
+                        c->m.claim_sessions_connected, &consumer_hook_timing, &signals_stop,
+                        &c->claim_pool, err);
     if (st != OG_OK)
         goto fail;
 
@@ -221,9 +222,6 @@ void consumer_free(struct consumer *c)
         return;
     if (!relay_thread_stop(&c->relay, clock_mono_ms() + 1000))
         return;
-    /* No flush runs any more: the workers are idle, or in a claim whose batch was not stored. */
-    if (!claim_pool_stop(&c->claim_pool, clock_mono_ms() + 1000))
-        return;
     /* Messages still in the intake queue (loop_shutdown hands them back first; a consumer
      * that never ran has none) belong to the group member: before it goes. */
     for (size_t i = 0; c->intake != NULL && i < c->intake_n; i++) {
@@ -246,6 +244,10 @@ void consumer_free(struct consumer *c)
     /* After the producer: a late delivery report writes into the batch. */
     commit_free(&c->commit);
     delay_levels_free(&c->levels);
+    /* No flush runs any more: the workers are idle, connecting, or in a claim whose batch was
+     * not stored. One that does not stop in time is left to the process's exit (it uses
+     * nothing of c or the configuration). */
+    (void)claim_pool_stop(&c->claim_pool, clock_mono_ms() + 1000);
     db_free(c->db);
     sched_free(c->sched);
     window_free(c->window);

@@ -602,8 +602,10 @@ static bool commit_claim_split(struct commit *cm, size_t n, size_t nparts, doubl
     for (size_t k = 1; k < nparts; k++)
         pooled[k] = parts[k].n > 0 && claim_pool_submit(cm->env.claim_pool, &parts[k]);
     for (size_t k = 0; k < nparts; k++) {
-        if (pooled[k] || parts[k].n == 0) {
-            parts[k].done = !pooled[k];
+        if (pooled[k])
+            continue; /* the worker's now: done is its to set (claim_pool_submit cleared it) */
+        if (parts[k].n == 0) {
+            parts[k].done = true;
             continue;
         }
         /* Part 0, and any part no worker took (one lost its session meanwhile). */

@@ -139,6 +139,12 @@ static void test_split_claims_on_two_sessions(void **state)
             fail_msg("%s", sql);
     }
     assert_true(ct_metric_now(&p, "ordergate_consumer_claim_parts_total") >= parts + 2);
+    /* Every part's answer was taken: nothing claimed twice (already_cancelled), every cancel
+     * counted by the loop (its metric follows the claim's return: polled). */
+    assert_true(ct_metric_wait(&p, "ordergate_consumer_claims_total{outcome=\"cancelled\"}",
+                               ORDERS + 1, 10000) == ORDERS + 1);
+    assert_true(
+        ct_metric_now(&p, "ordergate_consumer_claims_total{outcome=\"already_cancelled\"}") <= 0);
     /* The parts shared both SKUs: they waited for each other at the restock, never failed. */
     assert_false(ct_log_has(&p, "event=batch_db_retry"));
     assert_false(ct_log_has(&p, "event=batch_db_failed"));

@@ -54,9 +54,10 @@ struct claim_pool {
     struct claim_pool_worker w[CLAIM_POOL_SESSIONS_MAX];
 };
 
-static void claim_pool_deadline(struct timespec *ts, int64_t ms)
+/* ms from now on clock (the conditions' CLOCK_MONOTONIC; pthread_timedjoin_np's CLOCK_REALTIME). */
+static void claim_pool_deadline(clockid_t clock, struct timespec *ts, int64_t ms)
 {
-    clock_gettime(CLOCK_MONOTONIC, ts);
+    clock_gettime(clock, ts);
     ts->tv_sec += (time_t)(ms / 1000);
     ts->tv_nsec += (long)(ms % 1000) * 1000000L;
     if (ts->tv_nsec >= 1000000000L) {
@@ -117,7 +118,7 @@ static void *claim_pool_main(void *arg)
             continue;
         }
         if (w->part == NULL) {
-            claim_pool_deadline(&until, CLAIM_POOL_IDLE_MS);
+            claim_pool_deadline(CLOCK_MONOTONIC, &until, CLAIM_POOL_IDLE_MS);
             pthread_cond_timedwait(&p->work, &p->lock, &until);
             continue;
         }
@@ -318,7 +319,7 @@ void claim_pool_wait(struct claim_pool *p, int64_t since_ms)
             }
             break;
         }
-        claim_pool_deadline(&until, left);
+        claim_pool_deadline(CLOCK_MONOTONIC, &until, left);
         pthread_cond_timedwait(&p->done, &p->lock, &until);
     }
     pthread_mutex_unlock(&p->lock);
@@ -342,15 +343,8 @@ bool claim_pool_stop(struct claim_pool **pp, int64_t deadline_ms)
         if (!w->running)
             continue;
         /* A claim in flight ends at its answer, bounded by the session's reply bound, not
-         * necessarily by our deadline. pthread_timedjoin_np reads CLOCK_REALTIME. */
-        clock_gettime(CLOCK_REALTIME, &until);
-        left = left > 0 ? left : 0;
-        until.tv_sec += (time_t)(left / 1000);
-        until.tv_nsec += (long)(left % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+         * necessarily by our deadline. */
+        claim_pool_deadline(CLOCK_REALTIME, &until, left > 0 ? left : 0);
         if (pthread_timedjoin_np(w->thread, NULL, &until) != 0) {
             log_warn("claim_session_stop_timeout",
                      "session=%d note=\"a claim is still in flight; its batch's offsets were "

@@ -12,7 +12,8 @@
  *   levels.{c,h}      a topic's delay level, a re-schedule's topic;
  *   fence.{c,h}       a fenced group.instance.id: rejoin or exit 2, the member replaced;
  *   durability.{c,h}  the server's commit durability;
- *   relay_thread.{c,h} the outbox relay thread;   consumer_metrics.{c,h} the metrics.
+ *   relay_thread.{c,h} the outbox relay thread;   consumer_metrics.{c,h} the metrics;
+ *   claim_pool.{c,h}  the claim sessions past the loop's own (a burst's claim split across them).
  * Lower files never call up: the commit protocol reports progress through a callback the loop
  * installs (loop_attach).
  *

@@ -38,7 +38,7 @@ static struct {
     pthread_t loop; /* the test's own thread: the consume loop's */
     int claims, worker_claims;
     int times_claimed[ORDERS + 1]; /* per order A-i */
-    bool worker_fails;             /* a worker's claim fails as a lost connection does */
+    bool worker_fails; /* a worker's claim fails as a deadlock with the other part would */
 } fake = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 enum og_status __wrap_gate_claim_cancel(struct db *db, const char *const *order_nos, size_t n,
@@ -54,8 +54,8 @@ enum og_status __wrap_gate_claim_cancel(struct db *db, const char *const *order_
     fake.worker_claims += worker;
     if (worker && fake.worker_fails) {
         pthread_mutex_unlock(&fake.lock);
-        og_error_set(err, OG_ERR_DB, true, "server closed the connection unexpectedly");
-        snprintf(err->sqlstate, sizeof(err->sqlstate), "08006");
+        og_error_set(err, OG_ERR_DB, true, "deadlock detected");
+        snprintf(err->sqlstate, sizeof(err->sqlstate), "40P01");
         *nrows = 0;
         return OG_ERR_DB;
     }
@@ -176,8 +176,10 @@ static void test_split_takes_every_part(void **state)
     assert_true(f->db_ok);
 }
 
-/* The worker's part fails: its entries stay unclaimed, the loop's part keeps its outcomes, the
- * batch is not stored; the retry claims the failed part's orders only. */
+/* The worker's part fails (40P01, retriable: a deadlock, which the parts' restock in sku order
+ * should never cause, but a shop's hook or trigger could): its entries stay unclaimed, the loop's
+ * part keeps its outcomes, the batch is not stored; the retry claims the failed part's orders
+ * only. (A lost connection, the other retriable failure, is consumer_split's.) */
 static void test_split_failed_part_is_retried_alone(void **state)
 {
     struct fixture *f = *state;

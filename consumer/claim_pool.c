@@ -20,6 +20,10 @@
 
 /* An idle worker looks at the stop flag at least this often: its wait for work is bounded. */
 #define CLAIM_POOL_IDLE_MS 1000
+/* The caller's wait for the parts looks at the process's stop flag at least this often: a SIGTERM
+ * gives the parts still out up (their batch is not stored), so the shutdown does not wait for a
+ * claim held by a lock until the stop guard ends the process. */
+#define CLAIM_POOL_STOP_EVERY_MS 50
 /* A worker that cannot connect logs it on the first failure and then every this many. */
 #define CLAIM_POOL_LOG_EVERY 10
 
@@ -305,21 +309,22 @@ void claim_pool_wait(struct claim_pool *p, int64_t since_ms)
         if (!pending)
             break;
         left = deadline - clock_mono_ms();
-        if (left <= 0) {
+        if (left <= 0 || (p->stop_flag != NULL && *p->stop_flag)) {
             for (size_t i = 0; i < p->nworkers; i++) {
                 struct claim_pool_worker *w = &p->w[i];
                 if (w->part == NULL || w->abandoned)
                     continue;
                 w->abandoned = true;
                 log_warn("claim_part_abandoned",
-                         "session=%d orders=%zu wait_ms=%d msg=\"no answer within the bound; "
-                         "its orders are claimed again with the batch, the session is "
-                         "dropped when its call returns\"",
-                         w->index, w->part->n, p->wait_ms);
+                         "session=%d orders=%zu wait_ms=%d why=%s msg=\"no answer; its orders "
+                         "are claimed again with the batch (no offset was stored), the session "
+                         "is dropped when its call returns\"",
+                         w->index, w->part->n, p->wait_ms, left <= 0 ? "bound" : "stopping");
             }
             break;
         }
-        claim_pool_deadline(CLOCK_MONOTONIC, &until, left);
+        claim_pool_deadline(CLOCK_MONOTONIC, &until,
+                            left < CLAIM_POOL_STOP_EVERY_MS ? left : CLAIM_POOL_STOP_EVERY_MS);
         pthread_cond_timedwait(&p->done, &p->lock, &until);
     }
     pthread_mutex_unlock(&p->lock);

@@ -69,10 +69,10 @@ size_t claim_pool_ready(struct claim_pool *pool);
 bool claim_pool_submit(struct claim_pool *pool, struct claim_pool_part *part);
 /* Waits until every part submitted since the last wait is answered, at most the pool's wait_ms
  * from since_ms (monotonic: when the parts were handed over, so that the caller's own part, run
- * meanwhile, does not add to the bound). A part not answered by then is given up: done stays false
- * and the caller retries its orders like those of a failed call; its worker drops its session when
- * its call returns (each call is bounded by the session's own reply bound, common/db.h) and
- * connects anew. */
+ * meanwhile, does not add to the bound), or until the process's stop flag is raised. A part not
+ * answered by then is given up: done stays false and the caller retries its orders like those of a
+ * failed call; its worker drops its session when its call returns (each call is bounded by the
+ * session's own reply bound, common/db.h) and connects anew. */
 void claim_pool_wait(struct claim_pool *pool, int64_t since_ms);
 /* Stops the workers, waiting for them until deadline_ms (monotonic), and frees the pool
  * (*pool = NULL; *pool may be NULL: true). False when one did not stop in time: the pool is

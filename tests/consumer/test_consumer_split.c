@@ -1,7 +1,7 @@
 /* A claim split across database sessions (consumer.claim_sessions = 2): a batch's cancels are
  * claimed by two backends at once, each order by one of them, once; and no offset is stored
- * before every part of the batch has committed, also when one part's session is killed while the
- * other part has committed already.
+ * before every part of the batch has committed, also when one part's session is killed, or the
+ * consumer gets SIGTERM, while the other part has committed already.
  *
  * The orders share their SKUs across the parts (the restock at the end of each part locks the
  * same inventory rows, in sku order: the parts serialize there and must not deadlock). In the
@@ -222,11 +222,56 @@ static void test_split_stores_no_offset_before_every_part(void **state)
     ct_teardown(&t);
 }
 
+/* SIGTERM while the worker's part is held (the loop's part committed): the loop gives the part up
+ * and the consumer exits 0 at once, without waiting for the claim, and no offset moves; a new
+ * consumer claims the rest once the lock goes, every order once. */
+static void test_split_sigterm_mid_claim(void **state)
+{
+    static struct ct t;
+    struct ct_proc p, q;
+    PGconn *locker;
+    int status;
+    int64_t t0;
+
+    (void)state;
+    ct_setup(&t, "csplitterm", 1, 0);
+    ct_config(&t, "", CT_SHORT_SESSION ", \"auto.commit.interval.ms=200\"");
+    testdb_exec(t.conn, "SELECT ordergate.add_stock('sku-2', 1000000)");
+    testdb_exec(t.conn, "SELECT ordergate.add_stock('sku-held', 1000000)");
+    split_place(&t, ORDERS, "sku-held");
+    split_spawn(&t, &p, "120000");
+    assert_int_equal(ct_wait_committed(&t, t.topic, 0, 1, 20000), 1);
+    locker = testdb_connect(&t.db);
+    testdb_exec(locker, "BEGIN");
+    testdb_exec(locker, "SELECT 1 FROM ordergate.inventory WHERE sku = 'sku-held' FOR UPDATE");
+    split_send(&t, ORDERS);
+    assert_int_equal(ct_wait_scalar(&t, SQL_WORKER_WAITING, 1, 20000), 1);
+
+    t0 = ct_now_ms();
+    status = ct_stop(&p, SIGTERM, 15000);
+    if (status != 0)
+        fail_msg("exit status %d after SIGTERM, expected 0", status);
+    assert_true(ct_now_ms() - t0 < 5000); /* the stop guard would end it at 9.5 s, status 1 */
+    ct_log_wait(&p, "why=stopping", 1000);
+    assert_int_equal(ct_committed(t.group, t.topic, 0), 1);
+    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.status_log WHERE actor = "
+                                   "'ordergate-consumer-claim-1'"),
+                     0);
+
+    testdb_exec(locker, "ROLLBACK");
+    PQfinish(locker);
+    ct_spawn(&t, &q, "c2", t.topic, "--claim-sessions", "2", NULL);
+    split_assert_done(&t, ORDERS);
+    assert_int_equal(ct_stop(&q, SIGTERM, 30000), 0);
+    ct_teardown(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_split_claims_on_two_sessions, ct_cleanup),
         cmocka_unit_test_teardown(test_split_stores_no_offset_before_every_part, ct_cleanup),
+        cmocka_unit_test_teardown(test_split_sigterm_mid_claim, ct_cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

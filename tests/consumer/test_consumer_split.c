@@ -152,6 +152,38 @@ static void test_split_claims_on_two_sessions(void **state)
     ct_teardown(&t);
 }
 
+/* Sets up the held case: the orders of part 1 (the worker's) also take sku-held, whose stock row
+ * an open transaction (the returned connection) locks; the consumer runs, W-1's offset is
+ * committed, the burst is sent, and the worker's claim waits at the restock for that row. */
+static PGconn *split_hold_worker(struct ct *t, struct ct_proc *p, const char *tag)
+{
+    PGconn *locker;
+
+    ct_setup(t, tag, 1, 0);
+    ct_config(t, "", CT_SHORT_SESSION ", \"auto.commit.interval.ms=200\"");
+    testdb_exec(t->conn, "SELECT ordergate.add_stock('sku-2', 1000000)");
+    testdb_exec(t->conn, "SELECT ordergate.add_stock('sku-held', 1000000)");
+    split_place(t, ORDERS, "sku-held");
+    split_spawn(t, p, "120000");
+    /* W-1's offset is committed: the test watches the offset move past it, or not. */
+    assert_int_equal(ct_wait_committed(t, t->topic, 0, 1, 20000), 1);
+    locker = testdb_connect(&t->db);
+    testdb_exec(locker, "BEGIN");
+    testdb_exec(locker, "SELECT 1 FROM ordergate.inventory WHERE sku = 'sku-held' FOR UPDATE");
+    split_send(t, ORDERS);
+    assert_int_equal(ct_wait_scalar(t, SQL_WORKER_WAITING, 1, 20000), 1);
+    return locker;
+}
+
+/* While the worker's part is held: the offset stays after W-1, the worker has won nothing. */
+static void split_assert_held(struct ct *t)
+{
+    assert_int_equal(ct_committed(t->group, t->topic, 0), 1);
+    assert_int_equal(ct_scalar(t, "SELECT count(*) FROM ordergate.status_log WHERE actor = "
+                                  "'ordergate-consumer-claim-1'"),
+                     0);
+}
+
 static void test_split_stores_no_offset_before_every_part(void **state)
 {
     static struct ct t;
@@ -161,38 +193,19 @@ static void test_split_stores_no_offset_before_every_part(void **state)
     char order[32];
 
     (void)state;
-    ct_setup(&t, "csplitoff", 1, 0);
-    ct_config(&t, "", CT_SHORT_SESSION ", \"auto.commit.interval.ms=200\"");
-    testdb_exec(t.conn, "SELECT ordergate.add_stock('sku-2', 1000000)");
-    testdb_exec(t.conn, "SELECT ordergate.add_stock('sku-held', 1000000)");
-    split_place(&t, ORDERS, "sku-held");
     for (int i = 1; i <= ORDERS; i++) {
         snprintf(order, sizeof(order), "B-%d", i);
         part0 += split_part(order) == 0;
     }
-    split_spawn(&t, &p, "120000");
-    /* W-1's offset is committed: the test watches the offset move past it, or not. */
-    assert_int_equal(ct_wait_committed(&t, t.topic, 0, 1, 20000), 1);
-
     /* Part 1's orders (the worker's) wait at the restock for sku-held; part 0's commit. */
-    locker = testdb_connect(&t.db);
-    testdb_exec(locker, "BEGIN");
-    testdb_exec(locker, "SELECT 1 FROM ordergate.inventory WHERE sku = 'sku-held' FOR UPDATE");
-    split_send(&t, ORDERS);
-    assert_int_equal(ct_wait_scalar(&t, SQL_WORKER_WAITING, 1, 20000), 1);
-    {
-        /* Part 0 committed (at least its share of the first batch), part 1 nothing. */
-        long won = ct_wait_scalar(&t,
-                                  "SELECT count(*) FROM ordergate.status_log WHERE order_no LIKE "
-                                  "'B-%' AND actor = 'ordergate-consumer'",
-                                  part0, 10000);
-        assert_true(won >= 64 / 2);
-        assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.status_log WHERE actor = "
-                                       "'ordergate-consumer-claim-1'"),
-                         0);
-    }
+    locker = split_hold_worker(&t, &p, "csplitoff");
+    /* Part 0 committed (at least its share of the first batch), part 1 nothing. */
+    assert_true(ct_wait_scalar(&t,
+                               "SELECT count(*) FROM ordergate.status_log WHERE order_no LIKE "
+                               "'B-%' AND actor = 'ordergate-consumer'",
+                               part0, 10000) >= 64 / 2);
     testutil_sleep_ms(1500); /* several auto-commit intervals */
-    assert_int_equal(ct_committed(t.group, t.topic, 0), 1);
+    split_assert_held(&t);
 
     /* The worker's backend is killed mid-claim: its part fails, the batch is retried (held on the
      * same lock again), and still no offset moves. */
@@ -209,10 +222,7 @@ static void test_split_stores_no_offset_before_every_part(void **state)
                                     1, 20000),
                      1);
     testutil_sleep_ms(1000);
-    assert_int_equal(ct_committed(t.group, t.topic, 0), 1);
-    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.status_log WHERE order_no LIKE "
-                                   "'B-%' AND actor = 'ordergate-consumer-claim-1'"),
-                     0);
+    split_assert_held(&t);
 
     /* The lock goes: every order cancelled once, the offset at the end. */
     testdb_exec(locker, "ROLLBACK");
@@ -234,18 +244,7 @@ static void test_split_sigterm_mid_claim(void **state)
     int64_t t0;
 
     (void)state;
-    ct_setup(&t, "csplitterm", 1, 0);
-    ct_config(&t, "", CT_SHORT_SESSION ", \"auto.commit.interval.ms=200\"");
-    testdb_exec(t.conn, "SELECT ordergate.add_stock('sku-2', 1000000)");
-    testdb_exec(t.conn, "SELECT ordergate.add_stock('sku-held', 1000000)");
-    split_place(&t, ORDERS, "sku-held");
-    split_spawn(&t, &p, "120000");
-    assert_int_equal(ct_wait_committed(&t, t.topic, 0, 1, 20000), 1);
-    locker = testdb_connect(&t.db);
-    testdb_exec(locker, "BEGIN");
-    testdb_exec(locker, "SELECT 1 FROM ordergate.inventory WHERE sku = 'sku-held' FOR UPDATE");
-    split_send(&t, ORDERS);
-    assert_int_equal(ct_wait_scalar(&t, SQL_WORKER_WAITING, 1, 20000), 1);
+    locker = split_hold_worker(&t, &p, "csplitterm");
 
     t0 = ct_now_ms();
     status = ct_stop(&p, SIGTERM, 15000);
@@ -253,10 +252,7 @@ static void test_split_sigterm_mid_claim(void **state)
         fail_msg("exit status %d after SIGTERM, expected 0", status);
     assert_true(ct_now_ms() - t0 < 5000); /* the stop guard would end it at 9.5 s, status 1 */
     ct_log_wait(&p, "why=stopping", 1000);
-    assert_int_equal(ct_committed(t.group, t.topic, 0), 1);
-    assert_int_equal(ct_scalar(&t, "SELECT count(*) FROM ordergate.status_log WHERE actor = "
-                                   "'ordergate-consumer-claim-1'"),
-                     0);
+    split_assert_held(&t);
 
     testdb_exec(locker, "ROLLBACK");
     PQfinish(locker);

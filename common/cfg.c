@@ -210,6 +210,12 @@ static const struct cfg_param cfg_params[] = {
      "level in the names), in milliseconds: a message due further away than this plus "
      "consumer.level_margin_ms is claimed at once, and a re-schedule is due at most this far "
      "ahead."},
+    {"consumer.claim_sessions", CFG_INT, S(consumer.claim_sessions), "2", 1, 8, 0, CON, NULL,
+     "Database sessions one batch's claim of cancels is split across at once, by a hash of the "
+     "order number (an order's copies always in one part), when the batch has at least 64 "
+     "cancels to claim: in a burst the claim's backend, not the consumer, is the limit. Each "
+     "session past the first is one more connection (size a pooler's pool for it). 1: one "
+     "session, no threads."},
     {"outbox.enabled", CFG_BOOL, S(outbox.enabled), "true", 0, 1, 0, CON, NULL,
      "Run the outbox relay in this consumer: it publishes the rows of ordergate.outbox (written "
      "with each winning transition) to Kafka, at least once, keyed by order number; several "

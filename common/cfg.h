@@ -74,6 +74,7 @@ struct og_config {
         int local_due_ms;     /* an order not due for less than this is re-claimed locally */
         int level_margin_ms;  /* a due time this far beyond its topic's level is claimed at once */
         int max_wait_ms;      /* the level of delay topics when none has one */
+        int claim_sessions;   /* database sessions one batch's claim is split across, 1..8 */
     } consumer;
 
     struct cfg_outbox {

@@ -500,6 +500,11 @@ static enum og_status db_open(struct db *db, struct og_error *err)
     return st;
 }
 
+void db_close(struct db *db)
+{
+    db_disconnect(db);
+}
+
 enum og_status db_connect(struct db *db, struct og_error *err)
 {
     enum og_status st;

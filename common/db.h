@@ -147,6 +147,9 @@ enum og_status db_set_connect_hook(struct db *db, db_connect_hook fn, void *arg,
 
 /* Connects now (db_call connects on demand too). */
 enum og_status db_connect(struct db *db, struct og_error *err);
+/* Closes the connection now, if any; the next call connects anew. For a caller that stopped
+ * waiting for an answer on it (consumer/claim_pool.c) and will not trust the session again. */
+void db_close(struct db *db);
 
 /* Runs a statement once, preparing it first if needed (unnamed with transaction_pool). On OG_OK
  * *res holds the result (caller PQclear()s it; res may be NULL to discard). Without

@@ -43,6 +43,9 @@ const struct opt opt_services[] = {
      "how long an order whose row another transaction holds locked is claimed again locally "
      "before it is re-scheduled through a delay topic",
      "consumer.busy_retry_ms", 0, OPT_CONSUMER},
+    {"claim-sessions", "N", 0,
+     "database sessions a burst's claim is split across at once (1: one session, no threads)",
+     "consumer.claim_sessions", 0, OPT_CONSUMER},
     {"batch-size", "N", 0, "orders per claim statement", "scanner.batch_size", 0, OPT_SCANNER},
     {"grace", "SECONDS", 0, "only orders overdue by more than this", "scanner.grace_s", 0,
      OPT_SCANNER},

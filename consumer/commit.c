@@ -13,6 +13,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/pgarray.h"
+#include "consumer/claim_pool.h"
 #include "consumer/commit.h"
 #include "consumer/levels.h"
 
@@ -33,6 +34,10 @@ static void commit_payment_to_dlq(struct commit *cm, struct batch_entry *e,
 static enum og_status commit_record_refused(struct commit *cm, struct batch_entry *e);
 static bool commit_refund(struct commit *cm, struct batch_entry *e);
 static enum commit_result commit_claim(struct commit *cm, double *claim_ms);
+static size_t commit_claim_parts(struct commit *cm, size_t n);
+static size_t commit_claim_part_of(const char *order_no, size_t nparts);
+static bool commit_claim_split(struct commit *cm, size_t n, size_t nparts, double *claim_ms,
+                               size_t *nrows, struct og_error *hook_err, bool *part_ok);
 static enum commit_result commit_reminders(struct commit *cm);
 static void commit_behind_payment(struct commit *cm, struct batch_entry *e, int64_t pay_at,
                                   int64_t now);
@@ -510,9 +515,173 @@ static enum og_status commit_record_refused(struct commit *cm, struct batch_entr
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Step 2 across sessions (consumer.claim_sessions, consumer/claim_pool.h). A claim of at least
+ * COMMIT_SPLIT_MIN cancels is split into parts of at least COMMIT_SPLIT_PART_MIN, one per
+ * session connected and idle: the loop's own claims part 0 (its intake wait hook runs meanwhile,
+ * as for a claim on one session), the pool's workers the others, all at once. Below that a split
+ * costs more than it saves: a part's fixed costs (the hand-over to a worker thread and its
+ * wake-up, the statement's own start and commit, the wait for the slowest part) are paid per
+ * part, while what a second backend saves grows with the orders it takes (20 to 34 us of backend
+ * CPU each on a quiet machine, docs/capacity.md). */
+#define COMMIT_SPLIT_MIN      64
+#define COMMIT_SPLIT_PART_MIN 32
+
+/* How many parts a claim of n cancels is split into now: 1 unless the split pays, no hook is
+ * failing (the hook-failure path, gate_claim_cancel_isolating, stays on one session) and the pool
+ * has sessions connected and idle. */
+static size_t commit_claim_parts(struct commit *cm, size_t n)
+{
+    /* Every flush asks, so that the workers start (and connect) with the first one, not with
+     * the first burst. */
+    size_t parts = 1 + claim_pool_ready(cm->env.claim_pool);
+
+    if (n < COMMIT_SPLIT_MIN || cm->hook_stalls > 0)
+        return 1;
+    if (parts > n / COMMIT_SPLIT_PART_MIN)
+        parts = n / COMMIT_SPLIT_PART_MIN;
+    if (parts > CLAIM_POOL_SESSIONS_MAX)
+        parts = CLAIM_POOL_SESSIONS_MAX;
+    return parts > 1 ? parts : 1;
+}
+
+/* The part of a claim split nparts ways an order belongs to: a hash of its number (FNV-1a), so
+ * that every copy of one order lands in the same part and two sessions never claim the same
+ * order at once. */
+static size_t commit_claim_part_of(const char *order_no, size_t nparts)
+{
+    uint32_t h = 2166136261u;
+
+    for (const unsigned char *c = (const unsigned char *)order_no; *c != '\0'; c++)
+        h = (h ^ *c) * 16777619u;
+    return h % nparts;
+}
+
+/* Claims cm->nos[0..n) in nparts parts at once (commit_claim_part_of); part k's rows are written
+ * to cm->rows from the sum of the earlier parts' sizes, and the answered parts' rows are then
+ * moved to the front: *nrows of them. part_ok[k] tells which parts committed. A part a hook
+ * failed is claimed again on the loop's session with gate_claim_cancel_isolating (the
+ * bisection stays on one session); *hook_err is its last hook failure then. Each failed part is
+ * counted and logged as a failed claim is. Returns true when every part committed. */
+static bool commit_claim_split(struct commit *cm, size_t n, size_t nparts, double *claim_ms,
+                               size_t *nrows, struct og_error *hook_err, bool *part_ok)
+{
+    struct claim_pool_part parts[CLAIM_POOL_SESSIONS_MAX];
+    bool pooled[CLAIM_POOL_SESSIONS_MAX] = {false};
+    size_t at[CLAIM_POOL_SESSIONS_MAX] = {0}, count[CLAIM_POOL_SESSIONS_MAX] = {0}, moved = 0;
+    const char **nos = malloc(n * sizeof(*nos));
+    bool all = true, any = false;
+    int64_t t0 = clock_mono_us(), handed;
+
+    if (nos == NULL) {
+        struct og_error err = {0};
+        og_error_set(&err, OG_ERR_NOMEM, false, "claim split: out of memory");
+        commit_db_failed(cm, "claim_cancel", &err);
+        for (size_t k = 0; k < nparts; k++)
+            part_ok[k] = false;
+        *nrows = 0;
+        return false;
+    }
+    /* Grouped by part, in the batch's order within each. */
+    for (size_t i = 0; i < n; i++)
+        count[commit_claim_part_of(cm->nos[i], nparts)]++;
+    for (size_t k = 1; k < nparts; k++)
+        at[k] = at[k - 1] + count[k - 1];
+    {
+        size_t fill[CLAIM_POOL_SESSIONS_MAX];
+        memcpy(fill, at, sizeof(fill));
+        for (size_t i = 0; i < n; i++)
+            nos[fill[commit_claim_part_of(cm->nos[i], nparts)]++] = cm->nos[i];
+    }
+    memset(parts, 0, sizeof(parts));
+    for (size_t k = 0; k < nparts; k++) {
+        parts[k].nos = nos + at[k];
+        parts[k].n = count[k];
+        parts[k].rows = cm->rows + at[k];
+    }
+    /* The workers' parts first, so that they run while the loop's own claims part 0. */
+    handed = clock_mono_ms();
+    for (size_t k = 1; k < nparts; k++)
+        pooled[k] = parts[k].n > 0 && claim_pool_submit(cm->env.claim_pool, &parts[k]);
+    for (size_t k = 0; k < nparts; k++) {
+        if (pooled[k])
+            continue; /* the worker's now: done is its to set (claim_pool_submit cleared it) */
+        if (parts[k].n == 0) {
+            parts[k].done = true;
+            continue;
+        }
+        /* Part 0, and any part no worker took (one lost its session meanwhile). */
+        parts[k].st =
+            gate_claim_cancel(cm->env.db, parts[k].nos, parts[k].n, GATE_SRC_TIMEOUT_CONSUMER,
+                              parts[k].rows, &parts[k].nrows, &parts[k].err);
+        parts[k].db_ms = db_last_ms(cm->env.db);
+        parts[k].done = true;
+    }
+    claim_pool_wait(cm->env.claim_pool, handed);
+    for (size_t k = 0; k < nparts; k++) {
+        struct claim_pool_part *p = &parts[k];
+
+        if (!p->done) {
+            og_error_set(&p->err, OG_ERR_DB, true,
+                         "a claim session did not answer within the bound; its part is claimed "
+                         "again");
+            snprintf(p->err.sqlstate, sizeof(p->err.sqlstate), "08006");
+            p->st = OG_ERR_DB;
+            p->done = true;
+        } else if (p->n > 0) {
+            metric_observe(cm->env.m->db_seconds, p->db_ms / 1000.0);
+        }
+        if (p->st != OG_OK && gate_hook_failed(&p->err, NULL, 0)) {
+            /* A hook failed this part: bisect it on the loop's session. */
+            struct og_error err = {0};
+            p->st = gate_claim_cancel_isolating(cm->env.db, p->nos, p->n, GATE_SRC_TIMEOUT_CONSUMER,
+                                                p->rows, &p->nrows, hook_err, &err);
+            metric_observe(cm->env.m->db_seconds, db_last_ms(cm->env.db) / 1000.0);
+            if (p->st != OG_OK)
+                p->err = err;
+        }
+        part_ok[k] = p->st == OG_OK;
+        if (part_ok[k]) {
+            any = true;
+            memmove(cm->rows + moved, p->rows, p->nrows * sizeof(*cm->rows));
+            moved += p->nrows;
+            continue;
+        }
+        all = false;
+        if (gate_hook_failed(&p->err, NULL, 0))
+            commit_hook_failed_all(cm, p->n, &p->err);
+        else
+            commit_db_failed(cm, "claim_cancel", &p->err);
+    }
+    *claim_ms = (double)(clock_mono_us() - t0) / 1000.0;
+    *nrows = moved;
+    metric_inc(cm->env.m->claim_parts, (double)nparts);
+    if (any) {
+        commit_progress(cm);
+        if (all)
+            *cm->env.db_ok = true;
+    }
+    /* Like a claim on one session: a hook failing every order of a part counts as a stall. */
+    for (size_t k = 0; k < nparts; k++)
+        if (!part_ok[k] && gate_hook_failed(&parts[k].err, NULL, 0)) {
+            cm->hook_stalls++;
+            break;
+        }
+    if (all)
+        cm->hook_stalls = 0;
+    log_debug("claim_split", "orders=%zu parts=%zu committed=%s claim_ms=%.3f", n, nparts,
+              all   ? "all"
+              : any ? "some"
+                    : "none",
+              *claim_ms);
+    free(nos);
+    return all;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* Step 2: every live cancel of the batch not claimed yet (state BATCH_NEW) in one
- * claim_cancel (split by gate_claim_cancel_isolating when a hook fails). Claim state is per
- * entry: a flush that claimed and then failed a later step leaves its entries past BATCH_NEW,
+ * claim_cancel (split by gate_claim_cancel_isolating when a hook fails), or, from
+ * COMMIT_SPLIT_MIN cancels on, one per claim session at once (commit_claim_split). Claim state is
+ * per entry: a flush that claimed and then failed a later step leaves its entries past BATCH_NEW,
  * so the next flush claims only cancels that joined the batch since, and claims them before
  * anything is stored. *claim_ms: the claim call's wall time (connection retries included), 0
  * when nothing was claimed. */
@@ -521,7 +690,8 @@ static enum commit_result commit_claim(struct commit *cm, double *claim_ms)
     struct batch *b = &cm->batch;
     struct og_error err = {0}, hook_err = {0};
     char hook[GATE_HOOK_NAME_MAX] = "";
-    size_t n = 0, nrows = 0;
+    size_t n = 0, nrows = 0, nparts = 1;
+    bool part_ok[CLAIM_POOL_SESSIONS_MAX], split_done = true;
     int64_t now = clock_wall_ms();
 
     /* Orders whose payment is held back are not claimed (commit_behind_payment). */
@@ -542,7 +712,11 @@ static enum commit_result commit_claim(struct commit *cm, double *claim_ms)
     for (size_t i = 0; i < b->n; i++)
         if (b->e[i].kind == BATCH_CANCEL && b->e[i].state == BATCH_NEW && batch_live(b, &b->e[i]))
             cm->nos[n++] = b->e[i].order_no;
-    if (n > 0) {
+    if (n > 0 && (nparts = commit_claim_parts(cm, n)) > 1) {
+        /* Split across sessions: the parts that failed keep their entries BATCH_NEW and the
+         * flush is retried; the others' entries take their outcomes below (they committed). */
+        split_done = commit_claim_split(cm, n, nparts, claim_ms, &nrows, &hook_err, part_ok);
+    } else if (n > 0) {
         /* While a hook fails every order, the batch is bisected again only every
          * COMMIT_HOOK_BISECT_EVERY attempts: the others cost one claim. */
         bool bisect = cm->hook_stalls % COMMIT_HOOK_BISECT_EVERY == 0;
@@ -554,6 +728,7 @@ static enum commit_result commit_claim(struct commit *cm, double *claim_ms)
                                        &nrows, &err);
         *claim_ms = (double)(clock_mono_us() - t0) / 1000.0;
         metric_observe(cm->env.m->db_seconds, db_last_ms(cm->env.db) / 1000.0);
+        metric_inc(cm->env.m->claim_parts, 1);
         if (st != OG_OK) {
             if (gate_hook_failed(&err, NULL, 0)) {
                 cm->hook_stalls++;
@@ -564,9 +739,11 @@ static enum commit_result commit_claim(struct commit *cm, double *claim_ms)
             return COMMIT_RETRY;
         }
         cm->hook_stalls = 0;
-        gate_hook_failed(&hook_err, hook, sizeof(hook));
         *cm->env.db_ok = true;
         commit_progress(cm);
+    }
+    if (n > 0) {
+        gate_hook_failed(&hook_err, hook, sizeof(hook));
         for (size_t i = 0; i < nrows; i++)
             metric_inc(cm->env.m->claims[cm->rows[i].outcome]
                            ? cm->env.m->claims[cm->rows[i].outcome]
@@ -586,6 +763,8 @@ static enum commit_result commit_claim(struct commit *cm, double *claim_ms)
             e->state = BATCH_DONE;
             continue;
         }
+        if (nparts > 1 && !part_ok[commit_claim_part_of(e->order_no, nparts)])
+            continue; /* its part failed: claimed again with the batch's retry */
         row = commit_row_find(cm->rows, nrows, e->order_no);
         if (row == NULL) {
             /* The gate promises a row per distinct order: a schema that
@@ -603,7 +782,7 @@ static enum commit_result commit_claim(struct commit *cm, double *claim_ms)
         else if (e->outcome == GATE_HOOK_FAILED)
             commit_hook_failed(cm, e, hook, &hook_err, now);
     }
-    return COMMIT_DONE;
+    return split_done ? COMMIT_DONE : COMMIT_RETRY;
 }
 
 /* Step 2a: a cancel of an order whose payment is held back in the retry set (a hook failed it, or

@@ -37,6 +37,7 @@
 #include "common/error.h"
 #include "common/gate.h"
 #include "consumer/batch.h"
+#include "consumer/claim_pool.h"
 #include "consumer/consumer_metrics.h"
 #include "consumer/retry.h"
 
@@ -73,6 +74,9 @@ struct commit_env {
     rd_kafka_t *rk;       /* the group member: step 5 stores offsets on it, nothing else */
     rd_kafka_t *producer; /* re-schedules and dead letters (idempotent) */
     struct db *db;        /* the consume loop's session */
+    /* The other sessions a claim of cancels is split across (consumer/claim_pool.h); NULL:
+     * every claim on db alone. */
+    struct claim_pool *claim_pool;
     /* The subscribed topics: a retry slot keeps a pointer to one of these names. */
     char *const *topics;
     size_t ntopics;

@@ -155,6 +155,14 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     hook_timing_attach(c->db, &consumer_hook_timing);
     metrics_call_watch(c->m.db_call_age, cfg->consumer.health_db_call_ms);
 
+    /* The other claim sessions, made like c->db (threads and connections: the first flush). */
+    st = claim_pool_new(cfg, cfg->consumer.claim_sessions - 1,
+                        CONSUMER_CLAIM_WAIT_MS(cfg->database.statement_timeout_ms),
+                        c->m.claim_sessions_connected, &consumer_hook_timing, &signals_stop,
+                        &c->claim_pool, err);
+    if (st != OG_OK)
+        goto fail;
+
     st = kafka_producer_new(cfg, "ordergate-consumer-reschedule", NULL, &c->producer, err);
     if (st != OG_OK)
         goto fail;
@@ -169,6 +177,7 @@ struct consumer *consumer_new(const struct og_config *cfg, struct og_error *err)
     c->commit.env.cfg = cfg;
     c->commit.env.producer = c->producer;
     c->commit.env.db = c->db;
+    c->commit.env.claim_pool = c->claim_pool;
     c->commit.env.topics = c->topics;
     c->commit.env.ntopics = c->ntopics;
     c->commit.env.levels = &c->levels;
@@ -235,6 +244,10 @@ void consumer_free(struct consumer *c)
     /* After the producer: a late delivery report writes into the batch. */
     commit_free(&c->commit);
     delay_levels_free(&c->levels);
+    /* No flush runs any more: the workers are idle, connecting, or in a claim whose batch was
+     * not stored. One that does not stop in time is left to the process's exit (it uses
+     * nothing of c or the configuration). */
+    (void)claim_pool_stop(&c->claim_pool, clock_mono_ms() + 1000);
     db_free(c->db);
     sched_free(c->sched);
     window_free(c->window);

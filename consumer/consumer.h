@@ -12,7 +12,8 @@
  *   levels.{c,h}      a topic's delay level, a re-schedule's topic;
  *   fence.{c,h}       a fenced group.instance.id: rejoin or exit 2, the member replaced;
  *   durability.{c,h}  the server's commit durability;
- *   relay_thread.{c,h} the outbox relay thread;   consumer_metrics.{c,h} the metrics.
+ *   relay_thread.{c,h} the outbox relay thread;   consumer_metrics.{c,h} the metrics;
+ *   claim_pool.{c,h}  the claim sessions past the loop's own (a burst's claim split across them).
  * Lower files never call up: the commit protocol reports progress through a callback the loop
  * installs (loop_attach).
  *
@@ -32,6 +33,7 @@
 #include "common/error.h"
 #include "common/kafka.h"
 #include "common/sched.h"
+#include "consumer/claim_pool.h"
 #include "consumer/commit.h"
 #include "consumer/consumer_metrics.h"
 #include "consumer/durability.h"
@@ -94,6 +96,18 @@
  * delivery reports after a database answer: 1 + 0.05 + 30 + 5 = 36.05 s by default. */
 #define CONSUMER_HEALTH_SLACK_MS 5000
 
+/* The consume loop's wait for the claim pool's parts of a split claim, from their hand-over
+ * (consumer/claim_pool.h): each worker's call is bounded like the loop's own, by the session's
+ * reply bound (statement_timeout + DB_REPLY_SLACK_MS, common/db.h), and the wait by that, at most
+ * CONSUMER_DB_CALL_MAX_S (what a call of the loop may take in the watchdog budget above; with no
+ * statement_timeout, that). The loop's own part runs meanwhile, so a split claim keeps the
+ * budget of one call. A part past the bound is claimed again with the batch. */
+#define CONSUMER_CLAIM_WAIT_MS(statement_timeout_ms)                                               \
+    ((statement_timeout_ms) > 0 &&                                                                 \
+             (statement_timeout_ms) + DB_REPLY_SLACK_MS < CONSUMER_DB_CALL_MAX_S * 1000            \
+         ? (statement_timeout_ms) + DB_REPLY_SLACK_MS                                              \
+         : CONSUMER_DB_CALL_MAX_S * 1000)
+
 /* SIGTERM to exit, at most, whatever the group's or the database's state (loop.c's stop
  * guard ends the process then; the orderly shutdown's steps fit well inside). Below
  * TimeoutStopSec and terminationGracePeriodSeconds of deploy/, with room for a preStop. */
@@ -114,6 +128,9 @@ struct consumer {
     struct commit commit;       /* the batch, the retry set, the protocol that commits them */
     struct consumer_metrics m;
     struct relay_thread *relay; /* NULL unless outbox.enabled (loop_run starts it) */
+    /* The sessions past db a claim is split across (consumer.claim_sessions - 1 workers; NULL
+     * at 1): made here, its threads started by the first flush (consumer/claim_pool.h). */
+    struct claim_pool *claim_pool;
     char instance_id[KAFKA_INSTANCE_ID_MAX + 1]; /* "" = dynamic membership */
     /* Readiness, written by the loop and (through commit.env) the commit protocol. */
     bool db_ok, kafka_ok;

@@ -202,4 +202,15 @@ void consumer_metrics_register(struct consumer_metrics *m, char *const *topics, 
         "Outbox events quarantined in the database, waiting for an operator (ordergatectl outbox "
         "quarantined)",
         METRIC_GAUGE, NULL, NULL, 0);
+    m->claim_parts = metric_register(
+        "ordergate_consumer_claim_parts_total",
+        "Parts the consume loop's claims of cancels ran as, each one claim_cancel on its own "
+        "database session at once (a claim not split counts one; consumer.claim_sessions)",
+        METRIC_COUNTER, NULL, NULL, 0);
+    m->claim_sessions_connected = metric_register(
+        "ordergate_consumer_claim_sessions_connected",
+        "Claim sessions connected beside the consume loop's own (consumer.claim_sessions - 1 when "
+        "all are); a lower value means claims are split across fewer sessions while the others "
+        "reconnect",
+        METRIC_GAUGE, NULL, NULL, 0);
 }

@@ -44,6 +44,8 @@ struct consumer_metrics {
     struct metric *commit_durable, *commit_replicated;
     struct metric *outbox_backlog, *outbox_published, *outbox_errors;
     struct metric *outbox_quarantined_total, *outbox_quarantined;
+    /* claims of cancels split across sessions (consumer/claim_pool.h) */
+    struct metric *claim_parts, *claim_sessions_connected;
 };
 
 /* Registers every metric of m, one consumed-messages series per topic (at most

@@ -55,3 +55,6 @@ og_consumer_test(consumer_health LABELS db FIXTURES db TIMEOUT 150)
 # Messages taken in while a claim waits for the database (held by a lock): no offset stored
 # before the claim that covers it commits, also when the claim's connection drops meanwhile.
 og_consumer_test(consumer_intake LABELS kafka FIXTURES db kafka TIMEOUT 150)
+# A claim split across two database sessions: both backends win cancels of one batch, each order
+# once, and no offset is stored before every part has committed (one part's backend killed).
+og_consumer_test(consumer_split LABELS kafka FIXTURES db kafka TIMEOUT 150)

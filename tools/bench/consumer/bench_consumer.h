@@ -62,6 +62,7 @@ struct opts {
     int partitions;
     int batch_size;
     int linger_ms, poll_ms; /* -1: the consumer's defaults */
+    int claim_sessions;     /* consumer.claim_sessions of every consumer */
     int items, skus, coupon_every;
     bool outbox;
     const char *log_level; /* the consumer's */
@@ -109,6 +110,7 @@ struct burst_result {
     double p50, p99, max;               /* lateness from status_log, ms */
     double ceil_before, ceil_after;     /* one gate session, orders/s */
     double ceil_par; /* as many gate sessions as consumers at once; 0 = not run */
+    int ceil_par_n;  /* how many: the consumers' claim sessions (consumers x claim_sessions) */
     double ceil_p99_ms;
     double reltuples, stats_rows; /* orders' reltuples and pg_stats rows at the due second */
     double consumer_cpu, backend_cpu, broker_cpu, wall_s; /* due second to drained */

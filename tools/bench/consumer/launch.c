@@ -21,6 +21,7 @@ void launch_config(const struct opts *o, struct bench_prog *c, const char *tag, 
         fprintf(f, " linger_ms = %d;", o->linger_ms);
     if (o->poll_ms >= 0)
         fprintf(f, " poll_ms = %d;", o->poll_ms);
+    fprintf(f, " claim_sessions = %d;", o->claim_sessions);
     fprintf(f, " };\n");
     fprintf(f,
             "outbox = { enabled = %s; topic = \"%s.events\"; refund_topic = \"%s.refunds\"; "

@@ -141,6 +141,10 @@ int parse_args(int argc, char **argv, struct opts *o)
                   0, 60000),
         BENCH_INT("poll-ms", "MS", "consumer.poll_ms (default: the consumer's)", &o->poll_ms, 1,
                   10000),
+        BENCH_INT("claim-sessions", "N",
+                  "consumer.claim_sessions (default 2); burst: the gate alone\n"
+                  "also runs on consumers x N sessions at once",
+                  &o->claim_sessions, 1, 8),
         BENCH_ON("outbox",
                  "run the consumer's outbox relay too (default off: the ceiling has none)",
                  &o->outbox),
@@ -225,6 +229,7 @@ int parse_args(int argc, char **argv, struct opts *o)
                        .batch_size = 500,
                        .linger_ms = -1,
                        .poll_ms = -1,
+                       .claim_sessions = 2,
                        .items = 2,
                        .skus = 1000,
                        .coupon_every = 3,

@@ -127,8 +127,9 @@ static double consumer_backends_cpu(void)
 {
     PGresult *res = bench_pg_query(g.conn,
                                    "SELECT pid FROM pg_stat_activity WHERE datname = "
-                                   "current_database() AND application_name = "
-                                   "'ordergate-consumer'",
+                                   "current_database() AND (application_name = "
+                                   "'ordergate-consumer' OR application_name LIKE "
+                                   "'ordergate-consumer-claim-%')",
                                    0, NULL);
     double sum = 0;
 
@@ -306,7 +307,7 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
         db_load(&so, "b", n, due_ms, 0);
     db_load(&so, "g", ceil_n, past_ms, 0);
     db_load(&so, "h", ceil_n, past_ms, 0);
-    if (nc > 1)
+    if (nc * o->claim_sessions > 1)
         db_load(&so, "m", ceil_n, past_ms, 0);
     bench_pg_exec(g.conn,
                   "UPDATE ordergate.inventory v SET available = v.available - h.q "
@@ -330,8 +331,10 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     /* The gate alone on the same database before the consumers start: no statistics either. */
     cdb = ceiling_session();
     ceiling_run(o, cdb, "g", 0, ceil_n, 0, &cb, true);
-    if (nc > 1)
-        b->ceil_par = ceiling_parallel(o, "m", ceil_n, nc);
+    /* As many gate sessions at once as the consumers claim on. */
+    b->ceil_par_n = nc * o->claim_sessions;
+    if (b->ceil_par_n > 1)
+        b->ceil_par = ceiling_parallel(o, "m", ceil_n, b->ceil_par_n);
     bench_pg_exec(g.conn, "CHECKPOINT");
     if (o->peer != NULL) {
         /* No consumer: the peer drains the burst, and the figures below are taken alike. */
@@ -521,12 +524,12 @@ drained : {
            "(mean %.0f; call p99 up to %.1f ms)",
            o->batch_size, b->placed ? ", on bulk-loaded orders of the same shape" : "",
            b->ceil_before, b->ceil_after, (b->ceil_before + b->ceil_after) / 2, b->ceil_p99_ms);
-    if (nc > 1)
-        printf("; %d sessions at once %.0f /s", nc, b->ceil_par);
+    if (b->ceil_par_n > 1)
+        printf("; %d sessions at once %.0f /s", b->ceil_par_n, b->ceil_par);
     printf("\n  drain rate / gate alone (one session, mean): %.1f %%",
            100 * b->rate * 2 / (b->ceil_before + b->ceil_after));
-    if (nc > 1)
-        printf("; / %d sessions at once: %.1f %%", nc, 100 * b->rate / b->ceil_par);
+    if (b->ceil_par_n > 1)
+        printf("; / %d sessions at once: %.1f %%", b->ceil_par_n, 100 * b->rate / b->ceil_par);
     printf("\n");
     if (o->peer == NULL)
         printf("  consumers: %.0f batches, mean %.1f messages, claim round trip mean %.1f ms, "
@@ -619,22 +622,22 @@ void burst_summary(const struct opts *o, const struct results *r)
         }
         snprintf(v, sizeof(v), "%.0f / %.0f /s", b->ceil_before, b->ceil_after);
         row("  gate alone, same db, 1 session, before / after", v, "", "");
-        if (b->consumers > 1) {
+        if (b->ceil_par_n > 1) {
             snprintf(label, sizeof(label), "  gate alone, same db, %d sessions at once",
-                     b->consumers);
+                     b->ceil_par_n);
             snprintf(v, sizeof(v), "%.0f /s", b->ceil_par);
             row(label, v, "", "");
         }
         snprintf(v, sizeof(v), "%.1f %% of 1 session", 100 * b->rate / mean);
-        if (b->consumers > 1)
+        if (b->ceil_par_n > 1)
             snprintf(v + strlen(v), sizeof(v) - strlen(v), ", %.1f %% of %d",
-                     100 * b->rate / b->ceil_par, b->consumers);
+                     100 * b->rate / b->ceil_par, b->ceil_par_n);
         row("  drain rate / gate alone", v, "", "");
         if (target_s > 0) {
             /* What the goal asks of the gate: the rate it implies against what one session (or
              * as many sessions as consumers) gave here. */
             double need = (double)b->orders / target_s;
-            double have = b->consumers > 1 ? b->ceil_par : mean;
+            double have = b->ceil_par_n > 1 ? b->ceil_par : mean;
             snprintf(v, sizeof(v), "%.0f /s vs %.0f /s alone", need, have);
             row("  the goal's rate vs the gate alone here", v, "",
                 need <= have ? "reachable" : "beyond it");

@@ -50,6 +50,18 @@ SELECT t_eq('payload coupon id escaped', (SELECT payload ->> 'coupon_id' FROM or
 SELECT t_eq('payload amount is a number', (SELECT json_typeof(payload -> 'amount_cents') || ':' || (payload ->> 'amount_cents') FROM ordergate.outbox WHERE order_no = 'P9'), 'number:700');
 SELECT t_eq('payload cancelled_at is the close time', (SELECT (payload ->> 'cancelled_at')::timestamptz = o.closed_at FROM ordergate.outbox b JOIN ordergate.orders o USING (order_no) WHERE b.order_no = 'P9'), true);
 
+-- The cancel event's items are the order's lines in sku order, whatever order they were given
+-- in, for each order of a batch (the claim aggregates the lines as it reads them, sorted).
+RESET ROLE;
+SELECT ordergate.add_stock('IT-c', 10), ordergate.add_stock('IT-a', 10), ordergate.add_stock('IT-b', 10);
+SET ROLE ordergate_service;
+SELECT t_eq('place lines out of sku order', ordergate.place_order('P10', 500, '[{"sku":"IT-c","qty":3},{"sku":"IT-a","qty":1},{"sku":"IT-b","qty":2}]', NULL, now() - interval '1 minute'), 'placed');
+SELECT t_eq('place another', ordergate.place_order('P11', 500, '[{"sku":"IT-b","qty":4},{"sku":"IT-a","qty":5}]', NULL, now() - interval '1 minute'), 'placed');
+SELECT t_eq('cancel both', (SELECT string_agg(outcome, ',') FROM ordergate.claim_cancel(ARRAY['P11', 'P10'], 'timeout_consumer')), 'cancelled,cancelled');
+SELECT t_eq('payload items in sku order', (SELECT string_agg(b.order_no || '=' || (b.payload -> 'items')::text, ' ' ORDER BY b.order_no) FROM ordergate.outbox b WHERE b.order_no IN ('P10', 'P11') AND b.event_type = 'order_cancelled'),
+    'P10=[{"sku": "IT-a", "qty": 1}, {"sku": "IT-b", "qty": 2}, {"sku": "IT-c", "qty": 3}] P11=[{"sku": "IT-a", "qty": 5}, {"sku": "IT-b", "qty": 4}]');
+SELECT t_eq('their stock back', (SELECT string_agg(sku || ':' || available, ',' ORDER BY sku) FROM ordergate.inventory WHERE sku LIKE 'IT-%'), 'IT-a:10,IT-b:10,IT-c:10');
+
 -- claim_payment outcomes.
 SELECT t_eq('pay late small', (SELECT concat_ws(',', outcome, status, first_outcome) FROM ordergate.claim_payment('P1', 'T1', 1000, 'card')), 'late_payment,cancelled,late_payment');
 SELECT t_eq('late small -> auto_refund', (SELECT kind || '/' || resolution || '/' || state FROM ordergate.exceptions WHERE txn_no = 'T1'), 'late_payment/auto_refund/open');

@@ -105,11 +105,15 @@ BEGIN
                               WHERE it.order_no = won.order_no
                              OFFSET 0) i
     ), wa AS (
-        SELECT wi.order_no,
-               string_agg('{"sku": ' || to_json(wi.sku)::text || ', "qty": ' || wi.qty || '}',
-                          ', ' ORDER BY wi.sku) AS items
-          FROM wi
-         GROUP BY wi.order_no
+        -- Each winner's items in sku order: the lines sorted once by (order_no, sku) and
+        -- aggregated in that order (string_agg takes its input as the sorted subquery gives it).
+        -- string_agg(... ORDER BY sku) would give the same text, at the price of one sort set up
+        -- and run per winner.
+        SELECT s.order_no,
+               string_agg('{"sku": ' || to_json(s.sku)::text || ', "qty": ' || s.qty || '}', ', ')
+                   AS items
+          FROM (SELECT wi.order_no, wi.sku, wi.qty FROM wi ORDER BY wi.order_no, wi.sku) s
+         GROUP BY s.order_no
     ), ev AS (
         INSERT INTO ordergate.outbox (event_type, order_no, payload)
         SELECT 'order_cancelled', won.order_no,

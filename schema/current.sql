@@ -1275,7 +1275,7 @@ FUNCTION ordergate._cancel_message(p_order_no text, p_due timestamp with time zo
 FUNCTION ordergate._cancel_orders(p_nos text[], p_source text, p_actor text, p_note text, p_due_only boolean DEFAULT false) RETURNS text[];
 
 -- Internal: cancel step 1: lock and claim the orders, log, events, coupons; returns the stock to give back
--- functions/internal/_cancel_orders_claim.sql, SET enable_seqscan=off, jit=off
+-- functions/internal/_cancel_orders_claim.sql, SET enable_seqscan=off, enable_bitmapscan=off, jit=off
 FUNCTION ordergate._cancel_orders_claim(p_nos text[], p_source text, p_actor text, p_note text, p_due_only boolean, OUT o_won text[], OUT o_skus text[], OUT o_qtys bigint[]) RETURNS record;
 
 -- Internal: cancel step 3, after the hooks: gives the stock back, skus locked in order

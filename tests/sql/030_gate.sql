@@ -49,6 +49,10 @@ SELECT t_eq('payload keys', (SELECT array_agg(k ORDER BY k) FROM ordergate.outbo
 SELECT t_eq('payload coupon id escaped', (SELECT payload ->> 'coupon_id' FROM ordergate.outbox WHERE order_no = 'P9'), E'C"q\\b\n');
 SELECT t_eq('payload amount is a number', (SELECT json_typeof(payload -> 'amount_cents') || ':' || (payload ->> 'amount_cents') FROM ordergate.outbox WHERE order_no = 'P9'), 'number:700');
 SELECT t_eq('payload cancelled_at is the close time', (SELECT (payload ->> 'cancelled_at')::timestamptz = o.closed_at FROM ordergate.outbox b JOIN ordergate.orders o USING (order_no) WHERE b.order_no = 'P9'), true);
+SELECT t_eq('payload text as written', (SELECT b.payload::text FROM ordergate.outbox b WHERE b.order_no = 'P9'),
+    (SELECT format('{"v": 1, "event": "order_cancelled", "order_no": "P9", "source": "timeout_scanner", "actor": %s, "amount_cents": 700, "coupon_id": %s, "items": [{"sku": "S1", "qty": 1}], "shop": null, "cancelled_at": %s, "currency": "USD"}',
+                   to_json(current_setting('application_name')), to_json(E'C"q\\b\n'::text), to_json(o.closed_at))
+       FROM ordergate.orders o WHERE o.order_no = 'P9'));
 
 -- The cancel event's items are the order's lines in sku order, whatever order they were given
 -- in, for each order of a batch (the claim aggregates the lines as it reads them, sorted).

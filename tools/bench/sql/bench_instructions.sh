@@ -17,10 +17,11 @@
 # is the figure, with fsync off (a commit's flush is the disk's, not the schema's). Needs
 # valgrind (Debian: apt-get install valgrind) and PostgreSQL 15's binaries (PG_BINDIR).
 #
-# KEEP=<dir> keeps both runs' callgrind files there (<kind>-warm.callgrind, <kind>-<CALLS>.callgrind)
-# to read where the instructions go, e.g. inclusive per function:
+# KEEP=<dir> keeps both runs' callgrind files there (<kind>-warm.callgrind: the warm-up alone;
+# <kind>-<CALLS>.callgrind: warm-up and measured calls), to read where the instructions go, e.g.
+# inclusive per function:
 #   callgrind_annotate --inclusive=yes DIR/cancel-20.callgrind | head -60
-# (the difference of the two runs is the measured calls'; the warm-up's dominates the first).
+# The measured calls' share of a function is its count in the second file less the first's.
 set -euo pipefail
 
 kind=${1:?usage: bench_instructions.sh payment|cancel|place [CALLS]}

@@ -148,11 +148,14 @@ BEGIN
         -- apply only one of them).
         SELECT wi.sku, sum(wi.qty)::bigint AS q FROM wi GROUP BY wi.sku
     )
-    SELECT (SELECT array_agg(won.order_no) FROM won),
-           (SELECT array_agg(won.coupon_id) FILTER (WHERE won.coupon_id IS NOT NULL) FROM won),
-           (SELECT array_agg(ws.sku ORDER BY ws.sku) FROM ws),
-           (SELECT array_agg(ws.q ORDER BY ws.sku) FROM ws),
-           (SELECT array_agg(won.order_no) FILTER (WHERE won.captured_cents > 0) FROM won)
+    -- The results read won once and ws once (a subquery per value read each again).
+    SELECT a.nos, a.coupons, s.skus, s.qtys, a.parts
+      FROM (SELECT array_agg(won.order_no) AS nos,
+                   array_agg(won.coupon_id) FILTER (WHERE won.coupon_id IS NOT NULL) AS coupons,
+                   array_agg(won.order_no) FILTER (WHERE won.captured_cents > 0) AS parts
+              FROM won) a,
+           (SELECT array_agg(ws.sku ORDER BY ws.sku) AS skus, array_agg(ws.q ORDER BY ws.sku) AS qtys
+              FROM ws) s
       INTO o_won, v_coupons, o_skus, o_qtys, v_parts;
 
     IF o_won IS NULL THEN

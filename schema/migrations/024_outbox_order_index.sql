@@ -14,6 +14,9 @@
 -- payment: one btree insert less each), and as many as before for the others.
 -- The relay's publication is no HOT update (published_at is in outbox_unpublished_idx's
 -- predicate), so it too writes one index entry less per transition event.
+-- The index is built inside the migration's transaction, so writes to outbox (every claim) wait
+-- for the build: about 0.9 s per million events on the development machine (a million-row
+-- copy of the key columns, in memory); archive() keeps outbox to the recent traffic.
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 

@@ -441,12 +441,14 @@ CREATE TABLE ordergate.outbox (
 );
 -- Events of orders not in orders (archived, unknown), for archive()
 CREATE INDEX outbox_detached_idx ON ordergate.outbox USING btree (id) WHERE detached;
--- An order's events, for archive()
-CREATE INDEX outbox_order_no_idx ON ordergate.outbox USING btree (order_no);
+-- An order's events (archive()), at most one transition event (order_paid or order_cancelled) per order (invariant 7)
+CREATE UNIQUE INDEX outbox_order_no_uq ON ordergate.outbox USING btree (order_no, (
+CASE
+    WHEN (event_type = ANY (ARRAY['order_paid'::text, 'order_cancelled'::text])) THEN true
+    ELSE NULL::boolean
+END));
 -- Quarantined events (outbox_quarantine_list, the gauge, invariant 9)
 CREATE INDEX outbox_quarantined_idx ON ordergate.outbox USING btree (id) WHERE (quarantined_at IS NOT NULL);
--- At most one transition event (order_paid or order_cancelled) per order (invariant 7)
-CREATE UNIQUE INDEX outbox_transition_uq ON ordergate.outbox USING btree (order_no) WHERE (event_type = ANY (ARRAY['order_paid'::text, 'order_cancelled'::text]));
 -- Unpublished events oldest first: the relay's batches and its backlog gauges
 CREATE INDEX outbox_unpublished_idx ON ordergate.outbox USING btree (id) WHERE (published_at IS NULL);
 -- Marks an event detached when its order is not in orders (archive() finds it)
@@ -1273,11 +1275,11 @@ FUNCTION ordergate._cancel_message(p_order_no text, p_due timestamp with time zo
 FUNCTION ordergate._cancel_orders(p_nos text[], p_source text, p_actor text, p_note text, p_due_only boolean DEFAULT false) RETURNS text[];
 
 -- Internal: cancel step 1: lock and claim the orders, log, events, coupons; returns the stock to give back
--- functions/internal/_cancel_orders_claim.sql, SET enable_seqscan=off, jit=off
+-- functions/internal/_cancel_orders_claim.sql, SET enable_seqscan=off, enable_bitmapscan=off, jit=off
 FUNCTION ordergate._cancel_orders_claim(p_nos text[], p_source text, p_actor text, p_note text, p_due_only boolean, OUT o_won text[], OUT o_skus text[], OUT o_qtys bigint[]) RETURNS record;
 
 -- Internal: cancel step 3, after the hooks: gives the stock back, skus locked in order
--- functions/internal/_cancel_orders_restock.sql, SET enable_seqscan=off, jit=off
+-- functions/internal/_cancel_orders_restock.sql, SET enable_seqscan=off, enable_bitmapscan=off, jit=off
 FUNCTION ordergate._cancel_orders_restock(p_skus text[], p_qtys bigint[]) RETURNS void;
 
 -- Internal: rewrites or writes an order's one waiting cancel message for a deadline that moved

@@ -29,6 +29,27 @@ SELECT t_error('place_order summed qty overflow', $q$SELECT ordergate.place_orde
 SELECT t_error('claim_cancel null array', $q$SELECT * FROM ordergate.claim_cancel(NULL, 'timeout_consumer')$q$, '22023');
 SELECT t_error('claim_cancel null element', $q$SELECT * FROM ordergate.claim_cancel(ARRAY['V1', NULL], 'timeout_consumer')$q$, '22023');
 SELECT t_error('claim_cancel invalid order_no', $q$SELECT * FROM ordergate.claim_cancel(ARRAY['V1', 'bad no'], 'timeout_consumer')$q$, '22023');
+-- The elements are checked joined by spaces: none may pass by holding a space, an empty or
+-- overlong one, or a character outside the class at either end; the message names the bad one.
+SELECT t_error('claim_cancel element of two names', $q$SELECT * FROM ordergate.claim_cancel(ARRAY['V1 V2'], 'timeout_consumer')$q$, '22023');
+SELECT t_error('claim_cancel leading space', $q$SELECT * FROM ordergate.claim_cancel(ARRAY[' V1'], 'timeout_consumer')$q$, '22023');
+SELECT t_error('claim_cancel empty element', $q$SELECT * FROM ordergate.claim_cancel(ARRAY['V1', ''], 'timeout_consumer')$q$, '22023');
+SELECT t_error('claim_cancel element too long', format($q$SELECT * FROM ordergate.claim_cancel(ARRAY['V1', %L], 'timeout_consumer')$q$, repeat('x', 65)), '22023');
+SELECT t_error('claim_cancel trailing newline', $q$SELECT * FROM ordergate.claim_cancel(ARRAY['V1', E'V2\n'], 'timeout_consumer')$q$, '22023');
+DO $$
+DECLARE
+    v_msg text;
+BEGIN
+    BEGIN
+        PERFORM * FROM ordergate.claim_cancel(ARRAY['V1', 'V2 V3', 'V4'], 'timeout_consumer');
+    EXCEPTION WHEN invalid_parameter_value THEN
+        GET STACKED DIAGNOSTICS v_msg = MESSAGE_TEXT;
+    END;
+    PERFORM t_eq('claim_cancel names the bad element', v_msg,
+                 'claim_cancel: invalid order number V2 V3 (1..64 characters of [A-Za-z0-9._:-], no NULL)');
+END
+$$;
+SELECT t_eq('claim_cancel 64 characters accepted', (SELECT string_agg(outcome, ',') FROM ordergate.claim_cancel(ARRAY['V9', repeat('x', 64)], 'timeout_consumer')), 'not_found,not_found');
 SELECT t_error('claim_cancel 2-d array', $q$SELECT * FROM ordergate.claim_cancel(ARRAY[ARRAY['V1','V2']], 'timeout_consumer')$q$, '22023');
 SELECT t_error('claim_cancel source manual', $q$SELECT * FROM ordergate.claim_cancel(ARRAY['V1'], 'manual')$q$, '22023');
 SELECT t_error('claim_cancel source payment_callback', $q$SELECT * FROM ordergate.claim_cancel(ARRAY['V1'], 'payment_callback')$q$, '22023');

@@ -49,6 +49,28 @@ SELECT t_eq('payload keys', (SELECT array_agg(k ORDER BY k) FROM ordergate.outbo
 SELECT t_eq('payload coupon id escaped', (SELECT payload ->> 'coupon_id' FROM ordergate.outbox WHERE order_no = 'P9'), E'C"q\\b\n');
 SELECT t_eq('payload amount is a number', (SELECT json_typeof(payload -> 'amount_cents') || ':' || (payload ->> 'amount_cents') FROM ordergate.outbox WHERE order_no = 'P9'), 'number:700');
 SELECT t_eq('payload cancelled_at is the close time', (SELECT (payload ->> 'cancelled_at')::timestamptz = o.closed_at FROM ordergate.outbox b JOIN ordergate.orders o USING (order_no) WHERE b.order_no = 'P9'), true);
+SELECT t_eq('payload text as written', (SELECT b.payload::text FROM ordergate.outbox b WHERE b.order_no = 'P9'),
+    (SELECT format('{"v": 1, "event": "order_cancelled", "order_no": "P9", "source": "timeout_scanner", "actor": %s, "amount_cents": 700, "coupon_id": %s, "items": [{"sku": "S1", "qty": 1}], "shop": null, "cancelled_at": %s, "currency": "USD"}',
+                   to_json(current_setting('application_name')), to_json(E'C"q\\b\n'::text), to_json(o.closed_at))
+       FROM ordergate.orders o WHERE o.order_no = 'P9'));
+
+-- The cancel event's items are the order's lines in sku order, whatever order they were given
+-- in, for each order of a batch (the claim aggregates the lines as it reads them, sorted).
+RESET ROLE;
+SELECT ordergate.add_stock('IT-c', 10), ordergate.add_stock('IT-a', 10), ordergate.add_stock('IT-b', 10);
+SET ROLE ordergate_service;
+SELECT t_eq('place lines out of sku order', ordergate.place_order('P10', 500, '[{"sku":"IT-c","qty":3},{"sku":"IT-a","qty":1},{"sku":"IT-b","qty":2}]', NULL, now() - interval '1 minute'), 'placed');
+SELECT t_eq('place another', ordergate.place_order('P11', 500, '[{"sku":"IT-b","qty":4},{"sku":"IT-a","qty":5}]', NULL, now() - interval '1 minute'), 'placed');
+-- An order whose lines are stored out of sku order (written directly, as an adopted book may be).
+RESET ROLE;
+INSERT INTO ordergate.orders (order_no, amount_cents, expire_at) VALUES ('P12', 500, now() - interval '1 minute');
+INSERT INTO ordergate.order_items (order_no, sku, qty) VALUES ('P12', 'IT-c', 1), ('P12', 'IT-a', 1), ('P12', 'IT-b', 1);
+UPDATE ordergate.inventory SET available = available - 1 WHERE sku LIKE 'IT-%';
+SET ROLE ordergate_service;
+SELECT t_eq('cancel the three', (SELECT string_agg(outcome, ',') FROM ordergate.claim_cancel(ARRAY['P12', 'P11', 'P10'], 'timeout_consumer')), 'cancelled,cancelled,cancelled');
+SELECT t_eq('payload items in sku order', (SELECT string_agg(b.order_no || '=' || (b.payload -> 'items')::text, ' ' ORDER BY b.order_no) FROM ordergate.outbox b WHERE b.order_no IN ('P10', 'P11', 'P12') AND b.event_type = 'order_cancelled'),
+    'P10=[{"sku": "IT-a", "qty": 1}, {"sku": "IT-b", "qty": 2}, {"sku": "IT-c", "qty": 3}] P11=[{"sku": "IT-a", "qty": 5}, {"sku": "IT-b", "qty": 4}] P12=[{"sku": "IT-a", "qty": 1}, {"sku": "IT-b", "qty": 1}, {"sku": "IT-c", "qty": 1}]');
+SELECT t_eq('their stock back', (SELECT string_agg(sku || ':' || available, ',' ORDER BY sku) FROM ordergate.inventory WHERE sku LIKE 'IT-%'), 'IT-a:10,IT-b:10,IT-c:10');
 
 -- claim_payment outcomes.
 SELECT t_eq('pay late small', (SELECT concat_ws(',', outcome, status, first_outcome) FROM ordergate.claim_payment('P1', 'T1', 1000, 'card')), 'late_payment,cancelled,late_payment');

@@ -65,6 +65,12 @@ SELECT t_eq('inv1 log row of no order', t_viol(1), 1::bigint);
 ROLLBACK;
 
 SELECT t_error('inv7 a second transition event is refused', $q$INSERT INTO ordergate.outbox (event_type, order_no) VALUES ('order_cancelled', 'R1')$q$, '23505');
+SELECT t_error('inv7 a transition event of the other kind is refused', $q$INSERT INTO ordergate.outbox (event_type, order_no) VALUES ('order_paid', 'R1')$q$, '23505');
+-- The same unique index holds every event of an order: any number of other events are accepted.
+BEGIN;
+INSERT INTO ordergate.outbox (event_type, order_no, payload) VALUES ('refund_requested', 'R1', '{"t": 1}'), ('refund_requested', 'R1', '{"t": 1}'), ('reconciliation_alert', 'R1', '{"t": 1}');
+SELECT t_eq('inv7 other events of the order accepted', (SELECT count(*) FROM ordergate.outbox WHERE order_no = 'R1' AND payload::text = '{"t": 1}'), 3::bigint);
+ROLLBACK;
 BEGIN;
 INSERT INTO ordergate.outbox (event_type, order_no) VALUES ('order_paid', 'R4');
 SELECT t_eq('inv7 event for a pending order', t_viol(7), 1::bigint);

@@ -29,6 +29,9 @@
 -- has OFFSET 0, which keeps it a parameterized probe per winner instead of a join the planner
 -- may turn into a walk of all lines. jit is off too: estimated from defaults, the claim's cost
 -- passes jit_above_cost and compiling it took about 300 ms, for a statement that runs in 10.
+-- enable_bitmapscan is off as well: each key probe returns one row (an order) or a few (its
+-- lines), for which a bitmap (built, then walked) cost more instructions than a plain index scan
+-- (tools/bench/sql/bench_instructions.sh cancel: about 2,700 per order for the lines alone).
 -- None of these settings leaves this function: the hooks run outside it.
 CREATE OR REPLACE FUNCTION ordergate._cancel_orders_claim(p_nos text[], p_source text, p_actor text,
                                                           p_note text, p_due_only boolean,
@@ -36,6 +39,7 @@ CREATE OR REPLACE FUNCTION ordergate._cancel_orders_claim(p_nos text[], p_source
 LANGUAGE plpgsql
 SET search_path = ordergate, pg_temp
 SET enable_seqscan = off
+SET enable_bitmapscan = off
 SET jit = off
 AS $$
 DECLARE
@@ -93,7 +97,8 @@ BEGIN
                (order_no, from_status, to_status, source, idempotency_key, actor, note)
         SELECT won.order_no, 'pending_payment', 'cancelled', p_source, won.order_no, p_actor, p_note
           FROM won
-        RETURNING 1
+        -- No RETURNING here nor in ev: nothing reads them, and a RETURNING list is projected
+        -- for every row written.
     ), wi AS (
         -- The winners' lines, read once (a primary-key probe per winner, LATERAL as in the lock
         -- pass; OFFSET 0 keeps the subquery from being pulled up into a join): for the events'
@@ -105,11 +110,15 @@ BEGIN
                               WHERE it.order_no = won.order_no
                              OFFSET 0) i
     ), wa AS (
-        SELECT wi.order_no,
-               string_agg('{"sku": ' || to_json(wi.sku)::text || ', "qty": ' || wi.qty || '}',
-                          ', ' ORDER BY wi.sku) AS items
-          FROM wi
-         GROUP BY wi.order_no
+        -- Each winner's items in sku order: the lines sorted once by (order_no, sku) and
+        -- aggregated in that order (string_agg takes its input as the sorted subquery gives it).
+        -- string_agg(... ORDER BY sku) would give the same text, at the price of one sort set up
+        -- and run per winner.
+        SELECT s.order_no,
+               string_agg('{"sku": ' || to_json(s.sku)::text || ', "qty": ' || s.qty || '}', ', ')
+                   AS items
+          FROM (SELECT wi.order_no, wi.sku, wi.qty FROM wi ORDER BY wi.order_no, wi.sku) s
+         GROUP BY s.order_no
     ), ev AS (
         INSERT INTO ordergate.outbox (event_type, order_no, payload)
         SELECT 'order_cancelled', won.order_no,
@@ -134,17 +143,19 @@ BEGIN
                 || ', "currency": "' || won.currency || '"}')::json
           FROM won
           LEFT JOIN wa ON wa.order_no = won.order_no
-        RETURNING 1
     ), ws AS (
         -- Stock to give back, summed per sku (an UPDATE ... FROM with repeated skus would
         -- apply only one of them).
         SELECT wi.sku, sum(wi.qty)::bigint AS q FROM wi GROUP BY wi.sku
     )
-    SELECT (SELECT array_agg(won.order_no) FROM won),
-           (SELECT array_agg(won.coupon_id) FILTER (WHERE won.coupon_id IS NOT NULL) FROM won),
-           (SELECT array_agg(ws.sku ORDER BY ws.sku) FROM ws),
-           (SELECT array_agg(ws.q ORDER BY ws.sku) FROM ws),
-           (SELECT array_agg(won.order_no) FILTER (WHERE won.captured_cents > 0) FROM won)
+    -- The results read won once and ws once (a subquery per value read each again).
+    SELECT a.nos, a.coupons, s.skus, s.qtys, a.parts
+      FROM (SELECT array_agg(won.order_no) AS nos,
+                   array_agg(won.coupon_id) FILTER (WHERE won.coupon_id IS NOT NULL) AS coupons,
+                   array_agg(won.order_no) FILTER (WHERE won.captured_cents > 0) AS parts
+              FROM won) a,
+           (SELECT array_agg(ws.sku ORDER BY ws.sku) AS skus, array_agg(ws.q ORDER BY ws.sku) AS qtys
+              FROM ws) s
       INTO o_won, v_coupons, o_skus, o_qtys, v_parts;
 
     IF o_won IS NULL THEN

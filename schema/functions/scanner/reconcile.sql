@@ -197,7 +197,7 @@ BEGIN
     -- 7. Exactly one outbox event per winning transition: a paid order has one order_paid event,
     --    a cancelled order one order_cancelled event, a pending order none, and no transition
     --    event names a missing order. "At most one per order" is the unique index
-    --    outbox_transition_uq; this pass finds missing, mismatched and orphaned events.
+    --    outbox_order_no_uq; this pass finds missing, mismatched and orphaned events.
     RETURN QUERY
     WITH ev AS (
         SELECT b.order_no, b.event_type

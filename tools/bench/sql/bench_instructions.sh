@@ -16,6 +16,12 @@
 # calls alone (plans cached, relcache built), then WARM + CALLS; the difference divided by CALLS
 # is the figure, with fsync off (a commit's flush is the disk's, not the schema's). Needs
 # valgrind (Debian: apt-get install valgrind) and PostgreSQL 15's binaries (PG_BINDIR).
+#
+# KEEP=<dir> keeps both runs' callgrind files there (<kind>-warm.callgrind: the warm-up alone;
+# <kind>-<CALLS>.callgrind: warm-up and measured calls), to read where the instructions go, e.g.
+# inclusive per function:
+#   callgrind_annotate --inclusive=yes DIR/cancel-20.callgrind | head -60
+# The measured calls' share of a function is its count in the second file less the first's.
 set -euo pipefail
 
 kind=${1:?usage: bench_instructions.sh payment|cancel|place [CALLS]}
@@ -34,6 +40,10 @@ esac
 # 40,000 orders: cancel batches of 500 after the warm-up's, payments after theirs.
 [ "$kind" != cancel ] && max=39000 || max=70
 [ "$calls" -le "$max" ] || { echo "bench: at most $max $kind calls (40,000 orders loaded)" >&2; exit 2; }
+keep=${KEEP:-}
+if [ -n "$keep" ]; then
+    mkdir -p "$keep" && keep=$(cd "$keep" && pwd) || { echo "bench: cannot create KEEP=$KEEP" >&2; exit 2; }
+fi
 [ -r "$schema/install.sql" ] || { echo "bench: no $schema/install.sql" >&2; exit 2; }
 command -v valgrind >/dev/null || { echo "bench: valgrind not found (apt-get install valgrind)" >&2; exit 2; }
 
@@ -91,6 +101,9 @@ count() {
     } >"$dir/in.sql"
     as_pg "cd '$dir' && valgrind --tool=callgrind --callgrind-out-file='$dir/cg.out' '$pgbin/postgres' --single -D '$dir/data' -c fsync=off b <'$dir/in.sql' >/dev/null 2>'$dir/vg.err'"
     sed -n 's/^summary: //p' "$dir/cg.out"
+    if [ -n "$keep" ]; then
+        cp "$dir/cg.out" "$keep/$kind-$([ "$1" -gt 0 ] && echo "$1" || echo warm).callgrind"
+    fi
     rm -f "$dir/cg.out"
 }
 base=$(count 0)

@@ -165,6 +165,19 @@ bool sched_pause(struct sched *s, const char *topic, int32_t partition, int64_t 
     return true;
 }
 
+bool sched_pause_at(struct sched *s, const char *topic, int32_t partition, int64_t offset,
+                    int64_t at_ms, int64_t now_ms)
+{
+    struct sched_part *p = sched_get(s, topic, partition);
+
+    if (p == NULL)
+        return false;
+    p->paused = true;
+    p->resume_at = at_ms - now_ms < s->min_pause_ms ? now_ms + s->min_pause_ms : at_ms;
+    p->seek_offset = offset;
+    return true;
+}
+
 void sched_set_lead(struct sched *s, int64_t lead_ms)
 {
     s->lead_ms = lead_ms > 0 ? lead_ms : 0;

@@ -82,6 +82,10 @@ enum sched_verdict sched_offer(struct sched *s, const char *topic, int32_t parti
  * resuming it as a pause for due_ms would. False only when out of memory. */
 bool sched_pause(struct sched *s, const char *topic, int32_t partition, int64_t offset,
                  int64_t due_ms, int64_t now_ms);
+/* The same, resumed at at_ms itself (no lead), and at least min_pause_ms from now: for a reason
+ * that ends at a known time (a full window gains room when its head falls due). */
+bool sched_pause_at(struct sched *s, const char *topic, int32_t partition, int64_t offset,
+                    int64_t at_ms, int64_t now_ms);
 /* Resume partitions lead_ms before their due time (default 0: at it). Only for a caller that
  * holds messages fetched early until they fall due (consumer/window.h); anyone else would
  * fetch a message that is not due yet and pause again. min_pause_ms still applies. */

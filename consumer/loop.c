@@ -335,7 +335,7 @@ static void loop_log_in_hand(const struct batch_entry *e, int64_t fetched_ms, co
 static bool loop_window(struct consumer *c, const rd_kafka_message_t *m, const char *topic,
                         const struct codec_cancel *cancel, int64_t due, int64_t now)
 {
-    bool behind;
+    bool behind, full = false, paused;
     bool holdable = cancel != NULL && due - now <= CONSUMER_WINDOW_LEAD_MS;
 
     if (c->stalled || sched_is_paused(c->sched, topic, m->partition))
@@ -350,12 +350,21 @@ static bool loop_window(struct consumer *c, const rd_kafka_message_t *m, const c
             c->fatal = true;
             return true;
         case WINDOW_FULL:
+            full = true;
             break;
         }
     } else if (!behind) {
         return false;
     }
-    if (!sched_pause(c->sched, topic, m->partition, m->offset, due, now)) {
+    /* A full window has room again only when its head is taken, the millisecond after the head's
+     * due time: resumed before that (at this message's due time, for one), the partition would
+     * fetch again only to be paused again, every CONSUMER_MIN_PAUSE_MS, librdkafka fetching and
+     * dropping its prefetched messages each time (in the lead before a burst, more CPU than the
+     * burst's own messages). */
+    paused = full ? sched_pause_at(c->sched, topic, m->partition, m->offset,
+                                   window_head_due(c->window, topic, m->partition) + 1, now)
+                  : sched_pause(c->sched, topic, m->partition, m->offset, due, now);
+    if (!paused) {
         log_error("out_of_memory", "where=sched_pause");
         c->fatal = true;
         return true;

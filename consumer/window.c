@@ -108,6 +108,13 @@ size_t window_take_due(struct window *w, int64_t now_ms, window_take_fn fn, void
     return taken;
 }
 
+int64_t window_head_due(const struct window *w, const char *topic, int32_t partition)
+{
+    const struct window_part *p = window_find(w, topic, partition);
+
+    return p != NULL && p->n > 0 ? p->ring[p->head].due_ms : WINDOW_NEVER;
+}
+
 int64_t window_next_due(const struct window *w)
 {
     int64_t next = WINDOW_NEVER;

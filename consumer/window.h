@@ -60,6 +60,10 @@ enum window_put_result window_put(struct window *w, const char *topic, int32_t p
 /* Takes, partition by partition and in order, every head entry due at now_ms (due_ms <= now_ms),
  * until fn refuses one. Returns how many were taken. */
 size_t window_take_due(struct window *w, int64_t now_ms, window_take_fn fn, void *arg);
+/* The due time of the partition's head, WINDOW_NEVER when it holds nothing. The partition's
+ * entries leave only from the head and only once it is due, so a full partition has room again no
+ * earlier than just after this. */
+int64_t window_head_due(const struct window *w, const char *topic, int32_t partition);
 /* The earliest due time of a partition's head, WINDOW_NEVER when empty. */
 int64_t window_next_due(const struct window *w);
 /* The partition was revoked or lost: what it held is forgotten (its offsets were never stored,

@@ -22,6 +22,8 @@ og_consumer_test(consumer_hooks LABELS kafka FIXTURES db kafka TIMEOUT 150)
 og_consumer_test(consumer_refunds LABELS kafka FIXTURES db kafka TIMEOUT 120)
 og_consumer_test(consumer_durability LABELS kafka FIXTURES db kafka TIMEOUT 120)
 og_consumer_test(consumer_due LABELS kafka FIXTURES db kafka TIMEOUT 150)
+# A full window's partition waits for the window's head instead of refetching every 50 ms.
+og_consumer_test(consumer_window_full LABELS kafka FIXTURES db kafka TIMEOUT 120)
 # A payment its hook fails, or whose order row is locked, holds back only its order.
 og_consumer_test(consumer_payments LABELS kafka FIXTURES db kafka TIMEOUT 180)
 og_consumer_test(consumer_holds LABELS kafka FIXTURES db kafka TIMEOUT 120)

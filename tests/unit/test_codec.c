@@ -4,9 +4,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "common/clock.h"
 #include "common/codec.h"
@@ -248,6 +250,121 @@ static void test_cancel_roundtrip(void **state)
                      OG_ERR_ARG);
     assert_int_equal(codec_encode_cancel("R", DUE_MS, buf, 20, &len, &err), OG_ERR_ARG);
     assert_int_equal(len, 0);
+}
+
+/* Both ways of decoding a cancel give the same answer: status, every byte of out, the reason. */
+static void same_answer(const char *key, size_t key_len, const char *value, size_t value_len)
+{
+    struct codec_cancel fast, full;
+    struct og_error fast_err = {0}, full_err = {0};
+    enum og_status fast_st = codec_decode_cancel(key, key_len, value, value_len, &fast, &fast_err);
+    enum og_status full_st =
+        codec_decode_cancel_json(key, key_len, value, value_len, &full, &full_err);
+
+    if (fast_st != full_st || memcmp(&fast, &full, sizeof(fast)) != 0 ||
+        strcmp(fast_err.msg, full_err.msg) != 0)
+        fail_msg("value [%.*s] key [%.*s]: %d \"%s\" against the JSON parser's %d \"%s\"",
+                 (int)value_len, value, (int)key_len, key ? key : "", (int)fast_st, fast_err.msg,
+                 (int)full_st, full_err.msg);
+}
+
+/* The fast path for flat values against the JSON parser: forms it reads and forms it leaves to the
+ * parser, and every value one edit away from them (a byte deleted, doubled, or replaced by one that
+ * matters to JSON), with and without a key. */
+static void test_cancel_fast_path_same_answer(void **state)
+{
+    static const char *const values[] = {
+        "{\"v\":1,\"order_no\":\"A-1\",\"due_at\":\"2026-11-30T16:00:00.000Z\"}",
+        " {\t\"due_at\" : \"2026-11-30T16:00:00+01:00\",\r\n\"order_no\":\"A-1\", \"v\" :1 } \n",
+        "{\"v\":1,\"order_no\":\"A-1\",\"due_at\":\"2026-11-30T16:00:00Z\",\"kind\":\"reminder\","
+        "\"offset_seconds\":300}",
+        "{\"v\":1,\"order_no\":\"A-1\",\"due_at\":\"2026-11-30T16:00:00Z\",\"kind\":\"cancel\","
+        "\"offset_seconds\":-0,\"extra\":\"\",\"n\":123456789012345678}",
+        "{\"v\":1,\"order_no\":\"A-1\",\"due_at\":\"2026-11-30T16:00:00Z\",\"x\":1.5,\"y\":null,"
+        "\"z\":[1],\"w\":{\"a\":true}}",
+        "{\"v\":1,\"order_no\":\"A\\u002d1\",\"due_at\":\"2026-11-30T16:00:00Z\"}",
+        "{\"v\":1,\"order_no\":\"A-1\",\"due_at\":\"2026-11-30T16:00:00Z\",\"v\":1}",
+        "{\"v\":1,\"order_no\":\"A-1\",\"due_at\":\"2026-11-30T16:00:00Z\",\"\\u0076\":1}",
+        "{\"v\":1,\"order_no\":\"A-1\",\"due_at\":\"2026-11-30T16:00:00Z\",\"\xc3\xa9\":"
+        "\"\xc3\xa9\"}",
+        "{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7,\"h\":8,\"i\":9,\"j\":10,"
+        "\"k\":11,\"l\":12,\"m\":13,\"n\":14,\"v\":1,\"order_no\":\"A-1\",\"due_at\":"
+        "\"2026-11-30T16:00:00Z\"}",
+        "{\"v\":10000000000000000000,\"order_no\":\"A-1\",\"due_at\":\"2026-11-30T16:00:00Z\"}",
+        "{\"v\":01,\"order_no\":\"A-1\",\"due_at\":\"2026-11-30T16:00:00Z\"}",
+        "{}",
+        "[]",
+        "",
+    };
+    static const char edits[] = {'"', '\\', ',', ':', '{', '}', '[',  ' ',    '\n',  '0',
+                                 '1', '9',  '-', '.', 'e', 'x', '\0', '\x7f', '\xc3'};
+    char buf[512];
+
+    (void)state;
+    for (size_t v = 0; v < sizeof(values) / sizeof(values[0]); v++) {
+        size_t len = strlen(values[v]);
+
+        assert_true(len + 1 < sizeof(buf));
+        same_answer(NULL, 0, values[v], len);
+        same_answer("A-1", 3, values[v], len);
+        same_answer("A-2", 3, values[v], len);
+        for (size_t at = 0; at < len; at++) {
+            /* deleted */
+            memcpy(buf, values[v], at);
+            memcpy(buf + at, values[v] + at + 1, len - at - 1);
+            same_answer(NULL, 0, buf, len - 1);
+            same_answer("A-1", 3, buf, len - 1);
+            /* doubled */
+            memcpy(buf, values[v], at + 1);
+            memcpy(buf + at + 1, values[v] + at, len - at);
+            same_answer(NULL, 0, buf, len + 1);
+            /* replaced */
+            for (size_t k = 0; k < sizeof(edits); k++) {
+                memcpy(buf, values[v], len);
+                buf[at] = edits[k];
+                same_answer(NULL, 0, buf, len);
+                same_answer("A-1", 3, buf, len);
+            }
+        }
+    }
+}
+
+/* jansson's allocations, counted: the fast path builds no tree. */
+static size_t json_allocs;
+
+static void *counting_malloc(size_t size)
+{
+    json_allocs++;
+    return malloc(size);
+}
+
+/* A canonical cancel or reminder, the form every producer of ours writes, is decoded without
+ * jansson (no allocation at all); one with an escape still goes through it, and decodes. */
+static void test_cancel_fast_path_taken(void **state)
+{
+    static const char *const flat[] = {
+        "{\"v\":1,\"order_no\":\"A-1\",\"due_at\":\"2026-11-30T16:00:00.000Z\"}",
+        "{\"v\":1,\"order_no\":\"A-1\",\"due_at\":\"2026-11-30T16:00:00.000Z\",\"kind\":"
+        "\"reminder\",\"offset_seconds\":300}",
+    };
+    const char *escaped =
+        "{\"v\":1,\"order_no\":\"A\\u002d1\",\"due_at\":\"2026-11-30T16:00:00Z\"}";
+    struct codec_cancel c;
+    struct og_error err = {0};
+
+    (void)state;
+    json_set_alloc_funcs(counting_malloc, free);
+    for (size_t i = 0; i < sizeof(flat) / sizeof(flat[0]); i++) {
+        json_allocs = 0;
+        assert_int_equal(codec_decode_cancel("A-1", 3, flat[i], strlen(flat[i]), &c, &err), OG_OK);
+        assert_int_equal(c.due_ms, DUE_MS);
+        assert_int_equal(json_allocs, 0);
+    }
+    json_allocs = 0;
+    assert_int_equal(codec_decode_cancel("A-1", 3, escaped, strlen(escaped), &c, &err), OG_OK);
+    assert_string_equal(c.order_no, "A-1");
+    assert_true(json_allocs > 0);
+    json_set_alloc_funcs(malloc, free);
 }
 
 static enum og_status payment(const char *value, struct codec_payment *out, struct og_error *err)
@@ -509,6 +626,8 @@ int main(void)
         cmocka_unit_test(test_reminder_kind),
         cmocka_unit_test(test_key_binary),
         cmocka_unit_test(test_cancel_roundtrip),
+        cmocka_unit_test(test_cancel_fast_path_same_answer),
+        cmocka_unit_test(test_cancel_fast_path_taken),
         cmocka_unit_test(test_payment),
         cmocka_unit_test(test_payment_currency_and_charge),
         cmocka_unit_test(test_payment_salvage),

@@ -92,6 +92,44 @@ static void test_render_exact(void **state)
     assert_true(metric_sum(batch) == 11.15);
 }
 
+/* Values are written as the shortest text that reads back the same; whole numbers (the common
+ * case, written without printf's floating-point path) exactly as %.15g writes them. */
+static void test_render_numbers(void **state)
+{
+    static const double values[] = {0,
+                                    -0.0,
+                                    1,
+                                    7,
+                                    10,
+                                    999999,
+                                    1e14,
+                                    1e15 - 1,
+                                    1e15,
+                                    1e15 + 2,
+                                    123456789012345678.0,
+                                    0.5,
+                                    -3,
+                                    2.5e-7,
+                                    1.0 / 3,
+                                    4503599627370497.0};
+    struct metric *g = metric_register("og_value", NULL, METRIC_GAUGE, NULL, NULL, 0);
+    char buf[256], want[256], num[40];
+
+    (void)state;
+    assert_non_null(g);
+    for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+        metric_set(g, values[i]);
+        metrics_render(buf, sizeof(buf));
+        for (int prec = 15; prec <= 17; prec++) {
+            snprintf(num, sizeof(num), "%.*g", prec, values[i]);
+            if (strtod(num, NULL) == values[i])
+                break;
+        }
+        snprintf(want, sizeof(want), "# TYPE og_value gauge\nog_value %s\n", num);
+        assert_string_equal(buf, want);
+    }
+}
+
 static void test_render_small_buffer(void **state)
 {
     struct metric *g;
@@ -406,6 +444,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_render_exact, reset, reset),
+        cmocka_unit_test_setup_teardown(test_render_numbers, reset, reset),
         cmocka_unit_test_setup_teardown(test_render_small_buffer, reset, reset),
         cmocka_unit_test_setup_teardown(test_register_rules, reset, reset),
         cmocka_unit_test_setup_teardown(test_concurrent_updates, reset, reset),

@@ -124,6 +124,13 @@ static void test_lead_and_forced_pause(void **state)
     assert_true(sched_pause(s, "t", 1, 9, SCHED_ALWAYS_DUE, T0 + 4000));
     assert_true(sched_is_paused(s, "t", 1));
     assert_int_equal(sched_offer(s, "t", 1, 9, T0, T0 + 4001), SCHED_DROP);
+    /* A pause until a known time: that time itself, no lead, and never sooner than the floor. */
+    sched_assign(s, "t", 2);
+    assert_true(sched_pause_at(s, "t", 2, 5, T0 + 9000, T0 + 4000));
+    assert_int_equal(sched_take_resumable(s, T0 + 8999, NULL, NULL), 2); /* t/0 and t/1 */
+    assert_int_equal(sched_next_resume(s), T0 + 9000);
+    assert_true(sched_pause_at(s, "t", 2, 5, T0 + 4010, T0 + 4000));
+    assert_int_equal(sched_next_resume(s), T0 + 4050);
     sched_free(s);
 }
 

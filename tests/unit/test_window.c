@@ -83,8 +83,12 @@ static void test_bound_and_forget(void **state)
     (void)state;
     for (int64_t i = 0; i < WINDOW_PART_MAX; i++)
         assert_int_equal(window_put(w, "t", 0, i, T0 + i, 0, &a), WINDOW_HELD);
-    /* Full: the caller pauses and seeks; another partition still has room. */
+    /* Full: the caller pauses and seeks, until just after the head's due time (its first
+     * entry's, not the earliest: B of test_order_and_due waits behind A); another partition
+     * still has room. */
     assert_int_equal(window_put(w, "t", 0, WINDOW_PART_MAX, T0, 0, &a), WINDOW_FULL);
+    assert_int_equal(window_head_due(w, "t", 0), T0);
+    assert_int_equal(window_head_due(w, "u", 0), WINDOW_NEVER);
     assert_int_equal(window_put(w, "u", 0, 0, T0 + 1, 0, &a), WINDOW_HELD);
     assert_int_equal(window_count(w), WINDOW_PART_MAX + 1);
     /* Revoked: forgotten, the other partition untouched. */

@@ -114,6 +114,7 @@ struct burst_result {
     double ceil_p99_ms;
     double reltuples, stats_rows; /* orders' reltuples and pg_stats rows at the due second */
     double consumer_cpu, backend_cpu, broker_cpu, wall_s; /* due second to drained */
+    double consumer_lead_cpu; /* the consumers' CPU in the 5 s before the due second */
     double rss_max_mb; /* the largest consumer's VmRSS, sampled once a second while it drains */
     double wal_kb_per_order;
     double batches, batch_mean, db_mean_ms, not_due, busy;

@@ -33,7 +33,7 @@ void db_fresh(const struct opts *o)
              g.dbname);
     g.conn = bench_pg_connect(conninfo);
     if (!printed) {
-        char v[64], md5[40], md5b[40];
+        char v[256], md5[40], md5b[40];
         printf("schema: migrations %s; claim_cancel md5 %s, _cancel_orders+_cancel_orders_claim "
                "md5 %s\n",
                bench_pg_str(g.conn,

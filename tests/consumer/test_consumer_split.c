@@ -71,13 +71,21 @@ static void split_spawn(struct ct *t, struct ct_proc *p, const char *lock_timeou
     assert_true(ct_metric_wait(p, "ordergate_consumer_claim_sessions_connected", 1, 10000) == 1);
 }
 
+/* Sends B-1..B-n, all due SPLIT_DUE_AHEAD_MS from now (their orders are due in the database
+ * already): the consumer holds them in its window (within its lead) and claims them in one batch
+ * when they fall due, so the claim is split. Sent as due at once, the first messages to arrive
+ * could make a batch below the split's threshold, claimed whole on the loop's session (under a
+ * sanitizer's slowness it did, and the held case waited for a worker that had no part). */
+#define SPLIT_DUE_AHEAD_MS 2000
+
 static void split_send(struct ct *t, int n)
 {
     char order[32];
+    int64_t due = ct_now_ms() + SPLIT_DUE_AHEAD_MS;
 
     for (int i = 1; i <= n; i++) {
         snprintf(order, sizeof(order), "B-%d", i);
-        ct_send_cancel(t, t->topic, 0, order, ct_now_ms() - 1000);
+        ct_send_cancel(t, t->topic, 0, order, due);
     }
     ct_flush(t);
 }

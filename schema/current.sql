@@ -1279,7 +1279,7 @@ FUNCTION ordergate._cancel_orders(p_nos text[], p_source text, p_actor text, p_n
 FUNCTION ordergate._cancel_orders_claim(p_nos text[], p_source text, p_actor text, p_note text, p_due_only boolean, OUT o_won text[], OUT o_skus text[], OUT o_qtys bigint[]) RETURNS record;
 
 -- Internal: cancel step 3, after the hooks: gives the stock back, skus locked in order
--- functions/internal/_cancel_orders_restock.sql, SET enable_seqscan=off, enable_bitmapscan=off, jit=off
+-- functions/internal/_cancel_orders_restock.sql, SET enable_seqscan=off, enable_bitmapscan=off, jit=off, enable_hashjoin=off, enable_mergejoin=off
 FUNCTION ordergate._cancel_orders_restock(p_skus text[], p_qtys bigint[]) RETURNS void;
 
 -- Internal: rewrites or writes an order's one waiting cancel message for a deadline that moved

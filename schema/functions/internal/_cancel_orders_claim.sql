@@ -48,6 +48,8 @@ DECLARE
     v_parts   text[];                         -- winners with captured parts
     v_at      text := to_json(now())::text;   -- closed_at of every winner, formatted once
     v_actor   text := to_json(p_actor)::text;
+    v_mid     text;                           -- the event's parts the batch shares, joined once
+    v_tail    text;
 BEGIN
     -- The lock pass looks each listed order up by its primary key, one probe per distinct order
     -- number, in order_no order: the LATERAL subquery depends on the outer row, so the plan is a
@@ -82,6 +84,11 @@ BEGIN
     IF v_locked IS NULL THEN
         RETURN;
     END IF;
+    -- The event's text between the order number and the amount, and between the shop and the
+    -- currency, is the same for every winner of the batch: joined here once, each event is four
+    -- concatenations shorter (about 1,500 instructions per cancelled order).
+    v_mid := '", "source": "' || p_source || '", "actor": ' || v_actor || ', "amount_cents": ';
+    v_tail := ', "cancelled_at": ' || v_at || ', "currency": "';
 
     WITH won AS (
         UPDATE ordergate.orders o
@@ -132,15 +139,13 @@ BEGIN
                -- items: the order's lines in sku order ([] for a gate-only order), so a reader
                -- can restock from the event alone; shop: the shop's own data given to
                -- place_order (null if none), a jsonb whose text form is valid JSON.
+               -- v_mid: source, actor, the amount's key; v_tail: cancelled_at, the currency's key.
                ('{"v": 1, "event": "order_cancelled", "order_no": "' || won.order_no
-                || '", "source": "' || p_source
-                || '", "actor": ' || v_actor
-                || ', "amount_cents": ' || won.amount_cents
+                || v_mid || won.amount_cents
                 || ', "coupon_id": ' || coalesce(to_json(won.coupon_id)::text, 'null')
-                || ', "items": [' || coalesce(wa.items, '') || ']'
-                || ', "shop": ' || coalesce(won.shop::text, 'null')
-                || ', "cancelled_at": ' || v_at
-                || ', "currency": "' || won.currency || '"}')::json
+                || ', "items": [' || coalesce(wa.items, '') || '], "shop": '
+                || coalesce(won.shop::text, 'null')
+                || v_tail || won.currency || '"}')::json
           FROM won
           LEFT JOIN wa ON wa.order_no = won.order_no
     ), ws AS (

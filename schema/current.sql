@@ -399,7 +399,7 @@ CREATE UNIQUE INDEX orders_live_coupon_uq ON ordergate.orders USING btree (coupo
 -- Pending orders by deadline: the scanner's keyset sweep and invariant 6
 CREATE INDEX orders_overdue_idx ON ordergate.orders USING btree (expire_at, order_no) WHERE (status = 'pending_payment'::text);
 -- Sets closed_at when the status leaves pending without it
-CREATE TRIGGER orders_a_closed_at BEFORE UPDATE OF status ON ordergate.orders FOR EACH ROW WHEN (((old.status IS DISTINCT FROM new.status) AND (new.closed_at IS NULL))) EXECUTE FUNCTION ordergate.orders_closed_at();
+CREATE TRIGGER orders_a_closed_at BEFORE UPDATE OF status ON ordergate.orders FOR EACH ROW WHEN (((new.closed_at IS NULL) AND (old.status IS DISTINCT FROM new.status))) EXECUTE FUNCTION ordergate.orders_closed_at();
 -- An order inserted without a currency gets default_currency
 CREATE TRIGGER orders_currency_default BEFORE INSERT ON ordergate.orders FOR EACH ROW WHEN ((new.currency IS NULL)) EXECUTE FUNCTION ordergate.currency_default();
 -- Refuses captured_cents going down, or changing on a closed order (OG002)
@@ -413,7 +413,11 @@ CREATE TRIGGER orders_guard_immutable BEFORE UPDATE OF order_no, amount_cents, c
 -- Fills original_expire_at, and closed_at of an order inserted closed
 CREATE TRIGGER orders_guard_insert BEFORE INSERT ON ordergate.orders FOR EACH ROW EXECUTE FUNCTION ordergate.orders_guard();
 -- Refuses a status change outside the state machine, or closed_at moved without one (OG001, OG002)
-CREATE TRIGGER orders_guard_update BEFORE UPDATE OF status, closed_at ON ordergate.orders FOR EACH ROW WHEN ((((old.status IS DISTINCT FROM new.status) AND (NOT ((old.status = 'pending_payment'::text) AND (new.status = ANY (ARRAY['paid'::text, 'cancelled'::text, 'released'::text])))) AND (NOT ((old.status = 'released'::text) AND (new.status = 'paid'::text)))) OR ((NOT (old.status IS DISTINCT FROM new.status)) AND (old.closed_at IS DISTINCT FROM new.closed_at)) OR ((old.status = 'released'::text) AND (old.closed_at IS DISTINCT FROM new.closed_at)))) EXECUTE FUNCTION ordergate.orders_guard();
+CREATE TRIGGER orders_guard_update BEFORE UPDATE OF status, closed_at ON ordergate.orders FOR EACH ROW WHEN (
+        CASE
+            WHEN ((old.status = 'pending_payment'::text) AND (new.status = ANY (ARRAY['paid'::text, 'cancelled'::text, 'released'::text]))) THEN false
+            ELSE (((old.status IS DISTINCT FROM new.status) AND (NOT ((old.status = 'pending_payment'::text) AND (new.status = ANY (ARRAY['paid'::text, 'cancelled'::text, 'released'::text])))) AND (NOT ((old.status = 'released'::text) AND (new.status = 'paid'::text)))) OR ((NOT (old.status IS DISTINCT FROM new.status)) AND (old.closed_at IS DISTINCT FROM new.closed_at)) OR ((old.status = 'released'::text) AND (old.closed_at IS DISTINCT FROM new.closed_at)))
+        END) EXECUTE FUNCTION ordergate.orders_guard();
 GRANT SELECT ON ordergate.orders TO ordergate_order_service, ordergate_service;
 
 -- Events written in the transaction that caused them, published by the relay; kept after publication

@@ -8,10 +8,11 @@ END
 $$;
 
 -- Fires first (triggers fire in name order); the guard then sees the final row. Only a statement
--- that sets the status can change it (UPDATE OF status).
+-- that sets the status can change it (UPDATE OF status). closed_at is tested first: every gate
+-- writer sets it, so for them the clause ends there, without comparing the statuses.
 CREATE OR REPLACE TRIGGER orders_a_closed_at BEFORE UPDATE OF status ON ordergate.orders
     FOR EACH ROW
-    WHEN (OLD.status IS DISTINCT FROM NEW.status AND NEW.closed_at IS NULL)
+    WHEN (NEW.closed_at IS NULL AND OLD.status IS DISTINCT FROM NEW.status)
     EXECUTE FUNCTION ordergate.orders_closed_at();
 COMMENT ON FUNCTION ordergate.orders_closed_at() IS
     'Trigger: sets closed_at when a writer changes the status without it';

@@ -76,6 +76,9 @@ INSERT INTO ordergate.schema_migrations (version) VALUES ('023');
 RESET ROLE;
 \ir migrations/024_outbox_order_index.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('024');
+RESET ROLE;
+\ir migrations/025_outbox_identity.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('025');
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 -- Bodies are checked when called (and by the tests, which call every function): a SQL

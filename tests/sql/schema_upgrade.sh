@@ -124,6 +124,10 @@ for v in 007:8319e604e54aff60a81f0899f648214eab7654a1 006:af2f98c94fddbcb21c10ac
     [ "$out" = cancelled ] && ok "0.1.0 ($name): the gate cancels after the upgrade" || bad "0.1.0 ($name): claim_cancel said $out"
     typ=$(scalar "$d" "SELECT json_typeof(payload) FROM ordergate.outbox WHERE order_no = 'U2' AND event_type = 'order_cancelled'")
     [ "$typ" = object ] && ok "0.1.0 ($name): cancel event written as json" || bad "0.1.0 ($name): event payload type $typ"
+    # outbox.id became an identity column (025): it goes on from the serial's last number.
+    ids=$(scalar "$d" "SELECT (SELECT max(id) FROM ordergate.outbox WHERE order_no <> 'U2') || '<' || (SELECT id FROM ordergate.outbox WHERE order_no = 'U2' AND event_type = 'order_cancelled')")
+    [ -n "$ids" ] && [ "${ids%<*}" -lt "${ids#*<}" ] && ok "0.1.0 ($name): event ids go on after the upgrade ($ids)" ||
+        bad "0.1.0 ($name): event ids after the upgrade: $ids"
     migrate "$d" || { bad "0.1.0 ($name): second migrate failed"; cat "$work/$d.migrate"; continue; }
     if grep -q "^0 applied, $nmig already applied; functions: 0 applied" "$work/$d.migrate"; then
         ok "0.1.0 ($name): a second migrate applies nothing"

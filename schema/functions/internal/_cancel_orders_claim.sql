@@ -21,13 +21,14 @@
 --     Stock goes last, so hot SKU rows stay locked only from there to the commit, never while a
 --     hook runs.
 --
--- Every statement looks rows up by key (the lock pass and the lines by a primary-key probe per
--- order, LATERAL; the claim by ctid; coupons and stock by key arrays), and the plans are pinned
--- to that (schema/README.md, "Plan stability"): enable_seqscan is off for this function, so
--- planned from defaults (a table never analyzed, or never vacuumed: reltuples -1, a flash sale's
--- first minute, a restore) no statement turns into a scan of a whole table; the lines' subquery
--- has OFFSET 0, which keeps it a parameterized probe per winner instead of a join the planner
--- may turn into a walk of all lines. jit is off too: estimated from defaults, the claim's cost
+-- Every statement looks rows up by key (the lock pass by a primary-key probe per order, LATERAL;
+-- the claim by ctid; the lines by one scan of their primary key for the array of winners;
+-- coupons and stock by key arrays), and the plans are pinned to that (schema/README.md, "Plan
+-- stability"): enable_seqscan is off for this function, so planned from defaults (a table never
+-- analyzed, or never vacuumed: reltuples -1, a flash sale's first minute, a restore) no
+-- statement turns into a scan of a whole table; the lines are read by a condition on the array
+-- alone (order_no = ANY), which only their primary key serves, never joined with the winners,
+-- which the planner may turn into a walk of all lines. jit is off too: estimated from defaults, the claim's cost
 -- passes jit_above_cost and compiling it took about 300 ms, for a statement that runs in 10.
 -- enable_bitmapscan is off as well: each key probe returns one row (an order) or a few (its
 -- lines), for which a bitmap (built, then walked) cost more instructions than a plain index scan
@@ -107,15 +108,14 @@ BEGIN
         -- No RETURNING here nor in ev: nothing reads them, and a RETURNING list is projected
         -- for every row written.
     ), wi AS (
-        -- The winners' lines, read once (a primary-key probe per winner, LATERAL as in the lock
-        -- pass; OFFSET 0 keeps the subquery from being pulled up into a join): for the events'
-        -- items and for the stock to give back.
-        SELECT won.order_no, i.sku, i.qty
-          FROM won
-         CROSS JOIN LATERAL (SELECT it.sku, it.qty
-                               FROM ordergate.order_items it
-                              WHERE it.order_no = won.order_no
-                             OFFSET 0) i
+        -- The winners' lines, read once, for the events' items and for the stock to give back:
+        -- one index scan of order_items' primary key for the array of winners (the btree walks
+        -- the sorted array, one descent per order; the winners are distinct, so each line comes
+        -- once). A LATERAL probe per winner read the same entries but set up and rescanned the
+        -- scan for every winner: about 4,000 instructions more per cancelled order.
+        SELECT it.order_no, it.sku, it.qty
+          FROM ordergate.order_items it
+         WHERE it.order_no = ANY (ARRAY(SELECT won.order_no FROM won))
     ), wa AS (
         -- Each winner's items in sku order: the lines sorted once by (order_no, sku) and
         -- aggregated in that order (string_agg takes its input as the sorted subquery gives it).

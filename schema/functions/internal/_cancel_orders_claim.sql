@@ -21,8 +21,8 @@
 --     Stock goes last, so hot SKU rows stay locked only from there to the commit, never while a
 --     hook runs.
 --
--- Every statement looks rows up by key (the lock pass by a primary-key probe per order, LATERAL;
--- the claim by ctid; the lines by one scan of their primary key for the array of winners;
+-- Every statement looks rows up by key (the lock pass by a primary-key probe per order; the
+-- claim by ctid; the lines by one scan of their primary key for the array of winners;
 -- coupons and stock by key arrays), and the plans are pinned to that (schema/README.md, "Plan
 -- stability"): enable_seqscan is off for this function, so planned from defaults (a table never
 -- analyzed, or never vacuumed: reltuples -1, a flash sale's first minute, a restore) no
@@ -52,27 +52,35 @@ DECLARE
     v_mid     text;                           -- the event's parts the batch shares, joined once
     v_tail    text;
 BEGIN
-    -- The lock pass looks each listed order up by its primary key, one probe per distinct order
-    -- number, in order_no order: the LATERAL subquery depends on the outer row, so the plan is a
-    -- nested loop driven by the sorted array whatever the statistics say or whether the plan is
-    -- generic (schema/README.md, "Plan stability"), and the rows are locked in that order.
-    -- Timeouts (p_due_only) skip a row another transaction holds locked (a payment or hold in
-    -- flight, an order service's open transaction): one locked order must not hold the whole
-    -- batch, and claim_cancel reports it busy for the caller to retry. Two timeout batches
-    -- sharing orders therefore never wait for each other on orders. The manual close waits for
-    -- the lock and re-checks the row; if it left pending it is not locked.
+    -- The lock pass looks each listed order up by its primary key, in order_no order, and locks
+    -- the rows in that order. Timeouts (p_due_only) skip a row another transaction holds locked
+    -- (a payment or hold in flight, an order service's open transaction): one locked order must
+    -- not hold the whole batch, and claim_cancel reports it busy for the caller to retry. Two
+    -- timeout batches sharing orders therefore never wait for each other on orders. The manual
+    -- close waits for the lock and re-checks the row; if it left pending it is not locked.
+    --
+    -- Timeouts: one index scan of orders_pkey for the whole array (order_no = ANY: the btree
+    -- sorts the array, drops repeats and walks it, one descent per distinct order number, rows
+    -- in order_no order), each row locked as it comes. The state is compared with an initplan's
+    -- value, (SELECT 'pending_payment'), not with the literal: the planner cannot prove the
+    -- partial overdue index's predicate (status = 'pending_payment') from it, so that index is
+    -- never a candidate, and the only index the condition fits is the primary key, whatever the
+    -- statistics say or whether the plan is generic (with the literal, planned from defaults,
+    -- the planner could walk every pending order in the overdue index and test it against the
+    -- array: schema/README.md, "Plan stability"). A LATERAL probe per order number, driven by
+    -- the array sorted and made distinct first, read the same entries but set up and rescanned
+    -- its scan for every order: about 5,600 instructions more per cancelled order.
     IF p_due_only THEN
         SELECT array_agg(l.ctid) INTO v_locked
-          FROM (SELECT u.x FROM unnest(p_nos) AS u(x) GROUP BY u.x ORDER BY u.x) n
-         CROSS JOIN LATERAL (
-                SELECT o.ctid
+          FROM (SELECT o.ctid
                   FROM ordergate.orders o
-                 WHERE o.order_no = n.x
-                   AND o.status = 'pending_payment'
+                 WHERE o.order_no = ANY (p_nos)
+                   AND o.status = (SELECT 'pending_payment'::text)
                    AND o.expire_at <= now()
                    AND (o.charge_until IS NULL OR o.charge_until <= now())
                    FOR NO KEY UPDATE SKIP LOCKED) l;
     ELSE
+        -- The manual close (one order): a LATERAL probe per distinct order number, in order.
         SELECT array_agg(l.ctid) INTO v_locked
           FROM (SELECT u.x FROM unnest(p_nos) AS u(x) GROUP BY u.x ORDER BY u.x) n
          CROSS JOIN LATERAL (

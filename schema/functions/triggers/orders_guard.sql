@@ -73,20 +73,14 @@ CREATE OR REPLACE TRIGGER orders_guard_insert BEFORE INSERT ON ordergate.orders
 -- statement of the gate ever sets is watched by a trigger the gate never fires. A column can
 -- only change by being named in SET, or by another BEFORE trigger assigning NEW, which ordergate's
 -- own never do for these columns (orders_a_closed_at sets closed_at on a status change, which
--- orders_guard_update watches: it is named with status). Its clause answers the claims' move out
--- of pending_payment (every cancel, payment and release: legal whatever closed_at does) first,
--- with three comparisons; the rules below it are evaluated only for the other updates (the
--- CASE's ELSE; for the claims' move they are false too).
+-- orders_guard_update watches: it is named with status).
 CREATE OR REPLACE TRIGGER orders_guard_update BEFORE UPDATE OF status, closed_at ON ordergate.orders
     FOR EACH ROW
-    WHEN (CASE WHEN OLD.status = 'pending_payment' AND NEW.status IN ('paid', 'cancelled', 'released')
-               THEN false
-               ELSE (OLD.status IS DISTINCT FROM NEW.status
-                     AND NOT (OLD.status = 'pending_payment' AND NEW.status IN ('paid', 'cancelled', 'released'))
-                     AND NOT (OLD.status = 'released' AND NEW.status = 'paid'))
-                    OR (OLD.status IS NOT DISTINCT FROM NEW.status AND OLD.closed_at IS DISTINCT FROM NEW.closed_at)
-                    OR (OLD.status = 'released' AND OLD.closed_at IS DISTINCT FROM NEW.closed_at)
-           END)
+    WHEN (   (OLD.status IS DISTINCT FROM NEW.status
+              AND NOT (OLD.status = 'pending_payment' AND NEW.status IN ('paid', 'cancelled', 'released'))
+              AND NOT (OLD.status = 'released' AND NEW.status = 'paid'))
+          OR (OLD.status IS NOT DISTINCT FROM NEW.status AND OLD.closed_at IS DISTINCT FROM NEW.closed_at)
+          OR (OLD.status = 'released' AND OLD.closed_at IS DISTINCT FROM NEW.closed_at))
     EXECUTE FUNCTION ordergate.orders_guard();
 CREATE OR REPLACE TRIGGER orders_guard_expiry BEFORE UPDATE OF expire_at ON ordergate.orders
     FOR EACH ROW

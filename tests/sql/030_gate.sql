@@ -53,6 +53,14 @@ SELECT t_eq('payload text as written', (SELECT b.payload::text FROM ordergate.ou
     (SELECT format('{"v": 1, "event": "order_cancelled", "order_no": "P9", "source": "timeout_scanner", "actor": %s, "amount_cents": 700, "coupon_id": %s, "items": [{"sku": "S1", "qty": 1}], "shop": null, "cancelled_at": %s, "currency": "USD"}',
                    to_json(current_setting('application_name')), to_json(E'C"q\\b\n'::text), to_json(o.closed_at))
        FROM ordergate.orders o WHERE o.order_no = 'P9'));
+-- The same byte for byte for an order with shop data and no coupon (the event writes a missing
+-- coupon's null and the shop's text through other branches than P9's).
+SELECT t_eq('place with shop data and no coupon', ordergate.place_order('P9S', 800, '[{"sku":"S1","qty":1}]', NULL, now() - interval '1 minute', '{"k": [1, "x\"y"]}'), 'placed');
+SELECT t_eq('cancel it too', (SELECT outcome FROM ordergate.claim_cancel(ARRAY['P9S'], 'timeout_scanner')), 'cancelled');
+SELECT t_eq('payload text as written, shop data and no coupon', (SELECT b.payload::text FROM ordergate.outbox b WHERE b.order_no = 'P9S'),
+    (SELECT format('{"v": 1, "event": "order_cancelled", "order_no": "P9S", "source": "timeout_scanner", "actor": %s, "amount_cents": 800, "coupon_id": null, "items": [{"sku": "S1", "qty": 1}], "shop": {"k": [1, "x\"y"]}, "cancelled_at": %s, "currency": "USD"}',
+                   to_json(current_setting('application_name')), to_json(o.closed_at))
+       FROM ordergate.orders o WHERE o.order_no = 'P9S'));
 
 -- The cancel event's items are the order's lines in sku order, whatever order they were given
 -- in, for each order of a batch (the claim aggregates the lines as it reads them, sorted).

@@ -51,6 +51,7 @@ DECLARE
     v_actor   text := to_json(p_actor)::text;
     v_mid     text;                           -- the event's parts the batch shares, joined once
     v_tail    text;
+    v_noshop  text;
 BEGIN
     -- The lock pass looks each listed order up by its primary key, in order_no order, and locks
     -- the rows in that order. Timeouts (p_due_only) skip a row another transaction holds locked
@@ -95,9 +96,13 @@ BEGIN
     END IF;
     -- The event's text between the order number and the amount, and between the shop and the
     -- currency, is the same for every winner of the batch: joined here once, each event is four
-    -- concatenations shorter (about 1,500 instructions per cancelled order).
+    -- concatenations shorter (about 1,500 instructions per cancelled order). v_noshop: the text
+    -- from the items' end to the currency of an order without shop data; with the coupon's
+    -- "null" written as one literal too, an order without coupon and shop data takes three
+    -- concatenations fewer again.
     v_mid := '", "source": "' || p_source || '", "actor": ' || v_actor || ', "amount_cents": ';
     v_tail := ', "cancelled_at": ' || v_at || ', "currency": "';
+    v_noshop := '], "shop": null' || v_tail;
 
     WITH won AS (
         UPDATE ordergate.orders o
@@ -150,10 +155,14 @@ BEGIN
                -- v_mid: source, actor, the amount's key; v_tail: cancelled_at, the currency's key.
                ('{"v": 1, "event": "order_cancelled", "order_no": "' || won.order_no
                 || v_mid || won.amount_cents
-                || ', "coupon_id": ' || coalesce(to_json(won.coupon_id)::text, 'null')
-                || ', "items": [' || coalesce(wa.items, '') || '], "shop": '
-                || coalesce(won.shop::text, 'null')
-                || v_tail || won.currency || '"}')::json
+                || CASE WHEN won.coupon_id IS NULL THEN ', "coupon_id": null, "items": ['
+                        ELSE ', "coupon_id": ' || to_json(won.coupon_id)::text || ', "items": ['
+                   END
+                || coalesce(wa.items, '')
+                || CASE WHEN won.shop IS NULL THEN v_noshop
+                        ELSE '], "shop": ' || won.shop::text || v_tail
+                   END
+                || won.currency || '"}')::json
           FROM won
           LEFT JOIN wa ON wa.order_no = won.order_no
     ), ws AS (

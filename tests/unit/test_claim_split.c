@@ -29,8 +29,8 @@ enum og_status __wrap_gate_claim_cancel(struct db *db, const char *const *order_
                                         enum gate_source source, struct gate_cancel_row *rows,
                                         size_t *nrows, struct og_error *err);
 enum og_status __wrap_db_connect(struct db *db, struct og_error *err);
-bool __wrap_claim_pool_submit(struct claim_pool *pool, struct claim_pool_part *part);
-bool __real_claim_pool_submit(struct claim_pool *pool, struct claim_pool_part *part);
+bool __wrap_claim_pool_submit(struct claim_pool *pool, int worker, struct claim_pool_part *part);
+bool __real_claim_pool_submit(struct claim_pool *pool, int worker, struct claim_pool_part *part);
 
 /* What the wrapped gate saw, from every thread. */
 static struct {
@@ -77,9 +77,9 @@ enum og_status __wrap_db_connect(struct db *db, struct og_error *err)
     return OG_OK;
 }
 
-bool __wrap_claim_pool_submit(struct claim_pool *pool, struct claim_pool_part *part)
+bool __wrap_claim_pool_submit(struct claim_pool *pool, int worker, struct claim_pool_part *part)
 {
-    bool handed = __real_claim_pool_submit(pool, part);
+    bool handed = __real_claim_pool_submit(pool, worker, part);
     int64_t until = clock_mono_ms() + 5000;
 
     while (handed && !__atomic_load_n(&part->done, __ATOMIC_ACQUIRE) && clock_mono_ms() < until)
@@ -132,9 +132,9 @@ static int fixture_setup(void **state)
     assert_int_equal(claim_pool_new(&f.cfg, 1, 5000, NULL, NULL, NULL, &f.pool, &err), OG_OK);
     f.c.env.claim_pool = f.pool;
     /* The worker starts with the first look and connects on its thread. */
-    for (int i = 0; i < 500 && claim_pool_ready(f.pool) == 0; i++)
+    for (int i = 0; i < 500 && claim_pool_ready(f.pool, NULL) == 0; i++)
         clock_sleep_until_flag(10, NULL, NULL);
-    assert_int_equal(claim_pool_ready(f.pool), 1);
+    assert_int_equal(claim_pool_ready(f.pool, NULL), 1);
     *state = &f;
     return 0;
 }
@@ -210,7 +210,7 @@ static void test_split_failed_part_is_retried_alone(void **state)
     pthread_mutex_lock(&fake.lock);
     fake.worker_fails = false;
     pthread_mutex_unlock(&fake.lock);
-    for (int i = 0; i < 500 && claim_pool_ready(f->pool) == 0; i++)
+    for (int i = 0; i < 500 && claim_pool_ready(f->pool, NULL) == 0; i++)
         clock_sleep_until_flag(10, NULL, NULL);
     assert_int_equal(commit_flush(&f->c, 0), COMMIT_DONE);
     for (int i = 1; i <= ORDERS; i++)

@@ -778,6 +778,7 @@ static enum commit_result commit_claim_start(struct commit *cm, struct commit_cl
     if (cl->nparts > 1) {
         commit_claim_hand_out(cm, cl);
         cl->started = true;
+        commit_gauge(cm);
         return COMMIT_DONE;
     }
     {

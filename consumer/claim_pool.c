@@ -142,6 +142,8 @@ static void *claim_pool_main(void *arg)
         struct og_error err = {0};
         enum og_status st;
         size_t nrows = 0, n;
+        size_t want;
+        bool fits;
         struct timespec until;
 
         if (!w->connected) {
@@ -173,19 +175,22 @@ static void *claim_pool_main(void *arg)
         /* The caller keeps the part put until it is answered or given up (which takes the
          * lock): its order numbers are read here, under the lock. */
         part = slot->part;
-        n = part->n <= p->cap ? part->n : p->cap;
+        want = part->n;
+        fits = want <= p->cap;
+        n = fits ? want : p->cap;
         for (size_t i = 0; i < n; i++) {
             snprintf(w->names[i], sizeof(w->names[i]), "%s", part->nos[i]);
             w->nos[i] = w->names[i];
         }
         w->calling = true;
         pthread_mutex_unlock(&p->lock);
-        st = n == part->n ? gate_claim_cancel(w->db, w->nos, n, GATE_SRC_TIMEOUT_CONSUMER, w->rows,
-                                              &nrows, &err)
-                          : og_error_set(&err, OG_ERR_ARG, false,
-                                         "claim part of %zu orders "
-                                         "exceeds the pool's %zu",
-                                         n, p->cap);
+        /* Nothing of part is read outside the lock: given up, it may be gone. */
+        st = fits ? gate_claim_cancel(w->db, w->nos, n, GATE_SRC_TIMEOUT_CONSUMER, w->rows, &nrows,
+                                      &err)
+                  : og_error_set(&err, OG_ERR_ARG, false,
+                                 "claim part of %zu orders "
+                                 "exceeds the pool's %zu",
+                                 want, p->cap);
         pthread_mutex_lock(&p->lock);
         w->calling = false;
         slot = &w->q[w->head]; /* the head stays the head while calling: only this thread pops */
@@ -371,6 +376,34 @@ static struct claim_pool_slot *claim_pool_slot_of(struct claim_pool *p,
     return NULL;
 }
 
+/* Gives up every one of parts[0..n) not answered yet: never written to again. Under the lock. */
+static void claim_pool_abandon(struct claim_pool *p, struct claim_pool_part *const *parts, size_t n,
+                               const char *why)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct claim_pool_worker *w = NULL;
+        struct claim_pool_slot *slot;
+
+        if (parts[i]->done || (slot = claim_pool_slot_of(p, parts[i], &w)) == NULL)
+            continue;
+        slot->abandoned = true;
+        log_warn("claim_part_abandoned",
+                 "session=%d orders=%zu wait_ms=%d why=%s msg=\"no answer; its orders "
+                 "are claimed again with the batch (no offset was stored), the session "
+                 "is dropped when its call returns\"",
+                 w->index, parts[i]->n, p->wait_ms, why);
+    }
+}
+
+void claim_pool_give_up(struct claim_pool *p, struct claim_pool_part *const *parts, size_t n)
+{
+    if (p == NULL)
+        return;
+    pthread_mutex_lock(&p->lock);
+    claim_pool_abandon(p, parts, n, "freed");
+    pthread_mutex_unlock(&p->lock);
+}
+
 void claim_pool_wait(struct claim_pool *p, struct claim_pool_part *const *parts, size_t n,
                      int64_t since_ms)
 {
@@ -391,19 +424,7 @@ void claim_pool_wait(struct claim_pool *p, struct claim_pool_part *const *parts,
             break;
         left = deadline - clock_mono_ms();
         if (left <= 0 || (p->stop_flag != NULL && *p->stop_flag)) {
-            for (size_t i = 0; i < n; i++) {
-                struct claim_pool_worker *w = NULL;
-                struct claim_pool_slot *slot;
-
-                if (parts[i]->done || (slot = claim_pool_slot_of(p, parts[i], &w)) == NULL)
-                    continue;
-                slot->abandoned = true;
-                log_warn("claim_part_abandoned",
-                         "session=%d orders=%zu wait_ms=%d why=%s msg=\"no answer; its orders "
-                         "are claimed again with the batch (no offset was stored), the session "
-                         "is dropped when its call returns\"",
-                         w->index, parts[i]->n, p->wait_ms, left <= 0 ? "bound" : "stopping");
-            }
+            claim_pool_abandon(p, parts, n, left <= 0 ? "bound" : "stopping");
             break;
         }
         claim_pool_deadline(CLOCK_MONOTONIC, &until,

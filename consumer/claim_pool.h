@@ -95,6 +95,9 @@ bool claim_pool_answered(struct claim_pool *pool, struct claim_pool_part *const 
  * behind it as failed, and connects anew; a given-up part still queued is never sent. */
 void claim_pool_wait(struct claim_pool *pool, struct claim_pool_part *const *parts, size_t n,
                      int64_t since_ms);
+/* Gives up at once every one of parts[0..n) not answered yet, as claim_pool_wait does past its
+ * bound: for a caller about to free them (a batch in flight at exit). */
+void claim_pool_give_up(struct claim_pool *pool, struct claim_pool_part *const *parts, size_t n);
 /* Stops the workers, waiting for them until deadline_ms (monotonic), and frees the pool
  * (*pool = NULL; *pool may be NULL: true). False when one did not stop in time: the pool is
  * left as it is, still using cfg, and the caller must exit without freeing that. */

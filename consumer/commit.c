@@ -97,6 +97,20 @@ enum og_status commit_init(struct commit *cm, size_t cap, struct og_error *err)
 
 void commit_free(struct commit *cm)
 {
+    /* A batch in flight at exit (its offsets not stored): its parts out are given up first, so
+     * that no worker writes into what is freed here. */
+    for (size_t i = 0; i < 2; i++) {
+        struct commit_claim *cl = &cm->claims[i];
+        struct claim_pool_part *out[CLAIM_POOL_SESSIONS_MAX];
+        size_t n = 0;
+
+        for (size_t k = 0; cl->started && k < cl->nparts; k++)
+            if (cl->pooled[k])
+                out[n++] = &cl->parts[k];
+        if (n > 0)
+            claim_pool_give_up(cm->env.claim_pool, out, n);
+        cl->started = false;
+    }
     batch_free(&cm->batch);
     batch_free(&cm->flight);
     retry_free(&cm->retry);

@@ -168,6 +168,16 @@ static void add_cancels(struct commit *c)
     add_cancels_from(c, 1);
 }
 
+/* The worker's claims succeed again, and its session is back. */
+static void worker_mended(struct fixture *f)
+{
+    pthread_mutex_lock(&fake.lock);
+    fake.worker_fails = false;
+    pthread_mutex_unlock(&fake.lock);
+    for (int i = 0; i < 500 && claim_pool_ready(f->pool, NULL) == 0; i++)
+        clock_sleep_until_flag(10, NULL, NULL);
+}
+
 /* Two parts, the worker's answered first: both answers are taken, each order claimed once. */
 static void test_split_takes_every_part(void **state)
 {
@@ -214,11 +224,7 @@ static void test_split_failed_part_is_retried_alone(void **state)
     assert_false(f->db_ok);
 
     /* The worker's session is back; the retry claims what is left, once. */
-    pthread_mutex_lock(&fake.lock);
-    fake.worker_fails = false;
-    pthread_mutex_unlock(&fake.lock);
-    for (int i = 0; i < 500 && claim_pool_ready(f->pool, NULL) == 0; i++)
-        clock_sleep_until_flag(10, NULL, NULL);
+    worker_mended(f);
     assert_int_equal(commit_flush(&f->c, 0), COMMIT_DONE);
     for (int i = 1; i <= ORDERS; i++)
         assert_int_equal(fake.times_claimed[i], 1);
@@ -272,11 +278,7 @@ static void test_overlap_failed_flight_keeps_both(void **state)
     assert_int_equal(commit_in_flight(&f->c), 1);
     assert_false(f->c.claim->started);
 
-    pthread_mutex_lock(&fake.lock);
-    fake.worker_fails = false;
-    pthread_mutex_unlock(&fake.lock);
-    for (int i = 0; i < 500 && claim_pool_ready(f->pool, NULL) == 0; i++)
-        clock_sleep_until_flag(10, NULL, NULL);
+    worker_mended(f);
     assert_int_equal(commit_flush(&f->c, 0), COMMIT_DONE);
     assert_int_equal(f->c.flight.n, 0);
     assert_int_equal(f->c.batch.n, 0);

@@ -155,6 +155,11 @@ bool commit_flight_answered(struct commit *cm)
     return claim_pool_answered(cm->env.claim_pool, out, n);
 }
 
+int64_t commit_flight_handed_ms(const struct commit *cm)
+{
+    return cm->flight.n > 0 && cm->flight_claim->started ? cm->flight_claim->handed : 0;
+}
+
 size_t commit_in_flight(const struct commit *cm)
 {
     return (cm->flight.n > 0) + (cm->claim->started && cm->batch.n > 0);

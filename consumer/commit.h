@@ -166,6 +166,8 @@ enum commit_result commit_flush_overlap(struct commit *cm, int wait_ms);
 /* True when a batch is in flight and its parts have all answered (or it waits for a retry):
  * the next flush finishes it, even with the batch empty. Does not wait. */
 bool commit_flight_answered(struct commit *cm);
+/* When the batch in flight's parts were handed out (monotonic ms); 0 when none is out. */
+int64_t commit_flight_handed_ms(const struct commit *cm);
 /* Batches claimed and not finished: the batch in flight, and the batch while its claim is out
  * within a flush (0 to 2). */
 size_t commit_in_flight(const struct commit *cm);

@@ -31,8 +31,11 @@
 #define LOOP_SHUTDOWN_MS        8000   /* the producer flushed */
 #define LOOP_STATS_INTERVAL     "5000" /* librdkafka statistics, for broker reachability */
 /* The poll's longest wait while a batch is in flight (its offsets are stored the turn after its
- * parts answer). */
-#define LOOP_FLIGHT_POLL_MS 1
+ * parts answer): LOOP_FLIGHT_POLL_MS for LOOP_FLIGHT_FAST_MS after its parts were handed out
+ * (a claim of a batch's part takes 10 to 100 ms), LOOP_FLIGHT_SLOW_POLL_MS after that. */
+#define LOOP_FLIGHT_POLL_MS      1
+#define LOOP_FLIGHT_FAST_MS      250
+#define LOOP_FLIGHT_SLOW_POLL_MS 20
 /* A late cancel's debug line (loop_log_in_hand): later than this, at most this many a second. */
 #define LOOP_LATE_LOG_MS    50
 #define LOOP_LATE_LOG_PER_S 100
@@ -393,9 +396,16 @@ static int loop_timeout(struct consumer *c, int64_t now, int64_t now_wall)
             t = c->commit.batch.first_ms + c->cfg->consumer.linger_ms - now;
     }
     /* A batch in flight is finished the turn after its parts answer: the poll looks every
-     * LOOP_FLIGHT_POLL_MS (nothing wakes it when a claim session answers). */
-    if (c->commit.flight.n > 0 && !c->stalled && t > LOOP_FLIGHT_POLL_MS)
-        t = LOOP_FLIGHT_POLL_MS;
+     * LOOP_FLIGHT_POLL_MS (nothing wakes it when a claim session answers), every
+     * LOOP_FLIGHT_SLOW_POLL_MS once its parts are out longer than a claim takes (one held by a
+     * lock: no spinning for as long as it lasts). */
+    if (!c->stalled && commit_flight_handed_ms(&c->commit) > 0) {
+        int64_t every = now - commit_flight_handed_ms(&c->commit) < LOOP_FLIGHT_FAST_MS
+                            ? LOOP_FLIGHT_POLL_MS
+                            : LOOP_FLIGHT_SLOW_POLL_MS;
+        if (t > every)
+            t = every;
+    }
     if (next != SCHED_NEVER && next - now_wall < t)
         t = next - now_wall;
     next = c->stalled ? WINDOW_NEVER : window_next_due(c->window);

@@ -1,7 +1,9 @@
 /* The commit protocol (consumer/commit.h): the five steps that finish a batch, in the order they
  * run, each followed by what it decides for one entry, then what the steps share.
  *
- * Owns the batch's entries from the flush on, the retry set's slots and the claim's buffers.
+ * Owns the batch's entries from the flush on (and the batch in flight's until it is stored), the
+ * retry set's slots and the claims' buffers (a claim's parts are the pool's workers' to answer
+ * while they are out, consumer/claim_pool.h).
  * Must not touch the consume loop (its pauses, its polls, its stall, its watchdog): progress goes
  * out through env.progress and env.db_ok/kafka_ok, and the loop acts on the answer of
  * commit_flush. The SQL it sends is the gate's (common/gate.h) and one statement of its own. */

@@ -26,7 +26,8 @@
  * second is. Offsets are stored batch after batch, each only after every part of its batch has
  * committed.
  *
- * Owns the batch, the retry set and the claim's buffers (struct commit). Works with the handles
+ * Owns the batch, the batch in flight before it, the retry set and the claims' buffers (struct
+ * commit). Works with the handles
  * and settings its owner gives it (struct commit_env) and tells the owner of progress only
  * through env.progress and the readiness flags: it must not reach the consume loop, pause or
  * seek a partition, or poll the group member (the loop does all of that between flushes). */

@@ -158,8 +158,9 @@ static double consumers_cpu(const struct bench_prog *c, int n)
     return sum;
 }
 
-/* The consumers' CPU by thread: the consume loop's (the claim threads carry its name), librdkafka's
- * ("rdk:"), the metrics HTTP server's ("MHD-"). */
+/* The consumers' CPU by thread: librdkafka's ("rdk:"), the metrics HTTP server's ("MHD-"), and the
+ * rest (the consume loop's and the claim threads, named after the binary, which --consumer may
+ * rename). */
 struct burst_threads {
     double loop, rdk, http;
 };
@@ -169,12 +170,14 @@ static struct burst_threads consumers_threads(const struct bench_prog *c, int n)
     struct burst_threads t = {0};
 
     for (int i = 0; i < n; i++) {
-        double l = bench_proc_threads_cpu_s(c[i].pid, "ordergate-cons");
+        double all = bench_proc_cpu_s(c[i].pid);
         double r = bench_proc_threads_cpu_s(c[i].pid, "rdk:");
         double h = bench_proc_threads_cpu_s(c[i].pid, "MHD-");
-        t.loop += l > 0 ? l : 0;
-        t.rdk += r > 0 ? r : 0;
-        t.http += h > 0 ? h : 0;
+        r = r > 0 ? r : 0;
+        h = h > 0 ? h : 0;
+        t.rdk += r;
+        t.http += h;
+        t.loop += all > r + h ? all - r - h : 0;
     }
     return t;
 }

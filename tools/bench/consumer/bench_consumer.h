@@ -228,6 +228,8 @@ double cpu_since(pid_t pid, double start);
 /* "1.23 s", or "n/a" for a negative figure (a process not found, such as a broker whose pid
  * file is not where broker_pid looks); returns buf. */
 const char *cpu_str(double s, char *buf, size_t size);
+/* "1.23 s (4 %)" of wall_s, or "n/a" as cpu_str. */
+const char *cpu_share_str(double s, double wall_s, char *buf, size_t size);
 
 /* tools/bench/consumer/phase_e2e.c */
 void phase_e2e(const struct opts *o, const char *run, struct results *r);

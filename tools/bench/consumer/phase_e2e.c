@@ -252,15 +252,11 @@ void phase_e2e(const struct opts *o, const char *run, struct results *r)
                r->pair_gate_wal_kb / (double)r->pair_gate_n);
     {
         char kb[48];
-        if (r->broker_cpu_s >= 0)
-            snprintf(kb, sizeof(kb), "%.1f s (%.0f %%)", r->broker_cpu_s,
-                     100 * r->broker_cpu_s / r->wall_s);
-        else
-            snprintf(kb, sizeof(kb), "n/a");
         printf("  cpu during the run (%.1f s wall): consumer %.1f s (%.0f %%), its backend %.1f s "
                "(%.0f %%), broker %s\n",
                r->wall_s, r->consumer_cpu_s, 100 * r->consumer_cpu_s / r->wall_s, r->backend_cpu_s,
-               100 * r->backend_cpu_s / r->wall_s, kb);
+               100 * r->backend_cpu_s / r->wall_s,
+               cpu_share_str(r->broker_cpu_s, r->wall_s, kb, sizeof(kb)));
     }
     printf("  per order: consumer %.1f us cpu, backend %.1f us cpu (ceiling backend %.1f us); WAL "
            "%.2f KB\n",

@@ -342,15 +342,11 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
            nmore > 0 ? " (the first consumer's; its metrics, CPU and batches below too)" : "");
     {
         char kb[48];
-        if (r->lat_broker_cpu >= 0)
-            snprintf(kb, sizeof(kb), "%.2f s (%.0f %%)", r->lat_broker_cpu,
-                     100 * r->lat_broker_cpu / r->lat_wall);
-        else
-            snprintf(kb, sizeof(kb), "n/a");
         printf("  cpu over %.0f s: consumer %.2f s (%.0f %%), its backend %.1f s (%.0f %%), broker "
                "%s\n",
                r->lat_wall, r->lat_consumer_cpu, 100 * r->lat_consumer_cpu / r->lat_wall,
-               r->lat_backend_cpu, 100 * r->lat_backend_cpu / r->lat_wall, kb);
+               r->lat_backend_cpu, 100 * r->lat_backend_cpu / r->lat_wall,
+               cpu_share_str(r->lat_broker_cpu, r->lat_wall, kb, sizeof(kb)));
     }
     lateness_print_figures(o, r);
     if (o->round_every > 0)

@@ -67,3 +67,12 @@ const char *cpu_str(double s, char *buf, size_t size)
         snprintf(buf, size, "%.2f s", s);
     return buf;
 }
+
+const char *cpu_share_str(double s, double wall_s, char *buf, size_t size)
+{
+    if (s < 0)
+        snprintf(buf, size, "n/a");
+    else
+        snprintf(buf, size, "%.2f s (%.0f %%)", s, wall_s > 0 ? 100 * s / wall_s : 0);
+    return buf;
+}

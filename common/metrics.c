@@ -40,10 +40,11 @@ struct metric {
      * bucket of the same rendering even while observations land. */
     size_t nbuckets;
     double bounds[METRIC_MAX_BUCKETS];
-    /* Each bound as the text rendering writes it (metrics_fmt_double), made once at creation:
-     * the bounds never change, and printf's floating-point path and the strtod check for each of
-     * them were most of a histogram's rendering. */
-    char le[METRIC_MAX_BUCKETS][METRICS_NUM_MAX];
+    /* A histogram's bounds as the text rendering writes them (metrics_fmt_double), nbuckets of
+     * them, made once at creation (NULL for the other kinds): the bounds never change, and
+     * printf's floating-point path and the strtod check for each of them were most of a
+     * histogram's rendering. */
+    char (*le)[METRICS_NUM_MAX];
     _Atomic uint64_t counts[METRIC_MAX_BUCKETS + 1];
     metric_atomic_double sum;
 };
@@ -151,6 +152,7 @@ static void metric_free(struct metric *m)
     free(m->name);
     free(m->help);
     free(m->labels);
+    free(m->le);
     free(m);
 }
 
@@ -203,6 +205,11 @@ struct metric *metric_register(const char *name, const char *help, enum metric_k
         m->nbuckets = nbuckets;
         if (nbuckets > 0)
             memcpy(m->bounds, buckets, nbuckets * sizeof(buckets[0]));
+        m->le = calloc(nbuckets > 0 ? nbuckets : 1, sizeof(*m->le));
+        if (m->le == NULL) {
+            metric_free(m);
+            return NULL;
+        }
         for (size_t i = 0; i < nbuckets; i++)
             metrics_fmt_double(m->le[i], sizeof(m->le[i]), m->bounds[i]);
     }

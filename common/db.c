@@ -258,9 +258,12 @@ static void db_reply_arm(struct db *db)
 /* PQgetResult within the call's bound: NULL with db->no_reply raised when nothing complete
  * came in time (the caller then treats the connection as lost and drops it). With hook and a
  * wait hook installed (db_set_wait_hook: the bounded pipeline path only) the wait is cut into
- * slices of wait_every_ms, the hook run before each; the bound is the same. */
+ * slices of wait_every_ms, the hook run before each, until the hook says it is done; the bound is
+ * the same. */
 static PGresult *db_wait_result(struct db *db, bool hook)
 {
+    bool want = hook && db->on_wait != NULL;
+
     if (db->no_reply)
         return NULL;
     /* Everything sent first: PQgetResult would flush what a pipeline left buffered, PQisBusy
@@ -282,11 +285,10 @@ static PGresult *db_wait_result(struct db *db, bool hook)
             }
             timeout_ms = left < INT32_MAX ? (int)left : INT32_MAX;
         }
-        if (hook && db->on_wait != NULL) {
-            db->on_wait(db->on_wait_arg);
-            if (timeout_ms < 0 || timeout_ms > db->wait_every_ms)
-                timeout_ms = db->wait_every_ms;
-        }
+        if (want)
+            want = db->on_wait(db->on_wait_arg);
+        if (want && (timeout_ms < 0 || timeout_ms > db->wait_every_ms))
+            timeout_ms = db->wait_every_ms;
         n = poll(&p, 1, timeout_ms);
         if (n < 0 && errno == EINTR)
             continue;

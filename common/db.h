@@ -125,12 +125,15 @@ void db_forget_password(struct db *db);
 void db_set_call_hook(struct db *db, db_call_hook fn, void *arg);
 
 /* Called while db_run waits for the server's answer to a statement sent in one pipeline (the
- * bounded path: db_set_session gave bounds), at least every every_ms while the answer is
- * outstanding and once right after the statement went out, from the calling thread: a caller's
- * other work overlaps the round trip (the consumer takes in its next messages while a claim is
- * in flight). The hook must be short and must not use db. The wait itself keeps its bounds (the
+ * bounded path: db_set_session gave bounds), once right after the statement went out and then
+ * every every_ms while the answer is outstanding, from the calling thread: a caller's other work
+ * overlaps the round trip (the consumer takes in its next messages while a claim is in flight).
+ * It returns true to be called again; false when it has nothing left to do in this wait (the
+ * consumer's next batch is in hand), and the thread then sleeps until the answer comes instead
+ * of waking every every_ms for nothing (the next result of the same call asks it once again).
+ * The hook must be short and must not use db. The wait itself keeps its bounds (the
  * statement_timeout, the keepalives); only how the thread spends it changes. */
-typedef void (*db_wait_hook)(void *arg);
+typedef bool (*db_wait_hook)(void *arg);
 /* Installs (fn NULL: removes) the wait hook; every_ms 1..1000. */
 void db_set_wait_hook(struct db *db, db_wait_hook fn, void *arg, int every_ms);
 

@@ -23,6 +23,11 @@
  * torn value and writers never take a lock. */
 typedef _Atomic uint64_t metric_atomic_double;
 
+/* Room for a double as metrics_fmt_double writes it (at most 24 characters and the NUL). */
+#define METRICS_NUM_MAX 32
+
+static void metrics_fmt_double(char *buf, size_t size, double v);
+
 struct metric {
     struct metric *next;
     char *name;
@@ -35,6 +40,11 @@ struct metric {
      * bucket of the same rendering even while observations land. */
     size_t nbuckets;
     double bounds[METRIC_MAX_BUCKETS];
+    /* A histogram's bounds as the text rendering writes them (metrics_fmt_double), nbuckets of
+     * them, made once at creation (NULL for the other kinds): the bounds never change, and
+     * printf's floating-point path and the strtod check for each of them were most of a
+     * histogram's rendering. */
+    char (*le)[METRICS_NUM_MAX];
     _Atomic uint64_t counts[METRIC_MAX_BUCKETS + 1];
     metric_atomic_double sum;
 };
@@ -44,6 +54,7 @@ struct metric {
  * The lock guards the list shape only; values are atomics. */
 static pthread_mutex_t metrics_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct metric *metrics_head;
+static size_t metrics_render_hint; /* the last text's length (under the lock) */
 
 static atomic_int metrics_live = 1;
 static atomic_int metrics_ready = 0;
@@ -141,6 +152,7 @@ static void metric_free(struct metric *m)
     free(m->name);
     free(m->help);
     free(m->labels);
+    free(m->le);
     free(m);
 }
 
@@ -193,6 +205,13 @@ struct metric *metric_register(const char *name, const char *help, enum metric_k
         m->nbuckets = nbuckets;
         if (nbuckets > 0)
             memcpy(m->bounds, buckets, nbuckets * sizeof(buckets[0]));
+        m->le = calloc(nbuckets > 0 ? nbuckets : 1, sizeof(*m->le));
+        if (m->le == NULL) {
+            metric_free(m);
+            return NULL;
+        }
+        for (size_t i = 0; i < nbuckets; i++)
+            metrics_fmt_double(m->le[i], sizeof(m->le[i]), m->bounds[i]);
     }
 
     pthread_mutex_lock(&metrics_lock);
@@ -391,9 +410,14 @@ static void metrics_put_double(struct metrics_out *o, double v)
 static void metrics_put_u64(struct metrics_out *o, uint64_t v)
 {
     char num[24];
+    size_t at = sizeof(num);
 
-    snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
-    metrics_puts(o, num);
+    /* Digits from the right, without printf: a histogram writes one per bucket. */
+    do {
+        num[--at] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    metrics_put(o, num + at, sizeof(num) - at);
 }
 
 /* HELP text escapes backslash and newline. */
@@ -446,7 +470,6 @@ static void metrics_render_one(struct metrics_out *o, const struct metric *m)
 {
     uint64_t counts[METRIC_MAX_BUCKETS + 1];
     uint64_t cumulative = 0;
-    char le[40];
 
     if (m->kind != METRIC_HISTOGRAM) {
         metrics_put_series(o, m, "", NULL);
@@ -461,11 +484,7 @@ static void metrics_render_one(struct metrics_out *o, const struct metric *m)
         counts[i] = atomic_load_explicit((_Atomic uint64_t *)&m->counts[i], memory_order_relaxed);
     for (size_t i = 0; i <= m->nbuckets; i++) {
         cumulative += counts[i];
-        if (i < m->nbuckets)
-            metrics_fmt_double(le, sizeof(le), m->bounds[i]);
-        else
-            snprintf(le, sizeof(le), "+Inf");
-        metrics_put_series(o, m, "_bucket", le);
+        metrics_put_series(o, m, "_bucket", i < m->nbuckets ? m->le[i] : "+Inf");
         metrics_puts(o, " ");
         metrics_put_u64(o, cumulative);
         metrics_puts(o, "\n");
@@ -566,19 +585,19 @@ static char *metrics_render_alloc(size_t *len)
 {
     struct metrics_out o = {0};
     char *buf = NULL;
-    size_t n;
+    size_t n = 0;
 
     metrics_call_gauge_update();
     pthread_mutex_lock(&metrics_lock);
-    n = metrics_render_locked(&o); /* sizing pass: counts only */
-    o.size = n + 1;
-    o.len = 0;
+    /* One pass into a buffer the size of the last text and some room for digits to grow (a scrape
+     * every 20 ms while a benchmark polls: a sizing pass first was half the cost); a text that
+     * outgrew it is measured by that pass and written again. */
+    o.size = metrics_render_hint + 1024;
     buf = malloc(o.size);
     if (buf != NULL) {
         o.buf = buf;
-        /* Under the same lock the list cannot change, but values may grow a
-         * digit between the passes: the second pass may be cut, so measure
-         * again and retry with room to spare. */
+        /* Under the lock the list cannot change, but values may grow a digit between two
+         * passes: a pass may be cut, so measure again and retry with room to spare. */
         n = metrics_render_locked(&o);
         while (buf != NULL && n >= o.size) {
             char *grown = realloc(buf, n + 64);
@@ -592,6 +611,8 @@ static char *metrics_render_alloc(size_t *len)
             n = metrics_render_locked(&o);
         }
     }
+    if (buf != NULL)
+        metrics_render_hint = n;
     pthread_mutex_unlock(&metrics_lock);
     *len = n;
     return buf;

@@ -73,7 +73,7 @@ static void loop_dead_letter(struct consumer *c, const rd_kafka_message_t *m, co
 static char *loop_copy(const void *data, size_t len, size_t max, size_t *out_len);
 static void loop_flush(struct consumer *c, bool intake);
 static void loop_log_in_hand(const struct batch_entry *e, int64_t fetched_ms, const char *via);
-static void loop_intake(void *arg);
+static bool loop_intake(void *arg);
 static void loop_intake_message(struct consumer *c, rd_kafka_message_t *m);
 static bool loop_intake_holds(const struct consumer *c, const char *topic, int32_t partition);
 static void loop_intake_drain(struct consumer *c);
@@ -612,7 +612,11 @@ static char *loop_copy(const void *data, size_t len, size_t max, size_t *out_len
  * batch only through the window or the intake queue after the flush, in each partition's order,
  * and so its offset is stored only after its own claim has committed. */
 
-static void loop_intake(void *arg)
+/* The claim's wait hook (common/db.h): true while it may take more in this wait, false once the
+ * next batch's worth is in hand or the intake is off, so that the rest of the claim's round trip
+ * sleeps instead of waking every CONSUMER_INTAKE_EVERY_MS to find nothing to do (in a burst, most
+ * of a claim's wait). An empty queue asks to be called again: messages may come meanwhile. */
+static bool loop_intake(void *arg)
 {
     struct consumer *c = arg;
     size_t cap = (size_t)c->cfg->consumer.batch_size;
@@ -623,10 +627,11 @@ static void loop_intake(void *arg)
         rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, 0);
 
         if (m == NULL)
-            return;
+            return true;
         c->intake_taken++;
         loop_intake_message(c, m);
     }
+    return false;
 }
 
 /* A cancel due within the lead goes into the window (due or not: it is the next batch), unless

@@ -228,9 +228,17 @@ static void test_silent_server(void **state)
  * statement's; a statement that fails while the hook runs fails as without it. */
 static const struct db_stmt stmt_nap = {"ground_nap", "SELECT pg_sleep(0.2), $1::int", 1};
 
-static void wait_count(void *arg)
+static bool wait_count(void *arg)
 {
     (*(int *)arg)++;
+    return true;
+}
+
+/* A hook with nothing left to do after its first call in a wait. */
+static bool wait_once(void *arg)
+{
+    (*(int *)arg)++;
+    return false;
 }
 
 static void test_wait_hook(void **state)
@@ -258,6 +266,17 @@ static void test_wait_hook(void **state)
     /* Past the statement_timeout: 57014, as without the hook. */
     assert_int_equal(db_call(db, &stmt_sleep, NULL, NULL, &err), OG_ERR_DB);
     assert_string_equal(err.sqlstate, "57014");
+    /* A hook that says it is done is not woken every millisecond for the rest of the wait: once
+     * per result of the pipeline (SET LOCALs, the statement, the sync), where the 200 ms
+     * statement above woke it every millisecond. */
+    db_set_wait_hook(db, wait_once, &calls, 1);
+    calls = 0;
+    assert_int_equal(db_call(db, &stmt_nap, seven, &res, &err), OG_OK);
+    assert_string_equal(PQgetvalue(res, 0, 1), "7");
+    PQclear(res);
+    if (calls < 1 || calls > 8)
+        fail_msg("a hook done after its first call was called %d times during a 200 ms statement",
+                 calls);
     /* Removed: not called any more. */
     db_set_wait_hook(db, NULL, NULL, 1);
     calls = 0;

@@ -440,6 +440,55 @@ static void test_textfile(void **state)
     rmdir(dir);
 }
 
+/* The textfile's text is rendered in one pass into a buffer the size of the last text: a text that
+ * has since grown far beyond it (series registered in between, a count that gained digits) is
+ * still written whole, the same as metrics_render writes it. */
+static void test_textfile_grows(void **state)
+{
+    static const double buckets[] = {1e-7, 0.001, 0.0125, 3.5e21};
+    struct og_error err = {0};
+    char dir[] = "/tmp/og_metrics_XXXXXX";
+    char path[256], *want, *got;
+    size_t n, len;
+    FILE *f;
+
+    (void)state;
+    want = malloc(65536);
+    got = malloc(65536);
+    assert_non_null(want);
+    assert_non_null(got);
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/ordergate.prom", dir);
+    metric_set(metric_register("og_small", NULL, METRIC_GAUGE, NULL, NULL, 0), 1);
+    assert_int_equal(metrics_write_textfile(path, &err), OG_OK); /* the hint: a short text */
+    for (int i = 0; i < 100; i++) {
+        char labels[32];
+        snprintf(labels, sizeof(labels), "n=\"%d\"", i);
+        struct metric *h =
+            metric_register("og_grown_seconds", "Grown.", METRIC_HISTOGRAM, labels, buckets, 4);
+        assert_non_null(h);
+        metric_observe(h, 0.005 * i);
+    }
+    assert_int_equal(metrics_write_textfile(path, &err), OG_OK);
+    len = metrics_render(want, 65536);
+    assert_true(len > 20000 && len < 65536);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    n = fread(got, 1, 65535, f);
+    fclose(f);
+    got[n] = '\0';
+    assert_int_equal(n, len);
+    assert_string_equal(got, want);
+    /* Each bound as printf's shortest round trip writes it, made once at registration. */
+    assert_non_null(strstr(got, "og_grown_seconds_bucket{n=\"7\",le=\"0.0125\"} 0\n"));
+    assert_non_null(strstr(got, "og_grown_seconds_bucket{n=\"7\",le=\"1e-07\"} 0\n"));
+    assert_non_null(strstr(got, "og_grown_seconds_bucket{n=\"7\",le=\"3.5e+21\"} 1\n"));
+    unlink(path);
+    rmdir(dir);
+    free(want);
+    free(got);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -453,6 +502,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_http_listen_errors, reset, reset),
         cmocka_unit_test_setup_teardown(test_http_limits, reset, reset),
         cmocka_unit_test_setup_teardown(test_textfile, reset, reset),
+        cmocka_unit_test_setup_teardown(test_textfile_grows, reset, reset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

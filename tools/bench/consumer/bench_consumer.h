@@ -115,6 +115,11 @@ struct burst_result {
     double reltuples, stats_rows; /* orders' reltuples and pg_stats rows at the due second */
     double consumer_cpu, backend_cpu, broker_cpu, wall_s; /* due second to drained */
     double consumer_lead_cpu; /* the consumers' CPU in the 5 s before the due second */
+    /* Of consumer_cpu: the consume loop's thread (and the claim threads, which share its
+     * name), librdkafka's threads, the metrics HTTP thread (the phase's scrapes). */
+    double consumer_loop_cpu, consumer_rdk_cpu, consumer_http_cpu;
+    double broker_jit_cpu; /* of broker_cpu: the JVM's JIT compiler threads; -1 unknown */
+    double consumed, deferred, dropped; /* the consumers' metrics at the end */
     double rss_max_mb; /* the largest consumer's VmRSS, sampled once a second while it drains */
     double wal_kb_per_order;
     double batches, batch_mean, db_mean_ms, not_due, busy;
@@ -220,6 +225,11 @@ void print_seeks(const struct bench_prog *c);
 void sampler_start(struct sampler *s, pid_t consumer, pid_t backend);
 void sampler_rss(struct sampler *s);
 double cpu_since(pid_t pid, double start);
+/* "1.23 s", or "n/a" for a negative figure (a process not found, such as a broker whose pid
+ * file is not where broker_pid looks); returns buf. */
+const char *cpu_str(double s, char *buf, size_t size);
+/* "1.23 s (4 %)" of wall_s, or "n/a" as cpu_str. */
+const char *cpu_share_str(double s, double wall_s, char *buf, size_t size);
 
 /* tools/bench/consumer/phase_e2e.c */
 void phase_e2e(const struct opts *o, const char *run, struct results *r);

@@ -158,6 +158,30 @@ static double consumers_cpu(const struct bench_prog *c, int n)
     return sum;
 }
 
+/* The consumers' CPU by thread: librdkafka's ("rdk:"), the metrics HTTP server's ("MHD-"), and the
+ * rest (the consume loop's and the claim threads, named after the binary, which --consumer may
+ * rename). */
+struct burst_threads {
+    double loop, rdk, http;
+};
+
+static struct burst_threads consumers_threads(const struct bench_prog *c, int n)
+{
+    struct burst_threads t = {0};
+
+    for (int i = 0; i < n; i++) {
+        double all = bench_proc_cpu_s(c[i].pid);
+        double r = bench_proc_threads_cpu_s(c[i].pid, "rdk:");
+        double h = bench_proc_threads_cpu_s(c[i].pid, "MHD-");
+        r = r > 0 ? r : 0;
+        h = h > 0 ? h : 0;
+        t.rdk += r;
+        t.http += h;
+        t.loop += all > r + h ? all - r - h : 0;
+    }
+    return t;
+}
+
 /* The sum of one sample over every consumer's metrics; -1 when one did not answer. */
 static double consumers_metric(const struct bench_prog *c, int n, char *buf, const char *sample,
                                double *each)
@@ -284,7 +308,8 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     struct bench_prog c[BURST_MAX_CONSUMERS];
     struct ceiling cb, ca;
     struct db *cdb;
-    double setup_t0 = bench_mono_s(), k0, c0, b0, wal0, t_due, lead0;
+    double setup_t0 = bench_mono_s(), k0, kj0, c0, b0, wal0, t_due, lead0;
+    struct burst_threads ct0, ct1;
     pid_t broker = 0;
 
     if (metrics == NULL)
@@ -401,6 +426,11 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
         broker = s.broker;
     }
     k0 = bench_proc_cpu_s(broker);
+    /* The JVM compiles hot code for minutes after the broker starts, and again for paths a run
+     * takes first: CPU the broker spends whatever the client does, shown apart. */
+    kj0 = bench_proc_threads_cpu_s(broker, "C2 Compiler") +
+          bench_proc_threads_cpu_s(broker, "C1 Compiler");
+    ct0 = consumers_threads(c, nc);
     c0 = consumers_cpu(c, nc);
     b0 = consumer_backends_cpu();
     wal0 = db_wal_lsn_bytes();
@@ -450,6 +480,20 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     b->consumer_lead_cpu = c0 - lead0;
     b->backend_cpu = consumer_backends_cpu() - b0;
     b->broker_cpu = k0 >= 0 ? bench_proc_cpu_s(broker) - k0 : -1;
+    b->broker_jit_cpu = k0 >= 0 ? bench_proc_threads_cpu_s(broker, "C2 Compiler") +
+                                      bench_proc_threads_cpu_s(broker, "C1 Compiler") - kj0
+                                : -1;
+    ct1 = consumers_threads(c, nc);
+    b->consumer_loop_cpu = ct1.loop - ct0.loop;
+    b->consumer_rdk_cpu = ct1.rdk - ct0.rdk;
+    b->consumer_http_cpu = ct1.http - ct0.http;
+    for (int i = 0; i < nc; i++) {
+        if (!bench_metrics_get(c[i].port, metrics, METRICS_MAX_BYTES))
+            continue;
+        b->consumed += bench_prom_sum(metrics, "ordergate_consumer_messages_consumed_total");
+        b->deferred += bench_prom(metrics, "ordergate_consumer_messages_deferred_total");
+        b->dropped += bench_prom(metrics, "ordergate_consumer_messages_dropped_total");
+    }
     b->wal_kb_per_order = (db_wal_lsn_bytes() - wal0) / 1024.0 / (double)n;
     {
         struct bench_hist hb, hd;
@@ -560,12 +604,22 @@ drained : {
         printf("  placement: %ld orders through place_order from %d sessions in %.1f s = %.0f "
                "orders/s, slowest call %.0f ms\n",
                n, o->burst_clients, b->place_s, (double)n / b->place_s, b->place_max_ms);
-    if (o->peer == NULL)
-        printf("  cpu from the due second to drained (%.1f s): consumers %.1f s, their backends "
-               "%.1f s, broker %.1f s; WAL %.2f KB/order; consumer rss max %.1f MB (VmRSS, the "
+    if (o->peer == NULL) {
+        char kb[32], kj[32];
+        printf("  cpu from the due second to drained (%.1f s): consumers %.2f s, their backends "
+               "%.1f s, broker %s; WAL %.2f KB/order; consumer rss max %.1f MB (VmRSS, the "
                "largest consumer, once a second)\n",
-               b->wall_s, b->consumer_cpu, b->backend_cpu, b->broker_cpu, b->wal_kb_per_order,
-               b->rss_max_mb);
+               b->wall_s, b->consumer_cpu, b->backend_cpu, cpu_str(b->broker_cpu, kb, sizeof(kb)),
+               b->wal_kb_per_order, b->rss_max_mb);
+        printf("  of it: consumers' loop and claim threads %.2f s, librdkafka %.2f s, metrics "
+               "HTTP %.2f s (the phase's scrapes every %d ms); broker's JIT compiler %s\n",
+               b->consumer_loop_cpu, b->consumer_rdk_cpu, b->consumer_http_cpu, BURST_POLL_MS,
+               cpu_str(b->broker_jit_cpu, kj, sizeof(kj)));
+        printf("  consumers' messages: consumed %.0f of %ld (a message fetched again after a "
+               "pause counts again), deferred (pause and seek) %.0f, dropped prefetched copies "
+               "%.0f\n",
+               b->consumed, n, b->deferred, b->dropped);
+    }
     if (o->peer == NULL)
         printf("  consumers' cpu (user+sys) from %d s before the due second to drained: %.2f s "
                "(%.2f s of it before the due second) = %.2f s per 100,000 messages\n",

@@ -250,10 +250,14 @@ void phase_e2e(const struct opts *o, const char *run, struct results *r)
                "below)\n",
                1e6 * r->pair_gate_cpu_s / (double)r->pair_gate_n,
                r->pair_gate_wal_kb / (double)r->pair_gate_n);
-    printf("  cpu during the run (%.1f s wall): consumer %.1f s (%.0f %%), its backend %.1f s "
-           "(%.0f %%), broker %.1f s (%.0f %%)\n",
-           r->wall_s, r->consumer_cpu_s, 100 * r->consumer_cpu_s / r->wall_s, r->backend_cpu_s,
-           100 * r->backend_cpu_s / r->wall_s, r->broker_cpu_s, 100 * r->broker_cpu_s / r->wall_s);
+    {
+        char kb[48];
+        printf("  cpu during the run (%.1f s wall): consumer %.1f s (%.0f %%), its backend %.1f s "
+               "(%.0f %%), broker %s\n",
+               r->wall_s, r->consumer_cpu_s, 100 * r->consumer_cpu_s / r->wall_s, r->backend_cpu_s,
+               100 * r->backend_cpu_s / r->wall_s,
+               cpu_share_str(r->broker_cpu_s, r->wall_s, kb, sizeof(kb)));
+    }
     printf("  per order: consumer %.1f us cpu, backend %.1f us cpu (ceiling backend %.1f us); WAL "
            "%.2f KB\n",
            1e6 * r->consumer_cpu_s / (double)o->orders, 1e6 * r->backend_cpu_s / (double)o->orders,

@@ -340,12 +340,14 @@ void phase_lateness(const struct opts *o, const char *run, struct results *r)
            "exit status %d; rss max %.1f MB%s\n",
            r->lat_produce_rate, o->rate, o->partitions, o->consumers, r->lat_exit, r->lat_rss_max,
            nmore > 0 ? " (the first consumer's; its metrics, CPU and batches below too)" : "");
-    printf(
-        "  cpu over %.0f s: consumer %.1f s (%.0f %%), its backend %.1f s (%.0f %%), broker %.1f "
-        "s (%.0f %%)\n",
-        r->lat_wall, r->lat_consumer_cpu, 100 * r->lat_consumer_cpu / r->lat_wall,
-        r->lat_backend_cpu, 100 * r->lat_backend_cpu / r->lat_wall, r->lat_broker_cpu,
-        100 * r->lat_broker_cpu / r->lat_wall);
+    {
+        char kb[48];
+        printf("  cpu over %.0f s: consumer %.2f s (%.0f %%), its backend %.1f s (%.0f %%), broker "
+               "%s\n",
+               r->lat_wall, r->lat_consumer_cpu, 100 * r->lat_consumer_cpu / r->lat_wall,
+               r->lat_backend_cpu, 100 * r->lat_backend_cpu / r->lat_wall,
+               cpu_share_str(r->lat_broker_cpu, r->lat_wall, kb, sizeof(kb)));
+    }
     lateness_print_figures(o, r);
     if (o->round_every > 0)
         printf("    ms-rounded due_at (every %d-th order, %ld orders): their max %.1f ms\n",

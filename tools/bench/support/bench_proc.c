@@ -1,5 +1,7 @@
 #include "tools/bench/support/bench_proc.h"
 
+#include <dirent.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,28 +11,73 @@
 
 #include "tools/bench/support/bench_run.h"
 
-double bench_proc_cpu_s(pid_t pid)
+/* user + system ticks from a /proc stat file; false when it cannot be read. */
+static bool bench_proc_stat_ticks(const char *path, unsigned long *ticks)
 {
-    char path[64], line[2048];
+    char line[2048];
     const char *p;
     unsigned long utime = 0, stime = 0;
-    FILE *f;
+    FILE *f = fopen(path, "r");
 
-    if (pid <= 0)
-        return -1;
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    f = fopen(path, "r");
     if (f == NULL)
-        return -1;
+        return false;
     p = fgets(line, sizeof(line), f);
     fclose(f);
     /* The command name in parentheses may hold spaces: fields count from
      * the last ')'. After it: state is field 3, utime 14, stime 15. */
     if (p == NULL || (p = strrchr(line, ')')) == NULL)
-        return -1;
+        return false;
     if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
+        return false;
+    *ticks = utime + stime;
+    return true;
+}
+
+double bench_proc_cpu_s(pid_t pid)
+{
+    char path[64];
+    unsigned long ticks;
+
+    if (pid <= 0)
         return -1;
-    return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    if (!bench_proc_stat_ticks(path, &ticks))
+        return -1;
+    return (double)ticks / (double)sysconf(_SC_CLK_TCK);
+}
+
+double bench_proc_threads_cpu_s(pid_t pid, const char *prefix)
+{
+    char path[PATH_MAX], comm[64];
+    unsigned long sum = 0;
+    struct dirent *d;
+    DIR *dir;
+
+    if (pid <= 0)
+        return -1;
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    dir = opendir(path);
+    if (dir == NULL)
+        return -1;
+    while ((d = readdir(dir)) != NULL) {
+        unsigned long ticks;
+        FILE *f;
+        bool match;
+
+        if (d->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", (int)pid, d->d_name);
+        f = fopen(path, "r");
+        if (f == NULL)
+            continue;
+        match = fgets(comm, sizeof(comm), f) != NULL && strncmp(comm, prefix, strlen(prefix)) == 0;
+        fclose(f);
+        snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid, d->d_name);
+        if (match && bench_proc_stat_ticks(path, &ticks))
+            sum += ticks;
+    }
+    closedir(dir);
+    return (double)sum / (double)sysconf(_SC_CLK_TCK);
 }
 
 const char *bench_load_average(char *buf, size_t size)

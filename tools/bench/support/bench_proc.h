@@ -12,6 +12,11 @@
  * cannot be read. */
 double bench_proc_cpu_s(pid_t pid);
 
+/* CPU seconds (user + system) of a local process's threads whose name (/proc/PID/task/TID/comm)
+ * starts with prefix; -1 as bench_proc_cpu_s. A thread that ended before the call is not
+ * counted: read it while the process runs. */
+double bench_proc_threads_cpu_s(pid_t pid, const char *prefix);
+
 /* "1.23 0.98 0.50" from /proc/loadavg into buf, or "?"; returns buf. */
 const char *bench_load_average(char *buf, size_t size);
 

@@ -1,10 +1,11 @@
 /* The claim pool (consumer/claim_pool.h): worker threads, one per extra database session, each
- * claiming the part of a batch it is handed.
+ * claiming the parts of batches it is handed, in the order it was handed them.
  *
- * Owns the workers, their sessions and their copies of a part's order numbers and rows. Must not
- * touch the batch, the retry set, Kafka or the loop's session: what a worker reads of the
- * caller's part it copies while the caller is blocked in claim_pool_wait, and it writes the
- * answer back only while the caller still waits for it (not after the caller gave the part up).
+ * Owns the workers, their sessions, their FIFOs and their copies of a part's order numbers and
+ * rows. Must not touch the batch, the retry set, Kafka or the loop's session: what a worker reads
+ * of the caller's part it copies under the pool's lock while the part is still wanted (the
+ * caller keeps it put until it is answered or given up, which takes the lock), and it writes the
+ * answer back only while the part is still wanted (not after the caller gave it up).
  * After claim_pool_new the workers read nothing of the configuration. */
 #define _GNU_SOURCE /* pthread_timedjoin_np */
 #include <pthread.h>
@@ -39,9 +40,14 @@ struct claim_pool_worker {
     struct gate_cancel_row *rows; /* its answer, copied into the part's rows when still wanted */
     /* Under pool->lock: */
     bool connected;
-    struct claim_pool_part *part; /* handed over, not answered yet */
-    bool calling;                 /* its claim of part is in flight */
-    bool abandoned;               /* the caller stopped waiting for part */
+    /* The FIFO: q[(head + i) % CLAIM_POOL_QUEUE_MAX] for i < n, handed over and not answered
+     * yet; the head is the one claimed (calling) or claimed next. */
+    struct claim_pool_slot {
+        struct claim_pool_part *part;
+        bool abandoned; /* the caller stopped waiting for part: never written to again */
+    } q[CLAIM_POOL_QUEUE_MAX];
+    size_t head, n;
+    bool calling; /* its claim of the head is in flight */
 };
 
 struct claim_pool {
@@ -91,6 +97,38 @@ static bool claim_pool_connect(struct claim_pool_worker *w, int attempt)
     return false;
 }
 
+/* The FIFO's head leaves it. Under the lock. */
+static void claim_pool_pop(struct claim_pool_worker *w)
+{
+    w->q[w->head].part = NULL;
+    w->q[w->head].abandoned = false;
+    w->head = (w->head + 1) % CLAIM_POOL_QUEUE_MAX;
+    w->n--;
+}
+
+/* w's session is gone (lost, or dropped after a call given up): every part still queued is
+ * answered as failed, nothing having been sent for it, so that its batch claims its orders
+ * again instead of waiting for a reconnection. Under the lock; the caller broadcasts done. */
+static void claim_pool_fail_queue(struct claim_pool_worker *w)
+{
+    while (w->n > 0) {
+        struct claim_pool_slot *slot = &w->q[w->head];
+
+        if (!slot->abandoned) {
+            struct claim_pool_part *part = slot->part;
+            part->nrows = 0;
+            part->st = og_error_set(&part->err, OG_ERR_DB, true,
+                                    "claim session %d lost before this part ran; its orders "
+                                    "are claimed again",
+                                    w->index);
+            snprintf(part->err.sqlstate, sizeof(part->err.sqlstate), "08006");
+            part->db_ms = 0;
+            part->done = true;
+        }
+        claim_pool_pop(w);
+    }
+}
+
 static void *claim_pool_main(void *arg)
 {
     struct claim_pool_worker *w = arg;
@@ -99,10 +137,13 @@ static void *claim_pool_main(void *arg)
 
     pthread_mutex_lock(&p->lock);
     while (!p->stop) {
+        struct claim_pool_slot *slot;
         struct claim_pool_part *part;
         struct og_error err = {0};
         enum og_status st;
         size_t nrows = 0, n;
+        size_t want;
+        bool fits;
         struct timespec until;
 
         if (!w->connected) {
@@ -121,42 +162,48 @@ static void *claim_pool_main(void *arg)
             }
             continue;
         }
-        if (w->part == NULL) {
+        if (w->n == 0) {
             claim_pool_deadline(CLOCK_MONOTONIC, &until, CLAIM_POOL_IDLE_MS);
             pthread_cond_timedwait(&p->work, &p->lock, &until);
             continue;
         }
-        if (w->abandoned) { /* given up before it was picked up: nothing was sent */
-            w->part = NULL;
-            w->abandoned = false;
+        slot = &w->q[w->head];
+        if (slot->abandoned) { /* given up before it was picked up: nothing was sent */
+            claim_pool_pop(w);
             continue;
         }
-        /* The caller is blocked in claim_pool_wait until this part is answered or given up
-         * (which takes the lock): its order numbers are read here, under the lock. */
-        part = w->part;
-        n = part->n <= p->cap ? part->n : p->cap;
+        /* The caller keeps the part put until it is answered or given up (which takes the
+         * lock): its order numbers are read here, under the lock. */
+        part = slot->part;
+        want = part->n;
+        fits = want <= p->cap;
+        n = fits ? want : p->cap;
         for (size_t i = 0; i < n; i++) {
             snprintf(w->names[i], sizeof(w->names[i]), "%s", part->nos[i]);
             w->nos[i] = w->names[i];
         }
         w->calling = true;
         pthread_mutex_unlock(&p->lock);
-        st = n == part->n ? gate_claim_cancel(w->db, w->nos, n, GATE_SRC_TIMEOUT_CONSUMER, w->rows,
-                                              &nrows, &err)
-                          : og_error_set(&err, OG_ERR_ARG, false,
-                                         "claim part of %zu orders "
-                                         "exceeds the pool's %zu",
-                                         n, p->cap);
+        /* Nothing of part is read outside the lock: given up, it may be gone. */
+        st = fits ? gate_claim_cancel(w->db, w->nos, n, GATE_SRC_TIMEOUT_CONSUMER, w->rows, &nrows,
+                                      &err)
+                  : og_error_set(&err, OG_ERR_ARG, false,
+                                 "claim part of %zu orders "
+                                 "exceeds the pool's %zu",
+                                 want, p->cap);
         pthread_mutex_lock(&p->lock);
         w->calling = false;
-        if (w->abandoned) {
+        slot = &w->q[w->head]; /* the head stays the head while calling: only this thread pops */
+        if (slot->abandoned) {
             /* The caller gave up on it and claims its orders again later (the gate answers
              * already_cancelled for what this call committed): this session answered too late
-             * to be trusted with the next part, so it is dropped and made anew. */
-            w->abandoned = false;
-            w->part = NULL;
+             * to be trusted with the next part, so it is dropped and made anew, and what was
+             * queued behind goes back to its batch. */
+            claim_pool_pop(w);
+            claim_pool_fail_queue(w);
             w->connected = false;
             metric_inc(p->connected, -1);
+            pthread_cond_broadcast(&p->done);
             pthread_mutex_unlock(&p->lock);
             log_warn("claim_session_dropped",
                      "session=%d status=%s msg=\"its claim answered after the loop stopped "
@@ -172,9 +219,11 @@ static void *claim_pool_main(void *arg)
         part->err = err;
         part->db_ms = db_last_ms(w->db);
         part->done = true;
-        w->part = NULL;
+        claim_pool_pop(w);
         if (st != OG_OK && (db_conn(w->db) == NULL || PQstatus(db_conn(w->db)) != CONNECTION_OK)) {
-            /* Lost: connected again, with backoff, before it takes another part. */
+            /* Lost: connected again, with backoff, before it takes another part; the parts
+             * queued behind go back to their batch. */
+            claim_pool_fail_queue(w);
             w->connected = false;
             metric_inc(p->connected, -1);
         }
@@ -245,7 +294,7 @@ enum og_status claim_pool_new(const struct og_config *cfg, int workers, int wait
     return OG_OK;
 }
 
-size_t claim_pool_ready(struct claim_pool *p)
+size_t claim_pool_ready(struct claim_pool *p, int *idx)
 {
     size_t ready = 0;
 
@@ -263,35 +312,100 @@ size_t claim_pool_ready(struct claim_pool *p)
         }
     }
     for (size_t i = 0; i < p->nworkers; i++)
-        if (p->w[i].running && p->w[i].connected && p->w[i].part == NULL)
+        if (p->w[i].running && p->w[i].connected && p->w[i].n < CLAIM_POOL_QUEUE_MAX) {
+            if (idx != NULL)
+                idx[ready] = (int)i;
             ready++;
+        }
     pthread_mutex_unlock(&p->lock);
     return ready;
 }
 
-bool claim_pool_submit(struct claim_pool *p, struct claim_pool_part *part)
+bool claim_pool_submit(struct claim_pool *p, int worker, struct claim_pool_part *part)
 {
+    struct claim_pool_worker *w;
     bool handed = false;
 
-    if (p == NULL)
+    if (p == NULL || worker < 0 || (size_t)worker >= p->nworkers)
         return false;
+    w = &p->w[worker];
     part->done = false;
     part->nrows = 0;
     pthread_mutex_lock(&p->lock);
-    for (size_t i = 0; i < p->nworkers && !handed; i++) {
-        struct claim_pool_worker *w = &p->w[i];
-        if (w->running && w->connected && w->part == NULL) {
-            w->part = part;
-            handed = true;
-        }
-    }
-    if (handed)
+    if (w->running && w->connected && w->n < CLAIM_POOL_QUEUE_MAX) {
+        struct claim_pool_slot *slot = &w->q[(w->head + w->n) % CLAIM_POOL_QUEUE_MAX];
+        slot->part = part;
+        slot->abandoned = false;
+        w->n++;
+        handed = true;
         pthread_cond_broadcast(&p->work);
+    }
     pthread_mutex_unlock(&p->lock);
     return handed;
 }
 
-void claim_pool_wait(struct claim_pool *p, int64_t since_ms)
+bool claim_pool_answered(struct claim_pool *p, struct claim_pool_part *const *parts, size_t n)
+{
+    bool all = true;
+
+    if (p == NULL)
+        return true;
+    pthread_mutex_lock(&p->lock);
+    for (size_t i = 0; i < n && all; i++)
+        all = parts[i]->done;
+    pthread_mutex_unlock(&p->lock);
+    return all;
+}
+
+/* The FIFO slot that holds part, NULL when none does (answered, or given up and dropped). Under
+ * the lock. */
+static struct claim_pool_slot *claim_pool_slot_of(struct claim_pool *p,
+                                                  const struct claim_pool_part *part,
+                                                  struct claim_pool_worker **worker)
+{
+    for (size_t i = 0; i < p->nworkers; i++) {
+        struct claim_pool_worker *w = &p->w[i];
+        for (size_t j = 0; j < w->n; j++) {
+            struct claim_pool_slot *slot = &w->q[(w->head + j) % CLAIM_POOL_QUEUE_MAX];
+            if (slot->part == part && !slot->abandoned) {
+                *worker = w;
+                return slot;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* Gives up every one of parts[0..n) not answered yet: never written to again. Under the lock. */
+static void claim_pool_abandon(struct claim_pool *p, struct claim_pool_part *const *parts, size_t n,
+                               const char *why)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct claim_pool_worker *w = NULL;
+        struct claim_pool_slot *slot;
+
+        if (parts[i]->done || (slot = claim_pool_slot_of(p, parts[i], &w)) == NULL)
+            continue;
+        slot->abandoned = true;
+        log_warn("claim_part_abandoned",
+                 "session=%d orders=%zu wait_ms=%d why=%s msg=\"no answer; its orders "
+                 "are claimed again with the batch (no offset was stored), the session "
+                 "is dropped when its call returns\"",
+                 w->index, parts[i]->n, p->wait_ms, why);
+    }
+}
+
+void claim_pool_give_up(struct claim_pool *p, struct claim_pool_part *const *parts, size_t n)
+{
+    if (p == NULL)
+        return;
+    pthread_mutex_lock(&p->lock);
+    claim_pool_abandon(p, parts, n, "freed");
+    pthread_mutex_unlock(&p->lock);
+}
+
+void claim_pool_wait(struct claim_pool *p, struct claim_pool_part *const *parts, size_t n,
+                     int64_t since_ms)
 {
     int64_t deadline;
 
@@ -304,23 +418,13 @@ void claim_pool_wait(struct claim_pool *p, int64_t since_ms)
         int64_t left;
         struct timespec until;
 
-        for (size_t i = 0; i < p->nworkers; i++)
-            pending |= p->w[i].part != NULL && !p->w[i].abandoned;
+        for (size_t i = 0; i < n && !pending; i++)
+            pending = !parts[i]->done;
         if (!pending)
             break;
         left = deadline - clock_mono_ms();
         if (left <= 0 || (p->stop_flag != NULL && *p->stop_flag)) {
-            for (size_t i = 0; i < p->nworkers; i++) {
-                struct claim_pool_worker *w = &p->w[i];
-                if (w->part == NULL || w->abandoned)
-                    continue;
-                w->abandoned = true;
-                log_warn("claim_part_abandoned",
-                         "session=%d orders=%zu wait_ms=%d why=%s msg=\"no answer; its orders "
-                         "are claimed again with the batch (no offset was stored), the session "
-                         "is dropped when its call returns\"",
-                         w->index, w->part->n, p->wait_ms, left <= 0 ? "bound" : "stopping");
-            }
+            claim_pool_abandon(p, parts, n, left <= 0 ? "bound" : "stopping");
             break;
         }
         claim_pool_deadline(CLOCK_MONOTONIC, &until,

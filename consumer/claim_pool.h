@@ -1,20 +1,29 @@
-/* The claim pool: the database sessions past the consume loop's own that one batch's claim of
+/* The claim pool: the database sessions past the consume loop's own that a batch's claim of
  * cancels is split across (consumer.claim_sessions - 1 of them), one worker thread per session.
  * In a burst the claim's backend is the limit, not the consumer: a second backend claiming a
  * disjoint part of the batch at the same time adds most of a second one's speed.
  *
  * Owns the worker threads, their sessions (each a struct db made like the loop's: the same
  * settings, the same role, application_name "ordergate-consumer-claim-N") and the parts handed
- * to them. A worker runs gate_claim_cancel for the part it is given and nothing else: it never
- * touches the batch, the retry set, Kafka or the loop. The caller (consumer/commit.c, on the
- * loop's thread) builds each part's order list and rows buffer, hands it over, waits for the
- * answers (bounded) and reads them. A worker writes only its own session, the part it was
- * handed (until it reports it done) and the connected-sessions gauge, which, like the logs it
- * writes, is safe from any thread (common/metrics.h, common/log.h).
+ * to them. A worker runs gate_claim_cancel for the parts it is given, one at a time in the order
+ * they were handed over, and nothing else: it never touches the batch, the retry set, Kafka or
+ * the loop. The caller (consumer/commit.c, on the loop's thread) builds each part's order list
+ * and rows buffer, hands it to the worker it chooses, waits for the answers (bounded) and reads
+ * them. A worker writes only its own session, the parts it was handed (each until it reports it
+ * done) and the connected-sessions gauge, which, like the logs it writes, is safe from any thread
+ * (common/metrics.h, common/log.h).
+ *
+ * Each worker has a FIFO of CLAIM_POOL_QUEUE_MAX parts: the part it is claiming and the next
+ * batch's part queued behind it, so that its session starts on the next part the moment it
+ * commits one, without waiting for the loop. A worker whose FIFO is full takes no part
+ * (claim_pool_submit returns false: the caller claims it itself, after the earlier parts of the
+ * same worker have answered, so that one order is never claimed on two sessions at once).
  *
  * A worker connects on its own thread, with the database settings' backoff, and again whenever
  * its session is lost: until then it takes no part, and the claims go on the sessions there
- * are (the loop's own at least). */
+ * are (the loop's own at least). A worker that loses its session, or drops it because its
+ * caller stopped waiting for its call, answers every part still queued behind as failed (nothing
+ * was sent for them): their batches claim those orders again. */
 #ifndef OG_CONSUMER_CLAIM_POOL_H
 #define OG_CONSUMER_CLAIM_POOL_H
 
@@ -31,10 +40,15 @@
 
 /* The most sessions consumer.claim_sessions allows (the loop's own and 7 workers). */
 #define CLAIM_POOL_SESSIONS_MAX 8
+/* The parts one worker holds at most: the one it claims and one queued behind it. Two because at
+ * most two batches are out at once (consumer/commit.h: the one whose claim runs while the loop
+ * builds and hands out the next), and each batch gives a worker at most one part. */
+#define CLAIM_POOL_QUEUE_MAX 2
 
 /* One part of a split claim: set by the caller before claim_pool_submit, answered by the worker
- * (st, err, nrows, db_ms) before claim_pool_wait returns. nos and rows (room for n rows) belong
- * to the caller and must stay put until then. */
+ * (st, err, nrows, db_ms, then done) at the latest before claim_pool_wait on it returns. nos
+ * (the strings too) and rows (room for n rows) belong to the caller and must stay put until
+ * then. */
 struct claim_pool_part {
     const char *const *nos;
     size_t n;
@@ -61,19 +75,29 @@ enum og_status claim_pool_new(const struct og_config *cfg, int workers, int wait
                               volatile sig_atomic_t *stop, struct claim_pool **out,
                               struct og_error *err);
 /* Starts the workers on the first call (each connects on its own thread) and returns how many
- * are connected and idle now: the parts a claim may hand out besides the loop's own. pool may
- * be NULL (0). */
-size_t claim_pool_ready(struct claim_pool *pool);
-/* Hands part to an idle connected worker, which claims it at once; false when none is idle
+ * are connected with room in their FIFO now: the parts a claim may hand out besides the loop's
+ * own. Their indexes (0..workers - 1), in order, go to idx when not NULL (room for
+ * CLAIM_POOL_SESSIONS_MAX). pool may be NULL (0). */
+size_t claim_pool_ready(struct claim_pool *pool, int *idx);
+/* Queues part on worker (an index claim_pool_ready gave), which claims it once the parts
+ * queued before it have answered; false when that worker is not connected or its FIFO is full
  * (the caller claims the part itself). */
-bool claim_pool_submit(struct claim_pool *pool, struct claim_pool_part *part);
-/* Waits until every part submitted since the last wait is answered, at most the pool's wait_ms
- * from since_ms (monotonic: when the parts were handed over, so that the caller's own part, run
- * meanwhile, does not add to the bound), or until the process's stop flag is raised. A part not
- * answered by then is given up: done stays false and the caller retries its orders like those of a
- * failed call; its worker drops its session when its call returns (each call is bounded by the
- * session's own reply bound, common/db.h) and connects anew. */
-void claim_pool_wait(struct claim_pool *pool, int64_t since_ms);
+bool claim_pool_submit(struct claim_pool *pool, int worker, struct claim_pool_part *part);
+/* True when every one of parts[0..n) (each handed over with claim_pool_submit, or answered by
+ * the caller itself) is answered; does not wait. */
+bool claim_pool_answered(struct claim_pool *pool, struct claim_pool_part *const *parts, size_t n);
+/* Waits until every one of parts[0..n) is answered, at most the pool's wait_ms from since_ms
+ * (monotonic: when the parts were handed over, so that the caller's own part, run meanwhile,
+ * does not add to the bound), or until the process's stop flag is raised. A part not answered
+ * by then is given up: done stays false and the caller retries its orders like those of a
+ * failed call; a worker whose call is given up drops its session when the call returns (each
+ * call is bounded by the session's own reply bound, common/db.h), answers the parts queued
+ * behind it as failed, and connects anew; a given-up part still queued is never sent. */
+void claim_pool_wait(struct claim_pool *pool, struct claim_pool_part *const *parts, size_t n,
+                     int64_t since_ms);
+/* Gives up at once every one of parts[0..n) not answered yet, as claim_pool_wait does past its
+ * bound: for a caller about to free them (a batch in flight at exit). */
+void claim_pool_give_up(struct claim_pool *pool, struct claim_pool_part *const *parts, size_t n);
 /* Stops the workers, waiting for them until deadline_ms (monotonic), and frees the pool
  * (*pool = NULL; *pool may be NULL: true). False when one did not stop in time: the pool is
  * left as it is, still using cfg, and the caller must exit without freeing that. */

@@ -1,7 +1,9 @@
 /* The commit protocol (consumer/commit.h): the five steps that finish a batch, in the order they
  * run, each followed by what it decides for one entry, then what the steps share.
  *
- * Owns the batch's entries from the flush on, the retry set's slots and the claim's buffers.
+ * Owns the batch's entries from the flush on (and the batch in flight's until it is stored), the
+ * retry set's slots and the claims' buffers (a claim's parts are the pool's workers' to answer
+ * while they are out, consumer/claim_pool.h).
  * Must not touch the consume loop (its pauses, its polls, its stall, its watchdog): progress goes
  * out through env.progress and env.db_ok/kafka_ok, and the loop acts on the answer of
  * commit_flush. The SQL it sends is the gate's (common/gate.h) and one statement of its own. */
@@ -33,11 +35,19 @@ static void commit_payment_to_dlq(struct commit *cm, struct batch_entry *e,
                                   const struct og_error *err);
 static enum og_status commit_record_refused(struct commit *cm, struct batch_entry *e);
 static bool commit_refund(struct commit *cm, struct batch_entry *e);
-static enum commit_result commit_claim(struct commit *cm, double *claim_ms);
-static size_t commit_claim_parts(struct commit *cm, size_t n);
+static enum commit_result commit_run(struct commit *cm, int wait_ms, bool overlap);
+static enum commit_result commit_flight_finish(struct commit *cm, int wait_ms);
+static enum commit_result commit_finish(struct commit *cm, struct commit_claim *cl,
+                                        enum commit_result r, int wait_ms);
+static enum commit_result commit_claim_start(struct commit *cm, struct commit_claim *cl,
+                                             int wait_ms, enum commit_result *flight);
+static enum commit_result commit_claim_end(struct commit *cm, struct commit_claim *cl);
+static bool commit_claim_out(const struct commit_claim *cl);
+static void commit_gauge(struct commit *cm);
+static size_t commit_claim_parts(struct commit *cm, size_t n, int *worker);
 static size_t commit_claim_part_of(const char *order_no, size_t nparts);
-static bool commit_claim_split(struct commit *cm, size_t n, size_t nparts, double *claim_ms,
-                               size_t *nrows, struct og_error *hook_err, bool *part_ok);
+static void commit_claim_hand_out(struct commit *cm, struct commit_claim *cl);
+static bool commit_claim_read(struct commit *cm, struct commit_claim *cl);
 static enum commit_result commit_reminders(struct commit *cm);
 static void commit_behind_payment(struct commit *cm, struct batch_entry *e, int64_t pay_at,
                                   int64_t now);
@@ -66,12 +76,22 @@ enum og_status commit_init(struct commit *cm, size_t cap, struct og_error *err)
 {
     enum og_status st;
 
-    cm->rows = calloc(cap, sizeof(*cm->rows));
+    cm->cur = &cm->batch;
+    cm->claim = &cm->claims[0];
+    cm->flight_claim = &cm->claims[1];
+    for (size_t i = 0; i < 2; i++) {
+        cm->claims[i].rows = calloc(cap, sizeof(*cm->claims[i].rows));
+        cm->claims[i].nos = calloc(cap, sizeof(*cm->claims[i].nos));
+        if (cm->claims[i].rows == NULL || cm->claims[i].nos == NULL)
+            return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
+    }
     cm->nos = calloc(cap, sizeof(*cm->nos));
     cm->row_seen = calloc(cap, sizeof(*cm->row_seen));
-    if (cm->rows == NULL || cm->nos == NULL || cm->row_seen == NULL)
+    if (cm->nos == NULL || cm->row_seen == NULL)
         return og_error_set(err, OG_ERR_NOMEM, false, "out of memory");
     st = batch_init(&cm->batch, cap, err);
+    if (st == OG_OK)
+        st = batch_init(&cm->flight, cap, err);
     if (st == OG_OK)
         st = retry_init(&cm->retry, cap, err);
     return st;
@@ -79,32 +99,167 @@ enum og_status commit_init(struct commit *cm, size_t cap, struct og_error *err)
 
 void commit_free(struct commit *cm)
 {
+    /* A batch in flight at exit (its offsets not stored): its parts out are given up first, so
+     * that no worker writes into what is freed here. */
+    for (size_t i = 0; i < 2; i++) {
+        struct commit_claim *cl = &cm->claims[i];
+        struct claim_pool_part *out[CLAIM_POOL_SESSIONS_MAX];
+        size_t n = 0;
+
+        for (size_t k = 0; cl->started && k < cl->nparts; k++)
+            if (cl->pooled[k])
+                out[n++] = &cl->parts[k];
+        if (n > 0)
+            claim_pool_give_up(cm->env.claim_pool, out, n);
+        cl->started = false;
+    }
     batch_free(&cm->batch);
+    batch_free(&cm->flight);
     retry_free(&cm->retry);
-    free(cm->rows);
+    for (size_t i = 0; i < 2; i++) {
+        free(cm->claims[i].rows);
+        free(cm->claims[i].nos);
+        cm->claims[i].rows = NULL;
+        cm->claims[i].nos = NULL;
+    }
     free(cm->nos);
     free(cm->row_seen);
-    cm->rows = NULL;
     cm->nos = NULL;
     cm->row_seen = NULL;
 }
 
 enum commit_result commit_flush(struct commit *cm, int wait_ms)
 {
-    struct batch *b = &cm->batch;
-    enum commit_result r;
-    double claim_ms = 0;
+    enum commit_result r = commit_run(cm, wait_ms, false);
 
-    if (b->n == 0)
-        return COMMIT_DONE;
+    /* Both: a batch may be left in flight only by commit_flush_overlap. */
+    if (r == COMMIT_DONE && cm->flight.n > 0)
+        r = commit_flight_finish(cm, wait_ms);
+    return r;
+}
+
+enum commit_result commit_flush_overlap(struct commit *cm, int wait_ms)
+{
+    return commit_run(cm, wait_ms, true);
+}
+
+bool commit_flight_answered(struct commit *cm)
+{
+    struct commit_claim *cl = cm->flight_claim;
+    struct claim_pool_part *out[CLAIM_POOL_SESSIONS_MAX];
+    size_t n = 0;
+
+    if (cm->flight.n == 0 || !cl->started)
+        return cm->flight.n > 0; /* one whose finish failed: the next flush retries it */
+    for (size_t k = 0; k < cl->nparts; k++)
+        if (cl->pooled[k])
+            out[n++] = &cl->parts[k];
+    return claim_pool_answered(cm->env.claim_pool, out, n);
+}
+
+int64_t commit_flight_handed_ms(const struct commit *cm)
+{
+    return cm->flight.n > 0 && cm->flight_claim->started ? cm->flight_claim->handed : 0;
+}
+
+size_t commit_in_flight(const struct commit *cm)
+{
+    return (cm->flight.n > 0) + (cm->claim->started && cm->batch.n > 0);
+}
+
+/* The flush: the batch in flight first when its finish failed before (alone, from step 1: every
+ * step goes by entry state, so what was done is not done again), then the batch's steps 1, its
+ * claim started (its parts handed out behind the flight's), the flight finished, and then the
+ * batch either finished too or, overlap and its parts out, kept in flight. */
+static enum commit_result commit_run(struct commit *cm, int wait_ms, bool overlap)
+{
+    struct commit_claim *cl = cm->claim;
+    enum commit_result r, f = COMMIT_DONE;
+
+    if (cm->flight.n > 0 && !cm->flight_claim->started) {
+        f = commit_flight_finish(cm, wait_ms);
+        if (f != COMMIT_DONE)
+            return f;
+    }
+    if (cm->batch.n == 0)
+        return commit_flight_finish(cm, wait_ms);
+    cm->cur = &cm->batch;
+    cl->started = false;
     /* Payments first: a payment consumed into the same batch as a cancel
      * that fell due meanwhile was made before that cancel reached the gate,
-     * and the gate lets the first claim win. */
+     * and the gate lets the first claim win. A cancel of the batch in flight
+     * holds its order's row while its part runs: the payment waits for it
+     * (bounded, step 1c) and the gate decides. */
     r = commit_payments(cm);
     if (r == COMMIT_DONE)
         r = commit_reminders(cm);
     if (r == COMMIT_DONE)
-        r = commit_claim(cm, &claim_ms);
+        r = commit_claim_start(cm, cl, wait_ms, &f);
+    /* The batch before it, finished before it: offsets in batch order. */
+    if (f == COMMIT_DONE && cm->flight.n > 0)
+        f = commit_flight_finish(cm, wait_ms);
+    cm->cur = &cm->batch;
+    if (f != COMMIT_DONE) {
+        /* The batch before failed (kept for the retry): this one waits behind it, its claim's
+         * answers read so that no part of it is out while the loop backs off. */
+        (void)commit_finish(cm, cl, COMMIT_RETRY, 0);
+        commit_gauge(cm);
+        return f;
+    }
+    if (r == COMMIT_DONE && overlap && commit_claim_out(cl)) {
+        /* In flight: the loop builds the next batch meanwhile. The flight was finished and
+         * cleared above, so the swap hands the loop an empty batch. */
+        struct batch t = cm->flight;
+        struct commit_claim *tc = cm->flight_claim;
+
+        cm->flight = cm->batch;
+        cm->batch = t;
+        cm->flight_claim = cl;
+        cm->claim = tc;
+        cm->claim->started = false;
+        metric_inc(cm->env.m->batches_overlapped, 1);
+        commit_gauge(cm);
+        return COMMIT_DONE;
+    }
+    r = commit_finish(cm, cl, r, wait_ms);
+    commit_gauge(cm);
+    return r;
+}
+
+/* The batch in flight finished: its answers read (waiting for its parts, bounded), steps 3 to 5.
+ * A batch whose finish failed before goes through every step again (by entry state), its claim
+ * then on the sessions there are now, waited for. */
+static enum commit_result commit_flight_finish(struct commit *cm, int wait_ms)
+{
+    enum commit_result r = COMMIT_DONE;
+
+    if (cm->flight.n == 0)
+        return COMMIT_DONE;
+    cm->cur = &cm->flight;
+    if (!cm->flight_claim->started) {
+        r = commit_payments(cm);
+        if (r == COMMIT_DONE)
+            r = commit_reminders(cm);
+        if (r == COMMIT_DONE)
+            r = commit_claim_start(cm, cm->flight_claim, wait_ms, NULL);
+    }
+    r = commit_finish(cm, cm->flight_claim, r, wait_ms);
+    cm->cur = &cm->batch;
+    commit_gauge(cm);
+    return r;
+}
+
+/* Steps 2 (its answers read), 3 to 5 of cm->cur, whose steps 1 gave r. */
+static enum commit_result commit_finish(struct commit *cm, struct commit_claim *cl,
+                                        enum commit_result r, int wait_ms)
+{
+    struct batch *b = cm->cur;
+
+    if (cl->started) {
+        enum commit_result c = commit_claim_end(cm, cl);
+        if (r == COMMIT_DONE)
+            r = c;
+    }
     if (r == COMMIT_DONE)
         r = commit_due_times(cm);
     /* Deliveries run even after a database failure: dead letters already
@@ -119,9 +274,17 @@ enum commit_result commit_flush(struct commit *cm, int wait_ms)
     for (size_t i = 0; i < b->n; i++)
         if (b->e[i].state != BATCH_DONE)
             return COMMIT_RETRY; /* cannot happen; never store past unfinished work */
-    commit_store(cm, claim_ms);
+    commit_store(cm, cl->claim_ms);
     batch_clear(b);
+    cl->claim_ms = 0;
     return COMMIT_DONE;
+}
+
+/* The batches out, for whoever watches the pipeline. */
+static void commit_gauge(struct commit *cm)
+{
+    if (cm->env.m != NULL && cm->env.m->batches_in_flight != NULL)
+        metric_set(cm->env.m->batches_in_flight, (double)commit_in_flight(cm));
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -135,7 +298,7 @@ enum commit_result commit_flush(struct commit *cm, int wait_ms)
  * it. A locked order row is not waited for (in_flight, one second on). */
 static enum commit_result commit_reminders(struct commit *cm)
 {
-    struct batch *b = &cm->batch;
+    struct batch *b = cm->cur;
     size_t n = 0, k = 0;
     const char **nos;
     int *offs;
@@ -218,7 +381,7 @@ static enum commit_result commit_reminders(struct commit *cm)
  * (commit_refund). */
 static enum commit_result commit_payments(struct commit *cm)
 {
-    struct batch *b = &cm->batch;
+    struct batch *b = cm->cur;
     int lock_spent_ms = 0;
 
     for (size_t i = 0; i < b->n; i++) {
@@ -480,7 +643,7 @@ static void commit_payment_to_dlq(struct commit *cm, struct batch_entry *e,
  * batch is retried: the message is never dropped unrecorded. */
 static enum og_status commit_record_refused(struct commit *cm, struct batch_entry *e)
 {
-    const struct batch_tp *tp = &cm->batch.tps[e->tp];
+    const struct batch_tp *tp = &cm->cur->tps[e->tp];
     char source[GATE_REFUSAL_SOURCE_MAX + 1], q[600];
     struct gate_refusal_result res;
     struct og_error err = {0};
@@ -517,23 +680,24 @@ static enum og_status commit_record_refused(struct commit *cm, struct batch_entr
 /* ------------------------------------------------------------------------------------------ */
 /* Step 2 across sessions (consumer.claim_sessions, consumer/claim_pool.h). A claim of at least
  * COMMIT_SPLIT_MIN cancels is split into parts of at least COMMIT_SPLIT_PART_MIN, one per
- * session connected and idle: the loop's own claims part 0 (its intake wait hook runs meanwhile,
- * as for a claim on one session), the pool's workers the others, all at once. Below that a split
- * costs more than it saves: a part's fixed costs (the hand-over to a worker thread and its
- * wake-up, the statement's own start and commit, the wait for the slowest part) are paid per
- * part, while what a second backend saves grows with the orders it takes (20 to 34 us of backend
- * CPU each on a quiet machine, docs/capacity.md). */
+ * session connected with room in its FIFO: the loop's own claims part 0 (its intake wait hook
+ * runs meanwhile, as for a claim on one session), the pool's workers the others, all at once.
+ * Below that a split costs more than it saves: a part's fixed costs (the hand-over to a worker
+ * thread and its wake-up, the statement's own start and commit) are paid per part, while what a
+ * second backend saves grows with the orders it takes (20 to 34 us of backend CPU each on a
+ * quiet machine, docs/capacity.md). */
 #define COMMIT_SPLIT_MIN      64
 #define COMMIT_SPLIT_PART_MIN 32
 
-/* How many parts a claim of n cancels is split into now: 1 unless the split pays, no hook is
- * failing (the hook-failure path, gate_claim_cancel_isolating, stays on one session) and the pool
- * has sessions connected and idle. */
-static size_t commit_claim_parts(struct commit *cm, size_t n)
+/* How many parts a claim of n cancels is split into now, part k >= 1 going to worker[k]: 1 unless
+ * the split pays, no hook is failing (the hook-failure path, gate_claim_cancel_isolating, stays
+ * on one session) and the pool has sessions connected with room. */
+static size_t commit_claim_parts(struct commit *cm, size_t n, int *worker)
 {
+    int idx[CLAIM_POOL_SESSIONS_MAX];
     /* Every flush asks, so that the workers start (and connect) with the first one, not with
      * the first burst. */
-    size_t parts = 1 + claim_pool_ready(cm->env.claim_pool);
+    size_t parts = 1 + claim_pool_ready(cm->env.claim_pool, idx);
 
     if (n < COMMIT_SPLIT_MIN || cm->hook_stalls > 0)
         return 1;
@@ -541,12 +705,14 @@ static size_t commit_claim_parts(struct commit *cm, size_t n)
         parts = n / COMMIT_SPLIT_PART_MIN;
     if (parts > CLAIM_POOL_SESSIONS_MAX)
         parts = CLAIM_POOL_SESSIONS_MAX;
+    for (size_t k = 1; k < parts; k++)
+        worker[k] = idx[k - 1];
     return parts > 1 ? parts : 1;
 }
 
 /* The part of a claim split nparts ways an order belongs to: a hash of its number (FNV-1a), so
  * that every copy of one order lands in the same part and two sessions never claim the same
- * order at once. */
+ * order at once; with the same nparts and workers, batch after batch too. */
 static size_t commit_claim_part_of(const char *order_no, size_t nparts)
 {
     uint32_t h = 2166136261u;
@@ -556,144 +722,42 @@ static size_t commit_claim_part_of(const char *order_no, size_t nparts)
     return h % nparts;
 }
 
-/* Claims cm->nos[0..n) in nparts parts at once (commit_claim_part_of); part k's rows are written
- * to cm->rows from the sum of the earlier parts' sizes, and the answered parts' rows are then
- * moved to the front: *nrows of them. part_ok[k] tells which parts committed. A part a hook
- * failed is claimed again on the loop's session with gate_claim_cancel_isolating (the
- * bisection stays on one session); *hook_err is its last hook failure then. Each failed part is
- * counted and logged as a failed claim is. Returns true when every part committed. */
-static bool commit_claim_split(struct commit *cm, size_t n, size_t nparts, double *claim_ms,
-                               size_t *nrows, struct og_error *hook_err, bool *part_ok)
+/* A claim whose parts are on the pool's workers, not read yet. */
+static bool commit_claim_out(const struct commit_claim *cl)
 {
-    struct claim_pool_part parts[CLAIM_POOL_SESSIONS_MAX];
-    bool pooled[CLAIM_POOL_SESSIONS_MAX] = {false};
-    size_t at[CLAIM_POOL_SESSIONS_MAX] = {0}, count[CLAIM_POOL_SESSIONS_MAX] = {0}, moved = 0;
-    const char **nos = malloc(n * sizeof(*nos));
-    bool all = true, any = false;
-    int64_t t0 = clock_mono_us(), handed;
-
-    if (nos == NULL) {
-        struct og_error err = {0};
-        og_error_set(&err, OG_ERR_NOMEM, false, "claim split: out of memory");
-        commit_db_failed(cm, "claim_cancel", &err);
-        for (size_t k = 0; k < nparts; k++)
-            part_ok[k] = false;
-        *nrows = 0;
+    if (!cl->started || cl->nparts < 2)
         return false;
-    }
-    /* Grouped by part, in the batch's order within each. */
-    for (size_t i = 0; i < n; i++)
-        count[commit_claim_part_of(cm->nos[i], nparts)]++;
-    for (size_t k = 1; k < nparts; k++)
-        at[k] = at[k - 1] + count[k - 1];
-    {
-        size_t fill[CLAIM_POOL_SESSIONS_MAX];
-        memcpy(fill, at, sizeof(fill));
-        for (size_t i = 0; i < n; i++)
-            nos[fill[commit_claim_part_of(cm->nos[i], nparts)]++] = cm->nos[i];
-    }
-    memset(parts, 0, sizeof(parts));
-    for (size_t k = 0; k < nparts; k++) {
-        parts[k].nos = nos + at[k];
-        parts[k].n = count[k];
-        parts[k].rows = cm->rows + at[k];
-    }
-    /* The workers' parts first, so that they run while the loop's own claims part 0. */
-    handed = clock_mono_ms();
-    for (size_t k = 1; k < nparts; k++)
-        pooled[k] = parts[k].n > 0 && claim_pool_submit(cm->env.claim_pool, &parts[k]);
-    for (size_t k = 0; k < nparts; k++) {
-        if (pooled[k])
-            continue; /* the worker's now: done is its to set (claim_pool_submit cleared it) */
-        if (parts[k].n == 0) {
-            parts[k].done = true;
-            continue;
-        }
-        /* Part 0, and any part no worker took (one lost its session meanwhile). */
-        parts[k].st =
-            gate_claim_cancel(cm->env.db, parts[k].nos, parts[k].n, GATE_SRC_TIMEOUT_CONSUMER,
-                              parts[k].rows, &parts[k].nrows, &parts[k].err);
-        parts[k].db_ms = db_last_ms(cm->env.db);
-        parts[k].done = true;
-    }
-    claim_pool_wait(cm->env.claim_pool, handed);
-    for (size_t k = 0; k < nparts; k++) {
-        struct claim_pool_part *p = &parts[k];
-
-        if (!p->done) {
-            og_error_set(&p->err, OG_ERR_DB, true,
-                         "a claim session did not answer within the bound; its part is claimed "
-                         "again");
-            snprintf(p->err.sqlstate, sizeof(p->err.sqlstate), "08006");
-            p->st = OG_ERR_DB;
-            p->done = true;
-        } else if (p->n > 0) {
-            metric_observe(cm->env.m->db_seconds, p->db_ms / 1000.0);
-        }
-        if (p->st != OG_OK && gate_hook_failed(&p->err, NULL, 0)) {
-            /* A hook failed this part: bisect it on the loop's session. */
-            struct og_error err = {0};
-            p->st = gate_claim_cancel_isolating(cm->env.db, p->nos, p->n, GATE_SRC_TIMEOUT_CONSUMER,
-                                                p->rows, &p->nrows, hook_err, &err);
-            metric_observe(cm->env.m->db_seconds, db_last_ms(cm->env.db) / 1000.0);
-            if (p->st != OG_OK)
-                p->err = err;
-        }
-        part_ok[k] = p->st == OG_OK;
-        if (part_ok[k]) {
-            any = true;
-            memmove(cm->rows + moved, p->rows, p->nrows * sizeof(*cm->rows));
-            moved += p->nrows;
-            continue;
-        }
-        all = false;
-        if (gate_hook_failed(&p->err, NULL, 0))
-            commit_hook_failed_all(cm, p->n, &p->err);
-        else
-            commit_db_failed(cm, "claim_cancel", &p->err);
-    }
-    *claim_ms = (double)(clock_mono_us() - t0) / 1000.0;
-    *nrows = moved;
-    metric_inc(cm->env.m->claim_parts, (double)nparts);
-    if (any) {
-        commit_progress(cm);
-        if (all)
-            *cm->env.db_ok = true;
-    }
-    /* Like a claim on one session: a hook failing every order of a part counts as a stall. */
-    for (size_t k = 0; k < nparts; k++)
-        if (!part_ok[k] && gate_hook_failed(&parts[k].err, NULL, 0)) {
-            cm->hook_stalls++;
-            break;
-        }
-    if (all)
-        cm->hook_stalls = 0;
-    log_debug("claim_split", "orders=%zu parts=%zu committed=%s claim_ms=%.3f", n, nparts,
-              all   ? "all"
-              : any ? "some"
-                    : "none",
-              *claim_ms);
-    free(nos);
-    return all;
+    for (size_t k = 1; k < cl->nparts; k++)
+        if (cl->pooled[k])
+            return true;
+    return false;
 }
 
-/* ------------------------------------------------------------------------------------------ */
-/* Step 2: every live cancel of the batch not claimed yet (state BATCH_NEW) in one
+/* Step 2, first half: every live cancel of the batch not claimed yet (state BATCH_NEW) in one
  * claim_cancel (split by gate_claim_cancel_isolating when a hook fails), or, from
- * COMMIT_SPLIT_MIN cancels on, one per claim session at once (commit_claim_split). Claim state is
- * per entry: a flush that claimed and then failed a later step leaves its entries past BATCH_NEW,
- * so the next flush claims only cancels that joined the batch since, and claims them before
- * anything is stored. *claim_ms: the claim call's wall time (connection retries included), 0
- * when nothing was claimed. */
-static enum commit_result commit_claim(struct commit *cm, double *claim_ms)
+ * COMMIT_SPLIT_MIN cancels on, in parts across the claim sessions (commit_claim_hand_out), the
+ * workers' parts left out. Claim state is per entry: a flush that claimed and then failed a later
+ * step leaves its entries past BATCH_NEW, so the next flush claims only cancels that joined the
+ * batch since, and claims them before anything is stored. flight (the flush of the loop's batch;
+ * NULL for the batch in flight itself): a batch in flight whose parts are on other workers than
+ * this claim's would be is finished first (its result there), so that one order is never claimed
+ * on two sessions at once; this claim then does not start unless it is done. */
+static enum commit_result commit_claim_start(struct commit *cm, struct commit_claim *cl,
+                                             int wait_ms, enum commit_result *flight)
 {
-    struct batch *b = &cm->batch;
-    struct og_error err = {0}, hook_err = {0};
-    char hook[GATE_HOOK_NAME_MAX] = "";
-    size_t n = 0, nrows = 0, nparts = 1;
-    bool part_ok[CLAIM_POOL_SESSIONS_MAX], split_done = true;
+    struct batch *b = cm->cur;
+    struct og_error err = {0};
+    size_t n = 0, nrows = 0;
     int64_t now = clock_wall_ms();
 
+    cl->started = false;
+    cl->done = false;
+    cl->n = 0;
+    cl->nparts = 1;
+    cl->nrows = 0;
+    cl->claim_ms = 0;
+    memset(&cl->hook_err, 0, sizeof(cl->hook_err));
+    memset(cl->pooled, 0, sizeof(cl->pooled));
     /* Orders whose payment is held back are not claimed (commit_behind_payment). */
     for (size_t i = 0; i < b->n && cm->retry.used > 0; i++) {
         struct batch_entry *e = &b->e[i];
@@ -712,21 +776,42 @@ static enum commit_result commit_claim(struct commit *cm, double *claim_ms)
     for (size_t i = 0; i < b->n; i++)
         if (b->e[i].kind == BATCH_CANCEL && b->e[i].state == BATCH_NEW && batch_live(b, &b->e[i]))
             cm->nos[n++] = b->e[i].order_no;
-    if (n > 0 && (nparts = commit_claim_parts(cm, n)) > 1) {
-        /* Split across sessions: the parts that failed keep their entries BATCH_NEW and the
-         * flush is retried; the others' entries take their outcomes below (they committed). */
-        split_done = commit_claim_split(cm, n, nparts, claim_ms, &nrows, &hook_err, part_ok);
-    } else if (n > 0) {
+    if (n == 0)
+        return COMMIT_DONE;
+    cl->n = n;
+    cl->nparts = commit_claim_parts(cm, n, cl->worker);
+    if (flight != NULL && cm->flight.n > 0) {
+        const struct commit_claim *fl = cm->flight_claim;
+        bool same = fl->started && fl->nparts == cl->nparts;
+
+        for (size_t k = 1; k < cl->nparts && same; k++)
+            same = fl->worker[k] == cl->worker[k];
+        if (!same) {
+            *flight = commit_flight_finish(cm, wait_ms);
+            cm->cur = b;
+            if (*flight != COMMIT_DONE)
+                return COMMIT_RETRY;
+            /* Its workers' FIFOs emptied: ask again. */
+            cl->nparts = commit_claim_parts(cm, n, cl->worker);
+        }
+    }
+    cl->t0_us = clock_mono_us();
+    if (cl->nparts > 1) {
+        commit_claim_hand_out(cm, cl);
+        cl->started = true;
+        commit_gauge(cm);
+        return COMMIT_DONE;
+    }
+    {
         /* While a hook fails every order, the batch is bisected again only every
          * COMMIT_HOOK_BISECT_EVERY attempts: the others cost one claim. */
         bool bisect = cm->hook_stalls % COMMIT_HOOK_BISECT_EVERY == 0;
-        int64_t t0 = clock_mono_us();
         enum og_status st =
             bisect ? gate_claim_cancel_isolating(cm->env.db, cm->nos, n, GATE_SRC_TIMEOUT_CONSUMER,
-                                                 cm->rows, &nrows, &hook_err, &err)
-                   : gate_claim_cancel(cm->env.db, cm->nos, n, GATE_SRC_TIMEOUT_CONSUMER, cm->rows,
+                                                 cl->rows, &nrows, &cl->hook_err, &err)
+                   : gate_claim_cancel(cm->env.db, cm->nos, n, GATE_SRC_TIMEOUT_CONSUMER, cl->rows,
                                        &nrows, &err);
-        *claim_ms = (double)(clock_mono_us() - t0) / 1000.0;
+        cl->claim_ms = (double)(clock_mono_us() - cl->t0_us) / 1000.0;
         metric_observe(cm->env.m->db_seconds, db_last_ms(cm->env.db) / 1000.0);
         metric_inc(cm->env.m->claim_parts, 1);
         if (st != OG_OK) {
@@ -742,16 +827,155 @@ static enum commit_result commit_claim(struct commit *cm, double *claim_ms)
         *cm->env.db_ok = true;
         commit_progress(cm);
     }
-    if (n > 0) {
-        gate_hook_failed(&hook_err, hook, sizeof(hook));
-        for (size_t i = 0; i < nrows; i++)
-            metric_inc(cm->env.m->claims[cm->rows[i].outcome]
-                           ? cm->env.m->claims[cm->rows[i].outcome]
-                           : cm->env.m->claims[GATE_UNKNOWN],
-                       1);
-        qsort(cm->rows, nrows, sizeof(*cm->rows), commit_row_cmp);
-        memset(cm->row_seen, 0, nrows * sizeof(*cm->row_seen));
+    cl->nrows = nrows;
+    cl->done = true;
+    cl->started = true;
+    return COMMIT_DONE;
+}
+
+/* Groups cm->nos[0..cl->n) by part (commit_claim_part_of) into cl->nos, part k's rows to be
+ * written to cl->rows from the sum of the earlier parts' sizes; hands the workers their parts
+ * (queued behind what they hold), then claims part 0 on the loop's session, and any part its
+ * worker did not take (one lost its session meanwhile). */
+static void commit_claim_hand_out(struct commit *cm, struct commit_claim *cl)
+{
+    size_t at[CLAIM_POOL_SESSIONS_MAX] = {0}, count[CLAIM_POOL_SESSIONS_MAX] = {0};
+    size_t fill[CLAIM_POOL_SESSIONS_MAX];
+
+    for (size_t i = 0; i < cl->n; i++)
+        count[commit_claim_part_of(cm->nos[i], cl->nparts)]++;
+    for (size_t k = 1; k < cl->nparts; k++)
+        at[k] = at[k - 1] + count[k - 1];
+    memcpy(fill, at, sizeof(fill));
+    for (size_t i = 0; i < cl->n; i++)
+        cl->nos[fill[commit_claim_part_of(cm->nos[i], cl->nparts)]++] = cm->nos[i];
+    memset(cl->parts, 0, sizeof(cl->parts));
+    for (size_t k = 0; k < cl->nparts; k++) {
+        cl->parts[k].nos = cl->nos + at[k];
+        cl->parts[k].n = count[k];
+        cl->parts[k].rows = cl->rows + at[k];
     }
+    /* The workers' parts first, so that they run while the loop's own claims part 0. */
+    cl->handed = clock_mono_ms();
+    for (size_t k = 1; k < cl->nparts; k++)
+        cl->pooled[k] = cl->parts[k].n > 0 &&
+                        claim_pool_submit(cm->env.claim_pool, cl->worker[k], &cl->parts[k]);
+    for (size_t k = 0; k < cl->nparts; k++) {
+        struct claim_pool_part *p = &cl->parts[k];
+
+        if (cl->pooled[k])
+            continue; /* the worker's now: done is its to set (claim_pool_submit cleared it) */
+        if (p->n == 0) {
+            p->done = true;
+            continue;
+        }
+        /* Part 0, and any part no worker took. A worker that refused it lost its session,
+         * which answered every part it held (claim_pool.h): none of this part's orders is on
+         * another session now. */
+        p->st = gate_claim_cancel(cm->env.db, p->nos, p->n, GATE_SRC_TIMEOUT_CONSUMER, p->rows,
+                                  &p->nrows, &p->err);
+        p->db_ms = db_last_ms(cm->env.db);
+        p->done = true;
+    }
+}
+
+/* Reads the answers of a claim handed out (waiting for the workers' parts, bounded); a part a
+ * hook failed is claimed again on the loop's session with gate_claim_cancel_isolating (the
+ * bisection stays on one session), cl->hook_err its last hook failure then. The answered parts'
+ * rows are moved to the front of cl->rows (cl->nrows of them), cl->part_ok tells which parts
+ * committed; each failed part is counted and logged as a failed claim is. True when every part
+ * committed. */
+static bool commit_claim_read(struct commit *cm, struct commit_claim *cl)
+{
+    struct claim_pool_part *out[CLAIM_POOL_SESSIONS_MAX];
+    size_t nout = 0, moved = 0;
+    bool all = true, any = false;
+
+    for (size_t k = 0; k < cl->nparts; k++)
+        if (cl->pooled[k])
+            out[nout++] = &cl->parts[k];
+    claim_pool_wait(cm->env.claim_pool, out, nout, cl->handed);
+    for (size_t k = 0; k < cl->nparts; k++) {
+        struct claim_pool_part *p = &cl->parts[k];
+
+        if (!p->done) {
+            og_error_set(&p->err, OG_ERR_DB, true,
+                         "a claim session did not answer within the bound; its part is claimed "
+                         "again");
+            snprintf(p->err.sqlstate, sizeof(p->err.sqlstate), "08006");
+            p->st = OG_ERR_DB;
+            p->done = true;
+        } else if (p->n > 0) {
+            metric_observe(cm->env.m->db_seconds, p->db_ms / 1000.0);
+        }
+        if (p->st != OG_OK && gate_hook_failed(&p->err, NULL, 0)) {
+            /* A hook failed this part: bisect it on the loop's session. */
+            struct og_error err = {0};
+            p->st = gate_claim_cancel_isolating(cm->env.db, p->nos, p->n, GATE_SRC_TIMEOUT_CONSUMER,
+                                                p->rows, &p->nrows, &cl->hook_err, &err);
+            metric_observe(cm->env.m->db_seconds, db_last_ms(cm->env.db) / 1000.0);
+            if (p->st != OG_OK)
+                p->err = err;
+        }
+        cl->part_ok[k] = p->st == OG_OK;
+        if (cl->part_ok[k]) {
+            any = true;
+            memmove(cl->rows + moved, p->rows, p->nrows * sizeof(*cl->rows));
+            moved += p->nrows;
+            continue;
+        }
+        all = false;
+        if (gate_hook_failed(&p->err, NULL, 0))
+            commit_hook_failed_all(cm, p->n, &p->err);
+        else
+            commit_db_failed(cm, "claim_cancel", &p->err);
+    }
+    cl->claim_ms = (double)(clock_mono_us() - cl->t0_us) / 1000.0;
+    cl->nrows = moved;
+    metric_inc(cm->env.m->claim_parts, (double)cl->nparts);
+    if (any) {
+        commit_progress(cm);
+        if (all)
+            *cm->env.db_ok = true;
+    }
+    /* Like a claim on one session: a hook failing every order of a part counts as a stall. */
+    for (size_t k = 0; k < cl->nparts; k++)
+        if (!cl->part_ok[k] && gate_hook_failed(&cl->parts[k].err, NULL, 0)) {
+            cm->hook_stalls++;
+            break;
+        }
+    if (all)
+        cm->hook_stalls = 0;
+    log_debug("claim_split", "orders=%zu parts=%zu committed=%s claim_ms=%.3f", cl->n, cl->nparts,
+              all   ? "all"
+              : any ? "some"
+                    : "none",
+              cl->claim_ms);
+    return all;
+}
+
+/* Step 2, second half: the claim's answers read (commit_claim_read when split), each cancel of
+ * cm->cur given its outcome. The entries of a part that failed stay BATCH_NEW: the batch is
+ * retried and claims them again. */
+static enum commit_result commit_claim_end(struct commit *cm, struct commit_claim *cl)
+{
+    struct batch *b = cm->cur;
+    char hook[GATE_HOOK_NAME_MAX] = "";
+    bool split_done = true;
+    int64_t now;
+
+    cl->started = false;
+    if (cl->nparts > 1)
+        split_done = commit_claim_read(cm, cl);
+    else if (!cl->done)
+        return COMMIT_RETRY;
+    gate_hook_failed(&cl->hook_err, hook, sizeof(hook));
+    for (size_t i = 0; i < cl->nrows; i++)
+        metric_inc(cm->env.m->claims[cl->rows[i].outcome] ? cm->env.m->claims[cl->rows[i].outcome]
+                                                          : cm->env.m->claims[GATE_UNKNOWN],
+                   1);
+    qsort(cl->rows, cl->nrows, sizeof(*cl->rows), commit_row_cmp);
+    memset(cm->row_seen, 0, cl->nrows * sizeof(*cm->row_seen));
     now = clock_wall_ms();
     for (size_t i = 0; i < b->n; i++) {
         struct batch_entry *e = &b->e[i];
@@ -763,9 +987,9 @@ static enum commit_result commit_claim(struct commit *cm, double *claim_ms)
             e->state = BATCH_DONE;
             continue;
         }
-        if (nparts > 1 && !part_ok[commit_claim_part_of(e->order_no, nparts)])
+        if (cl->nparts > 1 && !cl->part_ok[commit_claim_part_of(e->order_no, cl->nparts)])
             continue; /* its part failed: claimed again with the batch's retry */
-        row = commit_row_find(cm->rows, nrows, e->order_no);
+        row = commit_row_find(cl->rows, cl->nrows, e->order_no);
         if (row == NULL) {
             /* The gate promises a row per distinct order: a schema that
              * drifted. The scanner still covers the order. */
@@ -773,14 +997,14 @@ static enum commit_result commit_claim(struct commit *cm, double *claim_ms)
             e->outcome = GATE_UNKNOWN;
         } else {
             e->outcome = row->outcome;
-            e->first = !cm->row_seen[row - cm->rows];
-            cm->row_seen[row - cm->rows] = true;
+            e->first = !cm->row_seen[row - cl->rows];
+            cm->row_seen[row - cl->rows] = true;
         }
         e->state = e->outcome == GATE_NOT_DUE ? BATCH_RESCHEDULE : BATCH_DONE;
         if (e->outcome == GATE_BUSY)
             commit_busy(cm, e, now);
         else if (e->outcome == GATE_HOOK_FAILED)
-            commit_hook_failed(cm, e, hook, &hook_err, now);
+            commit_hook_failed(cm, e, hook, &cl->hook_err, now);
     }
     return split_done ? COMMIT_DONE : COMMIT_RETRY;
 }
@@ -851,7 +1075,7 @@ static void commit_busy_give_up(struct commit *cm, struct batch_entry *e, int64_
 {
     metric_inc(cm->env.m->retry_given_up[CONSUMER_METRICS_BUSY], 1);
     e->new_due_ms = now;
-    e->dest_topic = levels_reschedule_topic(cm->env.levels, cm->env.cfg, cm->batch.tps[e->tp].topic,
+    e->dest_topic = levels_reschedule_topic(cm->env.levels, cm->env.cfg, cm->cur->tps[e->tp].topic,
                                             now, &e->new_due_ms);
     e->state = BATCH_PRODUCE;
 }
@@ -936,7 +1160,7 @@ static void commit_hook_failed_all(struct commit *cm, size_t n, const struct og_
 /* Step 3a: the database's due time for every not_due order. */
 static enum commit_result commit_due_times(struct commit *cm)
 {
-    struct batch *b = &cm->batch;
+    struct batch *b = cm->cur;
     struct og_error err = {0};
     PGresult *res = NULL;
     struct pgarray array;
@@ -1060,7 +1284,7 @@ static bool commit_not_due_local(struct commit *cm, struct batch_entry *e, int64
 /* Steps 3b and 4: produce what is owed, wait (bounded) for the reports. */
 static enum commit_result commit_deliver(struct commit *cm, int wait_ms)
 {
-    struct batch *b = &cm->batch;
+    struct batch *b = cm->cur;
     struct kafka_delivery *waiting[64];
     bool failed = false;
     size_t nw = 0;
@@ -1136,7 +1360,7 @@ static enum commit_result commit_deliver(struct commit *cm, int wait_ms)
  * On an immediate failure (local queue full) the entry stays BATCH_PRODUCE. */
 void commit_produce(struct commit *cm, struct batch_entry *e)
 {
-    const struct batch_tp *tp = &cm->batch.tps[e->tp];
+    const struct batch_tp *tp = &cm->cur->tps[e->tp];
     rd_kafka_resp_err_t rerr;
     char part[16], off[24];
 
@@ -1198,7 +1422,7 @@ void commit_produce(struct commit *cm, struct batch_entry *e)
  * histogram only has buckets. */
 static void commit_store(struct commit *cm, double claim_ms)
 {
-    struct batch *b = &cm->batch;
+    struct batch *b = cm->cur;
     rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new((int)b->ntps);
     int64_t now = clock_wall_ms();
     size_t live = 0;
@@ -1336,7 +1560,7 @@ static const char *commit_topic_name(const struct commit *cm, const char *topic)
 /* A slot of the retry set for e: the one it came from, or a new one; -1 when full. */
 static int commit_retry_slot(struct commit *cm, struct batch_entry *e, int64_t now)
 {
-    const struct batch_tp *tp = &cm->batch.tps[e->tp];
+    const struct batch_tp *tp = &cm->cur->tps[e->tp];
     const char *topic;
 
     if (e->retry >= 0)
@@ -1361,7 +1585,7 @@ static void commit_to_dlq(struct commit *cm, struct batch_entry *e, enum batch_s
     e->dlq_key = strdup(key);
     e->dlq_key_len = e->dlq_key ? strlen(e->dlq_key) : 0;
     e->dlq_reason = strndup(reason, BATCH_DLQ_REASON_MAX - 1);
-    cm->batch.dlq_bytes += e->dlq_value_len + e->dlq_key_len;
+    cm->cur->dlq_bytes += e->dlq_value_len + e->dlq_key_len;
 }
 
 static int commit_row_cmp(const void *a, const void *b)

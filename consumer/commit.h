@@ -19,7 +19,15 @@
  * on shutdown. A crash before 5 redelivers the batch; the gate answers already_cancelled or
  * duplicate for what was done.
  *
- * Owns the batch, the retry set and the claim's buffers (struct commit). Works with the handles
+ * Two batches at most are out at once (commit_flush_overlap): while the claim sessions of the
+ * pool (consumer/claim_pool.h) claim their parts of one batch, the loop builds the next, runs
+ * its steps 1 and hands out its step 2 (its parts queued behind the first batch's on each
+ * session); the first batch is then finished (its parts' answers read, steps 3 to 5) before the
+ * second is. Offsets are stored batch after batch, each only after every part of its batch has
+ * committed.
+ *
+ * Owns the batch, the batch in flight before it, the retry set and the claims' buffers (struct
+ * commit). Works with the handles
  * and settings its owner gives it (struct commit_env) and tells the owner of progress only
  * through env.progress and the readiness flags: it must not reach the consume loop, pause or
  * seek a partition, or poll the group member (the loop does all of that between flushes). */
@@ -91,14 +99,38 @@ struct commit_env {
     void *progress_arg;
 };
 
+/* One batch's claim of cancels (step 2), from its start to the reading of its answers: across
+ * sessions, its parts are out on the pool's workers in between. */
+struct commit_claim {
+    struct gate_cancel_row *rows; /* claim results, cap of them (each part's from its start) */
+    const char **nos;             /* the claim's order numbers grouped by part, cap of them */
+    struct claim_pool_part parts[CLAIM_POOL_SESSIONS_MAX];
+    bool pooled[CLAIM_POOL_SESSIONS_MAX]; /* part k is a worker's */
+    int worker[CLAIM_POOL_SESSIONS_MAX];  /* part k's worker (k >= 1) */
+    bool part_ok[CLAIM_POOL_SESSIONS_MAX];
+    size_t n, nparts, nrows;
+    bool started;    /* claimed or handed out: its answers are to be read (commit_claim_end) */
+    bool done;       /* single session: the call committed (its rows are in rows) */
+    int64_t t0_us;   /* the claim's start (monotonic) */
+    int64_t handed;  /* when its parts were handed out (monotonic ms; claim_pool_wait's bound) */
+    double claim_ms; /* from the start to its answers read */
+    struct og_error hook_err; /* the last hook failure of a part bisected on the loop's session */
+};
+
 struct commit {
     struct commit_env env;
+    /* The batch the loop fills and flushes. */
     struct batch batch;
+    /* The batch flushed before it while its claim is out (commit_flush_overlap), or one whose
+     * finish failed: finished before batch, whatever happens. n == 0: none. */
+    struct batch flight;
+    struct commit_claim *claim, *flight_claim; /* batch's and flight's; claims[] */
+    struct commit_claim claims[2];
+    struct batch *cur; /* the batch the steps work on: &batch, or &flight while finishing it */
     struct retry_set retry;
-    struct gate_cancel_row *rows; /* claim results, cap of them */
-    const char **nos;             /* claim arguments, cap of them */
-    bool *row_seen;               /* per claim row: an entry was matched to it */
-    int hook_stalls;              /* flushes in a row a hook failed for every order of the batch */
+    const char **nos; /* claim arguments, cap of them */
+    bool *row_seen;   /* per claim row: an entry was matched to it */
+    int hook_stalls;  /* flushes in a row a hook failed for every order of the batch */
 };
 
 enum commit_result {
@@ -119,7 +151,26 @@ size_t commit_take_retries(struct commit *cm, int64_t now_wall);
 /* Produces the message entry e owes, its dead letter or its re-schedule (BATCH_PRODUCE ->
  * BATCH_INFLIGHT; on an immediate failure, a full local queue, it stays BATCH_PRODUCE). */
 void commit_produce(struct commit *cm, struct batch_entry *e);
-/* Runs the steps above as far as they go, waiting up to wait_ms for delivery reports. */
+/* Runs the steps above as far as they go, waiting up to wait_ms for delivery reports: the batch
+ * in flight first (commit_flush_overlap), then the batch. COMMIT_DONE: both are finished, their
+ * offsets stored, and both are empty. */
 enum commit_result commit_flush(struct commit *cm, int wait_ms);
+/* Like commit_flush, but a batch whose claim is split across sessions is not waited for: once
+ * its steps 1 are done and its parts handed out (the loop's own part claimed), it becomes the
+ * batch in flight and COMMIT_DONE is returned with the batch empty, ready for the next one. The
+ * batch in flight before it is finished first, after this one's parts were handed out: when
+ * that fails, this one's answers are read too and both stay (flight, then batch) for the retry.
+ * A batch is kept in flight only when its split uses the same workers as the one before it
+ * (else the one before is finished before this one's parts are handed out): one order's parts
+ * then run on one session, in batch order. */
+enum commit_result commit_flush_overlap(struct commit *cm, int wait_ms);
+/* True when a batch is in flight and its parts have all answered (or it waits for a retry):
+ * the next flush finishes it, even with the batch empty. Does not wait. */
+bool commit_flight_answered(struct commit *cm);
+/* When the batch in flight's parts were handed out (monotonic ms); 0 when none is out. */
+int64_t commit_flight_handed_ms(const struct commit *cm);
+/* Batches claimed and not finished: the batch in flight, and the batch while its claim is out
+ * within a flush (0 to 2). */
+size_t commit_in_flight(const struct commit *cm);
 
 #endif

@@ -213,4 +213,15 @@ void consumer_metrics_register(struct consumer_metrics *m, char *const *topics, 
         "all are); a lower value means claims are split across fewer sessions while the others "
         "reconnect",
         METRIC_GAUGE, NULL, NULL, 0);
+    m->batches_in_flight = metric_register(
+        "ordergate_consumer_batches_in_flight",
+        "Batches whose claim of cancels has started and whose offsets are not stored yet (at most "
+        "2: one whose parts run on the claim sessions while the loop claims the next); stuck at "
+        "2, a claim session is held (a lock) and the loop waits for it",
+        METRIC_GAUGE, NULL, NULL, 0);
+    m->batches_overlapped = metric_register(
+        "ordergate_consumer_batches_overlapped_total",
+        "Batches left in flight on the claim sessions while the loop built and claimed the next "
+        "(claims split across sessions overlap across batches; 0 with consumer.claim_sessions = 1)",
+        METRIC_COUNTER, NULL, NULL, 0);
 }

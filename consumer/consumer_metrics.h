@@ -46,6 +46,9 @@ struct consumer_metrics {
     struct metric *outbox_quarantined_total, *outbox_quarantined;
     /* claims of cancels split across sessions (consumer/claim_pool.h) */
     struct metric *claim_parts, *claim_sessions_connected;
+    /* batches claimed and not finished yet (consumer/commit.h: at most 2), and those the loop
+     * left in flight to build the next one */
+    struct metric *batches_in_flight, *batches_overlapped;
 };
 
 /* Registers every metric of m, one consumed-messages series per topic (at most

@@ -40,6 +40,7 @@ enum og_status fence_rejoin(struct consumer *c, int64_t now_ms, struct og_error 
             int32_t partition = parts->elems[i].partition;
 
             batch_void(&c->commit.batch, topic, partition);
+            batch_void(&c->commit.flight, topic, partition);
             window_forget(c->window, topic, partition);
             dropped += retry_revoke(&c->commit.retry, topic, partition);
             sched_revoke(c->sched, topic, partition);

@@ -30,6 +30,12 @@
 #define LOOP_SHUTDOWN_RELAY_MS  7500   /* the outbox relay thread joined */
 #define LOOP_SHUTDOWN_MS        8000   /* the producer flushed */
 #define LOOP_STATS_INTERVAL     "5000" /* librdkafka statistics, for broker reachability */
+/* The poll's longest wait while a batch is in flight (its offsets are stored the turn after its
+ * parts answer): LOOP_FLIGHT_POLL_MS for LOOP_FLIGHT_FAST_MS after its parts were handed out
+ * (a claim of a batch's part takes 10 to 100 ms), LOOP_FLIGHT_SLOW_POLL_MS after that. */
+#define LOOP_FLIGHT_POLL_MS      1
+#define LOOP_FLIGHT_FAST_MS      250
+#define LOOP_FLIGHT_SLOW_POLL_MS 20
 /* A late cancel's debug line (loop_log_in_hand): later than this, at most this many a second. */
 #define LOOP_LATE_LOG_MS    50
 #define LOOP_LATE_LOG_PER_S 100
@@ -200,6 +206,9 @@ int loop_run(struct consumer *c)
         } else if (c->commit.batch.n > 0 &&
                    (batch_full(&c->commit.batch) ||
                     now >= c->commit.batch.first_ms + c->cfg->consumer.linger_ms)) {
+            loop_flush(c, true);
+        } else if (commit_flight_answered(&c->commit)) {
+            /* The batch in flight answered: finished now (the batch in hand goes along). */
             loop_flush(c, true);
         }
         loop_periodic(c, now);
@@ -385,6 +394,17 @@ static int loop_timeout(struct consumer *c, int64_t now, int64_t now_wall)
     } else if (c->commit.batch.n > 0) {
         if (c->commit.batch.first_ms + c->cfg->consumer.linger_ms - now < t)
             t = c->commit.batch.first_ms + c->cfg->consumer.linger_ms - now;
+    }
+    /* A batch in flight is finished the turn after its parts answer: the poll looks every
+     * LOOP_FLIGHT_POLL_MS (nothing wakes it when a claim session answers), every
+     * LOOP_FLIGHT_SLOW_POLL_MS once its parts are out longer than a claim takes (one held by a
+     * lock: no spinning for as long as it lasts). */
+    if (!c->stalled && commit_flight_handed_ms(&c->commit) > 0) {
+        int64_t every = now - commit_flight_handed_ms(&c->commit) < LOOP_FLIGHT_FAST_MS
+                            ? LOOP_FLIGHT_POLL_MS
+                            : LOOP_FLIGHT_SLOW_POLL_MS;
+        if (t > every)
+            t = every;
     }
     if (next != SCHED_NEVER && next - now_wall < t)
         t = next - now_wall;
@@ -728,7 +748,7 @@ static void loop_flush(struct consumer *c, bool intake)
 
     c->intake_on = intake;
     c->intake_taken = 0;
-    r = commit_flush(&c->commit, COMMIT_DELIVERY_WAIT_MS);
+    r = commit_flush_overlap(&c->commit, COMMIT_DELIVERY_WAIT_MS);
     c->intake_on = false;
     now = clock_mono_ms();
     /* A rebalance served by the intake's poll, applied now that the batch is settled (its
@@ -905,11 +925,13 @@ static void loop_revoke(struct consumer *c, rd_kafka_topic_partition_list_t *par
 
     loop_log_tps(LOG_LVL_INFO, lost ? "partitions_lost" : "partitions_revoked", parts, NULL);
     for (int i = 0; i < parts->cnt && !ours; i++)
-        ours = batch_has(&c->commit.batch, parts->elems[i].topic, parts->elems[i].partition);
-    /* Finish the batch while the partitions are still ours, so their
-     * offsets are stored and committed by the unassign. Not when they are
-     * already lost, nor stalled (the database is down: don't block the
-     * group's rebalance on it). */
+        ours = batch_has(&c->commit.batch, parts->elems[i].topic, parts->elems[i].partition) ||
+               batch_has(&c->commit.flight, parts->elems[i].topic, parts->elems[i].partition);
+    /* Finish the batch (and the one in flight before it, first) while the partitions are still
+     * ours, so their offsets are stored and committed by the unassign. Not when they are
+     * already lost, nor stalled (the database is down: don't block the group's rebalance on
+     * it): then their entries are voided, and a part still out answers into a batch that stores
+     * nothing for them. */
     if (ours && !lost && !c->stalled) {
         enum commit_result r = commit_flush(&c->commit, 5000);
         if (r == COMMIT_DONE)
@@ -919,6 +941,7 @@ static void loop_revoke(struct consumer *c, rd_kafka_topic_partition_list_t *par
         size_t dropped;
 
         batch_void(&c->commit.batch, parts->elems[i].topic, parts->elems[i].partition);
+        batch_void(&c->commit.flight, parts->elems[i].topic, parts->elems[i].partition);
         window_forget(c->window, parts->elems[i].topic, parts->elems[i].partition);
         loop_intake_forget(c, parts->elems[i].topic, parts->elems[i].partition);
         /* Their offsets were not stored past them: the next owner claims them again. */
@@ -1089,8 +1112,9 @@ static void loop_periodic(struct consumer *c, int64_t now)
         return;
     c->next_gauges_ms = now + LOOP_GAUGES_EVERY_MS;
     metric_set(c->m.paused, (double)sched_paused_count(c->sched));
-    metric_set(c->m.due_pending, (double)(batch_due_pending(&c->commit.batch) +
-                                          retry_count(&c->commit.retry, GATE_BUSY)));
+    metric_set(c->m.due_pending,
+               (double)(batch_due_pending(&c->commit.batch) + batch_due_pending(&c->commit.flight) +
+                        retry_count(&c->commit.retry, GATE_BUSY)));
     metric_set(c->m.retry_pending, (double)c->commit.retry.used);
     metrics_set_health(1, c->db_ok && c->kafka_ok);
     if (rd_kafka_fatal_error(c->producer, fatal, sizeof(fatal)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -1249,14 +1273,14 @@ static void loop_shutdown(struct consumer *c)
 
     loop_guard_arm();
     notify_send("STOPPING=1");
-    log_info("shutdown_begin", "batch=%zu", c->commit.batch.n);
+    log_info("shutdown_begin", "batch=%zu", c->commit.batch.n + c->commit.flight.n);
     /* Messages taken in during the last flush, in order, as a turn would have. */
     loop_intake_drain(c);
     /* Only while the database answers: a call to a database that is away may block for a
      * whole connect_timeout, and the unfinished batch is delivered again anyway. Not by a
      * fenced member: its partitions may be another's already. */
-    while (c->commit.batch.n > 0 && c->db_ok && !c->fenced && !c->fence.pending &&
-           clock_mono_ms() < t0 + LOOP_SHUTDOWN_BATCH_MS) {
+    while ((c->commit.batch.n > 0 || c->commit.flight.n > 0) && c->db_ok && !c->fenced &&
+           !c->fence.pending && clock_mono_ms() < t0 + LOOP_SHUTDOWN_BATCH_MS) {
         if (commit_flush(&c->commit, 1000) == COMMIT_DONE)
             break;
         /* Fetch nothing more; keep serving the group while we wait. */
@@ -1271,10 +1295,10 @@ static void loop_shutdown(struct consumer *c)
         log_info("shutdown_retries_unfinished",
                  "orders=%zu note=\"offsets not stored past them: delivered again\"",
                  c->commit.retry.used);
-    if (c->commit.batch.n > 0)
+    if (c->commit.batch.n > 0 || c->commit.flight.n > 0)
         log_warn("shutdown_batch_unfinished",
                  "batch=%zu note=\"offsets not stored: these messages are delivered again\"",
-                 c->commit.batch.n);
+                 c->commit.batch.n + c->commit.flight.n);
     loop_commit_final(c, clock_mono_ms() + LOOP_SHUTDOWN_COMMIT_MS);
     /* The revoke callback runs once more (nothing left to flush). A static member sends no
      * LeaveGroup: its partitions wait for it to come back, up to session.timeout.ms. */

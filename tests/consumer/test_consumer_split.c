@@ -7,7 +7,11 @@
  * same inventory rows, in sku order: the parts serialize there and must not deadlock). In the
  * second case the part of the worker's session is held by a lock on an inventory row only its
  * orders use: the parts are told apart by the split's hash of the order number (FNV-1a, modulo
- * the number of parts), which this test computes the same way. */
+ * the number of parts), which this test computes the same way.
+ *
+ * The claims overlap across batches: with the worker's part of one batch held, the loop's session
+ * claims its part of the next batch meanwhile, yet no offset of either moves until the held part
+ * has committed. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -163,12 +167,13 @@ static void test_split_claims_on_two_sessions(void **state)
 /* Sets up the held case: the orders of part 1 (the worker's) also take sku-held, whose stock row
  * an open transaction (the returned connection) locks; the consumer runs, W-1's offset is
  * committed, the burst is sent, and the worker's claim waits at the restock for that row. */
-static PGconn *split_hold_worker(struct ct *t, struct ct_proc *p, const char *tag)
+static PGconn *split_hold_worker(struct ct *t, struct ct_proc *p, const char *tag,
+                                 const char *consumer_extra)
 {
     PGconn *locker;
 
     ct_setup(t, tag, 1, 0);
-    ct_config(t, "", CT_SHORT_SESSION ", \"auto.commit.interval.ms=200\"");
+    ct_config(t, consumer_extra, CT_SHORT_SESSION ", \"auto.commit.interval.ms=200\"");
     testdb_exec(t->conn, "SELECT ordergate.add_stock('sku-2', 1000000)");
     testdb_exec(t->conn, "SELECT ordergate.add_stock('sku-held', 1000000)");
     split_place(t, ORDERS, "sku-held");
@@ -206,7 +211,7 @@ static void test_split_stores_no_offset_before_every_part(void **state)
         part0 += split_part(order) == 0;
     }
     /* Part 1's orders (the worker's) wait at the restock for sku-held; part 0's commit. */
-    locker = split_hold_worker(&t, &p, "csplitoff");
+    locker = split_hold_worker(&t, &p, "csplitoff", "");
     /* Part 0 committed (at least its share of the first batch), part 1 nothing. */
     assert_true(ct_wait_scalar(&t,
                                "SELECT count(*) FROM ordergate.status_log WHERE order_no LIKE "
@@ -240,6 +245,47 @@ static void test_split_stores_no_offset_before_every_part(void **state)
     ct_teardown(&t);
 }
 
+/* Two batches of ORDERS / 2 (consumer.batch_size): while the worker's part of the first is held,
+ * the loop hands the second's part to the worker (queued behind) and claims the second's part 0
+ * on its own session: every order of part 0 is cancelled, of both batches, while the worker has
+ * won nothing. No offset moves, of either batch, until the held part commits; then every order
+ * is cancelled once and the offset reaches the end. */
+static void test_split_overlaps_batches(void **state)
+{
+    static struct ct t;
+    struct ct_proc p;
+    PGconn *locker;
+    long part0 = 0, part0_first = 0;
+    char order[32];
+
+    (void)state;
+    for (int i = 1; i <= ORDERS; i++) {
+        snprintf(order, sizeof(order), "B-%d", i);
+        part0 += split_part(order) == 0;
+        part0_first += i <= ORDERS / 2 && split_part(order) == 0;
+    }
+    locker = split_hold_worker(&t, &p, "csplitover", "batch_size = 150;");
+    /* Part 0 of both batches, on the loop's session: more than one batch's part 0 could hold. */
+    assert_int_equal(ct_wait_scalar(&t,
+                                    "SELECT count(*) FROM ordergate.status_log WHERE order_no LIKE "
+                                    "'B-%' AND actor = 'ordergate-consumer'",
+                                    part0, 20000),
+                     part0);
+    assert_true(part0 > part0_first);
+    assert_true(ct_metric_wait(&p, "ordergate_consumer_batches_in_flight", 2, 10000) == 2);
+    assert_true(ct_metric_now(&p, "ordergate_consumer_batches_overlapped_total") >= 1);
+    testutil_sleep_ms(1500); /* several auto-commit intervals */
+    split_assert_held(&t);
+
+    testdb_exec(locker, "ROLLBACK");
+    PQfinish(locker);
+    split_assert_done(&t, ORDERS);
+    assert_true(ct_metric_wait(&p, "ordergate_consumer_batches_in_flight", 0, 10000) == 0);
+    assert_false(ct_log_has(&p, "event=batch_db_retry"));
+    assert_int_equal(ct_stop(&p, SIGTERM, 30000), 0);
+    ct_teardown(&t);
+}
+
 /* SIGTERM while the worker's part is held (the loop's part committed): the loop gives the part up
  * and the consumer exits 0 at once, without waiting for the claim, and no offset moves; a new
  * consumer claims the rest once the lock goes, every order once. */
@@ -252,7 +298,7 @@ static void test_split_sigterm_mid_claim(void **state)
     int64_t t0;
 
     (void)state;
-    locker = split_hold_worker(&t, &p, "csplitterm");
+    locker = split_hold_worker(&t, &p, "csplitterm", "");
 
     t0 = ct_now_ms();
     status = ct_stop(&p, SIGTERM, 15000);
@@ -276,6 +322,7 @@ int main(void)
         cmocka_unit_test_teardown(test_split_claims_on_two_sessions, ct_cleanup),
         cmocka_unit_test_teardown(test_split_stores_no_offset_before_every_part, ct_cleanup),
         cmocka_unit_test_teardown(test_split_sigterm_mid_claim, ct_cleanup),
+        cmocka_unit_test_teardown(test_split_overlaps_batches, ct_cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,9 @@
  * here returns only once the worker has answered the part, the order a loaded machine may give:
  * the worker first, the loop's own part after). Checks that every part's answer is taken, each
  * order claimed by one part once, and that a part that fails leaves exactly its own entries
- * unclaimed while the others keep their outcomes, and no offset is stored until it commits. */
+ * unclaimed while the others keep their outcomes, and no offset is stored until it commits; and
+ * that claims overlap across batches: a batch left in flight is finished, before the next one,
+ * by the next flush, and one whose part failed is kept with the next one behind it. */
 #include <librdkafka/rdkafka.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -29,15 +31,15 @@ enum og_status __wrap_gate_claim_cancel(struct db *db, const char *const *order_
                                         enum gate_source source, struct gate_cancel_row *rows,
                                         size_t *nrows, struct og_error *err);
 enum og_status __wrap_db_connect(struct db *db, struct og_error *err);
-bool __wrap_claim_pool_submit(struct claim_pool *pool, struct claim_pool_part *part);
-bool __real_claim_pool_submit(struct claim_pool *pool, struct claim_pool_part *part);
+bool __wrap_claim_pool_submit(struct claim_pool *pool, int worker, struct claim_pool_part *part);
+bool __real_claim_pool_submit(struct claim_pool *pool, int worker, struct claim_pool_part *part);
 
 /* What the wrapped gate saw, from every thread. */
 static struct {
     pthread_mutex_t lock;
     pthread_t loop; /* the test's own thread: the consume loop's */
     int claims, worker_claims;
-    int times_claimed[ORDERS + 1]; /* per order A-i */
+    int times_claimed[2 * ORDERS + 1]; /* per order A-i */
     bool worker_fails; /* a worker's claim fails as a deadlock with the other part would */
 } fake = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -77,9 +79,9 @@ enum og_status __wrap_db_connect(struct db *db, struct og_error *err)
     return OG_OK;
 }
 
-bool __wrap_claim_pool_submit(struct claim_pool *pool, struct claim_pool_part *part)
+bool __wrap_claim_pool_submit(struct claim_pool *pool, int worker, struct claim_pool_part *part)
 {
-    bool handed = __real_claim_pool_submit(pool, part);
+    bool handed = __real_claim_pool_submit(pool, worker, part);
     int64_t until = clock_mono_ms() + 5000;
 
     while (handed && !__atomic_load_n(&part->done, __ATOMIC_ACQUIRE) && clock_mono_ms() < until)
@@ -132,9 +134,9 @@ static int fixture_setup(void **state)
     assert_int_equal(claim_pool_new(&f.cfg, 1, 5000, NULL, NULL, NULL, &f.pool, &err), OG_OK);
     f.c.env.claim_pool = f.pool;
     /* The worker starts with the first look and connects on its thread. */
-    for (int i = 0; i < 500 && claim_pool_ready(f.pool) == 0; i++)
+    for (int i = 0; i < 500 && claim_pool_ready(f.pool, NULL) == 0; i++)
         clock_sleep_until_flag(10, NULL, NULL);
-    assert_int_equal(claim_pool_ready(f.pool), 1);
+    assert_int_equal(claim_pool_ready(f.pool, NULL), 1);
     *state = &f;
     return 0;
 }
@@ -151,14 +153,29 @@ static int fixture_teardown(void **state)
     return 0;
 }
 
-static void add_cancels(struct commit *c)
+static void add_cancels_from(struct commit *c, int first)
 {
-    for (int i = 1; i <= ORDERS; i++) {
+    for (int i = first; i < first + ORDERS; i++) {
         struct batch_entry *e = batch_add(&c->batch, BATCH_CANCEL, TOPIC, i % 2, 1000 + i);
         assert_non_null(e);
         snprintf(e->order_no, sizeof(e->order_no), "A-%d", i);
         e->due_ms = 1;
     }
+}
+
+static void add_cancels(struct commit *c)
+{
+    add_cancels_from(c, 1);
+}
+
+/* The worker's claims succeed again, and its session is back. */
+static void worker_mended(struct fixture *f)
+{
+    pthread_mutex_lock(&fake.lock);
+    fake.worker_fails = false;
+    pthread_mutex_unlock(&fake.lock);
+    for (int i = 0; i < 500 && claim_pool_ready(f->pool, NULL) == 0; i++)
+        clock_sleep_until_flag(10, NULL, NULL);
 }
 
 /* Two parts, the worker's answered first: both answers are taken, each order claimed once. */
@@ -207,15 +224,66 @@ static void test_split_failed_part_is_retried_alone(void **state)
     assert_false(f->db_ok);
 
     /* The worker's session is back; the retry claims what is left, once. */
-    pthread_mutex_lock(&fake.lock);
-    fake.worker_fails = false;
-    pthread_mutex_unlock(&fake.lock);
-    for (int i = 0; i < 500 && claim_pool_ready(f->pool) == 0; i++)
-        clock_sleep_until_flag(10, NULL, NULL);
+    worker_mended(f);
     assert_int_equal(commit_flush(&f->c, 0), COMMIT_DONE);
     for (int i = 1; i <= ORDERS; i++)
         assert_int_equal(fake.times_claimed[i], 1);
     assert_int_equal(f->c.batch.n, 0);
+}
+
+/* Two batches through commit_flush_overlap: the first is left in flight (its worker's part out,
+ * nothing stored), the second's flush finishes the first and leaves the second in flight, and a
+ * last commit_flush finishes it: every order claimed once, on the part its hash names. */
+static void test_overlap_finishes_in_order(void **state)
+{
+    struct fixture *f = *state;
+
+    add_cancels_from(&f->c, 1);
+    assert_int_equal(commit_flush_overlap(&f->c, 0), COMMIT_DONE);
+    assert_int_equal(f->c.flight.n, ORDERS); /* in flight: not stored */
+    assert_int_equal(f->c.batch.n, 0);
+    assert_int_equal(commit_in_flight(&f->c), 1);
+    assert_int_equal(fake.claims, 2);
+    add_cancels_from(&f->c, ORDERS + 1);
+    assert_int_equal(commit_flush_overlap(&f->c, 0), COMMIT_DONE);
+    assert_int_equal(fake.claims, 4);
+    assert_int_equal(fake.worker_claims, 2);
+    assert_int_equal(f->c.flight.n, ORDERS); /* the second; the first stored and cleared */
+    assert_int_equal(f->c.flight.e[0].offset, 1000 + ORDERS + 1);
+    assert_true(commit_flight_answered(&f->c));
+    assert_int_equal(commit_flush(&f->c, 0), COMMIT_DONE);
+    assert_int_equal(f->c.flight.n, 0);
+    assert_int_equal(commit_in_flight(&f->c), 0);
+    for (int i = 1; i <= 2 * ORDERS; i++)
+        assert_int_equal(fake.times_claimed[i], 1);
+}
+
+/* The worker's part of the batch in flight fails: the next flush keeps both batches (the one in
+ * flight first, nothing stored, the second's answers read), and the retry claims what is left of
+ * the first, then of the second, each order once. */
+static void test_overlap_failed_flight_keeps_both(void **state)
+{
+    struct fixture *f = *state;
+
+    fake.worker_fails = true;
+    add_cancels_from(&f->c, 1);
+    assert_int_equal(commit_flush_overlap(&f->c, 0), COMMIT_DONE);
+    assert_int_equal(f->c.flight.n, ORDERS);
+    add_cancels_from(&f->c, ORDERS + 1);
+    assert_int_equal(commit_flush_overlap(&f->c, 0), COMMIT_RETRY);
+    assert_int_equal(f->c.flight.n, ORDERS);
+    assert_int_equal(f->c.batch.n, ORDERS);
+    assert_int_equal(f->c.flight.e[0].offset, 1000 + 1);
+    /* The second batch's answers were read: none of its parts is out while the loop backs off. */
+    assert_int_equal(commit_in_flight(&f->c), 1);
+    assert_false(f->c.claim->started);
+
+    worker_mended(f);
+    assert_int_equal(commit_flush(&f->c, 0), COMMIT_DONE);
+    assert_int_equal(f->c.flight.n, 0);
+    assert_int_equal(f->c.batch.n, 0);
+    for (int i = 1; i <= 2 * ORDERS; i++)
+        assert_int_equal(fake.times_claimed[i], 1);
 }
 
 int main(void)
@@ -224,6 +292,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_split_takes_every_part, fixture_setup,
                                         fixture_teardown),
         cmocka_unit_test_setup_teardown(test_split_failed_part_is_retried_alone, fixture_setup,
+                                        fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_overlap_finishes_in_order, fixture_setup,
+                                        fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_overlap_failed_flight_keeps_both, fixture_setup,
                                         fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -773,9 +773,20 @@ static enum commit_result commit_claim_start(struct commit *cm, struct commit_cl
                 e->first = false;
         commit_behind_payment(cm, e, pay_at, now);
     }
-    for (size_t i = 0; i < b->n; i++)
-        if (b->e[i].kind == BATCH_CANCEL && b->e[i].state == BATCH_NEW && batch_live(b, &b->e[i]))
-            cm->nos[n++] = b->e[i].order_no;
+    /* A cancel of a partition given up (voided by a revoke) is finished here, claimed or not: the
+     * partition's next owner claims it. Here and not only in commit_claim_end, which runs only
+     * after a claim: a batch with no live cancel left would otherwise keep it new, and step 5
+     * would refuse to store past it on every retry. */
+    for (size_t i = 0; i < b->n; i++) {
+        struct batch_entry *e = &b->e[i];
+
+        if (e->kind != BATCH_CANCEL || e->state != BATCH_NEW)
+            continue;
+        if (!batch_live(b, e))
+            e->state = BATCH_DONE;
+        else
+            cm->nos[n++] = e->order_no;
+    }
     if (n == 0)
         return COMMIT_DONE;
     cl->n = n;

@@ -233,6 +233,22 @@ static void test_cancel_after_failed_step_is_claimed(void **state)
     assert_int_equal(batch_due_pending(&c->batch), 0);
 }
 
+/* A revoke while the database is away voids the partition of a cancel not claimed yet, and no
+ * live cancel is left to claim: the next flush finishes the voided entry and commits (it stored
+ * nothing for it; the partition's next owner claims it). A flush that claimed nothing used to
+ * leave the entry new, and every retry then refused to store past it, for good. */
+static void test_voided_cancel_alone_is_finished(void **state)
+{
+    struct fixture *f = *state;
+    struct commit *c = &f->c;
+
+    add_cancel(c, 0, 10, "A-5");
+    batch_void(&c->batch, TOPIC, 0);
+    assert_int_equal(commit_flush(c, 0), COMMIT_DONE);
+    assert_int_equal(fake.claims, 0);
+    assert_int_equal(c->batch.n, 0);
+}
+
 /* Without a revoke: a cancel that joins a batch whose claim went through while a later step
  * failed is claimed on the next flush, and the earlier one is not claimed twice. */
 static void test_claim_covers_only_new_entries(void **state)
@@ -370,6 +386,8 @@ static void test_payment_locked_never_given_up(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_voided_cancel_alone_is_finished, fixture_setup,
+                                        fixture_teardown),
         cmocka_unit_test_setup_teardown(test_cancel_after_failed_step_is_claimed, fixture_setup,
                                         fixture_teardown),
         cmocka_unit_test_setup_teardown(test_claim_covers_only_new_entries, fixture_setup,

@@ -16,8 +16,10 @@
  * Each worker has a FIFO of CLAIM_POOL_QUEUE_MAX parts: the part it is claiming and the next
  * batch's part queued behind it, so that its session starts on the next part the moment it
  * commits one, without waiting for the loop. A worker whose FIFO is full takes no part
- * (claim_pool_submit returns false: the caller claims it itself, after the earlier parts of the
- * same worker have answered, so that one order is never claimed on two sessions at once).
+ * (claim_pool_submit returns false, and the caller claims the part itself at once). That does not
+ * happen in the consumer's use (two batches out at most, one part each per worker); if it did,
+ * an order of the part still held by the worker's call would answer busy to the caller's claim
+ * (SKIP LOCKED) and be retried: late, never claimed twice.
  *
  * A worker connects on its own thread, with the database settings' backoff, and again whenever
  * its session is lost: until then it takes no part, and the claims go on the sessions there

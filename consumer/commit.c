@@ -880,9 +880,10 @@ static void commit_claim_hand_out(struct commit *cm, struct commit_claim *cl)
             p->done = true;
             continue;
         }
-        /* Part 0, and any part no worker took. A worker that refused it lost its session,
-         * which answered every part it held (claim_pool.h): none of this part's orders is on
-         * another session now. */
+        /* Part 0, and any part no worker took. A worker refuses a part when it has lost its
+         * session, which answered every part it held (claim_pool.h), or when its FIFO is full,
+         * which two batches out at most never fill; an order still held by the worker's call
+         * would answer busy here and be retried. */
         p->st = gate_claim_cancel(cm->env.db, p->nos, p->n, GATE_SRC_TIMEOUT_CONSUMER, p->rows,
                                   &p->nrows, &p->err);
         p->db_ms = db_last_ms(cm->env.db);

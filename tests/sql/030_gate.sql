@@ -80,6 +80,40 @@ SELECT t_eq('payload items in sku order', (SELECT string_agg(b.order_no || '=' |
     'P10=[{"sku": "IT-a", "qty": 1}, {"sku": "IT-b", "qty": 2}, {"sku": "IT-c", "qty": 3}] P11=[{"sku": "IT-a", "qty": 5}, {"sku": "IT-b", "qty": 4}] P12=[{"sku": "IT-a", "qty": 1}, {"sku": "IT-b", "qty": 1}, {"sku": "IT-c", "qty": 1}]');
 SELECT t_eq('their stock back', (SELECT string_agg(sku || ':' || available, ',' ORDER BY sku) FROM ordergate.inventory WHERE sku LIKE 'IT-%'), 'IT-a:10,IT-b:10,IT-c:10');
 
+-- The items' skus are the bytes to_json gives, whichever character a sku holds: the claim
+-- splices a batch's skus as they are when none of them needs escaping, and escapes every sku of
+-- a batch where one does. Each character from U+0001 to U+007F and two beyond, in a sku of its
+-- own order cancelled alone (the sku decides the batch's way), then all of them in one batch
+-- beside plain skus.
+RESET ROLE;
+CREATE TEMP TABLE esc_chars AS
+    SELECT c, 'K' || c || 'z' AS sku
+      FROM (SELECT chr(g) AS c FROM generate_series(1, 127) g UNION ALL VALUES ('ü'), ('€')) x;
+GRANT SELECT ON esc_chars TO PUBLIC;
+SELECT count(ordergate.add_stock(sku, 10)) FROM esc_chars;
+SELECT ordergate.add_stock('K-plain', 387);
+INSERT INTO ordergate.orders (order_no, amount_cents, expire_at)
+SELECT 'E' || ascii(c), 100, now() - interval '1 minute' FROM esc_chars;
+INSERT INTO ordergate.order_items (order_no, sku, qty) SELECT 'E' || ascii(c), sku, 2 FROM esc_chars;
+INSERT INTO ordergate.orders (order_no, amount_cents, expire_at)
+SELECT 'F' || ascii(c), 100, now() - interval '1 minute' FROM esc_chars;
+INSERT INTO ordergate.order_items (order_no, sku, qty)
+SELECT 'F' || ascii(c), sku, 1 FROM esc_chars UNION ALL SELECT 'F' || ascii(c), 'K-plain', 3 FROM esc_chars;
+UPDATE ordergate.inventory i SET available = available - (SELECT sum(qty) FROM ordergate.order_items t WHERE t.sku = i.sku)
+ WHERE i.sku IN (SELECT sku FROM esc_chars UNION ALL VALUES ('K-plain'));
+SET ROLE ordergate_service;
+SELECT t_eq('cancel each alone', (SELECT count(*) FILTER (WHERE (SELECT outcome FROM ordergate.claim_cancel(ARRAY['E' || ascii(c)], 'timeout_consumer')) = 'cancelled') FROM esc_chars), 129::bigint);
+SELECT t_eq('each sku as to_json writes it',
+    (SELECT string_agg(e.c, '' ORDER BY e.c) FROM esc_chars e JOIN ordergate.outbox b ON b.order_no = 'E' || ascii(e.c)
+      WHERE (b.payload -> 'items')::text IS DISTINCT FROM format('[{"sku": %s, "qty": 2}]', to_json(e.sku))), NULL::text);
+SELECT t_eq('cancel all in one batch', (SELECT count(*) FROM ordergate.claim_cancel(ARRAY(SELECT 'F' || ascii(c) FROM esc_chars), 'timeout_consumer') WHERE outcome = 'cancelled'), 129::bigint);
+SELECT t_eq('each sku as to_json writes it, one batch',
+    (SELECT string_agg(e.c, '' ORDER BY e.c) FROM esc_chars e JOIN ordergate.outbox b ON b.order_no = 'F' || ascii(e.c)
+      WHERE (b.payload -> 'items')::text IS DISTINCT FROM
+            CASE WHEN e.sku < 'K-plain' COLLATE "C" THEN format('[{"sku": %s, "qty": 1}, {"sku": "K-plain", "qty": 3}]', to_json(e.sku))
+                 ELSE format('[{"sku": "K-plain", "qty": 3}, {"sku": %s, "qty": 1}]', to_json(e.sku)) END), NULL::text);
+SELECT t_eq('their stock back too', (SELECT string_agg(DISTINCT i.available::text, ',') FROM ordergate.inventory i WHERE i.sku IN (SELECT sku FROM esc_chars UNION ALL VALUES ('K-plain'))), '10,387');
+
 -- claim_payment outcomes.
 SELECT t_eq('pay late small', (SELECT concat_ws(',', outcome, status, first_outcome) FROM ordergate.claim_payment('P1', 'T1', 1000, 'card')), 'late_payment,cancelled,late_payment');
 SELECT t_eq('late small -> auto_refund', (SELECT kind || '/' || resolution || '/' || state FROM ordergate.exceptions WHERE txn_no = 'T1'), 'late_payment/auto_refund/open');

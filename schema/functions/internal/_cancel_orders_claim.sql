@@ -166,8 +166,9 @@ BEGIN
                -- 'items', ..., 'cancelled_at', ..., 'currency', ...) would give, spliced as text
                -- at a fraction of its cost. Safe: order_no is [A-Za-z0-9._:-] (checked by the
                -- table), source one of four words, amount an integer, currency a code of
-               -- currencies ([A-Z]{3}, its foreign key); actor, coupon_id, each sku and the timestamp
-               -- go through to_json. The json cast checks the result is valid JSON.
+               -- currencies ([A-Z]{3}, its foreign key); actor, coupon_id and the timestamp go
+               -- through to_json, each sku through to_json or as to_json would write it (wa). The
+               -- json cast checks the result is valid JSON.
                -- items: the order's lines in sku order ([] for a gate-only order), so a reader
                -- can restock from the event alone; shop: the shop's own data given to
                -- place_order (null if none), a jsonb whose text form is valid JSON.

@@ -151,8 +151,10 @@ BEGIN
         -- statement), to_json(sku)::text is '"' || sku || '"', and the sku is spliced as it is,
         -- without to_json's lookup of the type's output function on every call (about 2,500
         -- instructions per line); else each sku goes through to_json, its quotes taken off.
+        -- The pattern is an E'' string: this SQL is parsed in the caller's session, and a plain
+        -- literal's backslashes would mean something else under standard_conforming_strings off.
         SELECT s.order_no,
-               string_agg(CASE WHEN (SELECT string_agg(ws.sku, '') !~ '[\x01-\x1f"\\]' FROM ws)
+               string_agg(CASE WHEN (SELECT string_agg(ws.sku, '') !~ E'[\\x01-\\x1f"\\\\]' FROM ws)
                                THEN s.sku
                                ELSE left(substr(to_json(s.sku)::text, 2), -1)
                           END || '", "qty": ' || s.qty, '}, {"sku": "') AS items

@@ -413,7 +413,7 @@ CREATE TRIGGER orders_guard_immutable BEFORE UPDATE OF order_no, amount_cents, c
 -- Fills original_expire_at, and closed_at of an order inserted closed
 CREATE TRIGGER orders_guard_insert BEFORE INSERT ON ordergate.orders FOR EACH ROW EXECUTE FUNCTION ordergate.orders_guard();
 -- Refuses a status change outside the state machine, or closed_at moved without one (OG001, OG002)
-CREATE TRIGGER orders_guard_update BEFORE UPDATE OF status, closed_at ON ordergate.orders FOR EACH ROW WHEN ((((old.status IS DISTINCT FROM new.status) AND (NOT ((old.status = 'pending_payment'::text) AND (new.status = ANY (ARRAY['paid'::text, 'cancelled'::text, 'released'::text])))) AND (NOT ((old.status = 'released'::text) AND (new.status = 'paid'::text)))) OR ((NOT (old.status IS DISTINCT FROM new.status)) AND (old.closed_at IS DISTINCT FROM new.closed_at)) OR ((old.status = 'released'::text) AND (old.closed_at IS DISTINCT FROM new.closed_at)))) EXECUTE FUNCTION ordergate.orders_guard();
+CREATE TRIGGER orders_guard_update BEFORE UPDATE OF status, closed_at ON ordergate.orders FOR EACH ROW WHEN (((NOT ((old.status = 'pending_payment'::text) AND (new.status = ANY (ARRAY['cancelled'::text, 'paid'::text, 'released'::text])))) AND (((old.status IS DISTINCT FROM new.status) AND (NOT ((old.status = 'released'::text) AND (new.status = 'paid'::text)))) OR ((old.closed_at IS DISTINCT FROM new.closed_at) AND ((NOT (old.status IS DISTINCT FROM new.status)) OR (old.status = 'released'::text)))))) EXECUTE FUNCTION ordergate.orders_guard();
 GRANT SELECT ON ordergate.orders TO ordergate_order_service, ordergate_service;
 
 -- Events written in the transaction that caused them, published by the relay; kept after publication

@@ -388,9 +388,9 @@ CREATE TABLE ordergate.orders (
     CONSTRAINT orders_currency_fkey FOREIGN KEY (currency) REFERENCES ordergate.currencies(code),
     CONSTRAINT orders_amount_cents_check CHECK ((amount_cents > 0)),
     CONSTRAINT orders_captured_cents_check CHECK (((captured_cents >= 0) AND (allow_partial OR (captured_cents = 0)))),
-    CONSTRAINT orders_order_no_check CHECK (((length(order_no) <= 64) AND (order_no ~ '^[A-Za-z0-9._:-]+$'::text))),
+    CONSTRAINT orders_order_no_check CHECK (((octet_length(order_no) <= 64) AND (order_no ~ '^[A-Za-z0-9._:-]+$'::text))),
     CONSTRAINT orders_shop_check CHECK (((shop IS NULL) OR (jsonb_typeof(shop) = 'object'::text))),
-    CONSTRAINT orders_status_check CHECK ((status = ANY (ARRAY['pending_payment'::text, 'paid'::text, 'cancelled'::text, 'released'::text])))
+    CONSTRAINT orders_status_check CHECK ((status = ANY (ARRAY['cancelled'::text, 'paid'::text, 'pending_payment'::text, 'released'::text])))
 );
 -- Closed orders oldest first, for archive()
 CREATE INDEX orders_closed_at_idx ON ordergate.orders USING btree (closed_at) WHERE (status <> 'pending_payment'::text);

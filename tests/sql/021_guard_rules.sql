@@ -6,6 +6,28 @@
 
 SELECT og_reset();
 
+-- The SQLSTATE of the test's own statements (00000 when they pass), run in a subtransaction that
+-- is rolled back either way.
+CREATE FUNCTION pg_temp.gr_state(p_sql text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_state text;
+BEGIN
+    BEGIN
+        BEGIN
+            EXECUTE p_sql;
+            v_state := '00000';
+        EXCEPTION WHEN OTHERS THEN
+            v_state := SQLSTATE;
+        END;
+        RAISE EXCEPTION USING ERRCODE = 'OGT99';
+    EXCEPTION WHEN SQLSTATE 'OGT99' THEN
+        NULL;
+    END;
+    RETURN v_state;
+END
+$$;
+
 -- orders_guard_update: every stored status (NOT NULL and checked, so OLD.status is one of the
 -- four), with closed_at NULL or set, moved to each status, an unknown one or NULL, with closed_at
 -- left NULL, kept or moved. orders_a_closed_at fires first: closed_at left NULL on a status
@@ -25,29 +47,21 @@ BEGIN
        FOR j IN 1..3 LOOP
         oc := v_at[i];
         nc := v_at[j];
-        v_state := NULL;
-        BEGIN
-            INSERT INTO ordergate.orders (order_no, status, amount_cents, expire_at, closed_at)
-            VALUES ('GR1', os, 1, now(), oc);
-            SELECT o.closed_at INTO v_oc FROM ordergate.orders o WHERE o.order_no = 'GR1';
-            v_nc := CASE WHEN nc IS NULL AND os IS DISTINCT FROM ns THEN now() ELSE nc END;
-            -- The rule as first written (before migration 026's round).
-            v_want := coalesce(
-                   (os IS DISTINCT FROM ns
-                    AND NOT (os = 'pending_payment' AND ns IN ('paid', 'cancelled', 'released'))
-                    AND NOT (os = 'released' AND ns = 'paid'))
-                OR (os IS NOT DISTINCT FROM ns AND v_oc IS DISTINCT FROM v_nc)
-                OR (os = 'released' AND v_oc IS DISTINCT FROM v_nc), false);
-            BEGIN
-                UPDATE ordergate.orders SET status = ns, closed_at = nc WHERE order_no = 'GR1';
-                v_state := '00000';
-            EXCEPTION WHEN OTHERS THEN
-                v_state := SQLSTATE;
-            END;
-            RAISE EXCEPTION USING ERRCODE = 'OGT99';
-        EXCEPTION WHEN SQLSTATE 'OGT99' THEN
-            NULL;
-        END;
+        -- The insert trigger closes an order inserted closed without closed_at.
+        v_oc := CASE WHEN os <> 'pending_payment' AND oc IS NULL THEN now() ELSE oc END;
+        v_nc := CASE WHEN nc IS NULL AND os IS DISTINCT FROM ns THEN now() ELSE nc END;
+        -- The rule as first written (before migration 026's round).
+        v_want := coalesce(
+               (os IS DISTINCT FROM ns
+                AND NOT (os = 'pending_payment' AND ns IN ('paid', 'cancelled', 'released'))
+                AND NOT (os = 'released' AND ns = 'paid'))
+            OR (os IS NOT DISTINCT FROM ns AND v_oc IS DISTINCT FROM v_nc)
+            OR (os = 'released' AND v_oc IS DISTINCT FROM v_nc), false);
+        v_state := pg_temp.gr_state(format(
+            'INSERT INTO ordergate.orders (order_no, status, amount_cents, expire_at, closed_at) '
+            'VALUES (%L, %L, 1, now(), %L); '
+            'UPDATE ordergate.orders SET status = %L, closed_at = %L WHERE order_no = %L',
+            'GR1', os, oc, ns, nc, 'GR1'));
         v_got := v_state IN ('OG001', 'OG002');
         v_cases := v_cases + 1;
         IF v_got THEN v_fired := v_fired + 1; END IF;
@@ -96,17 +110,8 @@ BEGIN
             END LOOP;
         END IF;
         v_old := (length(x) <= 64 AND (x COLLATE "C") ~ '^[A-Za-z0-9._:-]+$');
-        BEGIN
-            BEGIN
-                INSERT INTO ordergate.orders (order_no, amount_cents, expire_at) VALUES (x, 1, now());
-                v_state := '00000';
-            EXCEPTION WHEN OTHERS THEN
-                v_state := SQLSTATE;
-            END;
-            RAISE EXCEPTION USING ERRCODE = 'OGT99';
-        EXCEPTION WHEN SQLSTATE 'OGT99' THEN
-            NULL;
-        END;
+        v_state := pg_temp.gr_state(format(
+            'INSERT INTO ordergate.orders (order_no, amount_cents, expire_at) VALUES (%L, 1, now())', x));
         v_got := v_state = '00000';
         v_cases := v_cases + 1;
         IF v_got THEN v_ok := v_ok + 1; END IF;
@@ -123,18 +128,9 @@ BEGIN
                              'Paid', 'paid ', ' paid', 'cancelled' || chr(0 + 8203), 'PENDING_PAYMENT',
                              'released.', 'pending'] LOOP
         v_old := x IN ('pending_payment', 'paid', 'cancelled', 'released');
-        BEGIN
-            BEGIN
-                INSERT INTO ordergate.orders (order_no, status, amount_cents, expire_at)
-                VALUES ('GS1', x, 1, now());
-                v_state := '00000';
-            EXCEPTION WHEN OTHERS THEN
-                v_state := SQLSTATE;
-            END;
-            RAISE EXCEPTION USING ERRCODE = 'OGT99';
-        EXCEPTION WHEN SQLSTATE 'OGT99' THEN
-            NULL;
-        END;
+        v_state := pg_temp.gr_state(format(
+            'INSERT INTO ordergate.orders (order_no, status, amount_cents, expire_at) VALUES (%L, %L, 1, now())',
+            'GS1', x));
         IF (v_state = '00000') IS DISTINCT FROM v_old OR v_state NOT IN ('00000', '23514') THEN
             v_bad := v_bad || format('%L: %s; ', x, v_state);
         END IF;

@@ -86,7 +86,7 @@ $$;
 DO $$
 DECLARE
     v_fixed text[] := ARRAY['', 'a', 'A-1', 'x.y:z_w-v', repeat('a', 64), repeat('a', 65),
-        repeat('é', 32), repeat('é', 64), repeat('é', 65), 'é', 'ａ', 'K', 'ı', 'ß', 'a b', ' a',
+        repeat('é', 32), repeat('é', 64), repeat('é', 65), 'é', 'ａ', chr(8490), 'ı', 'ß', 'a b', ' a',
         'a ', E'a\n', E'\na', E'a\tb', 'a/b', 'a+b', 'a$', '^a', 'a*', '[a]', 'a|b', 'a\b',
         '-', '.', ':', '_', '..', repeat('-', 64), repeat('9', 65), 'a' || chr(8203),
         'a' || chr(769), chr(127), chr(1) || 'a', 'Ω', '٣', '１'];

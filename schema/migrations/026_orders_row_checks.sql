@@ -15,7 +15,7 @@
 --    version too). On a full page the new version goes to another page: a second buffer
 --    locked, a free-space lookup and one WAL record more (the old row marked locked while the
 --    other page is found); on its own page it is one record holding only the changed bytes.
---    About 2,100 instructions and 130 bytes of WAL less per cancelled order, for a table about
+--    About 2,100 instructions and 80 bytes of WAL less per cancelled order, for a table about
 --    twice as large while its orders are live (archive() moves the closed ones out). Pages
 --    written before this migration stay as full as they are; new rows leave the space.
 SET LOCAL ROLE ordergate_owner;

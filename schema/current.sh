@@ -7,10 +7,10 @@
 #
 # Reads the catalogs of a database made by install.sql (psql, PG* variables select the server;
 # the scratch database needs the rights install.sql needs and is dropped at the end): roles,
-# schemas, every table with its columns, defaults, constraints, indexes, triggers and grants,
-# the settings a fresh install starts with, then every function by group; each object (and each
-# column of a hot table) under its one-line comment (COMMENT ON, from the migrations and the
-# function files). The order is fixed (by name; columns as in the table), so the output changes
+# schemas, every table with its columns, defaults, constraints, storage parameters, indexes,
+# triggers and grants, the settings a fresh install starts with, then every function by group;
+# each object (and each column of a hot table) under its one-line comment (COMMENT ON, from the
+# migrations and the function files). The order is fixed (by name; columns as in the table), so the output changes
 # only when the schema does; tests/sql/schema_upgrade.sh regenerates it and fails when the
 # committed file differs. An object without a comment fails the run: write one where the object
 # is made (a migration, or the function's file).
@@ -164,7 +164,9 @@ SELECT E'\n' || pg_temp.cur_note(obj_description(c.oid, 'pg_class')) || E'\n'
                    SELECT 1, position(k.contype IN 'pufcx') || k.conname,
                           '    CONSTRAINT ' || quote_ident(k.conname) || ' ' || pg_get_constraintdef(k.oid)
                      FROM pg_constraint k WHERE k.conrelid = c.oid) cols)
-       || E'\n);'
+       || E'\n)'
+       || coalesce(' WITH (' || (SELECT array_to_string(r.reloptions, ', ') FROM pg_class r WHERE r.oid = c.oid) || ')', '')
+       || ';'
        || coalesce((SELECT string_agg(E'\n' || pg_temp.cur_note(obj_description(i.indexrelid, 'pg_class')) || E'\n'
                                       || pg_get_indexdef(i.indexrelid) || ';', '' ORDER BY ic.relname)
                       FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid

@@ -388,10 +388,10 @@ CREATE TABLE ordergate.orders (
     CONSTRAINT orders_currency_fkey FOREIGN KEY (currency) REFERENCES ordergate.currencies(code),
     CONSTRAINT orders_amount_cents_check CHECK ((amount_cents > 0)),
     CONSTRAINT orders_captured_cents_check CHECK (((captured_cents >= 0) AND (allow_partial OR (captured_cents = 0)))),
-    CONSTRAINT orders_order_no_check CHECK (((length(order_no) <= 64) AND (order_no ~ '^[A-Za-z0-9._:-]+$'::text))),
+    CONSTRAINT orders_order_no_check CHECK (((octet_length(order_no) <= 64) AND (order_no ~ '^[A-Za-z0-9._:-]+$'::text))),
     CONSTRAINT orders_shop_check CHECK (((shop IS NULL) OR (jsonb_typeof(shop) = 'object'::text))),
-    CONSTRAINT orders_status_check CHECK ((status = ANY (ARRAY['pending_payment'::text, 'paid'::text, 'cancelled'::text, 'released'::text])))
-);
+    CONSTRAINT orders_status_check CHECK ((status = ANY (ARRAY['cancelled'::text, 'paid'::text, 'pending_payment'::text, 'released'::text])))
+) WITH (fillfactor=50);
 -- Closed orders oldest first, for archive()
 CREATE INDEX orders_closed_at_idx ON ordergate.orders USING btree (closed_at) WHERE (status <> 'pending_payment'::text);
 -- A coupon backs at most one live (pending or paid) order
@@ -413,7 +413,7 @@ CREATE TRIGGER orders_guard_immutable BEFORE UPDATE OF order_no, amount_cents, c
 -- Fills original_expire_at, and closed_at of an order inserted closed
 CREATE TRIGGER orders_guard_insert BEFORE INSERT ON ordergate.orders FOR EACH ROW EXECUTE FUNCTION ordergate.orders_guard();
 -- Refuses a status change outside the state machine, or closed_at moved without one (OG001, OG002)
-CREATE TRIGGER orders_guard_update BEFORE UPDATE OF status, closed_at ON ordergate.orders FOR EACH ROW WHEN ((((old.status IS DISTINCT FROM new.status) AND (NOT ((old.status = 'pending_payment'::text) AND (new.status = ANY (ARRAY['paid'::text, 'cancelled'::text, 'released'::text])))) AND (NOT ((old.status = 'released'::text) AND (new.status = 'paid'::text)))) OR ((NOT (old.status IS DISTINCT FROM new.status)) AND (old.closed_at IS DISTINCT FROM new.closed_at)) OR ((old.status = 'released'::text) AND (old.closed_at IS DISTINCT FROM new.closed_at)))) EXECUTE FUNCTION ordergate.orders_guard();
+CREATE TRIGGER orders_guard_update BEFORE UPDATE OF status, closed_at ON ordergate.orders FOR EACH ROW WHEN (((NOT ((old.status = 'pending_payment'::text) AND (new.status = ANY (ARRAY['cancelled'::text, 'paid'::text, 'released'::text])))) AND (((old.status IS DISTINCT FROM new.status) AND (NOT ((old.status = 'released'::text) AND (new.status = 'paid'::text)))) OR ((old.closed_at IS DISTINCT FROM new.closed_at) AND ((NOT (old.status IS DISTINCT FROM new.status)) OR (old.status = 'released'::text)))))) EXECUTE FUNCTION ordergate.orders_guard();
 GRANT SELECT ON ordergate.orders TO ordergate_order_service, ordergate_service;
 
 -- Events written in the transaction that caused them, published by the relay; kept after publication

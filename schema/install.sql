@@ -79,6 +79,9 @@ INSERT INTO ordergate.schema_migrations (version) VALUES ('024');
 RESET ROLE;
 \ir migrations/025_outbox_identity.sql
 INSERT INTO ordergate.schema_migrations (version) VALUES ('025');
+RESET ROLE;
+\ir migrations/026_orders_row_checks.sql
+INSERT INTO ordergate.schema_migrations (version) VALUES ('026');
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 -- Bodies are checked when called (and by the tests, which call every function): a SQL

@@ -10,9 +10,9 @@
 # schemas, every table with its columns, defaults, constraints, storage parameters, indexes,
 # triggers and grants, the settings a fresh install starts with, then every function by group;
 # each object (and each column of a hot table) under its one-line comment (COMMENT ON, from the
-# migrations and the function files). The order is fixed (by name; columns as in the table), so the output changes
-# only when the schema does; tests/sql/schema_upgrade.sh regenerates it and fails when the
-# committed file differs. An object without a comment fails the run: write one where the object
+# migrations and the function files). The order is fixed (by name; columns as in the table), so
+# the output changes only when the schema does; tests/sql/schema_upgrade.sh regenerates it and
+# fails when the committed file differs. An object without a comment fails the run: write one where the object
 # is made (a migration, or the function's file).
 set -euo pipefail
 

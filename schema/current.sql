@@ -391,7 +391,7 @@ CREATE TABLE ordergate.orders (
     CONSTRAINT orders_order_no_check CHECK (((octet_length(order_no) <= 64) AND (order_no ~ '^[A-Za-z0-9._:-]+$'::text))),
     CONSTRAINT orders_shop_check CHECK (((shop IS NULL) OR (jsonb_typeof(shop) = 'object'::text))),
     CONSTRAINT orders_status_check CHECK ((status = ANY (ARRAY['cancelled'::text, 'paid'::text, 'pending_payment'::text, 'released'::text])))
-) WITH (fillfactor=50);
+);
 -- Closed orders oldest first, for archive()
 CREATE INDEX orders_closed_at_idx ON ordergate.orders USING btree (closed_at) WHERE (status <> 'pending_payment'::text);
 -- A coupon backs at most one live (pending or paid) order

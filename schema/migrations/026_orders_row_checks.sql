@@ -1,23 +1,15 @@
--- 026_orders_row_checks.sql: the cost of moving an order's row (a cancel, a payment), twice.
--- 1. Two CHECK constraints of orders written as cheaper expressions that accept exactly the same
---    rows. PostgreSQL evaluates every CHECK of a table on every UPDATE of a row, whatever the
---    columns set, so each claim pays them again for the order it moves.
---      orders_order_no_check: length(order_no) counts characters, walking the text in the
---      database's encoding; octet_length reads the stored size. The two differ only for a text
---      with a character outside ASCII, which the regular expression refuses anyway.
---      orders_status_check: the statuses a claim writes (cancelled, paid) are compared first;
---      the list, and so the statuses accepted, is the same.
---    tests/sql/021_guard_rules.sql compares old and new expressions over hostile inputs. The
---    constraints keep their names (error messages name them) and are validated here: one scan
---    of orders under the ALTER's lock.
--- 2. orders' pages keep half their space free (fillfactor 50). An order's row is written when
---    placed and moved once when it leaves pending_payment (a hold or a deadline moved writes a
---    version too). On a full page the new version goes to another page: a second buffer
---    locked, a free-space lookup and one WAL record more (the old row marked locked while the
---    other page is found); on its own page it is one record holding only the changed bytes.
---    About 2,100 instructions and 80 bytes of WAL less per cancelled order, for a table about
---    twice as large while its orders are live (archive() moves the closed ones out). Pages
---    written before this migration stay as full as they are; new rows leave the space.
+-- 026_orders_row_checks.sql: the cost of moving an order's row (a cancel, a payment).
+-- Two CHECK constraints of orders written as cheaper expressions that accept exactly the same
+-- rows. PostgreSQL evaluates every CHECK of a table on every UPDATE of a row, whatever the
+-- columns set, so each claim pays them again for the order it moves.
+--   orders_order_no_check: length(order_no) counts characters, walking the text in the
+--   database's encoding; octet_length reads the stored size. The two differ only for a text
+--   with a character outside ASCII, which the regular expression refuses anyway.
+--   orders_status_check: the statuses a claim writes (cancelled, paid) are compared first;
+--   the list, and so the statuses accepted, is the same.
+-- tests/sql/021_guard_rules.sql compares old and new expressions over hostile inputs. The
+-- constraints keep their names (error messages name them) and are validated here: one scan
+-- of orders under the ALTER's lock.
 SET LOCAL ROLE ordergate_owner;
 SET LOCAL search_path = ordergate, pg_temp;
 
@@ -31,5 +23,3 @@ ALTER TABLE ordergate.orders
 
 COMMENT ON CONSTRAINT orders_status_check ON ordergate.orders IS
     'pending_payment, then paid, cancelled or released; a released order may still become paid';
-
-ALTER TABLE ordergate.orders SET (fillfactor = 50);

@@ -31,8 +31,7 @@
 #include "tools/bench/support/bench_proc.h"
 #include "tools/bench/support/bench_run.h"
 
-#define BURST_MAX_CONSUMERS 8
-#define BURST_POLL_MS       20
+#define BURST_POLL_MS 20
 /* The consumers' CPU is also counted from this long before the due second: their partitions
  * resume CONSUMER_WINDOW_LEAD_MS (3 s) before it to fill the window, work for the burst that the
  * figure from the due second leaves out. */
@@ -198,6 +197,18 @@ static double consumers_metric(const struct bench_prog *c, int n, char *buf, con
         sum += v > 0 ? v : 0;
     }
     return sum;
+}
+
+/* One VmRSS sample of every consumer: the largest so far of each, and of them all. */
+static void burst_rss(const struct bench_prog *c, int n, struct burst_result *b)
+{
+    for (int i = 0; i < n; i++) {
+        double rss = bench_proc_vm_mb(c[i].pid, "VmRSS:");
+        if (rss > b->rss_each_mb[i])
+            b->rss_each_mb[i] = rss;
+        if (rss > b->rss_max_mb)
+            b->rss_max_mb = rss;
+    }
 }
 
 /* Order i of the burst, the shape db_load gives it (amount, o->items lines over o->skus SKUs,
@@ -453,11 +464,7 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
             }
             now = bench_mono_s();
             if (now >= next_line) {
-                for (int i = 0; i < nc; i++) {
-                    double rss = bench_proc_vm_mb(c[i].pid, "VmRSS:");
-                    if (rss > b->rss_max_mb)
-                        b->rss_max_mb = rss;
-                }
+                burst_rss(c, nc, b);
                 bench_progress("burst t=+%.0fs cancelled %.0f of %ld; consumer rss max %.1f MB",
                                now - t_due, done, n, b->rss_max_mb);
                 next_line += 1;
@@ -471,11 +478,9 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     b->wall_s = bench_mono_s() - t_due;
     b->drain_s = (double)(end_ms - due_ms) / 1000.0;
     b->rate = (double)n / b->drain_s;
-    for (int i = 0; i < nc; i++) {
-        double rss = bench_proc_vm_mb(c[i].pid, "VmRSS:");
-        if (rss > b->rss_max_mb)
-            b->rss_max_mb = rss;
-    }
+    burst_rss(c, nc, b);
+    for (int i = 0; i < nc; i++)
+        b->hwm_each_mb[i] = bench_proc_vm_mb(c[i].pid, "VmHWM:");
     b->consumer_cpu = consumers_cpu(c, nc) - c0;
     b->consumer_lead_cpu = c0 - lead0;
     b->backend_cpu = consumer_backends_cpu() - b0;
@@ -611,6 +616,12 @@ drained : {
                "largest consumer, once a second)\n",
                b->wall_s, b->consumer_cpu, b->backend_cpu, cpu_str(b->broker_cpu, kb, sizeof(kb)),
                b->wal_kb_per_order, b->rss_max_mb);
+        printf("  consumers' memory: VmRSS max while draining (once a second) / VmHWM (the whole "
+               "life, setup included):");
+        for (int i = 0; i < nc; i++)
+            printf("%s consumer %d %.1f / %.1f MB", i > 0 ? ";" : "", i, b->rss_each_mb[i],
+                   b->hwm_each_mb[i]);
+        printf("\n");
         printf("  of it: consumers' loop and claim threads %.2f s, librdkafka %.2f s, metrics "
                "HTTP %.2f s (the phase's scrapes every %d ms); broker's JIT compiler %s\n",
                b->consumer_loop_cpu, b->consumer_rdk_cpu, b->consumer_http_cpu, BURST_POLL_MS,

@@ -305,6 +305,7 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     struct opts so = *o;
     const char *how = analyzed ? "analyze" : "none";
     long n = o->burst_orders, ceil_n = o->ceiling_orders;
+    long par_n = o->ceiling_par_orders > 0 ? o->ceiling_par_orders : ceil_n;
     int nc = o->consumers;
     /* T and the orders' expire_at are one value, fixed here: place_order takes expire_at, so T
      * cannot wait for the placement to end. The default lead covers placement at 250 orders/s
@@ -312,7 +313,10 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
      * a loaded machine). */
     int place_s =
         !o->burst_place ? 0 : (int)(n / (250L * (o->burst_clients < 4 ? o->burst_clients : 4)));
-    int lead = o->burst_lead_s > 0 ? o->burst_lead_s : 30 + (int)(n / 10000) + place_s;
+    /* A gate alone on more orders than ceil_n is loaded and run in the lead too: about 10,000
+     * orders/s each. */
+    int par_s = par_n > ceil_n ? (int)(par_n / 5000) : 0;
+    int lead = o->burst_lead_s > 0 ? o->burst_lead_s : 30 + (int)(n / 10000) + place_s + par_s;
     int64_t due_ms = (clock_wall_ms() + (int64_t)lead * 1000) / 1000 * 1000;
     int64_t past_ms = clock_wall_ms() - 3600 * 1000, end_ms = 0;
     char topic[160], group[160], base[128], *metrics = malloc(METRICS_MAX_BYTES);
@@ -348,7 +352,7 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     db_load(&so, "g", ceil_n, past_ms, 0);
     db_load(&so, "h", ceil_n, past_ms, 0);
     if (nc * o->claim_sessions > 1)
-        db_load(&so, "m", ceil_n, past_ms, 0);
+        db_load(&so, "m", par_n, past_ms, 0);
     bench_pg_exec(g.conn,
                   "UPDATE ordergate.inventory v SET available = v.available - h.q "
                   "FROM (SELECT sku, sum(qty) AS q FROM ordergate.order_items GROUP BY sku) h "
@@ -374,7 +378,7 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     /* As many gate sessions at once as the consumers claim on. */
     b->ceil_par_n = nc * o->claim_sessions;
     if (b->ceil_par_n > 1)
-        b->ceil_par = ceiling_parallel(o, "m", ceil_n, b->ceil_par_n);
+        b->ceil_par = ceiling_parallel(o, "m", par_n, b->ceil_par_n);
     bench_pg_exec(g.conn, "CHECKPOINT");
     if (o->peer != NULL) {
         /* No consumer: the peer drains the burst, and the figures below are taken alike. */

@@ -34,24 +34,23 @@
 
 struct opts {
     bool e2e, lateness, memory, burst;
-    long orders;         /* e2e backlog */
-    long ceiling_orders; /* per ceiling measurement */
-    long
-        ceiling_par_orders; /* burst: the gate alone on many sessions at once; 0 = ceiling_orders */
-    int slice_s;            /* e2e: consumer seconds between paired gate slices; 0 = none */
-    int slice_ms;           /* e2e: length of one paired gate slice */
-    long slice_pool;        /* e2e: orders loaded for the paired slices */
-    int rate;               /* lateness: due orders per second */
-    int duration;           /* lateness: seconds */
-    int ahead_ms;           /* lateness: a message is produced this long before it is due */
-    int lead_s;             /* lateness: start to first due time; 0 = from the size */
-    int round_every;        /* lateness: every Nth expire_at 0.6 ms past its due_at; 0 = none */
-    const char *peer;       /* a peer queue's program: beside the consumer (lateness), instead of
-                               it (burst) */
-    const char *peer_name;  /* its name in the "peers:" lines (default: the program's file name) */
-    bool peer_only;         /* lateness: the peer alone, no consumer (and no broker) */
-    long waiting;           /* memory: messages due in an hour */
-    long waiting_db;        /* memory: overdue orders in the database for the first messages */
+    long orders;           /* e2e backlog */
+    long ceiling_orders;   /* per ceiling measurement */
+    long par_orders;       /* burst: the gate alone on N sessions; 0 = ceiling_orders */
+    int slice_s;           /* e2e: consumer seconds between paired gate slices; 0 = none */
+    int slice_ms;          /* e2e: length of one paired gate slice */
+    long slice_pool;       /* e2e: orders loaded for the paired slices */
+    int rate;              /* lateness: due orders per second */
+    int duration;          /* lateness: seconds */
+    int ahead_ms;          /* lateness: a message is produced this long before it is due */
+    int lead_s;            /* lateness: start to first due time; 0 = from the size */
+    int round_every;       /* lateness: every Nth expire_at 0.6 ms past its due_at; 0 = none */
+    const char *peer;      /* a peer queue's program: beside the consumer (lateness), instead of
+                              it (burst) */
+    const char *peer_name; /* its name in the "peers:" lines (default: the program's file name) */
+    bool peer_only;        /* lateness: the peer alone, no consumer (and no broker) */
+    long waiting;          /* memory: messages due in an hour */
+    long waiting_db;       /* memory: overdue orders in the database for the first messages */
     int rss_seconds;
     long burst_orders;  /* burst: orders due in the same second */
     int consumers;      /* burst: consumer instances, one group */

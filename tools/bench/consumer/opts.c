@@ -85,7 +85,7 @@ int parse_args(int argc, char **argv, struct opts *o)
                    "the consumers claim on (default: --ceiling-orders); a burst's\n"
                    "size meets the checkpoints and the tables' growth past\n"
                    "shared_buffers that a smaller one does not",
-                   &o->ceiling_par_orders, 1000, 100000000),
+                   &o->par_orders, 1000, 100000000),
         BENCH_INT("slice-seconds", "S",
                   "e2e: every S s of consumer time, freeze it (SIGSTOP) and run\n"
                   "the gate alone for a paired slice (default 10; 0 = none)",

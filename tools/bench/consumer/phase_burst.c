@@ -305,7 +305,7 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     struct opts so = *o;
     const char *how = analyzed ? "analyze" : "none";
     long n = o->burst_orders, ceil_n = o->ceiling_orders;
-    long par_n = o->ceiling_par_orders > 0 ? o->ceiling_par_orders : ceil_n;
+    long par_n = o->par_orders > 0 ? o->par_orders : ceil_n;
     int nc = o->consumers;
     /* T and the orders' expire_at are one value, fixed here: place_order takes expire_at, so T
      * cannot wait for the placement to end. The default lead covers placement at 250 orders/s

@@ -51,6 +51,7 @@ struct opts {
     bool peer_only;        /* lateness: the peer alone, no consumer (and no broker) */
     long waiting;          /* memory: messages due in an hour */
     long waiting_db;       /* memory: overdue orders in the database for the first messages */
+    long waiting_due;      /* memory: messages due at once, claimed before the sampling */
     int rss_seconds;
     long burst_orders;  /* burst: orders due in the same second */
     int consumers;      /* burst: consumer instances, one group */
@@ -176,11 +177,13 @@ struct results {
     int lat_exit;
     /* memory */
     bool mem;
-    long mem_messages;
+    long mem_messages, mem_due;
     double mem_produce_rate, mem_topic_mb, mem_to_paused_s;
     double rss_first, rss_min, rss_max, rss_final, rss_hwm;
     int rss_samples;
-    long mem_log_rows;
+    long mem_log_rows;   /* status_log rows of the waiting orders: early cancels */
+    long mem_due_rows;   /* status_log rows of the --waiting-due orders */
+    double mem_sessions; /* claim sessions connected beside the loop's, at the end */
     double mem_claims, mem_committed, mem_consumed, mem_deferred, mem_dropped, mem_paused;
     int mem_exit;
     /* lateness: the gate alone on the same database right after */

@@ -115,6 +115,12 @@ int parse_args(int argc, char **argv, struct opts *o)
                    "memory: of those, the first N have overdue orders in the database\n"
                    "(default 100000)",
                    &o->waiting_db, 0, 100000000),
+        BENCH_LONG("waiting-due", "N",
+                   "memory: also N messages due at once ahead of the backlog, with\n"
+                   "overdue orders: the consumer claims them before the sampling,\n"
+                   "so its claim sessions are connected and its window has been\n"
+                   "used (default 0: a consumer that has never claimed)",
+                   &o->waiting_due, 0, 10000000),
         BENCH_INT("rss-seconds", "S", "memory: VmRSS samples, one a second (default 60)",
                   &o->rss_seconds, 1, 86400),
         BENCH_LONG("burst-orders", "N", "burst: orders due in the same second (default 100000)",

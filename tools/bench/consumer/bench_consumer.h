@@ -115,6 +115,9 @@ struct burst_result {
     double ceil_before, ceil_after;     /* one gate session, orders/s */
     double ceil_par; /* as many gate sessions as consumers at once; 0 = not run */
     int ceil_par_n;  /* how many: the consumers' claim sessions (consumers x claim_sessions) */
+    /* The gate alone on those sessions: its backends' CPU and the WAL, per order (load-independent
+     * beside the drain's own); -1 when not run. */
+    double ceil_par_cpu_us, ceil_par_wal_kb;
     double ceil_p99_ms;
     double reltuples, stats_rows; /* orders' reltuples and pg_stats rows at the due second */
     double consumer_cpu, backend_cpu, broker_cpu, wall_s; /* due second to drained */

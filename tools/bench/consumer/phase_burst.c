@@ -92,13 +92,16 @@ out:
     return NULL;
 }
 
-/* k gate sessions at once, each on its own slice of prefix<0..n-1>: orders/s of them all. */
-static double ceiling_parallel(const struct opts *o, const char *prefix, long n, int k)
+/* k gate sessions at once, each on its own slice of prefix<0..n-1>: orders/s of them all; their
+ * backends' CPU and the WAL per order into b. */
+static double ceiling_parallel(const struct opts *o, const char *prefix, long n, int k,
+                               struct burst_result *b)
 {
     struct par_session s[BURST_MAX_CONSUMERS];
     pthread_t t[BURST_MAX_CONSUMERS];
+    pid_t backend[BURST_MAX_CONSUMERS];
     long done = 0;
-    double t0, secs;
+    double t0, secs, cpu0 = 0, cpu1 = 0, wal0;
 
     for (int i = 0; i < k; i++)
         s[i] = (struct par_session){.o = o,
@@ -106,6 +109,11 @@ static double ceiling_parallel(const struct opts *o, const char *prefix, long n,
                                     .prefix = prefix,
                                     .first = n * i / k,
                                     .n = n * (i + 1) / k - n * i / k};
+    for (int i = 0; i < k; i++) {
+        backend[i] = PQbackendPID(db_conn(s[i].db));
+        cpu0 += bench_proc_cpu_s(backend[i]);
+    }
+    wal0 = db_wal_lsn_bytes();
     t0 = bench_mono_s();
     for (int i = 0; i < k; i++)
         if (pthread_create(&t[i], NULL, par_thread, &s[i]) != 0)
@@ -113,15 +121,20 @@ static double ceiling_parallel(const struct opts *o, const char *prefix, long n,
     for (int i = 0; i < k; i++)
         pthread_join(t[i], NULL);
     secs = bench_mono_s() - t0;
+    for (int i = 0; i < k; i++)
+        cpu1 += bench_proc_cpu_s(backend[i]);
     for (int i = 0; i < k; i++) {
         if (s[i].error[0] != '\0')
             bench_die("parallel ceiling: %s", s[i].error);
         done += s[i].done;
         db_free(s[i].db);
     }
+    b->ceil_par_cpu_us = 1e6 * (cpu1 - cpu0) / (double)done;
+    b->ceil_par_wal_kb = (db_wal_lsn_bytes() - wal0) / 1024.0 / (double)done;
     bench_progress("gate ceiling, %d sessions at once on %s*: %ld orders in %.2f s = %.0f "
-                   "orders/s",
-                   k, prefix, done, secs, (double)done / secs);
+                   "orders/s; backends' cpu %.1f us, WAL %.2f KB per order",
+                   k, prefix, done, secs, (double)done / secs, b->ceil_par_cpu_us,
+                   b->ceil_par_wal_kb);
     return (double)done / secs;
 }
 
@@ -335,6 +348,7 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     b->orders = n;
     b->consumers = nc;
     b->violations = -1;
+    b->ceil_par_cpu_us = b->ceil_par_wal_kb = -1;
     so.skus = o->burst_skus;
     so.log_level = "debug"; /* the batch_committed lines: every batch's claim time */
     printf("\n== burst, %s: %ld orders due in the same second, %d consumer(s) in one group, "
@@ -378,7 +392,7 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     /* As many gate sessions at once as the consumers claim on. */
     b->ceil_par_n = nc * o->claim_sessions;
     if (b->ceil_par_n > 1)
-        b->ceil_par = ceiling_parallel(o, "m", par_n, b->ceil_par_n);
+        b->ceil_par = ceiling_parallel(o, "m", par_n, b->ceil_par_n, b);
     bench_pg_exec(g.conn, "CHECKPOINT");
     if (o->peer != NULL) {
         /* No consumer: the peer drains the burst, and the figures below are taken alike. */
@@ -620,6 +634,12 @@ drained : {
                "largest consumer, once a second)\n",
                b->wall_s, b->consumer_cpu, b->backend_cpu, cpu_str(b->broker_cpu, kb, sizeof(kb)),
                b->wal_kb_per_order, b->rss_max_mb);
+        printf("  per order: the consumers' backends %.1f us of cpu, WAL %.2f KB",
+               1e6 * b->backend_cpu / (double)n, b->wal_kb_per_order);
+        if (b->ceil_par_cpu_us >= 0)
+            printf("; the gate alone on %d sessions %.1f us, %.2f KB", b->ceil_par_n,
+                   b->ceil_par_cpu_us, b->ceil_par_wal_kb);
+        printf(" (cpu from /proc, 10 ms ticks: load-independent, unlike the rates)\n");
         printf("  consumers' memory: VmRSS max while draining (once a second) / VmHWM (the whole "
                "life, setup included):");
         for (int i = 0; i < nc; i++)

@@ -37,6 +37,7 @@ struct opts {
     long orders;           /* e2e backlog */
     long ceiling_orders;   /* per ceiling measurement */
     long par_orders;       /* burst: the gate alone on N sessions; 0 = ceiling_orders */
+    int par_stride;        /* burst: that gate alone's batches take every Nth order */
     int slice_s;           /* e2e: consumer seconds between paired gate slices; 0 = none */
     int slice_ms;          /* e2e: length of one paired gate slice */
     long slice_pool;       /* e2e: orders loaded for the paired slices */

@@ -86,6 +86,12 @@ int parse_args(int argc, char **argv, struct opts *o)
                    "size meets the checkpoints and the tables' growth past\n"
                    "shared_buffers that a smaller one does not",
                    &o->par_orders, 1000, 100000000),
+        BENCH_INT("ceiling-par-stride", "S",
+                  "burst: that gate alone's batches take every Sth order of a\n"
+                  "session's slice (0, S, 2S, ..., then 1, S + 1, ...), so that a\n"
+                  "batch spans S times as many rows, as a consumer's batch of\n"
+                  "several partitions' messages does (default 1: neighbours)",
+                  &o->par_stride, 1, 1000),
         BENCH_INT("slice-seconds", "S",
                   "e2e: every S s of consumer time, freeze it (SIGSTOP) and run\n"
                   "the gate alone for a paired slice (default 10; 0 = none)",
@@ -228,6 +234,7 @@ int parse_args(int argc, char **argv, struct opts *o)
                        .burst_clients = 4,
                        .orders = 1000000,
                        .ceiling_orders = 50000,
+                       .par_stride = 1,
                        .slice_s = 10,
                        .slice_ms = 2000,
                        .slice_pool = 300000,

@@ -66,10 +66,15 @@ static void *par_thread(void *arg)
         snprintf(p->error, sizeof(p->error), "out of memory");
         goto out;
     }
-    for (long i = 0; i < p->n; i++) {
-        snprintf(names[i], sizeof(names[i]), "%s%ld", p->prefix, p->first + i);
-        nos[i] = names[i];
-    }
+    /* With a stride S, the slice is taken residue class by residue class (0, S, 2S, ..., then 1,
+     * S + 1, ...): a batch then spans S times the orders, as a consumer's batch spans the
+     * orders of its partitions' messages (each partition an eighth of them by key hash with 8
+     * partitions), where a stride of 1 claims neighbours in the heap and the primary key. */
+    for (long r = 0, k = 0; r < p->o->par_stride; r++)
+        for (long i = r; i < p->n; i += p->o->par_stride, k++) {
+            snprintf(names[k], sizeof(names[k]), "%s%ld", p->prefix, p->first + i);
+            nos[k] = names[k];
+        }
     for (long i = 0; i < p->n && !bench_stop; i += batch) {
         size_t len = (size_t)(p->n - i < batch ? p->n - i : batch), nrows = 0;
         if (gate_claim_cancel(p->db, nos + i, len, GATE_SRC_TIMEOUT_CONSUMER, rows, &nrows, &err) !=
@@ -131,9 +136,9 @@ static double ceiling_parallel(const struct opts *o, const char *prefix, long n,
     }
     b->ceil_par_cpu_us = 1e6 * (cpu1 - cpu0) / (double)done;
     b->ceil_par_wal_kb = (db_wal_lsn_bytes() - wal0) / 1024.0 / (double)done;
-    bench_progress("gate ceiling, %d sessions at once on %s*: %ld orders in %.2f s = %.0f "
-                   "orders/s; backends' cpu %.1f us, WAL %.2f KB per order",
-                   k, prefix, done, secs, (double)done / secs, b->ceil_par_cpu_us,
+    bench_progress("gate ceiling, %d sessions at once on %s* (stride %d): %ld orders in %.2f s "
+                   "= %.0f orders/s; backends' cpu %.1f us, WAL %.2f KB per order",
+                   k, prefix, o->par_stride, done, secs, (double)done / secs, b->ceil_par_cpu_us,
                    b->ceil_par_wal_kb);
     return (double)done / secs;
 }

@@ -25,7 +25,7 @@
 #define TARGET_RSS_FLAT   0.10   /* "flat": final within 10 % of the first sample */
 #define TARGET_BURST_1_N  100000 /* due at once, one consumer: drained within 5 s */
 #define TARGET_BURST_1_S  5.0
-#define TARGET_BURST_2_N  500000 /* due at once, two consumers: drained within 25 s */
+#define TARGET_BURST_2_N  1000000 /* due at once, two consumers: drained within 25 s */
 #define TARGET_BURST_2_S  25.0
 #define TARGET_STATS      0.90 /* burst without statistics >= 90 % of the rate after ANALYZE */
 #define BURST_PLACE_SKUS  50   /* burst through place_order: a flash sale's few SKUs at most */
@@ -36,6 +36,8 @@ struct opts {
     bool e2e, lateness, memory, burst;
     long orders;           /* e2e backlog */
     long ceiling_orders;   /* per ceiling measurement */
+    long par_orders;       /* burst: the gate alone on N sessions; 0 = ceiling_orders */
+    int par_stride;        /* burst: that gate alone's batches take every Nth order */
     int slice_s;           /* e2e: consumer seconds between paired gate slices; 0 = none */
     int slice_ms;          /* e2e: length of one paired gate slice */
     long slice_pool;       /* e2e: orders loaded for the paired slices */
@@ -50,6 +52,7 @@ struct opts {
     bool peer_only;        /* lateness: the peer alone, no consumer (and no broker) */
     long waiting;          /* memory: messages due in an hour */
     long waiting_db;       /* memory: overdue orders in the database for the first messages */
+    long waiting_due;      /* memory: messages due at once, claimed before the sampling */
     int rss_seconds;
     long burst_orders;  /* burst: orders due in the same second */
     int consumers;      /* burst: consumer instances, one group */
@@ -98,6 +101,8 @@ struct ceiling {
     double seconds, rate, p50_ms, p99_ms, backend_cpu_s, wal_kb_per_order;
 };
 
+#define BURST_MAX_CONSUMERS 8
+
 /* One burst run: every order due in the same second. */
 struct burst_result {
     bool done, analyzed, placed; /* placed: the orders came through place_order */
@@ -111,6 +116,9 @@ struct burst_result {
     double ceil_before, ceil_after;     /* one gate session, orders/s */
     double ceil_par; /* as many gate sessions as consumers at once; 0 = not run */
     int ceil_par_n;  /* how many: the consumers' claim sessions (consumers x claim_sessions) */
+    /* The gate alone on those sessions: its backends' CPU and the WAL, per order (load-independent
+     * beside the drain's own); -1 when not run. */
+    double ceil_par_cpu_us, ceil_par_wal_kb;
     double ceil_p99_ms;
     double reltuples, stats_rows; /* orders' reltuples and pg_stats rows at the due second */
     double consumer_cpu, backend_cpu, broker_cpu, wall_s; /* due second to drained */
@@ -121,6 +129,9 @@ struct burst_result {
     double broker_jit_cpu; /* of broker_cpu: the JVM's JIT compiler threads; -1 unknown */
     double consumed, deferred, dropped; /* the consumers' metrics at the end */
     double rss_max_mb; /* the largest consumer's VmRSS, sampled once a second while it drains */
+    /* Each consumer's own: its VmRSS sampled as above, and its VmHWM (the peak the kernel saw
+     * over its whole life, setup and window included) read before it stops. */
+    double rss_each_mb[BURST_MAX_CONSUMERS], hwm_each_mb[BURST_MAX_CONSUMERS];
     double wal_kb_per_order;
     double batches, batch_mean, db_mean_ms, not_due, busy;
     double place_s, place_max_ms; /* placement through place_order, when placed */
@@ -170,11 +181,13 @@ struct results {
     int lat_exit;
     /* memory */
     bool mem;
-    long mem_messages;
+    long mem_messages, mem_due;
     double mem_produce_rate, mem_topic_mb, mem_to_paused_s;
     double rss_first, rss_min, rss_max, rss_final, rss_hwm;
     int rss_samples;
-    long mem_log_rows;
+    long mem_log_rows;   /* status_log rows of the waiting orders: early cancels */
+    long mem_due_rows;   /* status_log rows of the --waiting-due orders */
+    double mem_sessions; /* claim sessions connected beside the loop's, at the end */
     double mem_claims, mem_committed, mem_consumed, mem_deferred, mem_dropped, mem_paused;
     int mem_exit;
     /* lateness: the gate alone on the same database right after */

@@ -80,6 +80,18 @@ int parse_args(int argc, char **argv, struct opts *o)
                    "e2e: orders of the gate ceiling before and after the consumer\n"
                    "(default 50000 each)",
                    &o->ceiling_orders, 1000, 10000000),
+        BENCH_LONG("ceiling-par-orders", "N",
+                   "burst: orders of the gate alone on as many sessions at once as\n"
+                   "the consumers claim on (default: --ceiling-orders); a burst's\n"
+                   "size meets the checkpoints and the tables' growth past\n"
+                   "shared_buffers that a smaller one does not",
+                   &o->par_orders, 1000, 100000000),
+        BENCH_INT("ceiling-par-stride", "S",
+                  "burst: that gate alone's batches take every Sth order of a\n"
+                  "session's slice (0, S, 2S, ..., then 1, S + 1, ...), so that a\n"
+                  "batch spans S times as many rows, as a consumer's batch of\n"
+                  "several partitions' messages does (default 1: neighbours)",
+                  &o->par_stride, 1, 1000),
         BENCH_INT("slice-seconds", "S",
                   "e2e: every S s of consumer time, freeze it (SIGSTOP) and run\n"
                   "the gate alone for a paired slice (default 10; 0 = none)",
@@ -109,6 +121,12 @@ int parse_args(int argc, char **argv, struct opts *o)
                    "memory: of those, the first N have overdue orders in the database\n"
                    "(default 100000)",
                    &o->waiting_db, 0, 100000000),
+        BENCH_LONG("waiting-due", "N",
+                   "memory: also N messages due at once ahead of the backlog, with\n"
+                   "overdue orders: the consumer claims them before the sampling,\n"
+                   "so its claim sessions are connected and its window has been\n"
+                   "used (default 0: a consumer that has never claimed)",
+                   &o->waiting_due, 0, 10000000),
         BENCH_INT("rss-seconds", "S", "memory: VmRSS samples, one a second (default 60)",
                   &o->rss_seconds, 1, 86400),
         BENCH_LONG("burst-orders", "N", "burst: orders due in the same second (default 100000)",
@@ -216,6 +234,7 @@ int parse_args(int argc, char **argv, struct opts *o)
                        .burst_clients = 4,
                        .orders = 1000000,
                        .ceiling_orders = 50000,
+                       .par_stride = 1,
                        .slice_s = 10,
                        .slice_ms = 2000,
                        .slice_pool = 300000,

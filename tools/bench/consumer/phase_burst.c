@@ -31,8 +31,7 @@
 #include "tools/bench/support/bench_proc.h"
 #include "tools/bench/support/bench_run.h"
 
-#define BURST_MAX_CONSUMERS 8
-#define BURST_POLL_MS       20
+#define BURST_POLL_MS 20
 /* The consumers' CPU is also counted from this long before the due second: their partitions
  * resume CONSUMER_WINDOW_LEAD_MS (3 s) before it to fill the window, work for the burst that the
  * figure from the due second leaves out. */
@@ -67,10 +66,15 @@ static void *par_thread(void *arg)
         snprintf(p->error, sizeof(p->error), "out of memory");
         goto out;
     }
-    for (long i = 0; i < p->n; i++) {
-        snprintf(names[i], sizeof(names[i]), "%s%ld", p->prefix, p->first + i);
-        nos[i] = names[i];
-    }
+    /* With a stride S, the slice is taken residue class by residue class (0, S, 2S, ..., then 1,
+     * S + 1, ...): a batch then spans S times the orders, as a consumer's batch spans the
+     * orders of its partitions' messages (each partition an eighth of them by key hash with 8
+     * partitions), where a stride of 1 claims neighbours in the heap and the primary key. */
+    for (long r = 0, k = 0; r < p->o->par_stride; r++)
+        for (long i = r; i < p->n; i += p->o->par_stride, k++) {
+            snprintf(names[k], sizeof(names[k]), "%s%ld", p->prefix, p->first + i);
+            nos[k] = names[k];
+        }
     for (long i = 0; i < p->n && !bench_stop; i += batch) {
         size_t len = (size_t)(p->n - i < batch ? p->n - i : batch), nrows = 0;
         if (gate_claim_cancel(p->db, nos + i, len, GATE_SRC_TIMEOUT_CONSUMER, rows, &nrows, &err) !=
@@ -93,13 +97,16 @@ out:
     return NULL;
 }
 
-/* k gate sessions at once, each on its own slice of prefix<0..n-1>: orders/s of them all. */
-static double ceiling_parallel(const struct opts *o, const char *prefix, long n, int k)
+/* k gate sessions at once, each on its own slice of prefix<0..n-1>: orders/s of them all; their
+ * backends' CPU and the WAL per order into b. */
+static double ceiling_parallel(const struct opts *o, const char *prefix, long n, int k,
+                               struct burst_result *b)
 {
     struct par_session s[BURST_MAX_CONSUMERS];
     pthread_t t[BURST_MAX_CONSUMERS];
+    pid_t backend[BURST_MAX_CONSUMERS];
     long done = 0;
-    double t0, secs;
+    double t0, secs, cpu0 = 0, cpu1 = 0, wal0;
 
     for (int i = 0; i < k; i++)
         s[i] = (struct par_session){.o = o,
@@ -107,6 +114,11 @@ static double ceiling_parallel(const struct opts *o, const char *prefix, long n,
                                     .prefix = prefix,
                                     .first = n * i / k,
                                     .n = n * (i + 1) / k - n * i / k};
+    for (int i = 0; i < k; i++) {
+        backend[i] = PQbackendPID(db_conn(s[i].db));
+        cpu0 += bench_proc_cpu_s(backend[i]);
+    }
+    wal0 = db_wal_lsn_bytes();
     t0 = bench_mono_s();
     for (int i = 0; i < k; i++)
         if (pthread_create(&t[i], NULL, par_thread, &s[i]) != 0)
@@ -114,15 +126,20 @@ static double ceiling_parallel(const struct opts *o, const char *prefix, long n,
     for (int i = 0; i < k; i++)
         pthread_join(t[i], NULL);
     secs = bench_mono_s() - t0;
+    for (int i = 0; i < k; i++)
+        cpu1 += bench_proc_cpu_s(backend[i]);
     for (int i = 0; i < k; i++) {
         if (s[i].error[0] != '\0')
             bench_die("parallel ceiling: %s", s[i].error);
         done += s[i].done;
         db_free(s[i].db);
     }
-    bench_progress("gate ceiling, %d sessions at once on %s*: %ld orders in %.2f s = %.0f "
-                   "orders/s",
-                   k, prefix, done, secs, (double)done / secs);
+    b->ceil_par_cpu_us = 1e6 * (cpu1 - cpu0) / (double)done;
+    b->ceil_par_wal_kb = (db_wal_lsn_bytes() - wal0) / 1024.0 / (double)done;
+    bench_progress("gate ceiling, %d sessions at once on %s* (stride %d): %ld orders in %.2f s "
+                   "= %.0f orders/s; backends' cpu %.1f us, WAL %.2f KB per order",
+                   k, prefix, o->par_stride, done, secs, (double)done / secs, b->ceil_par_cpu_us,
+                   b->ceil_par_wal_kb);
     return (double)done / secs;
 }
 
@@ -198,6 +215,18 @@ static double consumers_metric(const struct bench_prog *c, int n, char *buf, con
         sum += v > 0 ? v : 0;
     }
     return sum;
+}
+
+/* One VmRSS sample of every consumer: the largest so far of each, and of them all. */
+static void burst_rss(const struct bench_prog *c, int n, struct burst_result *b)
+{
+    for (int i = 0; i < n; i++) {
+        double rss = bench_proc_vm_mb(c[i].pid, "VmRSS:");
+        if (rss > b->rss_each_mb[i])
+            b->rss_each_mb[i] = rss;
+        if (rss > b->rss_max_mb)
+            b->rss_max_mb = rss;
+    }
 }
 
 /* Order i of the burst, the shape db_load gives it (amount, o->items lines over o->skus SKUs,
@@ -294,6 +323,7 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     struct opts so = *o;
     const char *how = analyzed ? "analyze" : "none";
     long n = o->burst_orders, ceil_n = o->ceiling_orders;
+    long par_n = o->par_orders > 0 ? o->par_orders : ceil_n;
     int nc = o->consumers;
     /* T and the orders' expire_at are one value, fixed here: place_order takes expire_at, so T
      * cannot wait for the placement to end. The default lead covers placement at 250 orders/s
@@ -301,7 +331,10 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
      * a loaded machine). */
     int place_s =
         !o->burst_place ? 0 : (int)(n / (250L * (o->burst_clients < 4 ? o->burst_clients : 4)));
-    int lead = o->burst_lead_s > 0 ? o->burst_lead_s : 30 + (int)(n / 10000) + place_s;
+    /* A gate alone on more orders than ceil_n is loaded and run in the lead too: about 10,000
+     * orders/s each. */
+    int par_s = par_n > ceil_n ? (int)(par_n / 5000) : 0;
+    int lead = o->burst_lead_s > 0 ? o->burst_lead_s : 30 + (int)(n / 10000) + place_s + par_s;
     int64_t due_ms = (clock_wall_ms() + (int64_t)lead * 1000) / 1000 * 1000;
     int64_t past_ms = clock_wall_ms() - 3600 * 1000, end_ms = 0;
     char topic[160], group[160], base[128], *metrics = malloc(METRICS_MAX_BYTES);
@@ -320,6 +353,7 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     b->orders = n;
     b->consumers = nc;
     b->violations = -1;
+    b->ceil_par_cpu_us = b->ceil_par_wal_kb = -1;
     so.skus = o->burst_skus;
     so.log_level = "debug"; /* the batch_committed lines: every batch's claim time */
     printf("\n== burst, %s: %ld orders due in the same second, %d consumer(s) in one group, "
@@ -337,7 +371,7 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     db_load(&so, "g", ceil_n, past_ms, 0);
     db_load(&so, "h", ceil_n, past_ms, 0);
     if (nc * o->claim_sessions > 1)
-        db_load(&so, "m", ceil_n, past_ms, 0);
+        db_load(&so, "m", par_n, past_ms, 0);
     bench_pg_exec(g.conn,
                   "UPDATE ordergate.inventory v SET available = v.available - h.q "
                   "FROM (SELECT sku, sum(qty) AS q FROM ordergate.order_items GROUP BY sku) h "
@@ -363,7 +397,7 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     /* As many gate sessions at once as the consumers claim on. */
     b->ceil_par_n = nc * o->claim_sessions;
     if (b->ceil_par_n > 1)
-        b->ceil_par = ceiling_parallel(o, "m", ceil_n, b->ceil_par_n);
+        b->ceil_par = ceiling_parallel(o, "m", par_n, b->ceil_par_n, b);
     bench_pg_exec(g.conn, "CHECKPOINT");
     if (o->peer != NULL) {
         /* No consumer: the peer drains the burst, and the figures below are taken alike. */
@@ -453,11 +487,7 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
             }
             now = bench_mono_s();
             if (now >= next_line) {
-                for (int i = 0; i < nc; i++) {
-                    double rss = bench_proc_vm_mb(c[i].pid, "VmRSS:");
-                    if (rss > b->rss_max_mb)
-                        b->rss_max_mb = rss;
-                }
+                burst_rss(c, nc, b);
                 bench_progress("burst t=+%.0fs cancelled %.0f of %ld; consumer rss max %.1f MB",
                                now - t_due, done, n, b->rss_max_mb);
                 next_line += 1;
@@ -471,11 +501,9 @@ static void burst_run(const struct opts *o, const char *run, bool analyzed, stru
     b->wall_s = bench_mono_s() - t_due;
     b->drain_s = (double)(end_ms - due_ms) / 1000.0;
     b->rate = (double)n / b->drain_s;
-    for (int i = 0; i < nc; i++) {
-        double rss = bench_proc_vm_mb(c[i].pid, "VmRSS:");
-        if (rss > b->rss_max_mb)
-            b->rss_max_mb = rss;
-    }
+    burst_rss(c, nc, b);
+    for (int i = 0; i < nc; i++)
+        b->hwm_each_mb[i] = bench_proc_vm_mb(c[i].pid, "VmHWM:");
     b->consumer_cpu = consumers_cpu(c, nc) - c0;
     b->consumer_lead_cpu = c0 - lead0;
     b->backend_cpu = consumer_backends_cpu() - b0;
@@ -611,6 +639,18 @@ drained : {
                "largest consumer, once a second)\n",
                b->wall_s, b->consumer_cpu, b->backend_cpu, cpu_str(b->broker_cpu, kb, sizeof(kb)),
                b->wal_kb_per_order, b->rss_max_mb);
+        printf("  per order: the consumers' backends %.1f us of cpu, WAL %.2f KB",
+               1e6 * b->backend_cpu / (double)n, b->wal_kb_per_order);
+        if (b->ceil_par_cpu_us >= 0)
+            printf("; the gate alone on %d sessions %.1f us, %.2f KB", b->ceil_par_n,
+                   b->ceil_par_cpu_us, b->ceil_par_wal_kb);
+        printf(" (cpu from /proc, 10 ms ticks: load-independent, unlike the rates)\n");
+        printf("  consumers' memory: VmRSS max while draining (once a second) / VmHWM (the whole "
+               "life, setup included):");
+        for (int i = 0; i < nc; i++)
+            printf("%s consumer %d %.1f / %.1f MB", i > 0 ? ";" : "", i, b->rss_each_mb[i],
+                   b->hwm_each_mb[i]);
+        printf("\n");
         printf("  of it: consumers' loop and claim threads %.2f s, librdkafka %.2f s, metrics "
                "HTTP %.2f s (the phase's scrapes every %d ms); broker's JIT compiler %s\n",
                b->consumer_loop_cpu, b->consumer_rdk_cpu, b->consumer_http_cpu, BURST_POLL_MS,

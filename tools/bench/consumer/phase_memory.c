@@ -25,10 +25,16 @@ void phase_memory(const struct opts *o, const char *run, struct results *r)
     fflush(stdout);
     r->mem = true;
     r->mem_messages = o->waiting;
+    r->mem_due = o->waiting_due;
     db_fresh(o);
     db_stock(o);
     /* Overdue in the database: only the message's due time holds them back. */
     db_load(o, "w", in_db, clock_wall_ms() - 3600 * 1000, 0);
+    /* Due at once: the consumer's first flush claims them, which also starts its claim sessions
+     * (they connect with the first flush, commit.c), so the sampling sees a consumer that has
+     * claimed, not only one that has waited. */
+    if (o->waiting_due > 0)
+        db_load(o, "d", o->waiting_due, clock_wall_ms() - 3600 * 1000, 0);
     db_settle();
     snprintf(base, sizeof(base), "ogbench.%s.mem", run);
     /* The name carries the topic's delay level (common/delay.h): a message due within its
@@ -37,6 +43,8 @@ void phase_memory(const struct opts *o, const char *run, struct results *r)
     snprintf(topic, sizeof(topic), "%s.cancel.2h", base);
     snprintf(group, sizeof(group), "%s.group", base);
     topic_create(o, topic, o->partitions);
+    if (o->waiting_due > 0)
+        (void)produce_backlog(o, topic, "d", o->waiting_due, clock_wall_ms() - 1000);
     r->mem_produce_rate = produce_backlog(o, topic, "w", o->waiting, due_ms);
     r->mem_topic_mb = topic_disk_mb(topic);
 
@@ -48,11 +56,14 @@ void phase_memory(const struct opts *o, const char *run, struct results *r)
         bench_prog_alive(&c);
         bench_check_stop();
         if (bench_metrics_get(c.port, metrics, METRICS_MAX_BYTES) &&
-            bench_prom(metrics, "ordergate_consumer_paused_partitions") >= o->partitions)
+            bench_prom(metrics, "ordergate_consumer_paused_partitions") >= o->partitions &&
+            bench_prom(metrics, "ordergate_consumer_claims_total{outcome=\"cancelled\"}") >=
+                (double)o->waiting_due)
             break;
         if (bench_mono_s() - t_spawn > 120)
-            bench_die("memory: the consumer did not pause all %d partitions within 120 s (log %s)",
-                      o->partitions, c.log);
+            bench_die("memory: the consumer did not pause all %d partitions (and cancel the %ld "
+                      "due) within 120 s (log %s)",
+                      o->partitions, o->waiting_due, c.log);
         bench_sleep_ms(200);
     }
     t_paused = bench_mono_s();
@@ -90,11 +101,13 @@ void phase_memory(const struct opts *o, const char *run, struct results *r)
         r->mem_deferred = bench_prom(metrics, "ordergate_consumer_messages_deferred_total");
         r->mem_dropped = bench_prom(metrics, "ordergate_consumer_messages_dropped_total");
         r->mem_paused = bench_prom(metrics, "ordergate_consumer_paused_partitions");
+        r->mem_sessions = bench_prom(metrics, "ordergate_consumer_claim_sessions_connected");
     } else {
         r->mem_claims = r->mem_committed = -1;
     }
     r->mem_exit = bench_prog_stop(&c);
-    r->mem_log_rows = db_count_log("");
+    r->mem_log_rows = db_count_log("w");
+    r->mem_due_rows = db_count_log("d");
     printf("  produced at %.0f msg/s; broker log %.0f MB on disk; consumer exit status %d\n",
            r->mem_produce_rate, r->mem_topic_mb, r->mem_exit);
     printf("  VmRSS over %d one-second samples after every partition paused (%.1f s after start): "
@@ -107,6 +120,9 @@ void phase_memory(const struct opts *o, const char *run, struct results *r)
            "%.0f), paused %.0f\n",
            r->mem_log_rows, in_db, r->mem_claims, r->mem_committed, r->mem_consumed,
            r->mem_deferred, r->mem_dropped, r->mem_paused);
+    printf("  due at once ahead of it: %ld messages, %ld cancelled (status_log); claim sessions "
+           "connected beside the loop's: %.0f\n",
+           o->waiting_due, r->mem_due_rows, r->mem_sessions);
     fflush(stdout);
     if (!g.keep) {
         db_drop();

@@ -149,7 +149,7 @@ BEGIN
         -- the control characters U+0001 to U+001F; when none of the batch's distinct skus has
         -- one of them (one match over them all, the scalar subquery below, run once per
         -- statement), to_json(sku)::text is '"' || sku || '"', and the sku is spliced as it is,
-        -- without to_json's lookup of the type's output function on every call (about 2,500
+        -- without to_json's lookup of the type's output function on every call (about 2,000
         -- instructions per line); else each sku goes through to_json, its quotes taken off.
         -- The pattern is an E'' string: this SQL is parsed in the caller's session, and a plain
         -- literal's backslashes would mean something else under standard_conforming_strings off.

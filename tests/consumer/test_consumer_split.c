@@ -42,18 +42,25 @@ static unsigned split_part(const char *order_no)
     return h % 2;
 }
 
-/* Places W-1 and B-1..B-n, all due a second ago; B-i's items are sku_of(i)'s. */
+/* Places W-1 and B-1..B-n, all due a second ago, each with two lines: sku-1 and sku-2; with
+ * sku_hot, the worker's part's orders (split_part 1) sku-3 and sku_hot instead, so that the two
+ * parts share no SKU. A shared one would be locked by the worker's restock (in sku order) while
+ * it waits for sku_hot, and the loop's part would then wait behind it on its own session too:
+ * the held worker's part is meant to hold up nothing else. */
 static void split_place(struct ct *t, int n, const char *sku_hot)
 {
     char sql[512], order[32];
 
     ct_place(t, "W-1", -1000);
     for (int i = 1; i <= n; i++) {
+        bool hot;
+
         snprintf(order, sizeof(order), "B-%d", i);
+        hot = sku_hot != NULL && split_part(order) == 1;
         snprintf(sql, sizeof(sql),
-                 "SELECT ordergate.place_order('%s', 1000, '[{\"sku\":\"sku-1\",\"qty\":1},"
+                 "SELECT ordergate.place_order('%s', 1000, '[{\"sku\":\"%s\",\"qty\":1},"
                  "{\"sku\":\"%s\",\"qty\":1}]'::jsonb, NULL, now() - interval '1 second')",
-                 order, sku_hot != NULL && split_part(order) == 1 ? sku_hot : "sku-2");
+                 order, hot ? "sku-3" : "sku-1", hot ? sku_hot : "sku-2");
         testdb_exec(t->conn, sql);
     }
 }
@@ -175,6 +182,7 @@ static PGconn *split_hold_worker(struct ct *t, struct ct_proc *p, const char *ta
     ct_setup(t, tag, 1, 0);
     ct_config(t, consumer_extra, CT_SHORT_SESSION ", \"auto.commit.interval.ms=200\"");
     testdb_exec(t->conn, "SELECT ordergate.add_stock('sku-2', 1000000)");
+    testdb_exec(t->conn, "SELECT ordergate.add_stock('sku-3', 1000000)");
     testdb_exec(t->conn, "SELECT ordergate.add_stock('sku-held', 1000000)");
     split_place(t, ORDERS, "sku-held");
     split_spawn(t, p, "120000");
@@ -296,9 +304,21 @@ static void test_split_sigterm_mid_claim(void **state)
     PGconn *locker;
     int status;
     int64_t t0;
+    long part0 = 0;
+    char order[32];
 
     (void)state;
+    for (int i = 1; i <= ORDERS; i++) {
+        snprintf(order, sizeof(order), "B-%d", i);
+        part0 += split_part(order) == 0;
+    }
     locker = split_hold_worker(&t, &p, "csplitterm", "");
+    /* The loop's part committed: only the worker's is out when the signal comes. */
+    assert_int_equal(ct_wait_scalar(&t,
+                                    "SELECT count(*) FROM ordergate.status_log WHERE order_no LIKE "
+                                    "'B-%' AND actor = 'ordergate-consumer'",
+                                    part0, 20000),
+                     part0);
 
     t0 = ct_now_ms();
     status = ct_stop(&p, SIGTERM, 15000);
